@@ -1,0 +1,50 @@
+/** What a CLI command may touch: its output streams, the exit code it sets, and the version. */
+import { readFileSync } from "node:fs";
+
+export const ExitCode = { Ok: 0, Failed: 1, Usage: 2 } as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** Whether stdout is a terminal (colours, progress lines). */
+  readonly isTty: boolean;
+  readonly version: string;
+  /** Commands set this instead of calling process.exit. */
+  exitCode: ExitCode;
+}
+
+/** Thrown for bad flags or arguments: exit status 2. */
+export class UsageError extends Error {
+  readonly code = "UsageError";
+}
+
+export function createIo(): CliIo {
+  return {
+    out: (t) => process.stdout.write(t),
+    err: (t) => process.stderr.write(t),
+    isTty: process.stdout.isTTY,
+    version: packageVersion(),
+    exitCode: ExitCode.Ok,
+  };
+}
+
+/** An in-memory IO for tests. */
+export function createCapturingIo(): CliIo & { stdout: () => string; stderr: () => string } {
+  let out = "";
+  let err = "";
+  return {
+    out: (t) => (out += t),
+    err: (t) => (err += t),
+    isTty: false,
+    version: packageVersion(),
+    exitCode: ExitCode.Ok,
+    stdout: () => out,
+    stderr: () => err,
+  };
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}

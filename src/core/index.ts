@@ -1,0 +1,5 @@
+export * from "./diagnostics.js";
+export * from "./errors.js";
+export * from "./logger.js";
+export * from "./redact.js";
+export * from "./canonical.js";

@@ -1,0 +1,101 @@
+import { describe, expect, it } from "vitest";
+import {
+  canonicalJson,
+  canonicalYaml,
+  createLogger,
+  createMemoryLogger,
+  describeError,
+  formatDiagnostic,
+  NeedsHumanError,
+  reactionOf,
+  RetryLaterError,
+  sortDiagnostics,
+  stripCredentials,
+  TransientError,
+  type Diagnostic,
+} from "../../src/core/index.js";
+
+describe("canonical serialisation", () => {
+  it("puts apiVersion, kind, metadata first and sorts every other key at every depth", () => {
+    const a = { spec: { b: 1, a: [{ z: 1, y: 2 }] }, metadata: { name: "x", labels: { b: "1", a: "2" } }, kind: "K", apiVersion: "v1" };
+    const b = { apiVersion: "v1", kind: "K", metadata: { labels: { a: "2", b: "1" }, name: "x" }, spec: { a: [{ y: 2, z: 1 }], b: 1 } };
+    expect(canonicalYaml(a)).toBe(canonicalYaml(b));
+    expect(canonicalYaml(a).split("\n").slice(0, 3)).toEqual(["apiVersion: v1", "kind: K", "metadata:"]);
+    expect(canonicalJson({ b: undefined, a: 1 })).toBe('{"a":1}');
+  });
+
+  it("does not put apiVersion first below the top level", () => {
+    expect(canonicalJson({ spec: { kind: 1, a: 2 } })).toBe('{"spec":{"a":2,"kind":1}}');
+  });
+});
+
+describe("secret redaction", () => {
+  it("strips credentials from URLs", () => {
+    expect(stripCredentials("fetch https://user:s3cret@git.example.com/org/repo.git failed")).toBe(
+      "fetch https://git.example.com/org/repo.git failed",
+    );
+    expect(stripCredentials("https://ghp_token@github.com/x")).toBe("https://github.com/x");
+    expect(stripCredentials("no url here")).toBe("no url here");
+  });
+
+  it("masks secret-looking fields in log payloads", () => {
+    const { logger, text } = createMemoryLogger();
+    logger.info("pull from https://u:p4ss@host/r", { token: "abc123", url: "http://x:y@h/", nested: { password: "pw" }, count: 3 });
+    const out = text();
+    expect(out).not.toContain("abc123");
+    expect(out).not.toContain("p4ss");
+    expect(out).not.toContain(":y@");
+    expect(out).not.toContain('"pw"');
+    expect(out).toContain('"count":3');
+  });
+});
+
+describe("logger", () => {
+  it("writes JSON lines with the child's name and filters by level", () => {
+    const lines: string[] = [];
+    const root = createLogger({ write: (l) => lines.push(l), level: "info", now: () => 0 });
+    const log = root.child("relay", { cluster: "c1" });
+    log.debug("hidden");
+    log.info("connected", { stream: "push" });
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toEqual({
+      time: "1970-01-01T00:00:00.000Z",
+      level: "info",
+      logger: "gitmesh.relay",
+      msg: "connected",
+      cluster: "c1",
+      stream: "push",
+    });
+  });
+
+  it("has a human format for terminals", () => {
+    const lines: string[] = [];
+    createLogger({ write: (l) => lines.push(l), format: "human", now: () => 0 }).warn("lost cluster", { cluster: "c 2" });
+    expect(lines[0]).toBe('00:00:00.000 WARN  gitmesh: lost cluster  cluster="c 2"');
+  });
+});
+
+describe("errors", () => {
+  it("carry a stable code equal to the class name and a reaction", () => {
+    class BadTokenError extends NeedsHumanError {}
+    const e = new BadTokenError("token rejected", { cause: new Error("inner") });
+    expect(e.code).toBe("BadTokenError");
+    expect(reactionOf(e)).toBe("needs-human");
+    expect(reactionOf(new RetryLaterError("warming", 500))).toBe("retry-later");
+    expect(reactionOf(new TransientError("redis"))).toBe("transient");
+    expect(reactionOf(new Error("unknown"))).toBe("transient");
+    expect(describeError(e)).toBe("token rejected: inner");
+  });
+});
+
+describe("diagnostics", () => {
+  it("format like a compiler and sort deterministically", () => {
+    const d: Diagnostic[] = [
+      { code: "B", severity: "warning", file: "b.yaml", line: 1, column: 1, message: "w" },
+      { code: "A", severity: "error", file: "a.yaml", line: 3, column: 5, path: "/spec/x", message: "bad x" },
+      { code: "A", severity: "error", file: "a.yaml", line: 2, column: 1, message: "first" },
+    ];
+    expect(sortDiagnostics(d).map((x) => x.message)).toEqual(["first", "bad x", "w"]);
+    expect(formatDiagnostic(d[1]!)).toBe("a.yaml:3:5: error A: bad x (at /spec/x)");
+  });
+});
