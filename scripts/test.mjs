@@ -16,6 +16,7 @@ const run = (label, cmd, cmdArgs) => {
 };
 if (args.length === 0) {
   run("generated types are up to date", "node", ["scripts/gen-types.mjs", "--check"]);
+  run("generated relay protocol code is up to date", "node", ["scripts/gen-proto.mjs", "--check"]);
   run("typecheck", "node_modules/.bin/tsc", ["-p", "tsconfig.json", "--noEmit"]);
   run("lint", "node_modules/.bin/eslint", ["."]);
   run("import cycles and module front doors", "node", ["scripts/check-imports.mjs"]);
