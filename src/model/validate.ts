@@ -119,6 +119,7 @@ function toIssues(errors: readonly ErrorObject[]): SchemaIssue[] {
   const typeFailures = new Set(errors.filter((e) => e.keyword === "type").map((e) => e.instancePath));
   for (const e of errors) {
     if (isAlternativeError(e)) continue;
+    if (e.keyword === "oneOf" && isExplainedByTypo(e, errors)) continue;
     if (e.keyword !== "type" && typeFailures.has(e.instancePath) && e.keyword !== "required") continue;
     const issue = toIssue(e);
     if (!issue) continue;
@@ -168,6 +169,12 @@ function toIssue(e: ErrorObject): SchemaIssue | undefined {
       return oneOfIssue(e);
     case "not":
       return notIssue(e);
+    case "minProperties":
+      if (e.params.limit === 1 && isRecord(e.parentSchema) && isRecord(e.parentSchema.properties)) {
+        const fields = Object.keys(e.parentSchema.properties).map((k) => `\`${k}\``);
+        return { path: at, keyword: e.keyword, message: `empty; set at least one of ${fields.join(", ")}` };
+      }
+      return { path: at, keyword: e.keyword, message: `${JSON.stringify(e.data)} is invalid: ${e.message ?? e.keyword}` };
     case "minimum":
     case "maximum":
     case "exclusiveMinimum":
@@ -176,7 +183,6 @@ function toIssue(e: ErrorObject): SchemaIssue | undefined {
     case "maxLength":
     case "minItems":
     case "maxItems":
-    case "minProperties":
     case "maxProperties":
     case "uniqueItems":
     case "format":
@@ -189,6 +195,20 @@ function toIssue(e: ErrorObject): SchemaIssue | undefined {
     default:
       return { path: at, keyword: e.keyword, message: e.message ?? e.keyword };
   }
+}
+
+/**
+ * "set exactly one of forwardTo, …" next to "unknown field forwardto; did you mean forwardTo?" is one problem,
+ * not two: the misspelt field is the one the user meant to set.
+ */
+function isExplainedByTypo(e: ErrorObject, errors: readonly ErrorObject[]): boolean {
+  const fields = requiredAlternatives(e.schema);
+  if (!fields || (e.params as { passingSchemas?: unknown }).passingSchemas) return false;
+  return errors.some((o) => {
+    if (o.keyword !== "additionalProperties" || o.instancePath !== e.instancePath) return false;
+    const guess = closest(String((o.params as { additionalProperty?: unknown }).additionalProperty), fields);
+    return guess !== undefined;
+  });
 }
 
 /** oneOf alternatives that only say which field is required: a proto oneof that needs exactly one field set. */

@@ -4,6 +4,250 @@
 
 /** Every schema of schemas/, keyed by file name, as data for the ajv validators (src/model/validate.ts). */
 export const SCHEMAS: Readonly<Record<string, unknown>> = {
+  "access-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/access-policy.schema.json",
+    "title": "AccessPolicy",
+    "description": "mTLS mode and authorization (allowed clients, paths, methods, IP blocks) for the selected workloads or destinations.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "security.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `security.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "AccessPolicy"
+        ],
+        "description": "Always `AccessPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/AccessPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "AccessPolicySpec": {
+        "type": "object",
+        "description": "AccessPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationSelector"
+            },
+            "description": "Destinations to apply the policy to. Empty or omitted: every destination of the workspace. Ignored when `applyToWorkloads` is set; VirtualDestinations are not supported."
+          },
+          "applyToWorkloads": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/NamespaceWorkloadSelector"
+            },
+            "description": "Workloads to apply the policy to (preferred). An empty selector selects every workload of the namespace/cluster/workspace."
+          },
+          "config": {
+            "$ref": "#/$defs/AccessPolicyConfig",
+            "description": "Authentication and authorization."
+          }
+        }
+      },
+      "NamespaceWorkloadSelector": {
+        "type": "object",
+        "description": "Selects workloads.",
+        "additionalProperties": false,
+        "properties": {
+          "selector": {
+            "$ref": "#/$defs/WorkloadObjectSelector",
+            "description": "Matches workloads by labels, namespace, cluster and workspace."
+          }
+        }
+      },
+      "WorkloadObjectSelector": {
+        "type": "object",
+        "description": "Selects workloads (no name field: select by labels).",
+        "additionalProperties": false,
+        "properties": {
+          "labels": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Only workloads (pods) with these labels."
+          },
+          "namespace": {
+            "type": "string",
+            "description": "Only this namespace. Omitted: all namespaces of the workspace."
+          },
+          "cluster": {
+            "type": "string",
+            "description": "Only this cluster. Omitted: all clusters of the workspace."
+          },
+          "workspace": {
+            "type": "string",
+            "description": "Only this workspace."
+          }
+        }
+      },
+      "AccessPolicyConfig": {
+        "type": "object",
+        "description": "Access policy settings.",
+        "additionalProperties": false,
+        "properties": {
+          "authn": {
+            "$ref": "#/$defs/AccessAuthentication",
+            "description": "How clients authenticate."
+          },
+          "authz": {
+            "$ref": "#/$defs/AccessAuthorization",
+            "description": "Deprecated: use `authzList` (ignored when `authzList` is set)."
+          },
+          "enforcementLayers": {
+            "$ref": "common.schema.json#/$defs/EnforcementLayers",
+            "description": "Which layers enforce the policy. Default: all available."
+          },
+          "authzList": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/AccessAuthorization"
+            },
+            "description": "Authorization rules, ORed; fields within a rule are ANDed. An empty rule `{}` denies all."
+          }
+        }
+      },
+      "AccessAuthentication": {
+        "type": "object",
+        "description": "Authentication.",
+        "additionalProperties": false,
+        "properties": {
+          "tlsMode": {
+            "type": "string",
+            "enum": [
+              "DISABLE",
+              "PERMISSIVE",
+              "STRICT"
+            ],
+            "description": "mTLS mode enforced on clients (STRICT under service isolation). Default `DISABLE`.",
+            "default": "DISABLE"
+          }
+        }
+      },
+      "AccessAuthorization": {
+        "type": "object",
+        "description": "One authorization rule.",
+        "additionalProperties": false,
+        "properties": {
+          "allowedClients": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/IdentitySelector"
+            },
+            "description": "Allowed client identities; a single empty selector allows all."
+          },
+          "allowedPaths": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Allowed paths: exact, prefix (`/api/*`), suffix (`*.js`) or `*`."
+          },
+          "allowedMethods": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Allowed HTTP methods."
+          },
+          "match": {
+            "$ref": "#/$defs/AccessMatchSpec",
+            "description": "Additional request conditions."
+          },
+          "allowedIpBlocks": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Allowed source IPs or CIDRs (packet source address)."
+          },
+          "allowedRemoteIpBlocks": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Allowed remote IPs or CIDRs (X-Forwarded-For / proxy protocol)."
+          },
+          "dryRun": {
+            "type": "boolean",
+            "description": "Log decisions without enforcing (L7 Istio authorization only).",
+            "default": false
+          }
+        }
+      },
+      "AccessMatchSpec": {
+        "type": "object",
+        "description": "Request match conditions.",
+        "additionalProperties": false,
+        "properties": {
+          "request": {
+            "type": "object",
+            "description": "HTTP request conditions.",
+            "additionalProperties": false,
+            "properties": {
+              "headers": {
+                "type": "object",
+                "additionalProperties": {
+                  "$ref": "#/$defs/HeaderValues"
+                },
+                "description": "Header name → values to match."
+              }
+            }
+          }
+        }
+      },
+      "HeaderValues": {
+        "type": "object",
+        "description": "Header match; set `values` or `notValues`.",
+        "additionalProperties": false,
+        "properties": {
+          "values": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Values, one of which must match (wildcards allowed)."
+          },
+          "notValues": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Values none of which may match."
+          }
+        },
+        "minProperties": 1
+      }
+    }
+  },
   "common.schema.json": {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": "https://gitmesh.io/schemas/common.schema.json",
@@ -834,6 +1078,250 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
       }
     }
   },
+  "connection-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/connection-policy.schema.json",
+    "title": "ConnectionPolicy",
+    "description": "Low-level TCP and HTTP connection-pool settings for the selected destinations.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "resilience.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `resilience.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "ConnectionPolicy"
+        ],
+        "description": "Always `ConnectionPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/ConnectionPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "ConnectionPolicySpec": {
+        "type": "object",
+        "description": "ConnectionPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationSelector"
+            },
+            "description": "Destinations to apply the policy to. Empty or omitted: every destination of the workspace."
+          },
+          "config": {
+            "$ref": "#/$defs/ConnectionConfig",
+            "description": "Connection settings."
+          }
+        }
+      },
+      "ConnectionConfig": {
+        "type": "object",
+        "description": "Connection settings.",
+        "additionalProperties": false,
+        "properties": {
+          "tcp": {
+            "$ref": "#/$defs/TCPConnectionConfig",
+            "description": "TCP settings."
+          },
+          "http": {
+            "$ref": "#/$defs/HTTPConnectionConfig",
+            "description": "HTTP settings."
+          }
+        }
+      },
+      "TCPConnectionConfig": {
+        "type": "object",
+        "description": "TCP connection settings.",
+        "additionalProperties": false,
+        "properties": {
+          "tcpKeepalive": {
+            "$ref": "common.schema.json#/$defs/TCPKeepalive",
+            "description": "TCP keepalive."
+          },
+          "maxConnections": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 2147483647,
+            "description": "Maximum connections to a destination host."
+          },
+          "connectTimeout": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "TCP connect timeout (at least 1ms)."
+          }
+        }
+      },
+      "HTTPConnectionConfig": {
+        "type": "object",
+        "description": "HTTP connection-pool settings.",
+        "additionalProperties": false,
+        "properties": {
+          "maxRequestsPerConnection": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 2147483647,
+            "description": "Maximum requests per connection; 1 disables keep-alive. Default 0 (unlimited).",
+            "default": 0
+          },
+          "maxRetries": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 2147483647,
+            "description": "Maximum outstanding retries to all hosts. Default 2^32-1."
+          },
+          "maxRequests": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 2147483647,
+            "description": "Maximum active requests to a destination. Default 1024.",
+            "default": 1024
+          },
+          "maxPendingRequests": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 2147483647,
+            "description": "Maximum requests queued for a connection. Default 1024.",
+            "default": 1024
+          },
+          "idleTimeout": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Idle timeout of pooled connections. Default `1h`.",
+            "default": "1h"
+          }
+        }
+      }
+    }
+  },
+  "cors-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/cors-policy.schema.json",
+    "title": "CORSPolicy",
+    "description": "Cross-Origin Resource Sharing for the selected routes.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "security.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `security.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "CORSPolicy"
+        ],
+        "description": "Always `CORSPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/CORSPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "CORSPolicySpec": {
+        "type": "object",
+        "description": "CORSPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToRoutes": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RouteSelector"
+            },
+            "description": "Routes to apply the policy to. Empty or omitted: every route of the workspace."
+          },
+          "config": {
+            "$ref": "#/$defs/CORSConfig",
+            "description": "CORS settings."
+          }
+        }
+      },
+      "CORSConfig": {
+        "type": "object",
+        "description": "CORS settings.",
+        "additionalProperties": false,
+        "properties": {
+          "allowOrigins": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/StringMatch"
+            },
+            "description": "Allowed origins; an origin is allowed if any matcher matches."
+          },
+          "allowMethods": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Allowed methods (Access-Control-Allow-Methods)."
+          },
+          "allowHeaders": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Allowed request headers (Access-Control-Allow-Headers)."
+          },
+          "exposeHeaders": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Headers browsers may read (Access-Control-Expose-Headers)."
+          },
+          "maxAge": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "How long preflight results may be cached (Access-Control-Max-Age)."
+          },
+          "allowCredentials": {
+            "type": "boolean",
+            "description": "Allow credentialed requests (Access-Control-Allow-Credentials)."
+          }
+        }
+      }
+    }
+  },
   "discovery-snapshot.schema.json": {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": "https://gitmesh.io/schemas/discovery-snapshot.schema.json",
@@ -1369,6 +1857,613 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
       }
     }
   },
+  "external-service.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/external-service.schema.json",
+    "title": "ExternalService",
+    "description": "A destination outside the mesh (a web API, virtual machines) that workloads and gateways can route to.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "networking.gloo.solo.io/v2"
+        ],
+        "description": "Always `networking.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "ExternalService"
+        ],
+        "description": "Always `ExternalService`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/ExternalServiceSpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "ExternalServiceSpec": {
+        "type": "object",
+        "description": "ExternalService spec. Set `hosts` or `addresses`, not both.",
+        "additionalProperties": false,
+        "properties": {
+          "hosts": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "description": "Hostname; FQDN or wildcard prefix.",
+              "pattern": "^(\\*\\.)?[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$"
+            },
+            "description": "Hostnames that resolve to this service (mutually exclusive with `addresses`)."
+          },
+          "addresses": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "description": "IPv4/IPv6 address or CIDR."
+            },
+            "description": "Addresses associated with this service (mutually exclusive with `hosts`)."
+          },
+          "ports": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/ExternalServicePort"
+            },
+            "description": "The ports of the external service."
+          },
+          "selector": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Selects ExternalEndpoints that provide the addresses for the hosts. Omitted: requests go to the hosts themselves (DNS)."
+          },
+          "subjectAltNames": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Alternate names accepted in the server certificate (TLS only)."
+          }
+        },
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "hosts",
+                "addresses"
+              ]
+            }
+          ]
+        }
+      },
+      "ExternalServicePort": {
+        "type": "object",
+        "description": "A port exposed by the ExternalService.",
+        "additionalProperties": false,
+        "properties": {
+          "number": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 65535,
+            "description": "The port number."
+          },
+          "targetPort": {
+            "$ref": "common.schema.json#/$defs/PortSelector",
+            "description": "The port (number or name) on the backing ExternalEndpoints; with `clientsideTls` it enables TLS origination."
+          },
+          "name": {
+            "type": "string",
+            "description": "A label for the port, e.g. `http`."
+          },
+          "protocol": {
+            "type": "string",
+            "enum": [
+              "HTTP",
+              "HTTPS",
+              "GRPC",
+              "HTTP2",
+              "MONGO",
+              "TCP",
+              "TLS"
+            ],
+            "description": "The protocol used towards this destination."
+          },
+          "clientsideTls": {
+            "$ref": "#/$defs/ExternalServiceTlsConfig",
+            "description": "TLS settings for this port (HTTPS and TLS use TLS automatically)."
+          },
+          "egressGatewayRoutes": {
+            "$ref": "#/$defs/EgressGatewayRoutes",
+            "description": "Egress VirtualGateways through which this service is reached (requires `hosts`)."
+          }
+        },
+        "required": [
+          "number"
+        ]
+      },
+      "ExternalServiceTlsConfig": {
+        "type": "object",
+        "description": "Client-side TLS towards the external service.",
+        "additionalProperties": false,
+        "properties": {
+          "sni": {
+            "type": "string",
+            "description": "SNI to present during the TLS handshake. Default: the single host, if there is one."
+          },
+          "mode": {
+            "type": "string",
+            "enum": [
+              "SIMPLE",
+              "DISABLE",
+              "MUTUAL",
+              "ISTIO_MUTUAL"
+            ],
+            "description": "TLS mode of the generated DestinationRule. Default `SIMPLE`.",
+            "default": "SIMPLE"
+          },
+          "clientCertificate": {
+            "type": "string",
+            "description": "Path of the client certificate on the proxy (required for `MUTUAL`)."
+          },
+          "privateKey": {
+            "type": "string",
+            "description": "Path of the client private key on the proxy (required for `MUTUAL`)."
+          },
+          "caCertificates": {
+            "type": "string",
+            "description": "Path of the CA certificates used to verify the server."
+          },
+          "credentialName": {
+            "type": "string",
+            "description": "Name of a Secret with the client credentials (alternative to the file paths)."
+          },
+          "insecureSkipVerify": {
+            "type": "boolean",
+            "description": "Skip verifying the server certificate's CA signature and SAN.",
+            "default": false
+          }
+        }
+      },
+      "EgressGatewayRoutes": {
+        "type": "object",
+        "description": "Egress gateway routing for an ExternalService port.",
+        "additionalProperties": false,
+        "properties": {
+          "portMatch": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 4294967295,
+            "description": "Port to match for traffic from the mesh. Default 80; unique per ExternalService port.",
+            "default": 80
+          },
+          "virtualGatewayRefs": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/ObjectReference"
+            },
+            "description": "The egress VirtualGateways; traffic is load-balanced across them."
+          }
+        }
+      }
+    }
+  },
+  "failover-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/failover-policy.schema.json",
+    "title": "FailoverPolicy",
+    "description": "Locality failover for the selected destinations (Services or VirtualDestinations; not ExternalServices). Takes effect together with outlier detection.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "resilience.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `resilience.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "FailoverPolicy"
+        ],
+        "description": "Always `FailoverPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/FailoverPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "FailoverPolicySpec": {
+        "type": "object",
+        "description": "FailoverPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationSelector"
+            },
+            "description": "Destinations to apply the policy to. Empty or omitted: every destination of the workspace. Kubernetes Services or VirtualDestinations."
+          },
+          "config": {
+            "$ref": "#/$defs/FailoverConfig",
+            "description": "How traffic fails over."
+          }
+        }
+      },
+      "FailoverConfig": {
+        "type": "object",
+        "description": "Failover settings: locality mappings or priority labels.",
+        "additionalProperties": false,
+        "properties": {
+          "localityMappings": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/LocalityMapping"
+            },
+            "description": "From-locality → to-localities mappings (wins when `priorityLabels` is also set)."
+          },
+          "priorityLabels": {
+            "$ref": "#/$defs/PriorityLabels",
+            "description": "Prefer destinations that share more of these labels with the client."
+          }
+        }
+      },
+      "PriorityLabels": {
+        "type": "object",
+        "description": "Label-based failover priority.",
+        "additionalProperties": false,
+        "properties": {
+          "labels": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Label keys in priority order."
+          }
+        }
+      },
+      "LocalityMapping": {
+        "type": "object",
+        "description": "One failover mapping.",
+        "additionalProperties": false,
+        "properties": {
+          "from": {
+            "$ref": "#/$defs/FailoverFromLocality",
+            "description": "Where requests originally go."
+          },
+          "to": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/FailoverToLocality"
+            },
+            "description": "Where they may fail over to."
+          }
+        },
+        "required": [
+          "from",
+          "to"
+        ]
+      },
+      "FailoverFromLocality": {
+        "type": "object",
+        "description": "The locality traffic fails over from.",
+        "additionalProperties": false,
+        "properties": {
+          "region": {
+            "type": "string",
+            "description": "Region.",
+            "minLength": 1
+          },
+          "zone": {
+            "type": "string",
+            "description": "Zone (optional)."
+          },
+          "subZone": {
+            "type": "string",
+            "description": "Sub-zone (optional)."
+          }
+        },
+        "required": [
+          "region"
+        ]
+      },
+      "FailoverToLocality": {
+        "type": "object",
+        "description": "A locality to fail over to, with an optional weight.",
+        "additionalProperties": false,
+        "properties": {
+          "region": {
+            "type": "string",
+            "description": "Region.",
+            "minLength": 1
+          },
+          "zone": {
+            "type": "string",
+            "description": "Zone (optional)."
+          },
+          "subZone": {
+            "type": "string",
+            "description": "Sub-zone (optional)."
+          },
+          "weight": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 100,
+            "description": "Weight of this locality; all `to` weights must sum to 100. Omitted: derived from the others."
+          }
+        },
+        "required": [
+          "region"
+        ]
+      }
+    }
+  },
+  "fault-injection-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/fault-injection-policy.schema.json",
+    "title": "FaultInjectionPolicy",
+    "description": "Inject delays and aborts into requests on the selected routes (delay first, then abort). Only one applies per route.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "resilience.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `resilience.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "FaultInjectionPolicy"
+        ],
+        "description": "Always `FaultInjectionPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/FaultInjectionPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "FaultInjectionPolicySpec": {
+        "type": "object",
+        "description": "FaultInjectionPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToRoutes": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RouteSelector"
+            },
+            "description": "Routes to apply the policy to. Empty or omitted: every route of the workspace. Only one FaultInjectionPolicy applies per route."
+          },
+          "config": {
+            "$ref": "#/$defs/FaultInjectionConfig",
+            "description": "The faults to inject."
+          }
+        },
+        "required": [
+          "config"
+        ]
+      },
+      "FaultInjectionConfig": {
+        "type": "object",
+        "description": "Set `delay`, `abort` or both.",
+        "additionalProperties": false,
+        "properties": {
+          "delay": {
+            "$ref": "#/$defs/FaultDelay",
+            "description": "Delay requests."
+          },
+          "abort": {
+            "$ref": "#/$defs/FaultAbort",
+            "description": "Abort requests with an HTTP status."
+          }
+        },
+        "minProperties": 1
+      },
+      "FaultDelay": {
+        "type": "object",
+        "description": "A fixed delay.",
+        "additionalProperties": false,
+        "properties": {
+          "fixedDelay": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "The delay, e.g. `5s`."
+          },
+          "percentage": {
+            "type": "number",
+            "description": "Percentage of requests delayed (0-100). Omitted: all.",
+            "minimum": 0,
+            "maximum": 100
+          }
+        },
+        "required": [
+          "fixedDelay"
+        ]
+      },
+      "FaultAbort": {
+        "type": "object",
+        "description": "An abort.",
+        "additionalProperties": false,
+        "properties": {
+          "httpStatus": {
+            "type": "integer",
+            "minimum": 200,
+            "maximum": 599,
+            "description": "HTTP status returned (200-599)."
+          },
+          "percentage": {
+            "type": "number",
+            "description": "Percentage of requests aborted (0-100). Omitted: all.",
+            "minimum": 0,
+            "maximum": 100
+          }
+        },
+        "required": [
+          "httpStatus"
+        ]
+      }
+    }
+  },
+  "header-manipulation-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/header-manipulation-policy.schema.json",
+    "title": "HeaderManipulationPolicy",
+    "description": "Add and remove request and response headers on the selected routes, or on selected destinations of routes.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "trafficcontrol.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `trafficcontrol.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "HeaderManipulationPolicy"
+        ],
+        "description": "Always `HeaderManipulationPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/HeaderManipulationPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "HeaderManipulationPolicySpec": {
+        "type": "object",
+        "description": "HeaderManipulationPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToRoutes": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RouteSelector"
+            },
+            "description": "Routes to apply the policy to. Empty or omitted: every route of the workspace."
+          },
+          "config": {
+            "$ref": "#/$defs/HeaderManipulationConfig",
+            "description": "Header changes."
+          },
+          "applyToRouteDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RouteDestinationSelector"
+            },
+            "description": "Apply only when a route forwards to these destinations."
+          }
+        }
+      },
+      "HeaderManipulationConfig": {
+        "type": "object",
+        "description": "Header changes.",
+        "additionalProperties": false,
+        "properties": {
+          "removeResponseHeaders": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Headers removed from responses."
+          },
+          "appendResponseHeaders": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Headers added to responses."
+          },
+          "removeRequestHeaders": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Headers removed from requests."
+          },
+          "appendRequestHeaders": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Headers added to requests."
+          }
+        }
+      }
+    }
+  },
   "kubernetes-cluster.schema.json": {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": "https://gitmesh.io/schemas/kubernetes-cluster.schema.json",
@@ -1425,6 +2520,1791 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             "type": "boolean",
             "description": "Exclude this cluster from safe mode: after a restart the server does not wait for its snapshot before translating.",
             "default": false
+          }
+        }
+      }
+    }
+  },
+  "load-balancer-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/load-balancer-policy.schema.json",
+    "title": "LoadBalancerPolicy",
+    "description": "Load-balancing algorithm or consistent-hash session affinity for the selected destinations. Only one applies per destination.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "trafficcontrol.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `trafficcontrol.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "LoadBalancerPolicy"
+        ],
+        "description": "Always `LoadBalancerPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/LoadBalancerPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "LoadBalancerPolicySpec": {
+        "type": "object",
+        "description": "LoadBalancerPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationSelector"
+            },
+            "description": "Destinations to apply the policy to. Empty or omitted: every destination of the workspace. Only one LoadBalancerPolicy applies per destination."
+          },
+          "config": {
+            "$ref": "#/$defs/LoadBalancerConfig",
+            "description": "Load-balancer settings."
+          }
+        },
+        "required": [
+          "config"
+        ]
+      },
+      "LoadBalancerConfig": {
+        "type": "object",
+        "description": "Set exactly one of `simple` or `consistentHash` (proto oneof `lb_policy`).",
+        "additionalProperties": false,
+        "properties": {
+          "simple": {
+            "type": "string",
+            "enum": [
+              "UNSPECIFIED",
+              "RANDOM",
+              "PASSTHROUGH",
+              "ROUND_ROBIN",
+              "LEAST_REQUEST"
+            ],
+            "description": "Load-balancing algorithm."
+          },
+          "consistentHash": {
+            "$ref": "#/$defs/ConsistentHashLB",
+            "description": "Consistent-hash session affinity."
+          },
+          "warmupDurationSecs": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Warm-up window for new endpoints."
+          },
+          "healthyPanicThreshold": {
+            "type": "number",
+            "description": "Panic threshold in percent. Default 50; 0 disables.",
+            "minimum": 0,
+            "maximum": 100
+          },
+          "updateMergeWindow": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Window for merging health/weight updates. Default `1s`; 0 disables.",
+            "default": "1s"
+          }
+        },
+        "oneOf": [
+          {
+            "required": [
+              "simple"
+            ]
+          },
+          {
+            "required": [
+              "consistentHash"
+            ]
+          }
+        ]
+      },
+      "ConsistentHashLB": {
+        "type": "object",
+        "description": "Set exactly one hash key: `httpHeaderName`, `httpCookie`, `useSourceIp` or `httpQueryParameterName` (proto oneof `hash_key`).",
+        "additionalProperties": false,
+        "properties": {
+          "httpHeaderName": {
+            "type": "string",
+            "description": "Hash on this request header.",
+            "minLength": 1
+          },
+          "httpCookie": {
+            "$ref": "#/$defs/HTTPCookie",
+            "description": "Hash on this cookie (generated if absent)."
+          },
+          "useSourceIp": {
+            "type": "boolean",
+            "description": "Hash on the source IP."
+          },
+          "httpQueryParameterName": {
+            "type": "string",
+            "description": "Hash on this query parameter.",
+            "minLength": 1
+          }
+        },
+        "oneOf": [
+          {
+            "required": [
+              "httpHeaderName"
+            ]
+          },
+          {
+            "required": [
+              "httpCookie"
+            ]
+          },
+          {
+            "required": [
+              "useSourceIp"
+            ]
+          },
+          {
+            "required": [
+              "httpQueryParameterName"
+            ]
+          }
+        ]
+      },
+      "HTTPCookie": {
+        "type": "object",
+        "description": "A hash cookie.",
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "Cookie name.",
+            "minLength": 1
+          },
+          "path": {
+            "type": "string",
+            "description": "Cookie path."
+          },
+          "ttl": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Cookie lifetime."
+          }
+        },
+        "required": [
+          "name"
+        ]
+      }
+    }
+  },
+  "mirror-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/mirror-policy.schema.json",
+    "title": "MirrorPolicy",
+    "description": "Mirror (shadow) a share of the selected routes' traffic to another destination.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "trafficcontrol.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `trafficcontrol.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "MirrorPolicy"
+        ],
+        "description": "Always `MirrorPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/MirrorPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "MirrorPolicySpec": {
+        "type": "object",
+        "description": "MirrorPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToRoutes": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RouteSelector"
+            },
+            "description": "Routes to apply the policy to. Empty or omitted: every route of the workspace."
+          },
+          "config": {
+            "$ref": "#/$defs/MirrorConfig",
+            "description": "Where and how much to mirror."
+          }
+        }
+      },
+      "MirrorConfig": {
+        "type": "object",
+        "description": "Mirror settings.",
+        "additionalProperties": false,
+        "properties": {
+          "destination": {
+            "$ref": "common.schema.json#/$defs/DestinationReference",
+            "description": "The destination that receives mirrored traffic."
+          },
+          "percentage": {
+            "type": "number",
+            "description": "Percentage of traffic mirrored (0-100). Omitted: all.",
+            "minimum": 0,
+            "maximum": 100
+          }
+        },
+        "required": [
+          "destination"
+        ]
+      }
+    }
+  },
+  "outlier-detection-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/outlier-detection-policy.schema.json",
+    "title": "OutlierDetectionPolicy",
+    "description": "Eject unhealthy endpoints of the selected destinations (VirtualDestinations, ExternalServices; Services in gitmesh) from load balancing.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "resilience.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `resilience.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "OutlierDetectionPolicy"
+        ],
+        "description": "Always `OutlierDetectionPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/OutlierDetectionPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "OutlierDetectionPolicySpec": {
+        "type": "object",
+        "description": "OutlierDetectionPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationSelector"
+            },
+            "description": "Destinations to apply the policy to. Empty or omitted: every destination of the workspace."
+          },
+          "config": {
+            "$ref": "#/$defs/OutlierDetectionConfig",
+            "description": "Ejection settings. Omitted: all defaults."
+          }
+        }
+      },
+      "OutlierDetectionConfig": {
+        "type": "object",
+        "description": "Outlier detection settings.",
+        "additionalProperties": false,
+        "properties": {
+          "consecutiveErrors": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295,
+            "description": "5xx errors in a row before an endpoint is ejected. Default 5.",
+            "default": 5
+          },
+          "interval": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Time between ejection sweeps. Default `10s`.",
+            "default": "10s"
+          },
+          "baseEjectionTime": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Minimum ejection time (multiplied by the number of ejections). Default `30s`.",
+            "default": "30s"
+          },
+          "maxEjectionPercent": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 100,
+            "description": "Maximum percentage of endpoints ejected at once (0-100). Default 100; 0 means Istio's 10%.",
+            "default": 100
+          },
+          "consecutiveGatewayErrors": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 4294967295,
+            "description": "Gateway errors (502, 503, 504) in a row before ejection. Omitted: not used."
+          }
+        }
+      }
+    }
+  },
+  "retry-timeout-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/retry-timeout-policy.schema.json",
+    "title": "RetryTimeoutPolicy",
+    "description": "Request timeout and retries for the selected routes. Only one RetryTimeoutPolicy applies to a route (the oldest).",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "resilience.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `resilience.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "RetryTimeoutPolicy"
+        ],
+        "description": "Always `RetryTimeoutPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/RetryTimeoutPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "RetryTimeoutPolicySpec": {
+        "type": "object",
+        "description": "RetryTimeoutPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToRoutes": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RouteSelector"
+            },
+            "description": "Routes to apply the policy to. Empty or omitted: every route of the workspace. Only one RetryTimeoutPolicy applies per route; later ones fail."
+          },
+          "config": {
+            "$ref": "#/$defs/RetryTimeoutConfig",
+            "description": "Timeout and retries."
+          }
+        },
+        "required": [
+          "config"
+        ]
+      },
+      "RetryTimeoutConfig": {
+        "type": "object",
+        "description": "Set at least one of `retries` or `requestTimeout`.",
+        "additionalProperties": false,
+        "properties": {
+          "retries": {
+            "$ref": "#/$defs/RetryPolicy",
+            "description": "Retries for failed requests."
+          },
+          "requestTimeout": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Timeout of the whole request (including retries), e.g. `10s`."
+          }
+        },
+        "minProperties": 1
+      },
+      "RetryPolicy": {
+        "type": "object",
+        "description": "Retries for failed requests.",
+        "additionalProperties": false,
+        "properties": {
+          "attempts": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 2147483647,
+            "description": "Number of retries. Default 2 (Istio's default); 0 disables retries (then set no other retry field).",
+            "default": 2
+          },
+          "perTryTimeout": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Timeout per attempt. Omitted: no per-try timeout."
+          },
+          "retryOn": {
+            "type": "string",
+            "description": "Comma-separated Envoy retry conditions, e.g. `connect-failure,refused-stream,5xx`."
+          },
+          "retryRemoteLocalities": {
+            "type": "boolean",
+            "description": "Retry to other localities.",
+            "default": false
+          }
+        }
+      }
+    }
+  },
+  "root-trust-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/root-trust-policy.schema.json",
+    "title": "RootTrustPolicy",
+    "description": "The root of trust (CA and trust domain) shared by the selected meshes; needed for cross-cluster mTLS.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "admin.gloo.solo.io/v2"
+        ],
+        "description": "Always `admin.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "RootTrustPolicy"
+        ],
+        "description": "Always `RootTrustPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/RootTrustPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "RootTrustPolicySpec": {
+        "type": "object",
+        "description": "RootTrustPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToMeshes": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/MeshSelector"
+            },
+            "description": "Meshes to apply the root of trust to. Empty: every mesh of the workspace."
+          },
+          "config": {
+            "$ref": "#/$defs/RootTrustConfig",
+            "description": "The root of trust."
+          }
+        }
+      },
+      "RootTrustConfig": {
+        "type": "object",
+        "description": "Root of trust settings. Set at most one of `mgmtServerCa` or `agentCa`.",
+        "additionalProperties": false,
+        "properties": {
+          "mgmtServerCa": {
+            "$ref": "#/$defs/MgmtServerCertificateAuthority",
+            "description": "A root CA shared by all selected meshes. Omitted (and no agentCa): a self-signed root is generated."
+          },
+          "agentCa": {
+            "$ref": "#/$defs/AgentCertificateAuthority",
+            "description": "An intermediate CA (Vault) used by the agents."
+          },
+          "intermediateCertOptions": {
+            "$ref": "#/$defs/CommonCertOptions",
+            "description": "Options for the generated intermediate certificates."
+          },
+          "autoRestartPods": {
+            "type": "boolean",
+            "description": "Restart workload pods after a successful certificate issuance.",
+            "default": false
+          },
+          "passiveCertificateAuthorities": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/MgmtServerCertificateAuthority"
+            },
+            "description": "Additional roots used only to validate (for rotation)."
+          }
+        },
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "mgmtServerCa",
+                "agentCa"
+              ]
+            }
+          ]
+        }
+      },
+      "MgmtServerCertificateAuthority": {
+        "type": "object",
+        "description": "Source of the root CA. Set at most one of `generated` or `secretRef`.",
+        "additionalProperties": false,
+        "properties": {
+          "generated": {
+            "$ref": "#/$defs/CommonCertOptions",
+            "description": "Generate a self-signed root with these options."
+          },
+          "secretRef": {
+            "$ref": "#/$defs/SecretReference",
+            "description": "A Secret (in the policy's namespace) holding the root CA."
+          }
+        },
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "generated",
+                "secretRef"
+              ]
+            }
+          ]
+        }
+      },
+      "CommonCertOptions": {
+        "type": "object",
+        "description": "Options for a generated X.509 certificate.",
+        "additionalProperties": false,
+        "properties": {
+          "ttlDays": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 4294967295,
+            "description": "Days until the certificate expires. Default 365.",
+            "default": 365
+          },
+          "rsaKeySizeBytes": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 4294967295,
+            "description": "RSA key size. Default 4096.",
+            "default": 4096
+          },
+          "orgName": {
+            "type": "string",
+            "description": "Organization name. Default `gloo-mesh`.",
+            "default": "gloo-mesh"
+          },
+          "secretRotationGracePeriodRatio": {
+            "type": "number",
+            "description": "Fraction of the lifetime left when rotation starts (between 0 and 1, exclusive).",
+            "exclusiveMinimum": 0,
+            "exclusiveMaximum": 1
+          }
+        }
+      },
+      "SecretReference": {
+        "type": "object",
+        "description": "A reference to an object by name and namespace.",
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "Name.",
+            "minLength": 1
+          },
+          "namespace": {
+            "type": "string",
+            "description": "Namespace."
+          }
+        },
+        "required": [
+          "name"
+        ]
+      },
+      "AgentCertificateAuthority": {
+        "type": "object",
+        "description": "Intermediate CA source (proto oneof `ca_source`: only `vault`).",
+        "additionalProperties": false,
+        "properties": {
+          "vault": {
+            "$ref": "#/$defs/VaultCA",
+            "description": "Use Vault as the intermediate CA."
+          }
+        }
+      },
+      "VaultCA": {
+        "type": "object",
+        "description": "Vault CA settings. At most one of `caBundle`/`caSecretRef`/`caLocalPath`, and at most one of `tokenSecretRef`/`kubernetesAuth`.",
+        "additionalProperties": false,
+        "properties": {
+          "caPath": {
+            "type": "string",
+            "description": "Mount path of the PKI `sign` endpoint, e.g. `pki/sign/my-role`."
+          },
+          "csrPath": {
+            "type": "string",
+            "description": "Mount path of the PKI `generate` endpoint, e.g. `pki/intermediate/generate/exported`."
+          },
+          "server": {
+            "type": "string",
+            "description": "Vault address, e.g. `https://vault.example.com:8200`."
+          },
+          "caBundle": {
+            "type": "string",
+            "description": "Inline PEM CA bundle (base64 in JSON, as proto bytes)."
+          },
+          "caSecretRef": {
+            "$ref": "#/$defs/SecretReference",
+            "description": "Secret with the CA bundle (key `root-cert.pem`)."
+          },
+          "caLocalPath": {
+            "type": "string",
+            "description": "Local path of the CA bundle."
+          },
+          "namespace": {
+            "type": "string",
+            "description": "Vault Enterprise namespace."
+          },
+          "tokenSecretRef": {
+            "$ref": "#/$defs/SecretReference",
+            "description": "Secret with a Vault token."
+          },
+          "kubernetesAuth": {
+            "$ref": "#/$defs/VaultKubernetesAuth",
+            "description": "Authenticate with a Kubernetes service account token."
+          }
+        },
+        "allOf": [
+          {
+            "not": {
+              "anyOf": [
+                {
+                  "required": [
+                    "caBundle",
+                    "caSecretRef"
+                  ]
+                },
+                {
+                  "required": [
+                    "caBundle",
+                    "caLocalPath"
+                  ]
+                },
+                {
+                  "required": [
+                    "caSecretRef",
+                    "caLocalPath"
+                  ]
+                }
+              ]
+            }
+          },
+          {
+            "not": {
+              "anyOf": [
+                {
+                  "required": [
+                    "tokenSecretRef",
+                    "kubernetesAuth"
+                  ]
+                }
+              ]
+            }
+          }
+        ]
+      },
+      "VaultKubernetesAuth": {
+        "type": "object",
+        "description": "Vault Kubernetes auth. Set at most one of `serviceAccountRef` or `mountedSaPath`.",
+        "additionalProperties": false,
+        "properties": {
+          "mountPath": {
+            "type": "string",
+            "description": "Auth mount path. Default `/v1/auth/kubernetes`.",
+            "default": "/v1/auth/kubernetes"
+          },
+          "role": {
+            "type": "string",
+            "description": "Vault role to assume.",
+            "minLength": 1
+          },
+          "secretTokenKey": {
+            "type": "string",
+            "description": "Key of the token in the Secret. Default `token`.",
+            "default": "token"
+          },
+          "serviceAccountRef": {
+            "$ref": "#/$defs/SecretReference",
+            "description": "Service account other than the pod's own."
+          },
+          "mountedSaPath": {
+            "type": "string",
+            "description": "Path of the mounted service account token. Default `/var/run/secrets/kubernetes.io/serviceaccount`."
+          }
+        },
+        "required": [
+          "role"
+        ],
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "serviceAccountRef",
+                "mountedSaPath"
+              ]
+            }
+          ]
+        }
+      }
+    }
+  },
+  "route-table.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/route-table.schema.json",
+    "title": "RouteTable",
+    "description": "HTTP, TCP and TLS routes for a set of hosts, served by VirtualGateways (north-south) or by sidecars (east-west), or delegated from a parent route table.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "networking.gloo.solo.io/v2"
+        ],
+        "description": "Always `networking.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "RouteTable"
+        ],
+        "description": "Always `RouteTable`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/RouteTableSpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "RouteTableSpec": {
+        "type": "object",
+        "description": "RouteTable spec.",
+        "additionalProperties": false,
+        "properties": {
+          "hosts": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "description": "Hostname; only the leftmost label may be a wildcard (`*.example.com`).",
+              "pattern": "^(\\*|(\\*\\.)?[A-Za-z0-9]([-A-Za-z0-9_]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([-A-Za-z0-9_]*[A-Za-z0-9])?)*)$"
+            },
+            "description": "Hosts this route table routes traffic for. Required unless the table is a delegated child (then it must be empty)."
+          },
+          "virtualGateways": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/ObjectReference"
+            },
+            "description": "VirtualGateways that serve this route table (north-south). Omitted: sidecars of the workspace, or of `workloadSelectors`."
+          },
+          "workloadSelectors": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/WorkloadSelector"
+            },
+            "description": "Source workloads (sidecars) that use this route table (east-west; labels only). Omitted with no virtualGateways: all workloads of the workspace."
+          },
+          "applyToDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationSelector"
+            },
+            "description": "Destinations whose producer-side proxies (waypoints) route with this table."
+          },
+          "defaultDestination": {
+            "$ref": "common.schema.json#/$defs/DestinationReference",
+            "description": "Destination for `forwardTo` routes that name none."
+          },
+          "http": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/HTTPRoute"
+            },
+            "description": "HTTP routes; a request that matches none gets 404."
+          },
+          "tcp": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/TCPRoute"
+            },
+            "description": "TCP routes (east-west only)."
+          },
+          "tls": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/TLSRoute"
+            },
+            "description": "TLS passthrough routes, matched by SNI."
+          },
+          "weight": {
+            "type": "integer",
+            "minimum": -2147483648,
+            "maximum": 2147483647,
+            "description": "Priority among delegated route tables; higher first. Default 0.",
+            "default": 0
+          },
+          "portalMetadata": {
+            "$ref": "#/$defs/PortalMetadata",
+            "description": "Developer-portal metadata (accepted, not translated)."
+          },
+          "failureMode": {
+            "type": "string",
+            "enum": [
+              "ROUTE_REPLACEMENT",
+              "FREEZE_CONFIG"
+            ],
+            "description": "What happens when a route is misconfigured: `ROUTE_REPLACEMENT` (default) replaces it with a 500 direct response; `FREEZE_CONFIG` keeps the last accepted configuration. Must be unset on delegated children.",
+            "default": "ROUTE_REPLACEMENT"
+          },
+          "virtualServiceAnnotations": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Annotations added to the generated VirtualService (not on delegated children)."
+          }
+        }
+      },
+      "HTTPRoute": {
+        "type": "object",
+        "description": "An HTTP route: matchers plus exactly one action (`forwardTo`, `delegate`, `redirect`, `directResponse` or `graphql`).",
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "Unique name of the route within the route table (duplicates are renamed `duplicate-<name>-<n>`; an `insecure-` prefix is trimmed)."
+          },
+          "labels": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Labels of the route, matched by policies' `applyToRoutes`."
+          },
+          "matchers": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/HTTPRequestMatcher"
+            },
+            "description": "Request matchers (ORed). Omitted: any HTTP request."
+          },
+          "forwardTo": {
+            "$ref": "#/$defs/ForwardToAction",
+            "description": "Forward to one or more destinations."
+          },
+          "delegate": {
+            "$ref": "#/$defs/DelegateAction",
+            "description": "Delegate to other route tables."
+          },
+          "redirect": {
+            "$ref": "#/$defs/RedirectAction",
+            "description": "Answer with a redirect."
+          },
+          "directResponse": {
+            "$ref": "#/$defs/DirectResponseAction",
+            "description": "Answer directly from the proxy."
+          },
+          "graphql": {
+            "$ref": "#/$defs/GraphQLAction",
+            "description": "Handle as a GraphQL request (accepted, not translated by gitmesh)."
+          }
+        },
+        "oneOf": [
+          {
+            "required": [
+              "forwardTo"
+            ]
+          },
+          {
+            "required": [
+              "delegate"
+            ]
+          },
+          {
+            "required": [
+              "redirect"
+            ]
+          },
+          {
+            "required": [
+              "directResponse"
+            ]
+          },
+          {
+            "required": [
+              "graphql"
+            ]
+          }
+        ]
+      },
+      "TCPRoute": {
+        "type": "object",
+        "description": "A TCP route.",
+        "additionalProperties": false,
+        "properties": {
+          "matchers": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/TCPRequestMatcher"
+            },
+            "description": "Request matchers."
+          },
+          "forwardTo": {
+            "$ref": "#/$defs/ForwardToAction",
+            "description": "Forward to destinations (path and host rewrites do not apply)."
+          }
+        },
+        "required": [
+          "forwardTo"
+        ]
+      },
+      "TLSRoute": {
+        "type": "object",
+        "description": "A TLS passthrough route.",
+        "additionalProperties": false,
+        "properties": {
+          "matchers": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/TLSRequestMatcher"
+            },
+            "description": "Request matchers (SNI hosts)."
+          },
+          "forwardTo": {
+            "$ref": "#/$defs/TLSForwardToAction",
+            "description": "Forward to destinations."
+          }
+        },
+        "required": [
+          "forwardTo"
+        ]
+      },
+      "TLSForwardToAction": {
+        "type": "object",
+        "description": "Forwarding for a TLS route.",
+        "additionalProperties": false,
+        "properties": {
+          "destinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationReference"
+            },
+            "description": "Destinations; required unless the table has a `defaultDestination`."
+          }
+        }
+      },
+      "ForwardToAction": {
+        "type": "object",
+        "description": "Forward matching requests. Set at most one of `pathRewrite`/`regexRewrite` and at most one of `hostRewrite`/`autoHostRewrite`.",
+        "additionalProperties": false,
+        "properties": {
+          "destinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationReference"
+            },
+            "description": "Destinations; required unless the table has a `defaultDestination`. Weights must sum to 100."
+          },
+          "pathRewrite": {
+            "type": "string",
+            "description": "Replace the matched path (prefix, or whole exact path) with this value."
+          },
+          "regexRewrite": {
+            "$ref": "#/$defs/RegexMatchAndSubstitute",
+            "description": "Rewrite the path with a regular expression."
+          },
+          "hostRewrite": {
+            "type": "string",
+            "description": "Replace the Host/authority header with this value (HTTP only)."
+          },
+          "autoHostRewrite": {
+            "type": "boolean",
+            "description": "Replace the Host/authority header with the destination's hostname (HTTP only)."
+          }
+        },
+        "allOf": [
+          {
+            "not": {
+              "anyOf": [
+                {
+                  "required": [
+                    "pathRewrite",
+                    "regexRewrite"
+                  ]
+                }
+              ]
+            }
+          },
+          {
+            "not": {
+              "anyOf": [
+                {
+                  "required": [
+                    "hostRewrite",
+                    "autoHostRewrite"
+                  ]
+                }
+              ]
+            }
+          }
+        ]
+      },
+      "RegexMatchAndSubstitute": {
+        "type": "object",
+        "description": "Envoy RegexMatchAndSubstitute.",
+        "additionalProperties": false,
+        "properties": {
+          "pattern": {
+            "type": "object",
+            "description": "The pattern to match.",
+            "additionalProperties": false,
+            "properties": {
+              "regex": {
+                "type": "string",
+                "description": "RE2 regular expression.",
+                "minLength": 1
+              },
+              "googleRe2": {
+                "type": "object",
+                "description": "Deprecated Envoy option; ignored."
+              }
+            },
+            "required": [
+              "regex"
+            ]
+          },
+          "substitution": {
+            "type": "string",
+            "description": "The substitution; may reference capture groups (`\\1`)."
+          }
+        },
+        "required": [
+          "pattern",
+          "substitution"
+        ]
+      },
+      "RedirectAction": {
+        "type": "object",
+        "description": "Answer with a redirect.",
+        "additionalProperties": false,
+        "properties": {
+          "hostRedirect": {
+            "type": "string",
+            "description": "Replace the host of the URL with this value."
+          },
+          "pathRedirect": {
+            "type": "string",
+            "description": "Replace the whole path of the URL with this value."
+          },
+          "responseCode": {
+            "type": "string",
+            "enum": [
+              "MOVED_PERMANENTLY",
+              "FOUND",
+              "SEE_OTHER",
+              "TEMPORARY_REDIRECT",
+              "PERMANENT_REDIRECT"
+            ],
+            "description": "Redirect status code. Default `MOVED_PERMANENTLY` (301).",
+            "default": "MOVED_PERMANENTLY"
+          }
+        }
+      },
+      "DirectResponseAction": {
+        "type": "object",
+        "description": "Answer directly from the proxy.",
+        "additionalProperties": false,
+        "properties": {
+          "status": {
+            "type": "integer",
+            "minimum": 200,
+            "maximum": 599,
+            "description": "HTTP status code (200-599)."
+          },
+          "body": {
+            "type": "string",
+            "description": "Response body (under 1 MiB).",
+            "maxLength": 1048576
+          }
+        },
+        "required": [
+          "status"
+        ]
+      },
+      "DelegateAction": {
+        "type": "object",
+        "description": "Delegate routing to other route tables.",
+        "additionalProperties": false,
+        "properties": {
+          "routeTables": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/ObjectSelector"
+            },
+            "description": "The route tables delegated to (ordered by creation time)."
+          },
+          "allowedRoutes": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "description": "RouteFilter (cloud-provider filter options; accepted, not translated)."
+            },
+            "description": "Restricts which routes may be delegated to."
+          },
+          "sortMethod": {
+            "type": "string",
+            "enum": [
+              "TABLE_WEIGHT",
+              "ROUTE_SPECIFICITY"
+            ],
+            "description": "How routes of delegated tables are ordered. Default `TABLE_WEIGHT`.",
+            "default": "TABLE_WEIGHT"
+          }
+        }
+      },
+      "GraphQLAction": {
+        "type": "object",
+        "description": "GraphQL handling (accepted, not translated by gitmesh). Set exactly one of `schema` or `stitchedSchema`.",
+        "additionalProperties": false,
+        "properties": {
+          "schema": {
+            "$ref": "#/$defs/ClusterObjectRef",
+            "description": "A GraphQLSchema."
+          },
+          "stitchedSchema": {
+            "$ref": "#/$defs/ClusterObjectRef",
+            "description": "A GraphQLStitchedSchema."
+          },
+          "options": {
+            "type": "object",
+            "description": "GraphQL options.",
+            "additionalProperties": false,
+            "properties": {
+              "logSensitiveInfo": {
+                "type": "boolean",
+                "description": "Log request/response details in Envoy debug logs.",
+                "default": false
+              }
+            }
+          }
+        },
+        "oneOf": [
+          {
+            "required": [
+              "schema"
+            ]
+          },
+          {
+            "required": [
+              "stitchedSchema"
+            ]
+          }
+        ]
+      },
+      "ClusterObjectRef": {
+        "type": "object",
+        "description": "A reference to an object in a cluster.",
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "Name."
+          },
+          "namespace": {
+            "type": "string",
+            "description": "Namespace."
+          },
+          "clusterName": {
+            "type": "string",
+            "description": "Cluster."
+          }
+        },
+        "required": [
+          "name"
+        ]
+      },
+      "PortalMetadata": {
+        "type": "object",
+        "description": "Developer-portal metadata.",
+        "additionalProperties": false,
+        "properties": {
+          "apiProductId": {
+            "type": "string",
+            "description": "API product id."
+          },
+          "apiProductDisplayName": {
+            "type": "string",
+            "description": "API product display name."
+          },
+          "apiVersion": {
+            "type": "string",
+            "description": "API version."
+          },
+          "title": {
+            "type": "string",
+            "description": "Title."
+          },
+          "description": {
+            "type": "string",
+            "description": "Description."
+          },
+          "termsOfService": {
+            "type": "string",
+            "description": "Terms of service."
+          },
+          "contact": {
+            "type": "string",
+            "description": "Contact."
+          },
+          "license": {
+            "type": "string",
+            "description": "License."
+          },
+          "lifecycle": {
+            "type": "string",
+            "description": "Lifecycle."
+          },
+          "customMetadata": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Custom metadata."
+          }
+        }
+      }
+    }
+  },
+  "virtual-destination.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/virtual-destination.schema.json",
+    "title": "VirtualDestination",
+    "description": "A global hostname and ports backed by Services (at most one per cluster), ExternalServices or ExternalWorkloads, reachable across clusters.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "networking.gloo.solo.io/v2"
+        ],
+        "description": "Always `networking.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "VirtualDestination"
+        ],
+        "description": "Always `VirtualDestination`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/VirtualDestinationSpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "VirtualDestinationSpec": {
+        "type": "object",
+        "description": "VirtualDestination spec.",
+        "additionalProperties": false,
+        "properties": {
+          "hosts": {
+            "type": "array",
+            "items": {
+              "type": "string",
+              "description": "A hostname (no wildcards).",
+              "pattern": "^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$"
+            },
+            "description": "The internal hostnames this VirtualDestination serves (unique within the resource; fully qualified names recommended)."
+          },
+          "services": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/ObjectSelector"
+            },
+            "description": "Selectors for the backing Kubernetes Services (at most one per cluster; the oldest wins)."
+          },
+          "externalServices": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/ObjectSelector"
+            },
+            "description": "Selectors for the backing ExternalServices."
+          },
+          "externalWorkloads": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/ObjectSelector"
+            },
+            "description": "Selectors for the backing ExternalWorkloads (at most one per cluster)."
+          },
+          "ports": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/VirtualDestinationPort"
+            },
+            "description": "The ports the VirtualDestination serves; at least one.",
+            "minItems": 1
+          },
+          "clientMode": {
+            "$ref": "common.schema.json#/$defs/ClientMode",
+            "description": "How the VirtualDestination is translated. Omitted: inherited from WorkspaceSettings."
+          }
+        },
+        "required": [
+          "ports"
+        ]
+      },
+      "VirtualDestinationPort": {
+        "type": "object",
+        "description": "A port exposed by the VirtualDestination.",
+        "additionalProperties": false,
+        "properties": {
+          "number": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 65535,
+            "description": "The port number (1-65535)."
+          },
+          "protocol": {
+            "type": "string",
+            "enum": [
+              "HTTP",
+              "HTTPS",
+              "GRPC",
+              "HTTP2",
+              "MONGO",
+              "TCP",
+              "TLS"
+            ],
+            "description": "The protocol used towards this destination (may differ from the backing Services)."
+          },
+          "targetPort": {
+            "$ref": "common.schema.json#/$defs/PortSelector",
+            "description": "The port (number or name) on the backing services. Omitted: the same number as `number`."
+          }
+        },
+        "required": [
+          "number"
+        ]
+      }
+    }
+  },
+  "virtual-gateway.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/virtual-gateway.schema.json",
+    "title": "VirtualGateway",
+    "description": "Ingress, egress or east-west gateway listeners (ports, TLS, hosts allowed) implemented by selected gateway workloads.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "networking.gloo.solo.io/v2"
+        ],
+        "description": "Always `networking.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "VirtualGateway"
+        ],
+        "description": "Always `VirtualGateway`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/VirtualGatewaySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "VirtualGatewaySpec": {
+        "type": "object",
+        "description": "VirtualGateway spec.",
+        "additionalProperties": false,
+        "properties": {
+          "workloads": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/WorkloadSelector"
+            },
+            "description": "The gateway workloads implementing this VirtualGateway (gateway Service name or pod labels). Omitted: all gateways."
+          },
+          "listeners": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/Listener"
+            },
+            "description": "The listeners; at least one.",
+            "minItems": 1
+          }
+        },
+        "required": [
+          "listeners"
+        ]
+      },
+      "Listener": {
+        "type": "object",
+        "description": "A gateway listener. Set at most one of `tls`/`httpsRedirect` and at most one of `http`/`tcp`.",
+        "additionalProperties": false,
+        "properties": {
+          "port": {
+            "$ref": "common.schema.json#/$defs/PortSelector",
+            "description": "The port (number or name) of the gateway Service to listen on."
+          },
+          "tls": {
+            "$ref": "#/$defs/GatewayTLSConfig",
+            "description": "TLS settings (required when appProtocol is HTTPS or TLS)."
+          },
+          "httpsRedirect": {
+            "type": "boolean",
+            "description": "Answer every plain HTTP request with a 301 redirect to HTTPS."
+          },
+          "http": {
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {},
+            "description": "Serve the HTTP routes of route tables that select this gateway."
+          },
+          "tcp": {
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {},
+            "description": "Serve TCP routes."
+          },
+          "allowedRouteTables": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/RouteTableFilter"
+            },
+            "description": "Which route tables may bind to this listener. Omitted: any."
+          },
+          "exposedExternalServices": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/ExternalServiceFilter"
+            },
+            "description": "ExternalServices exposed for egress. Omitted: all."
+          },
+          "appProtocol": {
+            "type": "string",
+            "enum": [
+              "GRPC",
+              "GRPC-WEB",
+              "HTTP",
+              "HTTP_PROXY",
+              "HTTP2",
+              "HTTPS",
+              "TCP",
+              "TLS",
+              "MONGO",
+              "REDIS",
+              "MYSQL",
+              "grpc",
+              "grpc-web",
+              "http",
+              "http_proxy",
+              "http2",
+              "https",
+              "tcp",
+              "tls",
+              "mongo",
+              "redis",
+              "mysql"
+            ],
+            "description": "Application protocol. Omitted: inferred from the listener type and TLS settings."
+          }
+        },
+        "required": [
+          "port"
+        ],
+        "allOf": [
+          {
+            "not": {
+              "anyOf": [
+                {
+                  "required": [
+                    "tls",
+                    "httpsRedirect"
+                  ]
+                }
+              ]
+            }
+          },
+          {
+            "not": {
+              "anyOf": [
+                {
+                  "required": [
+                    "http",
+                    "tcp"
+                  ]
+                }
+              ]
+            }
+          }
+        ]
+      },
+      "RouteTableFilter": {
+        "type": "object",
+        "description": "Filter for route tables binding to a listener.",
+        "additionalProperties": false,
+        "properties": {
+          "host": {
+            "type": "string",
+            "description": "Hostname to allow (`*` wildcards allowed); may be prefixed `namespace/`.",
+            "minLength": 1
+          },
+          "selector": {
+            "$ref": "common.schema.json#/$defs/ObjectSelector",
+            "description": "Only route tables matching this selector (empty: all route tables of the workspace)."
+          },
+          "allowedRoutes": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "description": "RouteFilter (accepted, not translated)."
+            },
+            "description": "Restricts the routes that may bind."
+          }
+        },
+        "required": [
+          "host"
+        ]
+      },
+      "ExternalServiceFilter": {
+        "type": "object",
+        "description": "Filter for ExternalServices exposed by a listener.",
+        "additionalProperties": false,
+        "properties": {
+          "host": {
+            "type": "string",
+            "description": "Hostname to expose (`*` wildcards allowed).",
+            "minLength": 1
+          },
+          "selector": {
+            "$ref": "common.schema.json#/$defs/ObjectSelector",
+            "description": "Only ExternalServices matching this selector."
+          }
+        },
+        "required": [
+          "host"
+        ]
+      },
+      "GatewayTLSConfig": {
+        "type": "object",
+        "description": "Gateway TLS settings. Set at most one of `secretName` or `files`.",
+        "additionalProperties": false,
+        "properties": {
+          "secretName": {
+            "type": "string",
+            "description": "Name of the Kubernetes TLS Secret, in the gateway's namespace."
+          },
+          "files": {
+            "$ref": "#/$defs/GatewayTLSFiles",
+            "description": "Certificate files on the gateway's filesystem."
+          },
+          "verifySubjectAltName": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Accepted SANs of the peer certificate (requires `files.caCerts`)."
+          },
+          "parameters": {
+            "$ref": "#/$defs/GatewayTLSParameters",
+            "description": "General TLS parameters."
+          },
+          "mode": {
+            "type": "string",
+            "enum": [
+              "PASSTHROUGH",
+              "SIMPLE",
+              "MUTUAL",
+              "AUTO_PASSTHROUGH",
+              "ISTIO_MUTUAL"
+            ],
+            "description": "TLS mode of the gateway. Default `PASSTHROUGH`.",
+            "default": "PASSTHROUGH"
+          }
+        },
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "secretName",
+                "files"
+              ]
+            }
+          ]
+        }
+      },
+      "GatewayTLSFiles": {
+        "type": "object",
+        "description": "Certificate files.",
+        "additionalProperties": false,
+        "properties": {
+          "serverCert": {
+            "type": "string",
+            "description": "Path of the server certificate."
+          },
+          "privateKey": {
+            "type": "string",
+            "description": "Path of the private key."
+          },
+          "caCerts": {
+            "type": "string",
+            "description": "Path of the CA certificates that verify client certificates."
+          }
+        }
+      },
+      "GatewayTLSParameters": {
+        "type": "object",
+        "description": "TLS parameters.",
+        "additionalProperties": false,
+        "properties": {
+          "minimumProtocolVersion": {
+            "type": "string",
+            "enum": [
+              "TLS_AUTO",
+              "TLSv1_0",
+              "TLSv1_1",
+              "TLSv1_2",
+              "TLSv1_3"
+            ],
+            "description": "Minimum TLS version. Default `TLSv1_2`."
+          },
+          "maximumProtocolVersion": {
+            "type": "string",
+            "enum": [
+              "TLS_AUTO",
+              "TLSv1_0",
+              "TLSv1_1",
+              "TLSv1_2",
+              "TLSv1_3"
+            ],
+            "description": "Maximum TLS version."
+          },
+          "cipherSuites": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Allowed cipher suites."
           }
         }
       }
