@@ -1,0 +1,67 @@
+/**
+ * Which workspaces an input change touches, so that a one-file change re-runs one workspace.
+ *
+ * - A changed Gloo object (added, modified or removed) touches the workspace that owns it, before
+ *   and after the change, and every workspace that can see it through import/export.
+ * - A change to a Workspace, WorkspaceSettings or KubernetesCluster can move ownership and
+ *   sharing anywhere: it touches every workspace (old and new).
+ * - A cluster's discovery change touches every workspace with namespaces in that cluster (before
+ *   or after) and every workspace that imports from one of those.
+ */
+import { indexOf, shared, type TranslationIndex } from "./context.js";
+import type { DesiredInput, DiscoveryMap, InputObject } from "./input.js";
+
+export interface InputChange {
+  /** Keys (`<kind>/<cluster>/<namespace>/<name>`) of objects added, modified or removed. */
+  readonly changedKeys?: Iterable<string>;
+  /** Clusters whose discovery snapshot changed. */
+  readonly discoveryClusters?: Iterable<string>;
+}
+
+const GLOBAL_KINDS: ReadonlySet<string> = new Set(["Workspace", "WorkspaceSettings", "KubernetesCluster"]);
+
+export function affectedWorkspaces(
+  previous: { readonly desired: DesiredInput; readonly discovery: DiscoveryMap },
+  next: { readonly desired: DesiredInput; readonly discovery: DiscoveryMap },
+  change: InputChange,
+): string[] {
+  const before = indexOf(previous.desired, previous.discovery);
+  const after = indexOf(next.desired, next.discovery);
+  const out = new Set<string>();
+  const everything = (): string[] => [...new Set([...before.workspaceNames, ...after.workspaceNames])].sort();
+  for (const key of change.changedKeys ?? []) {
+    const kind = key.slice(0, key.indexOf("/"));
+    if (GLOBAL_KINDS.has(kind)) return everything();
+    for (const idx of [before, after]) {
+      const obj = findByKey(idx, key);
+      if (obj === undefined) continue;
+      const owner = idx.owner.get(obj.key) ?? "";
+      if (owner === "") continue;
+      out.add(owner);
+      const sel = { kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace ?? idx.adminNamespace, cluster: obj.cluster ?? "", labels: obj.metadata.labels ?? {}, workspace: owner };
+      for (const w of idx.workspaceNames) if (w !== owner && shared(idx, owner, w, sel)) out.add(w);
+    }
+  }
+  for (const cluster of change.discoveryClusters ?? []) {
+    for (const idx of [before, after]) {
+      const direct = idx.workspaceNames.filter((w) => idx.workspaces.get(w)?.namespaces.has(cluster) === true);
+      for (const w of direct) out.add(w);
+      // Importers of a touched workspace may route to its services in that cluster.
+      for (const w of idx.workspaceNames) {
+        const settings = idx.workspaces.get(w)?.settings;
+        if (settings !== undefined && direct.length > 0 && !direct.includes(w) && hasImports(settings)) out.add(w);
+      }
+    }
+  }
+  return [...out].sort();
+}
+
+function hasImports(settings: InputObject): boolean {
+  const spec = settings.spec as { importFrom?: unknown } | undefined;
+  return Array.isArray(spec?.importFrom) && spec.importFrom.length > 0;
+}
+
+function findByKey(idx: TranslationIndex, key: string): InputObject | undefined {
+  const kind = key.slice(0, key.indexOf("/"));
+  return idx.byKind.get(kind)?.find((o) => o.key === key);
+}

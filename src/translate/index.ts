@@ -1,0 +1,47 @@
+/**
+ * Translation engine: Gloo Mesh v2 configuration + discovery → Istio resources per cluster.
+ * Pure functions only (no I/O, clock, randomness or logging); output is byte-stable.
+ *
+ * Stage 1 `translateWorkspace(workspace, desired, discovery)` → per-cluster fragments + diagnostics.
+ * Stage 2 `assembleCluster(cluster, fragments)` → the cluster's sorted output.
+ * `translateAll` composes both; `affectedWorkspaces` + `retranslate` do it incrementally.
+ */
+export type {
+  ClusterOutput,
+  Emitted,
+  IstioMetadata,
+  IstioResource,
+  TranslationResult,
+  TranslatorOutput,
+  WorkspaceFragment,
+  WorkspaceResult,
+} from "./types.js";
+export { TranslateCode } from "./types.js";
+export type { DesiredInput, DiscoveryInput, DiscoveryMap, InputObject, SourceRef } from "./input.js";
+export { sanitizeName, stableName, subsetName, serviceHost, labelValue } from "./names.js";
+export {
+  ANNOTATION_SOURCE_FILE,
+  LABEL_CLUSTER,
+  LABEL_MANAGED,
+  LABEL_PARENT_CLUSTER,
+  LABEL_PARENT_KIND,
+  LABEL_PARENT_NAME,
+  LABEL_PARENT_NAMESPACE,
+  LABEL_WORKSPACE,
+  outputLabels,
+  outputMetadata,
+  type ParentRef,
+} from "./labels.js";
+export { indexOf, workspaceContext, type WorkspaceContext, type WorkspaceInfo, type TranslationIndex } from "./context.js";
+export { assembleCluster, compareResources, mergeResources, resourceKey } from "./assemble.js";
+export {
+  KIND_TRANSLATORS,
+  fragmentsFor,
+  retranslate,
+  translateAll,
+  translateWorkspace,
+  type KindTranslator,
+  type TranslateOptions,
+} from "./workspace.js";
+export { affectedWorkspaces, type InputChange } from "./incremental.js";
+export { validateIstioResource, validateOutputs, type IstioIssue } from "./istio-validate.js";

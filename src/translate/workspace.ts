@@ -1,0 +1,179 @@
+/**
+ * The workspace stage: `translateWorkspace` runs every per-kind translator over one workspace's
+ * view of the inputs and merges their contributions into per-cluster fragments.
+ *
+ * EXTENSION POINT — a per-kind translator is a pure function `(ctx: WorkspaceContext) =>
+ * TranslatorOutput` registered in `KIND_TRANSLATORS` below (one line each, in a fixed order).
+ * It reads what it needs from `ctx` (own/visible objects, selectors, discovery, import/export),
+ * returns `{ resources: [{ cluster, resource }], diagnostics }`, and never throws for user
+ * mistakes. Contributions of several translators to the same object (same cluster, kind,
+ * namespace, name) are deep-merged (see assemble.ts `mergeResources`), so e.g. route subsets and
+ * destination policies can both write one DestinationRule as long as they agree on its name,
+ * labels and scalar fields.
+ */
+import { canonicalize, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
+import { compareResources, mergeResources, resourceKey, assembleCluster } from "./assemble.js";
+import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
+import type { DesiredInput, DiscoveryMap } from "./input.js";
+import { validateOutputs } from "./istio-validate.js";
+import { translateVirtualGateways } from "./virtual-gateway.js";
+import {
+  TranslateCode,
+  type ClusterOutput,
+  type IstioResource,
+  type TranslationResult,
+  type TranslatorOutput,
+  type WorkspaceFragment,
+  type WorkspaceResult,
+} from "./types.js";
+
+export interface KindTranslator {
+  /** The Gloo kind (or concern) it translates; used in diagnostics and benchmarks. */
+  readonly name: string;
+  readonly translate: (ctx: WorkspaceContext) => TranslatorOutput;
+}
+
+/** Per-kind translators, run in this order. translate-destinations: add yours here. */
+export const KIND_TRANSLATORS: readonly KindTranslator[] = [
+  { name: "VirtualGateway", translate: translateVirtualGateways },
+];
+
+export interface TranslateOptions {
+  /** Validate every rendered object against Istio's schemas (default true). */
+  readonly validate?: boolean;
+  /** Translators to run (default `KIND_TRANSLATORS`); for tests and benchmarks. */
+  readonly translators?: readonly KindTranslator[];
+}
+
+const EMPTY: WorkspaceResult = { workspace: "", fragments: new Map(), diagnostics: [] };
+
+export function translateWorkspace(
+  workspace: string,
+  desired: DesiredInput,
+  discovery: DiscoveryMap,
+  options: TranslateOptions = {},
+): WorkspaceResult {
+  const index = indexOf(desired, discovery);
+  const ctx = workspaceContext(index, workspace);
+  if (ctx === undefined) return { ...EMPTY, workspace };
+  const diagnostics: Diagnostic[] = [];
+  const perCluster = new Map<string, Map<string, IstioResource>>();
+  for (const t of options.translators ?? KIND_TRANSLATORS) {
+    const out = t.translate(ctx);
+    diagnostics.push(...out.diagnostics);
+    for (const { cluster, resource } of out.resources) {
+      let m = perCluster.get(cluster);
+      if (m === undefined) {
+        m = new Map();
+        perCluster.set(cluster, m);
+      }
+      const key = resourceKey(resource);
+      const prev = m.get(key);
+      if (prev === undefined) {
+        m.set(key, resource);
+        continue;
+      }
+      const merged = mergeResources(prev, resource);
+      if (merged.ok) m.set(key, merged.value as IstioResource);
+      else diagnostics.push(conflict(workspace, cluster, prev, resource, merged.path));
+    }
+  }
+  const fragments = new Map<string, readonly IstioResource[]>();
+  for (const cluster of [...perCluster.keys()].sort()) {
+    const resources = [...perCluster.get(cluster)!.values()].map((r) => canonicalize(r)).sort(compareResources);
+    if (options.validate ?? true) diagnostics.push(...validateOutputs(cluster, resources));
+    fragments.set(cluster, resources);
+  }
+  return { workspace, fragments, diagnostics: sortDiagnostics(diagnostics) };
+}
+
+function conflict(workspace: string, cluster: string, a: IstioResource, b: IstioResource, path: string): Diagnostic {
+  const pa = `${a.metadata.labels["gitmesh.io/parent-kind"] ?? "?"} ${a.metadata.labels["gitmesh.io/parent-namespace"] ?? "?"}/${a.metadata.labels["gitmesh.io/parent-name"] ?? "?"}`;
+  const pb = `${b.metadata.labels["gitmesh.io/parent-kind"] ?? "?"} ${b.metadata.labels["gitmesh.io/parent-namespace"] ?? "?"}/${b.metadata.labels["gitmesh.io/parent-name"] ?? "?"}`;
+  return {
+    code: TranslateCode.OutputConflict,
+    severity: Severity.Error,
+    path,
+    message:
+      `in workspace "${workspace}", ${pa} and ${pb} set ${path} of ${a.kind} ${a.metadata.namespace}/${a.metadata.name} (cluster "${cluster}") ` +
+      `to different values; the first is kept. Make the two objects agree or remove one of them.`,
+    object: { kind: a.kind, name: a.metadata.name, namespace: a.metadata.namespace, cluster },
+  };
+}
+
+/** Fragments of a workspace result, in the form the cluster stage takes. */
+export function fragmentsFor(results: Iterable<WorkspaceResult>, cluster: string): WorkspaceFragment[] {
+  const out: WorkspaceFragment[] = [];
+  for (const r of results) {
+    const resources = r.fragments.get(cluster);
+    if (resources !== undefined && resources.length > 0) out.push({ workspace: r.workspace, resources });
+  }
+  return out.sort((a, b) => (a.workspace < b.workspace ? -1 : a.workspace > b.workspace ? 1 : 0));
+}
+
+/** Both stages over every workspace and every known cluster (clusters with no output get an empty snapshot). */
+export function translateAll(desired: DesiredInput, discovery: DiscoveryMap, options: TranslateOptions = {}): TranslationResult {
+  const index = indexOf(desired, discovery);
+  const workspaces = new Map<string, WorkspaceResult>();
+  for (const ws of index.workspaceNames) workspaces.set(ws, translateWorkspace(ws, desired, discovery, options));
+  return assembleAll(index.clusters, workspaces);
+}
+
+/**
+ * Incremental translation: re-run only `changed` workspaces (from `affectedWorkspaces`) and
+ * re-assemble only the clusters whose fragments changed. Returns the new result and the clusters
+ * whose output was re-assembled.
+ */
+export function retranslate(
+  previous: TranslationResult,
+  desired: DesiredInput,
+  discovery: DiscoveryMap,
+  changed: readonly string[],
+  options: TranslateOptions = {},
+): { result: TranslationResult; reassembled: readonly string[] } {
+  const index = indexOf(desired, discovery);
+  const workspaces = new Map<string, WorkspaceResult>();
+  const dirty = new Set<string>();
+  for (const ws of index.workspaceNames) {
+    const prev = previous.workspaces.get(ws);
+    if (prev !== undefined && !changed.includes(ws)) {
+      workspaces.set(ws, prev);
+      continue;
+    }
+    const next = translateWorkspace(ws, desired, discovery, options);
+    workspaces.set(ws, next);
+    for (const c of new Set([...next.fragments.keys(), ...(prev?.fragments.keys() ?? [])])) {
+      if (!sameResources(prev?.fragments.get(c), next.fragments.get(c))) dirty.add(c);
+    }
+  }
+  for (const ws of previous.workspaces.keys()) {
+    if (!workspaces.has(ws)) for (const c of previous.workspaces.get(ws)!.fragments.keys()) dirty.add(c);
+  }
+  const clusters = new Map<string, ClusterOutput>();
+  for (const c of index.clusters) {
+    const prev = previous.clusters.get(c);
+    clusters.set(c, prev !== undefined && !dirty.has(c) ? prev : assembleCluster(c, fragmentsFor(workspaces.values(), c)));
+  }
+  return { result: finish(clusters, workspaces), reassembled: index.clusters.filter((c) => dirty.has(c) || !previous.clusters.has(c)) };
+}
+
+function sameResources(a: readonly IstioResource[] | undefined, b: readonly IstioResource[] | undefined): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined || a.length !== b.length) return false;
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function assembleAll(clusterNames: readonly string[], workspaces: Map<string, WorkspaceResult>): TranslationResult {
+  const clusters = new Map<string, ClusterOutput>();
+  const all = new Set(clusterNames);
+  for (const r of workspaces.values()) for (const c of r.fragments.keys()) all.add(c);
+  for (const c of [...all].sort()) clusters.set(c, assembleCluster(c, fragmentsFor(workspaces.values(), c)));
+  return finish(clusters, workspaces);
+}
+
+function finish(clusters: Map<string, ClusterOutput>, workspaces: Map<string, WorkspaceResult>): TranslationResult {
+  const diagnostics: Diagnostic[] = [];
+  for (const w of workspaces.values()) diagnostics.push(...w.diagnostics);
+  for (const c of clusters.values()) diagnostics.push(...c.diagnostics);
+  return { clusters, workspaces, diagnostics: sortDiagnostics(diagnostics) };
+}
