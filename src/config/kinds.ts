@@ -1,0 +1,27 @@
+/**
+ * What the loader needs from the configuration model (src/model): which kinds exist and how to
+ * validate one object. A seam, so the loader's own logic does not depend on how the model compiles
+ * its validators.
+ */
+import { kindInfo, SUPPORTED_KINDS, validateResource } from "../model/index.js";
+
+export interface KindRegistryIssue {
+  /** JSON pointer inside the object, e.g. `/spec/http/0/forwardTo`. */
+  readonly path: string;
+  readonly message: string;
+}
+
+export interface KindRegistry {
+  /** `undefined` when gitmesh does not support this apiVersion/kind. */
+  kindInfo(apiVersion: string, kind: string): { readonly adminScoped: boolean } | undefined;
+  validate(obj: unknown): readonly KindRegistryIssue[];
+  /** `apiVersion/Kind` strings, for messages. */
+  readonly supportedKinds: readonly string[];
+}
+
+/** The registry backed by src/model: SUPPORTED_KINDS and the compiled JSON Schema validators. */
+export const modelKindRegistry: KindRegistry = Object.freeze({
+  kindInfo: (apiVersion: string, kind: string) => kindInfo(apiVersion, kind),
+  validate: (obj: unknown) => validateResource(obj),
+  supportedKinds: Object.freeze(SUPPORTED_KINDS.map((k) => `${k.kind} (${k.apiVersion})`)),
+});

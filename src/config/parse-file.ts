@@ -1,0 +1,227 @@
+/**
+ * Per-file stage: bytes → YAML documents → objects, with every problem that depends on this file
+ * alone (syntax, metadata, unsupported kinds, schema violations). Its result is cached per file in
+ * the desired state, so an update re-runs this only for changed files.
+ */
+import { createHash } from "node:crypto";
+import { canonicalJson, type Diagnostic } from "../core/index.js";
+import { CONFIG_CODES, ConfigCode } from "./codes.js";
+import type { KindRegistry } from "./kinds.js";
+import type { FileRecord, LoadedObject, ObjectMetadata, Position, SourceFile, SourceLocation, UnsupportedObject } from "./types.js";
+import { parseYamlDocuments, type ParsedDocument } from "./yaml-positions.js";
+
+export const CLUSTER_ANNOTATION = "cluster.solo.io/cluster";
+
+export function sha256(data: string | Uint8Array): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+export function objectKey(kind: string, cluster: string | undefined, namespace: string, name: string): string {
+  return `${kind}/${cluster ?? ""}/${namespace}/${name}`;
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** Decodes a file's content; `undefined` when it is not valid UTF-8. */
+export function decodeContent(content: string | Uint8Array): string | undefined {
+  if (typeof content === "string") return content.replace(/^\uFEFF/, "");
+  try {
+    return decoder.decode(content).replace(/^\uFEFF/, "");
+  } catch {
+    return undefined;
+  }
+}
+
+export function diag(code: ConfigCode, file: string, position: Position | undefined, message: string, path?: string): Diagnostic {
+  return {
+    code,
+    severity: CONFIG_CODES[code].severity,
+    file,
+    ...(position ? { line: position[0], column: position[1] } : {}),
+    ...(path !== undefined && path !== "" ? { path } : {}),
+    message,
+  };
+}
+
+/** Position of the node at `pointer`, or of its nearest ancestor that has one. */
+export function positionOf(positions: Readonly<Record<string, Position>>, pointer: string): Position | undefined {
+  let p = pointer;
+  for (;;) {
+    const hit = positions[p];
+    if (hit) return hit;
+    if (p === "") return undefined;
+    p = p.slice(0, Math.max(0, p.lastIndexOf("/")));
+  }
+}
+
+export function parseSourceFile(file: SourceFile, registry: KindRegistry, schemaValidation: boolean): FileRecord {
+  const digest = sha256(file.content);
+  const diagnostics: Diagnostic[] = [];
+  const objects: LoadedObject[] = [];
+  const invalid: number[] = [];
+  const unsupported: UnsupportedObject[] = [];
+  const text = decodeContent(file.content);
+  if (text === undefined) {
+    diagnostics.push(diag(ConfigCode.FILE_ENCODING, file.path, [1, 1], "the file is not valid UTF-8; save it as UTF-8"));
+    return { path: file.path, digest, objects, invalid, unsupported, diagnostics };
+  }
+  for (const doc of parseYamlDocuments(text)) {
+    for (const e of doc.errors) {
+      diagnostics.push(diag(ConfigCode.YAML_SYNTAX, file.path, e.position, `${e.message}; fix the YAML (this document is skipped)`));
+    }
+    for (const w of doc.warnings) diagnostics.push(diag(ConfigCode.YAML_WARNING, file.path, w.position, w.message));
+    if (doc.errors.length > 0 || doc.value === undefined || doc.value === null) continue;
+    const result = documentToObject(file.path, doc, registry, diagnostics);
+    if (result === undefined) continue;
+    if ("unsupported" in result) {
+      unsupported.push(result.unsupported);
+      continue;
+    }
+    const obj = result.object;
+    if (schemaValidation) {
+      const issues = registry.validate(result.raw);
+      for (const issue of issues) {
+        const position = positionOf(obj.positions, issue.path);
+        diagnostics.push({
+          ...diag(ConfigCode.SCHEMA_VIOLATION, file.path, position, `${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name}: ${issue.message}`, issue.path),
+          object: objectRef(obj),
+        });
+      }
+      if (issues.length > 0) invalid.push(objects.length);
+    }
+    objects.push(obj);
+  }
+  return { path: file.path, digest, objects, invalid, unsupported, diagnostics };
+}
+
+export function objectRef(obj: LoadedObject): NonNullable<Diagnostic["object"]> {
+  return {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    name: obj.metadata.name,
+    namespace: obj.metadata.namespace,
+    ...(obj.cluster !== undefined ? { cluster: obj.cluster } : {}),
+  };
+}
+
+type DocResult = { object: LoadedObject; raw: Record<string, unknown> } | { unsupported: UnsupportedObject } | undefined;
+
+function documentToObject(file: string, doc: ParsedDocument, registry: KindRegistry, out: Diagnostic[]): DocResult {
+  const at = (pointer: string): Position | undefined => positionOf(doc.positions, pointer);
+  const source: SourceLocation = { file, line: doc.position[0], column: doc.position[1], docIndex: doc.docIndex };
+  const value = doc.value;
+  if (!isRecord(value)) {
+    out.push(diag(ConfigCode.NOT_AN_OBJECT, file, doc.position, `document ${doc.docIndex + 1} is a ${describe(value)}, not a mapping; each document must be one object with apiVersion, kind, metadata and spec`));
+    return undefined;
+  }
+  const { apiVersion, kind } = value;
+  let ok = true;
+  if (typeof apiVersion !== "string" || apiVersion === "") {
+    out.push(diag(ConfigCode.MISSING_API_VERSION, file, at("/apiVersion"), "add `apiVersion`, e.g. `networking.gloo.solo.io/v2`", "/apiVersion"));
+    ok = false;
+  }
+  if (typeof kind !== "string" || kind === "") {
+    out.push(diag(ConfigCode.MISSING_KIND, file, at("/kind"), "add `kind`, e.g. `RouteTable`", "/kind"));
+    ok = false;
+  }
+  if (!ok || typeof apiVersion !== "string" || typeof kind !== "string") return undefined;
+  const rawMeta = value.metadata;
+  const metaRecord = isRecord(rawMeta) ? rawMeta : {};
+  const name = typeof metaRecord.name === "string" ? metaRecord.name : undefined;
+  const namespace = typeof metaRecord.namespace === "string" ? metaRecord.namespace : undefined;
+
+  const info = registry.kindInfo(apiVersion, kind);
+  if (!info) {
+    const who = name !== undefined ? ` ${namespace !== undefined ? `${namespace}/` : ""}${name}` : "";
+    // The model knows the best hint (wrong apiVersion for a known kind, a near-miss kind name).
+    const hint = registry.validate(value).find((i) => i.path === "/apiVersion" || i.path === "/kind");
+    const pointer = hint?.path ?? "/kind";
+    const reason = hint?.message ?? `${apiVersion} ${kind} is not a kind gitmesh supports; supported: ${registry.supportedKinds.join(", ")}`;
+    out.push(diag(ConfigCode.UNSUPPORTED_KIND, file, at(pointer), `${kind}${who}: ${reason}. It is kept as unsupported and not translated`, pointer));
+    return {
+      unsupported: { apiVersion, kind, ...(name !== undefined ? { name } : {}), ...(namespace !== undefined ? { namespace } : {}), source },
+    };
+  }
+
+  if (rawMeta !== undefined && !isRecord(rawMeta)) {
+    out.push(diag(ConfigCode.INVALID_METADATA, file, at("/metadata"), "`metadata` must be a mapping with name and namespace", "/metadata"));
+    return undefined;
+  }
+  if (name === undefined || name === "") {
+    out.push(diag(ConfigCode.MISSING_NAME, file, at("/metadata/name"), `${kind} has no metadata.name; add a name (DNS-1123 label, e.g. \`reviews\`)`, "/metadata/name"));
+    ok = false;
+  }
+  if (namespace === undefined || namespace === "") {
+    out.push(
+      diag(
+        ConfigCode.MISSING_NAMESPACE,
+        file,
+        at("/metadata/namespace"),
+        `${kind}${name ? ` ${name}` : ""} has no metadata.namespace; every object names its namespace${info.adminScoped ? " (admin kinds live in the admin namespace, default `gloo-mesh`)" : ""}`,
+        "/metadata/namespace",
+      ),
+    );
+    ok = false;
+  }
+  const labels = stringMap(metaRecord.labels, "/metadata/labels", file, at, out);
+  const annotations = stringMap(metaRecord.annotations, "/metadata/annotations", file, at, out);
+  if (!ok || name === undefined || namespace === undefined || labels === undefined || annotations === undefined) return undefined;
+
+  const creationTimestamp = metaRecord.creationTimestamp;
+  const metadata: ObjectMetadata = {
+    name,
+    namespace,
+    labels,
+    annotations,
+    ...(typeof creationTimestamp === "string" ? { creationTimestamp } : {}),
+  };
+  const clusterAnnotation = annotations[CLUSTER_ANNOTATION];
+  const cluster = clusterAnnotation !== undefined && clusterAnnotation !== "" ? clusterAnnotation : undefined;
+  const spec = value.spec;
+  const object: LoadedObject = {
+    key: objectKey(kind, cluster, namespace, name),
+    apiVersion,
+    kind,
+    metadata,
+    spec,
+    ...(cluster !== undefined ? { cluster } : {}),
+    source,
+    digest: sha256(canonicalJson({ apiVersion, kind, metadata, spec })),
+    positions: doc.positions,
+  };
+  return { object, raw: value };
+}
+
+function stringMap(
+  value: unknown,
+  pointer: string,
+  file: string,
+  at: (p: string) => Position | undefined,
+  out: Diagnostic[],
+): Record<string, string> | undefined {
+  if (value === undefined || value === null) return {};
+  if (!isRecord(value)) {
+    out.push(diag(ConfigCode.INVALID_METADATA, file, at(pointer), `${pointer.slice(10)} must be a map of strings`, pointer));
+    return undefined;
+  }
+  const result: Record<string, string> = {};
+  let ok = true;
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v === "string") result[k] = v;
+    else {
+      const p = `${pointer}/${k.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+      out.push(diag(ConfigCode.INVALID_METADATA, file, at(p), `value of ${k} must be a string; quote it (e.g. "${String(v)}")`, p));
+      ok = false;
+    }
+  }
+  return ok ? result : undefined;
+}
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function describe(v: unknown): string {
+  if (Array.isArray(v)) return "list";
+  return typeof v;
+}
