@@ -23,7 +23,6 @@ import {
   retryPolicy,
   routeTable,
   virtualDestination,
-  virtualGateway,
   where,
   workspace,
   workspaceSettings,
