@@ -55,6 +55,7 @@ function locateIn(d: ParsedDoc, pointer: string): SourceLocation {
   let offset = (d.doc.contents as { range?: [number, number, number] } | null)?.range?.[0] ?? 0;
   for (const part of parts) {
     let next: unknown;
+    const inSeq = isSeq(node);
     if (isMap(node)) {
       const pair = node.items.find((p) => (p.key as { value?: unknown } | null)?.value === part);
       if (pair) {
@@ -68,7 +69,8 @@ function locateIn(d: ParsedDoc, pointer: string): SourceLocation {
     if (next === undefined || next === null) break;
     node = next;
     const range = (node as { range?: [number, number, number] }).range;
-    if (range && !isMap(node)) offset = range[0];
+    // a map value is best pointed at by its key (done above); a list item by its own start
+    if (range && (!isMap(node) || inSeq)) offset = range[0];
   }
   const pos = d.lines.linePos(offset);
   return { file: d.file, line: pos.line, column: pos.col };
@@ -149,10 +151,12 @@ export function discoveryFromFiles(files: readonly DiscoveryFile[], options: Dis
   const byCluster = new Map<string, ParsedDoc[]>();
   const topLevel: ParsedDoc[] = [];
   const clusterDirs = new Set<string>();
+  const clustersWithFiles = new Set<string>();
   for (const f of [...files].sort((a, b) => compare(a.path, b.path))) {
     const parts = f.path.split("/").filter((p) => p !== "" && p !== ".");
     if (parts.length > 1) clusterDirs.add(parts[0]!);
     if (!FILE_PATTERN.test(f.path)) continue;
+    if (parts.length > 1) clustersWithFiles.add(parts[0]!);
     const docs = parseFile(display(f.path), f.content, diagnostics);
     if (parts.length === 1) topLevel.push(...docs);
     else {
@@ -183,6 +187,8 @@ export function discoveryFromFiles(files: readonly DiscoveryFile[], options: Dis
       continue;
     }
     if (manifests.length === 0) {
+      // files whose documents all failed to parse were reported already
+      if (clustersWithFiles.has(cluster)) continue;
       diagnostics.push({
         code: DiscoveryCode.NothingDiscovered,
         severity: Severity.Warning,
