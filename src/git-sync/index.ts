@@ -1,0 +1,30 @@
+/**
+ * git-sync: Git is the source of truth, and every rendered change is reviewable.
+ *
+ * - `createGitSource` reads desired state from a remote (smart HTTP, token/basic auth) or a local
+ *   repository, straight from the object store; a new commit is tree-diffed against the last good
+ *   one and only changed files are re-parsed; bad commits are rejected and the last good state stays.
+ * - `createSyncTrigger` drives a source from polling and webhook hints (dedupe, debounce, backstop).
+ * - `createWebhookHandlers` verifies GitHub / GitLab / generic HMAC webhooks in constant time.
+ * - `createAuditWriter` commits rendered output and discovery to the audit branch, deterministically.
+ */
+export {
+  createGitSource,
+  defaultInclude,
+  GitSyncCode,
+  splitCredentials,
+  type DesiredStateLoader,
+  type GitCredentials,
+  type GitLocation,
+  type GitSource,
+  type GitSourceFile,
+  type GitSourceOptions,
+  type GitSourceStatus,
+  type Rejection,
+  type SyncHint,
+  type SyncOutcome,
+} from "./source.js";
+export type { CommitSummary, PathFilter } from "./objects.js";
+export { AuditPushConflictError, CommitNotYetVisibleError, GitAuthError, GitRefNotFoundError, GitTransportError } from "./errors.js";
+export { backoffDelay, withBackoff, type BackoffOptions } from "./retry.js";
+export { createConfigLoader } from "./config-loader.js";

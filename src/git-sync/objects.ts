@@ -1,0 +1,141 @@
+/**
+ * Reading trees and blobs straight from a Git object store (never a working tree). These helpers
+ * assume valid input (oids that exist); the edges (source.ts, audit.ts) validate and add context.
+ */
+import * as git from "isomorphic-git";
+import type { FsClient } from "isomorphic-git";
+
+/** A Git directory plus the isomorphic-git object cache that makes repeated pack reads cheap. */
+export interface ObjectStore {
+  readonly fs: FsClient;
+  readonly gitdir: string;
+  /** isomorphic-git's memo of parsed pack indexes; keep one per store for its lifetime. */
+  readonly cache: object;
+}
+
+export interface BlobEntry {
+  /** Repository-relative POSIX path. */
+  readonly path: string;
+  readonly oid: string;
+}
+
+export interface TreeDiff {
+  /** Blobs added or modified in the new tree (sorted by path). */
+  readonly changed: BlobEntry[];
+  /** Paths that held a blob in the old tree and no longer do (sorted). */
+  readonly removed: string[];
+}
+
+export type PathFilter = (path: string) => boolean;
+
+const EMPTY: readonly git.TreeEntry[] = [];
+
+export async function readTreeEntries(store: ObjectStore, oid: string | undefined): Promise<readonly git.TreeEntry[]> {
+  if (oid === undefined) return EMPTY;
+  const { tree } = await git.readTree({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
+  return tree;
+}
+
+/** Follows annotated tags down to the commit they name (isomorphic-git's readCommit peels tags). */
+export async function peelToCommit(store: ObjectStore, oid: string): Promise<string> {
+  const commit = await git.readCommit({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
+  return commit.oid;
+}
+
+/** True when the object store holds `oid` (of any type). */
+export async function hasObject(store: ObjectStore, oid: string): Promise<boolean> {
+  try {
+    await git.readCommit({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
+    return true;
+  } catch (err) {
+    return errorCode(err) === "ObjectTypeError";
+  }
+}
+
+function errorCode(err: unknown): string | undefined {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  return typeof code === "string" ? code : undefined;
+}
+
+export interface CommitSummary {
+  readonly oid: string;
+  readonly tree: string;
+  readonly parents: readonly string[];
+  /** Committer time, Unix seconds. */
+  readonly timestamp: number;
+  readonly message: string;
+}
+
+export async function readCommitSummary(store: ObjectStore, oid: string): Promise<CommitSummary> {
+  const { commit } = await git.readCommit({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
+  return { oid, tree: commit.tree, parents: commit.parent, timestamp: commit.committer.timestamp, message: commit.message };
+}
+
+/** The tree at `subPath` inside `treeOid` (`""` = the tree itself); undefined when missing or not a tree. */
+export async function subtreeOid(store: ObjectStore, treeOid: string, subPath: string): Promise<string | undefined> {
+  let cur = treeOid;
+  for (const part of subPath.split("/").filter((p) => p !== "")) {
+    const entry = (await readTreeEntries(store, cur)).find((e) => e.path === part);
+    if (entry?.type !== "tree") return undefined;
+    cur = entry.oid;
+  }
+  return cur;
+}
+
+/** Every blob below a tree (symlinks and submodules skipped), sorted by path. */
+export async function listBlobs(store: ObjectStore, treeOid: string | undefined, prefix: string, include: PathFilter): Promise<BlobEntry[]> {
+  const out: BlobEntry[] = [];
+  const visit = async (oid: string | undefined, base: string): Promise<void> => {
+    for (const e of await readTreeEntries(store, oid)) {
+      const path = base + e.path;
+      if (e.type === "tree") await visit(e.oid, path + "/");
+      else if (isRegularBlob(e) && include(path)) out.push({ path, oid: e.oid });
+    }
+  };
+  await visit(treeOid, prefix);
+  return out.sort(byPath);
+}
+
+/**
+ * Blob-level difference between two trees. Subtrees with equal oids are skipped without being read,
+ * so the cost follows the size of the change, not the size of the repository.
+ */
+export async function diffTrees(store: ObjectStore, oldTree: string | undefined, newTree: string | undefined, prefix: string, include: PathFilter): Promise<TreeDiff> {
+  const changed: BlobEntry[] = [];
+  const removed: string[] = [];
+  const visit = async (a: string | undefined, b: string | undefined, base: string): Promise<void> => {
+    if (a === b) return;
+    const [oldEntries, newEntries] = await Promise.all([readTreeEntries(store, a), readTreeEntries(store, b)]);
+    const olds = new Map(oldEntries.map((e) => [e.path, e]));
+    const news = new Map(newEntries.map((e) => [e.path, e]));
+    for (const name of new Set([...olds.keys(), ...news.keys()])) {
+      const o = olds.get(name);
+      const n = news.get(name);
+      if (o && n && o.oid === n.oid && o.type === n.type) continue;
+      const path = base + name;
+      const oTree = o?.type === "tree" ? o.oid : undefined;
+      const nTree = n?.type === "tree" ? n.oid : undefined;
+      if (oTree !== undefined || nTree !== undefined) await visit(oTree, nTree, path + "/");
+      const oBlob = o && isRegularBlob(o) ? o : undefined;
+      const nBlob = n && isRegularBlob(n) ? n : undefined;
+      if (!include(path)) continue;
+      if (nBlob && nBlob.oid !== oBlob?.oid) changed.push({ path, oid: nBlob.oid });
+      else if (oBlob && !nBlob) removed.push(path);
+    }
+  };
+  await visit(oldTree, newTree, prefix);
+  return { changed: changed.sort(byPath), removed: removed.sort() };
+}
+
+export async function readBlobContent(store: ObjectStore, oid: string): Promise<Uint8Array> {
+  const { blob } = await git.readBlob({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
+  return blob;
+}
+
+function isRegularBlob(e: git.TreeEntry): boolean {
+  return e.type === "blob" && (e.mode === "100644" || e.mode === "100755");
+}
+
+function byPath(a: BlobEntry, b: BlobEntry): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+}

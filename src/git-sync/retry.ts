@@ -1,0 +1,44 @@
+/** Exponential backoff for infrastructure calls (fetch, push). Only transient errors are retried. */
+import { Reaction, reactionOf } from "../core/index.js";
+
+export interface BackoffOptions {
+  /** Total attempts including the first (default 5). */
+  readonly attempts?: number;
+  /** Delay before the second attempt (default 500 ms); doubles each time. */
+  readonly initialDelayMs?: number;
+  /** Upper bound of one delay (default 30 s). */
+  readonly maxDelayMs?: number;
+  /** Waits; injectable so callers control time (default: setTimeout). */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+export const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Delay before attempt `n` (1-based retries): initial · 2^(n-1), capped. Deterministic (no jitter) so tests can assert it. */
+export function backoffDelay(retry: number, options: BackoffOptions = {}): number {
+  const initial = options.initialDelayMs ?? 500;
+  const max = options.maxDelayMs ?? 30_000;
+  return Math.min(max, initial * 2 ** Math.max(0, retry - 1));
+}
+
+/**
+ * Runs `fn` until it succeeds, a non-transient error is thrown, or attempts run out (then the last
+ * error is thrown). `onRetry` sees each failure before the wait.
+ */
+export async function withBackoff<T>(
+  fn: (attempt: number) => Promise<T>,
+  options: BackoffOptions & { readonly onRetry?: (err: unknown, attempt: number, delayMs: number) => void } = {},
+): Promise<T> {
+  const attempts = Math.max(1, options.attempts ?? 5);
+  const sleep = options.sleep ?? defaultSleep;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn(attempt);
+    } catch (err) {
+      if (attempt >= attempts || reactionOf(err) !== Reaction.Transient) throw err;
+      const delay = backoffDelay(attempt, options);
+      options.onRetry?.(err, attempt, delay);
+      await sleep(delay);
+    }
+  }
+}

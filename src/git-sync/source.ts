@@ -1,0 +1,384 @@
+/**
+ * A Git source of desired state: fetch (remote over smart HTTP, or read a local repository's
+ * object store), diff the new commit's tree against the last good one, and hand only the changed
+ * files to the loader. A commit whose files produce error diagnostics is rejected: the last good
+ * state stays in force and the rejection is kept for status and logs.
+ */
+import * as nodeFs from "node:fs";
+import { join } from "node:path";
+import * as git from "isomorphic-git";
+import type { FsClient, GitAuth, HttpClient } from "isomorphic-git";
+import nodeHttp from "isomorphic-git/http/node";
+import { formatDiagnostic, hasErrors, Severity, stripCredentials, sortDiagnostics, describeError, type Diagnostic, type Logger } from "../core/index.js";
+import { classifyGitError, CommitNotYetVisibleError, GitRefNotFoundError } from "./errors.js";
+import { diffTrees, hasObject as hasStoredObject, listBlobs, peelToCommit, readBlobContent, readCommitSummary, subtreeOid, type BlobEntry, type CommitSummary, type ObjectStore, type PathFilter } from "./objects.js";
+import { withBackoff, type BackoffOptions } from "./retry.js";
+
+/** A file handed to the loader; structurally a `SourceFile` of src/config. */
+export interface GitSourceFile {
+  /** POSIX path relative to the source's sub-path (the configuration root, where `gitmesh.yaml` lives). */
+  readonly path: string;
+  readonly content: Uint8Array;
+}
+
+/** The part of src/config that git-sync drives; `configLoader` wires the real one. */
+export interface DesiredStateLoader<S> {
+  load(files: readonly GitSourceFile[]): { readonly state: S; readonly diagnostics: readonly Diagnostic[] };
+  update(
+    prev: S,
+    changed: readonly GitSourceFile[],
+    removedPaths: readonly string[],
+  ): { readonly state: S; readonly diagnostics: readonly Diagnostic[]; readonly changedKeys: ReadonlySet<string> };
+}
+
+export type GitCredentials =
+  | { readonly username: string; readonly password: string }
+  /** Sent as HTTP basic with `username` (default `x-access-token`, which GitHub, GitLab and Gitea accept). */
+  | { readonly token: string; readonly username?: string };
+
+export type GitLocation =
+  | {
+      readonly kind: "remote";
+      /** http(s) URL; credentials inside it are moved to `auth` and never logged. */
+      readonly url: string;
+      readonly auth?: GitCredentials;
+      /** Bare repository used as the local object cache (created when missing); one per source. */
+      readonly cacheDir: string;
+      /** History depth to fetch (default 1: only the tips we need; `null` = full history). */
+      readonly depth?: number | null;
+    }
+  | {
+      readonly kind: "local";
+      /** A repository (its `.git` is used) or a bare repository, read in place. */
+      readonly path: string;
+    };
+
+export interface GitSourceOptions<S> {
+  readonly location: GitLocation;
+  /** Branch, tag or full commit SHA (default `main`). Pinning a SHA needs `uploadpack.allowReachableSHA1InWant` on the server. */
+  readonly ref?: string;
+  /** Only files below this directory are read (default: the whole repository). It is the configuration root: paths handed to the loader (and so diagnostic file names) are relative to it. */
+  readonly subPath?: string;
+  /** Which files are configuration (default: `*.yaml` and `*.yml`). */
+  readonly include?: PathFilter;
+  readonly loader: DesiredStateLoader<S>;
+  readonly logger: Logger;
+  /** Retry policy for fetches (defaults of `withBackoff`: 5 attempts from 500 ms). */
+  readonly retry?: BackoffOptions;
+  /** File system and HTTP client for isomorphic-git (defaults: node:fs, isomorphic-git/http/node). */
+  readonly fs?: FsClient;
+  readonly http?: HttpClient;
+  readonly now?: () => number;
+}
+
+export interface SyncHint {
+  /** The commit a webhook announced for our ref; fetched exactly when the branch tip does not contain it yet. */
+  readonly sha?: string;
+}
+
+export interface Rejection {
+  readonly commit: string;
+  readonly ref: string;
+  /** The source's sub-path; diagnostic file paths are relative to it. */
+  readonly subPath: string;
+  /** Commit time (ISO 8601). */
+  readonly committedAt: string;
+  readonly rejectedAt: string;
+  /** Error (and other) diagnostics with file and line, sorted. */
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+export type SyncOutcome<S> =
+  | {
+      readonly kind: "updated";
+      readonly commit: CommitSummary;
+      readonly state: S;
+      /** True on the first load (every object is new); otherwise only `changedKeys` changed. */
+      readonly full: boolean;
+      readonly changedKeys: ReadonlySet<string>;
+      /** Files read and handed to the loader, and files that disappeared. */
+      readonly parsedPaths: readonly string[];
+      readonly removedPaths: readonly string[];
+      readonly diagnostics: readonly Diagnostic[];
+    }
+  | { readonly kind: "unchanged"; readonly commit: CommitSummary; readonly state: S }
+  | { readonly kind: "rejected"; readonly commit: CommitSummary; readonly rejection: Rejection; readonly state: S | undefined };
+
+export interface GitSourceStatus {
+  /** URL without credentials, or local path. */
+  readonly source: string;
+  readonly ref: string;
+  readonly subPath: string;
+  readonly lastGood?: { readonly commit: string; readonly committedAt: string; readonly syncedAt: string };
+  /** The newest rejected commit, cleared when a later commit is accepted. */
+  readonly rejection?: Rejection;
+  /** The last infrastructure failure (fetch), cleared by the next successful sync. */
+  readonly lastError?: { readonly code: string; readonly message: string; readonly at: string };
+}
+
+export interface GitSource<S> {
+  /** Fetches and applies the newest commit of the ref; calls are serialised. Throws only infrastructure errors (after retries). */
+  sync(hint?: SyncHint): Promise<SyncOutcome<S>>;
+  /** Last accepted state and commit, if any. */
+  current(): { readonly state: S; readonly commit: CommitSummary } | undefined;
+  status(): GitSourceStatus;
+}
+
+/** Diagnostic codes produced by git-sync itself. */
+export const GitSyncCode = {
+  SubPathMissing: "GIT_SUBPATH_MISSING",
+} as const;
+
+export const defaultInclude: PathFilter = (path) => /\.ya?ml$/i.test(path);
+
+interface Good<S> {
+  readonly state: S;
+  readonly commit: CommitSummary;
+  /** Tree at the sub-path (undefined only if it never existed — then the commit was rejected). */
+  readonly tree: string;
+  readonly syncedAt: string;
+}
+
+export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
+  const fs = options.fs ?? nodeFs;
+  const http = options.http ?? nodeHttp;
+  const ref = options.ref ?? "main";
+  const subPath = (options.subPath ?? "").replace(/^\/+|\/+$/g, "");
+  const include = options.include ?? defaultInclude;
+  const now = options.now ?? Date.now;
+  const log = options.logger;
+  const loc = options.location;
+  const remote = loc.kind === "remote" ? splitCredentials(loc.url, loc.auth) : undefined;
+  const gitdir = loc.kind === "remote" ? loc.cacheDir : resolveGitdir(loc.path);
+  const store: ObjectStore = { fs, gitdir, cache: {} };
+  const sourceName = remote ? remote.url : gitdir;
+
+  let good: Good<S> | undefined;
+  let rejection: Rejection | undefined;
+  let lastError: GitSourceStatus["lastError"];
+  let chain: Promise<unknown> = Promise.resolve();
+  let initialised = false;
+
+  const credentials = remote?.auth;
+  const onAuth = credentials ? (): GitAuth => credentials : undefined;
+  const onAuthFailure = (): GitAuth => ({ cancel: true });
+
+  const hasObject = (oid: string) => hasStoredObject(store, oid);
+
+  const fetchRef = async (want: string): Promise<string | undefined> => {
+    if (!remote || loc.kind !== "remote") throw new Error("fetch on a local source");
+    if (!initialised) {
+      if (!nodeFs.existsSync(join(gitdir, "HEAD"))) await git.init({ fs, gitdir, bare: true });
+      await git.addRemote({ fs, gitdir, remote: "origin", url: remote.url, force: true });
+      initialised = true;
+    }
+    const depth = loc.depth === undefined ? 1 : loc.depth;
+    return withBackoff(
+      async () => {
+        try {
+          const res = await git.fetch({
+            fs,
+            http,
+            gitdir,
+            url: remote.url,
+            ref: want,
+            singleBranch: true,
+            tags: false,
+            cache: store.cache,
+            ...(depth === null ? {} : { depth }),
+            ...(onAuth ? { onAuth } : {}),
+            onAuthFailure,
+          });
+          return res.fetchHead ?? undefined;
+        } catch (err) {
+          throw classifyGitError(err, `fetching ${want} from ${remote.url}`);
+        }
+      },
+      {
+        ...options.retry,
+        onRetry: (err, attempt, delayMs) =>
+          log.warn("fetch failed, retrying", { source: sourceName, ref: want, attempt, delayMs, error: describeError(err) }),
+      },
+    );
+  };
+
+  /** The commit to sync to: remote → fetch; local → resolve. */
+  const resolveTarget = async (hint: SyncHint): Promise<string> => {
+    if (!remote) {
+      try {
+        return await peelToCommit(store, await git.resolveRef({ fs, gitdir, ref }));
+      } catch (err) {
+        throw new GitRefNotFoundError(`ref ${ref} not found in ${gitdir}: ${describeError(err)}`, { cause: err });
+      }
+    }
+    if (isSha(ref)) {
+      if (!(await hasObject(ref))) await fetchRef(ref);
+      return peelToCommit(store, ref);
+    }
+    const wanted = hint.sha?.toLowerCase();
+    if (wanted !== undefined && good?.commit.oid === wanted) return wanted;
+    const fetched = await fetchRef(ref);
+    if (fetched === undefined) throw new GitRefNotFoundError(`${remote.url} is empty; push a commit to ${ref}`);
+    const tip = await peelToCommit(store, fetched);
+    if (wanted === undefined || wanted === tip) return tip;
+    // The webhook named a commit that the branch tip we got is not: either the tip is already newer,
+    // or the server we asked lags behind the webhook (Fleet #4837). Fetch exactly the announced SHA.
+    if (!(await hasObject(wanted))) {
+      try {
+        await fetchRef(wanted);
+      } catch {
+        // servers without allowReachableSHA1InWant refuse; treat like lag
+      }
+      if (!(await hasObject(wanted))) {
+        throw new CommitNotYetVisibleError(`commit ${wanted} announced for ${ref} is not served by ${remote.url} yet`, 2_000);
+      }
+    }
+    try {
+      if (await git.isDescendent({ fs, gitdir, oid: wanted, ancestor: tip, depth: -1, cache: store.cache })) return wanted;
+    } catch {
+      // shallow history: cannot tell; the branch tip wins
+    }
+    return tip;
+  };
+
+  const readFiles = async (entries: readonly BlobEntry[]): Promise<GitSourceFile[]> =>
+    Promise.all(entries.map(async (e) => ({ path: e.path, content: await readBlobContent(store, e.oid) })));
+
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  const reject = (commit: CommitSummary, diagnostics: readonly Diagnostic[]): SyncOutcome<S> => {
+    const sorted = sortDiagnostics(diagnostics);
+    rejection = { commit: commit.oid, ref, subPath, committedAt: iso(commit.timestamp * 1000), rejectedAt: iso(now()), diagnostics: sorted };
+    const errors = sorted.filter((d) => d.severity === Severity.Error);
+    log.warn("commit rejected; the last good desired state stays in force", {
+      source: sourceName,
+      ref,
+      commit: commit.oid,
+      lastGood: good?.commit.oid,
+      errorCount: errors.length,
+      errors: errors.slice(0, 20).map(formatDiagnostic),
+    });
+    return { kind: "rejected", commit, rejection, state: good?.state };
+  };
+
+  const doSync = async (hint: SyncHint): Promise<SyncOutcome<S>> => {
+    let target: string;
+    try {
+      target = await resolveTarget(hint);
+    } catch (err) {
+      const e = err instanceof Error ? err : new Error(String(err));
+      lastError = { code: (e as { code?: string }).code ?? e.name, message: stripCredentials(e.message), at: iso(now()) };
+      log.error("sync failed", { source: sourceName, ref, error: stripCredentials(describeError(err)) });
+      throw err;
+    }
+    lastError = undefined;
+    const commit = await readCommitSummary(store, target);
+    if (good && good.commit.oid === target) return { kind: "unchanged", commit, state: good.state };
+    if (rejection?.commit === target) return { kind: "rejected", commit, rejection, state: good?.state };
+
+    const tree = await subtreeOid(store, commit.tree, subPath);
+    if (tree === undefined) {
+      return reject(commit, [
+        {
+          code: GitSyncCode.SubPathMissing,
+          severity: Severity.Error,
+          message: `the configured sub-path "${subPath}" does not exist in commit ${commit.oid}; restore it or change the source's subPath`,
+        },
+      ]);
+    }
+    const untouched = (g: Good<S>): SyncOutcome<S> => {
+      good = { ...g, commit, tree, syncedAt: iso(now()) };
+      rejection = undefined;
+      log.debug("commit does not touch the configuration", { commit: commit.oid });
+      return { kind: "unchanged", commit, state: g.state };
+    };
+    if (good && good.tree === tree) return untouched(good);
+
+    if (!good) {
+      const entries = await listBlobs(store, tree, "", include);
+      const files = await readFiles(entries);
+      const { state, diagnostics } = options.loader.load(files);
+      if (hasErrors(diagnostics)) return reject(commit, diagnostics);
+      good = { state, commit, tree, syncedAt: iso(now()) };
+      rejection = undefined;
+      log.info("desired state loaded", { source: sourceName, ref, commit: commit.oid, files: files.length });
+      return { kind: "updated", commit, state, full: true, changedKeys: new Set(), parsedPaths: entries.map((e) => e.path), removedPaths: [], diagnostics };
+    }
+
+    const diff = await diffTrees(store, good.tree, tree, "", include);
+    if (diff.changed.length === 0 && diff.removed.length === 0) return untouched(good);
+    const files = await readFiles(diff.changed);
+    const { state, diagnostics, changedKeys } = options.loader.update(good.state, files, diff.removed);
+    if (hasErrors(diagnostics)) return reject(commit, diagnostics);
+    good = { state, commit, tree, syncedAt: iso(now()) };
+    rejection = undefined;
+    log.info("desired state updated", {
+      source: sourceName,
+      ref,
+      commit: commit.oid,
+      changedFiles: diff.changed.length,
+      removedFiles: diff.removed.length,
+      changedObjects: changedKeys.size,
+    });
+    return {
+      kind: "updated",
+      commit,
+      state,
+      full: false,
+      changedKeys,
+      parsedPaths: diff.changed.map((e) => e.path),
+      removedPaths: diff.removed,
+      diagnostics,
+    };
+  };
+
+  return {
+    sync(hint = {}) {
+      const run = chain.then(() => doSync(hint));
+      chain = run.catch(() => undefined);
+      return run;
+    },
+    current: () => (good ? { state: good.state, commit: good.commit } : undefined),
+    status: () => ({
+      source: sourceName,
+      ref,
+      subPath,
+      ...(good ? { lastGood: { commit: good.commit.oid, committedAt: iso(good.commit.timestamp * 1000), syncedAt: good.syncedAt } } : {}),
+      ...(rejection ? { rejection } : {}),
+      ...(lastError ? { lastError } : {}),
+    }),
+  };
+}
+
+function isSha(ref: string): boolean {
+  return /^[0-9a-f]{40}$/i.test(ref);
+}
+
+function resolveGitdir(path: string): string {
+  const dotGit = join(path, ".git");
+  return nodeFs.existsSync(dotGit) && nodeFs.statSync(dotGit).isDirectory() ? dotGit : path;
+}
+
+/** Moves `user:pass@` out of a URL into credentials; explicit `auth` wins. */
+export function splitCredentials(url: string, auth: GitCredentials | undefined): { url: string; auth: GitAuth | undefined } {
+  let clean = url;
+  let fromUrl: GitAuth | undefined;
+  try {
+    const u = new URL(url);
+    if (u.username !== "" || u.password !== "") {
+      fromUrl = { username: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
+      u.username = "";
+      u.password = "";
+      clean = u.toString();
+    }
+  } catch {
+    clean = stripCredentials(url);
+  }
+  if (auth) {
+    return {
+      url: clean,
+      auth: "token" in auth ? { username: auth.username ?? "x-access-token", password: auth.token } : { username: auth.username, password: auth.password },
+    };
+  }
+  return { url: clean, auth: fromUrl };
+}

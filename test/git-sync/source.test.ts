@@ -1,0 +1,218 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createMemoryLogger } from "../../src/core/index.js";
+import { getObject } from "../../src/config/index.js";
+import { CommitNotYetVisibleError, createGitSource, GitAuthError, GitTransportError } from "../../src/git-sync/index.js";
+import { startGitServer, type GitServer } from "../helpers/git-server.js";
+import { brokenRouteTable, recordingLoader, routeTable, workspace } from "./fixtures.js";
+
+const TOKEN = "ghp_supersecret_token_123";
+
+describe("git source (remote over smart HTTP)", () => {
+  let server: GitServer;
+  const dirs: string[] = [];
+  const tmp = () => {
+    const d = mkdtempSync(join(tmpdir(), "gitsync-cache-"));
+    dirs.push(d);
+    return d;
+  };
+  beforeAll(async () => {
+    server = await startGitServer({ auth: { token: TOKEN } });
+  });
+  afterAll(async () => {
+    await server.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it("clones, then fetches a new commit and parses only the files that changed", async () => {
+    await server.createRepo("cfg");
+    await server.commitFiles("cfg", {
+      "workspaces/web/workspace.yaml": workspace("web"),
+      "workspaces/web/a.yaml": routeTable("web", "a", "a.example.com"),
+      "workspaces/web/b.yaml": routeTable("web", "b", "b.example.com"),
+      "workspaces/api/workspace.yaml": workspace("api"),
+      "workspaces/api/c.yaml": routeTable("api", "c", "c.example.com"),
+      "README.md": "# config\n",
+    }, "initial");
+    const loader = recordingLoader();
+    const mem = createMemoryLogger("git-sync");
+    const source = createGitSource({ location: { kind: "remote", url: server.url("cfg"), auth: { token: TOKEN }, cacheDir: tmp() }, loader, logger: mem.logger });
+
+    const first = await source.sync();
+    expect(first.kind).toBe("updated");
+    if (first.kind !== "updated") return;
+    expect(first.full).toBe(true);
+    expect(first.parsedPaths).toEqual([
+      "workspaces/api/c.yaml",
+      "workspaces/api/workspace.yaml",
+      "workspaces/web/a.yaml",
+      "workspaces/web/b.yaml",
+      "workspaces/web/workspace.yaml",
+    ]);
+    expect(Object.keys(first.state.objects)).toHaveLength(5);
+    // the token went over the wire as basic auth, never into the URL or the logs
+    const authed = server.requests.filter((r) => r.authorization !== undefined);
+    expect(authed.length).toBeGreaterThan(0);
+    expect(Buffer.from(authed[0]!.authorization!.replace("Basic ", ""), "base64").toString()).toBe(`x-access-token:${TOKEN}`);
+    expect(mem.text()).not.toContain(TOKEN);
+
+    // second commit: modify a.yaml, delete b.yaml, touch a non-YAML file
+    const second = await server.commitFiles("cfg", {
+      "workspaces/web/a.yaml": routeTable("web", "a", "a2.example.com"),
+      "workspaces/web/b.yaml": null,
+      "README.md": "# config v2\n",
+    }, "change a, drop b");
+    const before = server.requests.length;
+    const next = await source.sync();
+    expect(next.kind).toBe("updated");
+    if (next.kind !== "updated") return;
+    expect(next.commit.oid).toBe(second);
+    expect(next.full).toBe(false);
+    expect(next.parsedPaths).toEqual(["workspaces/web/a.yaml"]);
+    expect(next.removedPaths).toEqual(["workspaces/web/b.yaml"]);
+    expect([...next.changedKeys].sort()).toEqual(["RouteTable//web/a", "RouteTable//web/b"]);
+    expect(loader.calls.at(-1)).toEqual({ kind: "update", paths: ["workspaces/web/a.yaml"], removed: ["workspaces/web/b.yaml"] });
+    expect(getObject(next.state, "RouteTable//web/b")).toBeUndefined();
+    expect((getObject(next.state, "RouteTable//web/a")?.spec as { hosts: string[] }).hosts).toEqual(["a2.example.com"]);
+    // an incremental fetch: one ref discovery and one upload-pack, no re-clone
+    const fetches = server.requests.slice(before).filter((r) => r.status === 200);
+    expect(fetches.map((r) => `${r.method} ${r.service}`)).toEqual(["GET git-upload-pack", "POST git-upload-pack"]);
+
+    // nothing new: unchanged, loader not called
+    const calls = loader.calls.length;
+    expect((await source.sync()).kind).toBe("unchanged");
+    expect(loader.calls.length).toBe(calls);
+
+    // a commit outside the configuration (README only) changes nothing
+    await server.commitFiles("cfg", { "README.md": "# v3\n" }, "docs");
+    expect((await source.sync()).kind).toBe("unchanged");
+    expect(loader.calls.length).toBe(calls);
+  });
+
+  it("rejects a commit that does not validate and keeps the last good state", async () => {
+    await server.createRepo("rej");
+    await server.commitFiles("rej", { "ws.yaml": workspace("web"), "a.yaml": routeTable("web", "a", "a.example.com") }, "good");
+    const mem = createMemoryLogger("git-sync");
+    const source = createGitSource({ location: { kind: "remote", url: server.url("rej"), auth: { token: TOKEN }, cacheDir: tmp() }, loader: recordingLoader(), logger: mem.logger });
+    const good = await source.sync();
+    expect(good.kind).toBe("updated");
+
+    const bad = await server.commitFiles("rej", { "a.yaml": brokenRouteTable("web", "a"), "b.yaml": routeTable("web", "b", "b.example.com") }, "break a");
+    const rejected = await source.sync();
+    expect(rejected.kind).toBe("rejected");
+    if (rejected.kind !== "rejected" || good.kind !== "updated") return;
+    expect(rejected.state).toBe(good.state);
+    expect(source.current()?.commit.oid).toBe(good.commit.oid);
+    const status = source.status();
+    expect(status.lastGood?.commit).toBe(good.commit.oid);
+    expect(status.rejection?.commit).toBe(bad);
+    const errors = status.rejection!.diagnostics.filter((d) => d.severity === "error");
+    expect(errors[0]).toMatchObject({ file: "a.yaml", line: 7, code: "SCHEMA_VIOLATION" });
+    const warn = mem.records.find((r) => r.msg.startsWith("commit rejected"));
+    expect(warn?.fields.commit).toBe(bad);
+    expect(JSON.stringify(warn?.fields.errors)).toContain("a.yaml:7:");
+
+    // syncing again does not re-parse the rejected commit
+    expect((await source.sync()).kind).toBe("rejected");
+
+    // the fix is diffed against the last GOOD commit: both a.yaml and b.yaml are parsed
+    const fixed = await server.commitFiles("rej", { "a.yaml": routeTable("web", "a", "fixed.example.com") }, "fix a");
+    const after = await source.sync();
+    expect(after.kind).toBe("updated");
+    if (after.kind !== "updated") return;
+    expect(after.commit.oid).toBe(fixed);
+    expect(after.parsedPaths).toEqual(["a.yaml", "b.yaml"]);
+    expect(source.status().rejection).toBeUndefined();
+  });
+
+  it("reads only a sub-path, with paths relative to it", async () => {
+    await server.createRepo("sub");
+    await server.commitFiles("sub", { "mesh/ws.yaml": workspace("web"), "mesh/x/a.yaml": routeTable("web", "a", "a.example.com"), "other/ignored.yaml": "not: config\n" }, "init");
+    const source = createGitSource({ location: { kind: "remote", url: server.url("sub"), auth: { token: TOKEN }, cacheDir: tmp() }, subPath: "mesh", loader: recordingLoader(), logger: createMemoryLogger().logger });
+    const r = await source.sync();
+    expect(r.kind === "updated" && r.parsedPaths).toEqual(["ws.yaml", "x/a.yaml"]);
+    await server.commitFiles("sub", { "other/ignored.yaml": "still: not config\n" }, "outside");
+    expect((await source.sync()).kind).toBe("unchanged");
+    await server.commitFiles("sub", { "mesh": null, "mesh/ws.yaml": null, "mesh/x/a.yaml": null }, "remove mesh");
+    const gone = await source.sync();
+    expect(gone.kind).toBe("rejected");
+    expect(gone.kind === "rejected" && gone.rejection.diagnostics[0]?.code).toBe("GIT_SUBPATH_MISSING");
+  });
+
+  it("reads a local repository from its object store, at a branch, tag or commit", async () => {
+    await server.createRepo("local");
+    const c1 = await server.commitFiles("local", { "ws.yaml": workspace("web") }, "one");
+    await server.git("local", ["tag", "-a", "-m", "release", "v1", c1]);
+    await server.commitFiles("local", { "a.yaml": routeTable("web", "a", "a.example.com") }, "two");
+    const mk = (ref: string) => createGitSource({ location: { kind: "local", path: server.repoPath("local") }, ref, loader: recordingLoader(), logger: createMemoryLogger().logger });
+    const main = await mk("main").sync();
+    expect(main.kind === "updated" && main.parsedPaths).toEqual(["a.yaml", "ws.yaml"]);
+    const tag = await mk("v1").sync();
+    expect(tag.commit.oid).toBe(c1);
+    expect(tag.kind === "updated" && tag.parsedPaths).toEqual(["ws.yaml"]);
+    const pinned = await mk(c1).sync();
+    expect(pinned.commit.oid).toBe(c1);
+  });
+
+  it("follows a webhook's SHA, and reports a SHA the server does not serve yet as retry-later", async () => {
+    await server.createRepo("hint");
+    const c1 = await server.commitFiles("hint", { "ws.yaml": workspace("web") }, "one");
+    const source = createGitSource({ location: { kind: "remote", url: server.url("hint"), auth: { token: TOKEN }, cacheDir: tmp() }, loader: recordingLoader(), logger: createMemoryLogger().logger, retry: { attempts: 1 } });
+    expect((await source.sync({ sha: c1 })).commit.oid).toBe(c1);
+    const c2 = await server.commitFiles("hint", { "a.yaml": routeTable("web", "a", "a.example.com") }, "two");
+    expect((await source.sync({ sha: c2 })).commit.oid).toBe(c2);
+    const unknown = "1234567890123456789012345678901234567890";
+    const err = await source.sync({ sha: unknown }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CommitNotYetVisibleError);
+    expect((err as CommitNotYetVisibleError).retryAfterMs).toBeGreaterThan(0);
+    expect(source.current()?.commit.oid).toBe(c2);
+  });
+
+  it("retries fetch failures with exponential backoff", async () => {
+    await server.createRepo("flaky");
+    await server.commitFiles("flaky", { "ws.yaml": workspace("web") }, "one");
+    const mem = createMemoryLogger("git-sync");
+    const delays: number[] = [];
+    const source = createGitSource({
+      location: { kind: "remote", url: server.url("flaky"), auth: { token: TOKEN }, cacheDir: tmp() },
+      loader: recordingLoader(),
+      logger: mem.logger,
+      retry: { attempts: 4, initialDelayMs: 10, sleep: (ms) => { delays.push(ms); return Promise.resolve(); } },
+    });
+    server.failNext(2, 503);
+    expect((await source.sync()).kind).toBe("updated");
+    expect(delays).toEqual([10, 20]);
+    expect(mem.records.filter((r) => r.msg === "fetch failed, retrying")).toHaveLength(2);
+
+    server.failNext(10, 502);
+    const err = await source.sync().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitTransportError);
+    expect(delays).toEqual([10, 20, 10, 20, 40]);
+    expect(source.status().lastError?.code).toBe("GitTransportError");
+    server.failNext(0);
+  });
+
+  it("never puts credentials in logs, errors or status", async () => {
+    await server.createRepo("secret");
+    await server.commitFiles("secret", { "ws.yaml": workspace("web") }, "one");
+    const wrong = "wrong_token_987654";
+    const mem = createMemoryLogger("git-sync");
+    const withCredsInUrl = server.url("secret").replace("http://", `http://bob:${wrong}@`);
+    const source = createGitSource({ location: { kind: "remote", url: withCredsInUrl, cacheDir: tmp() }, loader: recordingLoader(), logger: mem.logger, retry: { attempts: 1 } });
+    const err = await source.sync().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitAuthError);
+    const text = `${(err as Error).message} ${JSON.stringify(source.status())} ${mem.text()}`;
+    expect(text).not.toContain(wrong);
+    expect(text).toContain(server.url("secret"));
+    expect(source.status().source).toBe(server.url("secret"));
+    // credentials from the URL were used as basic auth
+    const sent = server.requests.filter((r) => r.path.startsWith("/secret.git") && r.authorization);
+    expect(Buffer.from(sent[0]!.authorization!.replace("Basic ", ""), "base64").toString()).toBe(`bob:${wrong}`);
+
+    const good = createGitSource({ location: { kind: "remote", url: server.url("secret"), auth: { username: "bob", password: TOKEN }, cacheDir: tmp() }, loader: recordingLoader(), logger: mem.logger });
+    expect((await good.sync()).kind).toBe("updated");
+    expect(mem.text()).not.toContain(TOKEN);
+  });
+});
