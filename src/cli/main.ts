@@ -6,11 +6,16 @@
 import { Command, CommanderError } from "commander";
 import { describeError, stripCredentials } from "../core/index.js";
 import { createIo, ExitCode, UsageError, type CliIo } from "./io.js";
+import { registerValidate } from "./validate.js";
+import { registerKubeEmulator } from "./kube-emulator.js";
 
 export type RegisterCommand = (program: Command, io: CliIo) => void;
 
 // One line per sub-command, in the order `--help` lists them.
-const commands: readonly RegisterCommand[] = [];
+const commands: readonly RegisterCommand[] = [
+  registerValidate,
+  registerKubeEmulator,
+];
 
 export async function main(argv: readonly string[], io: CliIo = createIo()): Promise<number> {
   const program = new Command()

@@ -1,0 +1,124 @@
+/**
+ * The resource kinds the emulator serves: a registry keyed by group/version/plural, seeded with the
+ * core kinds the agent reads and writes and the Istio kinds gitmesh renders. More kinds can be
+ * registered at any time (they appear in discovery at once).
+ */
+
+/** One kind served by the emulator, as discovery describes it. */
+export interface ResourceKind {
+  /** API group; `""` for the core group (`/api/v1`). */
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  /** Lower-case plural used in URLs, e.g. `virtualservices`. */
+  readonly plural: string;
+  /** Lower-case singular, e.g. `virtualservice` (default: `kind` lower-cased). */
+  readonly singular?: string;
+  readonly namespaced: boolean;
+  readonly shortNames?: readonly string[];
+  /** Whether this is a built-in kind (list items then omit apiVersion/kind, like the real server). Default false. */
+  readonly builtIn?: boolean;
+}
+
+export const DEFAULT_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"] as const;
+
+export function apiVersionOf(k: Pick<ResourceKind, "group" | "version">): string {
+  return k.group === "" ? k.version : `${k.group}/${k.version}`;
+}
+
+export function singularOf(k: ResourceKind): string {
+  return k.singular ?? k.kind.toLowerCase();
+}
+
+const core = (kind: string, plural: string, namespaced: boolean, shortNames: readonly string[] = []): ResourceKind => ({
+  group: "",
+  version: "v1",
+  kind,
+  plural,
+  namespaced,
+  shortNames,
+  builtIn: true,
+});
+
+/** Kubernetes kinds served by default. */
+export const BUILT_IN_KINDS: readonly ResourceKind[] = [
+  core("Namespace", "namespaces", false, ["ns"]),
+  core("Node", "nodes", false, ["no"]),
+  core("Service", "services", true, ["svc"]),
+  core("Pod", "pods", true, ["po"]),
+  core("Secret", "secrets", true),
+  core("ConfigMap", "configmaps", true, ["cm"]),
+  core("Endpoints", "endpoints", true, ["ep"]),
+  core("ServiceAccount", "serviceaccounts", true, ["sa"]),
+  { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true, shortNames: ["deploy"], builtIn: true },
+  { group: "apps", version: "v1", kind: "StatefulSet", plural: "statefulsets", namespaced: true, shortNames: ["sts"], builtIn: true },
+  { group: "apps", version: "v1", kind: "DaemonSet", plural: "daemonsets", namespaced: true, shortNames: ["ds"], builtIn: true },
+  { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true, builtIn: true },
+];
+
+const istio = (group: string, kind: string, plural: string, shortNames: readonly string[] = []): ResourceKind => ({
+  group,
+  version: "v1",
+  kind,
+  plural,
+  namespaced: true,
+  shortNames,
+});
+
+/** Istio custom resource kinds registered by default (as if their CRDs were installed). */
+export const ISTIO_KINDS: readonly ResourceKind[] = [
+  istio("networking.istio.io", "VirtualService", "virtualservices", ["vs"]),
+  istio("networking.istio.io", "DestinationRule", "destinationrules", ["dr"]),
+  istio("networking.istio.io", "ServiceEntry", "serviceentries", ["se"]),
+  istio("networking.istio.io", "Gateway", "gateways", ["gw"]),
+  istio("networking.istio.io", "Sidecar", "sidecars"),
+  istio("networking.istio.io", "WorkloadEntry", "workloadentries", ["we"]),
+  istio("security.istio.io", "AuthorizationPolicy", "authorizationpolicies", ["ap"]),
+  istio("security.istio.io", "PeerAuthentication", "peerauthentications", ["pa"]),
+];
+
+/** A mutable registry of kinds, looked up by URL parts or by apiVersion/kind. */
+export class KindRegistry {
+  private readonly byPath = new Map<string, ResourceKind>();
+  private readonly byKind = new Map<string, ResourceKind>();
+
+  constructor(kinds: readonly ResourceKind[]) {
+    for (const k of kinds) this.register(k);
+  }
+
+  /** Adds (or replaces) a kind. Throws on a malformed definition (a bug in the caller). */
+  register(kind: ResourceKind): void {
+    if (!/^[a-z0-9]+$/.test(kind.plural)) throw new Error(`kube-emulator: plural "${kind.plural}" must be lower-case letters/digits`);
+    if (!/^v[0-9]+((alpha|beta)[0-9]+)?$/.test(kind.version)) throw new Error(`kube-emulator: version "${kind.version}" is not a Kubernetes version`);
+    if (kind.kind === "") throw new Error("kube-emulator: kind must not be empty");
+    this.byPath.set(`${kind.group}/${kind.version}/${kind.plural}`, kind);
+    this.byKind.set(`${apiVersionOf(kind)}/${kind.kind}`, kind);
+  }
+
+  byResource(group: string, version: string, plural: string): ResourceKind | undefined {
+    return this.byPath.get(`${group}/${version}/${plural}`);
+  }
+
+  byApiVersionKind(apiVersion: string, kind: string): ResourceKind | undefined {
+    return this.byKind.get(`${apiVersion}/${kind}`);
+  }
+
+  all(): ResourceKind[] {
+    return [...this.byPath.values()];
+  }
+
+  /** Group → versions served, in registration order. */
+  groups(): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    for (const k of this.byPath.values()) {
+      const vs = out.get(k.group) ?? [];
+      if (!vs.includes(k.version)) vs.push(k.version);
+      out.set(k.group, vs);
+    }
+    return out;
+  }
+
+  inGroupVersion(group: string, version: string): ResourceKind[] {
+    return this.all().filter((k) => k.group === group && k.version === version);
+  }
+}

@@ -1,0 +1,368 @@
+/**
+ * The HTTP layer: routes Kubernetes REST paths to the store, streams watches as NDJSON, and
+ * applies the test fault switch. Plain node:http, no framework.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { parse as parseYaml } from "yaml";
+import type { Logger } from "../core/index.js";
+import { coreVersions, group, groupList, resourceList, versionInfo } from "./discovery.js";
+import { apiVersionOf, type KindRegistry, type ResourceKind } from "./kinds.js";
+import { isObject, type JsonObject } from "./patch.js";
+import { parseFieldSelector, parseLabelSelector, type FieldRequirement, type Selector } from "./selectors.js";
+import { failureStatus, KubeApiError, badRequest, gone, StatusReason } from "./status.js";
+import { metaOf, PatchType, type ObjectStore, type StoreEvent } from "./store.js";
+import { openApiV2Protobuf } from "./openapi.js";
+
+export interface HandlerOptions {
+  readonly store: ObjectStore;
+  readonly kinds: KindRegistry;
+  readonly logger: Logger;
+  readonly maxBodyBytes: number;
+  readonly watchTimeoutSeconds: number;
+  readonly bookmarkIntervalMs: number;
+  /** Returns true (and consumes one failure) when the fault switch says this request must fail. */
+  readonly shouldFail: () => boolean;
+}
+
+interface Route {
+  readonly kind: ResourceKind;
+  readonly namespace: string | undefined;
+  readonly name: string | undefined;
+  readonly subresource: string | undefined;
+}
+
+/** A live watch stream; the emulator keeps them to close them on demand. */
+export interface OpenWatch {
+  close(): void;
+}
+
+const JSON_TYPE = "application/json";
+
+function send(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(text), "Cache-Control": "no-cache, private" });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, err: KubeApiError): void {
+  send(res, err.status, err.toStatus());
+}
+
+function readBody(req: IncomingMessage, max: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > max) {
+        reject(new KubeApiError(413, StatusReason.BadRequest, `request entity too large: limit is ${max} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function parseBody(text: string, contentType: string): unknown {
+  if (text.trim() === "") throw badRequest("the request body is empty");
+  try {
+    if (contentType.includes("yaml")) return parseYaml(text) as unknown;
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw badRequest(`the request body could not be decoded: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** Default field manager when none is given: the User-Agent's program name, like the real server. */
+function defaultManager(req: IncomingMessage): string {
+  const ua = req.headers["user-agent"] ?? "";
+  const prog = ua.split("/")[0]?.trim() ?? "";
+  return prog === "" ? "unknown" : prog.slice(0, 128);
+}
+
+/** Strips what the real server omits from list items of built-in kinds. */
+function listItem(kind: ResourceKind, obj: JsonObject): JsonObject {
+  if (kind.builtIn !== true) return obj;
+  const { apiVersion: _a, kind: _k, ...rest } = obj;
+  return rest;
+}
+
+export function createHandler(opts: HandlerOptions): {
+  handle: (req: IncomingMessage, res: ServerResponse) => void;
+  openWatches: Set<OpenWatch>;
+} {
+  const { store, kinds, logger } = opts;
+  const openWatches = new Set<OpenWatch>();
+
+  const route = (parts: readonly string[]): Route | undefined => {
+    // parts start after /api/v1 or /apis/<g>/<v>
+    let grp: string;
+    let ver: string;
+    let rest: string[];
+    if (parts[0] === "api") {
+      grp = "";
+      ver = parts[1] ?? "";
+      rest = parts.slice(2);
+    } else {
+      grp = parts[1] ?? "";
+      ver = parts[2] ?? "";
+      rest = parts.slice(3);
+    }
+    let namespace: string | undefined;
+    if (rest[0] === "namespaces" && rest.length >= 3) {
+      namespace = rest[1];
+      rest = rest.slice(2);
+    }
+    const plural = rest[0];
+    if (plural === undefined) return undefined;
+    const kind = kinds.byResource(grp, ver, plural);
+    if (kind === undefined) return undefined;
+    if (!kind.namespaced && namespace !== undefined) return undefined;
+    return { kind, namespace, name: rest[1], subresource: rest[2] };
+  };
+
+  const selectors = (q: URLSearchParams): { labels: Selector; fields: readonly FieldRequirement[] } => ({
+    labels: parseLabelSelector(q.get("labelSelector") ?? ""),
+    fields: parseFieldSelector(q.get("fieldSelector") ?? ""),
+  });
+
+  const list = (r: Route, q: URLSearchParams, res: ServerResponse): void => {
+    const { labels, fields } = selectors(q);
+    const all = store.list(r.kind, r.namespace, labels, fields);
+    const rv = String(store.resourceVersion);
+    const limit = Number(q.get("limit") ?? "0");
+    let start = 0;
+    const cont = q.get("continue");
+    if (cont !== null && cont !== "") {
+      try {
+        const token = JSON.parse(Buffer.from(cont, "base64url").toString("utf8")) as { start?: unknown };
+        if (typeof token.start !== "number") throw new Error("bad token");
+        start = token.start;
+      } catch {
+        throw badRequest("continue key is not valid: please restart the list without a continue token");
+      }
+    }
+    const page = limit > 0 ? all.slice(start, start + limit) : all.slice(start);
+    const more = limit > 0 && start + limit < all.length;
+    send(res, 200, {
+      kind: `${r.kind.kind}List`,
+      apiVersion: apiVersionOf(r.kind),
+      metadata: {
+        resourceVersion: rv,
+        ...(more ? { continue: Buffer.from(JSON.stringify({ start: start + limit })).toString("base64url"), remainingItemCount: all.length - start - limit } : {}),
+      },
+      items: page.map((o) => listItem(r.kind, o)),
+    });
+  };
+
+  const watch = (r: Route, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): void => {
+    const { labels, fields } = selectors(q);
+    const rvParam = q.get("resourceVersion") ?? "";
+    const bookmarks = q.get("allowWatchBookmarks") === "true";
+    const requested = Number(q.get("timeoutSeconds") ?? "0");
+    const timeoutSeconds = requested > 0 ? Math.min(requested, opts.watchTimeoutSeconds) : opts.watchTimeoutSeconds;
+    const ns = r.name !== undefined ? r.namespace : r.namespace;
+    const nameFilter = r.name;
+
+    res.writeHead(200, { "Content-Type": JSON_TYPE, "Cache-Control": "no-cache, private", "Transfer-Encoding": "chunked" });
+    res.flushHeaders();
+    let closed = false;
+    const write = (type: string, object: JsonObject): void => {
+      if (!closed) res.write(JSON.stringify({ type, object }) + "\n");
+    };
+    const matches = (o: JsonObject): boolean =>
+      store.matches(o, ns, labels, fields) && (nameFilter === undefined || metaOf(o).name === nameFilter);
+    const deliver = (e: StoreEvent): void => {
+      if (e.kind !== r.kind) return;
+      const now = matches(e.object);
+      if (e.type !== "MODIFIED") {
+        if (now) write(e.type, e.object);
+        return;
+      }
+      const before = e.previous !== undefined && matches(e.previous);
+      if (now && before) write("MODIFIED", e.object);
+      else if (now) write("ADDED", e.object);
+      else if (before) write("DELETED", e.object);
+    };
+
+    const handle: OpenWatch = { close: () => finish() };
+    let unsubscribe = (): void => undefined;
+    let bookmarkTimer: NodeJS.Timeout | undefined;
+    const timeout = setTimeout(() => {
+      if (bookmarks) sendBookmark();
+      finish();
+    }, timeoutSeconds * 1000);
+    const sendBookmark = (): void =>
+      write("BOOKMARK", { kind: r.kind.kind, apiVersion: apiVersionOf(r.kind), metadata: { resourceVersion: String(store.resourceVersion) } });
+    function finish(): void {
+      if (closed) return;
+      closed = true;
+      clearTimeout(timeout);
+      if (bookmarkTimer !== undefined) clearInterval(bookmarkTimer);
+      unsubscribe();
+      openWatches.delete(handle);
+      res.end();
+    }
+    openWatches.add(handle);
+    req.on("close", finish);
+    res.on("close", finish);
+
+    if (rvParam === "" || rvParam === "0") {
+      // "Start at most recent" with the current state as synthetic ADDED events, like the real server.
+      for (const o of store.list(r.kind, ns, labels, fields)) if (matches(o)) write("ADDED", o);
+    } else {
+      const from = Number(rvParam);
+      const events = Number.isInteger(from) && from >= 0 ? store.eventsSince(from) : undefined;
+      if (events === undefined) {
+        const reason = Number.isInteger(from) ? `too old resource version: ${rvParam} (${store.oldestResumableVersion})` : `invalid resource version "${rvParam}"`;
+        write("ERROR", gone(reason).toStatus() as unknown as JsonObject);
+        finish();
+        return;
+      }
+      for (const e of events) deliver(e);
+    }
+    unsubscribe = store.subscribe(deliver);
+    if (bookmarks) bookmarkTimer = setInterval(sendBookmark, opts.bookmarkIntervalMs);
+  };
+
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? "/", "http://emulator");
+    const q = url.searchParams;
+    const method = req.method ?? "GET";
+    const parts = url.pathname.split("/").filter((p) => p !== "").map(decodeURIComponent);
+    const path = "/" + parts.join("/");
+
+    if (opts.shouldFail()) {
+      throw new KubeApiError(500, StatusReason.InternalError, "Internal error occurred: injected by the kube-emulator fault switch");
+    }
+
+    if (method === "GET") {
+      if (path === "/version") return send(res, 200, versionInfo());
+      if (path === "/healthz" || path === "/livez" || path === "/readyz") {
+        res.writeHead(200, { "Content-Type": "text/plain" });
+        res.end("ok");
+        return;
+      }
+      if (path === "/api") return send(res, 200, coreVersions(req.headers.host ?? "127.0.0.1"));
+      if (path === "/apis") return send(res, 200, groupList(kinds));
+      if (path === "/openapi/v2") {
+        const accept = req.headers.accept ?? "";
+        if (accept.includes("protobuf")) {
+          const body = openApiV2Protobuf();
+          res.writeHead(200, { "Content-Type": "application/com.github.proto-openapi.spec.v2.v1.0+protobuf", "Content-Length": body.length });
+          res.end(body);
+          return;
+        }
+        return send(res, 200, { swagger: "2.0", info: { title: "Kubernetes (gitmesh kube-emulator)", version: "v1.31.0" }, paths: {}, definitions: {} });
+      }
+      if (parts.length === 2 && parts[0] === "api") {
+        const doc = resourceList(kinds, "", parts[1]!);
+        if (doc !== undefined) return send(res, 200, doc);
+      }
+      if (parts.length === 2 && parts[0] === "apis") {
+        const doc = group(kinds, parts[1]!);
+        if (doc !== undefined) return send(res, 200, doc);
+      }
+      if (parts.length === 3 && parts[0] === "apis") {
+        const doc = resourceList(kinds, parts[1]!, parts[2]!);
+        if (doc !== undefined) return send(res, 200, doc);
+      }
+    }
+
+    const r = parts[0] === "api" || parts[0] === "apis" ? route(parts) : undefined;
+    if (r === undefined || r.subresource !== undefined) {
+      throw new KubeApiError(404, StatusReason.NotFound, "the server could not find the requested resource");
+    }
+    const { kind, namespace, name } = r;
+    const manager = q.get("fieldManager") ?? undefined;
+
+    switch (method) {
+      case "GET": {
+        if (q.get("watch") === "true" || q.get("watch") === "1") return watch(r, q, req, res);
+        if (name === undefined) return list(r, q, res);
+        return send(res, 200, store.get(kind, namespace, name));
+      }
+      case "POST": {
+        if (name !== undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
+        const body = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE);
+        if (q.get("dryRun") === "All") throw badRequest("dryRun is not supported by the kube-emulator");
+        return send(res, 201, store.create(kind, namespace, body, manager ?? defaultManager(req)));
+      }
+      case "PUT": {
+        if (name === undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
+        const body = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE);
+        return send(res, 200, store.update(kind, namespace, name, body, manager ?? defaultManager(req)));
+      }
+      case "PATCH": {
+        if (name === undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
+        const ct = (req.headers["content-type"] ?? "").split(";")[0]!.trim();
+        const types: readonly string[] = Object.values(PatchType);
+        if (!types.includes(ct)) {
+          throw new KubeApiError(415, StatusReason.UnsupportedMediaType, `the body of the request was in an unknown format - accepted media types include: ${types.join(", ")}`);
+        }
+        const patchType = ct as PatchType;
+        const body = parseBody(await readBody(req, opts.maxBodyBytes), patchType === PatchType.Apply ? "yaml" : JSON_TYPE);
+        const out = store.patch({
+          kind,
+          ns: namespace,
+          name,
+          type: patchType,
+          body,
+          manager: patchType === PatchType.Apply ? manager : (manager ?? defaultManager(req)),
+          force: q.get("force") === "true",
+        });
+        return send(res, out.created ? 201 : 200, out.object);
+      }
+      case "DELETE": {
+        const text = await readBody(req, opts.maxBodyBytes);
+        const opt = text.trim() === "" ? {} : parseBody(text, JSON_TYPE);
+        const pre = isObject(opt) && isObject(opt.preconditions) ? opt.preconditions : {};
+        const preconditions = {
+          ...(typeof pre.uid === "string" ? { uid: pre.uid } : {}),
+          ...(typeof pre.resourceVersion === "string" ? { resourceVersion: pre.resourceVersion } : {}),
+        };
+        if (name === undefined) {
+          const { labels, fields } = selectors(q);
+          const items = store.list(kind, namespace, labels, fields).map((o) => {
+            const m = metaOf(o);
+            return store.delete(kind, typeof m.namespace === "string" ? m.namespace : undefined, typeof m.name === "string" ? m.name : "");
+          });
+          return send(res, 200, { kind: `${kind.kind}List`, apiVersion: apiVersionOf(kind), metadata: { resourceVersion: String(store.resourceVersion) }, items });
+        }
+        const deleted = store.delete(kind, namespace, name, preconditions);
+        if (kind.kind === "Pod") return send(res, 200, deleted);
+        if (kind.kind === "Namespace") return send(res, 200, { ...deleted, status: { phase: "Terminating" } });
+        return send(res, 200, {
+          kind: "Status",
+          apiVersion: "v1",
+          metadata: {},
+          status: "Success",
+          details: { name, ...(kind.group === "" ? {} : { group: kind.group }), kind: kind.plural, uid: metaOf(deleted).uid ?? "" },
+        });
+      }
+      default:
+        throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
+    }
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    serve(req, res).catch((err: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (err instanceof KubeApiError) {
+        if (err.status >= 500) logger.warn("request failed", { method: req.method, url: req.url, status: err.status });
+        sendError(res, err);
+        return;
+      }
+      logger.error("bug in kube-emulator handler", { method: req.method, url: req.url, error: err instanceof Error ? err.stack : String(err) });
+      send(res, 500, failureStatus(500, StatusReason.InternalError, `Internal error occurred: ${err instanceof Error ? err.message : String(err)}`));
+    });
+  };
+
+  return { handle, openWatches };
+}

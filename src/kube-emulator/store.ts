@@ -1,0 +1,430 @@
+/**
+ * The emulator's state: objects by kind, one global resource version counter, a bounded history of
+ * change events for watches, and the write semantics of the API server (create, update with
+ * optimistic concurrency, patches, server-side apply, delete, namespace cascade).
+ */
+import { randomUUID } from "node:crypto";
+import { recordUpdate, serverSideApply, formatPath, type FieldConflict } from "./fields.js";
+import { apiVersionOf, type KindRegistry, type ResourceKind } from "./kinds.js";
+import { clone, deepEqual, dropKey, isObject, jsonPatch, mergePatch, type Json, type JsonObject } from "./patch.js";
+import { matchesFields, matchesLabels, type FieldRequirement, type Selector } from "./selectors.js";
+import {
+  alreadyExists,
+  badRequest,
+  invalid,
+  KubeApiError,
+  notFound,
+  staleConflict,
+  StatusReason,
+  type StatusCause,
+} from "./status.js";
+
+export type EventType = "ADDED" | "MODIFIED" | "DELETED";
+
+export interface StoreEvent {
+  readonly type: EventType;
+  readonly rv: number;
+  readonly kind: ResourceKind;
+  readonly object: JsonObject;
+  /** The object before a MODIFIED event (to tell selector enter/leave apart). */
+  readonly previous?: JsonObject;
+}
+
+export const PatchType = {
+  Merge: "application/merge-patch+json",
+  Strategic: "application/strategic-merge-patch+json",
+  Json: "application/json-patch+json",
+  Apply: "application/apply-patch+yaml",
+} as const;
+export type PatchType = (typeof PatchType)[keyof typeof PatchType];
+
+export interface StoreOptions {
+  readonly kinds: KindRegistry;
+  /** How many change events are kept for watches to resume from. */
+  readonly historySize: number;
+  readonly now: () => Date;
+  /** Create a missing namespace instead of answering 404 on a namespaced create. */
+  readonly autoCreateNamespaces: boolean;
+}
+
+const NAMESPACE_KIND_KEY = "/namespaces";
+const kindKey = (k: ResourceKind): string => `${k.group}/${k.plural}`;
+const objKey = (ns: string | undefined, name: string): string => `${ns ?? ""}/${name}`;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export function metaOf(obj: JsonObject): JsonObject {
+  if (!isObject(obj.metadata)) obj.metadata = {};
+  return obj.metadata;
+}
+
+function str(v: Json | undefined): string | undefined {
+  return typeof v === "string" ? v : undefined;
+}
+
+export class ObjectStore {
+  private rv = 0;
+  private compactedRv = 0;
+  private readonly objects = new Map<string, Map<string, JsonObject>>();
+  private readonly history: StoreEvent[] = [];
+  private readonly listeners = new Set<(e: StoreEvent) => void>();
+
+  constructor(private readonly opts: StoreOptions) {}
+
+  get resourceVersion(): number {
+    return this.rv;
+  }
+
+  /** Events after `rv`, or `undefined` when that version is older than the history kept (410 Gone). */
+  eventsSince(rv: number): StoreEvent[] | undefined {
+    if (rv < this.compactedRv) return undefined;
+    return this.history.filter((e) => e.rv > rv);
+  }
+
+  get oldestResumableVersion(): number {
+    return this.compactedRv;
+  }
+
+  subscribe(listener: (e: StoreEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private bucket(kind: ResourceKind): Map<string, JsonObject> {
+    let b = this.objects.get(kindKey(kind));
+    if (b === undefined) {
+      b = new Map();
+      this.objects.set(kindKey(kind), b);
+    }
+    return b;
+  }
+
+  private commit(kind: ResourceKind, type: EventType, input: JsonObject, previous?: JsonObject): JsonObject {
+    this.rv += 1;
+    // Field order as the real server writes it: kind, apiVersion, metadata, then the rest.
+    const { kind: k, apiVersion: av, metadata: md, ...rest } = input;
+    const obj: JsonObject = { kind: k ?? kind.kind, apiVersion: av ?? apiVersionOf(kind), metadata: md ?? {}, ...rest };
+    const meta = metaOf(obj);
+    if (type !== "DELETED") {
+      meta.resourceVersion = String(this.rv);
+      this.bucket(kind).set(objKey(str(meta.namespace), str(meta.name) ?? ""), obj);
+    } else {
+      this.bucket(kind).delete(objKey(str(meta.namespace), str(meta.name) ?? ""));
+      meta.resourceVersion = String(this.rv);
+    }
+    const event: StoreEvent = { type, rv: this.rv, kind, object: obj, ...(previous === undefined ? {} : { previous }) };
+    this.history.push(event);
+    while (this.history.length > this.opts.historySize) {
+      const dropped = this.history.shift()!;
+      this.compactedRv = dropped.rv;
+    }
+    for (const l of this.listeners) l(event);
+    return clone(obj);
+  }
+
+  private namespaceKind(): ResourceKind {
+    return this.opts.kinds.byResource("", "v1", "namespaces")!;
+  }
+
+  private requireNamespace(kind: ResourceKind, ns: string | undefined): void {
+    if (!kind.namespaced) return;
+    if (ns === undefined || ns === "") throw badRequest("the server could not find the requested resource: a namespace is required");
+    if (this.bucket(this.namespaceKind()).has(objKey(undefined, ns))) return;
+    if (this.opts.autoCreateNamespaces) {
+      this.create(this.namespaceKind(), undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }, "kube-emulator");
+      return;
+    }
+    throw new KubeApiError(404, StatusReason.NotFound, `namespaces "${ns}" not found`, { name: ns, kind: "namespaces" });
+  }
+
+  get(kind: ResourceKind, ns: string | undefined, name: string): JsonObject {
+    const o = this.bucket(kind).get(objKey(kind.namespaced ? ns : undefined, name));
+    if (o === undefined) throw notFound(kind.plural, kind.group, name);
+    return clone(o);
+  }
+
+  find(kind: ResourceKind, ns: string | undefined, name: string): JsonObject | undefined {
+    const o = this.bucket(kind).get(objKey(kind.namespaced ? ns : undefined, name));
+    return o === undefined ? undefined : clone(o);
+  }
+
+  list(kind: ResourceKind, ns: string | undefined, labels: Selector, fields: readonly FieldRequirement[]): JsonObject[] {
+    const out: JsonObject[] = [];
+    for (const o of this.bucket(kind).values()) {
+      if (this.matches(o, ns, labels, fields)) out.push(o);
+    }
+    return out
+      .sort((a, b) => {
+        const ma = metaOf(a);
+        const mb = metaOf(b);
+        return objKey(str(ma.namespace), str(ma.name) ?? "").localeCompare(objKey(str(mb.namespace), str(mb.name) ?? ""));
+      })
+      .map((o) => clone(o));
+  }
+
+  matches(o: JsonObject, ns: string | undefined, labels: Selector, fields: readonly FieldRequirement[]): boolean {
+    const meta = metaOf(o);
+    const namespace = str(meta.namespace);
+    if (ns !== undefined && namespace !== ns) return false;
+    const lbls = isObject(meta.labels) ? (meta.labels as Record<string, string>) : undefined;
+    return matchesLabels(labels, lbls) && matchesFields(fields, { name: str(meta.name) ?? "", ...(namespace === undefined ? {} : { namespace }) });
+  }
+
+  /** Checks identity and metadata shape; fills apiVersion/kind/namespace. Throws 400/422. */
+  private normalize(kind: ResourceKind, ns: string | undefined, body: unknown, nameFromUrl?: string): JsonObject {
+    if (!isObject(body)) throw badRequest("the request body must be a JSON or YAML object");
+    const obj = clone(body);
+    const apiVersion = apiVersionOf(kind);
+    if (obj.apiVersion !== undefined && obj.apiVersion !== apiVersion) {
+      throw badRequest(`the API version in the data (${JSON.stringify(obj.apiVersion)}) does not match the expected API version (${apiVersion})`);
+    }
+    if (obj.kind !== undefined && obj.kind !== kind.kind) {
+      throw badRequest(`the kind in the data (${JSON.stringify(obj.kind)}) does not match the expected kind (${kind.kind})`);
+    }
+    obj.apiVersion = apiVersion;
+    obj.kind = kind.kind;
+    const meta = metaOf(obj);
+    if (kind.namespaced) {
+      if (meta.namespace !== undefined && meta.namespace !== "" && meta.namespace !== ns) {
+        throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+      }
+      meta.namespace = ns ?? null;
+    } else {
+      delete meta.namespace;
+    }
+    if (meta.name === undefined && typeof meta.generateName === "string" && nameFromUrl === undefined) {
+      meta.name = `${meta.generateName}${randomUUID().slice(0, 5)}`;
+    }
+    const name = str(meta.name) ?? "";
+    if (nameFromUrl !== undefined && name !== nameFromUrl) {
+      if (name === "") meta.name = nameFromUrl;
+      else throw badRequest(`the name of the object (${name}) does not match the name on the URL (${nameFromUrl})`);
+    }
+    const causes: StatusCause[] = [];
+    const finalName = str(meta.name) ?? "";
+    if (finalName === "") causes.push({ reason: "FieldValueRequired", message: "Required value: name or generateName is required", field: "metadata.name" });
+    else if (finalName.length > 253 || !(kind.kind === "Namespace" ? DNS_LABEL : DNS_SUBDOMAIN).test(finalName)) {
+      causes.push({
+        reason: "FieldValueInvalid",
+        message: `Invalid value: "${finalName}": a lowercase RFC 1123 ${kind.kind === "Namespace" ? "label" : "subdomain"} must consist of lower case alphanumeric characters, '-' or '.'`,
+        field: "metadata.name",
+      });
+    }
+    for (const field of ["labels", "annotations"] as const) {
+      const m = meta[field];
+      if (m === undefined || m === null) continue;
+      if (!isObject(m) || Object.values(m).some((v) => typeof v !== "string")) {
+        causes.push({ reason: "FieldValueInvalid", message: "Invalid value: must be a map of string to string", field: `metadata.${field}` });
+      }
+    }
+    if (causes.length > 0) throw invalid(kind.kind, kind.group, finalName, causes);
+    return obj;
+  }
+
+  private stampNew(obj: JsonObject): void {
+    const meta = metaOf(obj);
+    meta.uid = randomUUID();
+    meta.creationTimestamp = this.opts.now().toISOString().replace(/\.\d{3}Z$/, "Z");
+    meta.generation = 1;
+    delete meta.resourceVersion;
+    delete meta.deletionTimestamp;
+  }
+
+  /** Carries server-owned metadata over from the live object and bumps generation on a spec change. */
+  private carryOver(live: JsonObject, next: JsonObject): void {
+    const lm = metaOf(live);
+    const nm = metaOf(next);
+    nm.uid = lm.uid ?? null;
+    nm.creationTimestamp = lm.creationTimestamp ?? null;
+    if (lm.managedFields !== undefined) nm.managedFields = lm.managedFields;
+    else delete nm.managedFields;
+    const strip = (o: JsonObject): JsonObject => {
+      const c = { ...o };
+      delete c.metadata;
+      delete c.status;
+      return c;
+    };
+    const gen = typeof lm.generation === "number" ? lm.generation : 1;
+    nm.generation = deepEqual(strip(live), strip(next)) ? gen : gen + 1;
+  }
+
+  private now(): string {
+    return this.opts.now().toISOString().replace(/\.\d{3}Z$/, "Z");
+  }
+
+  create(kind: ResourceKind, ns: string | undefined, body: unknown, manager: string): JsonObject {
+    const obj = this.normalize(kind, ns, body);
+    const meta = metaOf(obj);
+    const name = str(meta.name)!;
+    this.requireNamespace(kind, str(meta.namespace));
+    if (this.bucket(kind).has(objKey(str(meta.namespace), name))) throw alreadyExists(kind.plural, kind.group, name);
+    this.stampNew(obj);
+    delete meta.managedFields;
+    if (kind.kind === "Namespace") obj.status = { phase: "Active" };
+    recordUpdate({ old: undefined, next: obj, manager, apiVersion: apiVersionOf(kind), now: this.now() });
+    return this.commit(kind, "ADDED", obj);
+  }
+
+  update(kind: ResourceKind, ns: string | undefined, name: string, body: unknown, manager: string): JsonObject {
+    const next = this.normalize(kind, ns, body, name);
+    const live = this.bucket(kind).get(objKey(kind.namespaced ? ns : undefined, name));
+    if (live === undefined) throw notFound(kind.plural, kind.group, name);
+    const wanted = metaOf(next).resourceVersion;
+    if (wanted !== undefined && wanted !== null && wanted !== "" && wanted !== metaOf(live).resourceVersion) {
+      throw staleConflict(kind.plural, kind.group, name);
+    }
+    return this.write(kind, live, next, manager);
+  }
+
+  /** Stores `next` in place of `live` unless nothing changed (then no new version, no event). */
+  private write(kind: ResourceKind, live: JsonObject, next: JsonObject, manager: string): JsonObject {
+    this.carryOver(live, next);
+    metaOf(next).resourceVersion = metaOf(live).resourceVersion ?? null;
+    recordUpdate({ old: live, next, manager, apiVersion: apiVersionOf(kind), now: this.now() });
+    return this.storeIfChanged(kind, live, next);
+  }
+
+  private storeIfChanged(kind: ResourceKind, live: JsonObject, next: JsonObject): JsonObject {
+    const withoutTimes = (o: JsonObject): JsonObject => {
+      const c = clone(o);
+      const m = metaOf(c);
+      if (Array.isArray(m.managedFields)) for (const e of m.managedFields) if (isObject(e)) delete e.time;
+      return c;
+    };
+    if (deepEqual(withoutTimes(live), withoutTimes(next))) return clone(live);
+    return this.commit(kind, "MODIFIED", next, clone(live));
+  }
+
+  patch(opts: {
+    kind: ResourceKind;
+    ns: string | undefined;
+    name: string;
+    type: PatchType;
+    body: unknown;
+    manager: string | undefined;
+    force: boolean;
+  }): { object: JsonObject; created: boolean } {
+    const { kind, ns, name, type, body } = opts;
+    const live = this.bucket(kind).get(objKey(kind.namespaced ? ns : undefined, name));
+    if (type === PatchType.Apply) return this.apply(kind, ns, name, body, opts.manager, opts.force, live);
+    if (opts.force) throw badRequest("force is only allowed for apply patches (application/apply-patch+yaml)");
+    if (live === undefined) throw notFound(kind.plural, kind.group, name);
+    const manager = opts.manager ?? "unknown";
+    let patched: Json;
+    if (type === PatchType.Json) patched = jsonPatch(live, body);
+    else {
+      if (!isObject(body)) throw badRequest("a merge patch must be a JSON object");
+      const wanted = isObject(body.metadata) ? body.metadata.resourceVersion : undefined;
+      if (typeof wanted === "string" && wanted !== metaOf(live).resourceVersion) throw staleConflict(kind.plural, kind.group, name);
+      patched = mergePatch(live, body);
+    }
+    if (!isObject(patched)) throw badRequest("the patch did not produce an object");
+    const pm = metaOf(patched);
+    if (pm.name !== name || (kind.namespaced && pm.namespace !== ns)) {
+      throw invalid(kind.kind, kind.group, name, [{ reason: "FieldValueInvalid", message: "field is immutable", field: "metadata.name" }]);
+    }
+    const next = this.normalize(kind, ns, patched, name);
+    return { object: this.write(kind, live, next, manager), created: false };
+  }
+
+  private apply(
+    kind: ResourceKind,
+    ns: string | undefined,
+    name: string,
+    body: unknown,
+    manager: string | undefined,
+    force: boolean,
+    live: JsonObject | undefined,
+  ): { object: JsonObject; created: boolean } {
+    if (manager === undefined || manager === "") {
+      throw badRequest("PATCH, application/apply-patch+yaml requests require fieldManager to be set");
+    }
+    if (!isObject(body)) throw badRequest("an apply patch must be a YAML or JSON object");
+    if (body.apiVersion === undefined || body.kind === undefined) {
+      throw badRequest("invalid object type: apiVersion and kind must be set in an apply patch");
+    }
+    const applied = this.normalize(kind, ns, body, name);
+    const am = metaOf(applied);
+    if (Array.isArray(am.managedFields) && am.managedFields.length > 0) {
+      throw badRequest("metadata.managedFields must be nil in an apply patch");
+    }
+    delete am.managedFields;
+    if (live === undefined) this.requireNamespace(kind, ns);
+    const wanted = am.resourceVersion;
+    if (live !== undefined && typeof wanted === "string" && wanted !== "" && wanted !== metaOf(live).resourceVersion) {
+      throw staleConflict(kind.plural, kind.group, name);
+    }
+    for (const k of ["resourceVersion", "uid", "creationTimestamp", "generation"]) dropKey(am, k);
+    const result = serverSideApply({ live, applied, manager, force, apiVersion: apiVersionOf(kind), now: this.now() });
+    if (result.conflicts.length > 0) throw applyConflict(result.conflicts);
+    const next = result.object;
+    if (live === undefined) {
+      this.stampNew(next);
+      if (kind.kind === "Namespace") next.status = { phase: "Active" };
+      return { object: this.commit(kind, "ADDED", next), created: true };
+    }
+    const managed = metaOf(next).managedFields;
+    this.carryOver(live, next);
+    if (managed === undefined) delete metaOf(next).managedFields;
+    else metaOf(next).managedFields = managed;
+    metaOf(next).resourceVersion = metaOf(live).resourceVersion ?? null;
+    return { object: this.storeIfChanged(kind, live, next), created: false };
+  }
+
+  delete(kind: ResourceKind, ns: string | undefined, name: string, preconditions?: { uid?: string; resourceVersion?: string }): JsonObject {
+    const live = this.bucket(kind).get(objKey(kind.namespaced ? ns : undefined, name));
+    if (live === undefined) throw notFound(kind.plural, kind.group, name);
+    const lm = metaOf(live);
+    if (preconditions?.uid !== undefined && preconditions.uid !== lm.uid) {
+      throw new KubeApiError(409, StatusReason.Conflict, `Precondition failed: UID in precondition: ${preconditions.uid}, UID in object meta: ${str(lm.uid) ?? ""}`);
+    }
+    if (preconditions?.resourceVersion !== undefined && preconditions.resourceVersion !== lm.resourceVersion) {
+      throw new KubeApiError(
+        409,
+        StatusReason.Conflict,
+        `Precondition failed: ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${str(lm.resourceVersion) ?? ""}`,
+      );
+    }
+    if (kindKey(kind) === NAMESPACE_KIND_KEY) {
+      for (const k of this.opts.kinds.all()) {
+        if (!k.namespaced) continue;
+        for (const o of [...this.bucket(k).values()]) {
+          if (metaOf(o).namespace === name) this.commit(k, "DELETED", clone(o));
+        }
+      }
+    }
+    return this.commit(kind, "DELETED", clone(live));
+  }
+
+  /** Writes an object as-is (seeding): creates it, or replaces the live one keeping its uid. */
+  upsert(kind: ResourceKind, body: unknown, manager: string): JsonObject {
+    const meta = isObject(body) && isObject(body.metadata) ? body.metadata : {};
+    const ns = kind.namespaced ? (str(meta.namespace) ?? "default") : undefined;
+    const name = str(meta.name) ?? "";
+    const live = this.bucket(kind).get(objKey(ns, name));
+    if (live === undefined) return this.create(kind, ns, body, manager);
+    const next = this.normalize(kind, ns, body, name);
+    delete metaOf(next).resourceVersion;
+    return this.write(kind, live, next, manager);
+  }
+}
+
+function applyConflict(conflicts: readonly FieldConflict[]): KubeApiError {
+  const byManager = new Map<string, FieldConflict[]>();
+  for (const c of conflicts) {
+    const key = `${c.manager}\u0000${c.apiVersion}`;
+    byManager.set(key, [...(byManager.get(key) ?? []), c]);
+  }
+  const parts = [...byManager.values()].map((cs) => {
+    const head = `conflict${cs.length > 1 ? "s" : ""} with "${cs[0]!.manager}" using ${cs[0]!.apiVersion}`;
+    return cs.length === 1 ? `${head}: ${formatPath(cs[0]!.path)}` : `${head}:\n${cs.map((c) => `- ${formatPath(c.path)}`).join("\n")}`;
+  });
+  const n = conflicts.length;
+  return new KubeApiError(409, StatusReason.Conflict, `Apply failed with ${n} conflict${n > 1 ? "s" : ""}: ${parts.join("\n")}`, {
+    causes: conflicts.map((c) => ({
+      reason: "FieldManagerConflict",
+      message: `conflict with "${c.manager}" using ${c.apiVersion}`,
+      field: formatPath(c.path),
+    })),
+  });
+}
