@@ -19,6 +19,7 @@ import { readFileSync, readdirSync, writeFileSync, mkdirSync, existsSync, unlink
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compile } from "json-schema-to-typescript";
+import { format } from "prettier";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const schemaDir = join(root, "schemas");
@@ -35,9 +36,10 @@ const jsttOptions = {
   unreachableDefinitions: false,
   strictIndexSignatures: false,
   enableConstEnums: false,
-  format: true,
-  style: { singleQuote: false, semi: true, printWidth: 120, trailingComma: "all", tabWidth: 2 },
+  // formatted once per file below (prettier per type is most of the run time)
+  format: false,
 };
+const prettierOptions = { parser: "typescript", singleQuote: false, semi: true, printWidth: 120, trailingComma: "all", tabWidth: 2 };
 
 const CONSTRAINT_KEYS = new Set(["required", "not", "description", "$comment", "oneOf", "anyOf", "allOf", "properties", "minProperties", "maxProperties"]);
 /** true when a combinator member only constrains presence of fields (no shape of its own). */
@@ -124,7 +126,8 @@ async function generate() {
     const importLines = [...imports.keys()]
       .sort()
       .map((other) => `import type { ${imports.get(other).join(", ")} } from "./${other}.gen.js";`);
-    const body = [banner(`schemas/${file}`), ...(importLines.length ? [importLines.join("\n") + "\n"] : []), parts.join("\n\n"), ""].join("\n");
+    const code = await format([...importLines, "", parts.join("\n\n")].join("\n"), prettierOptions);
+    const body = `${banner(`schemas/${file}`)}\n${code}`;
     outputs.set(`${name}.gen.ts`, body);
   }
   const data =
