@@ -61,7 +61,8 @@ export function updateDesiredState(prev: DesiredState, changed: readonly SourceF
 
   let settings: RepoSettings = prev.settings;
   let settingsDigest = prev.settingsDigest;
-  let settingsDiagnostics: Diagnostic[] = [...prev.settingsDiagnostics];
+  // RELOAD_REQUIRED is recomputed below; the rest of the settings diagnostics stay until gitmesh.yaml changes.
+  let settingsDiagnostics: Diagnostic[] = prev.settingsDiagnostics.filter((d) => d.code !== ConfigCode.RELOAD_REQUIRED);
   const settingsChange = changedByPath.get(SETTINGS_FILE);
   if (settingsChange || removed.has(SETTINGS_FILE)) {
     const parsed = parseSettings(settingsChange?.content, opts);

@@ -1,0 +1,89 @@
+/**
+ * `gitmesh validate <dir>`: load a configuration repository from disk and report every problem like a
+ * compiler does (`file:line:col: error CODE: message`). Exit 0 when there are no errors (warnings
+ * allowed), 1 when there are errors, 2 on usage errors.
+ */
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
+import { Option, type Command } from "commander";
+import { formatDiagnostic, Severity, type Diagnostic } from "../core/index.js";
+import { allObjects, CONFIG_CODES, loadDesiredState, readConfigDirectory, unsupportedObjects } from "../config/index.js";
+import { ExitCode, UsageError, type CliIo } from "./io.js";
+
+const OUTPUTS = ["human", "json"] as const;
+type Output = (typeof OUTPUTS)[number];
+
+interface ValidateFlags {
+  readonly output: Output;
+  readonly codes?: boolean;
+}
+
+export function registerValidate(program: Command, io: CliIo): void {
+  program
+    .command("validate")
+    .summary("check a configuration repository (YAML, schemas, references, ownership)")
+    .description(
+      "Load every .yaml/.yml file under <dir> (honouring the ignore rules of <dir>/gitmesh.yaml) and report\n" +
+        "YAML syntax errors, schema violations, unsupported kinds, duplicates, references that point at\n" +
+        "nothing and objects that no Workspace owns, each as `file:line:col: severity CODE: message`.\n\n" +
+        "Exit status: 0 no errors (warnings allowed), 1 errors found, 2 usage error.",
+    )
+    .argument("[dir]", "root of the configuration repository")
+    .addOption(new Option("-o, --output <format>", "output format").choices(OUTPUTS).default("human"))
+    .option("--codes", "list every diagnostic code with its meaning, then exit")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  gitmesh validate examples/repo-layout\n  gitmesh validate . --output json | jq '.diagnostics[] | select(.severity == \"error\")'\n  gitmesh validate --codes",
+    )
+    .action(async (dir: string | undefined, flags: ValidateFlags) => {
+      if (flags.codes) {
+        printCodes(io, flags.output);
+        return;
+      }
+      if (dir === undefined) throw new UsageError("validate: missing <dir> (the root of a configuration repository)");
+      const info = await stat(dir).catch(() => undefined);
+      if (!info) throw new UsageError(`validate: ${dir} does not exist`);
+      if (!info.isDirectory()) throw new UsageError(`validate: ${dir} is not a directory`);
+      const files = await readConfigDirectory(dir);
+      const { state, diagnostics } = loadDesiredState(files);
+      const errors = diagnostics.filter((d) => d.severity === Severity.Error).length;
+      const warnings = diagnostics.filter((d) => d.severity === Severity.Warning).length;
+      const summary = {
+        files: Object.keys(state.files).length,
+        objects: allObjects(state).length,
+        unsupported: unsupportedObjects(state).length,
+        ignored: state.ignored.length,
+        errors,
+        warnings,
+      };
+      if (flags.output === "json") {
+        io.out(`${JSON.stringify({ ok: errors === 0, root: dir, summary, diagnostics }, null, 2)}\n`);
+      } else {
+        // Paths relative to the current directory, so editors and terminals can jump to them.
+        for (const d of diagnostics) io.out(`${formatDiagnostic(withRoot(d, dir))}\n`);
+        io.out(
+          `${errors === 0 ? "ok" : "failed"}: ${plural(summary.objects, "object")} in ${plural(summary.files, "file")}` +
+            `${summary.unsupported ? ` (${summary.unsupported} unsupported)` : ""}: ${plural(errors, "error")}, ${plural(warnings, "warning")}\n`,
+        );
+      }
+      io.exitCode = errors > 0 ? ExitCode.Failed : ExitCode.Ok;
+    });
+}
+
+function withRoot(d: Diagnostic, dir: string): Diagnostic {
+  return d.file === undefined ? d : { ...d, file: join(dir, d.file) };
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+function printCodes(io: CliIo, output: Output): void {
+  const entries = Object.entries(CONFIG_CODES);
+  if (output === "json") {
+    io.out(`${JSON.stringify(Object.fromEntries(entries), null, 2)}\n`);
+    return;
+  }
+  const width = Math.max(...entries.map(([code]) => code.length));
+  for (const [code, info] of entries) io.out(`${code.padEnd(width)}  ${info.severity.padEnd(7)}  ${info.description}\n`);
+}

@@ -1,0 +1,101 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { main } from "../../src/cli/main.js";
+import { createCapturingIo } from "../../src/cli/io.js";
+import { baseRepo, virtualDestination } from "../config/fixtures.js";
+
+async function writeTree(root: string, files: Record<string, string>): Promise<void> {
+  for (const [path, content] of Object.entries(files)) {
+    await mkdir(dirname(join(root, path)), { recursive: true });
+    await writeFile(join(root, path), content);
+  }
+}
+
+async function run(...argv: string[]) {
+  const io = createCapturingIo();
+  const code = await main(argv, io);
+  return { code, out: io.stdout(), err: io.stderr() };
+}
+
+describe("gitmesh validate", () => {
+  let root: string;
+  const good = () => join(root, "good");
+  const warn = () => join(root, "warn");
+  const bad = () => join(root, "bad");
+  const base = () => Object.fromEntries(baseRepo().map((f) => [f.path, f.content as string]));
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), "gitmesh-validate-"));
+    await writeTree(good(), base());
+    await writeTree(warn(), { ...base(), "extra/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: web}\n" });
+    await writeTree(bad(), {
+      ...base(),
+      "workspaces/web/vd.yaml": `${virtualDestination("ok", "web")}---\napiVersion: networking.gloo.solo.io/v2\nkind: VirtualDestination\nmetadata:\n  name: broken\n  namespace: web\nspec:\n  hosts: [a.global]\n  ports:\n  - number: 9080\n    protocol: HTTPX\n`,
+    });
+    await writeFile(join(root, "a-file.yaml"), "x: 1\n");
+  });
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("exits 0 and prints a summary for a valid repository", async () => {
+    const r = await run("validate", good());
+    expect(r.code).toBe(0);
+    expect(r.out).toBe("ok: 6 objects in 5 files: 0 errors, 0 warnings\n");
+  });
+
+  it("exits 0 with warnings only, printing them like a compiler", async () => {
+    const r = await run("validate", warn());
+    expect(r.code).toBe(0);
+    const lines = r.out.trim().split("\n");
+    expect(lines[0]).toBe(`${join(warn(), "extra/cm.yaml")}:2:1: warning UNSUPPORTED_KIND: ${lines[0]!.split("UNSUPPORTED_KIND: ")[1]}`);
+    expect(lines[0]).toContain("supported kinds");
+    expect(lines[1]).toBe("ok: 6 objects in 6 files (1 unsupported): 0 errors, 1 warning");
+  });
+
+  it("exits 1 on errors with file:line:col: error CODE: message", async () => {
+    const r = await run("validate", bad());
+    expect(r.code).toBe(1);
+    const offset = virtualDestination("ok", "web").split("\n").length; // doc 1 + `---`
+    expect(r.out).toContain(`${join(bad(), "workspaces/web/vd.yaml")}:${offset + 10}:5: error SCHEMA_VIOLATION: VirtualDestination web/broken: "HTTPX" is not allowed`);
+    expect(r.out.trim().split("\n").at(-1)).toBe("failed: 7 objects in 6 files: 1 error, 0 warnings");
+  });
+
+  it("prints JSON with --output json", async () => {
+    const r = await run("validate", bad(), "--output", "json");
+    expect(r.code).toBe(1);
+    const parsed = JSON.parse(r.out);
+    expect(parsed.ok).toBe(false);
+    expect(parsed.summary).toEqual({ files: 6, objects: 7, unsupported: 0, ignored: 0, errors: 1, warnings: 0 });
+    expect(parsed.diagnostics).toEqual([
+      expect.objectContaining({ code: "SCHEMA_VIOLATION", severity: "error", file: "workspaces/web/vd.yaml", path: "/spec/ports/0/protocol" }),
+    ]);
+    const ok = JSON.parse((await run("validate", good(), "-o", "json")).out);
+    expect(ok).toMatchObject({ ok: true, diagnostics: [] });
+  });
+
+  it("exits 2 on usage errors: missing, absent or non-directory dir, bad flag or output", async () => {
+    expect((await run("validate")).code).toBe(2);
+    const absent = await run("validate", join(root, "nope"));
+    expect(absent.code).toBe(2);
+    expect(absent.err).toContain("does not exist");
+    expect((await run("validate", join(root, "a-file.yaml"))).code).toBe(2);
+    expect((await run("validate", good(), "--bogus")).code).toBe(2);
+    const badOutput = await run("validate", good(), "--output", "xml");
+    expect(badOutput.code).toBe(2);
+    expect(badOutput.err).toContain("human, json");
+  });
+
+  it("has help text and lists the diagnostic codes", async () => {
+    const help = await run("validate", "--help");
+    expect(help.code).toBe(0);
+    expect(help.out).toContain("Exit status: 0 no errors");
+    expect(help.out).toContain("--output <format>");
+    const list = await run("validate", "--codes");
+    expect(list.code).toBe(0);
+    expect(list.out).toMatch(/^UNRESOLVED_REFERENCE\s+error\s+A reference names an object/m);
+    expect(JSON.parse((await run("validate", "--codes", "-o", "json")).out).NOT_OWNED.severity).toBe("error");
+  });
+});
