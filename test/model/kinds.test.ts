@@ -1,4 +1,4 @@
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { SUPPORTED_KINDS, kindInfo } from "../../src/model/index.js";
 
@@ -16,9 +16,47 @@ describe("SUPPORTED_KINDS", () => {
     expect(new Set(keys).size).toBe(keys.length);
   });
 
-  it("every schema file present belongs to a supported kind (or is common / the discovery snapshot)", () => {
-    const files = readdirSync(new URL("../../schemas/", import.meta.url)).filter((f) => f.endsWith(".schema.json"));
+  it("the schema set covers exactly SUPPORTED_KINDS (plus common and the discovery snapshot)", () => {
+    const dir = new URL("../../schemas/", import.meta.url);
+    const files = readdirSync(dir).filter((f) => f.endsWith(".schema.json"));
     const kindFiles = new Set(SUPPORTED_KINDS.map((k) => k.schemaFile));
     expect(files.filter((f) => !kindFiles.has(f)).sort()).toEqual(["common.schema.json", "discovery-snapshot.schema.json"]);
+    expect(SUPPORTED_KINDS.filter((k) => !files.includes(k.schemaFile))).toEqual([]);
+    for (const k of SUPPORTED_KINDS) {
+      const schema = JSON.parse(readFileSync(new URL(k.schemaFile, dir), "utf8"));
+      expect(schema.title, k.schemaFile).toBe(k.kind);
+      expect(schema.properties.apiVersion.enum, k.schemaFile).toEqual([k.apiVersion]);
+      expect(schema.properties.kind.enum, k.schemaFile).toEqual([k.kind]);
+      expect(schema.properties.metadata.$ref, k.schemaFile).toBe("common.schema.json#/$defs/ObjectMeta");
+      expect(schema.additionalProperties, k.schemaFile).toBe(false);
+      expect(schema.$defs[`${k.kind}Spec`].additionalProperties, k.schemaFile).toBe(false);
+    }
+  });
+
+  it("the 18 kinds of the Gloo v2 groups gitmesh supports", () => {
+    expect(SUPPORTED_KINDS.map((k) => k.kind)).toEqual([
+      "Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy",
+      "VirtualDestination", "RouteTable", "VirtualGateway", "ExternalService",
+      "RetryTimeoutPolicy", "FaultInjectionPolicy", "FailoverPolicy", "OutlierDetectionPolicy", "ConnectionPolicy",
+      "AccessPolicy", "CORSPolicy",
+      "HeaderManipulationPolicy", "MirrorPolicy", "LoadBalancerPolicy",
+    ]);
+    expect(SUPPORTED_KINDS.filter((k) => k.adminScoped).map((k) => k.kind)).toEqual(["Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy"]);
+  });
+
+  it("every object type in every schema rejects unknown fields", () => {
+    const dir = new URL("../../schemas/", import.meta.url);
+    const open: string[] = [];
+    const walk = (node: unknown, where: string): void => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${where}/${String(i)}`));
+      if (typeof node !== "object" || node === null) return;
+      const o = node as Record<string, unknown>;
+      if (o.properties !== undefined && o.additionalProperties !== false) open.push(where);
+      for (const [k, v] of Object.entries(o)) walk(v, `${where}/${k}`);
+    };
+    for (const f of readdirSync(dir).filter((x) => x.endsWith(".schema.json") && x !== "discovery-snapshot.schema.json")) {
+      walk(JSON.parse(readFileSync(new URL(f, dir), "utf8")), f);
+    }
+    expect(open).toEqual([]);
   });
 });
