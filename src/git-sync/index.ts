@@ -28,3 +28,17 @@ export type { CommitSummary, PathFilter } from "./objects.js";
 export { AuditPushConflictError, CommitNotYetVisibleError, GitAuthError, GitRefNotFoundError, GitTransportError } from "./errors.js";
 export { backoffDelay, withBackoff, type BackoffOptions } from "./retry.js";
 export { createConfigLoader } from "./config-loader.js";
+export { createSyncTrigger, type PushHint, type SyncTrigger, type SyncTriggerOptions } from "./trigger.js";
+export {
+  constantTimeEqual,
+  createWebhookHandlers,
+  signBody,
+  verifyHmac,
+  type HintDisposition,
+  type PushEvent,
+  type WebhookHandlers,
+  type WebhookHeaders,
+  type WebhookOptions,
+  type WebhookRequest,
+  type WebhookResponse,
+} from "./webhooks.js";
