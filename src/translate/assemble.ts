@@ -26,13 +26,12 @@ export function compareResources(a: IstioResource, b: IstioResource): number {
   return cmp(a.kind, b.kind) || cmp(a.metadata.namespace, b.metadata.namespace) || cmp(a.metadata.name, b.metadata.name);
 }
 
-/** Deep merge of two contributions to one object; labels of the first contribution win (same parent expected). */
+/** Deep merge of two contributions to one object's spec; labels (and clashing annotations) of the first contribution win. */
 export function mergeResources(a: IstioResource, b: IstioResource): MergeResult {
   const spec = mergeValues(a.spec, b.spec, "/spec");
   if (!spec.ok) return spec;
-  const annotations = mergeValues(a.metadata.annotations ?? {}, b.metadata.annotations ?? {}, "/metadata/annotations");
-  if (!annotations.ok) return annotations;
-  const ann = annotations.value as Record<string, string>;
+  // Metadata: the first contribution's labels; annotations unioned, the first contribution winning a key.
+  const ann: Record<string, string> = { ...b.metadata.annotations, ...a.metadata.annotations };
   return {
     ok: true,
     value: {

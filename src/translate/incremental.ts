@@ -9,7 +9,7 @@
  *   or after) and every workspace that imports from one of those.
  */
 import { indexOf, shared, type TranslationIndex } from "./context.js";
-import type { DesiredInput, DiscoveryMap, InputObject } from "./input.js";
+import { toDesiredInput, type Desired, type DiscoveryMap, type InputObject } from "./input.js";
 
 export interface InputChange {
   /** Keys (`<kind>/<cluster>/<namespace>/<name>`) of objects added, modified or removed. */
@@ -21,12 +21,12 @@ export interface InputChange {
 const GLOBAL_KINDS: ReadonlySet<string> = new Set(["Workspace", "WorkspaceSettings", "KubernetesCluster"]);
 
 export function affectedWorkspaces(
-  previous: { readonly desired: DesiredInput; readonly discovery: DiscoveryMap },
-  next: { readonly desired: DesiredInput; readonly discovery: DiscoveryMap },
+  previous: { readonly desired: Desired; readonly discovery: DiscoveryMap },
+  next: { readonly desired: Desired; readonly discovery: DiscoveryMap },
   change: InputChange,
 ): string[] {
-  const before = indexOf(previous.desired, previous.discovery);
-  const after = indexOf(next.desired, next.discovery);
+  const before = indexOf(toDesiredInput(previous.desired), previous.discovery);
+  const after = indexOf(toDesiredInput(next.desired), next.discovery);
   const out = new Set<string>();
   const everything = (): string[] => [...new Set([...before.workspaceNames, ...after.workspaceNames])].sort();
   for (const key of change.changedKeys ?? []) {

@@ -17,7 +17,8 @@ export type {
   WorkspaceResult,
 } from "./types.js";
 export { TranslateCode } from "./types.js";
-export type { DesiredInput, DiscoveryInput, DiscoveryMap, InputObject, SourceRef } from "./input.js";
+export type { Desired, DesiredInput, DiscoveryInput, DiscoveryMap, InputObject, SourceRef } from "./input.js";
+export { toDesiredInput } from "./input.js";
 export { sanitizeName, stableName, subsetName, serviceHost, labelValue } from "./names.js";
 export {
   ANNOTATION_SOURCE_FILE,

@@ -4,6 +4,7 @@
  * views so that it needs only what it reads. `DesiredState` from src/config is accepted as long as
  * it carries its objects as an array or a key → object record under `objects`.
  */
+import { allObjects, type DesiredState } from "../config/index.js";
 
 /** Where an object came from. */
 export interface SourceRef {
@@ -97,4 +98,20 @@ export function objectsOf(desired: DesiredInput): readonly InputObject[] {
 
 function isObjectArray(o: readonly InputObject[] | Readonly<Record<string, InputObject>>): o is readonly InputObject[] {
   return Array.isArray(o);
+}
+
+/** What the public entry points accept: the loader's DesiredState, or a plain list of objects (tests, benchmarks). */
+export type Desired = DesiredState | DesiredInput;
+
+const adapted = new WeakMap<object, DesiredInput>();
+
+/** Adapter from src/config's DesiredState (objects stored by file location) to the view translation reads. Memoised by identity. */
+export function toDesiredInput(desired: Desired): DesiredInput {
+  if (!("formatVersion" in desired)) return desired;
+  let d = adapted.get(desired);
+  if (d === undefined) {
+    d = { objects: allObjects(desired), adminNamespace: desired.settings.adminNamespace };
+    adapted.set(desired, d);
+  }
+  return d;
 }

@@ -14,8 +14,9 @@
 import { canonicalize, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { compareResources, mergeResources, resourceKey, assembleCluster } from "./assemble.js";
 import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
-import type { DesiredInput, DiscoveryMap } from "./input.js";
+import { toDesiredInput, type Desired, type DiscoveryMap } from "./input.js";
 import { validateOutputs } from "./istio-validate.js";
+import { translateRouteTables } from "./route-table.js";
 import { translateVirtualGateways } from "./virtual-gateway.js";
 import {
   TranslateCode,
@@ -36,6 +37,7 @@ export interface KindTranslator {
 /** Per-kind translators, run in this order. translate-destinations: add yours here. */
 export const KIND_TRANSLATORS: readonly KindTranslator[] = [
   { name: "VirtualGateway", translate: translateVirtualGateways },
+  { name: "RouteTable", translate: translateRouteTables },
 ];
 
 export interface TranslateOptions {
@@ -49,11 +51,11 @@ const EMPTY: WorkspaceResult = { workspace: "", fragments: new Map(), diagnostic
 
 export function translateWorkspace(
   workspace: string,
-  desired: DesiredInput,
+  desired: Desired,
   discovery: DiscoveryMap,
   options: TranslateOptions = {},
 ): WorkspaceResult {
-  const index = indexOf(desired, discovery);
+  const index = indexOf(toDesiredInput(desired), discovery);
   const ctx = workspaceContext(index, workspace);
   if (ctx === undefined) return { ...EMPTY, workspace };
   const diagnostics: Diagnostic[] = [];
@@ -112,8 +114,8 @@ export function fragmentsFor(results: Iterable<WorkspaceResult>, cluster: string
 }
 
 /** Both stages over every workspace and every known cluster (clusters with no output get an empty snapshot). */
-export function translateAll(desired: DesiredInput, discovery: DiscoveryMap, options: TranslateOptions = {}): TranslationResult {
-  const index = indexOf(desired, discovery);
+export function translateAll(desired: Desired, discovery: DiscoveryMap, options: TranslateOptions = {}): TranslationResult {
+  const index = indexOf(toDesiredInput(desired), discovery);
   const workspaces = new Map<string, WorkspaceResult>();
   for (const ws of index.workspaceNames) workspaces.set(ws, translateWorkspace(ws, desired, discovery, options));
   return assembleAll(index.clusters, workspaces);
@@ -126,12 +128,12 @@ export function translateAll(desired: DesiredInput, discovery: DiscoveryMap, opt
  */
 export function retranslate(
   previous: TranslationResult,
-  desired: DesiredInput,
+  desired: Desired,
   discovery: DiscoveryMap,
   changed: readonly string[],
   options: TranslateOptions = {},
 ): { result: TranslationResult; reassembled: readonly string[] } {
-  const index = indexOf(desired, discovery);
+  const index = indexOf(toDesiredInput(desired), discovery);
   const workspaces = new Map<string, WorkspaceResult>();
   const dirty = new Set<string>();
   for (const ws of index.workspaceNames) {
@@ -175,5 +177,13 @@ function finish(clusters: Map<string, ClusterOutput>, workspaces: Map<string, Wo
   const diagnostics: Diagnostic[] = [];
   for (const w of workspaces.values()) diagnostics.push(...w.diagnostics);
   for (const c of clusters.values()) diagnostics.push(...c.diagnostics);
-  return { clusters, workspaces, diagnostics: sortDiagnostics(diagnostics) };
+  // One input object seen by several workspaces (an exported route table) may be reported by each: keep one.
+  const seen = new Set<string>();
+  const unique = diagnostics.filter((d) => {
+    const k = `${d.code}|${d.file ?? ""}|${d.line ?? 0}|${d.path ?? ""}|${d.message}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+  return { clusters, workspaces, diagnostics: sortDiagnostics(unique) };
 }

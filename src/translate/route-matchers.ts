@@ -1,0 +1,144 @@
+/**
+ * Gloo `HTTPRequestMatcher` → Istio `HTTPMatchRequest`, one small function per construct
+ * (createUriMatch, createHeaderMatch, createQueryMatch), plus route specificity for sorting.
+ * Errors are returned as values (`{ error }`) for the caller to turn into diagnostics.
+ */
+import { asArray, asNumber, asRecord, asString, type Labels } from "./selectors.js";
+
+export type MatchResult = { readonly match: Record<string, unknown> } | { readonly error: string; readonly path: string };
+
+/** `StringMatch{exact|prefix|regex|suffix, ignoreCase}` → Istio StringMatch (+ ignoreUriCase). */
+export function createUriMatch(raw: unknown, path: string): { readonly uri: Record<string, string>; readonly ignoreCase: boolean } | { readonly error: string; readonly path: string } {
+  const m = asRecord(raw);
+  const ignoreCase = m.ignoreCase === true;
+  const exact = asString(m.exact);
+  const prefix = asString(m.prefix);
+  const regex = asString(m.regex);
+  const suffix = asString(m.suffix);
+  const set = [exact, prefix, regex, suffix].filter((x) => x !== undefined).length;
+  if (set !== 1) return { error: "a uri matcher needs exactly one of exact, prefix, regex or suffix", path };
+  if (exact !== undefined) return { uri: { exact }, ignoreCase };
+  if (prefix !== undefined) return { uri: { prefix }, ignoreCase };
+  if (regex !== undefined) {
+    const bad = regexError(regex);
+    if (bad !== undefined) return { error: `invalid regex "${regex}": ${bad}`, path: `${path}/regex` };
+    return { uri: { regex }, ignoreCase };
+  }
+  return { uri: { regex: `.*${escapeRegex(suffix!)}` }, ignoreCase };
+}
+
+/** Header matcher `{name, value, regex, invertMatch}`; a matcher without value tests presence. */
+export function createHeaderMatch(raw: unknown, path: string): { readonly name: string; readonly match: Record<string, string>; readonly invert: boolean } | { readonly error: string; readonly path: string } {
+  const h = asRecord(raw);
+  const name = asString(h.name);
+  if (name === undefined || name === "") return { error: "a header matcher needs a name", path: `${path}/name` };
+  const value = asString(h.value);
+  const invert = h.invertMatch === true;
+  if (value === undefined) return { name: name.toLowerCase(), match: { regex: ".*" }, invert };
+  if (h.regex === true) {
+    const bad = regexError(value);
+    if (bad !== undefined) return { error: `invalid regex "${value}": ${bad}`, path: `${path}/value` };
+    return { name: name.toLowerCase(), match: { regex: value }, invert };
+  }
+  return { name: name.toLowerCase(), match: { exact: value }, invert };
+}
+
+/** Query parameter matcher `{name, value, regex}`. */
+export function createQueryMatch(raw: unknown, path: string): { readonly name: string; readonly match: Record<string, string> } | { readonly error: string; readonly path: string } {
+  const q = asRecord(raw);
+  const name = asString(q.name);
+  if (name === undefined || name === "") return { error: "a query parameter matcher needs a name", path: `${path}/name` };
+  const value = asString(q.value);
+  if (value === undefined) return { name, match: { regex: ".*" } };
+  if (q.regex === true) {
+    const bad = regexError(value);
+    if (bad !== undefined) return { error: `invalid regex "${value}": ${bad}`, path: `${path}/value` };
+    return { name, match: { regex: value } };
+  }
+  return { name, match: { exact: value } };
+}
+
+/** One Gloo matcher (+ optional source labels) → one Istio HTTPMatchRequest. */
+export function createMatch(raw: unknown, path: string, sourceLabels: Labels | undefined): MatchResult {
+  const m = asRecord(raw);
+  const out: Record<string, unknown> = {};
+  const name = asString(m.name);
+  if (name !== undefined) out.name = name;
+  if (m.uri !== undefined) {
+    const u = createUriMatch(m.uri, `${path}/uri`);
+    if ("error" in u) return u;
+    out.uri = u.uri;
+    if (u.ignoreCase) out.ignoreUriCase = true;
+  }
+  const headers: Record<string, unknown> = {};
+  const without: Record<string, unknown> = {};
+  for (const [i, h] of asArray(m.headers).entries()) {
+    const r = createHeaderMatch(h, `${path}/headers/${i}`);
+    if ("error" in r) return r;
+    (r.invert ? without : headers)[r.name] = r.match;
+  }
+  if (Object.keys(headers).length > 0) out.headers = headers;
+  if (Object.keys(without).length > 0) out.withoutHeaders = without;
+  const query: Record<string, unknown> = {};
+  for (const [i, q] of asArray(m.queryParameters).entries()) {
+    const r = createQueryMatch(q, `${path}/queryParameters/${i}`);
+    if ("error" in r) return r;
+    query[r.name] = r.match;
+  }
+  if (Object.keys(query).length > 0) out.queryParams = query;
+  const method = asString(m.method);
+  if (method !== undefined) out.method = { exact: method.toUpperCase() };
+  const port = asNumber(m.port);
+  if (port !== undefined) out.port = port;
+  if (sourceLabels !== undefined && Object.keys(sourceLabels).length > 0) out.sourceLabels = sourceLabels;
+  return { match: out };
+}
+
+/**
+ * All matches of a route: the cross product of its matchers and the source-label sets (east-west
+ * `workloadSelectors`). No matchers and no source labels ⇒ `undefined` (matches everything).
+ */
+export function createMatches(matchers: readonly unknown[], path: string, sourceLabelSets: readonly Labels[]): { readonly matches: Record<string, unknown>[] | undefined } | { readonly error: string; readonly path: string } {
+  const sources = sourceLabelSets.length === 0 ? [undefined] : sourceLabelSets;
+  const ms = matchers.length === 0 ? [{}] : matchers;
+  const out: Record<string, unknown>[] = [];
+  for (const [i, m] of ms.entries()) {
+    for (const s of sources) {
+      const r = createMatch(m, `${path}/${i}`, s);
+      if ("error" in r) return r;
+      out.push(r.match);
+    }
+  }
+  const nonEmpty = out.filter((m) => Object.keys(m).length > 0);
+  return { matches: nonEmpty.length === 0 ? undefined : out };
+}
+
+/**
+ * Specificity of a route for `ROUTE_SPECIFICITY` sorting: exact path > regex > prefix > none;
+ * for exact and prefix, longer paths first. Only the most specific matcher of a route counts.
+ */
+export function routeSpecificity(matchers: readonly unknown[]): readonly [number, number] {
+  let best: readonly [number, number] = [0, 0];
+  for (const raw of matchers) {
+    const uri = asRecord(asRecord(raw).uri);
+    const exact = asString(uri.exact);
+    const prefix = asString(uri.prefix);
+    const cand: readonly [number, number] =
+      exact !== undefined ? [3, exact.length] : asString(uri.regex) !== undefined || asString(uri.suffix) !== undefined ? [2, 0] : prefix !== undefined ? [1, prefix.length] : [0, 0];
+    if (cand[0] > best[0] || (cand[0] === best[0] && cand[1] > best[1])) best = cand;
+  }
+  return best;
+}
+
+function regexError(re: string): string | undefined {
+  try {
+    new RegExp(re);
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err.message : "invalid";
+  }
+}
+
+function escapeRegex(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}

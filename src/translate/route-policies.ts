@@ -1,0 +1,208 @@
+/**
+ * Route policies → fields of the Istio HTTP route: RetryTimeoutPolicy (timeout, retries),
+ * FaultInjectionPolicy (fault), CORSPolicy (corsPolicy), HeaderManipulationPolicy (headers),
+ * MirrorPolicy (mirror, mirrorPercentage).
+ *
+ * Selection: `applyToRoutes[].route{labels, namespace, cluster, workspace}` — labels match the
+ * route's labels or its route table's labels; an empty `applyToRoutes` selects every route of the
+ * workspace. Policies apply to routes of route tables owned by the policy's workspace. Two
+ * policies of one kind on one route: the oldest (creationTimestamp, then namespace/name) wins and
+ * the other gets POLICY_CONFLICT. A policy that selects no route gets SELECTS_NOTHING.
+ */
+import { Severity, type Diagnostic } from "../core/index.js";
+import { reportUnsupported, workspaceContext, type WorkspaceContext } from "./context.js";
+import type { FlatRoute } from "./delegation.js";
+import type { InputObject } from "./input.js";
+import { asArray, asLabels, asNumber, asRecord, asString, globMatch, labelsMatch } from "./selectors.js";
+import { TranslateCode, type TranslatorOutput } from "./types.js";
+
+export const ROUTE_POLICY_KINDS = ["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy"] as const;
+export type RoutePolicyKind = (typeof ROUTE_POLICY_KINDS)[number];
+
+/** Resolves a Gloo DestinationReference to `{host, port}` for mirror targets; provided by route-table.ts. */
+export type DestinationResolver = (ref: unknown, path: string, policy: InputObject) => { readonly host: string; readonly port?: number } | { readonly error: string; readonly path: string };
+
+/** Whether a policy selects a route (by route labels or table labels). */
+export function policySelects(ctx: WorkspaceContext, policy: InputObject, route: Pick<FlatRoute, "table" | "labels">): boolean {
+  const sels = asArray(asRecord(policy.spec).applyToRoutes);
+  if (sels.length === 0) return true;
+  const t = route.table;
+  return sels.some((raw) => {
+    const s = asRecord(raw);
+    if (s.route === undefined) return false; // withDestinations: reported as unsupported
+    const r = asRecord(s.route);
+    const labels = asLabels(r.labels);
+    return (
+      (labelsMatch(labels, route.labels) || labelsMatch(labels, t.metadata.labels)) &&
+      globMatch(asString(r.namespace), t.metadata.namespace ?? ctx.index.adminNamespace) &&
+      (asString(r.cluster) === undefined || t.cluster === undefined || globMatch(asString(r.cluster), t.cluster)) &&
+      globMatch(asString(r.workspace), ctx.ownerOf(t))
+    );
+  });
+}
+
+/** Oldest first: creationTimestamp (missing = oldest), then namespace, then name. */
+export function olderPolicyFirst(a: InputObject, b: InputObject): number {
+  return (
+    cmp(a.metadata.creationTimestamp ?? "", b.metadata.creationTimestamp ?? "") ||
+    cmp(a.metadata.namespace ?? "", b.metadata.namespace ?? "") ||
+    cmp(a.metadata.name, b.metadata.name)
+  );
+}
+
+/** The winning policy of each kind for a route, in the route table owner's workspace. */
+export function winningPolicies(ctx: WorkspaceContext, route: FlatRoute): Map<RoutePolicyKind, InputObject> {
+  const owner = workspaceContext(ctx.index, ctx.ownerOf(route.table));
+  const out = new Map<RoutePolicyKind, InputObject>();
+  if (owner === undefined) return out;
+  for (const kind of ROUTE_POLICY_KINDS) {
+    const win = owner.own(kind).filter((p) => policySelects(owner, p, route)).sort(olderPolicyFirst)[0];
+    if (win !== undefined) out.set(kind, win);
+  }
+  return out;
+}
+
+/** Sets the fields of the winning policies on one Istio HTTP route. Returns diagnostics (e.g. an unresolvable mirror). */
+export function applyRoutePolicies(route: Record<string, unknown>, winners: ReadonlyMap<RoutePolicyKind, InputObject>, resolve: DestinationResolver, diag: (p: InputObject, code: string, path: string, msg: string) => Diagnostic): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const [kind, p] of winners) {
+    const config = asRecord(asRecord(p.spec).config);
+    switch (kind) {
+      case "RetryTimeoutPolicy":
+        applyRetryTimeout(route, config);
+        break;
+      case "FaultInjectionPolicy":
+        applyFault(route, config);
+        break;
+      case "CORSPolicy":
+        applyCors(route, config);
+        break;
+      case "HeaderManipulationPolicy":
+        applyHeaders(route, config);
+        break;
+      case "MirrorPolicy": {
+        const r = resolve(config.destination, "/spec/config/destination", p);
+        if ("error" in r) {
+          out.push(diag(p, TranslateCode.DestinationNotFound, r.path, `${r.error}; the mirror is not applied.`));
+          break;
+        }
+        route.mirror = { host: r.host, ...(r.port === undefined ? {} : { port: { number: r.port } }) };
+        const pct = asNumber(config.percentage);
+        if (pct !== undefined) route.mirrorPercentage = { value: pct };
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+function applyRetryTimeout(route: Record<string, unknown>, c: Record<string, unknown>): void {
+  const timeout = asString(c.requestTimeout);
+  if (timeout !== undefined) route.timeout = timeout;
+  if (c.retries !== undefined) {
+    const r = asRecord(c.retries);
+    const attempts = asNumber(r.attempts) ?? 2;
+    route.retries = {
+      attempts,
+      ...(asString(r.perTryTimeout) === undefined ? {} : { perTryTimeout: asString(r.perTryTimeout) }),
+      ...(asString(r.retryOn) === undefined ? {} : { retryOn: asString(r.retryOn) }),
+      ...(typeof r.retryRemoteLocalities === "boolean" ? { retryRemoteLocalities: r.retryRemoteLocalities } : {}),
+    };
+  }
+}
+
+function applyFault(route: Record<string, unknown>, c: Record<string, unknown>): void {
+  const fault: Record<string, unknown> = {};
+  if (c.delay !== undefined) {
+    const d = asRecord(c.delay);
+    fault.delay = { fixedDelay: asString(d.fixedDelay), percentage: { value: asNumber(d.percentage) ?? 100 } };
+  }
+  if (c.abort !== undefined) {
+    const a = asRecord(c.abort);
+    fault.abort = { httpStatus: asNumber(a.httpStatus), percentage: { value: asNumber(a.percentage) ?? 100 } };
+  }
+  if (Object.keys(fault).length > 0) route.fault = fault;
+}
+
+function applyCors(route: Record<string, unknown>, c: Record<string, unknown>): void {
+  const cors: Record<string, unknown> = {};
+  const origins = asArray(c.allowOrigins).map((o) => {
+    const r = asRecord(o);
+    const exact = asString(r.exact);
+    const prefix = asString(r.prefix);
+    const regex = asString(r.regex);
+    return exact !== undefined ? { exact } : prefix !== undefined ? { prefix } : regex !== undefined ? { regex } : { exact: "" };
+  });
+  if (origins.length > 0) cors.allowOrigins = origins;
+  for (const k of ["allowMethods", "allowHeaders", "exposeHeaders"] as const) {
+    const v = asArray(c[k]).filter((x): x is string => typeof x === "string");
+    if (v.length > 0) cors[k] = v;
+  }
+  const maxAge = asString(c.maxAge);
+  if (maxAge !== undefined) cors.maxAge = maxAge;
+  if (typeof c.allowCredentials === "boolean") cors.allowCredentials = c.allowCredentials;
+  route.corsPolicy = cors;
+}
+
+function applyHeaders(route: Record<string, unknown>, c: Record<string, unknown>): void {
+  const side = (add: unknown, remove: unknown): Record<string, unknown> | undefined => {
+    const a = asLabels(add);
+    const r = asArray(remove).filter((x): x is string => typeof x === "string");
+    const out: Record<string, unknown> = {};
+    if (a !== undefined && Object.keys(a).length > 0) out.add = a;
+    if (r.length > 0) out.remove = r;
+    return Object.keys(out).length > 0 ? out : undefined;
+  };
+  const request = side(c.appendRequestHeaders, c.removeRequestHeaders);
+  const response = side(c.appendResponseHeaders, c.removeResponseHeaders);
+  if (request === undefined && response === undefined) return;
+  route.headers = { ...(request === undefined ? {} : { request }), ...(response === undefined ? {} : { response }) };
+}
+
+/**
+ * Diagnostics of the workspace's route policies against the routes of its own route tables:
+ * UNSUPPORTED_FIELD for untranslated selectors/fields, POLICY_CONFLICT for losers, SELECTS_NOTHING
+ * for policies that select no route. `routes` are the workspace's own tables' flattened routes.
+ */
+export function routePolicyDiagnostics(ctx: WorkspaceContext, routes: readonly FlatRoute[]): TranslatorOutput {
+  const diagnostics: Diagnostic[] = [];
+  for (const kind of ROUTE_POLICY_KINDS) {
+    const policies = [...ctx.own(kind)].sort(olderPolicyFirst);
+    for (const p of policies) {
+      const spec = asRecord(p.spec);
+      diagnostics.push(...reportUnsupported(ctx, p, spec, "/spec", ["applyToRoutes", "config"]));
+      asArray(spec.applyToRoutes).forEach((s, i) => {
+        diagnostics.push(...reportUnsupported(ctx, p, s, `/spec/applyToRoutes/${i}`, ["route"]));
+      });
+    }
+    const used = new Set<string>();
+    const conflicts = new Map<string, { loser: InputObject; winner: InputObject; routes: string[] }>();
+    for (const r of routes) {
+      const selecting = policies.filter((p) => policySelects(ctx, p, r));
+      const [winner, ...losers] = selecting;
+      for (const p of selecting) used.add(p.key);
+      if (winner === undefined) continue;
+      for (const l of losers) {
+        const k = `${l.key}|${winner.key}`;
+        const entry = conflicts.get(k) ?? { loser: l, winner, routes: [] };
+        entry.routes.push(`${r.table.metadata.namespace ?? ""}/${r.table.metadata.name}:${r.name}`);
+        conflicts.set(k, entry);
+      }
+    }
+    for (const { loser, winner, routes: rs } of conflicts.values()) {
+      diagnostics.push(
+        ctx.diag(loser, TranslateCode.PolicyConflict, Severity.Warning, "/spec/applyToRoutes", `${kind} ${winner.metadata.namespace ?? ""}/${winner.metadata.name} is older and already applies to route(s) ${rs.join(", ")}; this policy is not applied there. Narrow applyToRoutes so that one ${kind} selects each route.`),
+      );
+    }
+    for (const p of policies) {
+      if (!used.has(p.key)) {
+        diagnostics.push(ctx.diag(p, TranslateCode.SelectsNothing, Severity.Warning, "/spec/applyToRoutes", `this ${kind} selects no route of workspace "${ctx.workspace.name}"; it has no effect. Check the labels in applyToRoutes against the route and route table labels.`));
+      }
+    }
+  }
+  return { resources: [], diagnostics };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

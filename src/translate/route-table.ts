@@ -1,0 +1,440 @@
+/**
+ * RouteTable → VirtualService (+ DestinationRule subsets).
+ *
+ * - East-west (no `virtualGateways`, or `workloadSelectors` set): one VirtualService per cluster
+ *   of the owning workspace where the table's namespace exists, in that namespace, `gateways:
+ *   [mesh]`, `exportTo` = the workspace's namespaces there, `workloadSelectors` labels →
+ *   `match[].sourceLabels`.
+ * - North-south: rendered by the workspace that owns the VirtualGateway, for every route table
+ *   it can see (own or imported) that references it: one VirtualService per gateway binding, in
+ *   the gateway's namespace, `gateways: [<ns>/<generated Gateway name>]`, `exportTo: ["."]`.
+ * - Routes are flattened through delegation (delegation.ts), converted one by one
+ *   (`convertHttpRoute`), and get their route policies (route-policies.ts). A route whose action
+ *   cannot be translated becomes a 500 direct response (ROUTE_REPLACEMENT); with
+ *   `failureMode: FREEZE_CONFIG` the whole table renders nothing for that cluster instead
+ *   (ROUTE_TABLE_FROZEN) — the delivery layer keeps the objects it last applied for that parent.
+ */
+import { Severity, type Diagnostic } from "../core/index.js";
+import { reportUnsupported, type WorkspaceContext } from "./context.js";
+import { flattenRoutes, type FlatRoute } from "./delegation.js";
+import type { DiscoveredService, InputObject } from "./input.js";
+import { outputMetadata } from "./labels.js";
+import { serviceHost, stableName, subsetName } from "./names.js";
+import { createMatches } from "./route-matchers.js";
+import { applyRoutePolicies, routePolicyDiagnostics, winningPolicies, type DestinationResolver } from "./route-policies.js";
+import { asArray, asLabels, asNumber, asRecord, asString, type Labels } from "./selectors.js";
+import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
+import { gatewayBindings } from "./virtual-gateway.js";
+
+const RT_FIELDS = ["hosts", "virtualGateways", "workloadSelectors", "defaultDestination", "http", "weight", "failureMode", "virtualServiceAnnotations"];
+const FORWARD_FIELDS = ["destinations", "pathRewrite", "regexRewrite", "hostRewrite"];
+const DEST_FIELDS = ["ref", "kind", "port", "subset", "weight"];
+const REDIRECT_CODES: Readonly<Record<string, number>> = { MOVED_PERMANENTLY: 301, FOUND: 302, SEE_OTHER: 303, TEMPORARY_REDIRECT: 307, PERMANENT_REDIRECT: 308 };
+export const REPLACEMENT_BODY = "gitmesh: this route could not be translated; see the diagnostics of its route table";
+
+/** Where one VirtualService goes and how it is scoped. */
+interface Target {
+  readonly cluster: string;
+  readonly namespace: string;
+  readonly gateways: readonly string[];
+  readonly sourceLabels: readonly Labels[];
+  readonly exportTo: readonly string[];
+}
+
+export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
+  const resources: Emitted[] = [];
+  const diagnostics: Diagnostic[] = [];
+  const policyRoutes: FlatRoute[] = [];
+  const flatCache = new Map<string, ReturnType<typeof flattenRoutes>>();
+  const flat = (rt: InputObject): ReturnType<typeof flattenRoutes> => {
+    let f = flatCache.get(rt.key);
+    if (f === undefined) {
+      f = flattenRoutes(ctx, rt);
+      flatCache.set(rt.key, f);
+    }
+    return f;
+  };
+
+  for (const rt of ctx.own("RouteTable")) {
+    const spec = asRecord(rt.spec);
+    diagnostics.push(...reportUnsupported(ctx, rt, spec, "/spec", RT_FIELDS));
+    for (const [i, r] of asArray(spec.http).entries()) {
+      const route = asRecord(r);
+      if (route.delegate === undefined) policyRoutes.push({ table: rt, path: `/spec/http/${i}`, name: asString(route.name) ?? `route-${i}`, labels: asLabels(route.labels) ?? {}, matchers: [], route });
+    }
+    const hosts = asArray(spec.hosts);
+    if (hosts.length === 0) continue; // a delegated child: rendered through its parents
+    diagnostics.push(...flat(rt).diagnostics);
+    diagnostics.push(...checkGatewayRefs(ctx, rt));
+    const vgs = asArray(spec.virtualGateways);
+    if (vgs.length > 0 && spec.workloadSelectors === undefined) continue;
+    const r = eastWest(ctx, rt, flat(rt).routes);
+    resources.push(...r.resources);
+    diagnostics.push(...r.diagnostics);
+  }
+
+  for (const vg of ctx.own("VirtualGateway")) {
+    const bindings = gatewayBindings(ctx, vg);
+    for (const rt of ctx.visible("RouteTable")) {
+      if (!referencesGateway(ctx, rt, vg)) continue;
+      if (!allowedOnGateway(ctx, rt, vg)) {
+        diagnostics.push(ctx.diag(rt, TranslateCode.RouteTableNotAllowed, Severity.Warning, "/spec/virtualGateways", `VirtualGateway ${vg.metadata.namespace ?? ""}/${vg.metadata.name} does not allow this route table (listeners[].allowedRouteTables); it is not rendered on that gateway. Add a matching allowedRouteTables entry or remove the reference.`));
+        continue;
+      }
+      for (const b of bindings) {
+        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."] };
+        const r = renderVirtualService(ctx, rt, flat(rt).routes, target);
+        resources.push(...r.resources);
+        diagnostics.push(...r.diagnostics);
+      }
+    }
+  }
+
+  const p = routePolicyDiagnostics(ctx, policyRoutes);
+  diagnostics.push(...p.diagnostics);
+  return { resources, diagnostics: dedupe(diagnostics) };
+}
+
+function eastWest(ctx: WorkspaceContext, rt: InputObject, routes: readonly FlatRoute[]): TranslatorOutput {
+  const ns = rt.metadata.namespace ?? ctx.index.adminNamespace;
+  const diagnostics: Diagnostic[] = [];
+  const sourceLabels: Labels[] = [];
+  asArray(asRecord(rt.spec).workloadSelectors).forEach((w, i) => {
+    const sel = asRecord(asRecord(w).selector);
+    diagnostics.push(...reportUnsupported(ctx, rt, sel, `/spec/workloadSelectors/${i}/selector`, ["labels"]));
+    const labels = asLabels(sel.labels);
+    if (labels !== undefined && Object.keys(labels).length > 0) sourceLabels.push(labels);
+  });
+  // One selector without labels selects every workload: no sourceLabels restriction at all.
+  const anyAll = asArray(asRecord(rt.spec).workloadSelectors).some((w) => Object.keys(asLabels(asRecord(asRecord(w).selector).labels) ?? {}).length === 0);
+  const clusters = ctx.workspace.clusters.filter((c) => ctx.workspace.namespaces.get(c)?.includes(ns) === true);
+  if (clusters.length === 0) {
+    diagnostics.push(ctx.diag(rt, TranslateCode.NoTargetCluster, Severity.Warning, "/metadata/namespace", `namespace "${ns}" of this route table exists in no discovered cluster of workspace "${ctx.workspace.name}"; no east-west VirtualService is rendered. Create the namespace or move the route table into a namespace of the workspace.`));
+    return { resources: [], diagnostics };
+  }
+  const resources: Emitted[] = [];
+  for (const cluster of clusters) {
+    const target: Target = { cluster, namespace: ns, gateways: ["mesh"], sourceLabels: anyAll ? [] : sourceLabels, exportTo: ctx.workspace.namespaces.get(cluster) ?? ["."] };
+    const r = renderVirtualService(ctx, rt, routes, target);
+    resources.push(...r.resources);
+    diagnostics.push(...r.diagnostics);
+  }
+  return { resources, diagnostics };
+}
+
+function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: readonly FlatRoute[], target: Target): TranslatorOutput {
+  const spec = asRecord(rt.spec);
+  const diagnostics: Diagnostic[] = [];
+  const resources: Emitted[] = [];
+  const http: Record<string, unknown>[] = [];
+  let failed = false;
+  for (const fr of routes) {
+    const r = convertHttpRoute(ctx, rt, fr, target);
+    diagnostics.push(...r.diagnostics);
+    if (r.failed) failed = true;
+    if (r.route === undefined) continue;
+    const resolver = destinationResolver(ctx, rt, target.cluster);
+    diagnostics.push(...applyRoutePolicies(r.route, winningPolicies(ctx, fr), resolver, (p, code, path, msg) => ctx.diag(p, code, Severity.Warning, path, msg)));
+    http.push(r.route);
+    resources.push(...r.subsets);
+  }
+  if (failed && asString(spec.failureMode) === "FREEZE_CONFIG") {
+    const causes = diagnostics.filter((d) => d.code !== TranslateCode.RouteReplacement);
+    causes.push(ctx.diag(rt, TranslateCode.RouteTableFrozen, Severity.Error, "/spec/failureMode", `a route of this table failed and failureMode is FREEZE_CONFIG: nothing new is rendered for cluster "${target.cluster}" and the last applied version stays in place. Fix the errors above.`));
+    return { resources: [], diagnostics: causes };
+  }
+  if (http.length === 0) return { resources: [], diagnostics };
+  const ws = ctx.workspace.name;
+  const annotations = { ...(asLabels(spec.virtualServiceAnnotations) ?? {}), "cluster.solo.io/cluster": target.cluster };
+  resources.push({
+    cluster: target.cluster,
+    resource: {
+      apiVersion: "networking.istio.io/v1",
+      kind: "VirtualService",
+      metadata: outputMetadata(stableName("routetable", rt.metadata.name, rt.metadata.namespace ?? "", target.cluster, ws), target.namespace, target.cluster, ws, ctx.parentOf(rt), annotations),
+      spec: {
+        hosts: asArray(spec.hosts).filter((h): h is string => typeof h === "string"),
+        gateways: target.gateways,
+        exportTo: target.exportTo,
+        http,
+      },
+    },
+  });
+  return { resources, diagnostics };
+}
+
+interface Converted {
+  readonly route: Record<string, unknown> | undefined;
+  readonly subsets: readonly Emitted[];
+  readonly diagnostics: readonly Diagnostic[];
+  readonly failed: boolean;
+}
+
+/** One flattened Gloo route → one Istio HTTP route (or a 500 replacement, or nothing when its matchers are invalid). */
+export function convertHttpRoute(ctx: WorkspaceContext, root: InputObject, fr: FlatRoute, target: Target): Converted {
+  const t = fr.table;
+  const name = `${fr.name}-${t.metadata.name}`;
+  const m = createMatches(fr.matchers, `${fr.path}/matchers`, target.sourceLabels);
+  if ("error" in m) {
+    return { route: undefined, subsets: [], failed: true, diagnostics: [ctx.diag(t, TranslateCode.InvalidField, Severity.Error, m.path, `${m.error}; the route is dropped (a 500 replacement would catch requests its matcher was never meant to see). Fix the matcher.`)] };
+  }
+  const base: Record<string, unknown> = { name, ...(m.matches === undefined ? {} : { match: m.matches }) };
+  const r = fr.route;
+  const errors: Diagnostic[] = [];
+  const err = (code: string, path: string, msg: string): void => {
+    errors.push(ctx.diag(t, code, Severity.Error, path, msg));
+  };
+  let action: Record<string, unknown> | undefined;
+  let subsets: Emitted[] = [];
+  if (r.forwardTo !== undefined) {
+    const f = forwardTo(ctx, root, fr, target.cluster, err);
+    if (f !== undefined) {
+      action = f.action;
+      subsets = f.subsets;
+    }
+  } else if (r.redirect !== undefined) {
+    action = redirect(ctx, fr, errors);
+  } else if (r.directResponse !== undefined) {
+    const d = asRecord(r.directResponse);
+    const status = asNumber(d.status);
+    if (status === undefined || status < 200 || status > 599) err(TranslateCode.InvalidField, `${fr.path}/directResponse/status`, `directResponse.status must be a number 200–599`);
+    else action = { directResponse: { status, ...(asString(d.body) === undefined ? {} : { body: { string: asString(d.body) } }) } };
+  } else {
+    err(TranslateCode.UnsupportedField, fr.path, `this route has no action gitmesh can translate (supported: forwardTo, redirect, directResponse, delegate)`);
+  }
+  const fatal = errors.filter((d) => d.severity === Severity.Error);
+  if (action === undefined || fatal.length > 0) {
+    const replaced = { ...base, directResponse: { status: 500, body: { string: REPLACEMENT_BODY } } };
+    const diag = ctx.diag(t, TranslateCode.RouteReplacement, Severity.Error, fr.path, `route "${fr.name}" of RouteTable ${t.metadata.namespace ?? ""}/${t.metadata.name} could not be translated for cluster "${target.cluster}" and answers 500 instead (failureMode ROUTE_REPLACEMENT). Fix the error(s) reported on this route.`);
+    return { route: replaced, subsets: [], failed: true, diagnostics: [...errors, diag] };
+  }
+  return { route: { ...base, ...action }, subsets, failed: false, diagnostics: errors };
+}
+
+function redirect(ctx: WorkspaceContext, fr: FlatRoute, diagnostics: Diagnostic[]): Record<string, unknown> {
+  const d = asRecord(fr.route.redirect);
+  diagnostics.push(...reportUnsupported(ctx, fr.table, d, `${fr.path}/redirect`, ["hostRedirect", "pathRedirect", "responseCode"]));
+  const code = REDIRECT_CODES[asString(d.responseCode) ?? "MOVED_PERMANENTLY"] ?? 301;
+  const out: Record<string, unknown> = { redirectCode: code };
+  const host = asString(d.hostRedirect);
+  const path = asString(d.pathRedirect);
+  if (host !== undefined) out.authority = host;
+  if (path !== undefined) out.uri = path;
+  return { redirect: out };
+}
+
+type ErrFn = (code: string, path: string, msg: string) => void;
+
+function forwardTo(ctx: WorkspaceContext, root: InputObject, fr: FlatRoute, cluster: string, err: ErrFn): { action: Record<string, unknown>; subsets: Emitted[] } | undefined {
+  const f = asRecord(fr.route.forwardTo);
+  const path = `${fr.path}/forwardTo`;
+  const t = fr.table;
+  for (const k of Object.keys(f)) {
+    if (!FORWARD_FIELDS.includes(k) && f[k] !== undefined && f[k] !== false) err(TranslateCode.UnsupportedField, `${path}/${k}`, `forwardTo.${k} is not supported by gitmesh`);
+  }
+  let dests = asArray(f.destinations).map((d, i) => ({ raw: d, path: `${path}/destinations/${i}`, owner: t }));
+  if (dests.length === 0) {
+    const def = asRecord(root.spec).defaultDestination;
+    if (def === undefined) {
+      err(TranslateCode.InvalidField, `${path}/destinations`, `forwardTo has no destinations and the route table has no defaultDestination; add one of them`);
+      return undefined;
+    }
+    dests = [{ raw: def, path: "/spec/defaultDestination", owner: root }];
+  }
+  const weights = splitWeights(dests.map((d) => asNumber(asRecord(d.raw).weight)));
+  if (typeof weights === "string") {
+    err(TranslateCode.InvalidWeights, `${path}/destinations`, weights);
+    return undefined;
+  }
+  const route: Record<string, unknown>[] = [];
+  const subsets: Emitted[] = [];
+  let ok = true;
+  for (const [i, d] of dests.entries()) {
+    const raw = asRecord(d.raw);
+    for (const k of Object.keys(raw)) if (!DEST_FIELDS.includes(k)) err(TranslateCode.UnsupportedField, `${d.path}/${k}`, `destination field "${k}" is not supported by gitmesh`);
+    const res = resolveDestination(ctx, d.owner, raw, d.path, cluster);
+    if ("error" in res) {
+      err(res.code, res.path, res.error);
+      ok = false;
+      continue;
+    }
+    const destination: Record<string, unknown> = { host: res.host, ...(res.port === undefined ? {} : { port: { number: res.port } }) };
+    const subset = asLabels(raw.subset);
+    if (subset !== undefined && Object.keys(subset).length > 0) {
+      if (res.service === undefined) {
+        err(TranslateCode.UnsupportedField, `${d.path}/subset`, `subsets are supported for Kubernetes Service destinations only`);
+        ok = false;
+        continue;
+      }
+      destination.subset = subsetName(subset);
+      subsets.push(subsetRule(ctx, res.service, cluster, subset, t));
+    }
+    route.push({ destination, ...(dests.length > 1 ? { weight: weights[i] } : {}) });
+  }
+  if (!ok) return undefined;
+  const rewrite: Record<string, unknown> = {};
+  const pr = asString(f.pathRewrite);
+  if (pr !== undefined) rewrite.uri = pr;
+  if (f.regexRewrite !== undefined) {
+    const rr = asRecord(f.regexRewrite);
+    rewrite.uriRegexRewrite = { match: asString(asRecord(rr.pattern).regex) ?? "", rewrite: asString(rr.substitution) ?? "" };
+  }
+  const hr = asString(f.hostRewrite);
+  if (hr !== undefined) rewrite.authority = hr;
+  return { action: { route, ...(Object.keys(rewrite).length > 0 ? { rewrite } : {}) }, subsets };
+}
+
+/**
+ * Gloo weights: the given weights must not exceed 100; the remainder is split over destinations
+ * without a weight (at least 1 each, the first ones get the rounding). All weighted ⇒ must sum to 100.
+ */
+export function splitWeights(given: readonly (number | undefined)[]): number[] | string {
+  if (given.length <= 1) return given.map(() => 100);
+  const sum = given.reduce<number>((a, w) => a + (w ?? 0), 0);
+  const unweighted = given.filter((w) => w === undefined).length;
+  if (sum > 100) return `destination weights sum to ${sum}, over 100; make them sum to 100`;
+  if (unweighted === 0) {
+    if (sum !== 100) return `destination weights sum to ${sum}; make them sum to 100, or leave some destinations without a weight to take the remainder`;
+    return given.map((w) => w ?? 0);
+  }
+  const rest = 100 - sum;
+  if (rest < unweighted) return `destination weights leave ${rest} for ${unweighted} destination(s) without a weight; each needs at least 1`;
+  const share = Math.floor(rest / unweighted);
+  let extra = rest - share * unweighted;
+  return given.map((w) => {
+    if (w !== undefined) return w;
+    const v = share + (extra > 0 ? 1 : 0);
+    if (extra > 0) extra--;
+    return v;
+  });
+}
+
+type Resolved = { readonly host: string; readonly port?: number; readonly service?: DiscoveredService } | { readonly error: string; readonly path: string; readonly code: string };
+
+/** A DestinationReference (Service, VirtualDestination or ExternalService) → Istio host and port, in one cluster. */
+export function resolveDestination(ctx: WorkspaceContext, owner: InputObject, raw: Record<string, unknown>, path: string, cluster: string): Resolved {
+  const ref = asRecord(raw.ref);
+  const name = asString(ref.name);
+  const ns = asString(ref.namespace) ?? owner.metadata.namespace ?? ctx.index.adminNamespace;
+  const kind = asString(raw.kind) ?? "SERVICE";
+  const portSel = asRecord(raw.port);
+  const number = asNumber(portSel.number);
+  const pname = asString(portSel.name);
+  if (name === undefined) return { code: TranslateCode.InvalidField, path: `${path}/ref`, error: "destination has no ref.name" };
+  if (kind === "SERVICE") {
+    const refCluster = asString(ref.cluster);
+    const clusters = refCluster !== undefined ? [refCluster] : [cluster, ...ctx.workspace.clusters.filter((c) => c !== cluster), ...ctx.index.clusters.filter((c) => c !== cluster && !ctx.workspace.clusters.includes(c))];
+    let found: DiscoveredService | undefined;
+    for (const c of clusters) {
+      const svc = ctx.snapshot(c)?.services.find((s) => s.name === name && s.namespace === ns);
+      if (svc !== undefined && ctx.serviceVisible(c, svc)) {
+        found = svc;
+        break;
+      }
+    }
+    if (found === undefined) {
+      return { code: TranslateCode.DestinationNotFound, path: `${path}/ref`, error: `Service ${ns}/${name} is not in discovery${refCluster === undefined ? "" : ` of cluster "${refCluster}"`} or not visible to workspace "${ctx.workspace.name}" (it must be in the workspace or exported to it and imported)` };
+    }
+    const port = number !== undefined ? found.ports.find((p) => p.port === number) : pname !== undefined ? found.ports.find((p) => p.name === pname) : found.ports.length === 1 ? found.ports[0] : undefined;
+    if (port === undefined) {
+      return { code: TranslateCode.PortNotFound, path: `${path}/port`, error: `Service ${ns}/${name} has no port ${number ?? pname ?? "(none given, and it has several)"}; use one of ${found.ports.map((p) => `${p.port}${p.name === undefined ? "" : ` (${p.name})`}`).join(", ") || "(no ports)"}` };
+    }
+    return { host: serviceHost(name, ns), port: port.port, service: found };
+  }
+  const gkind = kind === "VIRTUAL_DESTINATION" ? "VirtualDestination" : kind === "EXTERNAL_SERVICE" ? "ExternalService" : undefined;
+  if (gkind === undefined) return { code: TranslateCode.UnsupportedField, path: `${path}/kind`, error: `destination kind ${kind} is not supported; use SERVICE, VIRTUAL_DESTINATION or EXTERNAL_SERVICE` };
+  const obj = ctx.visible(gkind).find((o) => o.metadata.name === name && (o.metadata.namespace ?? ctx.index.adminNamespace) === ns);
+  if (obj === undefined) return { code: TranslateCode.DestinationNotFound, path: `${path}/ref`, error: `${gkind} ${ns}/${name} does not exist or is not visible to workspace "${ctx.workspace.name}" (export it and import it)` };
+  const spec = asRecord(obj.spec);
+  const host = asString(asArray(spec.hosts)[0]);
+  if (host === undefined) return { code: TranslateCode.DestinationNotFound, path: `${path}/ref`, error: `${gkind} ${ns}/${name} has no hosts` };
+  const ports = asArray(spec.ports).map(asRecord);
+  const port = number !== undefined ? ports.find((p) => asNumber(p.number) === number) : pname !== undefined ? ports.find((p) => asString(p.name) === pname) : ports.length === 1 ? ports[0] : undefined;
+  if (port === undefined) return { code: TranslateCode.PortNotFound, path: `${path}/port`, error: `${gkind} ${ns}/${name} has no port ${number ?? pname ?? "(none given, and it has several)"}` };
+  const pn = asNumber(port.number);
+  return pn === undefined ? { host } : { host, port: pn };
+}
+
+function destinationResolver(ctx: WorkspaceContext, rt: InputObject, cluster: string): DestinationResolver {
+  return (ref, path, policy) => {
+    const r = resolveDestination(ctx, policy.metadata.namespace === undefined ? rt : policy, asRecord(ref), path, cluster);
+    return "error" in r ? { error: r.error, path: r.path } : r.port === undefined ? { host: r.host } : { host: r.host, port: r.port };
+  };
+}
+
+/** DestinationRule subset for a Service destination; merges with other subsets and destination policies of the same Service. */
+function subsetRule(ctx: WorkspaceContext, svc: DiscoveredService, cluster: string, labels: Labels, table: InputObject): Emitted {
+  const ws = ctx.workspace.name;
+  const exportTo = [...new Set([...(ctx.workspace.namespaces.get(cluster) ?? []), svc.namespace])].sort();
+  return {
+    cluster,
+    resource: {
+      apiVersion: "networking.istio.io/v1",
+      kind: "DestinationRule",
+      metadata: outputMetadata(stableName(svc.name, svc.namespace, "svc", cluster, ws), svc.namespace, cluster, ws, ctx.parentOf(table)),
+      spec: { host: serviceHost(svc.name, svc.namespace), exportTo, subsets: [{ name: subsetName(labels), labels }] },
+    },
+  };
+}
+
+function checkGatewayRefs(ctx: WorkspaceContext, rt: InputObject): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  asArray(asRecord(rt.spec).virtualGateways).forEach((raw, i) => {
+    const ref = asRecord(raw);
+    const name = asString(ref.name);
+    const ns = asString(ref.namespace) ?? rt.metadata.namespace ?? ctx.index.adminNamespace;
+    const vg = (ctx.index.byKind.get("VirtualGateway") ?? []).find((v) => v.metadata.name === name && (v.metadata.namespace ?? ctx.index.adminNamespace) === ns);
+    if (vg === undefined) {
+      out.push(ctx.diag(rt, TranslateCode.VirtualGatewayNotFound, Severity.Error, `/spec/virtualGateways/${i}`, `VirtualGateway ${ns}/${name ?? "(no name)"} does not exist; the route table is not served by it. Fix the reference or create the VirtualGateway.`));
+      return;
+    }
+    const gwWs = ctx.ownerOf(vg);
+    if (gwWs !== ctx.workspace.name && !ctx.consumersOf(ctx.selectable(rt)).includes(gwWs)) {
+      out.push(ctx.diag(rt, TranslateCode.VirtualGatewayNotFound, Severity.Error, `/spec/virtualGateways/${i}`, `VirtualGateway ${ns}/${name ?? ""} belongs to workspace "${gwWs}", which cannot see this route table; export it (kind ROUTE_TABLE) to "${gwWs}" and import it there.`));
+    }
+  });
+  return out;
+}
+
+function referencesGateway(ctx: WorkspaceContext, rt: InputObject, vg: InputObject): boolean {
+  return asArray(asRecord(rt.spec).virtualGateways).some((raw) => {
+    const ref = asRecord(raw);
+    const ns = asString(ref.namespace) ?? rt.metadata.namespace ?? ctx.index.adminNamespace;
+    const cl = asString(ref.cluster);
+    return asString(ref.name) === vg.metadata.name && ns === (vg.metadata.namespace ?? ctx.index.adminNamespace) && (cl === undefined || vg.cluster === undefined || cl === vg.cluster);
+  });
+}
+
+function allowedOnGateway(ctx: WorkspaceContext, rt: InputObject, vg: InputObject): boolean {
+  const entries = asArray(asRecord(vg.spec).listeners).flatMap((l) => asArray(asRecord(l).allowedRouteTables).map(asRecord));
+  if (entries.length === 0) return true;
+  const hosts = asArray(asRecord(rt.spec).hosts).filter((h): h is string => typeof h === "string");
+  return entries.some((e) => {
+    const host = asString(e.host);
+    const hostOk = host === undefined || hosts.some((h) => hostAllowed(host, h));
+    const sel = asRecord(e.selector);
+    const selOk =
+      e.selector === undefined ||
+      ctx
+        .select("RouteTable", { labels: asLabels(sel.labels), name: asString(sel.name), namespace: asString(sel.namespace), cluster: asString(sel.cluster), workspace: asString(sel.workspace) })
+        .includes(rt);
+    return hostOk && selOk;
+  });
+}
+
+function hostAllowed(pattern: string, host: string): boolean {
+  const p = pattern.includes("/") ? pattern.slice(pattern.indexOf("/") + 1) : pattern;
+  if (p === "*") return true;
+  if (p.startsWith("*.")) return host.endsWith(p.slice(1));
+  return p === host;
+}
+
+function dedupe(list: readonly Diagnostic[]): Diagnostic[] {
+  const seen = new Set<string>();
+  return list.filter((d) => {
+    const k = `${d.code}|${d.file ?? ""}|${d.path ?? ""}|${d.message}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
