@@ -5,7 +5,7 @@
  * and resync with a full snapshot on mismatch.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson, TransientError } from "../core/index.js";
+import { TransientError } from "../core/index.js";
 import type { DiscoverySnapshot } from "../model/index.js";
 import { compareStrings, itemKey, normalizeSnapshot, SECTION_NAMES, SECTIONS, type SectionName } from "./snapshot.js";
 
@@ -59,7 +59,8 @@ export function snapshotEntries(snapshot: DiscoverySnapshot): Map<string, unknow
 
 /** sha256 (hex) of the canonical JSON of the normalised snapshot. */
 export function snapshotChecksum(snapshot: DiscoverySnapshot): string {
-  return createHash("sha256").update(canonicalJson(normalizeSnapshot(snapshot))).digest("hex");
+  // normalizeSnapshot returns canonical key order already: plain JSON.stringify is canonical JSON
+  return createHash("sha256").update(JSON.stringify(normalizeSnapshot(snapshot))).digest("hex");
 }
 
 /** The delta that turns `from` into `to`. */
@@ -71,7 +72,7 @@ export function diffSnapshots(from: DiscoverySnapshot, to: DiscoverySnapshot): S
   const removed: string[] = [];
   for (const [key, value] of b) {
     if (!a.has(key)) added.push({ key, value });
-    else if (canonicalJson(a.get(key)) !== canonicalJson(value)) changed.push({ key, value });
+    else if (JSON.stringify(a.get(key)) !== JSON.stringify(value)) changed.push({ key, value }); // entries are canonical
   }
   for (const key of a.keys()) if (!b.has(key)) removed.push(key);
   return { added, changed, removed };

@@ -109,9 +109,12 @@ export function itemKey<S extends SectionName>(section: S, item: SectionItem<S>)
 // ---- normalisation ----------------------------------------------------------------------
 
 function sortUnique<T>(items: readonly T[], tuple: (t: T) => readonly (string | number)[]): T[] {
-  const byKey = new Map<string, T>();
-  for (const item of items) byKey.set(JSON.stringify(tuple(item)), item); // last one wins
-  return [...byKey.values()].sort((a, b) => compareTuples(tuple(a), tuple(b)));
+  const byKey = new Map<string, { item: T; tuple: readonly (string | number)[] }>();
+  for (const item of items) {
+    const t = tuple(item);
+    byKey.set(JSON.stringify(t), { item, tuple: t }); // last one wins
+  }
+  return [...byKey.values()].sort((a, b) => compareTuples(a.tuple, b.tuple)).map((x) => x.item);
 }
 
 function sortedStrings(list: readonly string[]): string[] {
