@@ -269,10 +269,11 @@ const article = (t: string): string => {
 };
 
 function typeHint(expected: string, data: unknown): string {
+  if (data === null) return "; a YAML key with nothing after it is null: give it a value, write `{}` / `[]`, or remove the key";
   if (expected === "string" && (typeof data === "number" || typeof data === "boolean")) return `; quote it in YAML ("${String(data)}")`;
   if ((expected === "integer" || expected === "number") && typeof data === "string" && /^\d+(\.\d+)?$/.test(data)) return "; remove the quotes";
   if (expected === "boolean" && typeof data === "string" && /^(true|false)$/i.test(data)) return "; write true or false without quotes";
-  if (expected === "array" && data !== null && typeof data !== "object") return "; write it as a list (`- item`)";
+  if (expected === "array" && typeof data !== "object") return "; write it as a list (`- item`)";
   return "";
 }
 

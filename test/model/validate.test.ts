@@ -49,6 +49,11 @@ describe("validateResource: issue shape", () => {
     ]);
   });
 
+  it("explains an empty YAML key (null)", () => {
+    const doc = { apiVersion: "admin.gloo.solo.io/v2", kind: "Workspace", metadata: { name: "policies", namespace: "gloo-mesh" }, spec: null };
+    expect(validateResource(doc)).toEqual([{ path: "/spec", keyword: "type", message: expect.stringContaining("expected a mapping, got null; a YAML key with nothing after it is null") }]);
+  });
+
   it("escapes JSON pointer segments (~ and /) in unknown keys", () => {
     const doc = structuredClone(VALID.KubernetesCluster) as any;
     doc.spec["gloo.solo.io/weird~key"] = 1;
