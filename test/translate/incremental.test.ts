@@ -1,0 +1,78 @@
+/** A one-policy change re-runs only its workspace and re-assembles only the clusters it affects. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadDesiredState, updateDesiredState } from "../../src/config/index.js";
+import { affectedWorkspaces, retranslate, translateAll } from "../../src/translate/index.js";
+import { FIXTURES, loadCase, renderOutput } from "./golden.js";
+
+const OPS = `
+apiVersion: admin.gloo.solo.io/v2
+kind: Workspace
+metadata: {name: ops, namespace: gloo-mesh}
+spec:
+  workloadClusters:
+  - name: cluster1
+    namespaces: [{name: istio-system}]
+---
+apiVersion: networking.gloo.solo.io/v2
+kind: RouteTable
+metadata: {name: istiod, namespace: istio-system}
+spec:
+  hosts: [istiod.istio-system.svc.cluster.local]
+  http:
+  - name: all
+    forwardTo: {destinations: [{ref: {name: istiod}, port: {number: 15012}}]}
+`;
+
+const policy = (timeout: string): string => `
+apiVersion: resilience.policy.gloo.solo.io/v2
+kind: RetryTimeoutPolicy
+metadata: {name: ops-timeout, namespace: istio-system}
+spec:
+  config: {requestTimeout: ${timeout}}
+`;
+
+describe("incremental translation", () => {
+  it("re-runs one workspace and re-assembles only its cluster; the result equals a full translation", () => {
+    const base = loadCase("route-policies");
+    const discovery = new Map(base.discovery);
+    const c1 = discovery.get("cluster1")!;
+    discovery.set("cluster1", {
+      ...c1,
+      services: [...c1.services, { name: "istiod", namespace: "istio-system", labels: {}, selector: { app: "istiod" }, ports: [{ name: "grpc", port: 15012, targetPort: 15012, protocol: "TCP" }], type: "ClusterIP" }],
+    });
+    const baseInput = readFileSync(join(FIXTURES, "route-policies", "input.yaml"), "utf8");
+    const files = [
+      { path: "base.yaml", content: baseInput },
+      { path: "ops/routes.yaml", content: OPS },
+      { path: "ops/policy.yaml", content: policy("5s") },
+    ];
+    const before = loadDesiredState(files).state;
+    const prev = translateAll(before, discovery);
+
+    const update = updateDesiredState(before, [{ path: "ops/policy.yaml", content: policy("7s") }], []);
+    expect([...update.changedKeys]).toEqual(["RetryTimeoutPolicy//istio-system/ops-timeout"]);
+    const affected = affectedWorkspaces({ desired: before, discovery }, { desired: update.state, discovery }, { changedKeys: update.changedKeys });
+    expect(affected).toEqual(["ops"]);
+
+    const { result, reassembled } = retranslate(prev, update.state, discovery, affected);
+    expect(reassembled).toEqual(["cluster1"]);
+    expect(result.clusters.get("cluster2")).toBe(prev.clusters.get("cluster2"));
+    expect(result.workspaces.get("bookinfo")).toBe(prev.workspaces.get("bookinfo"));
+    expect(renderOutput(result)).toBe(renderOutput(translateAll(update.state, discovery)));
+    const vs = result.clusters.get("cluster1")!.resources.find((r) => r.metadata.name === "routetable-istiod-istio-system-cluster1-ops")!;
+    expect((vs.spec.http as { timeout?: string }[])[0]!.timeout).toBe("7s");
+    expect(renderOutput(result)).not.toBe(renderOutput(prev));
+  });
+
+  it("a cluster's discovery change touches the workspaces with namespaces there (and their importers)", () => {
+    const c = loadCase("cross-workspace");
+    const next = new Map(c.discovery);
+    next.set("cluster2", { ...next.get("cluster2")!, services: [] });
+    expect(affectedWorkspaces({ desired: c.desired, discovery: c.discovery }, { desired: c.desired, discovery: next }, { discoveryClusters: ["cluster2"] })).toEqual(["bookinfo", "gateways"]);
+    expect(affectedWorkspaces({ desired: c.desired, discovery: c.discovery }, { desired: c.desired, discovery: next }, { changedKeys: ["RouteTable//bookinfo-frontends/exported"] })).toEqual(["bookinfo", "gateways"]);
+    expect(affectedWorkspaces({ desired: c.desired, discovery: c.discovery }, { desired: c.desired, discovery: next }, { changedKeys: ["VirtualGateway//istio-gateways/gw"] })).toEqual(["gateways"]);
+    expect(affectedWorkspaces({ desired: c.desired, discovery: c.discovery }, { desired: c.desired, discovery: next }, { changedKeys: ["WorkspaceSettings//istio-gateways/gateways"] })).toEqual(["bookinfo", "gateways"]);
+  });
+});
