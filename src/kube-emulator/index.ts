@@ -20,8 +20,17 @@ export { SeedCode } from "./seed.js";
 export { KubeApiError, type KubeStatus } from "./status.js";
 export { parseLabelSelector, matchesLabels } from "./selectors.js";
 
-/** A Kubernetes object as plain JSON. */
-export type KubeObject = JsonObject;
+/**
+ * A Kubernetes object. Inputs may be any JSON-serialisable object (client-node model instances
+ * included; Dates become RFC 3339 strings); outputs are plain JSON copies.
+ */
+export type KubeObject = Record<string, unknown>;
+
+/** Plain JSON copy of an input object (drops undefined, turns Dates into strings). */
+function toJson(o: KubeObject): JsonObject {
+  const v: unknown = JSON.parse(JSON.stringify(o));
+  return isObject(v) ? v : {};
+}
 
 export interface KubeEmulatorOptions {
   /** TCP port; 0 (default) picks a free one. */
@@ -196,7 +205,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
             diagnostics.push(...parsed.diagnostics);
             return parsed.documents;
           })()
-        : input.map((object) => ({ object, line: 0 }));
+        : input.map((object) => ({ object: toJson(object), line: 0 }));
     // Namespaces first, so their objects find them.
     const ordered = [...docs].sort((a, b) => Number(b.object.kind === "Namespace") - Number(a.object.kind === "Namespace"));
     let applied = 0;

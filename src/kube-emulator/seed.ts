@@ -29,7 +29,8 @@ export function parseSeedYaml(text: string, file?: string): { documents: SeedDoc
     return { ...(file === undefined ? {} : { file }), line: pos.line, column: pos.col };
   };
   for (const doc of Array.isArray(docs) ? docs : [docs]) {
-    const start = doc.range[0];
+    // The first line of the object itself, not of the `---` separator above it.
+    const start = doc.contents?.range[0] ?? doc.range[0];
     if (doc.errors.length > 0) {
       for (const e of doc.errors) {
         diagnostics.push({ code: SeedCode.YamlSyntax, severity: Severity.Error, ...where(e.pos[0]), message: `YAML syntax error: ${e.message.split("\n")[0] ?? ""}` });

@@ -1,0 +1,107 @@
+/**
+ * The emulator's pure parts: label/field selector parsing and matching, RFC 7386/6902 patches, and
+ * the field-ownership bookkeeping behind server-side apply.
+ */
+import { describe, expect, it } from "vitest";
+import { fromFieldsV1, leafPaths, recordUpdate, serverSideApply, toFieldsV1 } from "../../src/kube-emulator/fields.js";
+import { jsonPatch, mergePatch, type JsonObject } from "../../src/kube-emulator/patch.js";
+import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from "../../src/kube-emulator/selectors.js";
+import { KubeApiError } from "../../src/kube-emulator/status.js";
+
+describe("label selectors", () => {
+  const labels = { app: "web", "example.com/tier": "front" };
+  it.each([
+    ["", true],
+    ["app=web", true],
+    ["app = web", true],
+    ["app==web", true],
+    ["app!=web", false],
+    ["app!=db", true],
+    ["missing!=x", true],
+    ["example.com/tier in (front, back)", true],
+    ["example.com/tier notin (front)", false],
+    ["missing notin (x)", true],
+    ["app", true],
+    ["!app", false],
+    ["!missing", true],
+    ["app=web,!missing,example.com/tier", true],
+    ["app=web,missing", false],
+  ])("%j matches: %s", (sel, expected) => {
+    expect(matchesLabels(parseLabelSelector(sel), labels)).toBe(expected);
+  });
+
+  it.each(["a in (", "=x", "a=b c", "bad key!=x"])("rejects %j with a 400", (sel) => {
+    let err: unknown;
+    try {
+      parseLabelSelector(sel);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(KubeApiError);
+    expect((err as KubeApiError).status).toBe(400);
+  });
+
+  it("field selectors on name and namespace", () => {
+    const meta = { name: "a", namespace: "ns" };
+    expect(matchesFields(parseFieldSelector("metadata.name=a,metadata.namespace==ns"), meta)).toBe(true);
+    expect(matchesFields(parseFieldSelector("metadata.name!=a"), meta)).toBe(false);
+    expect(() => parseFieldSelector("status.phase=Running")).toThrow(/field label not supported/);
+  });
+});
+
+describe("patches", () => {
+  it("merge patch follows RFC 7386 (null deletes, arrays replace)", () => {
+    expect(mergePatch({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { b: null, c: [3] }, e: "x" })).toEqual({ a: { c: [3] }, d: 1, e: "x" });
+  });
+
+  it("JSON patch supports add/remove/replace/move/copy/test and array indices", () => {
+    const out = jsonPatch({ list: [1, 2], m: { "a/b": 1 } }, [
+      { op: "add", path: "/list/-", value: 3 },
+      { op: "add", path: "/list/0", value: 0 },
+      { op: "remove", path: "/list/1" },
+      { op: "copy", from: "/m/a~1b", path: "/copied" },
+      { op: "move", from: "/copied", path: "/moved" },
+      { op: "test", path: "/moved", value: 1 },
+      { op: "replace", path: "/m", value: {} },
+    ]);
+    expect(out).toEqual({ list: [0, 2, 3], m: {}, moved: 1 });
+    expect(() => jsonPatch({}, [{ op: "remove", path: "/nope" }])).toThrow(/does not exist/);
+    expect(() => jsonPatch({}, { op: "add" })).toThrow(/JSON array/);
+  });
+});
+
+describe("field ownership", () => {
+  const now = "2026-01-01T00:00:00Z";
+  it("leaf paths skip identity and server metadata; fieldsV1 round-trips", () => {
+    const obj: JsonObject = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", uid: "u", labels: { a: "1" } }, data: { k: "v" }, list: [1] };
+    const paths = leafPaths(obj);
+    expect([...paths.values()]).toEqual([["metadata", "labels", "a"], ["data", "k"], ["list"]]);
+    expect(toFieldsV1(paths.values())).toEqual({ "f:metadata": { "f:labels": { "f:a": {} } }, "f:data": { "f:k": {} }, "f:list": {} });
+    expect([...fromFieldsV1(toFieldsV1(paths.values())).values()]).toEqual([...paths.values()]);
+  });
+
+  it("reads real servers' list keys (k:, v:) as ownership of the whole list", () => {
+    const real = { "f:spec": { "f:ports": { ".": {}, 'k:{"port":80,"protocol":"TCP"}': { "f:port": {} } } } };
+    expect([...fromFieldsV1(real).values()]).toEqual([["spec", "ports"]]);
+  });
+
+  it("apply removes a field its manager stopped applying unless another manager owns it", () => {
+    const first = serverSideApply({ live: undefined, applied: { data: { a: "1", b: "1" } }, manager: "m", force: false, apiVersion: "v1", now });
+    const next = { ...first.object, data: { a: "1", b: "1", c: "other" } };
+    recordUpdate({ old: first.object, next, manager: "editor", apiVersion: "v1", now });
+    const second = serverSideApply({ live: next, applied: { data: { a: "1" } }, manager: "m", force: false, apiVersion: "v1", now });
+    expect(second.conflicts).toEqual([]);
+    expect(second.object.data).toEqual({ a: "1", c: "other" });
+  });
+
+  it("reports every conflicting field; force transfers them", () => {
+    const base = serverSideApply({ live: undefined, applied: { spec: { x: 1, y: 2, z: 3 } }, manager: "a", force: false, apiVersion: "v1", now });
+    const clash = serverSideApply({ live: base.object, applied: { spec: { x: 9, y: 9, z: 3 } }, manager: "b", force: false, apiVersion: "v1", now });
+    expect(clash.conflicts.map((c) => c.path.join("."))).toEqual(["spec.x", "spec.y"]);
+    const forced = serverSideApply({ live: base.object, applied: { spec: { x: 9, y: 9, z: 3 } }, manager: "b", force: true, apiVersion: "v1", now });
+    expect(forced.object.spec).toEqual({ x: 9, y: 9, z: 3 });
+    const mf = (forced.object.metadata as { managedFields: { manager: string; fieldsV1: unknown }[] }).managedFields;
+    expect(mf.find((e) => e.manager === "a")?.fieldsV1).toEqual({ "f:spec": { "f:z": {} } });
+    expect(mf.find((e) => e.manager === "b")?.fieldsV1).toEqual({ "f:spec": { "f:x": {}, "f:y": {}, "f:z": {} } });
+  });
+});
