@@ -119,7 +119,7 @@ function toIssues(errors: readonly ErrorObject[]): SchemaIssue[] {
   const typeFailures = new Set(errors.filter((e) => e.keyword === "type").map((e) => e.instancePath));
   for (const e of errors) {
     if (isAlternativeError(e)) continue;
-    if (e.keyword === "oneOf" && isExplainedByTypo(e, errors)) continue;
+    if ((e.keyword === "oneOf" || e.keyword === "required") && isExplainedByTypo(e, errors)) continue;
     if (e.keyword !== "type" && typeFailures.has(e.instancePath) && e.keyword !== "required") continue;
     const issue = toIssue(e);
     if (!issue) continue;
@@ -198,11 +198,11 @@ function toIssue(e: ErrorObject): SchemaIssue | undefined {
 }
 
 /**
- * "set exactly one of forwardTo, …" next to "unknown field forwardto; did you mean forwardTo?" is one problem,
- * not two: the misspelt field is the one the user meant to set.
+ * "set exactly one of forwardTo, …" or "missing required field spec" next to "unknown field forwardto / sepc;
+ * did you mean …?" is one problem, not two: the misspelt field is the one the user meant to set.
  */
 function isExplainedByTypo(e: ErrorObject, errors: readonly ErrorObject[]): boolean {
-  const fields = requiredAlternatives(e.schema);
+  const fields = e.keyword === "required" ? [String((e.params as { missingProperty?: unknown }).missingProperty)] : requiredAlternatives(e.schema);
   if (!fields || (e.params as { passingSchemas?: unknown }).passingSchemas) return false;
   return errors.some((o) => {
     if (o.keyword !== "additionalProperties" || o.instancePath !== e.instancePath) return false;

@@ -54,6 +54,17 @@ describe("validateResource: issue shape", () => {
     expect(validateResource(doc)).toEqual([{ path: "/spec", keyword: "type", message: expect.stringContaining("expected a mapping, got null; a YAML key with nothing after it is null") }]);
   });
 
+  it("reports a misspelt required field once, as the typo", () => {
+    const doc = structuredClone(VALID.VirtualGateway) as any;
+    doc.spec.listner = doc.spec.listeners;
+    delete doc.spec.listeners;
+    expect(validateResource(doc)).toEqual([{ path: "/spec/listner", keyword: "additionalProperties", message: "unknown field `listner`; did you mean `listeners`?" }]);
+    const top = structuredClone(VALID.MirrorPolicy) as any;
+    top.sepc = top.spec;
+    delete top.spec;
+    expect(validateResource(top).map((i) => [i.path, i.keyword])).toEqual([["/sepc", "additionalProperties"]]);
+  });
+
   it("escapes JSON pointer segments (~ and /) in unknown keys", () => {
     const doc = structuredClone(VALID.KubernetesCluster) as any;
     doc.spec["gloo.solo.io/weird~key"] = 1;
