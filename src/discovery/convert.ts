@@ -63,7 +63,8 @@ export interface SnapshotOptions {
    * Discovery selectors on namespace labels (Istio `meshConfig.discoverySelectors` semantics: a
    * namespace is discovered when it matches ANY selector). Default: the `discoverySelectors` of
    * the mesh config of the cluster's control plane(s) when `honorMeshDiscoverySelectors`, else
-   * every namespace. The control plane's own namespace is always discovered, and gitmesh-managed
+   * every namespace; an empty list also means every namespace (as in Istio). The control plane's
+   * own namespace is always discovered, and gitmesh-managed
    * Istio objects are reported wherever they are (so that they can still be pruned).
    */
   readonly discoverySelectors?: readonly LabelSelector[];
@@ -604,7 +605,9 @@ export function snapshotFromKubernetesObjects(cluster: string, objects: readonly
   const meshes = findMeshes(r, objs, nsLabels);
   const honorMesh = options.honorMeshDiscoverySelectors ?? true;
   const meshSelectors = honorMesh && meshes.some((m) => m.discoverySelectors !== undefined) ? meshes.flatMap((m) => m.discoverySelectors ?? []) : undefined;
-  const selectors = options.discoverySelectors ?? meshSelectors;
+  // As in Istio, an empty list selects every namespace.
+  const chosen = options.discoverySelectors ?? meshSelectors;
+  const selectors = chosen !== undefined && chosen.length > 0 ? chosen : undefined;
   const controlPlaneNs = new Set(meshes.map((m) => m.mesh.namespace));
   const discovered = new Set<string>();
   for (const [name, labels] of nsLabels) {

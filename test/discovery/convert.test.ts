@@ -290,7 +290,9 @@ describe("discovery selectors", () => {
     expect(names({ discoverySelectors: [{ matchExpressions: [{ key: "mesh", operator: "DoesNotExist" }] }] })).toEqual(["istio-system", "tools"]);
     expect(names({ discoverySelectors: [{ matchExpressions: [{ key: "mesh", operator: "Exists" }] }] })).toEqual(["apps", "istio-system", "legacy"]);
     expect(names({ discoverySelectors: [{}] })).toEqual(["apps", "istio-system", "legacy", "tools"]);
-    expect(names({ discoverySelectors: [] })).toEqual(["istio-system"]);
+    // an empty list selects everything, as in Istio's meshConfig.discoverySelectors
+    expect(names({ discoverySelectors: [] })).toEqual(["apps", "istio-system", "legacy", "tools"]);
+    expect(names({ discoverySelectors: [{ matchLabels: { nothing: "matches" } }] })).toEqual(["istio-system"]);
   });
 
   it("uses the mesh config's discoverySelectors unless told otherwise", () => {
