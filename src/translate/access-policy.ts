@@ -1,0 +1,264 @@
+/**
+ * AccessPolicy → AuthorizationPolicy (action ALLOW) + PeerAuthentication (authn.tlsMode), per
+ * target workload set in each cluster:
+ *
+ * - Targets: `applyToWorkloads` (labels → `selector.matchLabels`, in every owned namespace that
+ *   matches and has such workloads) or else `applyToDestinations` (Services: the Service's pod
+ *   selector), or else every Service the workspace owns.
+ * - One rule per `authzList` entry (the deprecated `authz` counts as one more entry):
+ *   `from.source.principals` = `<trustDomain>/ns/<ns>/sa/<sa>` of the workloads that
+ *   allowedClients' `serviceAccountSelector` selects in discovery (name/namespace/cluster globs on
+ *   the service account, labels on the pods), `requestPrincipals`, `ipBlocks`, `remoteIpBlocks`;
+ *   `to.operation{paths, methods}`; `when` for header matches. An entry whose clients resolve to
+ *   no identity is dropped (NO_ALLOWED_CLIENTS): an ALLOW policy then allows less, never more.
+ *   An empty entry `{}` allows nothing (Gloo's deny-all fallback).
+ * - `dryRun` entries go to a second AuthorizationPolicy `<name>-dry-run` annotated
+ *   `istio.io/dry-run: "true"`.
+ */
+import { Severity, type Diagnostic } from "../core/index.js";
+import { reportUnsupported, type WorkspaceContext } from "./context.js";
+import { DestinationCode, cmpStr, objectSelector, selectServices, trustDomainOf } from "./destination-common.js";
+import type { InputObject } from "./input.js";
+import { outputMetadata } from "./labels.js";
+import { stableName } from "./names.js";
+import { asArray, asRecord, asString, globMatch, labelsMatch, type Labels } from "./selectors.js";
+import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
+
+const TLS_MODES = ["DISABLE", "PERMISSIVE", "STRICT"] as const;
+
+interface Target {
+  readonly cluster: string;
+  readonly namespace: string;
+  /** Pod labels to select; empty = the whole namespace. */
+  readonly matchLabels: Labels;
+  /** Distinguishes targets of one policy in one namespace. */
+  readonly id: string;
+}
+
+export function translateAccessPolicies(ctx: WorkspaceContext): TranslatorOutput {
+  const resources: Emitted[] = [];
+  const diagnostics: Diagnostic[] = [];
+  for (const ap of ctx.own("AccessPolicy")) {
+    const out = translateOne(ctx, ap);
+    resources.push(...out.resources);
+    diagnostics.push(...out.diagnostics);
+  }
+  return { resources, diagnostics };
+}
+
+function targetsOf(ctx: WorkspaceContext, ap: InputObject, diagnostics: Diagnostic[]): Target[] {
+  const ws = ctx.workspace;
+  const spec = asRecord(ap.spec);
+  const workloads = asArray(spec.applyToWorkloads);
+  const out: Target[] = [];
+  if (workloads.length > 0) {
+    workloads.forEach((raw, i) => {
+      const s = asRecord(asRecord(raw).selector);
+      const labels = objectSelector(s).labels ?? {};
+      const nsGlob = asString(s.namespace);
+      const clusterGlob = asString(s.cluster);
+      let n = 0;
+      for (const cluster of ws.clusters) {
+        if (!globMatch(clusterGlob, cluster)) continue;
+        const snap = ctx.snapshot(cluster);
+        for (const ns of ws.namespaces.get(cluster) ?? []) {
+          if (!globMatch(nsGlob, ns)) continue;
+          if (!(snap?.workloads ?? []).some((w) => w.namespace === ns && labelsMatch(labels, w.podLabels))) continue;
+          out.push({ cluster, namespace: ns, matchLabels: labels, id: `workloads-${i}` });
+          n++;
+        }
+      }
+      if (n === 0) diagnostics.push(ctx.diag(ap, TranslateCode.SelectsNothing, Severity.Warning, `/spec/applyToWorkloads/${i}`, `selects no workload in the namespaces of workspace "${ws.name}"; check labels, namespace and cluster.`));
+    });
+    if (asArray(spec.applyToDestinations).length > 0) {
+      diagnostics.push(ctx.diag(ap, TranslateCode.InvalidField, Severity.Warning, "/spec/applyToDestinations", "applyToDestinations is ignored because applyToWorkloads is set; remove one of them."));
+    }
+    return out;
+  }
+  const dests = asArray(spec.applyToDestinations);
+  const entries = dests.length === 0 ? [undefined] : dests;
+  entries.forEach((raw, i) => {
+    const path = raw === undefined ? "/spec" : `/spec/applyToDestinations/${i}`;
+    const d = asRecord(raw);
+    const kind = asString(d.kind) ?? "SERVICE";
+    if (kind !== "SERVICE") {
+      diagnostics.push(ctx.diag(ap, TranslateCode.UnsupportedField, Severity.Warning, `${path}/kind`, `AccessPolicy applies to Services (or workloads) only; ${kind} destinations are not supported and are skipped.`));
+      return;
+    }
+    let n = 0;
+    for (const ref of selectServices(ctx, objectSelector(d.selector))) {
+      if (ref.owner !== ws.name) continue;
+      const selector = ref.service.selector ?? {};
+      if (Object.keys(selector).length === 0) {
+        diagnostics.push(ctx.diag(ap, TranslateCode.InvalidField, Severity.Warning, path, `Service ${ref.service.namespace}/${ref.service.name} in cluster "${ref.cluster}" has no pod selector; it cannot carry an AuthorizationPolicy and is skipped.`));
+        continue;
+      }
+      out.push({ cluster: ref.cluster, namespace: ref.service.namespace, matchLabels: selector, id: ref.service.name });
+      n++;
+    }
+    if (n === 0) diagnostics.push(ctx.diag(ap, TranslateCode.SelectsNothing, Severity.Warning, path, `selects no Service owned by workspace "${ws.name}"; check the selector.`));
+  });
+  return out;
+}
+
+const principalMemo = new WeakMap<object, Map<string, string[]>>();
+
+/** Principals of the workloads an IdentitySelector's serviceAccountSelector selects, sorted (memoised per index and selector). */
+function principalsOf(ctx: WorkspaceContext, sel: Record<string, unknown>): string[] {
+  const s = objectSelector(sel);
+  let memo = principalMemo.get(ctx.index);
+  if (memo === undefined) {
+    memo = new Map();
+    principalMemo.set(ctx.index, memo);
+  }
+  const key = JSON.stringify([s.name, s.namespace, s.cluster, s.labels === undefined ? null : Object.entries(s.labels).sort()]);
+  const hit = memo.get(key);
+  if (hit !== undefined) return hit;
+  const result = computePrincipals(ctx, s);
+  memo.set(key, result);
+  return result;
+}
+
+function computePrincipals(ctx: WorkspaceContext, s: ReturnType<typeof objectSelector>): string[] {
+  const out = new Set<string>();
+  for (const cluster of ctx.index.clusters) {
+    if (!globMatch(s.cluster, cluster)) continue;
+    const snap = ctx.snapshot(cluster);
+    const td = trustDomainOf(snap);
+    if (snap === undefined || td === undefined) continue;
+    for (const w of snap.workloads) {
+      if (!globMatch(s.namespace, w.namespace) || !globMatch(s.name, w.serviceAccount) || !labelsMatch(s.labels, w.podLabels)) continue;
+      out.add(`${td}/ns/${w.namespace}/sa/${w.serviceAccount}`);
+    }
+  }
+  return [...out].sort(cmpStr);
+}
+
+function strings(v: unknown): string[] {
+  return asArray(v).filter((x): x is string => typeof x === "string" && x !== "");
+}
+
+function ruleOf(ctx: WorkspaceContext, ap: InputObject, raw: unknown, path: string, diagnostics: Diagnostic[]): Record<string, unknown> | undefined {
+  const e = asRecord(raw);
+  diagnostics.push(...reportUnsupported(ctx, ap, e, path, ["allowedClients", "allowedPaths", "allowedMethods", "match", "allowedIpBlocks", "allowedRemoteIpBlocks", "dryRun"]));
+  const source: Record<string, unknown> = {};
+  const clients = asArray(e.allowedClients).map(asRecord);
+  if (clients.length > 0) {
+    const principals = new Set<string>();
+    const requestPrincipals = new Set<string>();
+    const notRequestPrincipals = new Set<string>();
+    clients.forEach((c, j) => {
+      diagnostics.push(...reportUnsupported(ctx, ap, c, `${path}/allowedClients/${j}`, ["serviceAccountSelector", "requestIdentityMatcher"]));
+      if (c.serviceAccountSelector !== undefined) for (const p of principalsOf(ctx, asRecord(c.serviceAccountSelector))) principals.add(p);
+      const rim = asRecord(c.requestIdentityMatcher);
+      for (const p of strings(rim.requestPrincipals)) requestPrincipals.add(p);
+      for (const p of strings(rim.notRequestPrincipals)) notRequestPrincipals.add(p);
+    });
+    const wantsPeers = clients.some((c) => c.serviceAccountSelector !== undefined);
+    if (wantsPeers && principals.size === 0) {
+      diagnostics.push(ctx.diag(ap, DestinationCode.NoAllowedClients, Severity.Warning, `${path}/allowedClients`, "the allowed clients match no service account in any discovered cluster; this rule is dropped, so it allows nothing. Check the serviceAccountSelector."));
+      return undefined;
+    }
+    if (principals.size > 0) source.principals = [...principals].sort(cmpStr);
+    if (requestPrincipals.size > 0) source.requestPrincipals = [...requestPrincipals].sort(cmpStr);
+    if (notRequestPrincipals.size > 0) source.notRequestPrincipals = [...notRequestPrincipals].sort(cmpStr);
+  }
+  const ipBlocks = strings(e.allowedIpBlocks);
+  if (ipBlocks.length > 0) source.ipBlocks = ipBlocks;
+  const remote = strings(e.allowedRemoteIpBlocks);
+  if (remote.length > 0) source.remoteIpBlocks = remote;
+  const operation: Record<string, unknown> = {};
+  const paths = strings(e.allowedPaths);
+  if (paths.length > 0) operation.paths = paths;
+  const methods = strings(e.allowedMethods);
+  if (methods.length > 0) operation.methods = methods;
+  const when: Record<string, unknown>[] = [];
+  const headers = asRecord(asRecord(asRecord(e.match).request).headers);
+  for (const name of Object.keys(headers).sort(cmpStr)) {
+    const h = asRecord(headers[name]);
+    const values = strings(h.values);
+    const notValues = strings(h.notValues);
+    if (values.length === 0 && notValues.length === 0) continue;
+    when.push({ key: `request.headers[${name}]`, ...(values.length > 0 ? { values } : {}), ...(notValues.length > 0 ? { notValues } : {}) });
+  }
+  const rule: Record<string, unknown> = {};
+  if (Object.keys(source).length > 0) rule.from = [{ source }];
+  if (Object.keys(operation).length > 0) rule.to = [{ operation }];
+  if (when.length > 0) rule.when = when;
+  // `{}` in Gloo is the deny-all fallback; in Istio an empty rule would allow everything.
+  return Object.keys(rule).length === 0 ? undefined : rule;
+}
+
+function translateOne(ctx: WorkspaceContext, ap: InputObject): TranslatorOutput {
+  const ws = ctx.workspace.name;
+  const spec = asRecord(ap.spec);
+  const config = asRecord(spec.config);
+  const diagnostics: Diagnostic[] = reportUnsupported(ctx, ap, config, "/spec/config", ["authn", "authz", "authzList", "enforcementLayers"]);
+  const layers = asRecord(config.enforcementLayers);
+  if (layers.cni === true) diagnostics.push(ctx.diag(ap, TranslateCode.UnsupportedField, Severity.Warning, "/spec/config/enforcementLayers/cni", "CNI (Cilium) enforcement is not rendered by gitmesh; only the Istio mesh layer is."));
+  const targets = targetsOf(ctx, ap, diagnostics);
+
+  const enforced: Record<string, unknown>[] = [];
+  const dry: Record<string, unknown>[] = [];
+  const entries: [unknown, string][] = asArray(config.authzList).map((e, i) => [e, `/spec/config/authzList/${i}`]);
+  if (config.authz !== undefined) entries.push([config.authz, "/spec/config/authz"]);
+  const hasAuthz = entries.length > 0;
+  for (const [raw, path] of entries) {
+    const rule = ruleOf(ctx, ap, raw, path, diagnostics);
+    if (rule === undefined) continue;
+    (asRecord(raw).dryRun === true ? dry : enforced).push(rule);
+  }
+  const anyDry = entries.some(([raw]) => asRecord(raw).dryRun === true);
+  const anyEnforced = entries.some(([raw]) => asRecord(raw).dryRun !== true);
+
+  let tlsMode: string | undefined;
+  if (config.authn !== undefined) {
+    const m = asString(asRecord(config.authn).tlsMode);
+    if (m === undefined) {
+      diagnostics.push(ctx.diag(ap, TranslateCode.InvalidField, Severity.Warning, "/spec/config/authn", "authn has no tlsMode; no PeerAuthentication is rendered. Set tlsMode to STRICT, PERMISSIVE or DISABLE."));
+    } else if ((TLS_MODES as readonly string[]).includes(m)) tlsMode = m;
+    else diagnostics.push(ctx.diag(ap, TranslateCode.InvalidField, Severity.Error, "/spec/config/authn/tlsMode", `unknown tlsMode "${m}"; use ${TLS_MODES.join(", ")}.`));
+  }
+
+  const apNs = ap.metadata.namespace ?? ctx.index.adminNamespace;
+  const parent = ctx.parentOf(ap);
+  const resources: Emitted[] = [];
+  for (const t of targets) {
+    const name = stableName("accesspolicy", ap.metadata.name, apNs, t.id, ws);
+    const selector = Object.keys(t.matchLabels).length > 0 ? { selector: { matchLabels: t.matchLabels } } : {};
+    if (hasAuthz && anyEnforced) {
+      resources.push({
+        cluster: t.cluster,
+        resource: {
+          apiVersion: "security.istio.io/v1",
+          kind: "AuthorizationPolicy",
+          metadata: outputMetadata(name, t.namespace, t.cluster, ws, parent),
+          spec: { action: "ALLOW", ...selector, ...(enforced.length > 0 ? { rules: enforced } : {}) },
+        },
+      });
+    }
+    if (hasAuthz && anyDry) {
+      resources.push({
+        cluster: t.cluster,
+        resource: {
+          apiVersion: "security.istio.io/v1",
+          kind: "AuthorizationPolicy",
+          metadata: outputMetadata(stableName(name, "dry-run"), t.namespace, t.cluster, ws, parent, { "istio.io/dry-run": "true" }),
+          spec: { action: "ALLOW", ...selector, ...(dry.length > 0 ? { rules: dry } : {}) },
+        },
+      });
+    }
+    if (tlsMode !== undefined) {
+      resources.push({
+        cluster: t.cluster,
+        resource: {
+          apiVersion: "security.istio.io/v1",
+          kind: "PeerAuthentication",
+          metadata: outputMetadata(name, t.namespace, t.cluster, ws, parent),
+          spec: { ...selector, mtls: { mode: tlsMode } },
+        },
+      });
+    }
+  }
+  return { resources, diagnostics };
+}

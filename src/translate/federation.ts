@@ -1,0 +1,133 @@
+/**
+ * WorkspaceSettings `options.federation` → cross-cluster hostnames for the selected Services the
+ * workspace owns. Host format (documented choice):
+ *   - no `hostSuffix`:  `<svc>.<ns>.svc.<cluster>.global`  (Gloo Mesh v1 default, observed in v2)
+ *   - `hostSuffix: S`:  `<svc>.<ns>.<cluster>.<S>`          (the 2.6 proto's documented format)
+ *
+ * Per federated (Service, cluster of the Service) and per client cluster (clusters of this
+ * workspace and of every workspace importing the Service):
+ *   - a ServiceEntry `federation-<svc>-<ns>-<cluster>-<ws>` with that host, a stable synthetic
+ *     address (240.0.0.0/4), the Service's ports (filtered by `federation.ports`);
+ *     in the Service's own cluster it selects the pods (`workloadSelector`), elsewhere its
+ *     endpoints are the Service cluster's east-west gateway (port 15443, locality);
+ *   - a DestinationRule with ISTIO_MUTUAL and the SPIFFE names of the Service's accounts.
+ */
+import { Severity, type Diagnostic } from "../core/index.js";
+import type { WorkspaceContext } from "./context.js";
+import { consumersOf,
+  DestinationCode,
+  addressTable,
+  cmpStr,
+  eastWestEndpoints,
+  effectiveOptions,
+  federationIdentity,
+  isIpAddress,
+  istioProtocol,
+  namespacesIn,
+  namespaceOwner,
+  objectSelector,
+  portName,
+  serviceAccountsOf,
+  spiffe,
+  trustDomainOf,
+} from "./destination-common.js";
+import { outputMetadata } from "./labels.js";
+import { stableName } from "./names.js";
+import { asArray, asNumber, asRecord, asString, objectSelectorMatches } from "./selectors.js";
+import { type Emitted, type TranslatorOutput } from "./types.js";
+
+export function federatedHost(svc: string, namespace: string, cluster: string, hostSuffix: string | undefined): string {
+  return hostSuffix === undefined || hostSuffix === "" ? `${svc}.${namespace}.svc.${cluster}.global` : `${svc}.${namespace}.${cluster}.${hostSuffix}`;
+}
+
+export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
+  const ws = ctx.workspace;
+  const fed = asRecord(effectiveOptions(ctx).federation);
+  const resources: Emitted[] = [];
+  const diagnostics: Diagnostic[] = [];
+  if (fed.enabled !== true) return { resources, diagnostics };
+  const settings = ws.settings;
+  const hostSuffix = asString(fed.hostSuffix);
+  const selectors = asArray(fed.serviceSelector).map(objectSelector);
+  const portSels = asArray(fed.ports).map(asRecord);
+  const table = addressTable(ctx.index);
+  let selected = 0;
+  const missingGateway = new Set<string>();
+
+  for (const svcCluster of ws.clusters) {
+    const snap = ctx.snapshot(svcCluster);
+    const owned = ws.namespaces.get(svcCluster) ?? [];
+    for (const svc of snap?.services ?? []) {
+      if (!owned.includes(svc.namespace) || namespaceOwner(ctx.index, svcCluster, svc.namespace) !== ws.name) continue;
+      const sel = { kind: "Service", name: svc.name, namespace: svc.namespace, cluster: svcCluster, labels: svc.labels ?? {}, workspace: ws.name };
+      if (selectors.length > 0 && !selectors.some((s) => objectSelectorMatches(s, sel))) continue;
+      const ports = svc.ports.filter((p) => portSels.length === 0 || portSels.some((s) => asNumber(s.number) === p.port || (asString(s.name) !== undefined && asString(s.name) === p.name)));
+      if (ports.length === 0) continue;
+      selected++;
+      const host = federatedHost(svc.name, svc.namespace, svcCluster, hostSuffix);
+      const address = table.get(federationIdentity(svc.name, svc.namespace, svcCluster))?.address;
+      const td = trustDomainOf(snap);
+      const sans = td === undefined ? [] : serviceAccountsOf(snap, svc).map((sa) => spiffe(td, svc.namespace, sa));
+      const sePorts = ports.map((p) => {
+        const protocol = istioProtocol(p.appProtocol ?? p.name);
+        return { name: portName(protocol, p.port), number: p.port, protocol, ...(typeof p.targetPort === "number" ? { targetPort: p.targetPort } : {}) };
+      });
+      const consumers = consumersOf(ctx, sel);
+      const clients = new Set<string>();
+      for (const w of [ws.name, ...consumers]) for (const c of ctx.index.workspaces.get(w)?.clusters ?? []) clients.add(c);
+      const remoteEps = eastWestEndpoints(ctx, svcCluster, false);
+      const name = stableName("federation", svc.name, svc.namespace, svcCluster, ws.name);
+      const parent = { kind: "Service", name: svc.name, namespace: svc.namespace, cluster: svcCluster, ...(settings === undefined ? {} : { file: settings.source.file }) };
+      for (const cluster of [...clients].sort(cmpStr)) {
+        const local = cluster === svcCluster;
+        if (!local && remoteEps.length === 0) {
+          missingGateway.add(svcCluster);
+          continue;
+        }
+        const exportTo = new Set(namespacesIn(ctx.index, cluster, [ws.name, ...consumers]));
+        if (local) for (const g of snap?.gateways ?? []) if (g.kind === "east-west") exportTo.add(g.namespace);
+        const exportList = [...exportTo].sort(cmpStr);
+        const namespace = local || exportList.includes(svc.namespace) ? svc.namespace : exportList[0];
+        if (namespace === undefined) continue;
+        const seSpec: Record<string, unknown> = {
+          hosts: [host],
+          ...(address === undefined ? {} : { addresses: [address] }),
+          ports: sePorts,
+          location: "MESH_INTERNAL",
+          exportTo: exportList,
+        };
+        if (local) {
+          seSpec.resolution = "STATIC";
+          seSpec.workloadSelector = { labels: svc.selector ?? {} };
+        } else {
+          seSpec.resolution = remoteEps.every((e) => isIpAddress(e.address)) ? "STATIC" : "DNS";
+          seSpec.endpoints = remoteEps.map((ep) => ({
+            address: ep.address,
+            ports: Object.fromEntries(sePorts.map((p) => [p.name, ep.port])),
+            ...(ep.locality === undefined ? {} : { locality: ep.locality }),
+          }));
+        }
+        const meta = outputMetadata(name, namespace, cluster, ws.name, parent);
+        resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", metadata: meta, spec: seSpec } });
+        resources.push({
+          cluster,
+          resource: {
+            apiVersion: "networking.istio.io/v1",
+            kind: "DestinationRule",
+            metadata: meta,
+            spec: { host, exportTo: exportList, trafficPolicy: { tls: { mode: "ISTIO_MUTUAL", ...(sans.length > 0 ? { subjectAltNames: sans } : {}) } } },
+          },
+        });
+      }
+    }
+  }
+  const anchor = settings;
+  if (anchor !== undefined) {
+    if (selected === 0) diagnostics.push(ctx.diag(anchor, "SELECTS_NOTHING", Severity.Warning, "/spec/options/federation", `federation is enabled but selects no Service of workspace "${ws.name}"; check serviceSelector and ports.`));
+    for (const c of [...missingGateway].sort(cmpStr)) {
+      diagnostics.push(ctx.diag(anchor, DestinationCode.NoEastWestGateway, Severity.Warning, "/spec/options/federation", `cluster "${c}" has no east-west gateway with a "tls" (15443) port and an address; its federated Services are not reachable from other clusters.`));
+    }
+  }
+  return { resources, diagnostics };
+}
+

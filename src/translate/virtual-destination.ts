@@ -1,0 +1,236 @@
+/**
+ * VirtualDestination → per client cluster a ServiceEntry (global hosts, a stable synthetic address
+ * in 240.0.0.0/4, ports), remote endpoints through each backing cluster's east-west gateway, and a
+ * DestinationRule per host (ISTIO_MUTUAL + SPIFFE subjectAltNames of the backing service accounts,
+ * plus the destination policies that select the VirtualDestination).
+ *
+ * Client clusters: every cluster where the owning workspace or a workspace that imports the
+ * VirtualDestination has namespaces; `exportTo` = those workspaces' namespaces there (+ the
+ * east-west gateway namespaces of a backing cluster, which must see the entry to pass traffic on).
+ *
+ * Endpoints in a client cluster C:
+ * - C has a backing Service: the ServiceEntry lives in that Service's namespace and selects its
+ *   pods (`workloadSelector` = the Service's selector); every other backing cluster becomes a
+ *   WorkloadEntry with the same labels, pointing at that cluster's east-west gateway
+ *   (`<name>-<cluster>-<address>`, ports → 15443, locality region/zone).
+ * - otherwise: `endpoints` on the ServiceEntry (one per east-west gateway address of each backing
+ *   cluster), resolution STATIC when all addresses are IPs, DNS otherwise; the entry lives in the
+ *   VirtualDestination's namespace when present in C, else the first consuming namespace.
+ */
+import { Severity, type Diagnostic } from "../core/index.js";
+import { reportUnsupported, type WorkspaceContext } from "./context.js";
+import { consumersOf,
+  DestinationCode,
+  addressTable,
+  cmpStr,
+  eastWestEndpoints,
+  effectiveOptions,
+  isIpAddress,
+  istioProtocol,
+  namespacesIn,
+  objectSelector,
+  portName,
+  selectServices,
+  serviceAccountsOf,
+  spiffe,
+  trustDomainOf,
+  vdIdentity,
+  type GatewayEndpoint,
+  type ServiceRef,
+} from "./destination-common.js";
+import { destinationTrafficPolicy } from "./destination-policies.js";
+import type { InputObject } from "./input.js";
+import { outputMetadata } from "./labels.js";
+import { stableName } from "./names.js";
+import { asArray, asNumber, asRecord, asString } from "./selectors.js";
+import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
+
+interface VdPort {
+  readonly number: number;
+  readonly protocol: string;
+  readonly name: string;
+  readonly targetName: string | undefined;
+  readonly targetNumber: number | undefined;
+}
+
+export function translateVirtualDestinations(ctx: WorkspaceContext): TranslatorOutput {
+  const resources: Emitted[] = [];
+  const diagnostics: Diagnostic[] = [];
+  for (const vd of ctx.own("VirtualDestination")) {
+    const out = translateOne(ctx, vd);
+    resources.push(...out.resources);
+    diagnostics.push(...out.diagnostics);
+  }
+  return { resources, diagnostics };
+}
+
+function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput {
+  const ws = ctx.workspace.name;
+  const spec = asRecord(vd.spec);
+  const diagnostics: Diagnostic[] = reportUnsupported(ctx, vd, spec, "/spec", ["hosts", "services", "ports", "clientMode"]);
+  const hosts = asArray(spec.hosts).filter((h): h is string => typeof h === "string" && h !== "");
+  const ports: VdPort[] = asArray(spec.ports).flatMap((raw) => {
+    const p = asRecord(raw);
+    const number = asNumber(p.number);
+    if (number === undefined) return [];
+    const protocol = istioProtocol(asString(p.protocol));
+    const tp = asRecord(p.targetPort);
+    return [{ number, protocol, name: portName(protocol, number), targetName: asString(tp.name), targetNumber: asNumber(tp.number) }];
+  });
+  if (hosts.length === 0 || ports.length === 0) {
+    diagnostics.push(ctx.diag(vd, TranslateCode.InvalidField, Severity.Error, hosts.length === 0 ? "/spec/hosts" : "/spec/ports", "a VirtualDestination needs at least one host and one port; nothing is rendered for it."));
+    return { resources: [], diagnostics };
+  }
+  if (hosts.some((h) => h.includes("*"))) {
+    diagnostics.push(ctx.diag(vd, TranslateCode.InvalidField, Severity.Error, "/spec/hosts", "VirtualDestination hosts cannot contain wildcards; nothing is rendered for it."));
+    return { resources: [], diagnostics };
+  }
+
+  // backing services: at most one per cluster (first by namespace, name)
+  const backing = new Map<string, ServiceRef>();
+  asArray(spec.services).forEach((raw, i) => {
+    for (const ref of selectServices(ctx, objectSelector(raw))) {
+      const prev = backing.get(ref.cluster);
+      if (prev === undefined) backing.set(ref.cluster, ref);
+      else if (prev.service.namespace !== ref.service.namespace || prev.service.name !== ref.service.name) {
+        const [keep, drop] = cmpStr(`${prev.service.namespace}/${prev.service.name}`, `${ref.service.namespace}/${ref.service.name}`) <= 0 ? [prev, ref] : [ref, prev];
+        backing.set(ref.cluster, keep);
+        diagnostics.push(
+          ctx.diag(vd, DestinationCode.DuplicateBackingService, Severity.Warning, `/spec/services/${i}`,
+            `cluster "${ref.cluster}" has two backing Services (${keep.service.namespace}/${keep.service.name} and ${drop.service.namespace}/${drop.service.name}); only the first is used. Narrow the selector to one Service per cluster.`),
+        );
+      }
+    }
+  });
+  if (backing.size === 0) {
+    diagnostics.push(ctx.diag(vd, TranslateCode.SelectsNothing, Severity.Warning, "/spec/services", `the VirtualDestination selects no Service visible to workspace "${ws}" in any cluster; nothing is rendered for it.`));
+    return { resources: [], diagnostics };
+  }
+  const backingClusters = [...backing.keys()].sort(cmpStr);
+
+  const mode = asRecord(spec.clientMode ?? effectiveOptions(ctx).virtualDestClientMode);
+  const tlsTermination = mode.tlsTermination !== undefined;
+
+  // identity: SPIFFE names of every backing service account
+  const sans = new Set<string>();
+  for (const cluster of backingClusters) {
+    const ref = backing.get(cluster)!;
+    const snap = ctx.snapshot(cluster);
+    const td = trustDomainOf(snap);
+    if (td === undefined) {
+      diagnostics.push(ctx.diag(vd, DestinationCode.NoMesh, Severity.Warning, "/spec/services", `cluster "${cluster}" reports no Istio mesh, so the trust domain of ${ref.service.namespace}/${ref.service.name} is unknown; its service accounts are left out of subjectAltNames.`));
+      continue;
+    }
+    for (const sa of serviceAccountsOf(snap, ref.service)) sans.add(spiffe(td, ref.service.namespace, sa));
+  }
+
+  // endpoints of each backing cluster, seen from elsewhere
+  const gateways = new Map<string, GatewayEndpoint[]>();
+  for (const cluster of backingClusters) {
+    const eps = eastWestEndpoints(ctx, cluster, tlsTermination);
+    gateways.set(cluster, eps);
+  }
+
+  const alloc = addressTable(ctx.index).get(vdIdentity(vd, ctx.index.adminNamespace));
+  if (alloc?.collidedWith !== undefined) {
+    diagnostics.push(ctx.diag(vd, DestinationCode.AddressCollision, Severity.Warning, "/metadata/name", `the synthetic address of this VirtualDestination collided with "${alloc.collidedWith}"; it was re-hashed to ${alloc.address}.`));
+  }
+  const addresses = alloc === undefined ? [] : [alloc.address];
+
+  const vdNs = vd.metadata.namespace ?? ctx.index.adminNamespace;
+  const parent = ctx.parentOf(vd);
+  const baseName = stableName("vd", vd.metadata.name, vdNs, vd.cluster ?? "", ws);
+  const consumers = consumersOf(ctx, ctx.selectable(vd));
+  const clients = new Set<string>();
+  for (const w of [ws, ...consumers]) for (const c of ctx.index.workspaces.get(w)?.clusters ?? []) clients.add(c);
+  const resources: Emitted[] = [];
+  const portNumbers = ports.map((p) => p.number);
+  const { trafficPolicy } = destinationTrafficPolicy(ctx, vd.key, portNumbers, {
+    tls: { mode: "ISTIO_MUTUAL", ...(sans.size > 0 ? { subjectAltNames: [...sans].sort() } : {}) },
+  });
+  const missingGateway = new Set<string>();
+
+  for (const cluster of [...clients].sort(cmpStr)) {
+    const local = backing.get(cluster);
+    const exportTo = new Set(namespacesIn(ctx.index, cluster, [ws, ...consumers]));
+    if (local !== undefined) for (const g of ctx.snapshot(cluster)?.gateways ?? []) if (g.kind === "east-west") exportTo.add(g.namespace);
+    const exportList = [...exportTo].sort(cmpStr);
+    const remote: GatewayEndpoint[] = [];
+    for (const c of backingClusters) {
+      if (c === cluster) continue;
+      const eps = gateways.get(c) ?? [];
+      if (eps.length === 0) missingGateway.add(c);
+      remote.push(...eps);
+    }
+    if (local === undefined && remote.length === 0) continue;
+    const namespace = local?.service.namespace ?? (exportList.includes(vdNs) ? vdNs : exportList[0]);
+    if (namespace === undefined) continue;
+    const meta = (name: string) => outputMetadata(name, namespace, cluster, ws, parent);
+
+    const sePorts = ports.map((p) => {
+      const out: Record<string, unknown> = { name: p.name, number: p.number, protocol: p.protocol };
+      if (local !== undefined) {
+        const tp = targetPortOf(local, p);
+        if (typeof tp === "number") out.targetPort = tp;
+        else if (typeof tp === "string") {
+          diagnostics.push(ctx.diag(vd, DestinationCode.NamedTargetPort, Severity.Warning, "/spec/ports",
+            `Service ${local.service.namespace}/${local.service.name} in cluster "${cluster}" sends port ${p.number} to the named container port "${tp}", whose number discovery does not report; the ServiceEntry keeps port ${p.number}. Give the Service a numeric targetPort.`));
+        }
+      }
+      return out;
+    });
+    const gwPorts = (ep: GatewayEndpoint): Record<string, number> => Object.fromEntries(ports.map((p) => [p.name, ep.port]));
+    const seSpec: Record<string, unknown> = {
+      hosts,
+      addresses,
+      ports: sePorts,
+      location: "MESH_INTERNAL",
+      exportTo: exportList,
+    };
+    if (local !== undefined) {
+      const selector = local.service.selector ?? {};
+      seSpec.resolution = "STATIC";
+      seSpec.workloadSelector = { labels: selector };
+      for (const ep of remote) {
+        resources.push({
+          cluster,
+          resource: {
+            apiVersion: "networking.istio.io/v1",
+            kind: "WorkloadEntry",
+            metadata: meta(stableName(baseName, ep.cluster, ep.address)),
+            spec: { address: ep.address, ports: gwPorts(ep), labels: selector, ...(ep.locality === undefined ? {} : { locality: ep.locality }) },
+          },
+        });
+      }
+    } else {
+      seSpec.resolution = remote.every((e) => isIpAddress(e.address)) ? "STATIC" : "DNS";
+      seSpec.endpoints = remote.map((ep) => ({ address: ep.address, ports: gwPorts(ep), ...(ep.locality === undefined ? {} : { locality: ep.locality }) }));
+    }
+    resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", metadata: meta(baseName), spec: seSpec } });
+    for (const host of hosts) {
+      const drSpec: Record<string, unknown> = { host, exportTo: exportList };
+      if (trafficPolicy !== undefined) drSpec.trafficPolicy = trafficPolicy;
+      resources.push({
+        cluster,
+        resource: { apiVersion: "networking.istio.io/v1", kind: "DestinationRule", metadata: meta(hosts.length === 1 ? baseName : stableName(baseName, host)), spec: drSpec },
+      });
+    }
+  }
+  for (const c of [...missingGateway].sort(cmpStr)) {
+    diagnostics.push(ctx.diag(vd, DestinationCode.NoEastWestGateway, Severity.Warning, "/spec/services",
+      `backing cluster "${c}" has no east-west gateway with a ${tlsTermination ? '"https"' : '"tls" (15443)'} port and an address, so other clusters cannot reach its endpoints. Install an east-west gateway there or set eastWestGateways in WorkspaceSettings.`));
+  }
+  return { resources, diagnostics };
+}
+
+/** The backing Service's target port for a VirtualDestination port (by target name/number, else by the port number). */
+function targetPortOf(ref: ServiceRef, p: VdPort): number | string | undefined {
+  const ports = ref.service.ports;
+  const sp =
+    (p.targetName !== undefined ? ports.find((x) => x.name === p.targetName) : undefined) ??
+    (p.targetNumber !== undefined ? ports.find((x) => x.port === p.targetNumber) : undefined) ??
+    ports.find((x) => x.port === p.number) ??
+    (ports.length === 1 ? ports[0] : undefined);
+  if (sp === undefined) return p.targetNumber;
+  return sp.targetPort ?? sp.port;
+}

@@ -1,0 +1,147 @@
+/**
+ * WorkspaceSettings options (own settings, overridden key by key by `global` in the admin namespace):
+ *
+ * - `serviceIsolation.enabled` → per owned Service and cluster a STRICT PeerAuthentication
+ *   `settings-<svc>-<ns>-<cluster>-<ws>` (selector = the Service's pod selector) and an
+ *   AuthorizationPolicy of the same name allowing only principals `<trustDomain>/ns/<ns>/sa/*` of
+ *   the namespaces of this workspace and of every workspace that imports the Service, in every
+ *   cluster (trust domain per cluster).
+ * - `serviceIsolation.trimProxyConfig` (or `trimAllProxyConfig`) → per owned workload a Sidecar
+ *   `sidecar-<workload>-<ns>-<cluster>-<ws>` with `workloadSelector` = its pod labels and egress
+ *   hosts = the mesh namespace, the workspace's own namespaces in that cluster (`<ns>/*`), and
+ *   `*` + `/<host>` (any namespace) for every imported Service, every visible VirtualDestination and ExternalService.
+ *
+ * Import/export itself (`exportTo` of destinations) is applied by the destination translators.
+ */
+import { Severity, type Diagnostic } from "../core/index.js";
+import { reportUnsupported, type WorkspaceContext } from "./context.js";
+import { consumersOf, serviceVisibleTo, cmpStr, effectiveOptions, globalSettings, namespaceOwner, trustDomainOf } from "./destination-common.js";
+import { outputMetadata, type ParentRef } from "./labels.js";
+import { serviceHost, stableName } from "./names.js";
+import { asArray, asRecord } from "./selectors.js";
+import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
+
+export function translateWorkspaceSettings(ctx: WorkspaceContext): TranslatorOutput {
+  const ws = ctx.workspace;
+  const resources: Emitted[] = [];
+  const diagnostics: Diagnostic[] = [];
+  const settings = ws.settings;
+  const global = globalSettings(ctx.index);
+  const source = settings ?? global;
+  if (source === undefined) return { resources, diagnostics };
+  if (settings !== undefined) {
+    diagnostics.push(...reportUnsupported(ctx, settings, asRecord(settings.spec), "/spec", ["importFrom", "exportTo", "options"]));
+    diagnostics.push(
+      ...reportUnsupported(ctx, settings, asRecord(asRecord(settings.spec).options), "/spec/options", [
+        "serviceIsolation",
+        "federation",
+        "eastWestGateways",
+        "virtualDestClientMode",
+        "trimAllProxyConfig",
+      ]),
+    );
+  }
+  const options = effectiveOptions(ctx);
+  const iso = asRecord(options.serviceIsolation);
+  const layers = asRecord(iso.enforcementLayers);
+  if (layers.cni === true && settings !== undefined) {
+    diagnostics.push(ctx.diag(settings, TranslateCode.UnsupportedField, Severity.Warning, "/spec/options/serviceIsolation/enforcementLayers/cni", "CNI (Cilium) enforcement is not rendered by gitmesh; only the Istio mesh layer is."));
+  }
+  const isolated = iso.enabled === true;
+  const trim = (isolated && iso.trimProxyConfig !== false && iso.trimProxyConfig !== undefined) || options.trimAllProxyConfig === true;
+
+  if (isolated) resources.push(...isolation(ctx, source));
+  if (trim) resources.push(...trimmedSidecars(ctx, source));
+  return { resources, diagnostics };
+}
+
+function serviceParent(cluster: string, namespace: string, name: string, kind: string, file: string | undefined): ParentRef {
+  return { kind, name, namespace, cluster, ...(file === undefined ? {} : { file }) };
+}
+
+function isolation(ctx: WorkspaceContext, source: { source: { file: string } }): Emitted[] {
+  const ws = ctx.workspace;
+  const out: Emitted[] = [];
+  // principals of a set of workspaces, memoised by the sorted set
+  const memo = new Map<string, string[]>();
+  const principalsFor = (workspaces: readonly string[]): string[] => {
+    const key = workspaces.join(",");
+    let p = memo.get(key);
+    if (p === undefined) {
+      const set = new Set<string>();
+      for (const w of workspaces) {
+        for (const [cluster, nss] of ctx.index.workspaces.get(w)?.namespaces ?? []) {
+          const td = trustDomainOf(ctx.snapshot(cluster));
+          if (td === undefined) continue;
+          for (const ns of nss) set.add(`${td}/ns/${ns}/sa/*`);
+        }
+      }
+      p = [...set].sort(cmpStr);
+      memo.set(key, p);
+    }
+    return p;
+  };
+  for (const cluster of ws.clusters) {
+    const snap = ctx.snapshot(cluster);
+    const owned = new Set(ws.namespaces.get(cluster) ?? []);
+    for (const svc of snap?.services ?? []) {
+      if (!owned.has(svc.namespace) || namespaceOwner(ctx.index, cluster, svc.namespace) !== ws.name) continue;
+      const selector = svc.selector ?? {};
+      if (Object.keys(selector).length === 0) continue;
+      const consumers = consumersOf(ctx, { kind: "Service", name: svc.name, namespace: svc.namespace, cluster, labels: svc.labels ?? {}, workspace: ws.name });
+      const principals = principalsFor([ws.name, ...consumers].sort(cmpStr));
+      const name = stableName("settings", svc.name, svc.namespace, cluster, ws.name);
+      const meta = outputMetadata(name, svc.namespace, cluster, ws.name, serviceParent(cluster, svc.namespace, svc.name, "Service", source.source.file));
+      out.push({ cluster, resource: { apiVersion: "security.istio.io/v1", kind: "PeerAuthentication", metadata: meta, spec: { selector: { matchLabels: selector }, mtls: { mode: "STRICT" } } } });
+      out.push({
+        cluster,
+        resource: {
+          apiVersion: "security.istio.io/v1",
+          kind: "AuthorizationPolicy",
+          metadata: meta,
+          spec: { action: "ALLOW", selector: { matchLabels: selector }, rules: [{ from: [{ source: { principals } }] }] },
+        },
+      });
+    }
+  }
+  return out;
+}
+
+function trimmedSidecars(ctx: WorkspaceContext, source: { source: { file: string } }): Emitted[] {
+  const ws = ctx.workspace;
+  const out: Emitted[] = [];
+  const globalHosts = new Set<string>();
+  for (const kind of ["VirtualDestination", "ExternalService"]) {
+    for (const o of ctx.visible(kind)) for (const h of asArray(asRecord(o.spec).hosts)) if (typeof h === "string") globalHosts.add(`*/${h}`);
+  }
+  for (const cluster of ws.clusters) {
+    const snap = ctx.snapshot(cluster);
+    const owned = ws.namespaces.get(cluster) ?? [];
+    const hosts = new Set<string>(globalHosts);
+    const meshNs = snap?.meshes?.[0]?.namespace ?? "istio-system";
+    hosts.add(`${meshNs}/*`);
+    for (const ns of owned) hosts.add(`${ns}/*`);
+    for (const svc of snap?.services ?? []) {
+      if (owned.includes(svc.namespace)) continue;
+      if (serviceVisibleTo(ctx, { cluster, service: svc, owner: namespaceOwner(ctx.index, cluster, svc.namespace) })) hosts.add(`*/${serviceHost(svc.name, svc.namespace)}`);
+    }
+    const egress = [{ hosts: [...hosts].sort(cmpStr) }];
+    for (const w of snap?.workloads ?? []) {
+      if (!owned.includes(w.namespace) || namespaceOwner(ctx.index, cluster, w.namespace) !== ws.name) continue;
+      const name = stableName("sidecar", w.name, w.namespace, cluster, ws.name);
+      out.push({
+        cluster,
+        resource: {
+          apiVersion: "networking.istio.io/v1",
+          kind: "Sidecar",
+          metadata: outputMetadata(name, w.namespace, cluster, ws.name, serviceParent(cluster, w.namespace, w.name, w.kind, source.source.file)),
+          spec: { workloadSelector: { labels: w.podLabels }, egress },
+        },
+      });
+    }
+  }
+  return out;
+}
+
+/** For tests and docs: the option keys this module reads. */
+export const SETTINGS_OPTIONS = ["serviceIsolation", "federation", "eastWestGateways", "virtualDestClientMode", "trimAllProxyConfig"] as const;
