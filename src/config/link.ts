@@ -26,22 +26,24 @@ interface Candidate {
   readonly valid: boolean;
 }
 
-export function link(settings: RepoSettings, files: Readonly<Record<string, FileRecord>>): LinkResult {
+/** `prevObjects`: the previous state's index, whose entries are reused when unchanged (fewer allocations on updates). */
+export function link(settings: RepoSettings, files: Readonly<Record<string, FileRecord>>, prevObjects: Readonly<Record<string, ObjectLocation>> = {}): LinkResult {
   const diagnostics: Diagnostic[] = [];
   const paths = Object.keys(files).sort();
 
   // 1. Duplicates: the first object for a key (by path, then position) wins.
   const winners = new Map<string, Candidate>();
-  const existing = new Map<string, Candidate[]>(); // "kind/name" → every candidate, for reference checks
+  // "kind//name" and "kind/namespace/name" → every candidate, for reference checks
+  const existing = new Map<string, Candidate[]>();
   for (const path of paths) {
     const rec = files[path]!;
-    const invalid = new Set(rec.invalid);
     rec.objects.forEach((obj, index) => {
-      const c: Candidate = { obj, file: path, index, valid: !invalid.has(index) };
-      const byName = `${obj.kind}/${obj.metadata.name}`;
-      let list = existing.get(byName);
-      if (!list) existing.set(byName, (list = []));
-      list.push(c);
+      const c: Candidate = { obj, file: path, index, valid: rec.invalid.length === 0 || !rec.invalid.includes(index) };
+      for (const k of [`${obj.kind}//${obj.metadata.name}`, `${obj.kind}/${obj.metadata.namespace}/${obj.metadata.name}`]) {
+        const list = existing.get(k);
+        if (list) list.push(c);
+        else existing.set(k, [c]);
+      }
       const first = winners.get(obj.key);
       if (first) {
         diagnostics.push({
@@ -173,7 +175,8 @@ export function link(settings: RepoSettings, files: Readonly<Record<string, File
   }
   for (const key of [...inForceKeys.keys()].sort()) {
     const c = inForceKeys.get(key)!;
-    objects[key] = Object.freeze({ file: c.file, index: c.index });
+    const old = prevObjects[key];
+    objects[key] = old && old.file === c.file && old.index === c.index ? old : Object.freeze({ file: c.file, index: c.index });
   }
   return { files: outFiles, objects, diagnostics };
 }
@@ -365,10 +368,8 @@ export function referencesOf(obj: LoadedObject): Wanted[] {
 
 function checkReferences(c: Candidate, existing: ReadonlyMap<string, readonly Candidate[]>, out: Diagnostic[]): void {
   for (const w of referencesOf(c.obj)) {
-    const found = (existing.get(`${w.kind}/${w.name}`) ?? []).some(
-      (e) =>
-        (w.namespace === undefined || e.obj.metadata.namespace === w.namespace) &&
-        (w.cluster === undefined || e.obj.cluster === undefined || e.obj.cluster === w.cluster),
+    const found = (existing.get(`${w.kind}/${w.namespace ?? ""}/${w.name}`) ?? []).some(
+      (e) => w.cluster === undefined || e.obj.cluster === undefined || e.obj.cluster === w.cluster,
     );
     if (found) continue;
     const target = `${w.kind} ${w.namespace !== undefined ? `${w.namespace}/` : ""}${w.name}${w.cluster !== undefined ? ` in cluster ${w.cluster}` : ""}`;

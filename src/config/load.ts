@@ -103,7 +103,7 @@ export function updateDesiredState(prev: DesiredState, changed: readonly SourceF
     const old = prev.files[path];
     records[path] = old && old.digest === sha256(f.content) ? old : deepFreeze(parseSourceFile({ path, content: f.content }, registry, opts.schemaValidation));
   }
-  const state = build(settings, settingsDigest, settingsDiagnostics, records, [...ignored], opts);
+  const state = build(settings, settingsDigest, settingsDiagnostics, records, [...ignored], opts, prev);
   return { state, diagnostics: diagnosticsOf(state), changedKeys: diffKeys(prev, state) };
 }
 
@@ -114,8 +114,9 @@ function build(
   records: Record<string, FileRecord>,
   ignored: readonly string[],
   opts: Required<LoadOptions>,
+  prev?: DesiredState,
 ): DesiredState {
-  const linked = link(settings, records);
+  const linked = link(settings, records, prev?.objects);
   const files: Record<string, FileRecord> = {};
   for (const path of Object.keys(linked.files).sort()) files[path] = linked.files[path]!;
   const state: DesiredState = Object.freeze({

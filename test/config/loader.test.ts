@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import {
   allObjects,
@@ -76,9 +77,11 @@ describe("a valid repository", () => {
     expect(allObjects(state)).toHaveLength(6);
   });
 
-  it("documents every diagnostic code it can emit", () => {
+  it("documents every diagnostic code it can emit, in the catalog and in the README", () => {
+    const readme = readFileSync(new URL("../../src/config/README.md", import.meta.url), "utf8");
     for (const code of Object.values(ConfigCode)) {
       expect(CONFIG_CODES[code].description.length).toBeGreaterThan(20);
+      expect(readme).toContain(`| \`${code}\` | ${CONFIG_CODES[code].severity} |`);
     }
   });
 });
