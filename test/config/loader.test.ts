@@ -119,6 +119,15 @@ describe("YAML syntax and multi-document files", () => {
     expect(state.files["empty.yaml"]!.objects).toEqual([]);
   });
 
+  it("warns about an unresolved YAML tag and still loads the object", () => {
+    const text = virtualDestination("reviews", "web").replace("reviews.global", "!custom reviews.global");
+    const { state, diagnostics } = load(withFile("tag.yaml", text));
+    const line = text.split("\n").findIndex((l) => l.includes("!custom")) + 1;
+    expect(where(diagnostics)).toEqual([`tag.yaml:${line}:${text.split("\n")[line - 1]!.indexOf("!custom") + 1} YAML_WARNING`]);
+    expect(diagnostics[0]!.severity).toBe("warning");
+    expect(getObject(state, "VirtualDestination//web/reviews")).toBeDefined();
+  });
+
   it("reports a document that is not a mapping", () => {
     const { diagnostics } = load(withFile("list.yaml", "- a\n- b\n---\njust a string\n"));
     expect(where(diagnostics)).toEqual(["list.yaml:1:1 NOT_AN_OBJECT", "list.yaml:4:1 NOT_AN_OBJECT"]);
