@@ -7,6 +7,7 @@ import { Command, CommanderError } from "commander";
 import { describeError, stripCredentials } from "../core/index.js";
 import { createIo, ExitCode, UsageError, type CliIo } from "./io.js";
 import { registerValidate } from "./validate.js";
+import { registerRender } from "./render.js";
 import { registerKubeEmulator } from "./kube-emulator.js";
 
 export type RegisterCommand = (program: Command, io: CliIo) => void;
@@ -14,6 +15,7 @@ export type RegisterCommand = (program: Command, io: CliIo) => void;
 // One line per sub-command, in the order `--help` lists them.
 const commands: readonly RegisterCommand[] = [
   registerValidate,
+  registerRender,
   registerKubeEmulator,
 ];
 

@@ -124,3 +124,8 @@ export function assembleCluster(cluster: string, fragments: readonly WorkspaceFr
 function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/** Path of a rendered object in the audit layout: `clusters/<cluster>/<namespace>/<kind>/<name>.yaml` (kind lower-cased). */
+export function renderedPath(cluster: string, r: Pick<IstioResource, "kind" | "metadata">): string {
+  return `clusters/${cluster}/${r.metadata.namespace}/${r.kind.toLowerCase()}/${r.metadata.name}.yaml`;
+}

@@ -16,6 +16,7 @@ import { compareResources, mergeResources, resourceKey, assembleCluster } from "
 import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
 import { toDesiredInput, type Desired, type DiscoveryMap } from "./input.js";
 import { validateOutputs } from "./istio-validate.js";
+import { DESTINATION_TRANSLATORS } from "./destination-translators.js";
 import { translateRouteTables } from "./route-table.js";
 import { translateVirtualGateways } from "./virtual-gateway.js";
 import {
@@ -38,6 +39,7 @@ export interface KindTranslator {
 export const KIND_TRANSLATORS: readonly KindTranslator[] = [
   { name: "VirtualGateway", translate: translateVirtualGateways },
   { name: "RouteTable", translate: translateRouteTables },
+  ...DESTINATION_TRANSLATORS,
 ];
 
 export interface TranslateOptions {
