@@ -333,7 +333,8 @@ export function createHandler(opts: HandlerOptions): {
           return send(res, 200, { kind: `${kind.kind}List`, apiVersion: apiVersionOf(kind), metadata: { resourceVersion: String(store.resourceVersion) }, items });
         }
         const deleted = store.delete(kind, namespace, name, preconditions);
-        if (kind.kind === "Pod") return send(res, 200, deleted);
+        // Like the real server: Pods (graceful deletion) and Services answer the deleted object, others a Status.
+        if (kind.builtIn === true && (kind.kind === "Pod" || kind.kind === "Service")) return send(res, 200, deleted);
         if (kind.kind === "Namespace") return send(res, 200, { ...deleted, status: { phase: "Terminating" } });
         return send(res, 200, {
           kind: "Status",

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { recordUpdate, serverSideApply, formatPath, type FieldConflict } from "./fields.js";
+import { applyDefaults, createDefaultingState } from "./defaults.js";
 import { apiVersionOf, type KindRegistry, type ResourceKind } from "./kinds.js";
 import { clone, deepEqual, dropKey, isObject, jsonPatch, mergePatch, type Json, type JsonObject } from "./patch.js";
 import { matchesFields, matchesLabels, type FieldRequirement, type Selector } from "./selectors.js";
@@ -68,6 +69,7 @@ export class ObjectStore {
   private readonly objects = new Map<string, Map<string, JsonObject>>();
   private readonly history: StoreEvent[] = [];
   private readonly listeners = new Set<(e: StoreEvent) => void>();
+  private readonly defaulting = createDefaultingState();
 
   constructor(private readonly opts: StoreOptions) {}
 
@@ -261,6 +263,7 @@ export class ObjectStore {
     this.stampNew(obj);
     delete meta.managedFields;
     if (kind.kind === "Namespace") obj.status = { phase: "Active" };
+    applyDefaults(kind, obj, undefined, this.defaulting);
     recordUpdate({ old: undefined, next: obj, manager, apiVersion: apiVersionOf(kind), now: this.now() });
     return this.commit(kind, "ADDED", obj);
   }
@@ -280,6 +283,7 @@ export class ObjectStore {
   private write(kind: ResourceKind, live: JsonObject, next: JsonObject, manager: string): JsonObject {
     this.carryOver(live, next);
     metaOf(next).resourceVersion = metaOf(live).resourceVersion ?? null;
+    applyDefaults(kind, next, live, this.defaulting);
     recordUpdate({ old: live, next, manager, apiVersion: apiVersionOf(kind), now: this.now() });
     return this.storeIfChanged(kind, live, next);
   }
@@ -361,6 +365,7 @@ export class ObjectStore {
     if (live === undefined) {
       this.stampNew(next);
       if (kind.kind === "Namespace") next.status = { phase: "Active" };
+      applyDefaults(kind, next, undefined, this.defaulting);
       return { object: this.commit(kind, "ADDED", next), created: true };
     }
     const managed = metaOf(next).managedFields;
@@ -368,6 +373,7 @@ export class ObjectStore {
     if (managed === undefined) delete metaOf(next).managedFields;
     else metaOf(next).managedFields = managed;
     metaOf(next).resourceVersion = metaOf(live).resourceVersion ?? null;
+    applyDefaults(kind, next, live, this.defaulting);
     return { object: this.storeIfChanged(kind, live, next), created: false };
   }
 

@@ -44,7 +44,7 @@ describe("gitmesh kube-emulator", () => {
       const cfg = parse(await readFile(kubeconfig, "utf8"));
       expect(cfg.clusters[0].cluster.server).toBe(url);
       const svc = (await (await fetch(`${url}/api/v1/namespaces/istio-system/services/istiod`)).json()) as { spec: unknown };
-      expect(svc.spec).toEqual({ ports: [{ port: 15012 }] });
+      expect(svc.spec).toMatchObject({ ports: [{ port: 15012, protocol: "TCP" }], type: "ClusterIP" });
     } finally {
       p.child.kill("SIGTERM");
     }

@@ -172,6 +172,38 @@ describe("create, get, update, delete", () => {
   });
 });
 
+describe("server-side defaulting clients rely on", () => {
+  it("folds Secret stringData into base64 data, defaults type Opaque, and never returns stringData", async () => {
+    const s = await core.createNamespacedSecret({ namespace: "shop", body: { metadata: { name: "tok" }, stringData: { token: "s3cret" } } });
+    expect(s.data).toEqual({ token: Buffer.from("s3cret").toString("base64") });
+    expect(s.type).toBe("Opaque");
+    expect(s.stringData).toBeUndefined();
+    const applied = await objects.patch(
+      { apiVersion: "v1", kind: "Secret", metadata: { name: "tok", namespace: "shop" }, stringData: { extra: "x" } } as KubernetesObject,
+      undefined,
+      undefined,
+      "gitmesh-agent",
+      true,
+      PatchStrategy.ServerSideApply,
+    );
+    expect((applied as { data?: Record<string, string> }).data).toEqual({ token: Buffer.from("s3cret").toString("base64"), extra: Buffer.from("x").toString("base64") });
+  });
+
+  it("allocates a Service clusterIP once and keeps it across updates; ports default to TCP", async () => {
+    const svc = await core.createNamespacedService({ namespace: "shop", body: { metadata: { name: "api" }, spec: { ports: [{ port: 80 }] } } });
+    expect(svc.spec?.type).toBe("ClusterIP");
+    expect(svc.spec?.clusterIP).toMatch(/^10\.96\.\d+\.\d+$/);
+    expect(svc.spec?.clusterIPs).toEqual([svc.spec?.clusterIP]);
+    expect(svc.spec?.ports?.[0]?.protocol).toBe("TCP");
+    const other = await core.createNamespacedService({ namespace: "shop", body: { metadata: { name: "api2" }, spec: { ports: [{ port: 80 }] } } });
+    expect(other.spec?.clusterIP).not.toBe(svc.spec?.clusterIP);
+    const replaced = await core.replaceNamespacedService({ name: "api", namespace: "shop", body: { metadata: { name: "api" }, spec: { ports: [{ port: 81 }] } } });
+    expect(replaced.spec?.clusterIP).toBe(svc.spec?.clusterIP);
+    const deleted = await core.deleteNamespacedService({ name: "api2", namespace: "shop" });
+    expect(deleted.metadata?.name).toBe("api2");
+  });
+});
+
 describe("patches", () => {
   it("merge patch deletes keys with null; JSON patch applies RFC 6902 operations", async () => {
     await core.createNamespacedConfigMap({ namespace: "shop", body: cm("patchy", { a: "1", b: "2" }) });
