@@ -42,3 +42,19 @@ export {
   type WebhookRequest,
   type WebhookResponse,
 } from "./webhooks.js";
+export {
+  CLUSTER_SCOPED_DIR,
+  commitMessage,
+  createAuditWriter,
+  discoveryPath,
+  MANIFEST_PATH,
+  renderedPath,
+  type AuditIdentity,
+  type AuditInput,
+  type AuditResult,
+  type AuditTarget,
+  type AuditWriter,
+  type AuditWriterOptions,
+  type ClusterChange,
+  type RenderedResource,
+} from "./audit.js";

@@ -1,0 +1,403 @@
+/**
+ * The audit branch writer: commits the rendered output of every cluster and the compact discovery
+ * each cluster reported to a branch (default `gitmesh/rendered`), so every rendered change is
+ * reviewable and any commit can be re-rendered offline.
+ *
+ * Layout: `clusters/<cluster>/<namespace>/<Kind>/<name>.yaml` (cluster-scoped objects use the
+ * namespace folder `_cluster`) and `discovery/<cluster>.yaml`, each one canonical YAML document.
+ *
+ * Rules:
+ * - one commit per write that changes any output; nothing when the tree is unchanged;
+ * - the new tree is built from the old one: only changed blobs and the trees above them are written;
+ * - deterministic: same branch tip + same inputs ⇒ same tree and the same commit. The author and
+ *   committer are a fixed, configurable identity and the commit time is the `timestamp` of the input
+ *   (the source commit's committer time), in UTC, so re-running a render reproduces the commit;
+ * - only generated files are touched: the paths written are listed in `.gitmesh/generated-files`
+ *   on the branch; a path is deleted or rewritten only if that list names it, so READMEs, CI config
+ *   or hand-written files (even under `clusters/`) survive, and a hand-written file at a path we
+ *   would generate is left alone and reported in `skipped`;
+ * - push races: when the branch moved (non-fast-forward, or another writer won the ref lock), the
+ *   commit is rebuilt on the new tip and published again, up to `maxAttempts` times.
+ */
+import * as nodeFs from "node:fs";
+import { dirname, join } from "node:path";
+import * as git from "isomorphic-git";
+import type { FsClient, GitAuth, HttpClient } from "isomorphic-git";
+import nodeHttp from "isomorphic-git/http/node";
+import { canonicalYaml, describeError, type Logger } from "../core/index.js";
+import { AuditPushConflictError, classifyGitError } from "./errors.js";
+import { hasObject, readBlobContent, readTreeEntries, type ObjectStore } from "./objects.js";
+import { withBackoff, type BackoffOptions } from "./retry.js";
+import { splitCredentials, type GitCredentials } from "./source.js";
+
+/** A rendered Kubernetes object (plain data). */
+export interface RenderedResource {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: { readonly name: string; readonly namespace?: string | undefined; readonly [key: string]: unknown };
+  readonly [key: string]: unknown;
+}
+
+export type AuditTarget =
+  | { readonly kind: "local"; /** Repository (its `.git`) or bare repository; the branch is updated in place. */ readonly path: string }
+  | {
+      readonly kind: "remote";
+      readonly url: string;
+      readonly auth?: GitCredentials;
+      /** Bare repository used to build commits before pushing (created when missing). */
+      readonly cacheDir: string;
+    };
+
+export interface AuditIdentity {
+  readonly name: string;
+  readonly email: string;
+}
+
+export interface AuditWriterOptions {
+  readonly target: AuditTarget;
+  /** Default `gitmesh/rendered`. */
+  readonly branch?: string;
+  /** Author and committer (default `gitmesh <gitmesh@localhost>`). */
+  readonly identity?: AuditIdentity;
+  /** Attempts when the branch moves under us (default 5). */
+  readonly maxAttempts?: number;
+  /** Transport retries for fetch/push (see withBackoff). */
+  readonly retry?: BackoffOptions;
+  readonly logger: Logger;
+  readonly fs?: FsClient;
+  readonly http?: HttpClient;
+}
+
+export interface AuditInput {
+  /** The complete rendered output per cluster. A cluster missing here loses its generated files. */
+  readonly clusters: ReadonlyMap<string, readonly RenderedResource[]>;
+  /** The compact discovery snapshot per cluster. */
+  readonly discovery: ReadonlyMap<string, unknown>;
+  readonly sourceCommit: string;
+  /** e.g. `refs/heads/main`. */
+  readonly sourceRef: string;
+  /** Unix seconds used as author and committer time: the source commit's committer time. */
+  readonly timestamp: number;
+}
+
+export interface ClusterChange {
+  readonly cluster: string;
+  readonly added: number;
+  readonly changed: number;
+  readonly removed: number;
+  /** True when `discovery/<cluster>.yaml` changed. */
+  readonly discovery: boolean;
+}
+
+export interface AuditResult {
+  /** The new commit, or undefined when the output was unchanged. */
+  readonly commit: string | undefined;
+  readonly tree: string;
+  /** Clusters with any change, sorted. */
+  readonly changes: readonly ClusterChange[];
+  /** Paths we would have written but that hold a file we did not generate. */
+  readonly skipped: readonly string[];
+  readonly attempts: number;
+}
+
+export interface AuditWriter {
+  write(input: AuditInput): Promise<AuditResult>;
+}
+
+export const MANIFEST_PATH = ".gitmesh/generated-files";
+export const CLUSTER_SCOPED_DIR = "_cluster";
+const ZERO = "0000000000000000000000000000000000000000";
+
+/** Repository path of one rendered object. */
+export function renderedPath(cluster: string, r: RenderedResource): string {
+  const ns = r.metadata.namespace !== undefined && r.metadata.namespace !== "" ? r.metadata.namespace : CLUSTER_SCOPED_DIR;
+  return `clusters/${segment(cluster)}/${segment(ns)}/${segment(r.kind)}/${segment(r.metadata.name)}.yaml`;
+}
+
+export function discoveryPath(cluster: string): string {
+  return `discovery/${segment(cluster)}.yaml`;
+}
+
+/** A safe single path segment: no separators, no dot-only names. */
+function segment(s: string): string {
+  const clean = s.replace(/[^A-Za-z0-9._-]/g, "_");
+  return /^\.*$/.test(clean) ? `_${clean}` : clean;
+}
+
+interface Applied {
+  tree: string | undefined;
+  status: Map<string, "added" | "changed" | "removed">;
+  skipped: string[];
+}
+
+export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
+  const fs = options.fs ?? nodeFs;
+  const http = options.http ?? nodeHttp;
+  const branch = options.branch ?? "gitmesh/rendered";
+  const fullRef = `refs/heads/${branch}`;
+  const identity = options.identity ?? { name: "gitmesh", email: "gitmesh@localhost" };
+  const maxAttempts = options.maxAttempts ?? 5;
+  const log = options.logger;
+  const target = options.target;
+  const remote = target.kind === "remote" ? splitCredentials(target.url, target.auth) : undefined;
+  const gitdir = target.kind === "remote" ? target.cacheDir : resolveGitdir(target.path);
+  const store: ObjectStore = { fs, gitdir, cache: {} };
+  const credentials = remote?.auth;
+  const auth = credentials ? { onAuth: (): GitAuth => credentials } : {};
+  let initialised = false;
+
+  const transport = <T>(what: string, fn: () => Promise<T>): Promise<T> =>
+    withBackoff(
+      async () => {
+        try {
+          return await fn();
+        } catch (err) {
+          throw classifyGitError(err, what);
+        }
+      },
+      { ...options.retry, onRetry: (err, attempt, delayMs) => log.warn(`${what} failed, retrying`, { attempt, delayMs, error: describeError(err) }) },
+    );
+
+  /** The current tip of the branch (fetched for a remote), or undefined when it does not exist yet. */
+  const currentTip = async (): Promise<string | undefined> => {
+    if (!remote) return resolveLocal(fs, gitdir, fullRef);
+    if (!initialised) {
+      if (!nodeFs.existsSync(join(gitdir, "HEAD"))) await git.init({ fs, gitdir, bare: true });
+      await git.addRemote({ fs, gitdir, remote: "origin", url: remote.url, force: true });
+      initialised = true;
+    }
+    const advertised = await transport(`listing refs of ${remote.url}`, () =>
+      git.listServerRefs({ http, url: remote.url, prefix: fullRef, onAuthFailure: () => ({ cancel: true }), ...auth }),
+    );
+    const tip = advertised.find((r) => r.ref === fullRef)?.oid;
+    if (tip === undefined) return undefined;
+    // Usually the tip is our own last push; fetch only when another writer moved the branch.
+    // (isomorphic-git's fetch needs the remote HEAD to name an existing branch.)
+    if (!(await hasObject(store, tip))) {
+      await transport(`fetching ${branch} from ${remote.url}`, () =>
+        git.fetch({ fs, http, gitdir, url: remote.url, ref: branch, singleBranch: true, tags: false, depth: 1, cache: store.cache, onAuthFailure: () => ({ cancel: true }), ...auth }),
+      );
+    }
+    return tip;
+  };
+
+  const publish = async (base: string | undefined, commit: string): Promise<boolean> => {
+    if (!remote) return casRef(fullRef, base, commit);
+    await git.writeRef({ fs, gitdir, ref: fullRef, value: commit, force: true });
+    // a lost race (non-fast-forward, or the server's ref lock) is an answer, not a transport failure
+    return transport(`pushing ${branch} to ${remote.url}`, async () => {
+      try {
+        await git.push({ fs, http, gitdir, url: remote.url, ref: fullRef, remoteRef: fullRef, cache: store.cache, onAuthFailure: () => ({ cancel: true }), ...auth });
+        return true;
+      } catch (err) {
+        if (isRace(err)) return false;
+        throw err;
+      }
+    });
+  };
+
+  /** Compare-and-swap of a loose ref with git's own `<ref>.lock` protocol, so the git CLI and other writers cooperate. */
+  const casRef = async (ref: string, expected: string | undefined, value: string): Promise<boolean> => {
+    const refFile = join(gitdir, ref);
+    const lock = `${refFile}.lock`;
+    await nodeFs.promises.mkdir(dirname(refFile), { recursive: true });
+    let handle: nodeFs.promises.FileHandle;
+    try {
+      handle = await nodeFs.promises.open(lock, "wx");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+      throw err;
+    }
+    try {
+      const current = await resolveLocal(fs, gitdir, ref);
+      if (current !== expected) return false;
+      await handle.writeFile(`${value}\n`);
+      await handle.close();
+      await nodeFs.promises.rename(lock, refFile);
+      return true;
+    } finally {
+      await handle.close().catch(() => undefined);
+      await nodeFs.promises.rm(lock, { force: true });
+    }
+  };
+
+  const applyChanges = async (treeOid: string | undefined, changes: ReadonlyMap<string, Uint8Array | null>, managed: ReadonlySet<string>): Promise<Applied> => {
+    const status = new Map<string, "added" | "changed" | "removed">();
+    const skipped: string[] = [];
+    const visit = async (oid: string | undefined, local: Map<string, Uint8Array | null>, prefix: string): Promise<string | undefined> => {
+      const entries = new Map((await readTreeEntries(store, oid)).map((e) => [e.path, { ...e }]));
+      const leaves = new Map<string, Uint8Array | null>();
+      const dirs = new Map<string, Map<string, Uint8Array | null>>();
+      for (const [path, content] of local) {
+        const i = path.indexOf("/");
+        if (i < 0) leaves.set(path, content);
+        else {
+          const name = path.slice(0, i);
+          let sub = dirs.get(name);
+          if (!sub) dirs.set(name, (sub = new Map<string, Uint8Array | null>()));
+          sub.set(path.slice(i + 1), content);
+        }
+      }
+      let modified = false;
+      for (const [name, content] of leaves) {
+        const full = prefix + name;
+        const existing = entries.get(name);
+        if (content === null) {
+          if (existing?.type === "blob" && managed.has(full)) {
+            entries.delete(name);
+            status.set(full, "removed");
+            modified = true;
+          }
+          continue;
+        }
+        if (existing && (existing.type !== "blob" || !managed.has(full))) {
+          skipped.push(full);
+          continue;
+        }
+        const { oid: blobOid } = await git.hashBlob({ object: content });
+        if (existing?.oid === blobOid) continue;
+        if (!hasLoose(blobOid)) await git.writeBlob({ fs, gitdir, blob: content });
+        entries.set(name, { mode: "100644", path: name, oid: blobOid, type: "blob" });
+        status.set(full, existing ? "changed" : "added");
+        modified = true;
+      }
+      for (const [name, sub] of dirs) {
+        const existing = entries.get(name);
+        if (existing && existing.type !== "tree") {
+          for (const [p, c] of sub) if (c !== null) skipped.push(`${prefix}${name}/${p}`);
+          continue;
+        }
+        const next = await visit(existing?.oid, sub, `${prefix}${name}/`);
+        if (next === existing?.oid) continue;
+        modified = true;
+        if (next === undefined) entries.delete(name);
+        else entries.set(name, { mode: "040000", path: name, oid: next, type: "tree" });
+      }
+      if (!modified) return oid;
+      if (entries.size === 0) return undefined;
+      return git.writeTree({ fs, gitdir, tree: [...entries.values()] });
+    };
+    const tree = await visit(treeOid, new Map<string, Uint8Array | null>(changes), "");
+    return { tree, status, skipped: skipped.sort() };
+  };
+
+  const hasLoose = (oid: string): boolean => nodeFs.existsSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2)));
+
+  const buildFiles = (input: AuditInput): Map<string, Uint8Array> => {
+    const files = new Map<string, Uint8Array>();
+    for (const [cluster, resources] of input.clusters) {
+      for (const r of resources) files.set(renderedPath(cluster, r), Buffer.from(canonicalYaml(r)));
+    }
+    for (const [cluster, snapshot] of input.discovery) files.set(discoveryPath(cluster), Buffer.from(canonicalYaml(snapshot)));
+    return files;
+  };
+
+  const readManifest = async (tree: string | undefined): Promise<Set<string>> => {
+    if (tree === undefined) return new Set();
+    let cur: string | undefined = tree;
+    const parts = MANIFEST_PATH.split("/");
+    for (const [i, part] of parts.entries()) {
+      const entry: git.TreeEntry | undefined = (await readTreeEntries(store, cur)).find((e) => e.path === part);
+      if (!entry) return new Set();
+      if (i === parts.length - 1) {
+        if (entry.type !== "blob") return new Set();
+        const text = Buffer.from(await readBlobContent(store, entry.oid)).toString("utf8");
+        return new Set(text.split("\n").filter((l) => l !== ""));
+      }
+      cur = entry.oid;
+    }
+    return new Set();
+  };
+
+  const attempt = async (input: AuditInput, files: ReadonlyMap<string, Uint8Array>, n: number): Promise<AuditResult | "race"> => {
+    const base = await currentTip();
+    const baseTree = base === undefined ? undefined : (await git.readCommit({ fs, gitdir, oid: base, cache: store.cache })).commit.tree;
+    const managed = await readManifest(baseTree);
+    const changes = new Map<string, Uint8Array | null>(files);
+    for (const path of managed) if (!files.has(path)) changes.set(path, null);
+    const first = await applyChanges(baseTree, changes, managed);
+    // the manifest lists what we generated and still own (skipped paths belong to someone else)
+    const skipped = new Set(first.skipped);
+    const owned = [...files.keys()].filter((p) => !skipped.has(p)).sort();
+    const manifest = owned.length === 0 ? null : Buffer.from(owned.join("\n") + "\n");
+    const withManifest = await applyChanges(first.tree, new Map([[MANIFEST_PATH, manifest]]), new Set([MANIFEST_PATH]));
+    const tree = withManifest.tree ?? (await git.writeTree({ fs, gitdir, tree: [] }));
+    const changesByCluster = summarise(first.status);
+    if (tree === baseTree) return { commit: undefined, tree, changes: [], skipped: first.skipped, attempts: n };
+    const who = { ...identity, timestamp: input.timestamp, timezoneOffset: 0 };
+    const commit = await git.writeCommit({
+      fs,
+      gitdir,
+      commit: { tree, parent: base === undefined ? [] : [base], author: who, committer: who, message: commitMessage(input, changesByCluster) },
+    });
+    if (!(await publish(base, commit))) return "race";
+    return { commit, tree, changes: changesByCluster, skipped: first.skipped, attempts: n };
+  };
+
+  return {
+    async write(input) {
+      const files = buildFiles(input);
+      for (let n = 1; n <= maxAttempts; n++) {
+        const result = await attempt(input, files, n);
+        if (result !== "race") {
+          if (result.skipped.length > 0) log.warn("audit branch: paths hold files gitmesh did not generate; left alone", { branch, skipped: result.skipped.slice(0, 20) });
+          if (result.commit !== undefined) {
+            log.info("audit commit", { branch, commit: result.commit, sourceCommit: input.sourceCommit, clusters: result.changes.length, attempts: n });
+          }
+          return result;
+        }
+        log.info("audit branch moved; rebuilding on the new tip", { branch, attempt: n });
+      }
+      throw new AuditPushConflictError(`audit branch ${branch} kept moving; gave up after ${maxAttempts} attempts (the next write will try again)`);
+    },
+  };
+}
+
+function summarise(status: ReadonlyMap<string, "added" | "changed" | "removed">): ClusterChange[] {
+  const by = new Map<string, { added: number; changed: number; removed: number; discovery: boolean }>();
+  const get = (c: string) => {
+    let s = by.get(c);
+    if (!s) by.set(c, (s = { added: 0, changed: 0, removed: 0, discovery: false }));
+    return s;
+  };
+  for (const [path, st] of status) {
+    const parts = path.split("/");
+    if (parts[0] === "clusters" && parts[1] !== undefined) get(parts[1])[st]++;
+    else if (parts[0] === "discovery" && parts[1] !== undefined) get(parts[1].replace(/\.yaml$/, "")).discovery = true;
+  }
+  return [...by.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([cluster, s]) => ({ cluster, ...s }));
+}
+
+/** Subject, one line per changed cluster (`+added ~changed -removed`, discovery), and the trailers. */
+export function commitMessage(input: Pick<AuditInput, "sourceCommit" | "sourceRef">, changes: readonly ClusterChange[]): string {
+  const short = input.sourceCommit.slice(0, 12);
+  const ref = input.sourceRef.replace(/^refs\/heads\//, "");
+  const rendered = changes.filter((c) => c.added + c.changed + c.removed > 0).length;
+  const lines = changes.map((c) => {
+    const parts: string[] = [];
+    if (c.added + c.changed + c.removed > 0) parts.push(`+${c.added} ~${c.changed} -${c.removed}`);
+    if (c.discovery) parts.push("discovery updated");
+    return `${c.cluster}: ${parts.join(", ")}`;
+  });
+  const subject = rendered > 0 ? `Render ${short} (${ref}): ${rendered} cluster${rendered === 1 ? "" : "s"} changed` : `Discovery update at ${short} (${ref})`;
+  return `${subject}\n\n${lines.join("\n")}\n\nSource-Commit: ${input.sourceCommit}\nSource-Ref: ${input.sourceRef}\n`;
+}
+
+function isRace(err: unknown): boolean {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  return code === "PushRejectedError" || code === "GitPushError";
+}
+
+async function resolveLocal(fs: FsClient, gitdir: string, ref: string): Promise<string | undefined> {
+  try {
+    const oid = await git.resolveRef({ fs, gitdir, ref });
+    return oid === ZERO ? undefined : oid;
+  } catch {
+    return undefined;
+  }
+}
+
+function resolveGitdir(path: string): string {
+  const dotGit = join(path, ".git");
+  return nodeFs.existsSync(dotGit) && nodeFs.statSync(dotGit).isDirectory() ? dotGit : path;
+}
