@@ -55,6 +55,24 @@ export function positionOf(positions: Readonly<Record<string, Position>>, pointe
 }
 
 export function parseSourceFile(file: SourceFile, registry: KindRegistry, schemaValidation: boolean): FileRecord {
+  try {
+    return parseSourceFileUnguarded(file, registry, schemaValidation);
+  } catch (err) {
+    // Pathological input (nesting thousands of levels deep) overflows the stack somewhere in
+    // parsing, validation or hashing; it must not take the process down. Anything else is a bug.
+    if (!(err instanceof RangeError)) throw err;
+    return {
+      path: file.path,
+      digest: sha256(file.content),
+      objects: [],
+      invalid: [],
+      unsupported: [],
+      diagnostics: [diag(ConfigCode.YAML_SYNTAX, file.path, [1, 1], `the file could not be processed (${err.message}); it is nested too deeply, simplify it (the file is skipped)`)],
+    };
+  }
+}
+
+function parseSourceFileUnguarded(file: SourceFile, registry: KindRegistry, schemaValidation: boolean): FileRecord {
   const digest = sha256(file.content);
   const diagnostics: Diagnostic[] = [];
   const objects: LoadedObject[] = [];
@@ -147,6 +165,14 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
     out.push(diag(ConfigCode.INVALID_METADATA, file, at("/metadata"), "`metadata` must be a mapping with name and namespace", "/metadata"));
     return undefined;
   }
+  for (const field of ["name", "namespace"] as const) {
+    const v = metaRecord[field];
+    if (v !== undefined && v !== null && typeof v !== "string") {
+      const p = `/metadata/${field}`;
+      out.push(diag(ConfigCode.INVALID_METADATA, file, at(p), typeof v === "object" ? `metadata.${field} must be a string, not a ${Array.isArray(v) ? "list" : "mapping"}` : `metadata.${field} must be a string; quote it (e.g. "${JSON.stringify(v)}")`, p));
+      return undefined;
+    }
+  }
   if (name === undefined || name === "") {
     out.push(diag(ConfigCode.MISSING_NAME, file, at("/metadata/name"), `${kind} has no metadata.name; add a name (DNS-1123 label, e.g. \`reviews\`)`, "/metadata/name"));
     ok = false;
@@ -210,7 +236,7 @@ function stringMap(
     if (typeof v === "string") result[k] = v;
     else {
       const p = `${pointer}/${k.replace(/~/g, "~0").replace(/\//g, "~1")}`;
-      out.push(diag(ConfigCode.INVALID_METADATA, file, at(p), `value of ${k} must be a string; quote it (e.g. "${String(v)}")`, p));
+      out.push(diag(ConfigCode.INVALID_METADATA, file, at(p), typeof v === "object" && v !== null ? `value of ${k} must be a string, not a ${Array.isArray(v) ? "list" : "mapping"}` : `value of ${k} must be a string; quote it (e.g. "${JSON.stringify(v)}")`, p));
       ok = false;
     }
   }

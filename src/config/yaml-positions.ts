@@ -28,7 +28,8 @@ export function escapePointerToken(token: string): string {
 
 export function parseYamlDocuments(text: string): ParsedDocument[] {
   const lineCounter = new LineCounter();
-  const docs = parseAllDocuments(text, { lineCounter, prettyErrors: false, uniqueKeys: true, strict: true });
+  // logLevel "error": the yaml package would otherwise print process warnings (e.g. for collection keys).
+  const docs = parseAllDocuments(text, { lineCounter, prettyErrors: false, uniqueKeys: true, strict: true, logLevel: "error" });
   const at = (offset: number): Position => {
     const p = lineCounter.linePos(offset);
     return [p.line, p.col];

@@ -145,6 +145,15 @@ describe("YAML syntax and multi-document files", () => {
     expect(codes(diagnostics)).toContain(ConfigCode.YAML_SYNTAX);
   });
 
+  it("survives pathological nesting with a diagnostic instead of a crash", () => {
+    const flow = `a: ${"[".repeat(20_000)}${"]".repeat(20_000)}\n`;
+    const block = `${Array.from({ length: 3000 }, (_, i) => `${" ".repeat(i)}k:`).join("\n")} 1\n`;
+    const { state, diagnostics } = load([...withFile("flow.yaml", flow), file("block.yaml", block)]);
+    // Where exactly the parser gives up depends on the stack size; that it reports and goes on does not.
+    expect(diagnostics.map((d) => `${d.file ?? ""} ${d.code}`)).toEqual(["block.yaml YAML_SYNTAX", "flow.yaml YAML_SYNTAX"]);
+    expect(allObjects(state)).toHaveLength(6);
+  });
+
   it("only reads .yaml and .yml files", () => {
     const { state } = load([...baseRepo(), file("README.md", "# not yaml: [\n"), file("x.json", "{}"), file("extra.yml", virtualDestination("reviews", "web"))]);
     expect(Object.keys(state.files)).not.toContain("README.md");
@@ -234,6 +243,13 @@ describe("kinds and metadata", () => {
     const { state, diagnostics } = load(withFile("x.yaml", docs(noName, noNs)));
     expect(where(diagnostics)).toEqual(["x.yaml:3:1 MISSING_NAME", "x.yaml:9:1 MISSING_NAMESPACE"]);
     expect(objectsOfKind(state, "VirtualDestination")).toEqual([]);
+  });
+
+  it("reports a name that is not a string", () => {
+    const text = "apiVersion: networking.gloo.solo.io/v2\nkind: VirtualDestination\nmetadata:\n  name: 123\n  namespace: web\nspec: {}\n";
+    const { diagnostics } = load(withFile("x.yaml", text));
+    expect(where(diagnostics)).toEqual(["x.yaml:4:3 INVALID_METADATA"]);
+    expect(diagnostics[0]!.message).toContain('quote it (e.g. "123")');
   });
 
   it("reports labels that are not strings", () => {
