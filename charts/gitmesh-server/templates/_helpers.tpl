@@ -1,0 +1,71 @@
+{{- define "gitmesh-server.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name: the release name when it already contains the chart name. */}}
+{{- define "gitmesh-server.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gitmesh-server.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gitmesh-server.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: server
+{{- end -}}
+
+{{- define "gitmesh-server.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "gitmesh-server.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: gitmesh
+{{- end -}}
+
+{{- define "gitmesh-server.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "gitmesh-server.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gitmesh-server.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "gitmesh-server.redisName" -}}
+{{- printf "%s-redis" (include "gitmesh-server.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "gitmesh-server.gitCredentialsSecret" -}}
+{{- if .Values.git.credentials.existingSecret -}}
+{{- .Values.git.credentials.existingSecret -}}
+{{- else if .Values.git.credentials.password -}}
+{{- printf "%s-git-credentials" (include "gitmesh-server.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gitmesh-server.webhookSecret" -}}
+{{- default (printf "%s-webhook" (include "gitmesh-server.fullname" .)) .Values.webhook.existingSecret -}}
+{{- end -}}
+
+{{/*
+A secret value created once and kept: the value already in the cluster (lookup; always empty
+under `helm template`, which therefore generates a fresh value on every render), else the given
+value, else a random one. Arguments: dict "ctx" . "name" secretName "key" dataKey "value" given.
+*/}}
+{{- define "gitmesh-server.keptValue" -}}
+{{- $existing := lookup "v1" "Secret" .ctx.Release.Namespace .name -}}
+{{- if and $existing $existing.data (hasKey $existing.data .key) -}}
+{{- index $existing.data .key -}}
+{{- else if .value -}}
+{{- .value | b64enc -}}
+{{- else -}}
+{{- randAlphaNum 48 | b64enc -}}
+{{- end -}}
+{{- end -}}
