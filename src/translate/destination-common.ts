@@ -241,12 +241,14 @@ export function eastWestEndpoints(ctx: WorkspaceContext, cluster: string, tlsTer
           ? g.kind === "east-west"
           : objectSelectorMatches(sel, { kind: "Service", name: g.name, namespace: g.namespace, cluster, labels: g.podLabels, workspace: "" });
       if (!matches) continue;
-      const port = g.ports.find((p) => (wantNumber !== undefined ? p.port === wantNumber : p.name === wantName || (!tlsTermination && p.port === 15443)));
+      const overrides = asArray(entry.hostInfoOverrides).map(asRecord);
+      const found = g.ports.find((p) => (wantNumber !== undefined ? p.port === wantNumber : p.name === wantName || (!tlsTermination && p.port === 15443)));
+      // hostInfoOverrides give the address and port explicitly (e.g. a load balancer in front of the gateway)
+      const port = found ?? (overrides.length > 0 ? { port: wantNumber ?? 15443 } : undefined);
       if (port === undefined) continue;
       const loc = (g as { locality?: { region?: string; zone?: string; subZone?: string } }).locality;
       const locality = loc?.region ? [loc.region, loc.zone, loc.subZone].filter((x) => x !== undefined && x !== "").join("/") : undefined;
       const network = (g as { network?: string }).network ?? (snap.meshes?.[0] as { network?: string } | undefined)?.network;
-      const overrides = asArray(entry.hostInfoOverrides).map(asRecord);
       const addrs =
         overrides.length > 0
           ? overrides.map((o) => ({ address: asString(o.addr) ?? "", port: asNumber(o.port) ?? port.port }))
