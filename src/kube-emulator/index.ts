@@ -297,7 +297,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
     seed,
     seedFile: async (path) => seed(await readFile(path, "utf8"), path),
     get: (apiVersion, kind, namespace, name) => store.find(kindOf(apiVersion, kind), namespace, name),
-    list: (apiVersion, kind, namespace) => store.list(kindOf(apiVersion, kind), namespace, [], []),
+    list: (apiVersion, kind, namespace) => store.list(kindOf(apiVersion, kind), namespace, [], []).map((o) => structuredClone(o) as KubeObject),
     remove: (apiVersion, kind, namespace, name) => {
       const k = kindOf(apiVersion, kind);
       if (store.find(k, namespace, name) === undefined) return false;

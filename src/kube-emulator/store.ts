@@ -67,7 +67,9 @@ export class ObjectStore {
   private rv = 0;
   private compactedRv = 0;
   private readonly objects = new Map<string, Map<string, JsonObject>>();
-  private readonly history: StoreEvent[] = [];
+  /** Change events; the live window is `history[head..]` (compacted in chunks, not shifted per write). */
+  private history: StoreEvent[] = [];
+  private head = 0;
   private readonly listeners = new Set<(e: StoreEvent) => void>();
   private readonly defaulting = createDefaultingState();
 
@@ -80,7 +82,14 @@ export class ObjectStore {
   /** Events after `rv`, or `undefined` when that version is older than the history kept (410 Gone). */
   eventsSince(rv: number): StoreEvent[] | undefined {
     if (rv < this.compactedRv) return undefined;
-    return this.history.filter((e) => e.rv > rv);
+    let lo = this.head;
+    let hi = this.history.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.history[mid]!.rv <= rv) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.history.slice(lo);
   }
 
   get oldestResumableVersion(): number {
@@ -116,12 +125,16 @@ export class ObjectStore {
     }
     const event: StoreEvent = { type, rv: this.rv, kind, object: obj, ...(previous === undefined ? {} : { previous }) };
     this.history.push(event);
-    while (this.history.length > this.opts.historySize) {
-      const dropped = this.history.shift()!;
-      this.compactedRv = dropped.rv;
+    if (this.history.length - this.head > this.opts.historySize) {
+      this.head += 1;
+      this.compactedRv = this.history[this.head - 1]!.rv;
+      if (this.head >= this.opts.historySize) {
+        this.history = this.history.slice(this.head);
+        this.head = 0;
+      }
     }
     for (const l of this.listeners) l(event);
-    return clone(obj);
+    return obj;
   }
 
   private namespaceKind(): ResourceKind {
@@ -139,10 +152,10 @@ export class ObjectStore {
     throw new KubeApiError(404, StatusReason.NotFound, `namespaces "${ns}" not found`, { name: ns, kind: "namespaces" });
   }
 
-  get(kind: ResourceKind, ns: string | undefined, name: string): JsonObject {
+  get(kind: ResourceKind, ns: string | undefined, name: string): Readonly<JsonObject> {
     const o = this.bucket(kind).get(objKey(kind.namespaced ? ns : undefined, name));
     if (o === undefined) throw notFound(kind.plural, kind.group, name);
-    return clone(o);
+    return o;
   }
 
   find(kind: ResourceKind, ns: string | undefined, name: string): JsonObject | undefined {
@@ -150,21 +163,16 @@ export class ObjectStore {
     return o === undefined ? undefined : clone(o);
   }
 
-  list(kind: ResourceKind, ns: string | undefined, labels: Selector, fields: readonly FieldRequirement[]): JsonObject[] {
-    const out: JsonObject[] = [];
-    for (const o of this.bucket(kind).values()) {
-      if (this.matches(o, ns, labels, fields)) out.push(o);
+  /** Matching objects sorted by namespace/name. They are the stored objects: serialise them, never mutate them. */
+  list(kind: ResourceKind, ns: string | undefined, labels: Selector, fields: readonly FieldRequirement[]): readonly Readonly<JsonObject>[] {
+    const out: [string, JsonObject][] = [];
+    for (const [key, o] of this.bucket(kind)) {
+      if (this.matches(o, ns, labels, fields)) out.push([key, o]);
     }
-    return out
-      .sort((a, b) => {
-        const ma = metaOf(a);
-        const mb = metaOf(b);
-        return objKey(str(ma.namespace), str(ma.name) ?? "").localeCompare(objKey(str(mb.namespace), str(mb.name) ?? ""));
-      })
-      .map((o) => clone(o));
+    return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((e) => e[1]);
   }
 
-  matches(o: JsonObject, ns: string | undefined, labels: Selector, fields: readonly FieldRequirement[]): boolean {
+  matches(o: Readonly<JsonObject>, ns: string | undefined, labels: Selector, fields: readonly FieldRequirement[]): boolean {
     const meta = metaOf(o);
     const namespace = str(meta.namespace);
     if (ns !== undefined && namespace !== ns) return false;

@@ -150,6 +150,22 @@ describe("raw watch protocol", () => {
     expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(["ADDED pre"]);
   });
 
+  it("keeps exactly historySize events: resuming at the edge works, one before it is 410", async () => {
+    kube = await startKube({ historySize: 3 });
+    for (let i = 0; i < 10; i++) kube.emulator.seed([cm(`h${i}`)]);
+    const now = Number(kube.emulator.resourceVersion());
+    const watchFrom = async (rv: number): Promise<string[]> => {
+      const res = await fetch(`${kube!.url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}&timeoutSeconds=1`);
+      return (await res.text()).trim().split("\n").map((l) => {
+        const e = JSON.parse(l);
+        return e.type === "ERROR" ? `ERROR ${e.object.code}` : `${e.type} ${e.object.metadata.name}`;
+      });
+    };
+    expect(await watchFrom(now - 3)).toEqual(["ADDED h7", "ADDED h8", "ADDED h9"]);
+    expect(await watchFrom(now - 1)).toEqual(["ADDED h9"]);
+    expect(await watchFrom(now - 4)).toEqual(["ERROR 410"]);
+  });
+
   it("one global resourceVersion counter orders events across kinds", async () => {
     kube = await startKube();
     const from = kube.emulator.resourceVersion();
