@@ -191,6 +191,21 @@ export interface WorkspaceContext {
   /** A diagnostic attached to `obj` at JSON pointer `path`, with file and line. */
   diag(obj: InputObject, code: string, severity: Diagnostic["severity"], path: string, message: string): Diagnostic;
   snapshot(cluster: string): DiscoveryInput | undefined;
+  /** A discovered Service by cluster, namespace and name (indexed once per snapshot). */
+  service(cluster: string, namespace: string, name: string): DiscoveredService | undefined;
+}
+
+const serviceIndex = new WeakMap<DiscoveryInput, Map<string, DiscoveredService>>();
+
+function serviceLookup(snap: DiscoveryInput | undefined, namespace: string, name: string): DiscoveredService | undefined {
+  if (snap === undefined) return undefined;
+  let m = serviceIndex.get(snap);
+  if (m === undefined) {
+    m = new Map();
+    for (const s of snap.services) if (!m.has(`${s.namespace}/${s.name}`)) m.set(`${s.namespace}/${s.name}`, s);
+    serviceIndex.set(snap, m);
+  }
+  return m.get(`${namespace}/${name}`);
 }
 
 const ctxMemo = new WeakMap<TranslationIndex, Map<string, WorkspaceContext>>();
@@ -272,6 +287,7 @@ function createContext(index: TranslationIndex, info: WorkspaceInfo): WorkspaceC
     }),
     diag: (o, code, severity, path, message) => makeDiagnostic(o, code, severity, path, message, index.adminNamespace),
     snapshot: (cluster) => index.discovery.get(cluster),
+    service: (cluster, namespace, name) => serviceLookup(index.discovery.get(cluster), namespace, name),
   };
 }
 

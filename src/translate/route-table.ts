@@ -34,6 +34,8 @@ export const REPLACEMENT_BODY = "gitmesh: this route could not be translated; se
 
 /** Where one VirtualService goes and how it is scoped. */
 interface Target {
+  /** Subset name → canonical labels, per destination host, to catch two label sets with one subset name. */
+  readonly subsetNames?: Map<string, string>;
   readonly cluster: string;
   readonly namespace: string;
   readonly gateways: readonly string[];
@@ -113,8 +115,11 @@ function eastWest(ctx: WorkspaceContext, rt: InputObject, routes: readonly FlatR
     return { resources: [], diagnostics };
   }
   const resources: Emitted[] = [];
+  // Sidecars of the workspace and of every workspace the table is exported to (and that imports it) use it.
+  const consumers = ctx.consumersOf(ctx.selectable(rt));
   for (const cluster of clusters) {
-    const target: Target = { cluster, namespace: ns, gateways: ["mesh"], sourceLabels: anyAll ? [] : sourceLabels, exportTo: ctx.workspace.namespaces.get(cluster) ?? ["."] };
+    const namespaces = [ctx.workspace.name, ...consumers].flatMap((w) => ctx.index.workspaces.get(w)?.namespaces.get(cluster) ?? []);
+    const target: Target = { cluster, namespace: ns, gateways: ["mesh"], sourceLabels: anyAll ? [] : sourceLabels, exportTo: [...new Set(namespaces)].sort() };
     const r = renderVirtualService(ctx, rt, routes, target);
     resources.push(...r.resources);
     diagnostics.push(...r.diagnostics);
@@ -128,8 +133,9 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   const resources: Emitted[] = [];
   const http: Record<string, unknown>[] = [];
   let failed = false;
+  const scoped: Target = { ...target, subsetNames: new Map() };
   for (const fr of routes) {
-    const r = convertHttpRoute(ctx, rt, fr, target);
+    const r = convertHttpRoute(ctx, rt, fr, scoped);
     diagnostics.push(...r.diagnostics);
     if (r.failed) failed = true;
     if (r.route === undefined) continue;
@@ -187,7 +193,7 @@ export function convertHttpRoute(ctx: WorkspaceContext, root: InputObject, fr: F
   let action: Record<string, unknown> | undefined;
   let subsets: Emitted[] = [];
   if (r.forwardTo !== undefined) {
-    const f = forwardTo(ctx, root, fr, target.cluster, err);
+    const f = forwardTo(ctx, root, fr, target, err);
     if (f !== undefined) {
       action = f.action;
       subsets = f.subsets;
@@ -225,7 +231,8 @@ function redirect(ctx: WorkspaceContext, fr: FlatRoute, diagnostics: Diagnostic[
 
 type ErrFn = (code: string, path: string, msg: string) => void;
 
-function forwardTo(ctx: WorkspaceContext, root: InputObject, fr: FlatRoute, cluster: string, err: ErrFn): { action: Record<string, unknown>; subsets: Emitted[] } | undefined {
+function forwardTo(ctx: WorkspaceContext, root: InputObject, fr: FlatRoute, target: Target, err: ErrFn): { action: Record<string, unknown>; subsets: Emitted[] } | undefined {
+  const cluster = target.cluster;
   const f = asRecord(fr.route.forwardTo);
   const path = `${fr.path}/forwardTo`;
   const t = fr.table;
@@ -266,7 +273,17 @@ function forwardTo(ctx: WorkspaceContext, root: InputObject, fr: FlatRoute, clus
         ok = false;
         continue;
       }
-      destination.subset = subsetName(subset);
+      const sname = subsetName(subset);
+      const key = `${res.host}|${sname}`;
+      const canonical = JSON.stringify(Object.entries(subset).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+      const prev = target.subsetNames?.get(key);
+      if (prev !== undefined && prev !== canonical) {
+        err(TranslateCode.InvalidField, `${d.path}/subset`, `subset labels ${canonical} map to DestinationRule subset "${sname}", already used for labels ${prev} of ${res.host}; use label values that differ in more than punctuation`);
+        ok = false;
+        continue;
+      }
+      target.subsetNames?.set(key, canonical);
+      destination.subset = sname;
       subsets.push(subsetRule(ctx, res.service, cluster, subset, t));
     }
     route.push({ destination, ...(dests.length > 1 ? { weight: weights[i] } : {}) });
@@ -326,7 +343,7 @@ export function resolveDestination(ctx: WorkspaceContext, owner: InputObject, ra
     const clusters = refCluster !== undefined ? [refCluster] : [cluster, ...ctx.workspace.clusters.filter((c) => c !== cluster), ...ctx.index.clusters.filter((c) => c !== cluster && !ctx.workspace.clusters.includes(c))];
     let found: DiscoveredService | undefined;
     for (const c of clusters) {
-      const svc = ctx.snapshot(c)?.services.find((s) => s.name === name && s.namespace === ns);
+      const svc = ctx.service(c, ns, name);
       if (svc !== undefined && ctx.serviceVisible(c, svc)) {
         found = svc;
         break;

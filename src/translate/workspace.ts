@@ -16,6 +16,7 @@ import { compareResources, mergeResources, resourceKey, assembleCluster } from "
 import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
 import { toDesiredInput, type Desired, type DiscoveryMap } from "./input.js";
 import { validateOutputs } from "./istio-validate.js";
+import { ANNOTATION_SOURCE_FILE } from "./labels.js";
 import { DESTINATION_TRANSLATORS } from "./destination-translators.js";
 import { translateRouteTables } from "./route-table.js";
 import { translateVirtualGateways } from "./virtual-gateway.js";
@@ -94,9 +95,11 @@ export function translateWorkspace(
 function conflict(workspace: string, cluster: string, a: IstioResource, b: IstioResource, path: string): Diagnostic {
   const pa = `${a.metadata.labels["gitmesh.io/parent-kind"] ?? "?"} ${a.metadata.labels["gitmesh.io/parent-namespace"] ?? "?"}/${a.metadata.labels["gitmesh.io/parent-name"] ?? "?"}`;
   const pb = `${b.metadata.labels["gitmesh.io/parent-kind"] ?? "?"} ${b.metadata.labels["gitmesh.io/parent-namespace"] ?? "?"}/${b.metadata.labels["gitmesh.io/parent-name"] ?? "?"}`;
+  const file = b.metadata.annotations?.[ANNOTATION_SOURCE_FILE];
   return {
     code: TranslateCode.OutputConflict,
     severity: Severity.Error,
+    ...(file === undefined ? {} : { file }),
     path,
     message:
       `in workspace "${workspace}", ${pa} and ${pb} set ${path} of ${a.kind} ${a.metadata.namespace}/${a.metadata.name} (cluster "${cluster}") ` +
