@@ -75,8 +75,11 @@ export interface SeedResult {
 export interface KubeFaults {
   /** Ends every open watch stream now (as a server-side timeout or restart would). */
   closeWatches(): number;
-  /** Answers the next `count` requests (every request when omitted, until `clear()`) with 500 InternalError. */
-  failRequests(count?: number): void;
+  /**
+   * Answers the next `count` matching requests (every matching request when omitted, until `clear()`)
+   * with 500 InternalError. `filter` narrows which requests fail (default: all, discovery and watches included).
+   */
+  failRequests(count?: number, filter?: FailureFilter): void;
   /** Stops failing requests. */
   clear(): void;
   /** Stops listening and drops every connection; state is kept. */
@@ -85,6 +88,14 @@ export interface KubeFaults {
   comeBack(): Promise<void>;
   /** Whether the server is currently listening. */
   readonly listening: boolean;
+}
+
+/** Which requests the fault switch fails. */
+export interface FailureFilter {
+  /** HTTP methods, e.g. `["PATCH", "DELETE"]` to fail writes only (default: any). */
+  readonly methods?: readonly string[];
+  /** Matched against the URL path without query, e.g. `/virtualservices/` (substring) or a RegExp (default: any). */
+  readonly path?: string | RegExp;
 }
 
 export interface KubeEmulator {
@@ -143,6 +154,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
   }
 
   let failuresLeft = 0; // -1: fail until cleared
+  let failureFilter: FailureFilter = {};
   const { handle, openWatches } = createHandler({
     store,
     kinds: registry,
@@ -150,8 +162,11 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
     maxBodyBytes: options.maxBodyBytes ?? 16 * 1024 * 1024,
     watchTimeoutSeconds: options.watchTimeoutSeconds ?? 1800,
     bookmarkIntervalMs: options.bookmarkIntervalMs ?? 60_000,
-    shouldFail: () => {
+    shouldFail: (method, path) => {
       if (failuresLeft === 0) return false;
+      if (failureFilter.methods !== undefined && !failureFilter.methods.includes(method)) return false;
+      const p = failureFilter.path;
+      if (p !== undefined && !(typeof p === "string" ? path.includes(p) : p.test(path))) return false;
       if (failuresLeft > 0) failuresLeft -= 1;
       return true;
     },
@@ -273,8 +288,9 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
         for (const w of [...openWatches] as OpenWatch[]) w.close();
         return n;
       },
-      failRequests: (count?: number) => {
+      failRequests: (count?: number, filter: FailureFilter = {}) => {
         failuresLeft = count === undefined ? -1 : Math.max(0, Math.floor(count));
+        failureFilter = filter;
       },
       clear: () => {
         failuresLeft = 0;

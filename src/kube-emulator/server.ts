@@ -21,7 +21,7 @@ export interface HandlerOptions {
   readonly watchTimeoutSeconds: number;
   readonly bookmarkIntervalMs: number;
   /** Returns true (and consumes one failure) when the fault switch says this request must fail. */
-  readonly shouldFail: () => boolean;
+  readonly shouldFail: (method: string, path: string) => boolean;
 }
 
 interface Route {
@@ -235,7 +235,7 @@ export function createHandler(opts: HandlerOptions): {
     const parts = url.pathname.split("/").filter((p) => p !== "").map(decodeURIComponent);
     const path = "/" + parts.join("/");
 
-    if (opts.shouldFail()) {
+    if (opts.shouldFail(method, path)) {
       throw new KubeApiError(500, StatusReason.InternalError, "Internal error occurred: injected by the kube-emulator fault switch");
     }
 

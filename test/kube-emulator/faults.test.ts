@@ -1,3 +1,5 @@
+/* eslint-disable @typescript-eslint/no-unsafe-class-instance-assignment --
+   client-node's model "classes" are plain data shapes that its own docs fill with object literals. */
 /**
  * The fault switch, seen from @kubernetes/client-node: 500s for N requests or until cleared, all
  * watches closed, and the server going away and coming back on the same port with its state.
@@ -41,6 +43,17 @@ describe("fault switch", () => {
     for (let i = 0; i < 5; i++) expect(await code(core.readNamespace({ name: "default" }))).toBe(500);
     kube.emulator.faults.clear();
     expect(await code(core.readNamespace({ name: "default" }))).toBe(200);
+  });
+
+  it("can fail only matching requests (writes to one kind) while reads keep working", async () => {
+    kube = await startKube();
+    const core = kube.kc.makeApiClient(CoreV1Api);
+    kube.emulator.faults.failRequests(undefined, { methods: ["POST", "PATCH"], path: "/configmaps" });
+    expect(await code(core.createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: "x" } } }))).toBe(500);
+    expect(await code(core.listNamespacedConfigMap({ namespace: "default" }))).toBe(200);
+    expect(await code(core.createNamespacedSecret({ namespace: "default", body: { metadata: { name: "s" } } }))).toBe(200);
+    kube.emulator.faults.clear();
+    expect(await code(core.createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: "x" } } }))).toBe(200);
   });
 
   it("goes away (connections refused, watches dropped) and comes back on the same port with its state", async () => {
