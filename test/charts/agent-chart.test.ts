@@ -1,0 +1,159 @@
+/**
+ * charts/gitmesh-agent rendered like `helm template`: Kubernetes schema validity, hardening,
+ * probes, least-privilege RBAC (exactly what the agent calls), values checks and golden renders.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { buildRenderer, render, renderOk } from "./helm-render.js";
+import { envOf, expectGolden, expectHardened, find, grant, grantsOf, podSpec, validateAll, type Grant } from "./checks.js";
+
+const CHART = "gitmesh-agent";
+const REQUIRED = ["--set", "relay.serverAddress=mgmt.example.com:9900", "--set", "relay.cluster=cluster1"];
+const BASE = ["--name", "gitmesh-agent", "--namespace", "gitmesh", ...REQUIRED];
+
+/**
+ * The Kubernetes API calls the agent makes, as (scope, group/resource, verb, name). Where each
+ * comes from in src/agent:
+ * - kube.ts KINDS Namespace, Node, Service, Pod, Deployment, StatefulSet, DaemonSet: discovery
+ *   informers (list + watch, and get through KubeReader) across all namespaces.
+ * - kube.ts KINDS ConfigMap: discovery reads the mesh config only in the control plane's namespace.
+ * - kube.ts ISTIO_KINDS: discovery/drift (list, watch, get), applier server-side apply (patch),
+ *   create, replace (update) and prune (delete) through KubeWriter.
+ * - leader.ts LEASE_KIND: get, create, and replace (update) of one Lease in the agent's namespace.
+ * - relay secrets (DESIGN.md "Relay protocol", src/relay/constants.ts RELAY_SECRETS): read the
+ *   root CA and the bootstrap token; write (create/update/patch) the client certificate.
+ * - Istio cacerts (DESIGN.md "Agent", applier.ts ISSUED_CERTIFICATE): create/update/patch one
+ *   Secret `cacerts` in the Istio namespace.
+ */
+function agentCalls(opts: { ns: string; istioNs: string; lease: string; secrets: { root: string; token: string; client: string }; cacerts: boolean }): Set<Grant> {
+  const g = new Set<Grant>();
+  const read = ["get", "list", "watch"];
+  for (const r of ["namespaces", "nodes", "services", "pods"]) for (const v of read) g.add(grant("cluster", "", r, v));
+  for (const r of ["deployments", "statefulsets", "daemonsets"]) for (const v of read) g.add(grant("cluster", "apps", r, v));
+  const istio: [string, string][] = [
+    ["networking.istio.io", "gateways"], ["networking.istio.io", "serviceentries"], ["networking.istio.io", "workloadentries"],
+    ["networking.istio.io", "destinationrules"], ["networking.istio.io", "sidecars"], ["networking.istio.io", "virtualservices"],
+    ["security.istio.io", "peerauthentications"], ["security.istio.io", "authorizationpolicies"],
+  ];
+  for (const [grp, r] of istio) for (const v of [...read, "create", "update", "patch", "delete"]) g.add(grant("cluster", grp, r, v));
+  for (const v of read) g.add(grant(`ns:${opts.istioNs}`, "", "configmaps", v));
+  const own = `ns:${opts.ns}`;
+  g.add(grant(own, "coordination.k8s.io", "leases", "create"));
+  g.add(grant(own, "coordination.k8s.io", "leases", "get", opts.lease));
+  g.add(grant(own, "coordination.k8s.io", "leases", "update", opts.lease));
+  g.add(grant(own, "", "secrets", "get", opts.secrets.root));
+  g.add(grant(own, "", "secrets", "get", opts.secrets.token));
+  g.add(grant(own, "", "secrets", "create")); // create cannot be limited by name in Kubernetes RBAC
+  for (const v of ["get", "update", "patch"]) g.add(grant(own, "", "secrets", v, opts.secrets.client));
+  if (opts.cacerts) {
+    g.add(grant(`ns:${opts.istioNs}`, "", "secrets", "create"));
+    for (const v of ["get", "update", "patch"]) g.add(grant(`ns:${opts.istioNs}`, "", "secrets", v, "cacerts"));
+  }
+  return g;
+}
+
+const DEFAULT_SECRETS = { root: "relay-root-tls-secret", token: "relay-identity-token-secret", client: "relay-client-tls-secret" };
+
+beforeAll(async () => {
+  await buildRenderer();
+}, 180_000);
+
+describe("gitmesh-agent chart", () => {
+  it("renders valid, hardened manifests with the required values (golden)", async () => {
+    const { text, manifests } = await renderOk(CHART, BASE);
+    validateAll(manifests);
+    expect(manifests.map((m) => `${m.object.kind}/${m.object.metadata.name}`).sort()).toEqual([
+      "ClusterRole/gitmesh-agent", "ClusterRoleBinding/gitmesh-agent", "Deployment/gitmesh-agent",
+      "Role/gitmesh-agent", "Role/gitmesh-agent-istio", "RoleBinding/gitmesh-agent", "RoleBinding/gitmesh-agent-istio",
+      "Service/gitmesh-agent", "ServiceAccount/gitmesh-agent",
+    ]);
+    const dep = find(manifests, "Deployment", "gitmesh-agent");
+    expectHardened(dep);
+    const [c] = podSpec(dep).containers;
+    expect(c?.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "http" });
+    expect(c?.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "http" });
+    expect(c?.ports).toEqual([{ name: "http", containerPort: 9977, protocol: "TCP" }]);
+    expect(envOf(c!)).toMatchObject({
+      GITMESH_RELAY_SERVER_ADDRESS: "mgmt.example.com:9900",
+      GITMESH_RELAY_CLUSTER: "cluster1",
+      GITMESH_RELAY_AUTHORITY: "gitmesh-server.gitmesh",
+      GITMESH_DISCOVERY_SELECTORS: "[]",
+      GITMESH_NAMESPACE: { fieldRef: { fieldPath: "metadata.namespace" } },
+    });
+    expect(find(manifests, "Service", "gitmesh-agent").spec).toMatchObject({ type: "ClusterIP", ports: [{ port: 9977, targetPort: "http" }] });
+    expectGolden("agent-defaults", text);
+  });
+
+  it("grants exactly what the agent calls, nothing more (default values)", async () => {
+    const { manifests } = await renderOk(CHART, BASE);
+    const grants = grantsOf(manifests, { name: "gitmesh-agent", namespace: "gitmesh" });
+    const expected = agentCalls({ ns: "gitmesh", istioNs: "istio-system", lease: "gitmesh-agent", secrets: DEFAULT_SECRETS, cacerts: true });
+    expect([...grants].sort()).toEqual([...expected].sort());
+    // Secrets are never readable cluster-wide nor in arbitrary namespaces.
+    expect([...grants].filter((g) => g.includes("/secrets ") && (g.startsWith("cluster") || g.endsWith(" *")) && !g.includes(" create "))).toEqual([]);
+  });
+
+  it("follows representative values: replicas, selectors, secret names, Istio namespace, no cacerts (golden)", async () => {
+    const { text, manifests } = await renderOk(CHART, [
+      "--name", "agent", "--namespace", "mesh-agent", ...REQUIRED,
+      "--set", "replicas=3",
+      "--set", "relay.authority=gitmesh.mgmt.internal",
+      "--set", "relay.rootTlsSecret=my-root,relay.tokenSecret=my-token,relay.clientTlsSecret=my-client",
+      "--set", "istio.namespace=istio-1-29,istio.writeCacerts=false",
+      "--set", "discovery.selectors[0].matchLabels.istio-injection=enabled",
+      "--set", "discovery.selectors[1].matchExpressions[0].key=team",
+      "--set", "discovery.selectors[1].matchExpressions[0].operator=In",
+      "--set", "discovery.selectors[1].matchExpressions[0].values={payments,checkout}",
+      "--set", "leaderElection.leaseName=agent-leader",
+      "--set", "image.tag=1.2.3",
+    ]);
+    validateAll(manifests);
+    const dep = find(manifests, "Deployment", "agent-gitmesh-agent");
+    expect((dep.spec as { replicas: number }).replicas).toBe(3);
+    expectHardened(dep);
+    const [c] = podSpec(dep).containers;
+    const env = envOf(c!);
+    expect(JSON.parse(env.GITMESH_DISCOVERY_SELECTORS as string)).toEqual([
+      { matchLabels: { "istio-injection": "enabled" } },
+      { matchExpressions: [{ key: "team", operator: "In", values: ["payments", "checkout"] }] },
+    ]);
+    expect(env).toMatchObject({ GITMESH_RELAY_AUTHORITY: "gitmesh.mgmt.internal", GITMESH_ISTIO_NAMESPACE: "istio-1-29", GITMESH_LEADER_ELECTION_LEASE: "agent-leader" });
+    expect((c as unknown as { image: string }).image).toBe("ghcr.io/gitmesh/gitmesh:1.2.3");
+    const grants = grantsOf(manifests, { name: "agent-gitmesh-agent", namespace: "mesh-agent" });
+    const expected = agentCalls({ ns: "mesh-agent", istioNs: "istio-1-29", lease: "agent-leader", secrets: { root: "my-root", token: "my-token", client: "my-client" }, cacerts: false });
+    expect([...grants].sort()).toEqual([...expected].sort());
+    expectGolden("agent-representative", text);
+  });
+
+  it("NOTES tell the user what to do next", async () => {
+    const r = await render(CHART, [...BASE, "--notes", "--set", "replicas=2"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("kubectl -n gitmesh delete secret relay-identity-token-secret");
+    expect(r.stdout).toContain('KubernetesCluster named "cluster1"');
+    expect(r.stdout).toContain("2 replicas: one leader (Lease gitmesh/gitmesh-agent)");
+  });
+
+  it("rejects a missing relay.serverAddress or relay.cluster with a message naming the value", async () => {
+    const noAddress = await render(CHART, ["--set", "relay.cluster=cluster1"]);
+    expect(noAddress.code).toBe(1);
+    expect(noAddress.stdout).toBe("");
+    expect(noAddress.stderr).toContain("relay.serverAddress is required");
+    expect(noAddress.stderr).toContain("gitmesh-agent/templates/deployment.yaml");
+    const noCluster = await render(CHART, ["--set", "relay.serverAddress=mgmt:9900"]);
+    expect(noCluster.code).toBe(1);
+    expect(noCluster.stderr).toContain("relay.cluster is required");
+  });
+
+  it.each([
+    [["--set", "replicas=two"], "replicas: Invalid type. Expected: integer, given: string"],
+    [["--set", "replicas=0"], "replicas: Must be greater than or equal to 1"],
+    [["--set", "relay.serverAdress=mgmt:9900"], "relay: Additional property serverAdress is not allowed"],
+    [["--set", "relay.serverAddress=https://mgmt"], "relay.serverAddress: Does not match pattern"],
+    [["--set", "relay.cluster=Cluster_1"], "relay.cluster: Does not match pattern"],
+    [["--set", "discovery.selectors[0].matchExpressions[0].key=a,discovery.selectors[0].matchExpressions[0].operator=Equals"], "discovery.selectors.0.matchExpressions.0.operator: discovery.selectors.0.matchExpressions.0.operator must be one of the following"],
+  ])("rejects values failing values.schema.json: %j", async (args, message) => {
+    const r = await render(CHART, [...BASE, ...args]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("values don't meet the specifications of the schema(s) in the following chart(s):\ngitmesh-agent:");
+    expect(r.stderr).toContain(message);
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * Shared checks for chart tests: Kubernetes schema validation (kubernetes-models), golden renders
+ * (UPDATE_GOLDEN=1 rewrites them), RBAC expansion into comparable grants, pod hardening.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect } from "vitest";
+import { Deployment } from "kubernetes-models/apps/v1";
+import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
+import { Secret, Service, ServiceAccount } from "kubernetes-models/v1";
+import type { Manifest } from "./helm-render.js";
+
+interface Validatable {
+  validate(): void;
+}
+type ModelClass = new (data: never) => Validatable;
+
+const MODELS: Readonly<Record<string, ModelClass>> = {
+  "apps/v1/Deployment": Deployment,
+  "v1/Service": Service,
+  "v1/ServiceAccount": ServiceAccount,
+  "v1/Secret": Secret,
+  "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding,
+  "rbac.authorization.k8s.io/v1/Role": Role,
+  "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
+};
+
+/** Validates every manifest against the Kubernetes OpenAPI schema of its kind; unknown kinds fail. */
+export function validateAll(manifests: readonly Manifest[]): void {
+  expect(manifests.length).toBeGreaterThan(0);
+  for (const m of manifests) {
+    const key = `${m.object.apiVersion}/${m.object.kind}`;
+    const Model = MODELS[key];
+    if (Model === undefined) throw new Error(`${m.source}: no schema registered for ${key}`);
+    try {
+      new Model(m.object as never).validate();
+    } catch (err) {
+      throw new Error(`${m.source}: ${key} ${m.object.metadata.name} is not a valid Kubernetes object: ${String(err)}`);
+    }
+  }
+}
+
+export function find(manifests: readonly Manifest[], kind: string, name: string): Record<string, unknown> {
+  const m = manifests.find((x) => x.object.kind === kind && x.object.metadata.name === name);
+  if (m === undefined) throw new Error(`no ${kind} ${name} in render (have: ${manifests.map((x) => `${x.object.kind}/${x.object.metadata.name}`).join(", ")})`);
+  return m.object;
+}
+
+export function ofKind(manifests: readonly Manifest[], kind: string): Record<string, unknown>[] {
+  return manifests.filter((m) => m.object.kind === kind).map((m) => m.object);
+}
+
+const GOLDEN_DIR = join(dirname(fileURLToPath(import.meta.url)), "golden");
+
+/** Compares text with golden/<name>.yaml; UPDATE_GOLDEN=1 rewrites the file instead. */
+export function expectGolden(name: string, text: string): void {
+  const file = join(GOLDEN_DIR, `${name}.yaml`);
+  if (process.env.UPDATE_GOLDEN === "1" || !existsSync(file)) {
+    if (process.env.UPDATE_GOLDEN !== "1" && process.env.CI) throw new Error(`golden file ${file} is missing (run with UPDATE_GOLDEN=1)`);
+    mkdirSync(GOLDEN_DIR, { recursive: true });
+    writeFileSync(file, text);
+    return;
+  }
+  expect(text, `render differs from ${file} (UPDATE_GOLDEN=1 rewrites it)`).toBe(readFileSync(file, "utf8"));
+}
+
+/** One permission: "<scope> <group>/<resource> <verb> <name>", scope "cluster" or "ns:<namespace>", name "*" for any. */
+export type Grant = string;
+
+export function grant(scope: string, group: string, resource: string, verb: string, name = "*"): Grant {
+  return `${scope} ${group}/${resource} ${verb} ${name}`;
+}
+
+interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs?: string[];
+  resourceNames?: string[];
+}
+
+/**
+ * Expands the RBAC in a render into the grants a ServiceAccount gets: ClusterRoles through
+ * ClusterRoleBindings (scope cluster), Roles through RoleBindings (scope ns:<namespace>).
+ * Rejects wildcards outright: a least-privilege chart never needs them.
+ */
+export function grantsOf(manifests: readonly Manifest[], serviceAccount: { name: string; namespace: string }): Set<Grant> {
+  const out = new Set<Grant>();
+  const bound = (b: Record<string, unknown>): boolean =>
+    ((b.subjects ?? []) as { kind: string; name: string; namespace?: string }[]).some(
+      (s) => s.kind === "ServiceAccount" && s.name === serviceAccount.name && s.namespace === serviceAccount.namespace,
+    );
+  const expand = (scope: string, rules: PolicyRule[]): void => {
+    for (const r of rules) {
+      for (const g of r.apiGroups ?? []) for (const res of r.resources ?? []) for (const v of r.verbs ?? []) {
+        if (g === "*" || res === "*" || v === "*") throw new Error(`wildcard in RBAC rule ${JSON.stringify(r)}`);
+        const names = r.resourceNames ?? ["*"];
+        for (const n of names) out.add(grant(scope, g, res, v, n));
+      }
+    }
+  };
+  for (const b of ofKind(manifests, "ClusterRoleBinding").filter(bound)) {
+    const ref = b.roleRef as { kind: string; name: string };
+    expect(ref.kind).toBe("ClusterRole");
+    const role = find(manifests, "ClusterRole", ref.name);
+    expand("cluster", (role.rules ?? []) as PolicyRule[]);
+  }
+  for (const b of ofKind(manifests, "RoleBinding").filter(bound)) {
+    const ns = (b.metadata as { namespace: string }).namespace;
+    const ref = b.roleRef as { kind: string; name: string };
+    expect(ref.kind, "RoleBindings refer to Roles in their namespace, never to ClusterRoles").toBe("Role");
+    const role = ofKind(manifests, "Role").find((r) => (r.metadata as { name: string; namespace: string }).name === ref.name && (r.metadata as { namespace: string }).namespace === ns);
+    if (role === undefined) throw new Error(`RoleBinding ${ns}/${ref.name} refers to a missing Role`);
+    expand(`ns:${ns}`, (role.rules ?? []) as PolicyRule[]);
+  }
+  return out;
+}
+
+interface Container {
+  name: string;
+  securityContext?: Record<string, unknown>;
+  livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  readinessProbe?: { httpGet?: { path: string; port: string | number } };
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  ports?: { name: string; containerPort: number }[];
+  env?: { name: string; value?: string; valueFrom?: unknown }[];
+}
+
+export function podSpec(deployment: Record<string, unknown>): { securityContext?: Record<string, unknown>; containers: Container[]; serviceAccountName?: string } {
+  return (deployment.spec as { template: { spec: { securityContext?: Record<string, unknown>; containers: Container[]; serviceAccountName?: string } } }).template.spec;
+}
+
+/** Non-root, read-only root filesystem, no capabilities, no privilege escalation, RuntimeDefault seccomp. */
+export function expectHardened(deployment: Record<string, unknown>): void {
+  const pod = podSpec(deployment);
+  expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+  for (const c of pod.containers) {
+    expect(c.securityContext, c.name).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
+    expect(c.resources?.requests, `${c.name} has resource requests`).toBeDefined();
+    expect(c.resources?.limits?.memory, `${c.name} has a memory limit`).toBeDefined();
+  }
+}
+
+export function envOf(c: Container): Record<string, unknown> {
+  return Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
+}

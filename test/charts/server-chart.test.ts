@@ -1,0 +1,178 @@
+/**
+ * charts/gitmesh-server rendered like `helm template`: Kubernetes schema validity, hardening,
+ * probes, ports, Redis (bundled/external/none), secrets created once or brought in, exact RBAC,
+ * values checks and golden renders.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { buildRenderer, render, renderOk, type Manifest } from "./helm-render.js";
+import { envOf, expectGolden, expectHardened, find, grant, grantsOf, ofKind, podSpec, validateAll, type Grant } from "./checks.js";
+
+const CHART = "gitmesh-server";
+const BASE = ["--name", "gitmesh-server", "--namespace", "gitmesh", "--set", "git.url=https://git.example.com/acme/mesh-config.git"];
+/** Relay secret names (DESIGN.md "Relay protocol"; src/relay/constants.ts RELAY_SECRETS). */
+const RELAY = { root: "relay-root-tls-secret", server: "relay-server-tls-secret", signing: "relay-tls-signing-secret", token: "relay-identity-token-secret" };
+
+/** Generated secret values differ on every render (lookup is empty under `helm template`): mask them for goldens. */
+function maskGenerated(text: string): string {
+  return text.replace(/^( {2}(?:token|secret): )[A-Za-z0-9+/=]{64}$/gm, "$1<generated>");
+}
+
+function secretData(manifests: readonly Manifest[], name: string): Record<string, string> {
+  const data = find(manifests, "Secret", name).data as Record<string, string>;
+  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));
+}
+
+/**
+ * What the server calls (DESIGN.md "Management server"/"Relay protocol"): get/watch its relay
+ * secrets by name; when it generates the CA (the default) also create them and update them by name.
+ */
+function serverCalls(ns: string, generate: boolean): Set<Grant> {
+  const g = new Set<Grant>();
+  const scope = `ns:${ns}`;
+  for (const n of Object.values(RELAY)) for (const v of ["get", "watch"]) g.add(grant(scope, "", "secrets", v, n));
+  if (generate) {
+    g.add(grant(scope, "", "secrets", "create"));
+    for (const n of [RELAY.root, RELAY.server, RELAY.signing]) g.add(grant(scope, "", "secrets", "update", n));
+  }
+  return g;
+}
+
+beforeAll(async () => {
+  await buildRenderer();
+}, 180_000);
+
+describe("gitmesh-server chart", () => {
+  it("renders valid, hardened manifests with defaults (golden)", async () => {
+    const { text, manifests } = await renderOk(CHART, BASE);
+    validateAll(manifests);
+    expect(manifests.map((m) => `${m.object.kind}/${m.object.metadata.name}`).sort()).toEqual([
+      "Deployment/gitmesh-server", "Deployment/gitmesh-server-redis", "Role/gitmesh-server", "RoleBinding/gitmesh-server",
+      "Secret/gitmesh-server-webhook", "Secret/relay-identity-token-secret",
+      "Service/gitmesh-server", "Service/gitmesh-server-http", "Service/gitmesh-server-redis", "ServiceAccount/gitmesh-server",
+    ]);
+    const dep = find(manifests, "Deployment", "gitmesh-server");
+    expectHardened(dep);
+    expectHardened(find(manifests, "Deployment", "gitmesh-server-redis"));
+    const [c] = podSpec(dep).containers;
+    expect(c?.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "http" });
+    expect(c?.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "http" });
+    expect(c?.ports?.map((p) => [p.name, p.containerPort])).toEqual([["grpc-relay", 9900], ["http", 9091]]);
+    expect(envOf(c!)).toMatchObject({
+      REDIS_URL: "redis://gitmesh-server-redis:6379",
+      GITMESH_GIT_URL: "https://git.example.com/acme/mesh-config.git",
+      GITMESH_GIT_BRANCH: "main",
+      GITMESH_RELAY_GENERATE_CA: "true",
+      GITMESH_WEBHOOK_SECRET: { secretKeyRef: { name: "gitmesh-server-webhook", key: "secret" } },
+    });
+    expect(envOf(c!)).not.toHaveProperty("GITMESH_GIT_PASSWORD");
+    expect(find(manifests, "Service", "gitmesh-server").spec).toMatchObject({ type: "LoadBalancer", ports: [{ name: "grpc-relay", port: 9900 }] });
+    expect(find(manifests, "Service", "gitmesh-server-http").spec).toMatchObject({ type: "ClusterIP", ports: [{ name: "http", port: 9091 }] });
+    expectGolden("server-defaults", maskGenerated(text));
+  });
+
+  it("generates the token and webhook secret once: kept on uninstall, fresh only when nothing exists", async () => {
+    const a = await renderOk(CHART, BASE);
+    const b = await renderOk(CHART, BASE);
+    const tokenA = secretData(a.manifests, RELAY.token).token;
+    expect(tokenA).toMatch(/^[A-Za-z0-9]{48}$/);
+    // `helm template` has no cluster, so lookup is empty and each render generates anew; a real
+    // upgrade finds the secret and keeps its value (the template's first branch).
+    expect(secretData(b.manifests, RELAY.token).token).not.toBe(tokenA);
+    for (const name of [RELAY.token, "gitmesh-server-webhook"]) {
+      expect((find(a.manifests, "Secret", name).metadata as { annotations: Record<string, string> }).annotations["helm.sh/resource-policy"]).toBe("keep");
+    }
+    const given = await renderOk(CHART, [...BASE, "--set", "relay.token.value=0123456789abcdefXYZ", "--set", "webhook.secret=hook-secret"]);
+    expect(secretData(given.manifests, RELAY.token).token).toBe("0123456789abcdefXYZ");
+    expect(secretData(given.manifests, "gitmesh-server-webhook").secret).toBe("hook-secret");
+  });
+
+  it("RBAC: only its relay secrets, in its own namespace", async () => {
+    const { manifests } = await renderOk(CHART, BASE);
+    expect(ofKind(manifests, "ClusterRole")).toEqual([]);
+    expect([...grantsOf(manifests, { name: "gitmesh-server", namespace: "gitmesh" })].sort()).toEqual([...serverCalls("gitmesh", true)].sort());
+  });
+
+  it("external Redis, existing secrets, several replicas, Git credentials (golden)", async () => {
+    const { text, manifests } = await renderOk(CHART, [
+      ...BASE,
+      "--set", "replicas=3",
+      "--set", "redis.bundled.enabled=false,redis.external.existingSecret=redis-conn,redis.external.existingSecretKey=address",
+      "--set", "relay.tls.existingSecrets=true,relay.token.existingSecret=true",
+      "--set", "webhook.existingSecret=github-hook",
+      "--set", "git.credentials.existingSecret=git-creds,git.branch=prod,git.path=mesh",
+      "--set", "relay.service.type=NodePort,relay.additionalSans={relay.example.com,10.0.0.5}",
+    ]);
+    validateAll(manifests);
+    expect(ofKind(manifests, "Secret")).toEqual([]);
+    expect(manifests.some((m) => m.object.metadata.name.endsWith("-redis"))).toBe(false);
+    const dep = find(manifests, "Deployment", "gitmesh-server");
+    expect((dep.spec as { replicas: number }).replicas).toBe(3);
+    const env = envOf(podSpec(dep).containers[0]!);
+    expect(env).toMatchObject({
+      REDIS_URL: { secretKeyRef: { name: "redis-conn", key: "address" } },
+      GITMESH_GIT_USERNAME: { secretKeyRef: { name: "git-creds", key: "username" } },
+      GITMESH_GIT_PASSWORD: { secretKeyRef: { name: "git-creds", key: "password" } },
+      GITMESH_WEBHOOK_SECRET: { secretKeyRef: { name: "github-hook", key: "secret" } },
+      GITMESH_RELAY_GENERATE_CA: "false",
+      GITMESH_RELAY_ADDITIONAL_SANS: "relay.example.com,10.0.0.5",
+      GITMESH_GIT_BRANCH: "prod",
+      GITMESH_GIT_PATH: "mesh",
+    });
+    expect([...grantsOf(manifests, { name: "gitmesh-server", namespace: "gitmesh" })].sort()).toEqual([...serverCalls("gitmesh", false)].sort());
+    expectGolden("server-representative", text);
+  });
+
+  it("external Redis by URL and inline Git credentials become chart-owned secrets", async () => {
+    const { manifests } = await renderOk(CHART, [
+      ...BASE,
+      "--set", "redis.bundled.enabled=false,redis.external.url=rediss://:pw@redis.internal:6380/0",
+      "--set", "git.credentials.username=bot,git.credentials.password=s3cret-token",
+    ]);
+    validateAll(manifests);
+    expect(secretData(manifests, "gitmesh-server-redis")).toEqual({ url: "rediss://:pw@redis.internal:6380/0" });
+    expect(secretData(manifests, "gitmesh-server-git-credentials")).toEqual({ username: "bot", password: "s3cret-token" });
+    const env = envOf(podSpec(find(manifests, "Deployment", "gitmesh-server")).containers[0]!);
+    expect(env.REDIS_URL).toEqual({ secretKeyRef: { name: "gitmesh-server-redis", key: "url" } });
+    // Credentials never appear in plain env values.
+    expect(JSON.stringify(env)).not.toContain("s3cret-token");
+    expect(JSON.stringify(env)).not.toContain(":pw@");
+  });
+
+  it("no Redis at all is fine for one replica (in-memory) and refused for several", async () => {
+    const one = await renderOk(CHART, [...BASE, "--set", "redis.bundled.enabled=false"]);
+    expect(envOf(podSpec(find(one.manifests, "Deployment", "gitmesh-server")).containers[0]!)).not.toHaveProperty("REDIS_URL");
+    const notes = await render(CHART, [...BASE, "--notes", "--set", "redis.bundled.enabled=false"]);
+    expect(notes.stdout).toContain("keeps its state in memory");
+    const three = await render(CHART, [...BASE, "--set", "redis.bundled.enabled=false,replicas=3"]);
+    expect(three.code).toBe(1);
+    expect(three.stderr).toContain("replicas > 1 needs a shared Redis");
+  });
+
+  it("NOTES explain how to fetch the root CA and token for the agents", async () => {
+    const r = await render(CHART, [...BASE, "--notes"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("kubectl -n gitmesh get secret relay-root-tls-secret -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.crt");
+    expect(r.stdout).toContain("kubectl -n gitmesh get secret relay-identity-token-secret -o jsonpath='{.data.token}' | base64 -d > token");
+    expect(r.stdout).toContain("gitmesh cluster register <name>");
+  });
+
+  it("rejects a missing git.url with a message naming the value", async () => {
+    const r = await render(CHART, ["--name", "gitmesh-server"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("git.url is required");
+    expect(r.stderr).toContain("gitmesh-server/templates/deployment.yaml");
+  });
+
+  it.each([
+    [["--set", "git.url=git@github.com:acme/x.git"], "git.url: Does not match pattern"],
+    [["--set", "redis.external.url=localhost:6379"], "redis.external.url: Does not match pattern"],
+    [["--set", "relay.service.type=Ingress"], "relay.service.type: relay.service.type must be one of the following"],
+    [["--set", "relay.token.value=short"], "relay.token.value: Does not match pattern"],
+    [["--set", "redis.enabled=false"], "redis: Additional property enabled is not allowed"],
+  ])("rejects values failing values.schema.json: %j", async (args, message) => {
+    const r = await render(CHART, [...BASE, ...args]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("gitmesh-server:");
+    expect(r.stderr).toContain(message);
+  });
+});
