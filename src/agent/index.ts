@@ -1,0 +1,38 @@
+/**
+ * The cluster agent (DESIGN.md "Agent"): discovery with supervised informers, server-side apply
+ * of output with safe prune, drift repair, leader election, Istio cacerts, HTTP health/metrics,
+ * and the relay link. `createAgent` wires them; the CLI (`gitmesh agent`) is its composition root.
+ */
+export {
+  collectionPath,
+  createKubeClient,
+  FIELD_MANAGER,
+  ISTIO_KINDS,
+  KINDS,
+  objectKey,
+  withFieldOwner,
+  type FieldOwnerWriter,
+  type KindRef,
+  type KubeObject,
+  type KubeReader,
+  type KubeWriter,
+} from "./kube.js";
+export { backoffDelay, createRunnableManager, type BackoffOptions, type Runnable, type RunnableManager } from "./runnable.js";
+export { createSupervisedInformer, type InformerEvent, type SupervisedInformer, type SupervisedInformerOptions } from "./informer.js";
+export { createAgentMetrics, type AgentMetrics } from "./metrics.js";
+export { createDiscovery, type Discovery, type DiscoveryOptions, type DiscoveryResult } from "./discovery.js";
+export {
+  createApplier,
+  ISSUED_CERTIFICATE,
+  LABEL_CLUSTER,
+  LABEL_MANAGED,
+  OUTPUT_OPTIONS_KEY,
+  type Applier,
+  type ApplierOptions,
+  type ApplyOutcome,
+  type OutputVersion,
+  type ResourceError,
+} from "./applier.js";
+export { containsFields, createDriftWatcher, inSync, type DriftWatcher, type DriftWatcherOptions } from "./drift.js";
+export { createLeaderElector, LEASE_KIND, microTime, type LeaderElector, type LeaderElectorOptions } from "./leader.js";
+export { createAgentHttp, type AgentHttp, type AgentHttpOptions } from "./http.js";

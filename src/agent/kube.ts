@@ -1,0 +1,184 @@
+/**
+ * The agent's narrow view of the Kubernetes API (controller-runtime style): a reader, a writer, and
+ * a field-owner wrapper so that every server-side apply carries the same field manager. Everything
+ * the agent does to a cluster goes through these interfaces; client-node stays behind them.
+ * Objects crossing these interfaces are PLAIN JSON (what `kubectl get -o json` prints), never
+ * client-node model instances.
+ */
+import { ApiException, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+
+/** A Kubernetes object as plain JSON. */
+export type KubeObject = Record<string, unknown> & {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; resourceVersion?: string; [k: string]: unknown };
+};
+
+/** Where a kind lives in the REST API. */
+export interface KindRef {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly plural: string;
+  readonly namespaced: boolean;
+}
+
+const core = (kind: string, plural: string, namespaced = true): KindRef => ({ apiVersion: "v1", kind, plural, namespaced });
+const apps = (kind: string, plural: string): KindRef => ({ apiVersion: "apps/v1", kind, plural, namespaced: true });
+const net = (kind: string, plural: string): KindRef => ({ apiVersion: "networking.istio.io/v1", kind, plural, namespaced: true });
+const sec = (kind: string, plural: string): KindRef => ({ apiVersion: "security.istio.io/v1", kind, plural, namespaced: true });
+
+/** Kinds discovery reads (ConfigMaps only in the control plane's namespace, see discovery.ts). */
+export const KINDS = {
+  Namespace: core("Namespace", "namespaces", false),
+  Node: core("Node", "nodes", false),
+  Service: core("Service", "services"),
+  Pod: core("Pod", "pods"),
+  ConfigMap: core("ConfigMap", "configmaps"),
+  Secret: core("Secret", "secrets"),
+  Deployment: apps("Deployment", "deployments"),
+  StatefulSet: apps("StatefulSet", "statefulsets"),
+  DaemonSet: apps("DaemonSet", "daemonsets"),
+} as const;
+
+/** The Istio kinds gitmesh writes (and discovers), in dependency order: what others refer to first. */
+export const ISTIO_KINDS: readonly KindRef[] = [
+  net("Gateway", "gateways"),
+  net("ServiceEntry", "serviceentries"),
+  net("WorkloadEntry", "workloadentries"),
+  net("DestinationRule", "destinationrules"),
+  net("Sidecar", "sidecars"),
+  sec("PeerAuthentication", "peerauthentications"),
+  sec("AuthorizationPolicy", "authorizationpolicies"),
+  net("VirtualService", "virtualservices"),
+];
+
+/** REST path of a collection (for watches): `/apis/apps/v1/deployments`, `/api/v1/namespaces/x/configmaps`. */
+export function collectionPath(ref: KindRef, namespace?: string): string {
+  const base = ref.apiVersion.includes("/") ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;
+  return ref.namespaced && namespace !== undefined ? `${base}/namespaces/${namespace}/${ref.plural}` : `${base}/${ref.plural}`;
+}
+
+export function objectKey(o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): string {
+  return `${o.apiVersion}/${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+}
+
+/** Reads. */
+export interface KubeReader {
+  get(ref: KindRef, namespace: string | undefined, name: string): Promise<KubeObject | undefined>;
+  list(ref: KindRef, options?: { namespace?: string; labelSelector?: string }): Promise<{ items: KubeObject[]; resourceVersion: string }>;
+}
+
+/** Writes, without a field manager of their own (see FieldOwnerWriter). */
+export interface KubeWriter {
+  apply(obj: KubeObject, options: { fieldManager: string; force: boolean }): Promise<KubeObject>;
+  create(obj: KubeObject, options: { fieldManager: string }): Promise<KubeObject>;
+  replace(obj: KubeObject, options: { fieldManager: string }): Promise<KubeObject>;
+  delete(ref: KindRef, namespace: string | undefined, name: string): Promise<boolean>;
+}
+
+/** A writer bound to one field manager: every write the agent makes carries `gitmesh-agent`. */
+export interface FieldOwnerWriter {
+  readonly fieldManager: string;
+  apply(obj: KubeObject, options?: { force?: boolean }): Promise<KubeObject>;
+  create(obj: KubeObject): Promise<KubeObject>;
+  replace(obj: KubeObject): Promise<KubeObject>;
+  delete(ref: KindRef, namespace: string | undefined, name: string): Promise<boolean>;
+}
+
+export const FIELD_MANAGER = "gitmesh-agent";
+
+/** Wraps a writer so that every write carries `fieldManager`; applies force ownership by default (the agent owns its objects). */
+export function withFieldOwner(writer: KubeWriter, fieldManager: string = FIELD_MANAGER): FieldOwnerWriter {
+  return {
+    fieldManager,
+    apply: (obj, options) => writer.apply(obj, { fieldManager, force: options?.force ?? true }),
+    create: (obj) => writer.create(obj, { fieldManager }),
+    replace: (obj) => writer.replace(obj, { fieldManager }),
+    delete: (ref, namespace, name) => writer.delete(ref, namespace, name),
+  };
+}
+
+/** HTTP status of a client-node error (undefined for network errors). */
+export function statusOf(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  const e = err as { statusCode?: unknown; code?: unknown } | undefined;
+  if (typeof e?.statusCode === "number") return e.statusCode;
+  if (typeof e?.code === "number") return e.code;
+  return undefined;
+}
+
+/** The server's message in a client-node error (the Status `message`), without headers or bodies. */
+export function messageOf(err: unknown): string {
+  if (err instanceof ApiException) {
+    const body: unknown = err.body;
+    let parsed: unknown = body;
+    if (typeof body === "string") {
+      try {
+        parsed = JSON.parse(body);
+      } catch {
+        parsed = undefined;
+      }
+    }
+    const msg = (parsed as { message?: unknown } | undefined)?.message;
+    return `HTTP ${String(err.code)}${typeof msg === "string" ? `: ${msg}` : ""}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Plain JSON copy (client-node model instances → API JSON; Dates → RFC 3339). */
+export function toPlain(o: unknown): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(o)) as Record<string, unknown>;
+}
+
+function withKind(o: unknown, ref: KindRef): KubeObject {
+  const p = toPlain(o);
+  p.apiVersion = ref.apiVersion;
+  p.kind = ref.kind;
+  return p as KubeObject;
+}
+
+/** Reader and writer over client-node's KubernetesObjectApi (one per KubeConfig). */
+export function createKubeClient(kc: KubeConfig): KubeReader & KubeWriter {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  const refOf = (obj: KubeObject): KindRef => ({ apiVersion: obj.apiVersion, kind: obj.kind, plural: "", namespaced: obj.metadata.namespace !== undefined });
+  const spec = (obj: KubeObject) => obj as unknown as KubernetesObject;
+  const target = (ref: KindRef, namespace: string | undefined, name: string): KubeObject => ({
+    apiVersion: ref.apiVersion,
+    kind: ref.kind,
+    metadata: { name, ...(namespace === undefined ? {} : { namespace }) },
+  });
+  return {
+    async get(ref, namespace, name) {
+      try {
+        const o = await api.read(target(ref, namespace, name) as unknown as Parameters<typeof api.read>[0]); // eslint-disable-line @typescript-eslint/no-unnecessary-type-assertion -- tsc (exactOptionalPropertyTypes) needs it
+        return withKind(o, ref);
+      } catch (err) {
+        if (statusOf(err) === 404) return undefined;
+        throw err;
+      }
+    },
+    async list(ref, options = {}) {
+      const res = await api.list(ref.apiVersion, ref.kind, options.namespace, undefined, undefined, undefined, undefined, options.labelSelector);
+      return { items: res.items.map((i) => withKind(i, ref)), resourceVersion: res.metadata?.resourceVersion ?? "" };
+    },
+    async apply(obj, { fieldManager, force }) {
+      const o = await api.patch(spec(obj), undefined, undefined, fieldManager, force, PatchStrategy.ServerSideApply);
+      return withKind(o, refOf(obj));
+    },
+    async create(obj, { fieldManager }) {
+      return withKind(await api.create(spec(obj), undefined, undefined, fieldManager), refOf(obj));
+    },
+    async replace(obj, { fieldManager }) {
+      return withKind(await api.replace(spec(obj), undefined, undefined, fieldManager), refOf(obj));
+    },
+    async delete(ref, namespace, name) {
+      try {
+        await api.delete(spec(target(ref, namespace, name)));
+        return true;
+      } catch (err) {
+        if (statusOf(err) === 404) return false;
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,134 @@
+// Apply, prune and drift against the emulator over real HTTP.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createApplier, createDriftWatcher, createRunnableManager, type Applier, type KubeObject } from "../../src/agent/index.js";
+import { eventually, startKube, type StartedKube } from "../helpers/kube.js";
+import { dr, metricValue, output, parts, vs } from "./helpers.js";
+
+let kube: StartedKube;
+let p: ReturnType<typeof parts>;
+let applier: Applier;
+
+const NS = "bookinfo";
+const seedNs = (k: StartedKube) => k.emulator.seed([{ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } }]);
+const live = (kind: string, name: string) => kube.emulator.get("networking.istio.io/v1", kind, NS, name);
+const names = (kind: string) => kube.emulator.list("networking.istio.io/v1", kind, NS).map((o) => (o.metadata as { name: string }).name).sort();
+
+beforeEach(async () => {
+  kube = await startKube();
+  seedNs(kube);
+  p = parts(kube);
+  applier = createApplier({ cluster: "cluster1", reader: p.client, writer: p.writer, metrics: p.metrics, logger: p.logger });
+});
+afterEach(async () => {
+  await kube.stop();
+});
+
+const many = (n: number, prefix = "r") => Array.from({ length: n }, (_, i) => vs(`${prefix}-${i}`, NS, `h${i}.example.com`));
+
+describe("applier", () => {
+  it("applies with field manager gitmesh-agent, in dependency order, updates and prunes", async () => {
+    const order: string[] = [];
+    kube.emulator.onChange((e) => order.push(String(e.object.kind)));
+    const r1 = await applier.applyOutput(output(1, [vs("reviews", NS, "reviews"), dr("reviews", NS, "reviews"), vs("ratings", NS, "ratings")]));
+    expect(r1).toMatchObject({ ack: true, errors: [], applied: 3, pruned: 0 });
+    expect(order.indexOf("DestinationRule")).toBeLessThan(order.indexOf("VirtualService"));
+    const o = live("VirtualService", "reviews")!;
+    const mf = (o.metadata as { managedFields: { manager: string; operation: string }[] }).managedFields;
+    expect(mf.map((m) => [m.manager, m.operation])).toEqual([["gitmesh-agent", "Apply"]]);
+
+    // update one, drop one
+    const changed = vs("reviews", NS, "reviews");
+    (changed.spec as { http: unknown[] }).http = [{ route: [{ destination: { host: "reviews", subset: "v2" } }] }];
+    const r2 = await applier.applyOutput(output(2, [changed, dr("reviews", NS, "reviews"), vs("extra", NS, "extra")]));
+    expect(r2).toMatchObject({ ack: true, applied: 3, pruned: 1 });
+    expect(JSON.stringify(live("VirtualService", "reviews")!.spec)).toContain("v2");
+    expect(names("VirtualService")).toEqual(["extra", "reviews"]);
+    expect(await metricValue(p.registry, "gitmesh_agent_prunes_total", { result: "ok" })).toBe(1);
+    expect(await metricValue(p.registry, "gitmesh_agent_applies_total", { result: "ok" })).toBe(6);
+  });
+
+  it("never prunes against an incomplete output, nor objects it does not own", async () => {
+    await applier.applyOutput(output(1, [vs("a", NS, "a"), vs("b", NS, "b")]));
+    // someone else's object, and one labelled for another cluster
+    kube.emulator.seed([
+      { apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name: "user", namespace: NS }, spec: { hosts: ["u"] } },
+      vs("other-cluster", NS, "o", "cluster2"),
+    ]);
+    const r = await applier.applyOutput(output(2, [vs("a", NS, "a")], { complete: false }));
+    expect(r).toMatchObject({ ack: true, pruned: 0, pruneSkipped: "incomplete" });
+    expect(names("VirtualService")).toEqual(["a", "b", "other-cluster", "user"]);
+    const r2 = await applier.applyOutput(output(3, [vs("a", NS, "a")]));
+    expect(r2).toMatchObject({ ack: true, pruned: 1 });
+    expect(names("VirtualService")).toEqual(["a", "other-cluster", "user"]);
+  });
+
+  it("refuses a mass deletion loudly (log, metric, NACK) unless the output allows it", async () => {
+    await applier.applyOutput(output(1, many(10)));
+    const r = await applier.applyOutput(output(2, many(3)));
+    expect(r.ack).toBe(false);
+    expect(r.pruneSkipped).toBe("mass_deletion");
+    expect(r.errors).toHaveLength(1);
+    expect(r.errors[0]!.key).toBe("prune");
+    expect(r.errors[0]!.message).toMatch(/refusing to delete 7 of 10 owned objects/);
+    expect(names("VirtualService")).toHaveLength(10);
+    expect(await metricValue(p.registry, "gitmesh_agent_prune_refused_total", { reason: "mass_deletion" })).toBe(1);
+    expect(await metricValue(p.registry, "gitmesh_agent_output_results_total", { result: "nack" })).toBe(1);
+    expect(p.mem.records.some((x) => x.level === "error" && x.msg === "mass deletion refused")).toBe(true);
+    // an empty complete output is a mass deletion too ("to zero")
+    expect((await applier.applyOutput(output(3, []))).pruneSkipped).toBe("mass_deletion");
+    expect(names("VirtualService")).toHaveLength(10);
+
+    const allowed = await applier.applyOutput(output(4, many(3), { extra: { "gitmesh.io/output-options": { allowMassDeletion: true } } }));
+    expect(allowed).toMatchObject({ ack: true, pruned: 7 });
+    expect(names("VirtualService")).toHaveLength(3);
+  });
+
+  it("NACKs per resource: bad JSON, objects for another cluster, rejected applies; applies the rest", async () => {
+    const good = vs("good", NS, "good");
+    const out = output(1, [good, vs("wrong", NS, "w", "cluster9"), vs("no-ns", "missing-namespace", "x")]);
+    const resources = new Map(out.resources);
+    resources.set("broken", new TextEncoder().encode("{not json"));
+    const r = await applier.applyOutput({ ...out, resources });
+    expect(r.ack).toBe(false);
+    expect(r.errors.map((e) => e.key).sort()).toEqual(["VirtualService/missing-namespace/no-ns", "VirtualService/bookinfo/wrong", "broken"].sort());
+    expect(r.errors.find((e) => e.key === "VirtualService/missing-namespace/no-ns")!.message).toMatch(/404/);
+    expect(live("VirtualService", "good")).toBeDefined();
+  });
+
+  it("hands IssuedCertificate requests back instead of applying them", async () => {
+    const req: KubeObject = { apiVersion: "internal.gitmesh.io/v1", kind: "IssuedCertificate", metadata: { name: "istiod", namespace: "istio-system" }, spec: {} };
+    const r = await applier.applyOutput(output(1, [req, vs("a", NS, "a")]));
+    expect(r).toMatchObject({ ack: true, applied: 1 });
+    expect(r.certificateRequests).toHaveLength(1);
+  });
+});
+
+describe("drift", () => {
+  it("repairs owned objects changed or deleted by someone else, and counts the repairs", async () => {
+    const drift = createDriftWatcher({ kc: kube.newKubeConfig(), reader: p.client, cluster: "cluster1", applier, metrics: p.metrics, backoff: { initialMs: 20 }, logger: p.logger });
+    const m = createRunnableManager([drift], p.logger);
+    await m.start();
+    try {
+      await applier.applyOutput(output(1, [vs("reviews", NS, "reviews"), dr("reviews", NS, "reviews")]));
+      await Promise.all(drift.informers.map((i) => i.whenSynced()));
+      expect(drift.repairs).toBe(0);
+      // kubectl edit by a human (a merge patch through the emulator's HTTP API would be the same)
+      const o = live("VirtualService", "reviews")!;
+      kube.emulator.seed([{ ...o, spec: { hosts: ["hijacked"] } }]);
+      await eventually("spec repaired", () => JSON.stringify(live("VirtualService", "reviews")?.spec).includes('"reviews"'));
+      kube.emulator.remove("networking.istio.io/v1", "DestinationRule", NS, "reviews");
+      await eventually("recreated", () => live("DestinationRule", "reviews"));
+      await eventually("two repairs counted", () => drift.repairs === 2);
+      expect(await metricValue(p.registry, "gitmesh_agent_drift_repairs_total")).toBe(2);
+      // a label added by someone else is not drift (we only compare what we own)
+      const o2 = live("VirtualService", "reviews")!;
+      kube.emulator.seed([{ ...o2, metadata: { ...(o2.metadata as object), labels: { ...((o2.metadata as { labels: object }).labels), extra: "x" } } }]);
+      // our own new version is not drift either
+      await applier.applyOutput(output(2, [vs("reviews", NS, "reviews"), dr("reviews", NS, "reviews2")]));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(drift.repairs).toBe(2);
+    } finally {
+      await m.stop();
+    }
+  });
+});
