@@ -10,9 +10,10 @@
  * `assembleCluster` is the cluster stage: it takes every workspace's fragment for one cluster,
  * drops exact duplicates, reports two different objects with one (kind, namespace, name) as an
  * OUTPUT_CONFLICT (the fragment of the workspace that sorts first is kept), and returns the
- * resources sorted by (kind, namespace, name) with canonical key order.
+ * resources sorted by (kind, namespace, name). Fragments must be canonical (key order), as
+ * translateWorkspace produces them.
  */
-import { canonicalize, canonicalJson, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
+import { canonicalJson, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { isRecord } from "./selectors.js";
 import { TranslateCode, type ClusterOutput, type IstioResource, type WorkspaceFragment } from "./types.js";
 
@@ -94,18 +95,17 @@ function mergeArrays(a: readonly unknown[], b: readonly unknown[], path: string)
 /** Cluster stage: merge every workspace's fragment for `cluster` into its sorted, canonical output. */
 export function assembleCluster(cluster: string, fragments: readonly WorkspaceFragment[]): ClusterOutput {
   const diagnostics: Diagnostic[] = [];
-  const chosen = new Map<string, { workspace: string; resource: IstioResource; json: string }>();
+  const chosen = new Map<string, { workspace: string; resource: IstioResource }>();
   const ordered = [...fragments].sort((x, y) => cmp(x.workspace, y.workspace));
   for (const frag of ordered) {
     for (const r of frag.resources) {
       const key = resourceKey(r);
-      const json = canonicalJson(r);
       const prev = chosen.get(key);
       if (prev === undefined) {
-        chosen.set(key, { workspace: frag.workspace, resource: r, json });
+        chosen.set(key, { workspace: frag.workspace, resource: r });
         continue;
       }
-      if (prev.json === json) continue;
+      if (canonicalJson(prev.resource) === canonicalJson(r)) continue;
       diagnostics.push({
         code: TranslateCode.OutputConflict,
         severity: Severity.Error,
@@ -117,7 +117,8 @@ export function assembleCluster(cluster: string, fragments: readonly WorkspaceFr
       });
     }
   }
-  const resources = [...chosen.values()].map((c) => canonicalize(c.resource)).sort(compareResources);
+  // Fragments from translateWorkspace are already canonical (sorted keys): no second deep copy.
+  const resources = [...chosen.values()].map((c) => c.resource).sort(compareResources);
   return { cluster, resources, diagnostics: sortDiagnostics(diagnostics) };
 }
 

@@ -41,7 +41,8 @@ export function validateIstioResource(r: IstioResource): IstioIssue[] {
     return isIstioKind(r) ? [{ path: "/kind", message: `no schema for ${r.apiVersion} ${r.kind}` }] : [];
   }
   try {
-    new Model(structuredClone(r) as never).validate();
+    // The model copies top-level fields and validation does not mutate: no deep clone needed.
+    new Model(r as never).validate();
     return [];
   } catch (err) {
     const errors = (err as { errors?: readonly { instancePath?: string; message?: string }[] }).errors;
