@@ -224,7 +224,11 @@ export function createHandler(opts: HandlerOptions): {
       }
       for (const e of events) deliver(e);
     }
-    unsubscribe = store.subscribe(deliver);
+    // A resourceVersion from the future: like the real server, nothing at or before it is sent.
+    const floor = /^[0-9]+$/.test(rvParam) ? Number(rvParam) : 0;
+    unsubscribe = store.subscribe((e) => {
+      if (e.rv > floor) deliver(e);
+    });
     if (bookmarks) bookmarkTimer = setInterval(sendBookmark, opts.bookmarkIntervalMs);
   };
 
@@ -232,7 +236,12 @@ export function createHandler(opts: HandlerOptions): {
     const url = new URL(req.url ?? "/", "http://emulator");
     const q = url.searchParams;
     const method = req.method ?? "GET";
-    const parts = url.pathname.split("/").filter((p) => p !== "").map(decodeURIComponent);
+    let parts: string[];
+    try {
+      parts = url.pathname.split("/").filter((p) => p !== "").map(decodeURIComponent);
+    } catch {
+      throw badRequest(`malformed URL path: ${url.pathname}`);
+    }
     const path = "/" + parts.join("/");
 
     if (opts.shouldFail(method, path)) {

@@ -266,6 +266,9 @@ export class ObjectStore {
     const obj = this.normalize(kind, ns, body);
     const meta = metaOf(obj);
     const name = str(meta.name)!;
+    if (meta.resourceVersion !== undefined && meta.resourceVersion !== null && meta.resourceVersion !== "") {
+      throw badRequest("resourceVersion should not be set on objects to be created");
+    }
     this.requireNamespace(kind, str(meta.namespace));
     if (this.bucket(kind).has(objKey(str(meta.namespace), name))) throw alreadyExists(kind.plural, kind.group, name);
     this.stampNew(obj);
@@ -416,8 +419,13 @@ export class ObjectStore {
     const ns = kind.namespaced ? (str(meta.namespace) ?? "default") : undefined;
     const name = str(meta.name) ?? "";
     const live = this.bucket(kind).get(objKey(ns, name));
-    if (live === undefined) return this.create(kind, ns, body, manager);
     const next = this.normalize(kind, ns, body, name);
+    if (live === undefined) {
+      // Seeds are often `kubectl get -o yaml` dumps: drop what the server owns.
+      const m = metaOf(next);
+      for (const k of ["resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"]) dropKey(m, k);
+      return this.create(kind, ns, next, manager);
+    }
     delete metaOf(next).resourceVersion;
     return this.write(kind, live, next, manager);
   }

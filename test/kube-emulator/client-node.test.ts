@@ -103,6 +103,17 @@ describe("create, get, update, delete", () => {
     expect(dep.status.message).toBe('deployments.apps "nope" not found');
   });
 
+  it("rejects a create that carries a resourceVersion (400), but seeds accept `kubectl get -o yaml` dumps", async () => {
+    const { code, status } = await failure(() =>
+      core.createNamespacedConfigMap({ namespace: "shop", body: { metadata: { name: "with-rv", resourceVersion: "5" } } }),
+    );
+    expect(code).toBe(400);
+    expect(status.message).toBe("resourceVersion should not be set on objects to be created");
+    const seeded = kube.emulator.seed([{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "dumped", namespace: "shop", resourceVersion: "5", uid: "old" } }]);
+    expect(seeded.diagnostics).toEqual([]);
+    expect((kube.emulator.get("v1", "ConfigMap", "shop", "dumped")!.metadata as { uid: string }).uid).not.toBe("old");
+  });
+
   it("rejects an invalid name with 422 Invalid and a cause naming the field", async () => {
     const { code, status } = await failure(() => core.createNamespacedConfigMap({ namespace: "shop", body: cm("Bad_Name", {}) }));
     expect(code).toBe(422);

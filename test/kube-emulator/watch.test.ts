@@ -166,6 +166,16 @@ describe("raw watch protocol", () => {
     expect(await watchFrom(now - 4)).toEqual(["ERROR 410"]);
   });
 
+  it("a watch from a future resourceVersion sends nothing at or before it", async () => {
+    kube = await startKube();
+    const future = Number(kube.emulator.resourceVersion()) + 2;
+    const pending = fetch(`${kube.url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${future}&timeoutSeconds=1`).then((r) => r.text());
+    await eventually("watch open", () => kube!.emulator.openWatches() === 1);
+    kube.emulator.seed([cm("f1"), cm("f2"), cm("f3")]);
+    const events = (await pending).trim().split("\n").map((l) => JSON.parse(l).object.metadata.name);
+    expect(events).toEqual(["f3"]);
+  });
+
   it("one global resourceVersion counter orders events across kinds", async () => {
     kube = await startKube();
     const from = kube.emulator.resourceVersion();
