@@ -1,0 +1,65 @@
+/**
+ * The container image cannot be built here (no Docker engine), so this checks what the image
+ * relies on: the build stage's `tsc -p tsconfig.build.json` emits dist/cli/main.js, and the runtime
+ * layout (package.json + bin/ + dist/ + node_modules, no src/) runs `gitmesh`; the Dockerfile's
+ * user matches the charts' runAsUser and it exposes the charts' ports.
+ */
+import { execFile } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT } from "./helm-render.js";
+
+const run = promisify(execFile);
+let app = "";
+
+beforeAll(async () => {
+  app = mkdtempSync(join(tmpdir(), "gitmesh-image-"));
+  // Same compiler and config as `npm run build` in the Dockerfile, into a private outDir. Type
+  // errors fail `npm run build` (and CI's typecheck); here only the emitted layout matters.
+  await run(join(ROOT, "node_modules", ".bin", "tsc"), ["-p", join(ROOT, "tsconfig.build.json"), "--outDir", join(app, "dist")], { cwd: ROOT }).catch(
+    (err: unknown) => {
+      if (!existsSync(join(app, "dist", "cli", "main.js"))) throw err;
+    },
+  );
+  cpSync(join(ROOT, "bin"), join(app, "bin"), { recursive: true });
+  cpSync(join(ROOT, "package.json"), join(app, "package.json"));
+  symlinkSync(join(ROOT, "node_modules"), join(app, "node_modules"));
+}, 300_000);
+afterAll(() => {
+  if (app !== "") rmSync(app, { recursive: true, force: true });
+});
+
+describe("container image layout", () => {
+  it("runs gitmesh from dist/ when src/ is absent", async () => {
+    expect(existsSync(join(app, "src"))).toBe(false);
+    const help = await run(process.execPath, [join(app, "bin", "gitmesh.js"), "--help"], { cwd: app });
+    expect(help.stdout).toContain("Usage: gitmesh");
+    expect(help.stdout).toContain("validate");
+    const version = await run(process.execPath, [join(app, "bin", "gitmesh.js"), "--version"], { cwd: app });
+    expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version);
+  });
+
+  it("validates the example repository from compiled code (schemas are embedded, not read from disk)", async () => {
+    const r = await run(process.execPath, [join(app, "bin", "gitmesh.js"), "validate", join(ROOT, "examples", "repo-layout")], { cwd: app });
+    expect(r.stdout).toMatch(/0 errors/);
+  });
+
+  it("Dockerfile: multi-stage build, non-root user matching the charts, the charts' ports", () => {
+    const dockerfile = readFileSync(join(ROOT, "Dockerfile"), "utf8");
+    expect(dockerfile.match(/^FROM /gm)).toHaveLength(2);
+    expect(dockerfile).toMatch(/^RUN npm ci\b/m);
+    expect(dockerfile).toMatch(/npm run build/);
+    expect(dockerfile).toMatch(/^USER 10001:10001$/m);
+    expect(dockerfile).toMatch(/^EXPOSE 9900 9091 9977$/m);
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["gitmesh"\]$/m);
+    for (const chart of ["gitmesh-server", "gitmesh-agent"]) {
+      expect(readFileSync(join(ROOT, "charts", chart, "templates", "deployment.yaml"), "utf8")).toContain("runAsUser: 10001");
+    }
+    // Everything the build stage copies must not be excluded by .dockerignore.
+    const ignored = readFileSync(join(ROOT, ".dockerignore"), "utf8").split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"));
+    for (const needed of ["src", "bin", "package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json"]) expect(ignored).not.toContain(needed);
+  });
+});
