@@ -33,12 +33,21 @@ export async function time<T>(fn: () => T | Promise<T>): Promise<{ ms: number; r
   return { ms: Number(process.hrtime.bigint() - start) / 1e6, result };
 }
 
-/** Runs `fn` `runs` times and returns the median and minimum wall time. */
-export async function repeat(runs: number, fn: () => unknown): Promise<{ median: number; min: number }> {
+/**
+ * Runs `fn` `runs` times: median and minimum wall time, and median CPU time (user + system) of this
+ * process. On a shared, busy machine CPU time is the steadier figure; wall time is what a user waits.
+ */
+export async function repeat(runs: number, fn: () => unknown): Promise<{ median: number; min: number; cpuMedian: number }> {
   const times: number[] = [];
-  for (let i = 0; i < Math.max(1, runs); i++) times.push((await time(fn)).ms);
-  times.sort((a, b) => a - b);
-  return { median: times[Math.floor(times.length / 2)]!, min: times[0]! };
+  const cpu: number[] = [];
+  for (let i = 0; i < Math.max(1, runs); i++) {
+    const before = process.cpuUsage();
+    times.push((await time(fn)).ms);
+    const used = process.cpuUsage(before);
+    cpu.push((used.user + used.system) / 1000);
+  }
+  const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
+  return { median: median(times), min: Math.min(...times), cpuMedian: median(cpu) };
 }
 
 /** Heap in use after a full garbage collection (the runner starts children with --expose-gc). */

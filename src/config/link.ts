@@ -33,17 +33,13 @@ export function link(settings: RepoSettings, files: Readonly<Record<string, File
 
   // 1. Duplicates: the first object for a key (by path, then position) wins.
   const winners = new Map<string, Candidate>();
-  // "kind//name" and "kind/namespace/name" → every candidate, for reference checks
-  const existing = new Map<string, Candidate[]>();
+  // kind → name → every candidate (incl. duplicates and invalid ones), for reference checks
+  const existing: Existing = new Map();
   for (const path of paths) {
     const rec = files[path]!;
     rec.objects.forEach((obj, index) => {
       const c: Candidate = { obj, file: path, index, valid: rec.invalid.length === 0 || !rec.invalid.includes(index) };
-      for (const k of [`${obj.kind}//${obj.metadata.name}`, `${obj.kind}/${obj.metadata.namespace}/${obj.metadata.name}`]) {
-        const list = existing.get(k);
-        if (list) list.push(c);
-        else existing.set(k, [c]);
-      }
+      addExisting(existing, obj.kind, obj.metadata.name, c);
       const first = winners.get(obj.key);
       if (first) {
         diagnostics.push({
@@ -366,10 +362,22 @@ export function referencesOf(obj: LoadedObject): Wanted[] {
   return out;
 }
 
-function checkReferences(c: Candidate, existing: ReadonlyMap<string, readonly Candidate[]>, out: Diagnostic[]): void {
+type Existing = Map<string, Map<string, Candidate[]>>;
+
+function addExisting(existing: Existing, kind: string, name: string, c: Candidate): void {
+  let byName = existing.get(kind);
+  if (!byName) existing.set(kind, (byName = new Map<string, Candidate[]>()));
+  const list = byName.get(name);
+  if (list) list.push(c);
+  else byName.set(name, [c]);
+}
+
+function checkReferences(c: Candidate, existing: Existing, out: Diagnostic[]): void {
   for (const w of referencesOf(c.obj)) {
-    const found = (existing.get(`${w.kind}/${w.namespace ?? ""}/${w.name}`) ?? []).some(
-      (e) => w.cluster === undefined || e.obj.cluster === undefined || e.obj.cluster === w.cluster,
+    const found = (existing.get(w.kind)?.get(w.name) ?? []).some(
+      (e) =>
+        (w.namespace === undefined || e.obj.metadata.namespace === w.namespace) &&
+        (w.cluster === undefined || e.obj.cluster === undefined || e.obj.cluster === w.cluster),
     );
     if (found) continue;
     const target = `${w.kind} ${w.namespace !== undefined ? `${w.namespace}/` : ""}${w.name}${w.cluster !== undefined ? ` in cluster ${w.cluster}` : ""}`;
