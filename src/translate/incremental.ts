@@ -2,7 +2,9 @@
  * Which workspaces an input change touches, so that a one-file change re-runs one workspace.
  *
  * - A changed Gloo object (added, modified or removed) touches the workspace that owns it, before
- *   and after the change, and every workspace that can see it through import/export.
+ *   and after the change, and every workspace that can see it through import/export; a route
+ *   policy also touches the workspaces that see the owner's route tables (they render them on
+ *   their gateways, with the owner's policies).
  * - A change to a Workspace, WorkspaceSettings or KubernetesCluster can move ownership and
  *   sharing anywhere: it touches every workspace (old and new).
  * - A cluster's discovery change touches every workspace with namespaces in that cluster (before
@@ -19,6 +21,7 @@ export interface InputChange {
 }
 
 const GLOBAL_KINDS: ReadonlySet<string> = new Set(["Workspace", "WorkspaceSettings", "KubernetesCluster"]);
+const ROUTE_POLICY_KINDS: ReadonlySet<string> = new Set(["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy"]);
 
 export function affectedWorkspaces(
   previous: { readonly desired: Desired; readonly discovery: DiscoveryMap },
@@ -38,8 +41,12 @@ export function affectedWorkspaces(
       const owner = idx.owner.get(obj.key) ?? "";
       if (owner === "") continue;
       out.add(owner);
-      const sel = { kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace ?? idx.adminNamespace, cluster: obj.cluster ?? "", labels: obj.metadata.labels ?? {}, workspace: owner };
-      for (const w of idx.workspaceNames) if (w !== owner && shared(idx, owner, w, sel)) out.add(w);
+      for (const w of consumers(idx, obj, owner)) out.add(w);
+      // Route policies also shape the north-south VirtualServices that other workspaces (the
+      // gateway's) render from this workspace's route tables.
+      if (ROUTE_POLICY_KINDS.has(obj.kind)) {
+        for (const rt of idx.byKind.get("RouteTable") ?? []) if (idx.owner.get(rt.key) === owner) for (const w of consumers(idx, rt, owner)) out.add(w);
+      }
     }
   }
   for (const cluster of change.discoveryClusters ?? []) {
@@ -54,6 +61,11 @@ export function affectedWorkspaces(
     }
   }
   return [...out].sort();
+}
+
+function consumers(idx: TranslationIndex, obj: InputObject, owner: string): string[] {
+  const sel = { kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace ?? idx.adminNamespace, cluster: obj.cluster ?? "", labels: obj.metadata.labels ?? {}, workspace: owner };
+  return idx.workspaceNames.filter((w) => w !== owner && shared(idx, owner, w, sel));
 }
 
 function hasImports(settings: InputObject): boolean {

@@ -64,6 +64,7 @@ describe("incremental translation", () => {
     const vs = result.clusters.get("cluster1")!.resources.find((r) => r.metadata.name === "routetable-istiod-istio-system-cluster1-ops")!;
     expect((vs.spec.http as { timeout?: string }[])[0]!.timeout).toBe("7s");
     expect(renderOutput(result)).not.toBe(renderOutput(prev));
+    expect(result.diagnostics.filter((d) => d.code === "INVALID_OUTPUT")).toEqual([]);
   });
 
   it("a cluster's discovery change touches the workspaces with namespaces there (and their importers)", () => {
@@ -74,5 +75,23 @@ describe("incremental translation", () => {
     expect(affectedWorkspaces({ desired: c.desired, discovery: c.discovery }, { desired: c.desired, discovery: next }, { changedKeys: ["RouteTable//bookinfo-frontends/exported"] })).toEqual(["bookinfo", "gateways"]);
     expect(affectedWorkspaces({ desired: c.desired, discovery: c.discovery }, { desired: c.desired, discovery: next }, { changedKeys: ["VirtualGateway//istio-gateways/gw"] })).toEqual(["gateways"]);
     expect(affectedWorkspaces({ desired: c.desired, discovery: c.discovery }, { desired: c.desired, discovery: next }, { changedKeys: ["WorkspaceSettings//istio-gateways/gateways"] })).toEqual(["bookinfo", "gateways"]);
+  });
+
+  it("a route policy also touches the workspaces that render its route tables on their gateways", () => {
+    const c = loadCase("cross-workspace");
+    const same = { desired: c.desired, discovery: c.discovery };
+    // bookinfo exports its route tables to gateways, which imports them: a bookinfo route policy changes gateways' VirtualServices.
+    expect(affectedWorkspaces(same, same, { changedKeys: ["RetryTimeoutPolicy//bookinfo-backends/any"] })).toEqual([]);
+    const withPolicy = loadDesiredState([
+      { path: "input.yaml", content: readFileSync(join(FIXTURES, "cross-workspace", "input.yaml"), "utf8") },
+      { path: "policy.yaml", content: "apiVersion: resilience.policy.gloo.solo.io/v2\nkind: RetryTimeoutPolicy\nmetadata: {name: t, namespace: bookinfo-backends}\nspec:\n  config: {requestTimeout: 2s}\n" },
+    ]).state;
+    const next = { desired: withPolicy, discovery: c.discovery };
+    expect(affectedWorkspaces(same, next, { changedKeys: ["RetryTimeoutPolicy//bookinfo-backends/t"] })).toEqual(["bookinfo", "gateways"]);
+    const prev = translateAll(c.desired, c.discovery);
+    const { result } = retranslate(prev, withPolicy, c.discovery, ["bookinfo", "gateways"]);
+    expect(renderOutput(result)).toBe(renderOutput(translateAll(withPolicy, c.discovery)));
+    const ns = result.clusters.get("cluster1")!.resources.find((r) => r.metadata.name === "routetable-exported-bookinfo-frontends-cluster1-gateways")!;
+    expect((ns.spec.http as { timeout?: string }[]).map((h) => h.timeout)).toEqual(["2s", "2s"]);
   });
 });
