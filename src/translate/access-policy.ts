@@ -17,7 +17,7 @@
  */
 import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
-import { DestinationCode, cmpStr, objectSelector, selectServices, trustDomainOf } from "./destination-common.js";
+import { DestinationCode, cmpStr, objectSelector, selectServices, trustDomainOf, workloadsIn } from "./destination-common.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
@@ -126,7 +126,8 @@ function computePrincipals(ctx: WorkspaceContext, s: ReturnType<typeof objectSel
     const snap = ctx.snapshot(cluster);
     const td = trustDomainOf(snap);
     if (snap === undefined || td === undefined) continue;
-    for (const w of snap.workloads) {
+    const exactNs = s.namespace !== undefined && !s.namespace.includes("*");
+    for (const w of exactNs ? workloadsIn(snap, s.namespace) : snap.workloads) {
       if (!globMatch(s.namespace, w.namespace) || !globMatch(s.name, w.serviceAccount) || !labelsMatch(s.labels, w.podLabels)) continue;
       out.add(`${td}/ns/${w.namespace}/sa/${w.serviceAccount}`);
     }

@@ -6,7 +6,7 @@
  * overrides every workspace's own options). All pure.
  */
 import { shared, type WorkspaceContext, type TranslationIndex } from "./context.js";
-import type { DiscoveredService, DiscoveryInput, InputObject } from "./input.js";
+import type { DiscoveredService, DiscoveredWorkload, DiscoveryInput, InputObject } from "./input.js";
 import { asArray, asNumber, asRecord, asString, globMatch, labelsMatch, objectSelectorMatches, type Labels, type ObjectSelectorSpec, type Selectable } from "./selectors.js";
 
 /** Codes of the destination translators (in addition to TranslateCode). */
@@ -169,12 +169,30 @@ export function selectServices(ctx: WorkspaceContext, sel: ObjectSelectorSpec, c
   return out;
 }
 
+const workloadMemo = new WeakMap<object, Map<string, readonly DiscoveredWorkload[]>>();
+
+/** Workloads of one namespace in a snapshot (indexed once per snapshot). */
+export function workloadsIn(snap: DiscoveryInput, namespace: string): readonly DiscoveredWorkload[] {
+  let m = workloadMemo.get(snap);
+  if (m === undefined) {
+    const built = new Map<string, DiscoveredWorkload[]>();
+    for (const w of snap.workloads) {
+      const list = built.get(w.namespace);
+      if (list === undefined) built.set(w.namespace, [w]);
+      else list.push(w);
+    }
+    m = built;
+    workloadMemo.set(snap, m);
+  }
+  return m.get(namespace) ?? [];
+}
+
 /** Service accounts of the workloads a Service selects in its cluster, sorted. */
 export function serviceAccountsOf(snap: DiscoveryInput | undefined, svc: DiscoveredService): string[] {
   const selector = svc.selector ?? {};
   if (snap === undefined || Object.keys(selector).length === 0) return [];
   const out = new Set<string>();
-  for (const w of snap.workloads) if (w.namespace === svc.namespace && labelsMatch(selector, w.podLabels)) out.add(w.serviceAccount);
+  for (const w of workloadsIn(snap, svc.namespace)) if (labelsMatch(selector, w.podLabels)) out.add(w.serviceAccount);
   return [...out].sort();
 }
 
