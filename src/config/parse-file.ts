@@ -155,7 +155,10 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
     const hint = registry.validate(value).find((i) => i.path === "/apiVersion" || i.path === "/kind");
     const pointer = hint?.path ?? "/kind";
     const reason = hint?.message ?? `${apiVersion} ${kind} is not a kind gitmesh supports; supported: ${registry.supportedKinds.join(", ")}`;
-    out.push(diag(ConfigCode.UNSUPPORTED_KIND, file, at(pointer), `${kind}${who}: ${reason}. It is kept as unsupported and not translated`, pointer));
+    out.push({
+      ...diag(ConfigCode.UNSUPPORTED_KIND, file, at(pointer), `${kind}${who}: ${reason}. It is kept as unsupported and not translated`, pointer),
+      ...(name !== undefined ? { object: { apiVersion, kind, name, ...(namespace !== undefined ? { namespace } : {}) } } : {}),
+    });
     return {
       unsupported: { apiVersion, kind, ...(name !== undefined ? { name } : {}), ...(namespace !== undefined ? { namespace } : {}), source },
     };

@@ -203,6 +203,9 @@ describe("line and column accuracy", () => {
     const lineOf = (needle: string) => text.split("\n").findIndex((l) => l.includes(needle)) + 1;
     expect(locate(rt, "/spec/virtualGateways/0/name").line).toBe(lineOf("name: north"));
     expect(locate(rt, "/spec/http/0/forwardTo/destinations/0/port/number").line).toBe(lineOf("number: 8080"));
+    // Keys with `/` and `~` are escaped as in RFC 6901.
+    const annotated = load(withFile("a.yaml", virtualDestination("r", "web").replace("metadata:\n", "metadata:\n  annotations:\n    example.com/a~b: x\n"))).state;
+    expect(locate(getObject(annotated, "VirtualDestination//web/r")!, "/metadata/annotations/example.com~1a~0b")).toMatchObject({ line: 5, column: 5 });
     // A pointer that does not exist in the source falls back to its nearest ancestor.
     expect(locate(rt, "/spec/http/0/forwardTo/destinations/0/subset/version")).toEqual({
       file: "workspaces/web/routes.yaml",
@@ -220,6 +223,7 @@ describe("kinds and metadata", () => {
     expect(where(diagnostics)).toEqual(["cm.yaml:2:1 UNSUPPORTED_KIND"]);
     expect(diagnostics[0]!.severity).toBe("warning");
     expect(diagnostics[0]!.message).toContain("RouteTable (networking.gloo.solo.io/v2)");
+    expect(diagnostics[0]!.object).toEqual({ apiVersion: "v1", kind: "ConfigMap", name: "settings", namespace: "web" });
     expect(unsupportedObjects(state)).toEqual([
       { apiVersion: "v1", kind: "ConfigMap", name: "settings", namespace: "web", source: { file: "cm.yaml", line: 1, column: 1, docIndex: 0 } },
     ]);
