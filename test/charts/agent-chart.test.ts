@@ -12,17 +12,16 @@ const BASE = ["--name", "gitmesh-agent", "--namespace", "gitmesh", ...REQUIRED];
 
 /**
  * The Kubernetes API calls the agent makes, as (scope, group/resource, verb, name). Where each
- * comes from in src/agent:
- * - kube.ts KINDS Namespace, Node, Service, Pod, Deployment, StatefulSet, DaemonSet: discovery
- *   informers (list + watch, and get through KubeReader) across all namespaces.
- * - kube.ts KINDS ConfigMap: discovery reads the mesh config only in the control plane's namespace.
- * - kube.ts ISTIO_KINDS: discovery/drift (list, watch, get), applier server-side apply (patch),
- *   create, replace (update) and prune (delete) through KubeWriter.
+ * comes from in src/agent (kept here while the agent exports no such list):
+ * - discovery.ts informers over kube.ts KINDS Namespace, Node, Service, Pod, Deployment,
+ *   StatefulSet, DaemonSet in all namespaces: list + watch (informer.ts), get through KubeReader.
+ * - discovery.ts ConfigMap informer only in the Istio namespace (mesh config).
+ * - kube.ts ISTIO_KINDS: discovery/drift informers (list, watch, get), applier.ts server-side apply
+ *   (PATCH; an apply that creates the object also needs create) and prune (delete). No update.
  * - leader.ts LEASE_KIND: get, create, and replace (update) of one Lease in the agent's namespace.
- * - relay secrets (DESIGN.md "Relay protocol", src/relay/constants.ts RELAY_SECRETS): read the
- *   root CA and the bootstrap token; write (create/update/patch) the client certificate.
- * - Istio cacerts (DESIGN.md "Agent", applier.ts ISSUED_CERTIFICATE): create/update/patch one
- *   Secret `cacerts` in the Istio namespace.
+ * - relay-link.ts RELAY_SECRETS: get the root CA and the bootstrap token; server-side apply
+ *   (get, patch, create) of the client certificate secret.
+ * - cacerts.ts: get and server-side apply of the Istio `cacerts` secret in the Istio namespace.
  */
 function agentCalls(opts: { ns: string; istioNs: string; lease: string; secrets: { root: string; token: string; client: string }; cacerts: boolean }): Set<Grant> {
   const g = new Set<Grant>();
@@ -34,7 +33,7 @@ function agentCalls(opts: { ns: string; istioNs: string; lease: string; secrets:
     ["networking.istio.io", "destinationrules"], ["networking.istio.io", "sidecars"], ["networking.istio.io", "virtualservices"],
     ["security.istio.io", "peerauthentications"], ["security.istio.io", "authorizationpolicies"],
   ];
-  for (const [grp, r] of istio) for (const v of [...read, "create", "update", "patch", "delete"]) g.add(grant("cluster", grp, r, v));
+  for (const [grp, r] of istio) for (const v of [...read, "create", "patch", "delete"]) g.add(grant("cluster", grp, r, v));
   for (const v of read) g.add(grant(`ns:${opts.istioNs}`, "", "configmaps", v));
   const own = `ns:${opts.ns}`;
   g.add(grant(own, "coordination.k8s.io", "leases", "create"));
@@ -43,10 +42,10 @@ function agentCalls(opts: { ns: string; istioNs: string; lease: string; secrets:
   g.add(grant(own, "", "secrets", "get", opts.secrets.root));
   g.add(grant(own, "", "secrets", "get", opts.secrets.token));
   g.add(grant(own, "", "secrets", "create")); // create cannot be limited by name in Kubernetes RBAC
-  for (const v of ["get", "update", "patch"]) g.add(grant(own, "", "secrets", v, opts.secrets.client));
+  for (const v of ["get", "patch"]) g.add(grant(own, "", "secrets", v, opts.secrets.client));
   if (opts.cacerts) {
     g.add(grant(`ns:${opts.istioNs}`, "", "secrets", "create"));
-    for (const v of ["get", "update", "patch"]) g.add(grant(`ns:${opts.istioNs}`, "", "secrets", v, "cacerts"));
+    for (const v of ["get", "patch"]) g.add(grant(`ns:${opts.istioNs}`, "", "secrets", v, "cacerts"));
   }
   return g;
 }
@@ -77,7 +76,7 @@ describe("gitmesh-agent chart", () => {
       GITMESH_RELAY_CLUSTER: "cluster1",
       GITMESH_RELAY_AUTHORITY: "gitmesh-server.gitmesh",
       GITMESH_DISCOVERY_SELECTORS: "[]",
-      GITMESH_NAMESPACE: { fieldRef: { fieldPath: "metadata.namespace" } },
+      POD_NAMESPACE: { fieldRef: { fieldPath: "metadata.namespace" } },
     });
     expect(find(manifests, "Service", "gitmesh-agent").spec).toMatchObject({ type: "ClusterIP", ports: [{ port: 9977, targetPort: "http" }] });
     expectGolden("agent-defaults", text);
