@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ApiException,
   AppsV1Api,
+  CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubernetesObjectApi,
@@ -212,6 +213,31 @@ describe("server-side defaulting clients rely on", () => {
     expect(replaced.spec?.clusterIP).toBe(svc.spec?.clusterIP);
     const deleted = await core.deleteNamespacedService({ name: "api2", namespace: "shop" });
     expect(deleted.metadata?.name).toBe("api2");
+  });
+});
+
+describe("leases (leader election)", () => {
+  it("two candidates replacing the same lease version: exactly one wins, the other gets 409", async () => {
+    const leases = kube.kc.makeApiClient(CoordinationV1Api);
+    const created = await leases.createNamespacedLease({
+      namespace: "shop",
+      body: { metadata: { name: "gitmesh-agent" }, spec: { holderIdentity: "a", leaseDurationSeconds: 15, renewTime: new Date("2026-01-01T00:00:00.123Z") } },
+    });
+    // Stored as MicroTime, the way the real server writes it.
+    expect((kube.emulator.get("coordination.k8s.io/v1", "Lease", "shop", "gitmesh-agent")!.spec as { renewTime: string }).renewTime).toBe("2026-01-01T00:00:00.123000Z");
+    expect(new Date(String(created.spec?.renewTime)).toISOString()).toBe("2026-01-01T00:00:00.123Z");
+    const take = (holder: string) =>
+      leases.replaceNamespacedLease({
+        name: "gitmesh-agent",
+        namespace: "shop",
+        body: { metadata: created.metadata!, spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime: new Date() } },
+      });
+    const results = await Promise.allSettled([take("b"), take("c")]);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    const lost = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+    expect((lost.reason as ApiException<unknown>).code).toBe(409);
+    const winner = (results.find((r) => r.status === "fulfilled") as PromiseFulfilledResult<{ spec?: { holderIdentity?: string } }>).value.spec?.holderIdentity;
+    expect((await leases.readNamespacedLease({ name: "gitmesh-agent", namespace: "shop" })).spec?.holderIdentity).toBe(winner);
   });
 });
 
