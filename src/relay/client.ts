@@ -1,0 +1,392 @@
+/**
+ * The relay client (agent side). Registers with the bootstrap token, then keeps one mTLS session
+ * open: a discovery push stream (full snapshot first, then deltas) and an output pull stream (ACK or
+ * NACK per version). Any failure tears the whole session down and reconnects with exponential backoff
+ * and jitter; every new session starts with a full discovery snapshot and receives a full output.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { describeError, type Logger } from "../core/index.js";
+import { RELAY_DEFAULTS } from "./constants.js";
+import { isPermanentStatus } from "./errors.js";
+import {
+  RegistrationClient,
+  RelayClient as GrpcRelayClient,
+  type CertificateResponse,
+  type DiscoveryAck,
+  type DiscoveryUpdate,
+  type OutputAck,
+  type OutputUpdate,
+} from "./gen/gitmesh/relay/v1/relay.js";
+import { certificateNotAfterMs, createCsr } from "./pki.js";
+import { applyStateDelta, createChunkAssembler, diffStates, encodeChunks, isEmptyDelta, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
+
+/** What the agent stores in relay-client-tls-secret. */
+export interface RelayClientCredentials {
+  readonly certPem: string;
+  readonly keyPem: string;
+  /** Root CA that verifies the server. */
+  readonly caPem: string;
+  readonly notAfterMs: number;
+}
+
+export interface OutputEvent {
+  readonly version: number;
+  readonly full: boolean;
+  readonly complete: boolean;
+  readonly sourceCommit: string;
+  readonly checksum: string;
+  /** The whole output after this update. */
+  readonly state: RelayState;
+  /** What changed relative to the previous version (for a full update: everything). */
+  readonly delta: StateDelta;
+}
+
+export type OutputResult = { readonly ack: true } | { readonly ack: false; readonly errors: readonly { readonly key: string; readonly message: string }[] };
+
+export interface RelayClientStatus {
+  readonly connected: boolean;
+  /** Full discovery snapshot of the current session acknowledged. */
+  readonly synced: boolean;
+  readonly sessions: number;
+  readonly lastError?: { readonly code: number; readonly details: string };
+  readonly outputVersion: number | undefined;
+}
+
+export interface RelayClientOptions {
+  /** host:port of the relay server (Helm relay.serverAddress). */
+  readonly address: string;
+  /** This cluster's name (Helm relay.cluster). */
+  readonly cluster: string;
+  /** Root CA the server is verified against (relay-root-tls-secret ca.crt). */
+  readonly rootCaPem: string;
+  /** TLS server name / :authority (default `gitmesh-server.gitmesh`). */
+  readonly authority?: string;
+  /** Bootstrap token (relay-identity-token-secret token); needed to register. */
+  readonly token?: string;
+  /** Existing client certificate (relay-client-tls-secret). */
+  readonly credentials?: RelayClientCredentials;
+  /** Key to put in CSRs (default: a fresh RSA key per registration/renewal). */
+  readonly keyPem?: string;
+  /** Called with new credentials after registration or renewal (persist them in relay-client-tls-secret). */
+  readonly onCredentials?: (credentials: RelayClientCredentials) => void | Promise<void>;
+  /** Applies an output version; ACK or NACK with per-resource errors. Default: ACK. */
+  readonly onOutput?: (event: OutputEvent) => OutputResult | Promise<OutputResult>;
+  /** Session changes (connected, disconnected with the server's status). */
+  readonly onStatus?: (status: RelayClientStatus) => void;
+  readonly logger: Logger;
+  readonly maxMessageBytes?: number;
+  readonly chunkBytes?: number;
+  readonly maxStateBytes?: number;
+  readonly keepaliveTimeMs?: number;
+  readonly keepaliveTimeoutMs?: number;
+  readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number; readonly factor?: number; readonly jitter?: number };
+  /** Renew automatically when this fraction of the certificate's remaining lifetime has passed (default 2/3; 0 disables). */
+  readonly renewAtFraction?: number;
+  /** Random source for jitter (default Math.random). */
+  readonly random?: () => number;
+}
+
+export interface RelayClient {
+  /** Registers with the bootstrap token: new key + CSR → client certificate. */
+  register(): Promise<RelayClientCredentials>;
+  /** Starts the session loop (reconnects until close). */
+  connect(): void;
+  /** Resolves when a session is up and its full discovery snapshot was acknowledged. */
+  synced(): Promise<void>;
+  /** Sets the whole discovery state; sent as a delta against the last sent state. Resolves when acknowledged. */
+  pushDiscovery(state: RelayState): Promise<void>;
+  /** Applies a delta to the discovery state and sends it. Resolves when acknowledged. */
+  pushDiscoveryDelta(delta: StateDelta): Promise<void>;
+  /** Renews the client certificate over mTLS. */
+  renew(): Promise<RelayClientCredentials>;
+  status(): RelayClientStatus;
+  close(): Promise<void>;
+}
+
+interface Session {
+  readonly id: number;
+  readonly grpcClient: GrpcRelayClient;
+  readonly push: grpc.ClientDuplexStream<DiscoveryUpdate, DiscoveryAck>;
+  readonly pull: grpc.ClientDuplexStream<OutputAck, OutputUpdate>;
+  /** Version of the last discovery update sent in this session, and of the last full one. */
+  sentVersion: number;
+  fullVersion: number;
+  synced: boolean;
+  dead: boolean;
+}
+
+export function createRelayClient(options: RelayClientOptions): RelayClient {
+  const log = options.logger;
+  const authority = options.authority ?? RELAY_DEFAULTS.authority;
+  const maxMessageBytes = options.maxMessageBytes ?? RELAY_DEFAULTS.maxMessageBytes;
+  const chunkBytes = Math.max(1024, Math.min(options.chunkBytes ?? RELAY_DEFAULTS.chunkBytes, Math.floor(maxMessageBytes * 0.9)));
+  const limits = { maxChunkBytes: maxMessageBytes, maxStateBytes: options.maxStateBytes ?? RELAY_DEFAULTS.maxStateBytes };
+  const backoff = { ...RELAY_DEFAULTS.backoff, ...options.backoff };
+  const random = options.random ?? Math.random;
+  const renewAtFraction = options.renewAtFraction ?? RELAY_DEFAULTS.renewAtFraction;
+  const channelOptions: grpc.ClientOptions = {
+    "grpc.ssl_target_name_override": authority,
+    "grpc.default_authority": authority,
+    "grpc.max_receive_message_length": maxMessageBytes,
+    "grpc.max_send_message_length": maxMessageBytes,
+    "grpc.keepalive_time_ms": options.keepaliveTimeMs ?? RELAY_DEFAULTS.keepaliveTimeMs,
+    "grpc.keepalive_timeout_ms": options.keepaliveTimeoutMs ?? RELAY_DEFAULTS.keepaliveTimeoutMs,
+    "grpc.keepalive_permit_without_calls": 1,
+    // Our own loop reconnects; a fresh channel per session picks up renewed certificates.
+    "grpc.enable_retries": 0,
+  };
+
+  let credentials = options.credentials;
+  let closed = false;
+  let running = false;
+  let session: Session | undefined;
+  let sessionCount = 0;
+  let attempt = 0;
+  let reconnectTimer: NodeJS.Timeout | undefined;
+  let renewTimer: NodeJS.Timeout | undefined;
+  let lastError: { code: number; details: string } | undefined;
+  // Discovery: the agent's current state and the last state sent in the current session.
+  let discovery: Map<string, Uint8Array> = new Map();
+  let sentState: RelayState = new Map();
+  let version = 0;
+  let ackedVersion = 0;
+  const ackWaiters: { version: number; resolve: () => void }[] = [];
+  const syncWaiters: (() => void)[] = [];
+  // Output: what this agent has received.
+  let output: { version: number; state: RelayState } | undefined;
+
+  const status = (): RelayClientStatus => ({
+    connected: session !== undefined && !session.dead,
+    synced: session?.synced ?? false,
+    sessions: sessionCount,
+    ...(lastError ? { lastError } : {}),
+    outputVersion: output?.version,
+  });
+  const notify = () => options.onStatus?.(status());
+
+  async function adopt(res: CertificateResponse, keyPem: string): Promise<RelayClientCredentials> {
+    const c = { certPem: res.certificatePem, keyPem, caPem: res.caPem || options.rootCaPem, notAfterMs: res.notAfterMs || certificateNotAfterMs(res.certificatePem) };
+    credentials = c;
+    await options.onCredentials?.(c);
+    scheduleRenewal();
+    return c;
+  }
+
+  function scheduleRenewal() {
+    if (renewTimer) clearTimeout(renewTimer);
+    renewTimer = undefined;
+    if (!credentials || renewAtFraction <= 0 || closed) return;
+    const delay = Math.max(0, (credentials.notAfterMs - Date.now()) * renewAtFraction);
+    renewTimer = setTimeout(() => {
+      renew().catch((err: unknown) => {
+        log.warn("certificate renewal failed; will retry", { error: describeError(err) });
+        renewTimer = setTimeout(scheduleRenewal, Math.min(60_000, Math.max(1000, (credentials!.notAfterMs - Date.now()) / 10)));
+      });
+    }, Math.min(delay, 2 ** 31 - 1));
+    renewTimer.unref();
+  }
+
+  const unary = <Req, Res>(fn: (req: Req, cb: (err: grpc.ServiceError | null, res: Res) => void) => unknown, req: Req) =>
+    new Promise<Res>((resolve, reject) => fn(req, (err, res) => (err ? reject(err) : resolve(res))));
+
+  async function register(): Promise<RelayClientCredentials> {
+    if (!options.token) throw new Error("cannot register: no bootstrap token (relay-identity-token-secret) configured");
+    const { csrPem, keyPem } = createCsr(options.cluster, options.keyPem);
+    const client = new RegistrationClient(options.address, grpc.credentials.createSsl(Buffer.from(options.rootCaPem)), channelOptions);
+    try {
+      const res = await unary<Parameters<typeof client.register>[0], CertificateResponse>((r, cb) => client.register(r, cb), { cluster: options.cluster, token: options.token, csrPem });
+      log.info("registered with the relay server", { cluster: options.cluster, notAfter: new Date(res.notAfterMs).toISOString() });
+      return await adopt(res, keyPem);
+    } finally {
+      client.close();
+    }
+  }
+
+  function mtlsClient(c: RelayClientCredentials): GrpcRelayClient {
+    return new GrpcRelayClient(options.address, grpc.credentials.createSsl(Buffer.from(options.rootCaPem), Buffer.from(c.keyPem), Buffer.from(c.certPem)), channelOptions);
+  }
+
+  async function renew(): Promise<RelayClientCredentials> {
+    if (!credentials) throw new Error("cannot renew: no client certificate yet; register first");
+    const { csrPem, keyPem } = createCsr(options.cluster, options.keyPem);
+    const own = session && !session.dead ? undefined : mtlsClient(credentials);
+    const client = own ?? session!.grpcClient;
+    try {
+      const res = await unary<Parameters<typeof client.renew>[0], CertificateResponse>((r, cb) => client.renew(r, cb), { cluster: options.cluster, csrPem });
+      log.info("renewed the client certificate", { cluster: options.cluster, notAfter: new Date(res.notAfterMs).toISOString() });
+      return await adopt(res, keyPem);
+    } finally {
+      own?.close();
+    }
+  }
+
+  // ---- session ----------------------------------------------------------------------------
+
+  function sendDiscovery(s: Session, full: boolean) {
+    const next = discovery;
+    const delta: StateDelta = full ? { upserts: next, removed: [] } : diffStates(sentState, next);
+    if (!full && isEmptyDelta(delta)) return;
+    const v = ++version;
+    const header = { cluster: options.cluster, version: v, baseVersion: full ? 0 : s.sentVersion, full, checksum: stateChecksum(next) };
+    for (const chunk of encodeChunks(delta, chunkBytes)) s.push.write({ ...header, chunk });
+    s.sentVersion = v;
+    if (full) s.fullVersion = v;
+    sentState = next;
+  }
+
+  function onDiscoveryAck(s: Session, ack: DiscoveryAck) {
+    if (ack.resync) {
+      // Resync requests for versions sent before our last full snapshot are already answered by it.
+      if (ack.version < s.fullVersion) return;
+      log.info("server asked for a full discovery resync", { cluster: options.cluster, version: ack.version, why: ack.message });
+      sendDiscovery(s, true);
+      return;
+    }
+    ackedVersion = Math.max(ackedVersion, ack.version);
+    if (!s.synced && ack.version >= s.fullVersion) {
+      s.synced = true;
+      attempt = 0;
+      log.info("relay session synced", { cluster: options.cluster, session: s.id });
+      for (const w of syncWaiters.splice(0)) w();
+      notify();
+    }
+    for (let i = ackWaiters.length - 1; i >= 0; i--) {
+      if (ackWaiters[i]!.version <= ackedVersion) ackWaiters.splice(i, 1)[0]!.resolve();
+    }
+  }
+
+  function outputHandler(s: Session) {
+    const assembler = createChunkAssembler<OutputUpdate>(limits, (a, b) => a.version === b.version && a.full === b.full && a.checksum === b.checksum);
+    let chain = Promise.resolve();
+    const reply = (msg: OutputAck) => {
+      if (!s.dead) s.pull.write(msg);
+    };
+    const process = async (u: OutputUpdate) => {
+      const delta = assembler.push(u, u.chunk);
+      if (!delta) return;
+      let state: Map<string, Uint8Array>;
+      if (u.full) state = new Map(delta.upserts);
+      else if (output?.version !== u.baseVersion) {
+        log.warn("output delta does not apply to our version; asking for a full resend", { have: output?.version, base: u.baseVersion });
+        return reply({ cluster: options.cluster, version: u.version, ack: false, errors: [], resync: true });
+      } else state = applyStateDelta(output.state, delta);
+      if (stateChecksum(state) !== u.checksum) {
+        log.warn("output checksum mismatch; asking for a full resend", { version: u.version });
+        return reply({ cluster: options.cluster, version: u.version, ack: false, errors: [], resync: true });
+      }
+      output = { version: u.version, state };
+      let result: OutputResult = { ack: true };
+      try {
+        if (options.onOutput) {
+          result = await options.onOutput({ version: u.version, full: u.full, complete: u.complete, sourceCommit: u.sourceCommit, checksum: u.checksum, state, delta: u.full ? { upserts: state, removed: [] } : delta });
+        }
+      } catch (err) {
+        result = { ack: false, errors: [{ key: "", message: describeError(err) }] };
+      }
+      reply({ cluster: options.cluster, version: u.version, ack: result.ack, errors: result.ack ? [] : result.errors.map((e) => ({ key: e.key, message: e.message })), resync: false });
+    };
+    return (u: OutputUpdate) => {
+      chain = chain.then(() => process(u)).catch((err: unknown) => teardown(s, err));
+    };
+  }
+
+  function teardown(s: Session, err: unknown) {
+    if (s.dead) return;
+    s.dead = true;
+    s.push.cancel();
+    s.pull.cancel();
+    s.grpcClient.close();
+    if (session === s) session = undefined;
+    const se = err as Partial<grpc.ServiceError> | undefined;
+    if (se && typeof se.code === "number" && se.code !== grpc.status.CANCELLED) {
+      lastError = { code: se.code, details: se.details ?? "" };
+      const level = isPermanentStatus(se.code) ? "error" : "warn";
+      log[level]("relay session ended", { cluster: options.cluster, code: grpc.status[se.code], details: se.details });
+    } else if (err !== undefined && !(se && se.code === grpc.status.CANCELLED)) {
+      log.warn("relay session ended", { cluster: options.cluster, error: describeError(err) });
+    }
+    notify();
+    scheduleReconnect();
+  }
+
+  function scheduleReconnect() {
+    if (closed || reconnectTimer) return;
+    const base = Math.min(backoff.maxMs, backoff.initialMs * backoff.factor ** attempt);
+    const delay = Math.max(0, base * (1 + backoff.jitter * (2 * random() - 1)));
+    attempt++;
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = undefined;
+      void startSession();
+    }, delay);
+  }
+
+  async function startSession() {
+    if (closed || session) return;
+    try {
+      if ((!credentials || credentials.notAfterMs <= Date.now()) && options.token) await register();
+      if (!credentials) throw new Error("no client certificate and no bootstrap token: configure relay-client-tls-secret or relay-identity-token-secret");
+    } catch (err) {
+      const se = err as Partial<grpc.ServiceError>;
+      if (typeof se.code === "number") lastError = { code: se.code, details: se.details ?? "" };
+      log.error("registration failed", { cluster: options.cluster, error: describeError(err) });
+      notify();
+      scheduleReconnect();
+      return;
+    }
+    // close() may have run while registering.
+    if ((closed as boolean)) return;
+    const grpcClient = mtlsClient(credentials);
+    const s: Session = { id: ++sessionCount, grpcClient, push: grpcClient.pushDiscovery(), pull: grpcClient.pullOutput(), sentVersion: 0, fullVersion: 0, synced: false, dead: false };
+    session = s;
+    s.push.on("data", (ack: DiscoveryAck) => onDiscoveryAck(s, ack));
+    s.push.on("error", (err) => teardown(s, err));
+    s.push.on("end", () => teardown(s, { code: grpc.status.UNAVAILABLE, details: "discovery stream ended by the server" }));
+    const onOutput = outputHandler(s);
+    s.pull.on("data", onOutput);
+    s.pull.on("error", (err) => teardown(s, err));
+    s.pull.on("end", () => teardown(s, { code: grpc.status.UNAVAILABLE, details: "output stream ended by the server" }));
+    sentState = new Map();
+    sendDiscovery(s, true);
+    s.pull.write({ cluster: options.cluster, version: 0, ack: false, errors: [], resync: false });
+    notify();
+  }
+
+  const waitAck = (v: number) =>
+    v <= ackedVersion ? Promise.resolve() : new Promise<void>((resolve) => ackWaiters.push({ version: v, resolve }));
+
+  return {
+    register,
+    connect() {
+      if (running) return;
+      running = true;
+      if (credentials) scheduleRenewal();
+      void startSession();
+    },
+    synced: () => (session?.synced ? Promise.resolve() : new Promise<void>((resolve) => syncWaiters.push(resolve))),
+    pushDiscovery(state) {
+      discovery = new Map(state);
+      if (session && !session.dead) sendDiscovery(session, false);
+      // Whatever is sent next (delta now, or the full snapshot of the next session) carries this state.
+      return waitAck(session && !session.dead ? version : version + 1);
+    },
+    pushDiscoveryDelta(delta) {
+      return this.pushDiscovery(applyStateDelta(discovery, delta));
+    },
+    renew,
+    status,
+    async close() {
+      closed = true;
+      if (reconnectTimer) clearTimeout(reconnectTimer);
+      if (renewTimer) clearTimeout(renewTimer);
+      const s = session;
+      if (s) {
+        s.dead = true;
+        s.push.cancel();
+        s.pull.cancel();
+        s.grpcClient.close();
+        session = undefined;
+      }
+      await Promise.resolve();
+    },
+  };
+}

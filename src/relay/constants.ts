@@ -1,0 +1,82 @@
+/**
+ * Names shared with the rest of the system: Kubernetes secret names and keys (the same as Gloo Mesh's
+ * relay, see DESIGN.md "Relay protocol"), metric names, rejection reasons and defaults.
+ */
+
+/** Kubernetes secrets that hold relay material, with their data keys. */
+export const RELAY_SECRETS = {
+  /** mgmt + copied to each workload cluster: the root CA that signs the server certificate. */
+  rootTls: { name: "relay-root-tls-secret", keys: { caCrt: "ca.crt", tlsKey: "tls.key" } },
+  /** mgmt + copied to each workload cluster: the shared bootstrap token. */
+  identityToken: { name: "relay-identity-token-secret", keys: { token: "token" } },
+  /** workload cluster, written by the agent: the client certificate issued by the server. */
+  clientTls: { name: "relay-client-tls-secret", keys: { tlsCrt: "tls.crt", tlsKey: "tls.key", caCrt: "ca.crt" } },
+  /** mgmt: the server certificate for the relay port (its name must match the agents' authority). */
+  serverTls: { name: "relay-server-tls-secret", keys: { tlsCrt: "tls.crt", tlsKey: "tls.key", caCrt: "ca.crt" } },
+  /** mgmt: the CA that signs agent CSRs. */
+  tlsSigning: { name: "relay-tls-signing-secret", keys: { tlsCrt: "tls.crt", tlsKey: "tls.key" } },
+} as const;
+
+export const RELAY_DEFAULTS = {
+  /** gRPC port of the management server. */
+  port: 9900,
+  /** Name in the server certificate; agents set `:authority`/TLS server name to it. */
+  authority: "gitmesh-server.gitmesh",
+  /** Lifetime of a client certificate issued at registration or renewal (30 days). */
+  certificateLifetimeMs: 30 * 24 * 3600_000,
+  /** Validity of a generated CA / server certificate (10 years). */
+  caLifetimeMs: 10 * 365 * 24 * 3600_000,
+  /** Hard limit of one gRPC message, both directions (4 MiB). */
+  maxMessageBytes: 4 * 1024 * 1024,
+  /** Raw bytes per chunk before gzip (1 MiB); must stay below maxMessageBytes. */
+  chunkBytes: 1024 * 1024,
+  /** Limit of one assembled (decompressed) update (256 MiB). */
+  maxStateBytes: 256 * 1024 * 1024,
+  keepaliveTimeMs: 30_000,
+  keepaliveTimeoutMs: 10_000,
+  /** Client reconnect backoff: first delay, cap, factor, and ± jitter fraction. */
+  backoff: { initialMs: 500, maxMs: 30_000, factor: 2, jitter: 0.2 },
+  /** Renew when this fraction of the certificate lifetime has passed. */
+  renewAtFraction: 2 / 3,
+} as const;
+
+/** URI SAN prefix carrying the cluster identity: spiffe://gitmesh/cluster/<name>. */
+export const CLUSTER_URI_PREFIX = "spiffe://gitmesh/cluster/";
+
+/**
+ * Metric names (all registered in the registry passed to createRelayServer):
+ * - relay_push_clients_connected{cluster}   gauge: open discovery push streams (0/1 per cluster)
+ * - relay_pull_clients_connected{cluster}   gauge: open output pull streams (0/1 per cluster)
+ * - relay_push_clients_warmed{cluster}      gauge: 1 once the current push stream delivered a full snapshot
+ * - relay_rejections_total{reason}          counter: rejected registrations, streams and messages (reasons below)
+ * - relay_certificates_issued_total{kind}   counter: kind = register | renew
+ * - relay_discovery_updates_total{kind}     counter: accepted discovery updates, kind = full | delta
+ * - relay_resyncs_total{direction}          counter: full resyncs requested, direction = push (server asked) | pull (agent asked)
+ * - relay_output_acks_total{result}         counter: result = ack | nack
+ * - relay_stream_bytes_total{direction}     counter: payload bytes on the wire (compressed chunks), direction = received | sent
+ */
+export const RELAY_METRICS = {
+  pushClientsConnected: "relay_push_clients_connected",
+  pullClientsConnected: "relay_pull_clients_connected",
+  pushClientsWarmed: "relay_push_clients_warmed",
+  rejections: "relay_rejections_total",
+  certificatesIssued: "relay_certificates_issued_total",
+  discoveryUpdates: "relay_discovery_updates_total",
+  resyncs: "relay_resyncs_total",
+  outputAcks: "relay_output_acks_total",
+  streamBytes: "relay_stream_bytes_total",
+} as const;
+
+/** Values of the `reason` label of relay_rejections_total (and of RelayRejectedError.reason). */
+export const REJECTION_REASONS = {
+  invalidRequest: "invalid_request",
+  badToken: "bad_token",
+  clusterNotRegistered: "cluster_not_registered",
+  clusterDeregistered: "cluster_deregistered",
+  clientCertificateInvalid: "client_certificate_invalid",
+  clusterMismatch: "cluster_mismatch",
+  messageTooLarge: "message_too_large",
+  malformedMessage: "malformed_message",
+  checksumMismatch: "checksum_mismatch",
+} as const;
+export type RejectionReason = (typeof REJECTION_REASONS)[keyof typeof REJECTION_REASONS];

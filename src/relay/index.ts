@@ -1,0 +1,43 @@
+/**
+ * The relay: the channel between the management server and the agents (DESIGN.md "Relay protocol";
+ * wire format in proto/gitmesh/relay/v1/relay.proto).
+ */
+export { CLUSTER_URI_PREFIX, REJECTION_REASONS, RELAY_DEFAULTS, RELAY_METRICS, RELAY_SECRETS, type RejectionReason } from "./constants.js";
+export { RelayRejectedError, toServiceError, isPermanentStatus } from "./errors.js";
+export {
+  certificateNotAfterMs,
+  createCsr,
+  createSelfSignedCa,
+  generateKeyPem,
+  generateRelayPki,
+  isValidClusterName,
+  issueServerCertificate,
+  loadOrCreateRelayPki,
+  relayPkiFromSecrets,
+  relayPkiToSecrets,
+  signClientCertificate,
+  type KeyPairPem,
+  type RelayPki,
+  type RelayPkiStorage,
+} from "./pki.js";
+export { applyStateDelta, diffStates, encodeChunks, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
+export {
+  createRelayServer,
+  type AppliedVersion,
+  type DiscoveryEvent,
+  type OutputAckEvent,
+  type OutputNackEvent,
+  type OutputSnapshot,
+  type RelayServer,
+  type RelayServerOptions,
+  type StreamKind,
+} from "./server.js";
+export {
+  createRelayClient,
+  type OutputEvent,
+  type OutputResult,
+  type RelayClient,
+  type RelayClientCredentials,
+  type RelayClientOptions,
+  type RelayClientStatus,
+} from "./client.js";

@@ -1,0 +1,662 @@
+/**
+ * The relay server (management side, port 9900).
+ *
+ * One TLS port serves both registration (simple TLS: the agent has no certificate yet) and the mTLS
+ * streams. grpc-js's createSsl cannot express "ask for a client certificate but let the handshake
+ * through without one", so the credentials come from grpc.experimental.createCertificateProviderServerCredentials
+ * with requireClientCertificate=false: TLS requests a client certificate and verifies it against the
+ * signing CA, and every stream handler then requires `call.getAuthContext().sslPeerCertificate`, which
+ * grpc-js 1.14 fills only when the TLS socket is `authorized` (chain to the signing CA, within its
+ * validity). The cluster identity comes from that certificate only (subject CN = URI SAN
+ * spiffe://gitmesh/cluster/<name>), never from metadata or message fields. Because the handshake is
+ * let through, every refusal (missing, expired, foreign certificate) reaches a handler and is logged,
+ * counted and answered with a gRPC status that says what to fix.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import * as grpc from "@grpc/grpc-js";
+import type { Registry } from "prom-client";
+import { describeError, type Logger } from "../core/index.js";
+import { REJECTION_REASONS, RELAY_DEFAULTS, type RejectionReason } from "./constants.js";
+import { RelayRejectedError, toServiceError } from "./errors.js";
+import {
+  DiscoveryUpdate,
+  OutputAck,
+  RegisterRequest,
+  RegistrationService,
+  RelayService,
+  RenewRequest,
+  type CertificateResponse,
+  type DiscoveryAck,
+  type OutputUpdate,
+} from "./gen/gitmesh/relay/v1/relay.js";
+import { createRelayMetrics } from "./metrics.js";
+import { clusterOfPeerCertificate, InvalidCsrError, isValidClusterName, signClientCertificate, type RelayPki } from "./pki.js";
+import { applyStateDelta, createChunkAssembler, diffStates, encodeChunks, stateChecksum, WireError, type RelayState, type StateDelta } from "./wire.js";
+
+/** A rendered output snapshot for one cluster. */
+export interface OutputSnapshot {
+  /** Increases with every publication for the cluster. */
+  readonly version: number;
+  /** Git commit the output was rendered from. */
+  readonly sourceCommit: string;
+  /** true when this is the complete desired output (the agent may prune against it). */
+  readonly complete: boolean;
+  /** Resource key → bytes (JSON of the Istio object by convention). */
+  readonly resources: RelayState;
+}
+
+export interface DiscoveryEvent {
+  readonly cluster: string;
+  readonly version: number;
+  readonly full: boolean;
+  readonly checksum: string;
+  /** The whole state after the update. */
+  readonly state: RelayState;
+  /** What changed (for a full update: everything, nothing removed). */
+  readonly delta: StateDelta;
+}
+
+export interface AppliedVersion {
+  readonly version: number;
+  readonly sourceCommit: string;
+  readonly atMs: number;
+}
+
+export interface OutputAckEvent extends AppliedVersion {
+  readonly cluster: string;
+}
+
+export interface OutputNackEvent extends OutputAckEvent {
+  readonly errors: readonly { readonly key: string; readonly message: string }[];
+}
+
+export type StreamKind = "push" | "pull";
+
+export interface RelayServerOptions {
+  /** CA, server certificate and signing CA (see loadOrCreateRelayPki). */
+  readonly pki: RelayPki;
+  /** The bootstrap token (relay-identity-token-secret `token`), or a function returning the current one. */
+  readonly token: string | (() => string);
+  /** Whether a cluster may connect: a KubernetesCluster of that name exists in the desired state. */
+  readonly isClusterRegistered: (cluster: string) => boolean | Promise<boolean>;
+  readonly logger: Logger;
+  /** Registry for the relay metrics (no global registry). */
+  readonly registry: Registry;
+  /** Listen address (default `0.0.0.0`). */
+  readonly host?: string;
+  /** Listen port (default 9900; 0 picks a free port). */
+  readonly port?: number;
+  /** Lifetime of issued client certificates (default 30 days). */
+  readonly certificateLifetimeMs?: number;
+  /** gRPC max message size, both directions (default 4 MiB). */
+  readonly maxMessageBytes?: number;
+  /** Raw bytes per chunk before gzip when sending output (default 1 MiB). */
+  readonly chunkBytes?: number;
+  /** Largest assembled update accepted (default 256 MiB). */
+  readonly maxStateBytes?: number;
+  readonly keepaliveTimeMs?: number;
+  readonly keepaliveTimeoutMs?: number;
+  /** Clusters deregistered earlier (cluster → time ms): their certificates issued before that time stay refused. */
+  readonly revokedBefore?: ReadonlyMap<string, number>;
+  readonly onDiscovery?: (event: DiscoveryEvent) => void | Promise<void>;
+  readonly onAck?: (event: OutputAckEvent) => void;
+  readonly onNack?: (event: OutputNackEvent) => void;
+  readonly onConnect?: (cluster: string, stream: StreamKind) => void;
+  readonly onDisconnect?: (cluster: string, stream: StreamKind) => void;
+  /** Clock (default Date.now). */
+  readonly now?: () => number;
+}
+
+export interface RelayServer {
+  /** Binds and starts serving; resolves with the bound port. */
+  start(): Promise<number>;
+  /** Closes every stream and the port. */
+  stop(): Promise<void>;
+  readonly port: number | undefined;
+  /** Publishes a cluster's output: sent at once if its agent is subscribed (delta against what it has), else on its next connect (full). */
+  publishOutput(cluster: string, snapshot: OutputSnapshot): void;
+  /** Clusters with an open push or pull stream. */
+  connectedClusters(): { cluster: string; push: boolean; pull: boolean; warmed: boolean }[];
+  /** The last version each cluster's agent ACKed, with its source commit. */
+  appliedVersions(): ReadonlyMap<string, AppliedVersion>;
+  /** The last accepted discovery state of a cluster (kept after disconnects). */
+  discoveryState(cluster: string): { version: number; checksum: string; state: RelayState } | undefined;
+  /** Cuts a cluster off: closes its streams, refuses its certificates (issued until now) and registration until reinstate. */
+  deregister(cluster: string): void;
+  /** Allows registration of a deregistered cluster again (its old certificates stay refused). */
+  reinstate(cluster: string): void;
+  /** Deregistration times, for the composition root to persist. */
+  revokedBefore(): ReadonlyMap<string, number>;
+}
+
+const MALFORMED = Symbol("malformed");
+interface Malformed {
+  readonly [MALFORMED]: string;
+}
+function isMalformed(v: unknown): v is Malformed {
+  return typeof v === "object" && v !== null && MALFORMED in v;
+}
+/** A deserializer that never throws: grpc-js would answer INTERNAL; we answer INVALID_ARGUMENT with a clear message. */
+function tolerant<T>(decode: (b: Buffer) => T): (b: Buffer) => T | Malformed {
+  return (b) => {
+    try {
+      return decode(b);
+    } catch (err) {
+      return { [MALFORMED]: describeError(err) };
+    }
+  };
+}
+
+interface PushSession {
+  readonly cluster: string;
+  readonly call: grpc.ServerDuplexStream<DiscoveryUpdate | Malformed, DiscoveryAck>;
+  closed: boolean;
+  awaitingFull: boolean;
+  warmed: boolean;
+}
+
+interface PullSession {
+  readonly cluster: string;
+  readonly call: grpc.ServerDuplexStream<OutputAck | Malformed, OutputUpdate>;
+  closed: boolean;
+  subscribed: boolean;
+  sent: { version: number; entries: RelayState } | undefined;
+  readonly sentVersions: Map<number, { sourceCommit: string }>;
+}
+
+const digest = (s: string) => createHash("sha256").update(s, "utf8").digest();
+
+export function createRelayServer(options: RelayServerOptions): RelayServer {
+  const log = options.logger;
+  const metrics = createRelayMetrics(options.registry);
+  const now = options.now ?? Date.now;
+  const maxMessageBytes = options.maxMessageBytes ?? RELAY_DEFAULTS.maxMessageBytes;
+  const chunkBytes = Math.max(1024, Math.min(options.chunkBytes ?? RELAY_DEFAULTS.chunkBytes, Math.floor(maxMessageBytes * 0.9)));
+  const limits = { maxChunkBytes: maxMessageBytes, maxStateBytes: options.maxStateBytes ?? RELAY_DEFAULTS.maxStateBytes };
+  const lifetimeMs = options.certificateLifetimeMs ?? RELAY_DEFAULTS.certificateLifetimeMs;
+  const signingCa = { certPem: options.pki.signingCaCertPem, keyPem: options.pki.signingCaKeyPem };
+
+  const pushSessions = new Map<string, PushSession>();
+  const pullSessions = new Map<string, PullSession>();
+  const outputs = new Map<string, OutputSnapshot>();
+  const applied = new Map<string, AppliedVersion>();
+  const discovery = new Map<string, { version: number; checksum: string; state: RelayState }>();
+  const revoked = new Map<string, number>(options.revokedBefore ?? []);
+  const blocked = new Set<string>();
+  let server: grpc.Server | undefined;
+  let boundPort: number | undefined;
+
+  const reject = (reason: RejectionReason, code: RelayRejectedError["grpcCode"], message: string) => new RelayRejectedError(reason, code, message);
+
+  /** Logs and counts a rejection, and answers it with its gRPC status. */
+  function refuse(err: unknown, fields: Record<string, unknown>, answer: (e: ReturnType<typeof toServiceError>) => void): void {
+    const se = toServiceError(err);
+    if (err instanceof RelayRejectedError) {
+      metrics.rejections.inc({ reason: err.reason });
+      log.warn("relay rejected a request", { reason: err.reason, code: grpc.status[se.code], message: se.details, ...fields });
+    } else {
+      log.error("relay request failed", { error: describeError(err), ...fields });
+    }
+    answer(se);
+  }
+
+  async function checkClusterAllowed(cluster: string, issuedAtMs?: number): Promise<void> {
+    const revokedAt = revoked.get(cluster);
+    if (blocked.has(cluster) || (issuedAtMs !== undefined && revokedAt !== undefined && issuedAtMs <= revokedAt)) {
+      throw reject(
+        REJECTION_REASONS.clusterDeregistered,
+        grpc.status.PERMISSION_DENIED,
+        `cluster "${cluster}" was deregistered and its certificate is refused; to bring it back, restore its KubernetesCluster and re-register the agent with the bootstrap token`,
+      );
+    }
+    if (!(await options.isClusterRegistered(cluster))) {
+      throw reject(
+        REJECTION_REASONS.clusterNotRegistered,
+        grpc.status.PERMISSION_DENIED,
+        `cluster "${cluster}" is not registered: add a KubernetesCluster named "${cluster}" in the admin namespace of the configuration repository (e.g. clusters/${cluster}.yaml), or fix relay.cluster in the agent's values`,
+      );
+    }
+  }
+
+  /** The cluster identity of a stream or mTLS call, from the verified peer certificate only. */
+  async function identify(call: { getAuthContext(): { sslPeerCertificate?: import("node:tls").PeerCertificate } }): Promise<string> {
+    const peer = call.getAuthContext().sslPeerCertificate;
+    if (!peer) {
+      throw reject(
+        REJECTION_REASONS.clientCertificateInvalid,
+        grpc.status.UNAUTHENTICATED,
+        "no valid client certificate: it is missing, expired or not yet valid, or not issued by this server's signing CA (relay-tls-signing-secret); re-register the agent with the bootstrap token to get a new certificate",
+      );
+    }
+    const id = clusterOfPeerCertificate(peer);
+    if (!id) {
+      throw reject(
+        REJECTION_REASONS.clientCertificateInvalid,
+        grpc.status.UNAUTHENTICATED,
+        "the client certificate carries no valid cluster identity (subject CN and URI SAN spiffe://gitmesh/cluster/<name> must name the same cluster); use the certificate issued at registration",
+      );
+    }
+    await checkClusterAllowed(id.cluster, id.issuedAtMs);
+    return id.cluster;
+  }
+
+  function checkNamedCluster(identity: string, named: string): void {
+    if (named !== "" && named !== identity) {
+      throw reject(
+        REJECTION_REASONS.clusterMismatch,
+        grpc.status.PERMISSION_DENIED,
+        `the message names cluster "${named}" but the client certificate is for cluster "${identity}"; an agent may only send data for its own cluster (check relay.cluster)`,
+      );
+    }
+  }
+
+  function wireRejection(err: unknown): unknown {
+    if (!(err instanceof WireError)) return err;
+    return err.kind === "too_large"
+      ? reject(REJECTION_REASONS.messageTooLarge, grpc.status.RESOURCE_EXHAUSTED, err.message)
+      : reject(REJECTION_REASONS.malformedMessage, grpc.status.INVALID_ARGUMENT, err.message);
+  }
+
+  function malformed(what: string, detail: string): RelayRejectedError {
+    return reject(
+      REJECTION_REASONS.malformedMessage,
+      grpc.status.INVALID_ARGUMENT,
+      `could not decode a ${what} (${detail}); the agent must speak protocol gitmesh.relay.v1 — upgrade or reinstall the agent`,
+    );
+  }
+
+  // ---- registration and renewal -------------------------------------------------------------
+
+  function issue(cluster: string, csrPem: string, kind: "register" | "renew"): CertificateResponse {
+    try {
+      const { certPem, notAfterMs } = signClientCertificate(signingCa, { cluster, csrPem, lifetimeMs, now: now() });
+      metrics.certificatesIssued.inc({ kind });
+      log.info(kind === "register" ? "registered cluster" : "renewed client certificate", { cluster, notAfter: new Date(notAfterMs).toISOString() });
+      return { certificatePem: certPem, caPem: options.pki.rootCaCertPem, notAfterMs };
+    } catch (err) {
+      if (err instanceof InvalidCsrError) {
+        throw reject(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `${err.message}; send a PEM PKCS#10 CSR signed with an RSA key`);
+      }
+      throw err;
+    }
+  }
+
+  const tokenMatches = (given: string): boolean => {
+    const expected = typeof options.token === "function" ? options.token() : options.token;
+    // Equal-length digests, compared in constant time: neither the token nor its length leaks.
+    return expected.length > 0 && timingSafeEqual(digest(given), digest(expected));
+  };
+
+  const registration = {
+    register(call: grpc.ServerUnaryCall<RegisterRequest | Malformed, CertificateResponse>, callback: grpc.sendUnaryData<CertificateResponse>) {
+      const req = call.request;
+      const fields: Record<string, unknown> = { rpc: "Register", peer: call.getPeer() };
+      void (async () => {
+        if (isMalformed(req)) throw malformed("RegisterRequest", req[MALFORMED]);
+        fields.cluster = req.cluster;
+        if (!isValidClusterName(req.cluster)) {
+          throw reject(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `cluster name ${JSON.stringify(req.cluster)} is not a valid KubernetesCluster name (lowercase DNS-1123 subdomain); fix relay.cluster`);
+        }
+        if (!tokenMatches(req.token)) {
+          throw reject(
+            REJECTION_REASONS.badToken,
+            grpc.status.UNAUTHENTICATED,
+            "the bootstrap token does not match the server's; copy key `token` of secret relay-identity-token-secret from the management cluster to the workload cluster",
+          );
+        }
+        await checkClusterAllowed(req.cluster);
+        return issue(req.cluster, req.csrPem, "register");
+      })().then(
+        (res) => callback(null, res),
+        (err: unknown) => refuse(err, fields, (se) => callback(se)),
+      );
+    },
+  };
+
+  function renew(call: grpc.ServerUnaryCall<RenewRequest | Malformed, CertificateResponse>, callback: grpc.sendUnaryData<CertificateResponse>) {
+    const req = call.request;
+    const fields: Record<string, unknown> = { rpc: "Renew", peer: call.getPeer() };
+    void (async () => {
+      const cluster = await identify(call);
+      fields.cluster = cluster;
+      if (isMalformed(req)) throw malformed("RenewRequest", req[MALFORMED]);
+      checkNamedCluster(cluster, req.cluster);
+      return issue(cluster, req.csrPem, "renew");
+    })().then(
+      (res) => callback(null, res),
+      (err: unknown) => refuse(err, fields, (se) => callback(se)),
+    );
+  }
+
+  // ---- discovery push -----------------------------------------------------------------------
+
+  function endWithError(call: { emit(event: "error", err: unknown): boolean }, se: { code: number; details: string }) {
+    call.emit("error", se);
+  }
+
+  function pushDiscovery(call: grpc.ServerDuplexStream<DiscoveryUpdate | Malformed, DiscoveryAck>) {
+    const fields: Record<string, unknown> = { rpc: "PushDiscovery", peer: call.getPeer() };
+    let session: PushSession | undefined;
+    const queue: (DiscoveryUpdate | Malformed)[] = [];
+    let draining = false;
+    const assembler = createChunkAssembler<DiscoveryUpdate>(limits, (a, b) => a.version === b.version && a.full === b.full && a.checksum === b.checksum && a.baseVersion === b.baseVersion && a.cluster === b.cluster);
+
+    const close = () => {
+      if (!session || session.closed) return;
+      session.closed = true;
+      if (pushSessions.get(session.cluster) === session) {
+        pushSessions.delete(session.cluster);
+        metrics.pushConnected.set({ cluster: session.cluster }, 0);
+        metrics.warmed.set({ cluster: session.cluster }, 0);
+        log.info("discovery stream closed", { cluster: session.cluster });
+        options.onDisconnect?.(session.cluster, "push");
+      }
+    };
+    const fail = (err: unknown) => {
+      refuse(err, fields, (se) => endWithError(call, se));
+      close();
+    };
+
+    const handle = async (msg: DiscoveryUpdate | Malformed, s: PushSession) => {
+      if (isMalformed(msg)) throw malformed("DiscoveryUpdate", msg[MALFORMED]);
+      checkNamedCluster(s.cluster, msg.cluster);
+      metrics.streamBytes.inc({ direction: "received" }, msg.chunk?.payload.length ?? 0);
+      let delta: StateDelta | undefined;
+      try {
+        delta = assembler.push(msg, msg.chunk);
+      } catch (err) {
+        throw wireRejection(err);
+      }
+      if (!delta) return;
+      const prev = discovery.get(s.cluster);
+      const resync = (why: string) => {
+        s.awaitingFull = true;
+        metrics.resyncs.inc({ direction: "push" });
+        log.warn("asking agent for a full discovery resync", { cluster: s.cluster, version: msg.version, why });
+        call.write({ version: msg.version, resync: true, checksum: prev?.checksum ?? "", message: why });
+      };
+      let state: Map<string, Uint8Array>;
+      if (msg.full) {
+        if (delta.removed.length > 0) throw malformed("DiscoveryUpdate", "a full update cannot remove keys");
+        state = new Map(delta.upserts);
+      } else {
+        if (s.awaitingFull || !prev) return resync("a full snapshot is required first");
+        if (msg.baseVersion !== prev.version) return resync(`delta is based on version ${msg.baseVersion} but the server has version ${prev.version}`);
+        state = applyStateDelta(prev.state, delta);
+      }
+      const checksum = stateChecksum(state);
+      if (checksum !== msg.checksum) {
+        if (msg.full) {
+          throw reject(
+            REJECTION_REASONS.checksumMismatch,
+            grpc.status.INVALID_ARGUMENT,
+            "the checksum of a full snapshot does not match its content; agent and server compute checksums differently (version skew?) — upgrade the agent to the server's protocol version",
+          );
+        }
+        return resync(`checksum mismatch after applying delta ${msg.version} (agent ${msg.checksum.slice(0, 12)}, server ${checksum.slice(0, 12)})`);
+      }
+      const entry = { version: msg.version, checksum, state };
+      try {
+        await options.onDiscovery?.({ cluster: s.cluster, version: msg.version, full: msg.full, checksum, state, delta: msg.full ? { upserts: state, removed: [] } : delta });
+      } catch (err) {
+        log.error("onDiscovery failed; asking the agent to resend", { cluster: s.cluster, error: describeError(err) });
+        return resync("the server could not store the update");
+      }
+      discovery.set(s.cluster, entry);
+      s.awaitingFull = false;
+      metrics.discoveryUpdates.inc({ kind: msg.full ? "full" : "delta" });
+      if (msg.full && !s.warmed) {
+        s.warmed = true;
+        metrics.warmed.set({ cluster: s.cluster }, 1);
+      }
+      call.write({ version: msg.version, resync: false, checksum, message: "" });
+    };
+
+    const drain = async () => {
+      if (draining) return;
+      draining = true;
+      try {
+        while (queue.length > 0 && session && !session.closed) {
+          await handle(queue.shift()!, session);
+        }
+      } catch (err) {
+        fail(err);
+      } finally {
+        draining = false;
+      }
+    };
+
+    call.on("data", (msg: DiscoveryUpdate | Malformed) => {
+      queue.push(msg);
+      if (session) void drain();
+    });
+    call.on("end", () => {
+      close();
+      call.end();
+    });
+    call.on("cancelled", close);
+    call.on("error", close);
+    call.on("close", close);
+
+    identify(call).then(
+      (cluster) => {
+        if (call.cancelled) return;
+        fields.cluster = cluster;
+        const old = pushSessions.get(cluster);
+        session = { cluster, call, closed: false, awaitingFull: true, warmed: false };
+        pushSessions.set(cluster, session);
+        if (old) {
+          old.closed = true;
+          endWithError(old.call, { code: grpc.status.ABORTED, details: "replaced by a newer discovery stream of the same cluster" });
+        }
+        metrics.pushConnected.set({ cluster }, 1);
+        metrics.warmed.set({ cluster }, 0);
+        log.info("discovery stream opened", { cluster });
+        options.onConnect?.(cluster, "push");
+        void drain();
+      },
+      (err: unknown) => refuse(err, fields, (se) => endWithError(call, se)),
+    );
+  }
+
+  // ---- output pull --------------------------------------------------------------------------
+
+  function sendOutput(s: PullSession, snap: OutputSnapshot, forceFull: boolean) {
+    const full = forceFull || s.sent === undefined;
+    const delta: StateDelta = full ? { upserts: snap.resources, removed: [] } : diffStates(s.sent!.entries, snap.resources);
+    const baseVersion = full ? 0 : s.sent!.version;
+    const checksum = stateChecksum(snap.resources);
+    for (const chunk of encodeChunks(delta, chunkBytes)) {
+      metrics.streamBytes.inc({ direction: "sent" }, chunk.payload.length);
+      s.call.write({ version: snap.version, baseVersion, full, complete: snap.complete, sourceCommit: snap.sourceCommit, checksum, chunk });
+    }
+    s.sent = { version: snap.version, entries: snap.resources };
+    s.sentVersions.set(snap.version, { sourceCommit: snap.sourceCommit });
+    if (s.sentVersions.size > 64) s.sentVersions.delete(s.sentVersions.keys().next().value!);
+  }
+
+  function pullOutput(call: grpc.ServerDuplexStream<OutputAck | Malformed, OutputUpdate>) {
+    const fields: Record<string, unknown> = { rpc: "PullOutput", peer: call.getPeer() };
+    let session: PullSession | undefined;
+    const early: (OutputAck | Malformed)[] = [];
+
+    const close = () => {
+      if (!session || session.closed) return;
+      session.closed = true;
+      if (pullSessions.get(session.cluster) === session) {
+        pullSessions.delete(session.cluster);
+        metrics.pullConnected.set({ cluster: session.cluster }, 0);
+        log.info("output stream closed", { cluster: session.cluster });
+        options.onDisconnect?.(session.cluster, "pull");
+      }
+    };
+    const handle = (msg: OutputAck | Malformed, s: PullSession) => {
+      try {
+        if (isMalformed(msg)) throw malformed("OutputAck", msg[MALFORMED]);
+        checkNamedCluster(s.cluster, msg.cluster);
+        const latest = outputs.get(s.cluster);
+        if (!s.subscribed) {
+          s.subscribed = true;
+          if (latest) sendOutput(s, latest, true);
+          return;
+        }
+        if (msg.resync) {
+          metrics.resyncs.inc({ direction: "pull" });
+          log.warn("agent asked for a full output resync", { cluster: s.cluster, version: msg.version });
+          if (latest) sendOutput(s, latest, true);
+          return;
+        }
+        const sent = s.sentVersions.get(msg.version);
+        if (!sent) {
+          log.warn("agent acknowledged an output version this stream did not send; ignored", { cluster: s.cluster, version: msg.version });
+          return;
+        }
+        const event = { cluster: s.cluster, version: msg.version, sourceCommit: sent.sourceCommit, atMs: now() };
+        if (msg.ack) {
+          metrics.outputAcks.inc({ result: "ack" });
+          applied.set(s.cluster, { version: event.version, sourceCommit: event.sourceCommit, atMs: event.atMs });
+          options.onAck?.(event);
+        } else {
+          metrics.outputAcks.inc({ result: "nack" });
+          const errors = msg.errors.map((e) => ({ key: e.key, message: e.message }));
+          log.warn("agent could not apply output", { cluster: s.cluster, version: msg.version, errors: errors.length, first: errors[0]?.message });
+          options.onNack?.({ ...event, errors });
+        }
+      } catch (err) {
+        refuse(err, fields, (se) => endWithError(call, se));
+        close();
+      }
+    };
+    call.on("data", (msg: OutputAck | Malformed) => {
+      if (!session) early.push(msg);
+      else if (!session.closed) handle(msg, session);
+    });
+    call.on("end", () => {
+      close();
+      call.end();
+    });
+    call.on("cancelled", close);
+    call.on("error", close);
+    call.on("close", close);
+
+    identify(call).then(
+      (cluster) => {
+        if (call.cancelled) return;
+        fields.cluster = cluster;
+        const old = pullSessions.get(cluster);
+        session = { cluster, call, closed: false, subscribed: false, sent: undefined, sentVersions: new Map() };
+        pullSessions.set(cluster, session);
+        if (old) {
+          old.closed = true;
+          endWithError(old.call, { code: grpc.status.ABORTED, details: "replaced by a newer output stream of the same cluster" });
+        }
+        metrics.pullConnected.set({ cluster }, 1);
+        log.info("output stream opened", { cluster });
+        options.onConnect?.(cluster, "pull");
+        for (const m of early.splice(0)) if (!session.closed) handle(m, session);
+      },
+      (err: unknown) => refuse(err, fields, (se) => endWithError(call, se)),
+    );
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------------------
+
+  function credentials(): grpc.ServerCredentials {
+    const pki = options.pki;
+    // Updates are delivered asynchronously: grpc-js registers its watcher only after adding the listeners.
+    const provider: grpc.experimental.CertificateProvider = {
+      addCaCertificateListener: (l) => queueMicrotask(() => l({ caCertificate: Buffer.from(pki.signingCaCertPem) })),
+      removeCaCertificateListener: () => undefined,
+      addIdentityCertificateListener: (l) => queueMicrotask(() => l({ certificate: Buffer.from(pki.serverCertPem), privateKey: Buffer.from(pki.serverKeyPem) })),
+      removeIdentityCertificateListener: () => undefined,
+    };
+    return grpc.experimental.createCertificateProviderServerCredentials(provider, provider, false);
+  }
+
+  const closeAll = (cluster: string | undefined, code: grpc.status, details: string) => {
+    for (const s of [...pushSessions.values(), ...pullSessions.values()]) {
+      if (cluster !== undefined && s.cluster !== cluster) continue;
+      endWithError(s.call, { code, details });
+    }
+  };
+
+  return {
+    get port() {
+      return boundPort;
+    },
+    async start() {
+      if (server) throw new Error("relay server already started");
+      const srv = new grpc.Server({
+        "grpc.max_receive_message_length": maxMessageBytes,
+        "grpc.max_send_message_length": maxMessageBytes,
+        "grpc.keepalive_time_ms": options.keepaliveTimeMs ?? RELAY_DEFAULTS.keepaliveTimeMs,
+        "grpc.keepalive_timeout_ms": options.keepaliveTimeoutMs ?? RELAY_DEFAULTS.keepaliveTimeoutMs,
+        "grpc.keepalive_permit_without_calls": 1,
+      });
+      srv.addService(
+        { register: { ...RegistrationService.register, requestDeserialize: tolerant((b) => RegisterRequest.decode(b)) } },
+        registration,
+      );
+      srv.addService(
+        {
+          pushDiscovery: { ...RelayService.pushDiscovery, requestDeserialize: tolerant((b) => DiscoveryUpdate.decode(b)) },
+          pullOutput: { ...RelayService.pullOutput, requestDeserialize: tolerant((b) => OutputAck.decode(b)) },
+          renew: { ...RelayService.renew, requestDeserialize: tolerant((b) => RenewRequest.decode(b)) },
+        },
+        { pushDiscovery, pullOutput, renew },
+      );
+      const host = options.host ?? "0.0.0.0";
+      boundPort = await new Promise<number>((resolve, rejectBind) => {
+        srv.bindAsync(`${host}:${options.port ?? RELAY_DEFAULTS.port}`, credentials(), (err, port) => (err ? rejectBind(err) : resolve(port)));
+      });
+      server = srv;
+      log.info("relay server listening", { host, port: boundPort });
+      return boundPort;
+    },
+    async stop() {
+      const srv = server;
+      if (!srv) return;
+      server = undefined;
+      closeAll(undefined, grpc.status.UNAVAILABLE, "the relay server is shutting down; reconnect");
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          srv.forceShutdown();
+          resolve();
+        }, 2000);
+        srv.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      log.info("relay server stopped", { port: boundPort });
+    },
+    publishOutput(cluster, snapshot) {
+      outputs.set(cluster, snapshot);
+      const s = pullSessions.get(cluster);
+      if (s?.subscribed && !s.closed) sendOutput(s, snapshot, false);
+    },
+    connectedClusters() {
+      const names = new Set([...pushSessions.keys(), ...pullSessions.keys()]);
+      return [...names].sort().map((cluster) => ({
+        cluster,
+        push: pushSessions.has(cluster),
+        pull: pullSessions.has(cluster),
+        warmed: pushSessions.get(cluster)?.warmed ?? false,
+      }));
+    },
+    appliedVersions: () => applied,
+    discoveryState: (cluster) => discovery.get(cluster),
+    deregister(cluster) {
+      revoked.set(cluster, now());
+      blocked.add(cluster);
+      discovery.delete(cluster);
+      outputs.delete(cluster);
+      log.info("cluster deregistered; closing its streams", { cluster });
+      closeAll(cluster, grpc.status.PERMISSION_DENIED, `cluster "${cluster}" was deregistered; its certificate is no longer accepted`);
+    },
+    reinstate(cluster) {
+      blocked.delete(cluster);
+    },
+    revokedBefore: () => revoked,
+  };
+}
