@@ -36,3 +36,23 @@ export {
 export { containsFields, createDriftWatcher, inSync, type DriftWatcher, type DriftWatcherOptions } from "./drift.js";
 export { createLeaderElector, LEASE_KIND, microTime, type LeaderElector, type LeaderElectorOptions } from "./leader.js";
 export { createAgentHttp, type AgentHttp, type AgentHttpOptions } from "./http.js";
+export {
+  createRelayLinkFactory,
+  loadClientCredentials,
+  storeClientCredentials,
+  type RelayHandlers,
+  type RelayLink,
+  type RelayLinkFactory,
+  type RelayLinkOptions,
+} from "./relay-link.js";
+export {
+  createCacerts,
+  createIntermediateCsr,
+  type Cacerts,
+  type CacertsOptions,
+  type IntermediateSigner,
+  type IntermediateSigningRequest,
+  type SignedIntermediate,
+} from "./cacerts.js";
+export { AGENT_ENV, parseAgentConfig, type AgentConfig, type AgentConfigInput } from "./config.js";
+export { createAgent, type Agent, type AgentOptions } from "./agent.js";

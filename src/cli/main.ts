@@ -9,6 +9,7 @@ import { createIo, ExitCode, UsageError, type CliIo } from "./io.js";
 import { registerValidate } from "./validate.js";
 import { registerRender } from "./render.js";
 import { registerKubeEmulator } from "./kube-emulator.js";
+import { registerAgent } from "./agent.js";
 
 export type RegisterCommand = (program: Command, io: CliIo) => void;
 
@@ -17,6 +18,7 @@ const commands: readonly RegisterCommand[] = [
   registerValidate,
   registerRender,
   registerKubeEmulator,
+  registerAgent,
 ];
 
 export async function main(argv: readonly string[], io: CliIo = createIo()): Promise<number> {

@@ -1,0 +1,176 @@
+/**
+ * createAgent: wires the parts. Every replica runs leader election and the HTTP endpoint; only
+ * the leader runs discovery, the relay link, apply/prune, drift repair and cacerts — started in
+ * that order when it becomes leader and stopped in reverse order when it stops being leader.
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Registry } from "prom-client";
+import { describeError, type Logger } from "../core/index.js";
+import { createApplier, type Applier, type ResourceError } from "./applier.js";
+import { createCacerts, type IntermediateSigner } from "./cacerts.js";
+import type { AgentConfig } from "./config.js";
+import { createDiscovery, type Discovery } from "./discovery.js";
+import { createDriftWatcher } from "./drift.js";
+import { createAgentHttp } from "./http.js";
+import { createKubeClient, withFieldOwner, type FieldOwnerWriter, type KubeReader } from "./kube.js";
+import { createLeaderElector, type LeaderElector } from "./leader.js";
+import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
+import type { RelayLink, RelayLinkFactory } from "./relay-link.js";
+import { createRunnableManager, type BackoffOptions, type Runnable, type RunnableManager } from "./runnable.js";
+
+export interface AgentOptions {
+  readonly config: AgentConfig;
+  readonly kc: KubeConfig;
+  /** Opens the relay link when this replica becomes leader (createRelayLinkFactory in production). */
+  readonly relay: RelayLinkFactory;
+  /** Signs Istio intermediate CSRs; without it certificate requests are NACKed (see cacerts.ts). */
+  readonly signer?: IntermediateSigner;
+  readonly registry: Registry;
+  /** Informer restart backoff (default 200 ms doubling to 30 s). */
+  readonly backoff?: BackoffOptions;
+  readonly logger: Logger;
+}
+
+export interface Agent {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  readonly isLeader: boolean;
+  readonly httpPort: number | undefined;
+  readonly metrics: AgentMetrics;
+  /** Leader-only parts (undefined on a standby). */
+  readonly discovery: Discovery | undefined;
+  readonly applier: Applier | undefined;
+  readonly relayLink: RelayLink | undefined;
+}
+
+export function createAgent(options: AgentOptions): Agent {
+  const { config, logger } = options;
+  const metrics = createAgentMetrics(options.registry);
+  const client = createKubeClient(options.kc);
+  const reader: KubeReader = client;
+  const writer: FieldOwnerWriter = withFieldOwner(client);
+  let leaderParts: { manager: RunnableManager; discovery: Discovery; applier: Applier; link: () => RelayLink | undefined } | undefined;
+
+  const cacerts = options.signer
+    ? createCacerts({ cluster: config.cluster, reader, writer, signer: options.signer, metrics, logger: logger.child("cacerts") })
+    : undefined;
+
+  async function startLeading(signal: AbortSignal) {
+    metrics.leader.set(1);
+    const applier = createApplier({
+      cluster: config.cluster,
+      reader,
+      writer,
+      maxPruneFraction: config.maxPruneFraction,
+      pruneAlwaysAllowed: config.pruneAlwaysAllowed,
+      metrics,
+      logger: logger.child("apply"),
+    });
+    let link: RelayLink | undefined;
+    const discovery = createDiscovery({
+      kc: options.kc,
+      reader,
+      cluster: config.cluster,
+      istioNamespace: config.istioNamespace,
+      ...(config.discoverySelectors ? { discoverySelectors: config.discoverySelectors } : {}),
+      debounceMs: config.debounceMs,
+      onSnapshot: (r) => {
+        metrics.discoveryPushes.inc();
+        link?.pushDiscovery(r.state);
+      },
+      ...(options.backoff ? { backoff: options.backoff } : {}),
+      metrics,
+      logger: logger.child("discovery"),
+    });
+    const relayPart: Runnable = {
+      name: "relay",
+      async start() {
+        link = await options.relay({
+          onConnection: (c) => metrics.relayConnected.set(c ? 1 : 0),
+          onOutput: async (output) => {
+            const outcome = await applier.applyOutput(output);
+            const errors: ResourceError[] = [...outcome.errors];
+            if (outcome.certificateRequests.length > 0) {
+              if (cacerts) errors.push(...(await cacerts.reconcile(outcome.certificateRequests)));
+              else errors.push(...outcome.certificateRequests.map((r) => ({ key: `${r.kind}/${r.metadata.namespace ?? ""}/${r.metadata.name}`, message: "this agent has no intermediate CA signer configured; cacerts not written" })));
+            }
+            return { ack: errors.length === 0, errors };
+          },
+        });
+        const current = discovery.current();
+        if (current) link.pushDiscovery(current.state);
+      },
+      async stop() {
+        const l = link;
+        link = undefined;
+        metrics.relayConnected.set(0);
+        await l?.close();
+      },
+    };
+    const drift = createDriftWatcher({ kc: options.kc, reader, cluster: config.cluster, applier, metrics, ...(options.backoff ? { backoff: options.backoff } : {}), logger: logger.child("drift") });
+    const manager = createRunnableManager([discovery, relayPart, drift], logger);
+    leaderParts = { manager, discovery, applier, link: () => link };
+    signal.addEventListener("abort", () => void manager.stop(), { once: true });
+    await manager.start();
+  }
+
+  async function stopLeading() {
+    metrics.leader.set(0);
+    const parts = leaderParts;
+    leaderParts = undefined;
+    await parts?.manager.stop();
+  }
+
+  const elector: LeaderElector = createLeaderElector({
+    reader,
+    writer,
+    namespace: config.namespace,
+    identity: config.identity,
+    leaseDurationMs: config.leaseDurationMs,
+    renewDeadlineMs: config.renewDeadlineMs,
+    retryPeriodMs: config.retryPeriodMs,
+    onStartedLeading: startLeading,
+    onStoppedLeading: stopLeading,
+    logger: logger.child("leader"),
+  });
+
+  const http = createAgentHttp({
+    port: config.httpPort,
+    registry: options.registry,
+    logger: logger.child("http"),
+    notReadyReason: () => {
+      if (!elector.isLeader) return undefined; // a standby is ready to take over
+      if (!leaderParts?.discovery.synced) return "informers have not listed yet";
+      return undefined;
+    },
+  });
+  const root = createRunnableManager([http, elector], logger);
+
+  return {
+    async start() {
+      try {
+        await root.start();
+      } catch (err) {
+        logger.error("agent failed to start", { error: describeError(err) });
+        throw err;
+      }
+    },
+    stop: () => root.stop(),
+    get isLeader() {
+      return elector.isLeader;
+    },
+    get httpPort() {
+      return http.port;
+    },
+    metrics,
+    get discovery() {
+      return leaderParts?.discovery;
+    },
+    get applier() {
+      return leaderParts?.applier;
+    },
+    get relayLink() {
+      return leaderParts?.link();
+    },
+  };
+}

@@ -1,0 +1,163 @@
+/**
+ * Istio intermediate CA for a certificate-issuance request (`internal.gitmesh.io/v1
+ * IssuedCertificate`, rendered from a RootTrustPolicy): the agent generates the intermediate key
+ * IN THE CLUSTER, sends only a CSR to a signer, and writes Istio's `cacerts` secret (ca-cert.pem,
+ * ca-key.pem, cert-chain.pem, root-cert.pem) in the control plane's namespace. The private key
+ * never leaves the cluster.
+ *
+ * GAP: the relay protocol (gitmesh.relay.v1) has no RPC to sign an intermediate CA CSR yet; the
+ * agent side is written against the IntermediateSigner interface below, and `createAgent` only
+ * handles requests when a signer is configured (otherwise it NACKs them with a clear message).
+ */
+import { createPublicKey, generateKeyPairSync, X509Certificate } from "node:crypto";
+import { createRequire } from "node:module";
+import type * as Forge from "node-forge";
+import { describeError, type Logger } from "../core/index.js";
+import type { ResourceError } from "./applier.js";
+import { KINDS, messageOf, objectKey, type FieldOwnerWriter, type KubeObject, type KubeReader } from "./kube.js";
+import type { AgentMetrics } from "./metrics.js";
+
+// node-forge is CommonJS with a dynamically built export object: load it with require.
+const forge = createRequire(import.meta.url)("node-forge") as typeof Forge;
+
+export interface IntermediateSigningRequest {
+  readonly cluster: string;
+  /** PKCS#10 PEM; the key stays with the agent. */
+  readonly csrPem: string;
+  /** SPIFFE ids of istiod (URI SANs). */
+  readonly hosts: readonly string[];
+  readonly ttlDays: number;
+  readonly orgName: string;
+  /** The RootTrustPolicy that asked for it (namespace/name). */
+  readonly rootTrustPolicy: string;
+}
+
+export interface SignedIntermediate {
+  readonly certPem: string;
+  /** Certificates between the intermediate and the root (may be empty), PEM, leaf-most first. */
+  readonly chainPems: readonly string[];
+  readonly rootCertPem: string;
+}
+
+/** Signs intermediate CA CSRs (the management server's root CA, reached through the relay). */
+export interface IntermediateSigner {
+  signIntermediate(request: IntermediateSigningRequest): Promise<SignedIntermediate>;
+}
+
+export interface CacertsOptions {
+  readonly cluster: string;
+  readonly reader: KubeReader;
+  readonly writer: FieldOwnerWriter;
+  readonly signer: IntermediateSigner;
+  /** Renew when this fraction of the certificate's lifetime has passed (default: the request's secretRotationGracePeriodRatio, else 2/3). */
+  readonly renewAtFraction?: number;
+  readonly metrics?: AgentMetrics;
+  readonly now?: () => number;
+  readonly logger: Logger;
+}
+
+export interface Cacerts {
+  /** Makes sure every requested `cacerts` secret exists and is current; errors per request. */
+  reconcile(requests: readonly KubeObject[]): Promise<ResourceError[]>;
+}
+
+interface RequestSpec {
+  hosts?: string[];
+  secret?: { name?: string; namespace?: string };
+  certOptions?: { ttlDays?: number; rsaKeySizeBytes?: number; orgName?: string; secretRotationGracePeriodRatio?: number };
+  rootTrustPolicy?: { name?: string; namespace?: string };
+}
+
+const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
+
+/** A CSR for a CA certificate (basicConstraints CA, keyCertSign) with the SPIFFE ids as URI SANs. */
+export function createIntermediateCsr(keyPem: string, hosts: readonly string[], orgName: string): string {
+  const csr = forge.pki.createCertificationRequest();
+  const key = forge.pki.privateKeyFromPem(keyPem);
+  csr.publicKey = forge.pki.setRsaPublicKey(key.n, key.e);
+  csr.setSubject([{ name: "organizationName", value: orgName }]);
+  csr.setAttributes([
+    {
+      name: "extensionRequest",
+      extensions: [
+        { name: "basicConstraints", cA: true, critical: true },
+        { name: "keyUsage", keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+        { name: "subjectAltName", altNames: hosts.map((h) => ({ type: 6, value: h })) },
+      ],
+    },
+  ]);
+  csr.sign(key, forge.md.sha256.create());
+  return forge.pki.certificationRequestToPem(csr);
+}
+
+export function createCacerts(options: CacertsOptions): Cacerts {
+  const log = options.logger;
+  const now = options.now ?? Date.now;
+
+  async function current(namespace: string, name: string, hosts: readonly string[], renewAt: number): Promise<boolean> {
+    const s = await options.reader.get(KINDS.Secret, namespace, name);
+    const pem = typeof (s?.data as Record<string, unknown> | undefined)?.["ca-cert.pem"] === "string" ? Buffer.from((s!.data as Record<string, string>)["ca-cert.pem"]!, "base64").toString() : undefined;
+    if (!pem) return false;
+    try {
+      const cert = new X509Certificate(pem);
+      const from = Date.parse(cert.validFrom);
+      const to = Date.parse(cert.validTo);
+      if (now() >= from + (to - from) * renewAt) return false;
+      const san = cert.subjectAltName ?? "";
+      return hosts.every((h) => san.includes(`URI:${h}`));
+    } catch {
+      return false;
+    }
+  }
+
+  async function one(req: KubeObject): Promise<void> {
+    const spec = (req.spec ?? {}) as RequestSpec;
+    const hosts = spec.hosts ?? [];
+    const namespace = spec.secret?.namespace ?? req.metadata.namespace ?? "istio-system";
+    const name = spec.secret?.name ?? "cacerts";
+    const opts = spec.certOptions ?? {};
+    const renewAt = options.renewAtFraction ?? (opts.secretRotationGracePeriodRatio !== undefined ? 1 - opts.secretRotationGracePeriodRatio : 2 / 3);
+    if (await current(namespace, name, hosts, renewAt)) return;
+    const bits = opts.rsaKeySizeBytes ?? 4096;
+    const { privateKey } = generateKeyPairSync("rsa", { modulusLength: bits });
+    const keyPem = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+    const csrPem = createIntermediateCsr(keyPem, hosts, opts.orgName ?? "gloo-mesh");
+    const signed = await options.signer.signIntermediate({
+      cluster: options.cluster,
+      csrPem,
+      hosts,
+      ttlDays: opts.ttlDays ?? 365,
+      orgName: opts.orgName ?? "gloo-mesh",
+      rootTrustPolicy: `${spec.rootTrustPolicy?.namespace ?? ""}/${spec.rootTrustPolicy?.name ?? ""}`,
+    });
+    // The signed certificate must be for OUR key.
+    const certKey = new X509Certificate(signed.certPem).publicKey.export({ type: "spki", format: "pem" }).toString();
+    const ourKey = createPublicKey(privateKey).export({ type: "spki", format: "pem" }).toString();
+    if (certKey !== ourKey) throw new Error("the signer returned a certificate for another key");
+    const chain = [signed.certPem, ...signed.chainPems, signed.rootCertPem].map((p) => p.trim() + "\n").join("");
+    await options.writer.apply({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name, namespace, labels: { "gitmesh.io/managed": "true", "gitmesh.io/cluster": options.cluster } },
+      type: "Opaque",
+      data: { "ca-cert.pem": b64(signed.certPem), "ca-key.pem": b64(keyPem), "cert-chain.pem": b64(chain), "root-cert.pem": b64(signed.rootCertPem) },
+    });
+    options.metrics?.cacertsWritten.inc();
+    log.info("wrote Istio intermediate CA secret", { secret: `${namespace}/${name}`, hosts, notAfter: new X509Certificate(signed.certPem).validTo });
+  }
+
+  return {
+    async reconcile(requests) {
+      const errors: ResourceError[] = [];
+      for (const r of requests) {
+        try {
+          await one(r);
+        } catch (err) {
+          log.error("cannot issue the Istio intermediate CA", { request: objectKey(r), error: describeError(err) });
+          errors.push({ key: objectKey(r), message: `certificate issuance failed: ${messageOf(err)}` });
+        }
+      }
+      return errors;
+    },
+  };
+}

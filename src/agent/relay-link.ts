@@ -1,0 +1,145 @@
+/**
+ * The agent's narrow interface to the relay, and its implementation over createRelayClient:
+ * identity material from the agent namespace's secrets (relay-root-tls-secret ca.crt,
+ * relay-identity-token-secret token, relay-client-tls-secret tls.crt/tls.key/ca.crt), registration
+ * when there is no valid client certificate, the issued certificate stored back (and reused on the
+ * next start), renewal by the relay client before expiry.
+ */
+import { NeedsHumanError, type Logger } from "../core/index.js";
+import { certificateNotAfterMs, createRelayClient, RELAY_SECRETS, type RelayClient, type RelayClientCredentials, type RelayClientOptions } from "../relay/index.js";
+import type { OutputVersion, ResourceError } from "./applier.js";
+import { KINDS, type FieldOwnerWriter, type KubeReader } from "./kube.js";
+
+export interface RelayHandlers {
+  /** An output version arrived: apply it; the result is the ACK (ack) or NACK (errors). */
+  onOutput(output: OutputVersion): Promise<{ ack: boolean; errors: readonly ResourceError[] }>;
+  /** Session state changes. */
+  onConnection?(connected: boolean): void;
+}
+
+/** What the agent needs from the relay. */
+export interface RelayLink {
+  /** Hands the whole discovery state over; the link sends what changed (a full snapshot on every new session). */
+  pushDiscovery(state: ReadonlyMap<string, Uint8Array>): void;
+  readonly connected: boolean;
+  close(): Promise<void>;
+}
+
+/** Opens a link (called when this replica becomes leader). */
+export type RelayLinkFactory = (handlers: RelayHandlers) => Promise<RelayLink>;
+
+export interface RelayLinkOptions {
+  readonly reader: KubeReader;
+  readonly writer: FieldOwnerWriter;
+  /** Agent namespace holding the relay secrets. */
+  readonly namespace: string;
+  /** host:port (relay.serverAddress). */
+  readonly address: string;
+  /** relay.cluster */
+  readonly cluster: string;
+  /** relay.authority (TLS server name). */
+  readonly authority?: string;
+  /** Passed through to the relay client (backoff, keepalive, sizes, renewAtFraction). */
+  readonly client?: Partial<Pick<RelayClientOptions, "backoff" | "keepaliveTimeMs" | "keepaliveTimeoutMs" | "maxMessageBytes" | "chunkBytes" | "renewAtFraction" | "keyPem">>;
+  readonly logger: Logger;
+}
+
+const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
+const unb64 = (v: unknown) => (typeof v === "string" ? Buffer.from(v, "base64").toString("utf8") : undefined);
+
+/** Reads a secret's data (decoded); undefined when absent. */
+async function secretData(reader: KubeReader, namespace: string, name: string): Promise<Record<string, string> | undefined> {
+  const s = await reader.get(KINDS.Secret, namespace, name);
+  if (!s) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries((s.data ?? {}) as Record<string, unknown>)) {
+    const d = unb64(v);
+    if (d !== undefined) out[k] = d;
+  }
+  return out;
+}
+
+/** Stored client credentials, when present and not expired. */
+export async function loadClientCredentials(reader: KubeReader, namespace: string, now = Date.now()): Promise<RelayClientCredentials | undefined> {
+  const k = RELAY_SECRETS.clientTls.keys;
+  const d = await secretData(reader, namespace, RELAY_SECRETS.clientTls.name);
+  const certPem = d?.[k.tlsCrt];
+  const keyPem = d?.[k.tlsKey];
+  if (!certPem || !keyPem) return undefined;
+  let notAfterMs: number;
+  try {
+    notAfterMs = certificateNotAfterMs(certPem);
+  } catch {
+    return undefined;
+  }
+  if (notAfterMs <= now) return undefined;
+  return { certPem, keyPem, caPem: d[k.caCrt] ?? "", notAfterMs };
+}
+
+export async function storeClientCredentials(writer: FieldOwnerWriter, namespace: string, c: RelayClientCredentials): Promise<void> {
+  const k = RELAY_SECRETS.clientTls.keys;
+  await writer.apply({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: RELAY_SECRETS.clientTls.name, namespace },
+    type: "kubernetes.io/tls",
+    data: { [k.tlsCrt]: b64(c.certPem), [k.tlsKey]: b64(c.keyPem), [k.caCrt]: b64(c.caPem) },
+  });
+}
+
+export function createRelayLinkFactory(options: RelayLinkOptions): RelayLinkFactory {
+  const log = options.logger;
+  return async (handlers) => {
+    const root = await secretData(options.reader, options.namespace, RELAY_SECRETS.rootTls.name);
+    const rootCaPem = root?.[RELAY_SECRETS.rootTls.keys.caCrt];
+    if (!rootCaPem) {
+      throw new NeedsHumanError(
+        `secret ${options.namespace}/${RELAY_SECRETS.rootTls.name} with key ${RELAY_SECRETS.rootTls.keys.caCrt} is missing: copy the relay root CA into the agent namespace (helm value or gitmesh cluster register)`,
+      );
+    }
+    const token = (await secretData(options.reader, options.namespace, RELAY_SECRETS.identityToken.name))?.[RELAY_SECRETS.identityToken.keys.token];
+    const credentials = await loadClientCredentials(options.reader, options.namespace);
+    if (!credentials && !token) {
+      throw new NeedsHumanError(
+        `no valid client certificate in ${RELAY_SECRETS.clientTls.name} and no bootstrap token in ${options.namespace}/${RELAY_SECRETS.identityToken.name}: the agent cannot register`,
+      );
+    }
+    log.info(credentials ? "reusing the stored relay client certificate" : "no stored client certificate: registering with the bootstrap token", {
+      cluster: options.cluster,
+      ...(credentials ? { notAfter: new Date(credentials.notAfterMs).toISOString() } : {}),
+    });
+    let connected = false;
+    const client: RelayClient = createRelayClient({
+      address: options.address,
+      cluster: options.cluster,
+      rootCaPem,
+      ...(options.authority === undefined ? {} : { authority: options.authority }),
+      ...(token === undefined ? {} : { token }),
+      ...(credentials ? { credentials } : {}),
+      ...options.client,
+      logger: log.child("relay"),
+      onCredentials: (c) => storeClientCredentials(options.writer, options.namespace, c),
+      onStatus: (s) => {
+        if (s.connected !== connected) {
+          connected = s.connected;
+          handlers.onConnection?.(connected);
+        }
+      },
+      onOutput: async (e) => {
+        const r = await handlers.onOutput({ version: e.version, complete: e.complete, sourceCommit: e.sourceCommit, resources: e.state });
+        return r.ack ? { ack: true } : { ack: false, errors: r.errors };
+      },
+    });
+    client.connect();
+    return {
+      pushDiscovery(state) {
+        // Acknowledgement is awaited by nobody: the client resends the whole state on the next session.
+        void client.pushDiscovery(state);
+      },
+      get connected() {
+        return connected;
+      },
+      close: () => client.close(),
+    };
+  };
+}

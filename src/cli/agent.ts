@@ -1,0 +1,103 @@
+/**
+ * `gitmesh agent`: the composition root of the cluster agent. Reads flags and environment ONCE
+ * (flags win; env names match the Helm chart: relay.serverAddress → GITMESH_RELAY_SERVER_ADDRESS,
+ * relay.cluster → GITMESH_RELAY_CLUSTER, relay.authority → GITMESH_RELAY_AUTHORITY, POD_NAMESPACE,
+ * POD_NAME), validates and freezes the configuration, builds the clients and runs until SIGINT/SIGTERM.
+ */
+import { hostname } from "node:os";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Command } from "commander";
+import { Registry, collectDefaultMetrics } from "prom-client";
+import { createLogger } from "../core/index.js";
+import { AGENT_ENV, createAgent, createKubeClient, createRelayLinkFactory, parseAgentConfig, withFieldOwner } from "../agent/index.js";
+import { UsageError, type CliIo } from "./io.js";
+
+interface AgentFlags {
+  readonly relayAddress?: string;
+  readonly cluster?: string;
+  readonly authority?: string;
+  readonly namespace?: string;
+  readonly identity?: string;
+  readonly kubeconfig?: string;
+  readonly istioNamespace?: string;
+  readonly discoverySelector?: string[];
+  readonly maxPruneFraction?: string;
+  readonly pruneAlwaysAllowed?: string;
+  readonly httpPort?: string;
+  readonly logLevel: string;
+}
+
+export function registerAgent(program: Command, io: CliIo): void {
+  program
+    .command("agent")
+    .description("Run the cluster agent: discovery, relay link, apply/prune, drift repair, leader election (HTTP :9977 /healthz /readyz /metrics).")
+    .option("--relay-address <host:port>", `relay server address (env ${AGENT_ENV.relayAddress}; chart relay.serverAddress)`)
+    .option("--cluster <name>", `this cluster's name (env ${AGENT_ENV.cluster}; chart relay.cluster)`)
+    .option("--authority <name>", `TLS server name of the relay (env ${AGENT_ENV.authority}; chart relay.authority; default gitmesh-server.gitmesh)`)
+    .option("--namespace <ns>", `agent namespace: relay secrets and leader Lease (env ${AGENT_ENV.namespace}; default gitmesh)`)
+    .option("--identity <id>", `replica identity for leader election (env ${AGENT_ENV.identity}; default hostname)`)
+    .option("--kubeconfig <path>", `kubeconfig (env ${AGENT_ENV.kubeconfig}); default: in-cluster config`)
+    .option("--istio-namespace <ns>", "namespace of the Istio control plane (default istio-system)")
+    .option("--discovery-selector <k=v,...>", "discover only namespaces with these labels (repeatable; any matches)", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
+    .option("--max-prune-fraction <0..1>", `largest share of owned objects one output may delete (env ${AGENT_ENV.maxPruneFraction}; default 0.5)`)
+    .option("--prune-always-allowed <n>", "deletions always allowed whatever the share (default 2)")
+    .option("--http-port <n>", `HTTP port (env ${AGENT_ENV.httpPort}; default 9977)`)
+    .option("--log-level <level>", "debug | info | warn | error", "info")
+    .action(async (flags: AgentFlags) => {
+      const env = process.env;
+      const { config, problems } = parseAgentConfig(
+        {
+          relayAddress: flags.relayAddress ?? env[AGENT_ENV.relayAddress],
+          cluster: flags.cluster ?? env[AGENT_ENV.cluster],
+          authority: flags.authority ?? env[AGENT_ENV.authority],
+          namespace: flags.namespace ?? env[AGENT_ENV.namespace],
+          identity: flags.identity ?? env[AGENT_ENV.identity],
+          kubeconfig: flags.kubeconfig ?? env[AGENT_ENV.kubeconfig],
+          istioNamespace: flags.istioNamespace ?? env[AGENT_ENV.istioNamespace],
+          discoverySelectors: flags.discoverySelector,
+          maxPruneFraction: flags.maxPruneFraction ?? env[AGENT_ENV.maxPruneFraction],
+          pruneAlwaysAllowed: flags.pruneAlwaysAllowed,
+          httpPort: flags.httpPort ?? env[AGENT_ENV.httpPort],
+        },
+        { identity: hostname() },
+      );
+      if (!config) throw new UsageError(`invalid agent configuration:\n  ${problems.join("\n  ")}`);
+      const level = flags.logLevel;
+      if (level !== "debug" && level !== "info" && level !== "warn" && level !== "error") throw new UsageError(`--log-level must be debug, info, warn or error, got "${level}"`);
+      const logger = createLogger({ name: "agent", level });
+      const kc = new KubeConfig();
+      if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
+      else if (env.KUBERNETES_SERVICE_HOST !== undefined) kc.loadFromCluster();
+      else kc.loadFromDefault();
+      const client = createKubeClient(kc);
+      const registry = new Registry();
+      collectDefaultMetrics({ register: registry });
+      const agent = createAgent({
+        config,
+        kc,
+        relay: createRelayLinkFactory({
+          reader: client,
+          writer: withFieldOwner(client),
+          namespace: config.namespace,
+          address: config.relayAddress,
+          cluster: config.cluster,
+          authority: config.authority,
+          logger,
+        }),
+        registry,
+        logger,
+      });
+      await agent.start();
+      io.out(`gitmesh agent for cluster ${config.cluster} running (HTTP :${String(agent.httpPort)})\n`);
+      await new Promise<void>((done) => {
+        const stop = (): void => {
+          process.off("SIGINT", stop);
+          process.off("SIGTERM", stop);
+          done();
+        };
+        process.on("SIGINT", stop);
+        process.on("SIGTERM", stop);
+      });
+      await agent.stop();
+    });
+}
