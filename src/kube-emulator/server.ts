@@ -164,8 +164,8 @@ export function createHandler(opts: HandlerOptions): {
     const bookmarks = q.get("allowWatchBookmarks") === "true";
     const requested = Number(q.get("timeoutSeconds") ?? "0");
     const timeoutSeconds = requested > 0 ? Math.min(requested, opts.watchTimeoutSeconds) : opts.watchTimeoutSeconds;
-    const ns = r.name !== undefined ? r.namespace : r.namespace;
-    const nameFilter = r.name;
+    const ns = r.namespace;
+    const nameFilter = r.name; // GET .../<plural>/<name>?watch=true watches one object
 
     res.writeHead(200, { "Content-Type": JSON_TYPE, "Cache-Control": "no-cache, private", "Transfer-Encoding": "chunked" });
     res.flushHeaders();
