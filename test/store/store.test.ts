@@ -1,0 +1,107 @@
+/** The same contract checks against both store implementations (Redis: a private redis-server). */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { createMemoryStore, createRedisStore, decodeValue, encodeValue, type FragmentRecord, type OutputRecord, type SnapshotStore } from "../../src/store/index.js";
+import type { DesiredState } from "../../src/config/index.js";
+import type { DiscoverySnapshot } from "../../src/discovery/index.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+
+let redis: TestRedis;
+let client: Redis;
+beforeAll(async () => {
+  redis = await startRedis();
+  client = new Redis(redis.url);
+});
+afterAll(async () => {
+  client.disconnect();
+  await redis.stop();
+});
+
+const fakeState = (n: number) => ({ formatVersion: 1, marker: n, files: {}, objects: {} }) as unknown as DesiredState;
+const frag = (workspace: string, cluster: string, hash: string): FragmentRecord => ({ workspace, cluster, hash, resources: [], commit: "c1" });
+const output = (cluster: string, version: number): OutputRecord => ({ cluster, version, sourceCommit: "c1", hash: `h${version}`, resources: [], complete: true, diagnostics: [], atMs: 1 });
+
+const cases: [string, () => SnapshotStore][] = [
+  ["memory", () => createMemoryStore()],
+  ["redis", () => createRedisStore({ redis: client, prefix: `t${Math.random().toString(36).slice(2)}:` })],
+];
+
+describe.each(cases)("%s store", (_name, make) => {
+  it("keeps desired states per commit and a pointer that only moves forward", async () => {
+    const s = make();
+    await s.putDesired({ commit: "a", ref: "main", generation: 1, state: fakeState(1), changedKeys: [], atMs: 1 });
+    await s.putDesired({ commit: "b", ref: "main", generation: 2, state: fakeState(2), changedKeys: ["x"], atMs: 2 });
+    expect(await s.getDesiredPointer()).toEqual({ commit: "b", generation: 2 });
+    // a late write of an older generation does not move the pointer back
+    await s.putDesired({ commit: "a", ref: "main", generation: 1, state: fakeState(1), changedKeys: [], atMs: 3 });
+    expect(await s.getDesiredPointer()).toEqual({ commit: "b", generation: 2 });
+    expect((await s.getDesired("a"))?.state).toEqual(fakeState(1));
+    expect(await s.getDesired("zzz")).toBeUndefined();
+  });
+
+  it("stores discovery with checksums", async () => {
+    const s = make();
+    const snap = { cluster: "c1", namespaces: [], services: [] } as unknown as DiscoverySnapshot;
+    await s.putDiscovery({ cluster: "c1", checksum: "s1", snapshot: snap, atMs: 1 });
+    expect(await s.discoveryChecksums()).toEqual(new Map([["c1", "s1"]]));
+    expect((await s.getDiscovery("c1"))?.snapshot).toEqual(snap);
+    expect((await s.listDiscovery()).map((r) => r.cluster)).toEqual(["c1"]);
+  });
+
+  it("replaces a workspace's fragments and reports the clusters that changed", async () => {
+    const s = make();
+    expect(await s.putFragments("w1", [frag("w1", "a", "1"), frag("w1", "b", "1")])).toEqual(["a", "b"]);
+    expect(await s.putFragments("w2", [frag("w2", "a", "9")])).toEqual(["a"]);
+    expect(await s.putFragments("w1", [frag("w1", "a", "1"), frag("w1", "b", "2")])).toEqual(["b"]);
+    expect(await s.putFragments("w1", [frag("w1", "b", "2")])).toEqual(["a"]);
+    expect((await s.fragmentsForCluster("a")).map((f) => f.workspace)).toEqual(["w2"]);
+    expect(await s.fragmentHashes("w1")).toEqual(new Map([["b", "2"]]));
+    expect((await s.listFragments()).length).toBe(2);
+  });
+
+  it("versions outputs with compare-and-set, never backwards", async () => {
+    const s = make();
+    expect(await s.putOutput(output("a", 1), 0)).toBe(true);
+    expect(await s.putOutput(output("a", 2), 0)).toBe(false); // someone else's view of "previous"
+    expect(await s.putOutput(output("a", 2), 1)).toBe(true);
+    expect(await s.putOutputIfNewer(output("a", 2))).toBe(false);
+    expect(await s.putOutputIfNewer(output("a", 5))).toBe(true);
+    expect((await s.getOutput("a"))?.version).toBe(5);
+    expect(await s.outputVersions()).toEqual(new Map([["a", 5]]));
+  });
+
+  it("tracks pending workspaces, status, convergence and unit locks", async () => {
+    const s = make();
+    await s.addPending("c1", ["w1", "w2"]);
+    await s.removePending("c1", "w1");
+    expect(await s.pending("c1")).toEqual(["w2"]);
+    await s.putWorkspaceStatus({ workspace: "w2", commit: "c1", generation: 1, diagnostics: [], atMs: 1 });
+    expect((await s.listWorkspaceStatus()).map((w) => w.workspace)).toEqual(["w2"]);
+    await s.recordConvergence("c1", { cluster: "a", version: 3, publishedAtMs: 10 });
+    await s.recordConvergence("c1", { cluster: "a", version: 3, appliedAtMs: 20 });
+    expect(await s.getConvergence("c1")).toEqual({ commit: "c1", clusters: { a: { cluster: "a", version: 3, publishedAtMs: 10, appliedAtMs: 20 } } });
+    const t = await s.tryLock("workspace:w1", 10_000);
+    expect(t).toBeDefined();
+    expect(await s.tryLock("workspace:w1", 10_000)).toBeUndefined();
+    await s.unlock("workspace:w1", "not-the-token");
+    expect(await s.tryLock("workspace:w1", 10_000)).toBeUndefined();
+    await s.unlock("workspace:w1", t!);
+    expect(await s.tryLock("workspace:w1", 10_000)).toBeDefined();
+    await s.clear();
+    expect(await s.getDesiredPointer()).toBeUndefined();
+  });
+});
+
+describe("codec", () => {
+  it("compresses large values and round-trips both forms", () => {
+    const small = { a: 1 };
+    const large = { items: Array.from({ length: 500 }, (_, i) => ({ name: `svc-${i}`, port: 8080 })) };
+    expect(encodeValue(small)[0]).toBe("j".charCodeAt(0));
+    const enc = encodeValue(large);
+    expect(enc[0]).toBe("z".charCodeAt(0));
+    expect(enc.length).toBeLessThan(JSON.stringify(large).length / 4);
+    expect(decodeValue(enc)).toEqual(large);
+    expect(decodeValue(encodeValue(small))).toEqual(small);
+    expect(() => decodeValue(Buffer.from("x{}"))).toThrow(/unknown encoding/);
+  });
+});
