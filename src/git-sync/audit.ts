@@ -26,7 +26,7 @@ import type { FsClient, GitAuth, HttpClient } from "isomorphic-git";
 import nodeHttp from "isomorphic-git/http/node";
 import { canonicalYaml, describeError, type Logger } from "../core/index.js";
 import { AuditPushConflictError, classifyGitError } from "./errors.js";
-import { hasObject, readBlobContent, readTreeEntries, type ObjectStore } from "./objects.js";
+import { hasObject, openObjectStore, readBlobContent, readTreeEntries, type ObjectStore, type TreeEntry } from "./objects.js";
 import { withBackoff, type BackoffOptions } from "./retry.js";
 import { splitCredentials, type GitCredentials } from "./source.js";
 
@@ -141,7 +141,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   const target = options.target;
   const remote = target.kind === "remote" ? splitCredentials(target.url, target.auth) : undefined;
   const gitdir = target.kind === "remote" ? target.cacheDir : resolveGitdir(target.path);
-  const store: ObjectStore = { fs, gitdir, cache: {} };
+  const store: ObjectStore = openObjectStore(fs, gitdir);
   const credentials = remote?.auth;
   const auth = credentials ? { onAuth: (): GitAuth => credentials } : {};
   let initialised = false;
@@ -297,7 +297,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
     let cur: string | undefined = tree;
     const parts = MANIFEST_PATH.split("/");
     for (const [i, part] of parts.entries()) {
-      const entry: git.TreeEntry | undefined = (await readTreeEntries(store, cur)).find((e) => e.path === part);
+      const entry: TreeEntry | undefined = (await readTreeEntries(store, cur)).find((e) => e.path === part);
       if (!entry) return new Set();
       if (i === parts.length - 1) {
         if (entry.type !== "blob") return new Set();

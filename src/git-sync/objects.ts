@@ -4,13 +4,26 @@
  */
 import * as git from "isomorphic-git";
 import type { FsClient } from "isomorphic-git";
+import { createObjectReader, parseTree, type ObjectReader } from "./object-reader.js";
 
-/** A Git directory plus the isomorphic-git object cache that makes repeated pack reads cheap. */
+/** A Git directory, isomorphic-git's object cache (for its own commands) and our fast object reader. */
 export interface ObjectStore {
   readonly fs: FsClient;
   readonly gitdir: string;
   /** isomorphic-git's memo of parsed pack indexes; keep one per store for its lifetime. */
   readonly cache: object;
+  readonly reader: ObjectReader;
+}
+
+export function openObjectStore(fs: FsClient, gitdir: string): ObjectStore {
+  return { fs, gitdir, cache: {}, reader: createObjectReader(gitdir) };
+}
+
+export interface TreeEntry {
+  readonly mode: string;
+  readonly path: string;
+  readonly oid: string;
+  readonly type: "blob" | "tree" | "commit";
 }
 
 export interface BlobEntry {
@@ -28,12 +41,13 @@ export interface TreeDiff {
 
 export type PathFilter = (path: string) => boolean;
 
-const EMPTY: readonly git.TreeEntry[] = [];
+const EMPTY: readonly TreeEntry[] = [];
 
-export async function readTreeEntries(store: ObjectStore, oid: string | undefined): Promise<readonly git.TreeEntry[]> {
-  if (oid === undefined) return EMPTY;
-  const { tree } = await git.readTree({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
-  return tree;
+export function readTreeEntries(store: ObjectStore, oid: string | undefined): Promise<readonly TreeEntry[]> {
+  if (oid === undefined) return Promise.resolve(EMPTY);
+  const obj = store.reader.read(oid);
+  if (obj.type !== "tree") return Promise.reject(new Error(`object ${oid} is a ${obj.type}, not a tree`));
+  return Promise.resolve(parseTree(obj.content));
 }
 
 /** Follows annotated tags down to the commit they name (isomorphic-git's readCommit peels tags). */
@@ -43,18 +57,8 @@ export async function peelToCommit(store: ObjectStore, oid: string): Promise<str
 }
 
 /** True when the object store holds `oid` (of any type). */
-export async function hasObject(store: ObjectStore, oid: string): Promise<boolean> {
-  try {
-    await git.readCommit({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
-    return true;
-  } catch (err) {
-    return errorCode(err) === "ObjectTypeError";
-  }
-}
-
-function errorCode(err: unknown): string | undefined {
-  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
-  return typeof code === "string" ? code : undefined;
+export function hasObject(store: ObjectStore, oid: string): Promise<boolean> {
+  return Promise.resolve(store.reader.has(oid));
 }
 
 export interface CommitSummary {
@@ -127,12 +131,13 @@ export async function diffTrees(store: ObjectStore, oldTree: string | undefined,
   return { changed: changed.sort(byPath), removed: removed.sort() };
 }
 
-export async function readBlobContent(store: ObjectStore, oid: string): Promise<Uint8Array> {
-  const { blob } = await git.readBlob({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
-  return blob;
+export function readBlobContent(store: ObjectStore, oid: string): Promise<Uint8Array> {
+  const obj = store.reader.read(oid);
+  if (obj.type !== "blob") return Promise.reject(new Error(`object ${oid} is a ${obj.type}, not a blob`));
+  return Promise.resolve(obj.content);
 }
 
-function isRegularBlob(e: git.TreeEntry): boolean {
+function isRegularBlob(e: TreeEntry): boolean {
   return e.type === "blob" && (e.mode === "100644" || e.mode === "100755");
 }
 

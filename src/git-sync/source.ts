@@ -11,7 +11,7 @@ import type { FsClient, GitAuth, HttpClient } from "isomorphic-git";
 import nodeHttp from "isomorphic-git/http/node";
 import { formatDiagnostic, hasErrors, Severity, stripCredentials, sortDiagnostics, describeError, type Diagnostic, type Logger } from "../core/index.js";
 import { classifyGitError, CommitNotYetVisibleError, GitRefNotFoundError } from "./errors.js";
-import { diffTrees, hasObject as hasStoredObject, listBlobs, peelToCommit, readBlobContent, readCommitSummary, subtreeOid, type BlobEntry, type CommitSummary, type ObjectStore, type PathFilter } from "./objects.js";
+import { diffTrees, hasObject as hasStoredObject, listBlobs, openObjectStore, peelToCommit, readBlobContent, readCommitSummary, subtreeOid, type BlobEntry, type CommitSummary, type ObjectStore, type PathFilter } from "./objects.js";
 import { withBackoff, type BackoffOptions } from "./retry.js";
 
 /** A file handed to the loader; structurally a `SourceFile` of src/config. */
@@ -44,7 +44,7 @@ export type GitLocation =
       readonly auth?: GitCredentials;
       /** Bare repository used as the local object cache (created when missing); one per source. */
       readonly cacheDir: string;
-      /** History depth to fetch (default 1: only the tips we need; `null` = full history). */
+      /** History depth of the first fetch (default 1: only the tip; `null` = full history). Later fetches are incremental. */
       readonly depth?: number | null;
     }
   | {
@@ -150,7 +150,7 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
   const loc = options.location;
   const remote = loc.kind === "remote" ? splitCredentials(loc.url, loc.auth) : undefined;
   const gitdir = loc.kind === "remote" ? loc.cacheDir : resolveGitdir(loc.path);
-  const store: ObjectStore = { fs, gitdir, cache: {} };
+  const store: ObjectStore = openObjectStore(fs, gitdir);
   const sourceName = remote ? remote.url : gitdir;
 
   let good: Good<S> | undefined;
@@ -172,7 +172,11 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
       await git.addRemote({ fs, gitdir, remote: "origin", url: remote.url, force: true });
       initialised = true;
     }
-    const depth = loc.depth === undefined ? 1 : loc.depth;
+    // Depth limits the first fetch only: later fetches send our tip as "have" and get exactly the
+    // commits since (a depth-1 re-fetch would make git resend the whole tree).
+    const localRef = want.startsWith("refs/") ? want : `refs/heads/${want}`;
+    const haveTip = !isSha(want) && (await git.resolveRef({ fs, gitdir, ref: localRef }).then(() => true, () => false));
+    const depth = haveTip ? null : loc.depth === undefined ? 1 : loc.depth;
     return withBackoff(
       async () => {
         try {
@@ -189,6 +193,11 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
             ...(onAuth ? { onAuth } : {}),
             onAuthFailure,
           });
+          if (res.fetchHead && !isSha(want)) {
+            // isomorphic-git offers only `refs/heads/<ref>` (not refs/remotes/origin/*) as "have" in
+            // the next fetch; without this, every fetch would download the whole tree again.
+            await git.writeRef({ fs, gitdir, ref: localRef, value: res.fetchHead, force: true });
+          }
           return res.fetchHead ?? undefined;
         } catch (err) {
           throw classifyGitError(err, `fetching ${want} from ${remote.url}`);

@@ -35,6 +35,8 @@ describe("git source (remote over smart HTTP)", () => {
       "workspaces/api/workspace.yaml": workspace("api"),
       "workspaces/api/c.yaml": routeTable("api", "c", "c.example.com"),
       "README.md": "# config\n",
+      // bulk that a re-clone would transfer again and an incremental fetch must not
+      ...Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`docs/page-${i}.md`, `page ${i} ${"lorem ipsum ".repeat(20 + (i % 7))}\n`])),
     }, "initial");
     const loader = recordingLoader();
     const mem = createMemoryLogger("git-sync");
@@ -79,6 +81,8 @@ describe("git source (remote over smart HTTP)", () => {
     // an incremental fetch: one ref discovery and one upload-pack, no re-clone
     const fetches = server.requests.slice(before).filter((r) => r.status === 200);
     expect(fetches.map((r) => `${r.method} ${r.service}`)).toEqual(["GET git-upload-pack", "POST git-upload-pack"]);
+    const clonePack = server.requests.find((r) => r.method === "POST" && r.path === "/cfg.git/git-upload-pack")!.responseBytes;
+    expect(fetches[1]!.responseBytes * 5).toBeLessThan(clonePack);
 
     // nothing new: unchanged, loader not called
     const calls = loader.calls.length;

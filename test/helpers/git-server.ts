@@ -43,6 +43,8 @@ export interface GitRequestRecord {
   /** The Authorization header exactly as the client sent it (undefined when none). */
   readonly authorization: string | undefined;
   status: number;
+  /** Bytes of the response body sent (e.g. the size of a fetched pack). */
+  responseBytes: number;
 }
 
 export interface HeldRequests {
@@ -96,7 +98,7 @@ export async function startGitServer(options: GitServerOptions = {}): Promise<Gi
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const u = new URL(req.url ?? "/", "http://localhost");
     const service = u.searchParams.get("service") ?? (/\/(git-[a-z-]+)$/.exec(u.pathname)?.[1] ?? "");
-    const record: GitRequestRecord = { method: req.method ?? "GET", path: u.pathname, service, authorization: req.headers.authorization, status: 0 };
+    const record: GitRequestRecord = { method: req.method ?? "GET", path: u.pathname, service, authorization: req.headers.authorization, status: 0, responseBytes: 0 };
     requests.push(record);
     const reply = (status: number, body: string, headers: Record<string, string> = {}) => {
       record.status = status;
@@ -266,6 +268,7 @@ function runBackend(root: string, req: IncomingMessage, res: ServerResponse, rec
     let headersDone = false;
     child.stdout.on("data", (chunk: Buffer) => {
       if (headersDone) {
+        record.responseBytes += chunk.length;
         res.write(chunk);
         return;
       }
@@ -288,7 +291,9 @@ function runBackend(root: string, req: IncomingMessage, res: ServerResponse, rec
       }
       record.status = status;
       res.writeHead(status, headers);
-      res.write(head.subarray(cut + sepLen));
+      const rest = head.subarray(cut + sepLen);
+      record.responseBytes += rest.length;
+      res.write(rest);
     });
     child.stderr.resume();
     child.on("error", reject);

