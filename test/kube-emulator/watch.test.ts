@@ -26,10 +26,14 @@ const cm = (name: string, data: Record<string, string> = {}, labels: Record<stri
 
 function configMapInformer(kc: KubeConfig, labelSelector?: string) {
   const core = kc.makeApiClient(CoreV1Api);
+  let lists = 0;
   const informer = makeInformer<V1ConfigMap>(
     kc,
     "/api/v1/namespaces/default/configmaps",
-    () => core.listNamespacedConfigMap({ namespace: "default", ...(labelSelector === undefined ? {} : { labelSelector }) }),
+    () => {
+      lists += 1;
+      return core.listNamespacedConfigMap({ namespace: "default", ...(labelSelector === undefined ? {} : { labelSelector }) });
+    },
     labelSelector,
   );
   const log: string[] = [];
@@ -41,7 +45,7 @@ function configMapInformer(kc: KubeConfig, labelSelector?: string) {
   informer.on("error", (e) => errors.push(e));
   informer.on("connect", () => (connects += 1));
   stops.push(() => informer.stop());
-  return { informer, log, errors, connects: () => connects };
+  return { informer, log, errors, connects: () => connects, lists: () => lists };
 }
 
 describe("informer", () => {
@@ -64,9 +68,10 @@ describe("informer", () => {
 
   it("resumes from its resourceVersion after a server-side close, without a relist and without missing events", async () => {
     kube = await startKube();
-    const { informer, log, errors, connects } = configMapInformer(kube.kc);
+    const { informer, log, errors, connects, lists } = configMapInformer(kube.kc);
     await informer.start();
     await eventually("watch open", () => kube!.emulator.openWatches() === 1);
+    expect(lists()).toBe(1);
     kube.emulator.seed([cm("a")]);
     await eventually("add a", () => log.includes("add a"));
     const connectsBefore = connects();
@@ -78,16 +83,18 @@ describe("informer", () => {
     await eventually("add b after resume", () => log.includes("add b"));
     await eventually("watch reopened", () => kube!.emulator.openWatches() === 1);
     expect(connects()).toBe(connectsBefore + 1);
+    expect(lists()).toBe(1); // resumed, not relisted
     expect(log).toEqual(["add a", "add b"]);
     expect(errors).toEqual([]);
   });
 
   it("relists after 410 Gone when the event history no longer reaches its resourceVersion", async () => {
     kube = await startKube({ historySize: 5, seed: [cm("keep"), cm("doomed")] });
-    const { informer, log, errors } = configMapInformer(kube.kc);
+    const { informer, log, errors, lists } = configMapInformer(kube.kc);
     await informer.start();
     await eventually("initial list", () => log.length === 2);
     await eventually("watch open", () => kube!.emulator.openWatches() === 1);
+    expect(lists()).toBe(1);
 
     const history: string[] = [];
     const raw = new Watch(kube.kc);
@@ -107,6 +114,7 @@ describe("informer", () => {
 
     await eventually("relisted", () => log.includes("delete doomed") && log.includes("add fresh"));
     expect(informer.list().map((o) => o.metadata!.name).sort()).toEqual(["fresh", "keep"]);
+    expect(lists()).toBe(2); // the 410 made it list again
     expect(errors).toEqual([]);
     await eventually("watch reopened", () => kube!.emulator.openWatches() === 1);
   });
