@@ -172,7 +172,8 @@ export function normalizePath(path: string): string {
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
+    // for…in over plain data (no inherited enumerable keys): no array allocated per node.
+    for (const k in value) deepFreeze((value as Record<string, unknown>)[k]);
   }
   return value;
 }

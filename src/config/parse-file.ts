@@ -4,7 +4,7 @@
  * the desired state, so an update re-runs this only for changed files.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson, type Diagnostic } from "../core/index.js";
+import type { Diagnostic } from "../core/index.js";
 import { CONFIG_CODES, ConfigCode } from "./codes.js";
 import type { KindRegistry } from "./kinds.js";
 import type { FileRecord, LoadedObject, ObjectMetadata, Position, SourceFile, SourceLocation, UnsupportedObject } from "./types.js";
@@ -112,6 +112,22 @@ function parseSourceFileUnguarded(file: SourceFile, registry: KindRegistry, sche
   return { path: file.path, digest, objects, invalid, unsupported, diagnostics };
 }
 
+/**
+ * JSON with object keys sorted at every depth, written directly (no sorted copy first): the input of
+ * the content digest, so that reordering keys in YAML does not count as a change.
+ */
+export function stableJson(value: unknown): string {
+  if (value === undefined) return "null";
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
+  const obj = value as Record<string, unknown>;
+  const parts: string[] = [];
+  for (const k of Object.keys(obj).sort()) {
+    if (obj[k] !== undefined) parts.push(`${JSON.stringify(k)}:${stableJson(obj[k])}`);
+  }
+  return `{${parts.join(",")}}`;
+}
+
 export function objectRef(obj: LoadedObject): NonNullable<Diagnostic["object"]> {
   return {
     apiVersion: obj.apiVersion,
@@ -215,7 +231,7 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
     spec,
     ...(cluster !== undefined ? { cluster } : {}),
     source,
-    digest: sha256(canonicalJson({ apiVersion, kind, metadata, spec })),
+    digest: sha256(stableJson({ apiVersion, kind, metadata, spec })),
     positions: doc.positions,
   };
   return { object, raw: value };

@@ -70,6 +70,14 @@ describe("a valid repository", () => {
     }).toThrow(TypeError);
   });
 
+  it("gives equal content equal digests, whatever the key order or formatting", () => {
+    const a = "apiVersion: networking.gloo.solo.io/v2\nkind: VirtualDestination\nmetadata: {name: r, namespace: web}\nspec:\n  hosts: [r.global]\n  ports: [{number: 1, protocol: HTTP}]\n";
+    const b = "kind: VirtualDestination\nspec:\n  ports:\n  - protocol: HTTP\n    number: 1\n  hosts:\n  - r.global\nmetadata:\n  namespace: web\n  name: r\napiVersion: networking.gloo.solo.io/v2\n";
+    const digest = (text: string) => getObject(load(withFile("vd.yaml", text)).state, "VirtualDestination//web/r")!.digest;
+    expect(digest(a)).toBe(digest(b));
+    expect(digest(a)).not.toBe(digest(a.replace("number: 1", "number: 2")));
+  });
+
   it("accepts Uint8Array contents (Git blobs) and strips a byte-order mark", () => {
     const files = baseRepo().map((f) => ({ path: f.path, content: new TextEncoder().encode(`\uFEFF${f.content as string}`) }));
     const { state, diagnostics } = load(files);
