@@ -3,7 +3,7 @@
  * each cluster reported to a branch (default `gitmesh/rendered`), so every rendered change is
  * reviewable and any commit can be re-rendered offline.
  *
- * Layout: `clusters/<cluster>/<namespace>/<Kind>/<name>.yaml` (cluster-scoped objects use the
+ * Layout: `clusters/<cluster>/<namespace>/<kind>/<name>.yaml` (kind lower-cased, as `gitmesh render --out`) (cluster-scoped objects use the
  * namespace folder `_cluster`) and `discovery/<cluster>.yaml`, each one canonical YAML document.
  *
  * Rules:
@@ -19,8 +19,10 @@
  * - push races: when the branch moved (non-fast-forward, or another writer won the ref lock), the
  *   commit is rebuilt on the new tip and published again, up to `maxAttempts` times.
  */
+import { createHash } from "node:crypto";
 import * as nodeFs from "node:fs";
 import { dirname, join } from "node:path";
+import { deflateSync } from "node:zlib";
 import * as git from "isomorphic-git";
 import type { FsClient, GitAuth, HttpClient } from "isomorphic-git";
 import nodeHttp from "isomorphic-git/http/node";
@@ -108,10 +110,10 @@ export const MANIFEST_PATH = ".gitmesh/generated-files";
 export const CLUSTER_SCOPED_DIR = "_cluster";
 const ZERO = "0000000000000000000000000000000000000000";
 
-/** Repository path of one rendered object. */
+/** Repository path of one rendered object; the same layout as `gitmesh render --out` (translate's `renderedPath`, kind lower-cased). */
 export function renderedPath(cluster: string, r: RenderedResource): string {
   const ns = r.metadata.namespace !== undefined && r.metadata.namespace !== "" ? r.metadata.namespace : CLUSTER_SCOPED_DIR;
-  return `clusters/${segment(cluster)}/${segment(ns)}/${segment(r.kind)}/${segment(r.metadata.name)}.yaml`;
+  return `clusters/${segment(cluster)}/${segment(ns)}/${segment(r.kind.toLowerCase())}/${segment(r.metadata.name)}.yaml`;
 }
 
 export function discoveryPath(cluster: string): string {
@@ -254,9 +256,9 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
           skipped.push(full);
           continue;
         }
-        const { oid: blobOid } = await git.hashBlob({ object: content });
+        const blobOid = hashBlob(content);
         if (existing?.oid === blobOid) continue;
-        if (!hasLoose(blobOid)) await git.writeBlob({ fs, gitdir, blob: content });
+        if (!hasLoose(blobOid)) await writeLooseBlob(gitdir, blobOid, content);
         entries.set(name, { mode: "100644", path: name, oid: blobOid, type: "blob" });
         status.set(full, existing ? "changed" : "added");
         modified = true;
@@ -381,6 +383,21 @@ export function commitMessage(input: Pick<AuditInput, "sourceCommit" | "sourceRe
   });
   const subject = rendered > 0 ? `Render ${short} (${ref}): ${rendered} cluster${rendered === 1 ? "" : "s"} changed` : `Discovery update at ${short} (${ref})`;
   return `${subject}\n\n${lines.join("\n")}\n\nSource-Commit: ${input.sourceCommit}\nSource-Ref: ${input.sourceRef}\n`;
+}
+
+/** Writes a loose blob with native zlib (isomorphic-git deflates in JavaScript); temp file + rename, as git does. */
+async function writeLooseBlob(gitdir: string, oid: string, content: Uint8Array): Promise<void> {
+  const dir = join(gitdir, "objects", oid.slice(0, 2));
+  await nodeFs.promises.mkdir(dir, { recursive: true });
+  const file = join(dir, oid.slice(2));
+  const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  await nodeFs.promises.writeFile(tmp, deflateSync(Buffer.concat([Buffer.from(`blob ${content.length}\0`), content])));
+  await nodeFs.promises.rename(tmp, file);
+}
+
+/** The object id git gives a blob with this content (sha1 of `blob <size>\0<content>`). */
+function hashBlob(content: Uint8Array): string {
+  return createHash("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
 }
 
 function isRace(err: unknown): boolean {

@@ -69,16 +69,16 @@ describe("audit branch writer", () => {
     expect(first.commit).toBeDefined();
     expect(await lsTree("out", BRANCH)).toEqual([
       MANIFEST_PATH,
-      "clusters/c1/_cluster/Namespace/web.yaml",
-      "clusters/c1/istio-system/PeerAuthentication/default.yaml",
-      "clusters/c1/web/VirtualService/a.yaml",
-      "clusters/c1/web/VirtualService/b.yaml",
-      "clusters/c2/istio-system/PeerAuthentication/default.yaml",
-      "clusters/c2/web/VirtualService/a.yaml",
+      "clusters/c1/_cluster/namespace/web.yaml",
+      "clusters/c1/istio-system/peerauthentication/default.yaml",
+      "clusters/c1/web/virtualservice/a.yaml",
+      "clusters/c1/web/virtualservice/b.yaml",
+      "clusters/c2/istio-system/peerauthentication/default.yaml",
+      "clusters/c2/web/virtualservice/a.yaml",
       "discovery/c1.yaml",
       "discovery/c2.yaml",
     ]);
-    expect(await server.git("out", ["show", `${BRANCH}:clusters/c1/web/VirtualService/a.yaml`])).toBe(canonicalYaml(vs("c1", "web", "a", "a.example.com")));
+    expect(await server.git("out", ["show", `${BRANCH}:clusters/c1/web/virtualservice/a.yaml`])).toBe(canonicalYaml(vs("c1", "web", "a", "a.example.com")));
     expect(await server.git("out", ["log", "-1", "--format=%an <%ae> %at|%cn <%ce> %ct", BRANCH])).toBe("Audit Bot <bot@example.test> 1700000000|Audit Bot <bot@example.test> 1700000000\n");
     const msg1 = await server.git("out", ["log", "-1", "--format=%B", BRANCH]);
     expect(msg1).toContain("c1: +4 ~0 -0, discovery updated");
@@ -107,9 +107,9 @@ describe("audit branch writer", () => {
     const changed = (await server.git("out", ["diff", "--no-renames", "--name-status", `${BRANCH}~1`, BRANCH])).trim().split("\n").sort();
     expect(changed).toEqual([
       `M\t${MANIFEST_PATH}`,
-      "A\tclusters/c1/api/VirtualService/new.yaml",
-      "D\tclusters/c1/web/VirtualService/b.yaml",
-      "M\tclusters/c1/web/VirtualService/a.yaml",
+      "A\tclusters/c1/api/virtualservice/new.yaml",
+      "D\tclusters/c1/web/virtualservice/b.yaml",
+      "M\tclusters/c1/web/virtualservice/a.yaml",
     ].sort());
     const msg2 = await server.git("out", ["log", "-1", "--format=%B", BRANCH]);
     expect(msg2).toMatch(/^Render 222222222222 \(main\): 1 cluster changed\n\nc1: \+1 ~1 -1\n\nSource-Commit: 2{40}\nSource-Ref: refs\/heads\/main\n/);
@@ -154,13 +154,13 @@ describe("audit branch writer", () => {
       "README.md": "about this branch\n",
       ".github/workflows/ci.yaml": "on: push\n",
       "clusters/c1/NOTES.md": "hand-written\n",
-      "clusters/c1/web/VirtualService/b.yaml": "hand: written\n",
+      "clusters/c1/web/virtualservice/b.yaml": "hand: written\n",
     }, "human files", { branch: BRANCH });
     const mem = createMemoryLogger();
     const w = createAuditWriter({ target: { kind: "local", path: server.repoPath("keep") }, logger: mem.logger });
     const r = await w.write(input());
-    expect(r.skipped).toEqual(["clusters/c1/web/VirtualService/b.yaml"]);
-    expect(await server.git("keep", ["show", `${BRANCH}:clusters/c1/web/VirtualService/b.yaml`])).toBe("hand: written\n");
+    expect(r.skipped).toEqual(["clusters/c1/web/virtualservice/b.yaml"]);
+    expect(await server.git("keep", ["show", `${BRANCH}:clusters/c1/web/virtualservice/b.yaml`])).toBe("hand: written\n");
     expect(mem.records.some((x) => x.msg.includes("did not generate"))).toBe(true);
     // the cluster disappears from the output: its generated files go, the human ones stay
     await w.write(input({ clusters: new Map([["c2", [vs("c2", "web", "a", "a.example.com"), peerAuth("c2")]]]), discovery: new Map([["c2", { cluster: "c2" }]]) }));
@@ -170,9 +170,9 @@ describe("audit branch writer", () => {
       MANIFEST_PATH,
       "README.md",
       "clusters/c1/NOTES.md",
-      "clusters/c1/web/VirtualService/b.yaml",
-      "clusters/c2/istio-system/PeerAuthentication/default.yaml",
-      "clusters/c2/web/VirtualService/a.yaml",
+      "clusters/c1/web/virtualservice/b.yaml",
+      "clusters/c2/istio-system/peerauthentication/default.yaml",
+      "clusters/c2/web/virtualservice/a.yaml",
       "discovery/c2.yaml",
     ]);
     expect(await server.git("keep", ["show", `${BRANCH}:README.md`])).toBe("about this branch\n");
