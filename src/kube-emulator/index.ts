@@ -141,6 +141,8 @@ const SEED_MANAGER = "kube-emulator-seed";
 
 export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Promise<KubeEmulator> {
   const host = options.host ?? "127.0.0.1";
+  // What clients dial: a wildcard listen address is reached through loopback.
+  const dialHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host;
   const logger = options.logger ?? silentLogger;
   const registry = new KindRegistry([...BUILT_IN_KINDS, ...(options.istioKinds === false ? [] : ISTIO_KINDS), ...(options.kinds ?? [])]);
   const store = new ObjectStore({
@@ -267,7 +269,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
     return {
       apiVersion: "v1",
       kind: "Config",
-      clusters: [{ name, cluster: { server: `http://${host}:${port}`, "insecure-skip-tls-verify": true } }],
+      clusters: [{ name, cluster: { server: `http://${dialHost}:${port}`, "insecure-skip-tls-verify": true } }],
       // The emulator does no authentication; a token keeps clients that insist on credentials happy.
       users: [{ name, user: { token: "kube-emulator" } }],
       contexts: [{ name, context: { cluster: name, user: name, ...(o.namespace === undefined ? {} : { namespace: o.namespace }) } }],
@@ -277,7 +279,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
 
   const emulator: KubeEmulator = {
     get url() {
-      return `http://${host}:${port}`;
+      return `http://${dialHost}:${port}`;
     },
     get port() {
       return port;
