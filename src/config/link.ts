@@ -33,13 +33,13 @@ export function link(settings: RepoSettings, files: Readonly<Record<string, File
 
   // 1. Duplicates: the first object for a key (by path, then position) wins.
   const winners = new Map<string, Candidate>();
-  // kind → name → every candidate (incl. duplicates and invalid ones), for reference checks
+  // every candidate (incl. duplicates and invalid ones), for reference checks
   const existing: Existing = new Map();
   for (const path of paths) {
     const rec = files[path]!;
     rec.objects.forEach((obj, index) => {
       const c: Candidate = { obj, file: path, index, valid: rec.invalid.length === 0 || !rec.invalid.includes(index) };
-      addExisting(existing, obj.kind, obj.metadata.name, c);
+      addExisting(existing, obj.kind, obj.metadata.name, obj.metadata.namespace, c);
       const first = winners.get(obj.key);
       if (first) {
         diagnostics.push({
@@ -362,23 +362,38 @@ export function referencesOf(obj: LoadedObject): Wanted[] {
   return out;
 }
 
-type Existing = Map<string, Map<string, Candidate[]>>;
+/** kind → name → namespace → candidates: look-ups without building key strings. */
+type Existing = Map<string, Map<string, Map<string, Candidate[]>>>;
 
-function addExisting(existing: Existing, kind: string, name: string, c: Candidate): void {
+function addExisting(existing: Existing, kind: string, name: string, namespace: string, c: Candidate): void {
   let byName = existing.get(kind);
-  if (!byName) existing.set(kind, (byName = new Map<string, Candidate[]>()));
-  const list = byName.get(name);
+  if (!byName) existing.set(kind, (byName = new Map<string, Map<string, Candidate[]>>()));
+  let byNamespace = byName.get(name);
+  if (!byNamespace) byName.set(name, (byNamespace = new Map<string, Candidate[]>()));
+  const list = byNamespace.get(namespace);
   if (list) list.push(c);
-  else byName.set(name, [c]);
+  else byNamespace.set(namespace, [c]);
+}
+
+function exists(existing: Existing, w: Wanted): boolean {
+  const byNamespace = existing.get(w.kind)?.get(w.name);
+  if (!byNamespace) return false;
+  const lists = w.namespace !== undefined ? [byNamespace.get(w.namespace) ?? []] : [...byNamespace.values()];
+  return lists.some((list) => list.some((e) => w.cluster === undefined || e.obj.cluster === undefined || e.obj.cluster === w.cluster));
+}
+
+/** References depend only on the object; objects of unchanged files are the same instances across updates. */
+const referenceCache = new WeakMap<LoadedObject, readonly Wanted[]>();
+
+function cachedReferencesOf(obj: LoadedObject): readonly Wanted[] {
+  let refs = referenceCache.get(obj);
+  if (!refs) referenceCache.set(obj, (refs = referencesOf(obj)));
+  return refs;
 }
 
 function checkReferences(c: Candidate, existing: Existing, out: Diagnostic[]): void {
-  for (const w of referencesOf(c.obj)) {
-    const found = (existing.get(w.kind)?.get(w.name) ?? []).some(
-      (e) =>
-        (w.namespace === undefined || e.obj.metadata.namespace === w.namespace) &&
-        (w.cluster === undefined || e.obj.cluster === undefined || e.obj.cluster === w.cluster),
-    );
+  for (const w of cachedReferencesOf(c.obj)) {
+    const found = exists(existing, w);
     if (found) continue;
     const target = `${w.kind} ${w.namespace !== undefined ? `${w.namespace}/` : ""}${w.name}${w.cluster !== undefined ? ` in cluster ${w.cluster}` : ""}`;
     out.push({
