@@ -559,6 +559,42 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     );
   }
 
+  // ---- message size guard -------------------------------------------------------------------
+
+  /**
+   * grpc-js refuses a message above grpc.max_receive_message_length itself (its stream decoder reads
+   * the length prefix and answers RESOURCE_EXHAUSTED before buffering the body or calling a handler),
+   * so the handler never sees it. This interceptor wraps the call's sendStatus, recognises grpc-js's
+   * own size refusals, and turns them into a relay rejection: logged, counted
+   * (relay_rejections_total{reason="message_too_large"}) and answered with a status that names the
+   * limit and the fix. The refusal stays where grpc-js makes it, so memory stays bounded by the limit.
+   */
+  const sizeGuard: grpc.ServerInterceptor = (method, call) => {
+    const sendStatus = call.sendStatus.bind(call);
+    call.sendStatus = (st) => {
+      const details = st.details;
+      if (st.code === grpc.status.RESOURCE_EXHAUSTED && /^Received message/.test(details)) {
+        const size = /\((\d+) vs/.exec(details)?.[1];
+        const err = reject(
+          REJECTION_REASONS.messageTooLarge,
+          grpc.status.RESOURCE_EXHAUSTED,
+          `a gRPC message${size === undefined ? "" : ` of ${size} bytes`} exceeds the relay's max message size of ${maxMessageBytes} bytes; lower the agent's chunk size (chunkBytes, default ${RELAY_DEFAULTS.chunkBytes} bytes, must stay below the limit) or raise the server's maxMessageBytes`,
+        );
+        const fields: Record<string, unknown> = { rpc: method.path, peer: call.getPeer() };
+        const peer = call.getAuthContext().sslPeerCertificate;
+        const id = peer ? clusterOfPeerCertificate(peer) : undefined;
+        if (id) fields.cluster = id.cluster;
+        refuse(err, fields, (se) => sendStatus({ code: se.code, details: se.details }));
+        return;
+      }
+      if (st.code === grpc.status.RESOURCE_EXHAUSTED && /^Sent message larger/.test(details)) {
+        log.error("relay tried to send a message above the max message size (chunking bug)", { rpc: method.path, details });
+      }
+      sendStatus(st);
+    };
+    return new grpc.ServerInterceptingCall(call);
+  };
+
   // ---- lifecycle ----------------------------------------------------------------------------
 
   function credentials(): grpc.ServerCredentials {
@@ -592,6 +628,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         "grpc.keepalive_time_ms": options.keepaliveTimeMs ?? RELAY_DEFAULTS.keepaliveTimeMs,
         "grpc.keepalive_timeout_ms": options.keepaliveTimeoutMs ?? RELAY_DEFAULTS.keepaliveTimeoutMs,
         "grpc.keepalive_permit_without_calls": 1,
+        interceptors: [sizeGuard],
       });
       srv.addService(
         { register: { ...RegistrationService.register, requestDeserialize: tolerant((b) => RegisterRequest.decode(b)) } },
