@@ -10,6 +10,7 @@ import { registerValidate } from "./validate.js";
 import { registerRender } from "./render.js";
 import { registerKubeEmulator } from "./kube-emulator.js";
 import { registerAgent } from "./agent.js";
+import { registerCluster } from "./cluster.js";
 
 export type RegisterCommand = (program: Command, io: CliIo) => void;
 
@@ -19,6 +20,7 @@ const commands: readonly RegisterCommand[] = [
   registerRender,
   registerKubeEmulator,
   registerAgent,
+  registerCluster,
 ];
 
 export async function main(argv: readonly string[], io: CliIo = createIo()): Promise<number> {
