@@ -10,7 +10,10 @@ import { registerValidate } from "./validate.js";
 import { registerRender } from "./render.js";
 import { registerKubeEmulator } from "./kube-emulator.js";
 import { registerAgent } from "./agent.js";
+import { registerServer } from "./server.js";
+import { registerDemo } from "./demo.js";
 import { registerCluster } from "./cluster.js";
+import { registerDiff } from "./diff.js";
 
 export type RegisterCommand = (program: Command, io: CliIo) => void;
 
@@ -20,7 +23,10 @@ const commands: readonly RegisterCommand[] = [
   registerRender,
   registerKubeEmulator,
   registerAgent,
+  registerServer,
+  registerDemo,
   registerCluster,
+  registerDiff,
 ];
 
 export async function main(argv: readonly string[], io: CliIo = createIo()): Promise<number> {

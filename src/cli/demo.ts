@@ -1,0 +1,420 @@
+/**
+ * `gitmesh demo [--exit]`: the whole system on one machine, from a fresh clone.
+ *
+ * - Redis: REDIS_URL if set, else a private `redis-server` (free port, temp dir) if installed, else
+ *   standalone (in memory);
+ * - Git: examples/repo-layout pushed to a bare repository served over smart HTTP by a local
+ *   `git http-backend` bridge; every push to it posts a signed webhook to the server;
+ * - two emulated Kubernetes clusters (cluster1, cluster2) seeded from examples/discovery, with the
+ *   relay root CA and bootstrap token secrets an operator would copy into each cluster;
+ * - the management server and one agent per cluster (in-process);
+ * - progress as clusters register, warm, translate and apply; a summary; how to push a change.
+ *
+ * `--exit` stops after the first full convergence (for scripts and CI).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir, hostname } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Command } from "commander";
+import { Registry } from "prom-client";
+import { createLogger, describeError, type Logger } from "../core/index.js";
+import { createAgent, createKubeClient, createRelayLinkFactory, parseAgentConfig, withFieldOwner, type Agent } from "../agent/index.js";
+import { createBareRepo, createInProcessMeshCa, runGit, startGitHttpServer, type GitHttpServer } from "../devtools/index.js";
+import { signBody } from "../git-sync/index.js";
+import { createKubeEmulator, type KubeEmulator } from "../kube-emulator/index.js";
+import { RELAY_SECRETS } from "../relay/index.js";
+import { generateToken, parseServerConfig } from "../server/index.js";
+import { ExitCode, type CliIo } from "./io.js";
+import { startServerProcess, type RunningServer } from "./server.js";
+
+interface DemoFlags {
+  readonly exit?: boolean;
+  readonly timeout: string;
+  readonly keep?: boolean;
+}
+
+const CLUSTERS = ["cluster1", "cluster2"] as const;
+const ISTIO_KINDS = [
+  ["networking.istio.io/v1", "VirtualService"],
+  ["networking.istio.io/v1", "DestinationRule"],
+  ["networking.istio.io/v1", "ServiceEntry"],
+  ["networking.istio.io/v1", "Gateway"],
+  ["networking.istio.io/v1", "Sidecar"],
+  ["networking.istio.io/v1", "WorkloadEntry"],
+  ["security.istio.io/v1", "AuthorizationPolicy"],
+  ["security.istio.io/v1", "PeerAuthentication"],
+] as const;
+
+export function registerDemo(program: Command, io: CliIo): void {
+  program
+    .command("demo")
+    .summary("run the whole system locally: Git server, Redis, two emulated clusters, server, agents")
+    .description(
+      "Serve examples/repo-layout from a local Git server, start two emulated Kubernetes clusters seeded\n" +
+        "with bookinfo (examples/discovery), the management server and one agent per cluster, and show a push\n" +
+        "converging. Uses REDIS_URL if set, else a private redis-server if installed, else runs standalone.",
+    )
+    .option("--exit", "stop after the first full convergence (exit 0), for scripts")
+    .option("--timeout <seconds>", "give up when convergence takes longer than this", "90")
+    .option("--keep", "keep the temporary directory (repository, logs) after exit")
+    .action(async (flags: DemoFlags) => {
+      io.exitCode = await runDemo(io, { exit: flags.exit === true, timeoutMs: Number(flags.timeout) * 1000, keep: flags.keep === true });
+    });
+}
+
+interface Stoppable {
+  readonly name: string;
+  stop(): Promise<void>;
+}
+
+async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep: boolean }): Promise<ExitCode> {
+  const t0 = Date.now();
+  const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`.padStart(6);
+  const step = (msg: string) => io.out(`[${elapsed()}] ${msg}\n`);
+  const root = await mkdtemp(join(tmpdir(), "gitmesh-demo-"));
+  const logFile = join(root, "server.log");
+  const logLines: string[] = [];
+  let flushTimer: NodeJS.Timeout | undefined;
+  const flushLog = async () => {
+    const text = logLines.splice(0).join("\n");
+    if (text) await writeFile(logFile, text + "\n", { flag: "a" });
+  };
+  const logger: Logger = createLogger({
+    name: "demo",
+    level: "info",
+    write: (line) => {
+      logLines.push(line);
+      flushTimer ??= setTimeout(() => {
+        flushTimer = undefined;
+        void flushLog();
+      }, 200);
+    },
+  });
+  const stack: Stoppable[] = [];
+  const stopAll = async () => {
+    for (const s of stack.reverse()) await s.stop().catch((err: unknown) => io.err(`demo: stopping ${s.name}: ${describeError(err)}\n`));
+    clearTimeout(flushTimer);
+    await flushLog();
+    if (!opts.keep) await rm(root, { recursive: true, force: true });
+  };
+  let interrupted = false;
+  const onSignal = () => {
+    interrupted = true;
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  try {
+    // ---- Redis ---------------------------------------------------------------------------------
+    let redisUrl = process.env.REDIS_URL;
+    if (redisUrl) step(`Redis: using REDIS_URL (${redisUrl.replace(/\/\/[^@]*@/, "//***@")})`);
+    else {
+      const started = await startPrivateRedis(join(root, "redis")).catch(() => undefined);
+      if (started) {
+        redisUrl = started.url;
+        stack.push({ name: "redis-server", stop: started.stop });
+        step(`Redis: started a private redis-server on ${started.url}`);
+      } else step("Redis: redis-server not installed — running standalone (in memory)");
+    }
+
+    // ---- Git -----------------------------------------------------------------------------------
+    const gitRoot = join(root, "git");
+    await mkdir(gitRoot, { recursive: true });
+    await createBareRepo(gitRoot, "mesh-config");
+    const webhookSecret = generateToken();
+    const hook: { url?: string } = {};
+    const git: GitHttpServer = await startGitHttpServer({
+      root: gitRoot,
+      onPush: (repo) => void notifyPush(join(gitRoot, `${repo}.git`), hook.url, webhookSecret).catch(() => undefined),
+    });
+    stack.push({ name: "git server", stop: () => git.stop() });
+    const work = join(root, "mesh-config");
+    await runGit(["clone", "--quiet", git.url("mesh-config"), work]);
+    await cp(join(repoRoot(), "examples", "repo-layout"), work, { recursive: true });
+    const ident = ["-c", "user.name=gitmesh demo", "-c", "user.email=demo@gitmesh.local"];
+    await runGit(["add", "-A"], {}, work);
+    await runGit([...ident, "commit", "--quiet", "-m", "Bookinfo across cluster1 and cluster2"], {}, work);
+    await runGit(["push", "--quiet", "origin", "HEAD:main"], {}, work);
+    step(`Git: examples/repo-layout pushed to ${git.url("mesh-config")}`);
+
+    // ---- Server --------------------------------------------------------------------------------
+    const relayPort = await freePort();
+    const httpPort = await freePort();
+    const { config, problems } = parseServerConfig(
+      {
+        gitUrl: git.url("mesh-config"),
+        redisUrl,
+        redisPrefix: `gitmesh-demo-${String(process.pid)}`,
+        relayHost: "127.0.0.1",
+        relayPort: String(relayPort),
+        httpHost: "127.0.0.1",
+        httpPort: String(httpPort),
+        pollIntervalSeconds: "10",
+        webhookSecret,
+        warmingWindowSeconds: "30",
+        relayAdditionalSans: "127.0.0.1,localhost",
+        webhookDebounceMs: "50",
+        dataDir: join(root, "server-data"),
+      },
+      { identity: hostname() },
+    );
+    if (!config) throw new Error(`demo configuration is invalid: ${problems.join("; ")}`);
+    const server: RunningServer = await startServerProcess(config, logger.child("server"), { auditDebounceMs: 200 });
+    stack.push({ name: "server", stop: () => server.stop() });
+    const base = `http://127.0.0.1:${String(httpPort)}`;
+    hook.url = `${base}/webhooks/generic`;
+    step(`Server: relay on 127.0.0.1:${String(relayPort)}, HTTP on ${base} (${redisUrl ? "Redis" : "standalone"}; log: ${logFile})`);
+
+    // ---- Clusters and agents -------------------------------------------------------------------
+    const meshCa = createInProcessMeshCa();
+    const emulators = new Map<string, KubeEmulator>();
+    const agents: Agent[] = [];
+    for (const cluster of CLUSTERS) {
+      const emulator = await createKubeEmulator({ port: 0, host: "127.0.0.1" });
+      stack.push({ name: `${cluster} emulator`, stop: () => emulator.stop() });
+      emulators.set(cluster, emulator);
+      const dir = join(repoRoot(), "examples", "discovery", cluster);
+      let seeded = 0;
+      for (const f of (await readdir(dir)).filter((n) => /\.ya?ml$/.test(n)).sort()) seeded += (await emulator.seedFile(join(dir, f))).applied;
+      const b64 = (s: string) => Buffer.from(s).toString("base64");
+      emulator.seed([
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: "gitmesh" } },
+        { apiVersion: "v1", kind: "Secret", metadata: { name: RELAY_SECRETS.rootTls.name, namespace: "gitmesh" }, data: { [RELAY_SECRETS.rootTls.keys.caCrt]: b64(server.server.rootCaPem ?? "") } },
+        { apiVersion: "v1", kind: "Secret", metadata: { name: RELAY_SECRETS.identityToken.name, namespace: "gitmesh" }, data: { [RELAY_SECRETS.identityToken.keys.token]: b64(server.server.token ?? "") } },
+      ]);
+      await emulator.writeKubeconfig(join(root, `${cluster}.kubeconfig`));
+      step(`${cluster}: Kubernetes API emulator on ${emulator.url}, ${String(seeded)} objects seeded, relay secrets created`);
+      const agent = startAgent(cluster, emulator, relayPort, logger.child(`agent-${cluster}`), meshCa);
+      await agent.start();
+      agents.push(agent);
+      stack.push({ name: `${cluster} agent`, stop: () => agent.stop() });
+    }
+    step("Agents: started, registering with the relay …");
+
+    // ---- Watch convergence ---------------------------------------------------------------------
+    const first = await watchConvergence(base, step, opts.timeoutMs, () => interrupted);
+    if (!first) {
+      io.err(`demo: no full convergence within ${String(opts.timeoutMs / 1000)} s; see ${logFile} (kept)\n`);
+      opts.keep = true;
+      return ExitCode.Failed;
+    }
+    // The audit commit follows the outputs of the commit (singleton writer, pushed to the Git server).
+    let audit = "";
+    for (let i = 0; i < 100 && !audit; i++) {
+      const st = await getJson<Status>(`${base}/api/status`).catch(() => undefined);
+      if (st?.audit?.lastCommit) audit = st.audit.lastCommit;
+      else await sleep(100);
+    }
+    io.out(`\nConverged in ${elapsed().trim()}: commit ${first.commit.slice(0, 12)} applied on every cluster.\n\n`);
+    io.out("  cluster    resources applied   output version   status\n");
+    for (const cluster of CLUSTERS) {
+      const emulator = emulators.get(cluster)!;
+      let managed = 0;
+      for (const [apiVersion, kind] of ISTIO_KINDS) managed += emulator.list(apiVersion, kind).filter((o) => (o.metadata as { labels?: Record<string, string> }).labels?.["gitmesh.io/managed"] === "true").length;
+      const c = first.clusters.find((x) => x.name === cluster);
+      io.out(`  ${cluster.padEnd(10)} ${String(managed).padStart(17)}   ${String(c?.applied?.version ?? "-").padStart(14)}   ${c?.connected ? "connected, applied" : "not connected"}\n`);
+    }
+    io.out(`\n  audit branch ${config.auditBranch}: ${audit ? audit.slice(0, 12) : "(not written yet)"}\n`);
+    io.out(`  server API:   curl ${base}/api/status   |   gitmesh check --server ${base}\n`);
+    io.out(`  kubectl:      kubectl --kubeconfig ${join(root, "cluster1.kubeconfig")} get virtualservices -A\n`);
+    io.out(
+      `\nPush a change and watch it converge:\n` +
+        `  cd ${work}\n` +
+        `  sed -i 's/timeout: 5s/timeout: 7s/' workspaces/*/*.yaml   # or edit any policy\n` +
+        `  git commit -qam "tune timeouts" && git push -q origin HEAD:main\n`,
+    );
+    if (opts.exit) return ExitCode.Ok;
+    io.out("\nRunning; Ctrl-C to stop.\n");
+    let inForce = first.commit;
+    while (!interrupted) {
+      await sleep(500);
+      const st = await getJson<Status>(`${base}/api/status`).catch(() => undefined);
+      if (st?.commit && st.commit.sha !== inForce) {
+        inForce = st.commit.sha;
+        step(`new commit ${inForce.slice(0, 12)} accepted; waiting for the clusters …`);
+        const done = await watchConvergence(base, step, opts.timeoutMs, () => interrupted, inForce);
+        if (done) step(`commit ${inForce.slice(0, 12)} converged on ${done.clusters.map((c) => c.name).join(", ")}`);
+      }
+      if (st?.rejected && st.rejected.commit !== inForce) {
+        step(`commit ${st.rejected.commit.slice(0, 12)} REJECTED (${String(st.rejected.errors)} errors); ${st.rejected.diagnostics[0] ?? ""}`);
+        inForce = st.rejected.commit;
+      }
+    }
+    return ExitCode.Ok;
+  } catch (err) {
+    io.err(`demo failed: ${describeError(err)}\n(log and files kept in ${root})\n`);
+    opts.keep = true;
+    return ExitCode.Failed;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await stopAll();
+  }
+}
+
+interface ClusterStatus {
+  readonly name: string;
+  readonly connected: boolean;
+  readonly warmed: boolean;
+  readonly output: { version: number; sourceCommit: string; resources: number; complete: boolean } | null;
+  readonly applied: { version: number; sourceCommit: string } | null;
+  readonly inSync: boolean;
+}
+interface Status {
+  readonly ready: boolean;
+  readonly readiness: string;
+  readonly commit: { sha: string } | null;
+  readonly rejected: { commit: string; errors: number; diagnostics: string[] } | null;
+  readonly clusters: ClusterStatus[];
+  readonly audit?: { lastCommit: string | null };
+}
+
+/** Polls /api/status, printing each state change, until every registered cluster applied the output of `commit` (default: the commit in force). */
+async function watchConvergence(base: string, step: (m: string) => void, timeoutMs: number, interrupted: () => boolean, commit?: string): Promise<{ commit: string; clusters: ClusterStatus[] } | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  const seen = new Set<string>();
+  const say = (key: string, msg: string) => {
+    if (!seen.has(key)) {
+      seen.add(key);
+      step(msg);
+    }
+  };
+  while (Date.now() < deadline && !interrupted()) {
+    const st = await getJson<Status>(`${base}/api/status`).catch(() => undefined);
+    if (st) {
+      if (st.commit) say(`commit:${st.commit.sha}`, `Server: commit ${st.commit.sha.slice(0, 12)} accepted from Git`);
+      for (const c of st.clusters) {
+        if (c.connected) say(`conn:${c.name}`, `${c.name}: agent connected`);
+        if (c.warmed) say(`warm:${c.name}`, `${c.name}: discovery received (warmed)`);
+        if (c.output && c.output.resources > 0 && c.output.complete) say(`out:${c.name}:${String(c.output.version)}`, `${c.name}: output v${String(c.output.version)} translated (${String(c.output.resources)} Istio resources)`);
+        if (c.applied && c.output && c.applied.version >= c.output.version) say(`applied:${c.name}:${String(c.applied.version)}`, `${c.name}: output v${String(c.applied.version)} applied (ACK)`);
+      }
+      if (!st.ready) say(`ready:${st.readiness}`, `Server: ${st.readiness}`);
+      const target = commit ?? st.commit?.sha;
+      const clusters = st.clusters.filter((c) => c.output !== null);
+      if (
+        st.ready &&
+        target !== undefined &&
+        clusters.length >= CLUSTERS.length &&
+        clusters.every((c) => c.inSync && c.output!.complete && c.output!.resources > 0 && c.applied !== null && c.applied.version >= c.output!.version)
+      ) {
+        return { commit: target, clusters };
+      }
+    }
+    await sleep(200);
+  }
+  return undefined;
+}
+
+function startAgent(cluster: string, emulator: KubeEmulator, relayPort: number, logger: Logger, meshCa: ReturnType<typeof createInProcessMeshCa>): Agent {
+  const { config, problems } = parseAgentConfig(
+    { relayAddress: `127.0.0.1:${String(relayPort)}`, cluster, httpPort: "0", leaseDurationMs: "3000", renewDeadlineMs: "2000", retryPeriodMs: "300", debounceMs: "50" },
+    { identity: `${cluster}-agent` },
+  );
+  if (!config) throw new Error(`agent configuration: ${problems.join("; ")}`);
+  const kubeconfig = emulator.kubeconfigObject();
+  const clientKc = loadKubeConfig(kubeconfig);
+  const client = createKubeClient(clientKc);
+  return createAgent({
+    config,
+    kc: clientKc,
+    relay: createRelayLinkFactory({
+      reader: client,
+      writer: withFieldOwner(client),
+      namespace: config.namespace,
+      address: config.relayAddress,
+      cluster,
+      authority: config.authority,
+      client: { backoff: { initialMs: 100, maxMs: 1000 } },
+      logger,
+    }),
+    registry: new Registry(),
+    signer: meshCa,
+    logger,
+  });
+}
+
+function loadKubeConfig(obj: object): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromString(JSON.stringify(obj));
+  return kc;
+}
+
+async function notifyPush(bareRepo: string, url: string | undefined, secret: string): Promise<void> {
+  if (url === undefined) return;
+  const sha = (await runGit(["rev-parse", "refs/heads/main"], { GIT_DIR: bareRepo })).trim();
+  const body = JSON.stringify({ ref: "refs/heads/main", sha, repo: "mesh-config" });
+  await fetch(url, { method: "POST", headers: { "content-type": "application/json", "x-signature-256": signBody(secret, body) }, body });
+}
+
+async function startPrivateRedis(dir: string): Promise<{ url: string; stop: () => Promise<void> } | undefined> {
+  await mkdir(dir, { recursive: true });
+  const port = await freePort();
+  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"], { stdio: "ignore" });
+  const failed = await new Promise<boolean>((resolveStart) => {
+    child.once("error", () => resolveStart(true));
+    setTimeout(() => resolveStart(false), 150);
+  });
+  if (failed) return undefined;
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline) {
+    if (await ping(port)) {
+      return {
+        url: `redis://127.0.0.1:${String(port)}/0`,
+        stop: () =>
+          new Promise<void>((done) => {
+            if (child.exitCode !== null) return done();
+            child.once("exit", () => done());
+            child.kill("SIGTERM");
+          }),
+      };
+    }
+    await sleep(50);
+  }
+  child.kill("SIGKILL");
+  return undefined;
+}
+
+async function ping(port: number): Promise<boolean> {
+  const { createConnection } = await import("node:net");
+  return new Promise((done) => {
+    const sock = createConnection({ host: "127.0.0.1", port });
+    sock.setTimeout(500, () => {
+      sock.destroy();
+      done(false);
+    });
+    sock.on("connect", () => sock.write("PING\r\n"));
+    sock.on("data", (d) => {
+      sock.end();
+      done(d.toString().includes("PONG"));
+    });
+    sock.on("error", () => done(false));
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const srv = createServer();
+    srv.on("error", fail);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === "object" ? done(addr.port) : fail(new Error("no port"))));
+    });
+  });
+}
+
+async function getJson<T>(url: string): Promise<T> {
+  const res = await fetch(url);
+  return (await res.json()) as T;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The package root (examples/ lives there), from src/cli or dist/cli. */
+function repoRoot(): string {
+  return resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+}

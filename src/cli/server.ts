@@ -1,0 +1,207 @@
+/**
+ * `gitmesh server`: the composition root of the management server. Reads flags and environment ONCE
+ * (flags win; env names match charts/gitmesh-server), validates and freezes the configuration, builds
+ * the clients (Redis, snapshot store, pipeline, relay secret storage) and runs until SIGINT/SIGTERM,
+ * then stops the parts in reverse order.
+ */
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { mkdtemp } from "node:fs/promises";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Command } from "commander";
+import { Redis } from "ioredis";
+import { Registry, collectDefaultMetrics } from "prom-client";
+import { createLogger, describeError, type Logger } from "../core/index.js";
+import { createMemoryStore, createRedisStore, type SnapshotStore } from "../store/index.js";
+import {
+  createDirectorySecretStore,
+  createInlinePipeline,
+  createKubernetesSecretStore,
+  createManagementServer,
+  createMemorySecretStore,
+  createRedisSecretStore,
+  parseServerConfig,
+  SERVER_ENV,
+  type ManagementServer,
+  type PipelinePort,
+  type RelaySecretStore,
+  type ServerConfig,
+  type ServerConfigInput,
+} from "../server/index.js";
+import { UsageError, type CliIo } from "./io.js";
+
+interface ServerFlags {
+  readonly gitUrl?: string;
+  readonly gitLocal?: string;
+  readonly branch?: string;
+  readonly path?: string;
+  readonly pollInterval?: string;
+  readonly auditBranch?: string;
+  readonly noAudit?: boolean;
+  readonly audit?: boolean;
+  readonly redisUrl?: string;
+  readonly relayPort?: string;
+  readonly relayHost?: string;
+  readonly httpPort?: string;
+  readonly httpHost?: string;
+  readonly relayToken?: string;
+  readonly authority?: string;
+  readonly additionalSans?: string;
+  readonly pkiDir?: string;
+  readonly kubeconfig?: string;
+  readonly namespace?: string;
+  readonly identity?: string;
+  readonly warmingWindow?: string;
+  readonly skipWarming?: string[];
+  readonly dataDir?: string;
+  readonly logLevel?: string;
+  readonly logFormat?: string;
+}
+
+export function registerServer(program: Command, io: CliIo): void {
+  program
+    .command("server")
+    .summary("run the management server (relay :9900, HTTP :9091)")
+    .description(
+      "Run the management server: read the desired state from Git, translate it per workspace and cluster,\n" +
+        "deliver it to agents over the gRPC relay (:9900), commit rendered output to the audit branch, and\n" +
+        "serve /healthz, /readyz, /metrics, /webhooks/{github,gitlab,generic} and /api on :9091.\n\n" +
+        "With REDIS_URL several replicas share one Redis; without it one replica runs standalone in memory.\n" +
+        "Flags win over environment variables (shown in brackets; the Helm chart sets them).",
+    )
+    .option("--git-url <url>", `configuration repository, http(s) [${SERVER_ENV.gitUrl}]`)
+    .option("--git-local <path>", "configuration repository on disk (read in place; for trials and the demo)")
+    .option("--branch <ref>", `branch, tag or commit to follow [${SERVER_ENV.gitBranch}] (default main)`)
+    .option("--path <dir>", `sub-directory holding the configuration [${SERVER_ENV.gitPath}] (default: whole repository)`)
+    .option("--poll-interval <seconds>", `Git poll interval, the webhook backstop [${SERVER_ENV.pollIntervalSeconds}] (default 30; 0 = off)`)
+    .option("--audit-branch <branch>", `branch for rendered output [${SERVER_ENV.auditBranch}] (default gitmesh/rendered)`)
+    .option("--no-audit", "do not write the audit branch")
+    .option("--redis-url <url>", `Redis shared by replicas [${SERVER_ENV.redisUrl}] (unset: standalone, in memory)`)
+    .option("--relay-port <n>", `gRPC relay port [${SERVER_ENV.relayPort}] (default 9900)`)
+    .option("--relay-host <addr>", "relay listen address (default 0.0.0.0)")
+    .option("--http-port <n>", `HTTP port [${SERVER_ENV.httpPort}] (default 9091)`)
+    .option("--http-host <addr>", "HTTP listen address (default 0.0.0.0)")
+    .option("--relay-token <token>", `bootstrap token agents present [${SERVER_ENV.relayToken}] (default: from ${SERVER_ENV.tokenSecret} / the PKI storage, generated once)`)
+    .option("--authority <name>", `name in the relay server certificate [${SERVER_ENV.relayAuthority}] (default gitmesh-server.gitmesh)`)
+    .option("--additional-sans <a,b>", `more DNS names/IPs for the relay certificate [${SERVER_ENV.relayAdditionalSans}]`)
+    .option("--pki-dir <dir>", "keep relay PKI and token in this directory (default: Kubernetes secrets in a pod, else Redis, else memory)")
+    .option("--kubeconfig <path>", "keep relay PKI and token in Kubernetes secrets of this cluster")
+    .option("--namespace <ns>", `namespace of the relay secrets [${SERVER_ENV.namespace}] (default gitmesh)`)
+    .option("--identity <name>", `replica name [${SERVER_ENV.identity}] (default hostname)`)
+    .option("--warming-window <seconds>", `after a restart that lost state, hold output at most this long [${SERVER_ENV.warmingWindowSeconds}] (default 60)`)
+    .option("--skip-warming <cluster>", "never wait for this cluster while warming (repeatable; also KubernetesCluster spec.skipWarming)", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
+    .option("--data-dir <dir>", "working directory for Git caches (default: a temporary directory)")
+    .option("--log-level <level>", `debug | info | warn | error [${SERVER_ENV.logLevel}] (default info)`)
+    .option("--log-format <format>", "json | human (default: human on a terminal, json otherwise)")
+    .addHelpText(
+      "after",
+      "\nExamples:\n" +
+        "  gitmesh server --git-url https://github.com/acme/mesh-config.git --redis-url redis://redis:6379\n" +
+        "  gitmesh server --git-local ./mesh-config --pki-dir ./pki --relay-token $TOKEN --log-format human\n" +
+        "  gitmesh check --server http://localhost:9091      # what an operator wants to see\n",
+    )
+    .action(async (flags: ServerFlags) => {
+      const { config, problems } = parseServerConfig(configInput(flags, process.env, io.isTty), { identity: hostname() });
+      if (!config) throw new UsageError(`invalid server configuration:\n  ${problems.join("\n  ")}`);
+      const logger = createLogger({ name: "server", level: config.logLevel, format: config.logFormat });
+      const running = await startServerProcess(config, logger);
+      io.out(`gitmesh server ${config.identity} running (relay :${String(running.server.relayPort)}, HTTP :${String(running.server.httpPort)})\n`);
+      await new Promise<void>((done) => {
+        const stop = (): void => {
+          process.off("SIGINT", stop);
+          process.off("SIGTERM", stop);
+          done();
+        };
+        process.on("SIGINT", stop);
+        process.on("SIGTERM", stop);
+      });
+      await running.stop();
+    });
+}
+
+export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: boolean): ServerConfigInput {
+  const e = (k: keyof typeof SERVER_ENV) => env[SERVER_ENV[k]];
+  return {
+    namespace: flags.namespace ?? e("namespace"),
+    identity: flags.identity ?? e("identity"),
+    redisUrl: flags.redisUrl ?? e("redisUrl"),
+    redisPrefix: e("redisPrefix"),
+    relayPort: flags.relayPort ?? e("relayPort"),
+    httpPort: flags.httpPort ?? e("httpPort"),
+    relayHost: flags.relayHost,
+    httpHost: flags.httpHost,
+    logLevel: flags.logLevel ?? e("logLevel"),
+    logFormat: flags.logFormat ?? (isTty ? "human" : "json"),
+    gitUrl: flags.gitUrl ?? (flags.gitLocal ? undefined : e("gitUrl")),
+    gitLocal: flags.gitLocal,
+    gitBranch: flags.branch ?? e("gitBranch"),
+    gitPath: flags.path ?? e("gitPath"),
+    pollIntervalSeconds: flags.pollInterval ?? e("pollIntervalSeconds"),
+    gitUsername: e("gitUsername"),
+    gitPassword: e("gitPassword"),
+    auditBranch: flags.audit === false ? "" : (flags.auditBranch ?? e("auditBranch")),
+    webhookSecret: e("webhookSecret"),
+    relayAuthority: flags.authority ?? e("relayAuthority"),
+    relayAdditionalSans: flags.additionalSans ?? e("relayAdditionalSans"),
+    generateCa: e("generateCa"),
+    rootTlsSecret: e("rootTlsSecret"),
+    serverTlsSecret: e("serverTlsSecret"),
+    signingTlsSecret: e("signingTlsSecret"),
+    tokenSecret: e("tokenSecret"),
+    relayToken: flags.relayToken ?? e("relayToken"),
+    warmingWindowSeconds: flags.warmingWindow ?? e("warmingWindowSeconds"),
+    skipWarming: flags.skipWarming,
+    pkiDir: flags.pkiDir,
+    kubeconfig: flags.kubeconfig,
+    dataDir: flags.dataDir,
+    inCluster: env.KUBERNETES_SERVICE_HOST !== undefined,
+  };
+}
+
+export interface RunningServer {
+  readonly server: ManagementServer;
+  stop(): Promise<void>;
+}
+
+/** Builds the clients for a parsed configuration and starts the server (also used by the demo). */
+export async function startServerProcess(config: ServerConfig, logger: Logger, extra: { auditDebounceMs?: number } = {}): Promise<RunningServer> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  let redis: Redis | undefined;
+  let store: SnapshotStore;
+  if (config.redisUrl !== undefined) {
+    redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    redis.on("error", (err) => logger.debug("redis connection error", { error: describeError(err) }));
+    store = createRedisStore({ redis, prefix: `${config.redisPrefix}:` });
+  } else {
+    store = createMemoryStore();
+    logger.warn("no REDIS_URL: running standalone in memory (one replica; state is lost on restart)");
+  }
+  let secrets: RelaySecretStore;
+  if (config.pkiDir !== undefined) secrets = createDirectorySecretStore(config.pkiDir);
+  else if (config.kubernetesSecrets) {
+    const kc = new KubeConfig();
+    if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
+    else kc.loadFromCluster();
+    secrets = createKubernetesSecretStore(kc, config.namespace, config.secrets);
+  } else if (redis) secrets = createRedisSecretStore(redis, config.redisPrefix);
+  else secrets = createMemorySecretStore();
+
+  const pipeline: PipelinePort = createInlinePipeline({ store, logger: logger.child("pipeline") });
+  const dataDir = config.dataDir ?? (await mkdtemp(join(tmpdir(), "gitmesh-server-")));
+  const server = createManagementServer({ config, pipeline, secrets, registry, logger, dataDir, ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  try {
+    await server.start();
+  } catch (err) {
+    await server.stop().catch(() => undefined);
+    redis?.disconnect();
+    throw err;
+  }
+  return {
+    server,
+    async stop() {
+      await server.stop();
+      redis?.disconnect();
+    },
+  };
+}

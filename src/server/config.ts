@@ -1,0 +1,201 @@
+/**
+ * The management server's configuration: parsed ONCE by the composition root (`gitmesh server`)
+ * from flags and environment variables that match the Helm chart (charts/gitmesh-server), validated
+ * and frozen. Problems are returned as messages that say what to fix, never thrown.
+ */
+import { isValidClusterName } from "../relay/index.js";
+
+export type ServerLogFormat = "json" | "human";
+export type ServerLogLevel = "debug" | "info" | "warn" | "error";
+
+export type GitSourceConfig =
+  | {
+      readonly kind: "remote";
+      /** http(s) URL (credentials inside it are moved out and never logged). */
+      readonly url: string;
+      readonly username: string | undefined;
+      readonly password: string | undefined;
+    }
+  | { readonly kind: "local"; /** A repository or bare repository on disk, read in place. */ readonly path: string };
+
+export interface ServerConfig {
+  /** Namespace of the server (chart: POD_NAMESPACE; default `gitmesh`): where the relay secrets live. */
+  readonly namespace: string;
+  /** This replica's name (POD_NAME or hostname): in logs, the leader lock and /api. */
+  readonly identity: string;
+  /** Redis URL; undefined = standalone (everything in memory, one replica). */
+  readonly redisUrl: string | undefined;
+  /** Key prefix in Redis (default `gitmesh`); several installations can share one Redis with different prefixes. */
+  readonly redisPrefix: string;
+  readonly relayHost: string;
+  /** gRPC relay port (default 9900; 0 picks a free port). */
+  readonly relayPort: number;
+  readonly httpHost: string;
+  /** HTTP port: health, metrics, webhooks, API (default 9091; 0 picks a free port). */
+  readonly httpPort: number;
+  readonly logLevel: ServerLogLevel;
+  readonly logFormat: ServerLogFormat;
+  readonly git: GitSourceConfig;
+  /** Branch, tag or commit of the source (default `main`). */
+  readonly gitBranch: string;
+  /** Sub-directory of the repository holding the configuration ("" = whole repository). */
+  readonly gitPath: string;
+  /** Poll interval, the backstop of webhooks (default 30 s; 0 = off). */
+  readonly pollIntervalMs: number;
+  /** Audit branch (default `gitmesh/rendered`); "" turns the audit writer off. */
+  readonly auditBranch: string;
+  /** HMAC secret of /webhooks/{github,gitlab,generic}; undefined = webhooks answer 404. */
+  readonly webhookSecret: string | undefined;
+  /** TLS server name of the relay (default `gitmesh-server.gitmesh`). */
+  readonly relayAuthority: string;
+  readonly relayAdditionalSans: readonly string[];
+  /** Generate the relay CA on first start when none is stored (default true). */
+  readonly generateCa: boolean;
+  /** Kubernetes secret names (chart) of the relay material. */
+  readonly secrets: { readonly root: string; readonly server: string; readonly signing: string; readonly token: string };
+  /** Where relay PKI and token are kept outside Kubernetes: a directory (`--pki-dir`). */
+  readonly pkiDir: string | undefined;
+  /** Use Kubernetes secrets in `namespace` for the relay PKI/token (in a pod, or with --kubeconfig). */
+  readonly kubernetesSecrets: boolean;
+  readonly kubeconfig: string | undefined;
+  /** Bootstrap token given directly (`--relay-token` / GITMESH_RELAY_TOKEN); wins over stored ones. */
+  readonly relayToken: string | undefined;
+  /** Warming window: after a restart that lost state, publish nothing for at most this long (default 60 s). */
+  readonly warmingWindowMs: number;
+  /** Clusters never waited for while warming (in addition to KubernetesCluster spec.skipWarming). */
+  readonly skipWarming: readonly string[];
+  /** Working directory for Git caches (default: a temp directory). */
+  readonly dataDir: string | undefined;
+  /** Debounce of webhook bursts (default 250 ms). */
+  readonly webhookDebounceMs: number;
+}
+
+/** Raw values: flags win over environment variables (the root merges them). */
+export type ServerConfigInput = { readonly [K in keyof typeof SERVER_ENV]?: string | undefined } & {
+  readonly skipWarming?: readonly string[] | undefined;
+  readonly logFormat?: string | undefined;
+  readonly gitLocal?: string | undefined;
+  readonly pkiDir?: string | undefined;
+  readonly kubeconfig?: string | undefined;
+  readonly dataDir?: string | undefined;
+  readonly relayHost?: string | undefined;
+  readonly httpHost?: string | undefined;
+  readonly webhookDebounceMs?: string | undefined;
+  readonly inCluster?: boolean | undefined;
+};
+
+/** Environment variables the root reads (names match charts/gitmesh-server/templates/deployment.yaml). */
+export const SERVER_ENV = {
+  namespace: "POD_NAMESPACE",
+  identity: "POD_NAME",
+  redisUrl: "REDIS_URL",
+  redisPrefix: "GITMESH_REDIS_PREFIX",
+  relayPort: "GITMESH_RELAY_PORT",
+  httpPort: "GITMESH_HTTP_PORT",
+  logLevel: "GITMESH_LOG_LEVEL",
+  gitUrl: "GITMESH_GIT_URL",
+  gitBranch: "GITMESH_GIT_BRANCH",
+  gitPath: "GITMESH_GIT_PATH",
+  pollIntervalSeconds: "GITMESH_GIT_POLL_INTERVAL_SECONDS",
+  gitUsername: "GITMESH_GIT_USERNAME",
+  gitPassword: "GITMESH_GIT_PASSWORD",
+  auditBranch: "GITMESH_AUDIT_BRANCH",
+  webhookSecret: "GITMESH_WEBHOOK_SECRET",
+  relayAuthority: "GITMESH_RELAY_AUTHORITY",
+  relayAdditionalSans: "GITMESH_RELAY_ADDITIONAL_SANS",
+  generateCa: "GITMESH_RELAY_GENERATE_CA",
+  rootTlsSecret: "GITMESH_RELAY_ROOT_TLS_SECRET",
+  serverTlsSecret: "GITMESH_RELAY_SERVER_TLS_SECRET",
+  signingTlsSecret: "GITMESH_RELAY_SIGNING_TLS_SECRET",
+  tokenSecret: "GITMESH_RELAY_TOKEN_SECRET",
+  relayToken: "GITMESH_RELAY_TOKEN",
+  warmingWindowSeconds: "GITMESH_WARMING_WINDOW_SECONDS",
+} as const;
+
+const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export function parseServerConfig(input: ServerConfigInput, defaults: { identity: string }): { config?: ServerConfig; problems: string[] } {
+  const problems: string[] = [];
+  const num = (v: string | undefined, what: string, dflt: number, check: (n: number) => boolean, hint: string): number => {
+    if (v === undefined || v === "") return dflt;
+    const n = Number(v);
+    if (!Number.isFinite(n) || !check(n)) {
+      problems.push(`${what} "${v}" is invalid: ${hint}`);
+      return dflt;
+    }
+    return n;
+  };
+  const port = (v: string | undefined, what: string, dflt: number) => num(v, what, dflt, (n) => Number.isInteger(n) && n >= 0 && n <= 65535, "a port number 0-65535");
+  const bool = (v: string | undefined, what: string, dflt: boolean): boolean => {
+    if (v === undefined || v === "") return dflt;
+    if (/^(true|1|yes)$/i.test(v)) return true;
+    if (/^(false|0|no)$/i.test(v)) return false;
+    problems.push(`${what} "${v}" must be true or false`);
+    return dflt;
+  };
+
+  const namespace = input.namespace || "gitmesh";
+  if (!DNS1123.test(namespace)) problems.push(`namespace "${namespace}" is not a valid namespace name (--namespace or ${SERVER_ENV.namespace})`);
+
+  let git: GitSourceConfig | undefined;
+  if (input.gitLocal && input.gitUrl) problems.push(`give either --git-url (${SERVER_ENV.gitUrl}) or --git-local, not both`);
+  else if (input.gitLocal) git = { kind: "local", path: input.gitLocal };
+  else if (input.gitUrl) {
+    if (!/^https?:\/\//.test(input.gitUrl)) problems.push(`Git URL must start with http:// or https:// (got a value of ${input.gitUrl.length} characters; --git-url or ${SERVER_ENV.gitUrl}); for a repository on disk use --git-local <path>`);
+    else git = { kind: "remote", url: input.gitUrl, username: input.gitUsername || undefined, password: input.gitPassword || undefined };
+  } else problems.push(`no configuration repository: set --git-url <https://…> (${SERVER_ENV.gitUrl}) or --git-local <path>`);
+
+  const level = input.logLevel || "info";
+  if (level !== "debug" && level !== "info" && level !== "warn" && level !== "error") problems.push(`log level "${level}" must be debug, info, warn or error (--log-level or ${SERVER_ENV.logLevel})`);
+  const format = input.logFormat || "json";
+  if (format !== "json" && format !== "human") problems.push(`log format "${format}" must be json or human`);
+
+  const redisUrl = input.redisUrl || undefined;
+  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) problems.push(`Redis URL must start with redis:// or rediss:// (--redis-url or ${SERVER_ENV.redisUrl}); unset it to run standalone`);
+
+  const skipWarming = [...(input.skipWarming ?? [])];
+  for (const c of skipWarming) if (!isValidClusterName(c)) problems.push(`--skip-warming "${c}" is not a valid cluster name`);
+
+  const relayToken = input.relayToken || undefined;
+  if (relayToken !== undefined && relayToken.length < 16) problems.push(`the relay token must be at least 16 characters (--relay-token or ${SERVER_ENV.relayToken})`);
+
+  const pollSeconds = num(input.pollIntervalSeconds, "poll interval", 30, (n) => n >= 0, "seconds ≥ 0 (0 = off)");
+  const warmingSeconds = num(input.warmingWindowSeconds, "warming window", 60, (n) => n >= 0, "seconds ≥ 0");
+
+  const config: ServerConfig = {
+    namespace,
+    identity: input.identity || defaults.identity,
+    redisUrl,
+    redisPrefix: input.redisPrefix || "gitmesh",
+    relayHost: input.relayHost || "0.0.0.0",
+    relayPort: port(input.relayPort, "relay port", 9900),
+    httpHost: input.httpHost || "0.0.0.0",
+    httpPort: port(input.httpPort, "HTTP port", 9091),
+    logLevel: level as ServerLogLevel,
+    logFormat: format as ServerLogFormat,
+    git: git ?? { kind: "local", path: "" },
+    gitBranch: input.gitBranch || "main",
+    gitPath: (input.gitPath ?? "").replace(/^\/+|\/+$/g, ""),
+    pollIntervalMs: pollSeconds * 1000,
+    auditBranch: input.auditBranch ?? "gitmesh/rendered",
+    webhookSecret: input.webhookSecret || undefined,
+    relayAuthority: input.relayAuthority || "gitmesh-server.gitmesh",
+    relayAdditionalSans: (input.relayAdditionalSans ?? "").split(",").map((s) => s.trim()).filter((s) => s !== ""),
+    generateCa: bool(input.generateCa, `generate CA (${SERVER_ENV.generateCa})`, true),
+    secrets: {
+      root: input.rootTlsSecret || "relay-root-tls-secret",
+      server: input.serverTlsSecret || "relay-server-tls-secret",
+      signing: input.signingTlsSecret || "relay-tls-signing-secret",
+      token: input.tokenSecret || "relay-identity-token-secret",
+    },
+    pkiDir: input.pkiDir || undefined,
+    kubernetesSecrets: input.pkiDir ? false : Boolean(input.inCluster) || Boolean(input.kubeconfig),
+    kubeconfig: input.kubeconfig || undefined,
+    relayToken,
+    warmingWindowMs: warmingSeconds * 1000,
+    skipWarming,
+    dataDir: input.dataDir || undefined,
+    webhookDebounceMs: num(input.webhookDebounceMs, "webhook debounce", 250, (n) => n >= 0, "milliseconds ≥ 0"),
+  };
+  return problems.length > 0 ? { problems } : { config: Object.freeze(config), problems };
+}

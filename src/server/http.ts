@@ -1,0 +1,229 @@
+/**
+ * The server's HTTP edge (port 9091, node:http): health, readiness, Prometheus metrics, Git webhooks
+ * and a read-only JSON API. Handlers return data or throw; ONE error handler (`answerError`) maps every
+ * failure to a status and a JSON body — client mistakes (404/405/413) say what to do, infrastructure
+ * failures answer 503 with Retry-After, bugs answer 500 with a generic message and are logged. No
+ * response ever carries a secret: the API serves rendered output, discovery, diagnostics and status,
+ * never PKI, tokens or credentials (Git URLs go through stripCredentials).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Registry } from "prom-client";
+import { describeError, Reaction, reactionOf, RetryLaterError, stripCredentials, type Logger } from "../core/index.js";
+import type { WebhookHandlers, WebhookResponse } from "../git-sync/index.js";
+
+/** A client mistake answered with its status. */
+export class HttpError extends Error {
+  readonly code = "HttpError";
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What the API reads; the composition root implements it over the live components. */
+export interface ServerApi {
+  /** Liveness: false only when the process should be restarted. */
+  healthy(): boolean;
+  /** Readiness: ready only when warmed (and a desired state is in force); the reason otherwise. */
+  readiness(): { ready: boolean; reason: string };
+  status(): Promise<unknown>;
+  clusters(): Promise<unknown>;
+  cluster(name: string): Promise<unknown>;
+  clusterInput(name: string): Promise<unknown>;
+  clusterOutput(name: string): Promise<unknown>;
+  commits(): Promise<unknown>;
+  commit(sha: string): Promise<unknown>;
+  diagnostics(): Promise<unknown>;
+}
+
+export interface ServerHttpOptions {
+  readonly api: ServerApi;
+  readonly registry: Registry;
+  readonly webhooks: WebhookHandlers;
+  /** Counts webhook answers (provider, status). */
+  readonly onWebhook?: (provider: string, status: number) => void;
+  readonly logger: Logger;
+  readonly host?: string;
+  /** Default 9091; 0 picks a free port. */
+  readonly port?: number;
+  /** Largest webhook body accepted (default 5 MiB → 413). */
+  readonly maxBodyBytes?: number;
+}
+
+export interface ServerHttp {
+  start(): Promise<number>;
+  stop(): Promise<void>;
+  readonly port: number | undefined;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void>;
+
+export function createServerHttp(options: ServerHttpOptions): ServerHttp {
+  const { api, logger: log } = options;
+  const maxBody = options.maxBodyBytes ?? 5 * 1024 * 1024;
+  let server: Server | undefined;
+  let port: number | undefined;
+
+  const json = (res: ServerResponse, status: number, body: unknown) => {
+    const text = JSON.stringify(body, null, 2) + "\n";
+    res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+    res.end(text);
+  };
+  const text = (res: ServerResponse, status: number, body: string, type = "text/plain; charset=utf-8") => {
+    res.writeHead(status, { "content-type": type, "cache-control": "no-store" });
+    res.end(body);
+  };
+  const found = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new HttpError(404, `${what} not found`);
+    return value;
+  };
+
+  const webhook = (provider: keyof WebhookHandlers): Handler => async (req, res) => {
+    const body = await readBody(req, maxBody);
+    const answer: WebhookResponse = options.webhooks[provider]({ headers: req.headers, body });
+    options.onWebhook?.(provider, answer.status);
+    text(res, answer.status, answer.body);
+  };
+
+  const routes: { method: string; pattern: RegExp; handler: Handler }[] = [
+    { method: "GET", pattern: /^\/healthz$/, handler: (_q, res) => Promise.resolve(api.healthy() ? text(res, 200, "ok\n") : text(res, 503, "unhealthy\n")) },
+    {
+      method: "GET",
+      pattern: /^\/readyz$/,
+      handler: (_q, res) => {
+        const r = api.readiness();
+        text(res, r.ready ? 200 : 503, `${r.ready ? "ready" : "not ready"}: ${r.reason}\n`);
+        return Promise.resolve();
+      },
+    },
+    { method: "GET", pattern: /^\/metrics$/, handler: async (_q, res) => text(res, 200, await options.registry.metrics(), options.registry.contentType) },
+    { method: "POST", pattern: /^\/webhooks\/github$/, handler: webhook("github") },
+    { method: "POST", pattern: /^\/webhooks\/gitlab$/, handler: webhook("gitlab") },
+    { method: "POST", pattern: /^\/webhooks\/generic$/, handler: webhook("generic") },
+    { method: "GET", pattern: /^\/api\/?$/, handler: (_q, res) => Promise.resolve(json(res, 200, { endpoints: API_ENDPOINTS })) },
+    { method: "GET", pattern: /^\/api\/status$/, handler: async (_q, res) => json(res, 200, await api.status()) },
+    { method: "GET", pattern: /^\/api\/clusters$/, handler: async (_q, res) => json(res, 200, await api.clusters()) },
+    { method: "GET", pattern: /^\/api\/clusters\/([^/]+)$/, handler: async (_q, res, [c]) => json(res, 200, found(await api.cluster(c!), `cluster ${c!}`)) },
+    { method: "GET", pattern: /^\/api\/clusters\/([^/]+)\/input$/, handler: async (_q, res, [c]) => json(res, 200, found(await api.clusterInput(c!), `discovery snapshot of cluster ${c!}`)) },
+    { method: "GET", pattern: /^\/api\/clusters\/([^/]+)\/output$/, handler: async (_q, res, [c]) => json(res, 200, found(await api.clusterOutput(c!), `output snapshot of cluster ${c!}`)) },
+    { method: "GET", pattern: /^\/api\/commits$/, handler: async (_q, res) => json(res, 200, await api.commits()) },
+    { method: "GET", pattern: /^\/api\/commits\/([0-9a-f]{4,40})$/, handler: async (_q, res, [c]) => json(res, 200, found(await api.commit(c!), `commit ${c!}`)) },
+    { method: "GET", pattern: /^\/api\/diagnostics$/, handler: async (_q, res) => json(res, 200, await api.diagnostics()) },
+  ];
+
+  /** The one error handler of the HTTP edge. */
+  const answerError = (req: IncomingMessage, res: ServerResponse, err: unknown) => {
+    let status: number;
+    let message: string;
+    const headers: Record<string, string> = {};
+    if (err instanceof HttpError) {
+      status = err.status;
+      message = err.message;
+    } else if (err instanceof RetryLaterError) {
+      status = 503;
+      message = err.message;
+      headers["retry-after"] = String(Math.ceil(err.retryAfterMs / 1000));
+    } else if (reactionOf(err) === Reaction.NeedsHuman) {
+      status = 409;
+      message = stripCredentials(describeError(err));
+    } else {
+      status = 500;
+      message = "internal error (logged on the server)";
+      log.error("HTTP request failed", { method: req.method, path: pathOf(req), error: describeError(err) });
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
+    res.end(JSON.stringify({ error: { status, code: (err as { code?: unknown }).code ?? "Error", message } }) + "\n");
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const path = pathOf(req);
+    const matching = routes.map((r) => ({ r, m: r.pattern.exec(path) })).filter((x) => x.m !== null);
+    if (matching.length === 0) throw new HttpError(404, `no route ${path}; see GET /api for the endpoints`);
+    const route = matching.find((x) => x.r.method === req.method || (req.method === "HEAD" && x.r.method === "GET"));
+    if (!route) {
+      res.setHeader("allow", [...new Set(matching.map((x) => x.r.method))].join(", "));
+      throw new HttpError(405, `${req.method ?? "?"} is not allowed on ${path}`);
+    }
+    await route.r.handler(req, res, route.m!.slice(1).map((s) => decodeURIComponent(s)));
+  };
+
+  return {
+    get port() {
+      return port;
+    },
+    async start() {
+      const s = createServer((req, res) => {
+        handle(req, res).catch((err: unknown) => answerError(req, res, err));
+      });
+      s.keepAliveTimeout = 5_000;
+      await new Promise<void>((resolve, reject) => {
+        s.once("error", reject);
+        s.listen(options.port ?? 9091, options.host ?? "0.0.0.0", () => {
+          s.off("error", reject);
+          resolve();
+        });
+      });
+      server = s;
+      port = (s.address() as AddressInfo).port;
+      return port;
+    },
+    async stop() {
+      const s = server;
+      server = undefined;
+      if (!s) return;
+      const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+      s.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+export const API_ENDPOINTS = [
+  "GET /healthz",
+  "GET /readyz",
+  "GET /metrics",
+  "POST /webhooks/github | /webhooks/gitlab | /webhooks/generic",
+  "GET /api/status",
+  "GET /api/clusters",
+  "GET /api/clusters/<cluster>",
+  "GET /api/clusters/<cluster>/input",
+  "GET /api/clusters/<cluster>/output",
+  "GET /api/commits",
+  "GET /api/commits/<sha>",
+  "GET /api/diagnostics",
+] as const;
+
+function pathOf(req: IncomingMessage): string {
+  return new URL(req.url ?? "/", "http://localhost").pathname;
+}
+
+function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"] ?? "0");
+    if (declared > max) {
+      req.resume();
+      reject(new HttpError(413, `body larger than ${max} bytes`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > max) {
+        req.destroy();
+        reject(new HttpError(413, `body larger than ${max} bytes`));
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}

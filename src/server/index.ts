@@ -1,0 +1,20 @@
+/**
+ * The management server (DESIGN.md "Management server"): composition of git-sync, the translation
+ * pipeline (src/queue), the relay server, the audit writer, warming, convergence tracking and the
+ * HTTP edge (health, readiness, metrics, webhooks, JSON API). `gitmesh server` is its composition root.
+ */
+export { parseServerConfig, SERVER_ENV, type GitSourceConfig, type ServerConfig, type ServerConfigInput } from "./config.js";
+export { createManagementServer, type ManagementServer, type ManagementServerOptions, type SingletonGuard } from "./server.js";
+export { createServerHttp, HttpError, API_ENDPOINTS, type ServerApi, type ServerHttp, type ServerHttpOptions } from "./http.js";
+export { createConvergenceTracker, type ClusterProgress, type CommitProgress, type ConvergenceTracker } from "./convergence.js";
+export { createWarmingGate, type RegisteredCluster, type WarmingGate, type WarmingStatus } from "./warming.js";
+export { createServerMetrics, type ServerMetrics } from "./metrics.js";
+export { createInlinePipeline, type DesiredInput, type PipelinePort, type PipelineStatus } from "./pipeline-port.js";
+export {
+  createDirectorySecretStore,
+  createKubernetesSecretStore,
+  createMemorySecretStore,
+  createRedisSecretStore,
+  generateToken,
+  type RelaySecretStore,
+} from "./pki-storage.js";

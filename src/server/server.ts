@@ -1,0 +1,523 @@
+/**
+ * The management server, wired by hand from its parts (CONVENTIONS §6):
+ *
+ *   git-sync source ──accepted commit──▶ pipeline.setDesiredState ──▶ onOutput ──▶ warming gate ──▶ relay.publishOutput
+ *                   └─rejected commit──▶ kept with diagnostics (status API + one log line)
+ *   relay ──discovery──▶ pipeline.setDiscovery + warming gate;  ──ACK/NACK──▶ convergence tracking
+ *   outputs of a source commit, once complete ──▶ audit writer (singleton) ──▶ audit branch
+ *   HTTP :9091 ──▶ health, readiness (warmed), metrics, webhooks (hints to the sync trigger), JSON API
+ *
+ * Long-running parts start in order (pipeline, first sync, relay, trigger, HTTP) and stop in the
+ * reverse order. Nothing here reads the environment: `gitmesh server` parses the configuration once
+ * and passes it in.
+ */
+import { join } from "node:path";
+import { mkdir } from "node:fs/promises";
+import type { Registry } from "prom-client";
+import { describeError, formatDiagnostic, hasErrors, Severity, stripCredentials, type Diagnostic, type Logger } from "../core/index.js";
+import { diagnosticsOf, objectsOfKind, type DesiredState } from "../config/index.js";
+import { snapshotFromEntries, type DiscoverySnapshot } from "../discovery/index.js";
+import {
+  createAuditWriter,
+  createConfigLoader,
+  createGitSource,
+  createSyncTrigger,
+  createWebhookHandlers,
+  type AuditWriter,
+  type RenderedResource,
+  type GitLocation,
+  type GitSource,
+  type SyncOutcome,
+  type SyncTrigger,
+} from "../git-sync/index.js";
+import { createRelayServer, loadOrCreateRelayPki, type RelayServer } from "../relay/index.js";
+import type { OutputRecord } from "../store/index.js";
+import { resourceKey } from "../translate/index.js";
+import type { ServerConfig } from "./config.js";
+import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
+import { createServerHttp, type ServerApi, type ServerHttp } from "./http.js";
+import { createServerMetrics } from "./metrics.js";
+import type { PipelinePort } from "./pipeline-port.js";
+import { generateToken, type RelaySecretStore } from "./pki-storage.js";
+import { createWarmingGate, type RegisteredCluster, type WarmingGate } from "./warming.js";
+
+/** Guards singleton work (audit commits) across replicas; default: this replica always leads. */
+export interface SingletonGuard {
+  isLeader(): boolean;
+}
+
+export interface ManagementServerOptions {
+  readonly config: ServerConfig;
+  readonly pipeline: PipelinePort;
+  readonly secrets: RelaySecretStore;
+  readonly registry: Registry;
+  readonly logger: Logger;
+  /** Directory for Git caches (remote source object cache, audit clone). */
+  readonly dataDir: string;
+  readonly singleton?: SingletonGuard;
+  /** Quiet time after the last output of a commit before the audit commit (default 300 ms). */
+  readonly auditDebounceMs?: number;
+  readonly now?: () => number;
+}
+
+export interface ManagementServer {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  readonly relayPort: number | undefined;
+  readonly httpPort: number | undefined;
+  /** The bootstrap token agents must present (for the demo, which copies it into clusters). */
+  readonly token: string | undefined;
+  /** The relay root CA certificate (public; agents verify the server against it). */
+  readonly rootCaPem: string | undefined;
+  readonly api: ServerApi;
+  /** Resolves when the trigger is idle (tests, demo). */
+  syncIdle(): Promise<void>;
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export function createManagementServer(options: ManagementServerOptions): ManagementServer {
+  const { config, pipeline, logger: log } = options;
+  const store = pipeline.store;
+  const now = options.now ?? Date.now;
+  const metrics = createServerMetrics(options.registry);
+  const singleton = options.singleton ?? { isLeader: () => true };
+
+  let relay: RelayServer | undefined;
+  let trigger: SyncTrigger | undefined;
+  let http: ServerHttp | undefined;
+  let gate: WarmingGate | undefined;
+  let token: string | undefined;
+  let rootCaPem: string | undefined;
+  let desired: { state: DesiredState; commit: string; committedAt: number } | undefined;
+  let registered: readonly RegisteredCluster[] = [];
+  let stopped = false;
+  const convergence: ConvergenceTracker = createConvergenceTracker({
+    sink: { record: (commit, p) => store.recordConvergence(commit, { cluster: p.cluster, version: p.version, ...(p.publishedAtMs === undefined ? {} : { publishedAtMs: p.publishedAtMs }), ...(p.appliedAtMs === undefined ? {} : { appliedAtMs: p.appliedAtMs }), ...(p.nack ? { nack: { message: p.nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), atMs: p.nack.atMs } } : {}) }) },
+    onSinkError: (err) => log.debug("convergence not mirrored to the store", { error: describeError(err) }),
+  });
+  /** Latest output per cluster, and what was handed to the relay. */
+  const latest = new Map<string, OutputRecord>();
+  const publishedComplete = new Map<string, { version: number; complete: boolean }>();
+  const connected = new Map<string, Set<"push" | "pull">>();
+  const lastSeen = new Map<string, number>();
+
+  // ---- Git source ------------------------------------------------------------------------------
+  const location: GitLocation =
+    config.git.kind === "local"
+      ? { kind: "local", path: config.git.path }
+      : {
+          kind: "remote",
+          url: config.git.url,
+          cacheDir: join(options.dataDir, "source.git"),
+          ...(config.git.password !== undefined ? { auth: { username: config.git.username ?? "git", password: config.git.password } } : {}),
+        };
+  const source: GitSource<DesiredState> = createGitSource({
+    location,
+    ref: config.gitBranch,
+    ...(config.gitPath ? { subPath: config.gitPath } : {}),
+    loader: createConfigLoader(),
+    logger: log.child("git"),
+  });
+  const sourceName = config.git.kind === "local" ? config.git.path : stripCredentials(config.git.url);
+
+  let audit: AuditWriter | undefined;
+  if (config.auditBranch !== "") {
+    audit = createAuditWriter({
+      target:
+        config.git.kind === "local"
+          ? { kind: "local", path: config.git.path }
+          : { kind: "remote", url: config.git.url, cacheDir: join(options.dataDir, "audit.git"), ...(config.git.password !== undefined ? { auth: { username: config.git.username ?? "git", password: config.git.password } } : {}) },
+      branch: config.auditBranch,
+      logger: log.child("audit"),
+    });
+  }
+
+  const registeredOf = (state: DesiredState): RegisteredCluster[] =>
+    objectsOfKind(state, "KubernetesCluster")
+      .map((o) => ({ name: o.metadata.name, skipWarming: (o.spec as { skipWarming?: boolean } | undefined)?.skipWarming === true }))
+      .sort((a, b) => a.name.localeCompare(b.name));
+
+  const onOutcome = async (outcome: SyncOutcome<DesiredState>): Promise<void> => {
+    if (outcome.kind === "unchanged") {
+      metrics.commits.inc({ result: "unchanged" });
+      return;
+    }
+    if (outcome.kind === "rejected") {
+      metrics.commits.inc({ result: "rejected" });
+      metrics.rejectedCommit.set(1);
+      const errors = outcome.rejection.diagnostics.filter((d) => d.severity === Severity.Error);
+      log.warn("commit rejected; the last good desired state stays in force", {
+        commit: outcome.commit.oid,
+        errors: errors.length,
+        first: errors[0] ? formatDiagnostic(errors[0]) : undefined,
+        inForce: desired?.commit,
+      });
+      return;
+    }
+    metrics.commits.inc({ result: "accepted" });
+    metrics.rejectedCommit.set(0);
+    const atMs = now();
+    desired = { state: outcome.state, commit: outcome.commit.oid, committedAt: outcome.commit.timestamp };
+    registered = registeredOf(outcome.state);
+    metrics.clustersRegistered.set(registered.length);
+    convergence.accepted(outcome.commit.oid, atMs);
+    log.info("commit accepted", {
+      commit: outcome.commit.oid,
+      full: outcome.full,
+      changedObjects: outcome.changedKeys.size,
+      clusters: registered.map((c) => c.name),
+      warnings: outcome.diagnostics.filter((d) => d.severity === Severity.Warning).length,
+    });
+    gate?.setRegistered(registered);
+    updateWarmedGauge();
+    // A cluster removed from Git is cut off; one added back may register again.
+    for (const c of connected.keys()) if (!registered.some((r) => r.name === c)) relay?.deregister(c);
+    for (const r of registered) if (relay?.revokedBefore().has(r.name)) relay.reinstate(r.name);
+    await pipeline.setDesiredState({ commit: outcome.commit.oid, ref: config.gitBranch, state: outcome.state, changedKeys: [...outcome.changedKeys], atMs });
+  };
+
+  // ---- publishing ------------------------------------------------------------------------------
+  const publish = (rec: OutputRecord, reason: string): void => {
+    if (!relay) return;
+    const complete = rec.complete && (gate?.inputsComplete() ?? true);
+    const resources = new Map<string, Uint8Array>();
+    for (const r of rec.resources) resources.set(resourceKey(r), enc.encode(JSON.stringify(r)));
+    relay.publishOutput(rec.cluster, { version: rec.version, sourceCommit: rec.sourceCommit, complete, resources });
+    publishedComplete.set(rec.cluster, { version: rec.version, complete });
+    metrics.outputsPublished.inc({ complete: String(complete) });
+    convergence.published(rec.cluster, rec.version, rec.sourceCommit, now());
+    log.info("output published", { cluster: rec.cluster, version: rec.version, sourceCommit: rec.sourceCommit, resources: rec.resources.length, complete, reason });
+  };
+
+  const onOutput = (rec: OutputRecord): void => {
+    const prev = latest.get(rec.cluster);
+    if (prev && prev.version > rec.version) return;
+    latest.set(rec.cluster, rec);
+    if (gate?.warming) {
+      log.debug("output held back while warming", { cluster: rec.cluster, version: rec.version });
+      return;
+    }
+    publish(rec, "new output");
+    scheduleAudit();
+  };
+
+  // ---- audit -----------------------------------------------------------------------------------
+  let auditTimer: NodeJS.Timeout | undefined;
+  let auditRunning: Promise<void> = Promise.resolve();
+  const auditedCommits = new Map<string, string | undefined>();
+  const scheduleAudit = () => {
+    if (!audit) return;
+    clearTimeout(auditTimer);
+    auditTimer = setTimeout(() => {
+      auditRunning = auditRunning.then(writeAudit).catch((err: unknown) => log.error("audit commit failed; retried with the next output", { error: describeError(err) }));
+    }, options.auditDebounceMs ?? 300);
+  };
+  const writeAudit = async (): Promise<void> => {
+    if (!audit || !desired || stopped || !singleton.isLeader()) return;
+    if (gate && (gate.warming || !gate.inputsComplete())) return;
+    const commit = desired.commit;
+    if ((await store.pending(commit)).length > 0) {
+      scheduleAudit();
+      return;
+    }
+    const outputs = await store.listOutputs();
+    if (outputs.some((o) => !o.complete)) return;
+    const clusters = new Map(outputs.filter((o) => registered.some((r) => r.name === o.cluster)).map((o) => [o.cluster, o.resources as unknown as readonly RenderedResource[]]));
+    const discovery = new Map((await store.listDiscovery()).map((d) => [d.cluster, d.snapshot as unknown]));
+    const result = await audit.write({ clusters, discovery, sourceCommit: commit, sourceRef: `refs/heads/${config.gitBranch}`, timestamp: desired.committedAt });
+    auditedCommits.set(commit, result.commit ?? auditedCommits.get(commit));
+    if (result.commit) log.info("audit commit written", { branch: config.auditBranch, commit: result.commit, sourceCommit: commit, clusters: result.changes.map((c) => c.cluster) });
+  };
+
+  // ---- relay callbacks -------------------------------------------------------------------------
+  const updateWarmedGauge = () => {
+    const st = gate?.status();
+    metrics.clustersWarmed.set(st ? st.discovered.filter((c) => registered.some((r) => r.name === c)).length : 0);
+    metrics.warming.set(st?.warming ? 1 : 0);
+  };
+  const onDiscovery = async (event: { cluster: string; state: ReadonlyMap<string, Uint8Array>; full: boolean; version: number }) => {
+    const entries = new Map<string, unknown>();
+    for (const [k, v] of event.state) entries.set(k, JSON.parse(dec.decode(v)));
+    let snapshot: DiscoverySnapshot;
+    try {
+      snapshot = snapshotFromEntries(entries);
+    } catch (err) {
+      log.warn("discovery snapshot could not be read; ignored", { cluster: event.cluster, error: describeError(err) });
+      return;
+    }
+    lastSeen.set(event.cluster, now());
+    await pipeline.setDiscovery(event.cluster, snapshot);
+    gate?.discovered(event.cluster);
+    updateWarmedGauge();
+  };
+  const setConnected = (cluster: string, stream: "push" | "pull", up: boolean) => {
+    const set = connected.get(cluster) ?? new Set();
+    const before = set.size;
+    if (up) set.add(stream);
+    else set.delete(stream);
+    connected.set(cluster, set);
+    lastSeen.set(cluster, now());
+    if (before === 0 && set.size > 0) log.info("cluster connected", { cluster, replica: config.identity });
+    if (before > 0 && set.size === 0) log.warn("cluster lost; it keeps its last applied config", { cluster, replica: config.identity });
+    metrics.clustersConnected.set([...connected.values()].filter((s) => s.size === 2).length);
+  };
+
+  // ---- API -------------------------------------------------------------------------------------
+  const clusterView = async (name: string) => {
+    const reg = registered.find((r) => r.name === name);
+    const conn = connected.get(name);
+    const applied = relay?.appliedVersions().get(name);
+    const [disc, out] = await Promise.all([store.getDiscovery(name), store.getOutput(name)]);
+    if (!reg && !conn && !disc && !out) return undefined;
+    const st = gate?.status();
+    const pub = publishedComplete.get(name);
+    return {
+      name,
+      registered: reg !== undefined,
+      skipWarming: reg?.skipWarming ?? false,
+      connected: conn !== undefined && conn.size > 0,
+      streams: { push: conn?.has("push") ?? false, pull: conn?.has("pull") ?? false },
+      replica: conn !== undefined && conn.size > 0 ? config.identity : null,
+      stale: !(conn !== undefined && conn.size > 0),
+      lastSeen: lastSeen.has(name) ? new Date(lastSeen.get(name)!).toISOString() : null,
+      warmed: st?.discovered.includes(name) ?? disc !== undefined,
+      discovery: disc ? { checksum: disc.checksum, at: new Date(disc.atMs).toISOString(), services: disc.snapshot.services.length, workloads: disc.snapshot.workloads.length } : null,
+      output: out ? { version: out.version, sourceCommit: out.sourceCommit, complete: out.complete, resources: out.resources.length, published: pub ?? null, diagnostics: out.diagnostics.length } : null,
+      applied: applied ? { version: applied.version, sourceCommit: applied.sourceCommit, at: new Date(applied.atMs).toISOString() } : null,
+      inSync: applied !== undefined && out !== undefined && applied.version >= out.version,
+    };
+  };
+  const clusterNames = async () => {
+    const names = new Set<string>([...registered.map((r) => r.name), ...connected.keys()]);
+    for (const o of await store.listOutputs()) names.add(o.cluster);
+    return [...names].sort();
+  };
+  const commitView = async (sha: string) => {
+    const mine = convergence.get(sha);
+    const shared = await store.getConvergence(sha).catch(() => undefined);
+    if (!mine && !shared) return undefined;
+    const clusters: Record<string, unknown> = {};
+    for (const [c, p] of Object.entries(shared?.clusters ?? {})) clusters[c] = { ...p };
+    for (const [c, p] of Object.entries(mine?.clusters ?? {})) clusters[c] = { ...(clusters[c] as object | undefined), ...p };
+    const list = Object.values(clusters) as { appliedAtMs?: number; nack?: unknown }[];
+    return {
+      commit: sha,
+      acceptedAt: mine?.acceptedAtMs !== undefined ? new Date(mine.acceptedAtMs).toISOString() : null,
+      inForce: desired?.commit === sha,
+      audit: auditedCommits.get(sha) ?? null,
+      applied: list.filter((p) => p.appliedAtMs !== undefined).length,
+      nacked: list.filter((p) => p.nack !== undefined).length,
+      clusters,
+    };
+  };
+  const api: ServerApi = {
+    healthy: () => !stopped,
+    readiness: () => {
+      if (stopped) return { ready: false, reason: "stopping" };
+      if (!desired) return { ready: false, reason: source.status().lastError ? `no desired state yet: ${source.status().lastError!.message}` : "no desired state yet (first Git sync pending)" };
+      const st = gate?.status();
+      if (st?.warming) return { ready: false, reason: `warming: waiting for discovery from ${st.waitingFor.join(", ") || "-"} (window ${Math.round(st.windowMs / 1000)} s)` };
+      return { ready: true, reason: `commit ${desired.commit.slice(0, 12)} in force` };
+    },
+    async status() {
+      const src = source.status();
+      const names = await clusterNames();
+      const clusters = (await Promise.all(names.map(clusterView))).filter((c) => c !== undefined);
+      const ready = api.readiness();
+      return {
+        replica: config.identity,
+        ready: ready.ready,
+        readiness: ready.reason,
+        pipeline: pipeline.status(),
+        store: store.kind,
+        warming: gate?.status() ?? null,
+        source: { repository: sourceName, ref: src.ref, path: src.subPath, lastError: src.lastError ?? null },
+        commit: src.lastGood ? { sha: src.lastGood.commit, committedAt: src.lastGood.committedAt, syncedAt: src.lastGood.syncedAt } : null,
+        rejected: src.rejection
+          ? { commit: src.rejection.commit, rejectedAt: src.rejection.rejectedAt, errors: src.rejection.diagnostics.filter((d) => d.severity === Severity.Error).length, diagnostics: src.rejection.diagnostics.slice(0, 10).map(formatDiagnostic) }
+          : null,
+        audit: { branch: config.auditBranch || null, lastCommit: desired ? (auditedCommits.get(desired.commit) ?? null) : null },
+        clusters,
+      };
+    },
+    clusters: async () => ({ clusters: (await Promise.all((await clusterNames()).map(clusterView))).filter((c) => c !== undefined) }),
+    cluster: clusterView,
+    async clusterInput(name) {
+      const d = await store.getDiscovery(name);
+      return d ? { cluster: name, checksum: d.checksum, at: new Date(d.atMs).toISOString(), snapshot: d.snapshot } : undefined;
+    },
+    async clusterOutput(name) {
+      const o = await store.getOutput(name);
+      return o ? { cluster: name, version: o.version, sourceCommit: o.sourceCommit, complete: o.complete, hash: o.hash, at: new Date(o.atMs).toISOString(), diagnostics: o.diagnostics, resources: o.resources } : undefined;
+    },
+    async commits() {
+      const shas = convergence.commits().map((c) => c.commit);
+      if (desired && !shas.includes(desired.commit)) shas.unshift(desired.commit);
+      return { inForce: desired?.commit ?? null, commits: (await Promise.all(shas.map(commitView))).filter((c) => c !== undefined) };
+    },
+    async commit(sha) {
+      const full = convergence.commits().find((c) => c.commit.startsWith(sha))?.commit ?? sha;
+      return commitView(full);
+    },
+    async diagnostics() {
+      const byFile: Record<string, string[]> = {};
+      const add = (d: Diagnostic, origin: string) => {
+        const file = d.file ?? "(no file)";
+        (byFile[file] ??= []).push(`${origin}: ${formatDiagnostic(d)}`);
+      };
+      const src = source.status();
+      for (const d of src.rejection?.diagnostics ?? []) add(d, `rejected ${src.rejection!.commit.slice(0, 12)}`);
+      if (desired) for (const d of diagnosticsOf(desired.state)) add(d, "in force");
+      for (const o of await store.listOutputs()) for (const d of o.diagnostics) add(d, `cluster ${o.cluster}`);
+      for (const w of await store.listWorkspaceStatus()) for (const d of w.diagnostics) add(d, `workspace ${w.workspace}`);
+      const files = Object.keys(byFile).sort();
+      return {
+        commit: desired?.commit ?? null,
+        rejected: src.rejection?.commit ?? null,
+        errors: hasErrors(src.rejection?.diagnostics ?? []),
+        files: files.map((f) => ({ file: f, diagnostics: [...new Set(byFile[f])] })),
+      };
+    },
+  };
+
+  return {
+    api,
+    get relayPort() {
+      return relay?.port;
+    },
+    get httpPort() {
+      return http?.port;
+    },
+    get token() {
+      return token;
+    },
+    get rootCaPem() {
+      return rootCaPem;
+    },
+    syncIdle: () => trigger?.idle() ?? Promise.resolve(),
+    async start() {
+      if (config.git.kind === "remote") await mkdir(options.dataDir, { recursive: true });
+      // PKI and token: stored ones win; generated once otherwise.
+      const sans = [...config.relayAdditionalSans];
+      let pki = (await options.secrets.load()) ?? undefined;
+      if (!pki) {
+        if (!config.generateCa) throw new Error(`no relay PKI found in ${options.secrets.describe} and CA generation is off (relay.tls.existingSecrets): create the secrets or allow generation`);
+        await loadOrCreateRelayPki(options.secrets, { authority: config.relayAuthority, additionalSans: sans });
+        pki = await options.secrets.load();
+        if (!pki) throw new Error(`the relay PKI could not be stored in ${options.secrets.describe}`);
+        log.info("relay PKI generated", { storage: options.secrets.describe });
+      }
+      rootCaPem = pki.rootCaCertPem;
+      token = config.relayToken ?? (await options.secrets.loadToken()) ?? (await options.secrets.saveTokenIfAbsent(generateToken()));
+
+      // Warming: state is lost when the store remembers no discovery at all.
+      const known = (await store.listDiscovery()).map((d) => d.cluster);
+      gate = createWarmingGate({ lostState: known.length === 0, windowMs: config.warmingWindowMs, skip: config.skipWarming, known, now });
+      gate.onWarmed(() => {
+        const st = gate!.status();
+        log.info("warmed: publishing output", { reason: st.reason, waitedMs: now() - st.sinceMs, missing: st.waitingFor });
+        updateWarmedGauge();
+        for (const rec of latest.values()) publish(rec, `warmed (${st.reason})`);
+        scheduleAudit();
+      });
+      gate.onInputsComplete(() => {
+        // Outputs published as incomplete while some discovery was missing: mark them complete now.
+        for (const rec of latest.values()) {
+          const p = publishedComplete.get(rec.cluster);
+          if (p && !p.complete && rec.complete && !gate!.warming) publish(rec, "inputs complete");
+        }
+        scheduleAudit();
+      });
+
+      pipeline.onOutput(onOutput);
+      await pipeline.start();
+      for (const rec of await store.listOutputs()) onOutput(rec);
+
+      // First sync before the relay opens: registration needs the KubernetesClusters.
+      try {
+        await onOutcome(await source.sync());
+      } catch (err) {
+        log.error("first Git sync failed; polling will retry", { error: describeError(err), source: sourceName });
+      }
+
+      relay = createRelayServer({
+        pki,
+        token: () => token ?? "",
+        isClusterRegistered: (c) => registered.some((r) => r.name === c),
+        logger: log.child("relay"),
+        registry: options.registry,
+        host: config.relayHost,
+        port: config.relayPort,
+        onDiscovery: onDiscovery,
+        onAck: (e) => {
+          metrics.acks.inc({ result: "ack" });
+          const latency = convergence.ack(e);
+          if (latency !== undefined) metrics.convergence.observe(latency / 1000);
+          log.info("cluster applied output", { cluster: e.cluster, version: e.version, sourceCommit: e.sourceCommit, latencyMs: latency });
+        },
+        onNack: (e) => {
+          metrics.acks.inc({ result: "nack" });
+          convergence.nack(e);
+          log.warn("cluster rejected output", { cluster: e.cluster, version: e.version, sourceCommit: e.sourceCommit, errors: e.errors.length, first: e.errors[0] ? `${e.errors[0].key}: ${e.errors[0].message}` : undefined });
+        },
+        onConnect: (c, s) => setConnected(c, s, true),
+        onDisconnect: (c, s) => setConnected(c, s, false),
+        now,
+      });
+      await relay.start();
+      for (const rec of latest.values()) if (!gate.warming) publish(rec, "start");
+
+      trigger = createSyncTrigger({
+        source,
+        ref: config.gitBranch,
+        pollIntervalMs: config.pollIntervalMs,
+        debounceMs: config.webhookDebounceMs,
+        onOutcome,
+        logger: log.child("trigger"),
+      });
+      // The first sync already ran; start() syncs again (a no-op "unchanged") and then polls.
+      trigger.start();
+
+      const secret = config.webhookSecret;
+      const webhooks = createWebhookHandlers({
+        ...(secret !== undefined ? { githubSecret: secret, gitlabToken: secret, genericSecret: secret } : {}),
+        onPush: (e) => trigger!.hint({ repo: e.repo, ref: e.ref, sha: e.sha }),
+        logger: log.child("webhooks"),
+      });
+      http = createServerHttp({
+        api,
+        registry: options.registry,
+        webhooks,
+        onWebhook: (provider, status) => metrics.webhooks.inc({ provider, status: String(status) }),
+        logger: log.child("http"),
+        host: config.httpHost,
+        port: config.httpPort,
+      });
+      await http.start();
+      log.info("gitmesh server started", {
+        replica: config.identity,
+        relayPort: relay.port,
+        httpPort: http.port,
+        source: sourceName,
+        ref: config.gitBranch,
+        store: store.kind,
+        pipeline: pipeline.status().mode,
+        warming: gate.warming,
+        pki: options.secrets.describe,
+      });
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(auditTimer);
+      await http?.stop();
+      await trigger?.stop();
+      await relay?.stop();
+      await auditRunning;
+      await pipeline.stop();
+      gate?.stop();
+      log.info("gitmesh server stopped", { replica: config.identity });
+    },
+  };
+}
