@@ -321,6 +321,26 @@ describe("gitmesh cluster register / deregister", () => {
     expect(await git.git("config", ["log", "-1", "--format=%s", "main"])).toBe("Register cluster cluster3\n");
   }, 60_000);
 
+  it("a local work tree gets the commit on its checked-out branch with a clean status; deregister removes it the same way", async () => {
+    process.env.PATH = originalPath;
+    const wt = join(dir, "worktree");
+    await git.git("config", ["clone", "--quiet", "--branch", "main", git.repoPath("config"), wt]);
+    const inTree = (args: readonly string[]) => git.git("config", ["--git-dir", join(wt, ".git"), "--work-tree", wt, ...args]);
+    const r = await run(registerArgs("cluster7", ["--agent-namespace", "gm7", "--repo", wt]));
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/KubernetesCluster cluster7 committed as clusters\/cluster7.yaml to .*worktree \(branch main\): [0-9a-f]{12}\n/);
+    expect(readFileSync(join(wt, "clusters", "cluster7.yaml"), "utf8")).toContain("name: cluster7");
+    expect(await inTree(["log", "-1", "--format=%s"])).toBe("Register cluster cluster7\n");
+    expect(await inTree(["status", "--porcelain"])).toBe("");
+
+    const d = await run(["cluster", "deregister", "cluster7", "--kubeconfig", kubeconfig, "--remote-context", "remote", "--agent-namespace", "gm7", "--repo", wt]);
+    expect(d.code).toBe(0);
+    expect(d.out).toContain("helm is not on PATH; uninstall the agent with:\n    helm uninstall gitmesh-agent --namespace gm7 --kube-context remote --kubeconfig");
+    expect(existsSync(join(wt, "clusters", "cluster7.yaml"))).toBe(false);
+    expect(await inTree(["log", "-1", "--format=%s"])).toBe("Deregister cluster cluster7\n");
+    expect(await inTree(["status", "--porcelain"])).toBe("");
+  }, 60_000);
+
   it("dry run reports and changes nothing", async () => {
     const tip = await git.revParse("config", "refs/heads/main");
     const before = helmCalls().length;
