@@ -51,9 +51,10 @@ export const benchmark: Benchmark = {
 
       const cliRepo = dir("bench-cli-");
       await exec("git", ["init", "--quiet", "--bare", cliRepo]);
-      const cliFetch = () => exec("git", ["--git-dir", cliRepo, "fetch", "--quiet", "--depth=1", url, "+refs/heads/main:refs/remotes/origin/main"]);
+      // the same strategy as git-sync: a shallow first fetch, then plain incremental fetches
+      const cliFetch = (depth: string[]) => () => exec("git", ["--git-dir", cliRepo, "fetch", "--quiet", ...depth, url, "+refs/heads/main:refs/remotes/origin/main"]);
 
-      const cli1 = await time(cliFetch);
+      const cli1 = await time(cliFetch(["--depth=1"]));
       const gitOnly = createGitSource({ location: { kind: "remote", url, cacheDir: dir("bench-noop-") }, loader: noopLoader, logger: silentLogger });
       const ours1 = await time(() => gitOnly.sync());
       const full = createGitSource({ location: { kind: "remote", url, cacheDir: dir("bench-full-") }, loader: createConfigLoader(), logger: silentLogger });
@@ -74,7 +75,7 @@ export const benchmark: Benchmark = {
       for (let i = 0; i < Math.max(1, runs); i++) {
         const f = files[(i * 7919) % files.length]!;
         await server.commitFiles("cfg", { [f.path]: f.content.replace(/\n$/, `\n# edit ${i}\n`) }, `edit ${i}`);
-        cliTimes.push((await time(cliFetch)).ms);
+        cliTimes.push((await time(cliFetch([]))).ms);
         oursTimes.push((await time(() => gitOnly.sync())).ms);
         const r = await time(() => full.sync());
         if (r.result.kind !== "updated" || r.result.parsedPaths.length !== 1) throw new Error("one-file commit did not parse exactly one file");

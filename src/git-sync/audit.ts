@@ -32,12 +32,17 @@ import { hasObject, openObjectStore, readBlobContent, readTreeEntries, type Obje
 import { withBackoff, type BackoffOptions } from "./retry.js";
 import { splitCredentials, type GitCredentials } from "./source.js";
 
-/** A rendered Kubernetes object (plain data). */
+/** A rendered Kubernetes object (plain data; translate's IstioResource fits). Serialised whole. */
 export interface RenderedResource {
   readonly apiVersion: string;
   readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace?: string | undefined; readonly [key: string]: unknown };
-  readonly [key: string]: unknown;
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string | undefined;
+    readonly labels?: Readonly<Record<string, string>> | undefined;
+    readonly annotations?: Readonly<Record<string, string>> | undefined;
+  };
+  readonly spec?: unknown;
 }
 
 export type AuditTarget =

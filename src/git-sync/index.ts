@@ -11,6 +11,8 @@
 export {
   createGitSource,
   defaultInclude,
+  readRevisionFiles,
+  type RevisionFilesOptions,
   GitSyncCode,
   splitCredentials,
   type DesiredStateLoader,
@@ -58,3 +60,16 @@ export {
   type ClusterChange,
   type RenderedResource,
 } from "./audit.js";
+export {
+  compareRenders,
+  COMMENT_MARKER,
+  renderJson,
+  renderMarkdown,
+  unifiedDiff,
+  type ClusterDiff,
+  type DiffReport,
+  type MarkdownOptions,
+  type RenderSide,
+  type ResourceChange,
+  type ResourceId,
+} from "./diff-report.js";

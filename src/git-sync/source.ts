@@ -391,3 +391,38 @@ export function splitCredentials(url: string, auth: GitCredentials | undefined):
   }
   return { url: clean, auth: fromUrl };
 }
+
+export interface RevisionFilesOptions {
+  readonly location: GitLocation;
+  readonly ref: string;
+  readonly subPath?: string;
+  readonly include?: PathFilter;
+  readonly logger: Logger;
+  readonly retry?: BackoffOptions;
+}
+
+/** Every configuration file of one revision (for `gitmesh diff` and offline tools), read from the object store. */
+export async function readRevisionFiles(options: RevisionFilesOptions): Promise<{ commit: CommitSummary; files: readonly GitSourceFile[] }> {
+  let captured: readonly GitSourceFile[] = [];
+  const capture: DesiredStateLoader<null> = {
+    load: (files) => {
+      captured = files;
+      return { state: null, diagnostics: [] };
+    },
+    update: () => ({ state: null, diagnostics: [], changedKeys: new Set() }),
+  };
+  const source = createGitSource({
+    location: options.location,
+    ref: options.ref,
+    loader: capture,
+    logger: options.logger,
+    ...(options.subPath === undefined ? {} : { subPath: options.subPath }),
+    ...(options.include === undefined ? {} : { include: options.include }),
+    ...(options.retry === undefined ? {} : { retry: options.retry }),
+  });
+  const outcome = await source.sync();
+  if (outcome.kind === "rejected") {
+    throw new GitRefNotFoundError(`${options.ref}: ${outcome.rejection.diagnostics.map((d) => d.message).join("; ")}`);
+  }
+  return { commit: outcome.commit, files: captured };
+}

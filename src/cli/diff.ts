@@ -1,0 +1,149 @@
+/**
+ * `gitmesh diff --repo <path|url> --base <ref> --head <ref>`: render both revisions with the same
+ * discovery and report what changes in every cluster — the pull-request review of rendered Istio.
+ * Reads revisions straight from Git objects (no checkout); discovery comes from --discovery <dir>
+ * or, by default, from `discovery/` on the audit branch. Exit 1 when head has errors.
+ */
+import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Command } from "commander";
+import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../core/index.js";
+import { loadDesiredState } from "../config/index.js";
+import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
+import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, renderMarkdown, type GitLocation, type RenderSide } from "../git-sync/index.js";
+import { translateAll } from "../translate/index.js";
+import { ExitCode, UsageError, type CliIo } from "./io.js";
+
+interface DiffFlags {
+  readonly repo?: string;
+  readonly base?: string;
+  readonly head?: string;
+  readonly subPath?: string;
+  readonly discovery?: string;
+  readonly discoveryFromAudit?: boolean;
+  readonly auditBranch?: string;
+  readonly format: string;
+  readonly maxCommentChars: string;
+  readonly outDir?: string;
+  readonly tokenEnv: string;
+}
+
+export function registerDiff(program: Command, io: CliIo): void {
+  program
+    .command("diff")
+    .summary("show the rendered Istio diff between two revisions (pull-request review)")
+    .description(
+      "Render --base and --head of the configuration repository with the same discovery and compare the\n" +
+        "outputs per cluster and resource: added, removed, changed (with a unified YAML diff), plus the\n" +
+        "diagnostics head introduces or fixes. Markdown comes as one or more comment bodies, each under\n" +
+        "--max-comment-chars and never cutting one resource's diff; --out-dir writes comment-<n>.md and\n" +
+        "report.json for CI to post.\n\n" +
+        "Discovery: --discovery <dir> (one sub-directory per cluster), or by default the newest\n" +
+        "discovery/ on the audit branch of the repository (--discovery-from-audit).\n" +
+        "A remote --repo is read over HTTPS; a token is taken from the environment variable named by --token-env.\n\n" +
+        "Exit status: 0 head has no errors, 1 head has errors, 2 usage error.",
+    )
+    .option("--repo <path|url>", "repository: a local path or an http(s) URL (required)")
+    .option("--base <ref>", "base revision: branch, tag or commit (required)")
+    .option("--head <ref>", "head revision: branch, tag or commit (required)")
+    .option("--sub-path <dir>", "configuration root inside the repository")
+    .option("--discovery <dir>", "discovery directory: one sub-directory per cluster")
+    .option("--discovery-from-audit", "read discovery/ from the audit branch (the default without --discovery)")
+    .option("--audit-branch <branch>", "audit branch (default: gitmesh.yaml's auditBranch, else gitmesh/rendered)")
+    .option("--format <format>", "markdown or json", "markdown")
+    .option("--max-comment-chars <n>", "maximum characters of one Markdown comment body", "65000")
+    .option("--out-dir <dir>", "write comment-<n>.md files and report.json here instead of printing")
+    .option("--token-env <name>", "environment variable holding the Git token for a remote --repo", "GITMESH_GIT_TOKEN")
+    .addHelpText("after", "\nExamples:\n  gitmesh diff --repo . --base origin/main --head HEAD --discovery ./discovery\n  gitmesh diff --repo https://github.com/org/mesh.git --base main --head pr-42 --out-dir diff/")
+    .action(async (flags: DiffFlags) => {
+      if (flags.repo === undefined || flags.base === undefined || flags.head === undefined) throw new UsageError("diff: --repo, --base and --head are required");
+      if (flags.format !== "markdown" && flags.format !== "json") throw new UsageError(`diff: --format must be markdown or json, not ${JSON.stringify(flags.format)}`);
+      if (flags.discovery !== undefined && flags.discoveryFromAudit === true) throw new UsageError("diff: use either --discovery or --discovery-from-audit");
+      const maxChars = Number.parseInt(flags.maxCommentChars, 10);
+      if (!Number.isInteger(maxChars) || maxChars < 1000) throw new UsageError("diff: --max-comment-chars must be a number of at least 1000");
+      const logger = createLogger({ name: "gitmesh.diff", level: "warn", format: "human", write: (line) => io.err(line + "\n") });
+      const temp: string[] = [];
+      try {
+        const location = await locate(flags.repo, flags.tokenEnv, temp);
+        const revision = async (ref: string) => {
+          try {
+            return await readRevisionFiles({ location, ref, logger, retry: { attempts: 3 }, ...(flags.subPath === undefined ? {} : { subPath: flags.subPath }) });
+          } catch (err) {
+            if (err instanceof GitRefNotFoundError) throw new UsageError(`diff: ${err.message}`);
+            throw err;
+          }
+        };
+        const [base, head] = [await revision(flags.base), await revision(flags.head)];
+        const baseLoad = loadDesiredState(base.files);
+        const headLoad = loadDesiredState(head.files);
+
+        let snapshots: ReadonlyMap<string, DiscoverySnapshot>;
+        let discoveryDiagnostics: Diagnostic[];
+        if (flags.discovery !== undefined) {
+          const info = await stat(flags.discovery).catch(() => undefined);
+          if (!info?.isDirectory()) throw new UsageError(`diff: --discovery ${flags.discovery} is not a directory`);
+          ({ snapshots, diagnostics: discoveryDiagnostics } = await readDiscoveryDirectory(flags.discovery));
+        } else {
+          const branch = flags.auditBranch ?? headLoad.state.settings.auditBranch;
+          let files;
+          try {
+            ({ files } = await readRevisionFiles({ location, ref: branch, subPath: "discovery", logger, retry: { attempts: 3 } }));
+          } catch (err) {
+            if (err instanceof GitRefNotFoundError) {
+              throw new UsageError(`diff: no discovery — the audit branch ${branch} (or its discovery/ folder) is missing; pass --discovery <dir>`);
+            }
+            throw err;
+          }
+          ({ snapshots, diagnostics: discoveryDiagnostics } = discoveryFromFiles(files, { displayRoot: `${branch}:discovery` }));
+        }
+
+        const side = (ref: string, commit: string, load: typeof baseLoad): RenderSide => {
+          const result = translateAll(load.state, snapshots);
+          return {
+            ref,
+            commit,
+            clusters: new Map([...result.clusters].map(([c, out]) => [c, out.resources])),
+            diagnostics: [...load.diagnostics, ...result.diagnostics],
+          };
+        };
+        const report = compareRenders(side(flags.base, base.commit.oid, baseLoad), side(flags.head, head.commit.oid, headLoad));
+        for (const d of sortDiagnostics(discoveryDiagnostics)) io.err(`${formatDiagnostic(d)}\n`);
+
+        if (flags.format === "json") {
+          if (flags.outDir !== undefined) await writeOut(flags.outDir, [], renderJson(report));
+          else io.out(renderJson(report));
+        } else {
+          const bodies = renderMarkdown(report, { maxChars });
+          if (flags.outDir !== undefined) {
+            await writeOut(flags.outDir, bodies, renderJson(report));
+            io.err(`wrote ${bodies.length} comment bod${bodies.length === 1 ? "y" : "ies"} and report.json to ${flags.outDir}\n`);
+          } else {
+            io.out(bodies.join("\n"));
+          }
+        }
+        io.err(`${report.clusters.length} cluster(s) change; head: ${report.headErrors} error(s), ${report.introduced.length} diagnostic(s) introduced, ${report.fixed.length} fixed\n`);
+        io.exitCode = report.headErrors > 0 ? ExitCode.Failed : ExitCode.Ok;
+      } finally {
+        for (const d of temp) await rm(d, { recursive: true, force: true });
+      }
+    });
+}
+
+async function locate(repo: string, tokenEnv: string, temp: string[]): Promise<GitLocation> {
+  if (/^https?:\/\//i.test(repo)) {
+    const cacheDir = await mkdtemp(join(tmpdir(), "gitmesh-diff-"));
+    temp.push(cacheDir);
+    const token = process.env[tokenEnv];
+    return { kind: "remote", url: repo, cacheDir, depth: null, ...(token ? { auth: { token } } : {}) };
+  }
+  const info = await stat(repo).catch(() => undefined);
+  if (!info?.isDirectory()) throw new UsageError(`diff: --repo ${repo} is neither a directory nor an http(s) URL`);
+  return { kind: "local", path: repo };
+}
+
+async function writeOut(dir: string, bodies: readonly string[], json: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (const [i, body] of bodies.entries()) await writeFile(join(dir, `comment-${i + 1}.md`), body);
+  await writeFile(join(dir, "report.json"), json);
+}

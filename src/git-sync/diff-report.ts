@@ -1,0 +1,326 @@
+/**
+ * Pull-request diffs of rendered output: compare what two revisions render (with the same
+ * discovery), per cluster and resource, and report it as Markdown comment bodies (each under the
+ * forge's limit, never cutting one resource's diff) or JSON. Pure: no I/O.
+ */
+import { canonicalYaml, formatDiagnostic, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
+import type { RenderedResource } from "./audit.js";
+
+export interface RenderSide {
+  /** The ref as the user named it, and the commit it resolved to. */
+  readonly ref: string;
+  readonly commit: string;
+  readonly clusters: ReadonlyMap<string, readonly RenderedResource[]>;
+  /** Loader and translation diagnostics of this revision. */
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+export interface ResourceId {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+export interface ResourceChange extends ResourceId {
+  /** `added`/`removed`: the whole YAML; `changed`: a unified diff of the YAML. */
+  readonly text: string;
+}
+
+export interface ClusterDiff {
+  readonly cluster: string;
+  readonly added: readonly ResourceChange[];
+  readonly changed: readonly ResourceChange[];
+  readonly removed: readonly ResourceChange[];
+}
+
+export interface DiffReport {
+  readonly base: { readonly ref: string; readonly commit: string };
+  readonly head: { readonly ref: string; readonly commit: string };
+  /** Clusters with at least one change, sorted. */
+  readonly clusters: readonly ClusterDiff[];
+  /** Diagnostics of head that base does not have, and of base that head no longer has. */
+  readonly introduced: readonly Diagnostic[];
+  readonly fixed: readonly Diagnostic[];
+  /** Error diagnostics in head (CI fails on these). */
+  readonly headErrors: number;
+}
+
+export function compareRenders(base: RenderSide, head: RenderSide): DiffReport {
+  const clusters: ClusterDiff[] = [];
+  const names = [...new Set([...base.clusters.keys(), ...head.clusters.keys()])].sort(cmp);
+  for (const cluster of names) {
+    const before = index(base.clusters.get(cluster) ?? []);
+    const after = index(head.clusters.get(cluster) ?? []);
+    const added: ResourceChange[] = [];
+    const changed: ResourceChange[] = [];
+    const removed: ResourceChange[] = [];
+    for (const key of [...new Set([...before.keys(), ...after.keys()])].sort(cmp)) {
+      const a = before.get(key);
+      const b = after.get(key);
+      if (a && b) {
+        if (a.yaml !== b.yaml) changed.push({ ...b.id, text: unifiedDiff(a.yaml, b.yaml) });
+      } else if (b) added.push({ ...b.id, text: b.yaml });
+      else if (a) removed.push({ ...a.id, text: a.yaml });
+    }
+    if (added.length + changed.length + removed.length > 0) clusters.push({ cluster, added, changed, removed });
+  }
+  const baseKeys = new Set(base.diagnostics.map(diagnosticKey));
+  const headKeys = new Set(head.diagnostics.map(diagnosticKey));
+  return {
+    base: { ref: base.ref, commit: base.commit },
+    head: { ref: head.ref, commit: head.commit },
+    clusters,
+    introduced: sortDiagnostics(head.diagnostics.filter((d) => !baseKeys.has(diagnosticKey(d)))),
+    fixed: sortDiagnostics(base.diagnostics.filter((d) => !headKeys.has(diagnosticKey(d)))),
+    headErrors: head.diagnostics.filter((d) => d.severity === Severity.Error).length,
+  };
+}
+
+/** Same problem in both revisions, even if its line moved. */
+function diagnosticKey(d: Diagnostic): string {
+  return [d.code, d.severity, d.file ?? "", d.path ?? "", d.message].join("\u0000");
+}
+
+function index(resources: readonly RenderedResource[]): Map<string, { id: ResourceId; yaml: string }> {
+  const out = new Map<string, { id: ResourceId; yaml: string }>();
+  for (const r of resources) {
+    const id: ResourceId = { apiVersion: r.apiVersion, kind: r.kind, namespace: r.metadata.namespace ?? "", name: r.metadata.name };
+    out.set(`${id.kind}\u0000${id.namespace}\u0000${id.name}\u0000${id.apiVersion}`, { id, yaml: canonicalYaml(r) });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// unified diff
+
+/** A unified diff (`@@ -a,b +c,d @@` hunks, 3 lines of context) of two texts, line by line. */
+export function unifiedDiff(a: string, b: string, context = 3): string {
+  const x = splitLines(a);
+  const y = splitLines(b);
+  const ops = diffLines(x, y);
+  const hunks: string[] = [];
+  let i = 0;
+  while (i < ops.length) {
+    if (ops[i]!.op === " ") {
+      i++;
+      continue;
+    }
+    let start = i;
+    let end = i;
+    // extend the hunk while changes are within 2*context lines of each other
+    for (;;) {
+      let next = end + 1;
+      while (next < ops.length && ops[next]!.op === " ") next++;
+      if (next < ops.length && next - end - 1 <= 2 * context) end = next;
+      else break;
+    }
+    start = Math.max(0, start - context);
+    let stop = end;
+    for (let k = 0; k < context && stop + 1 < ops.length && ops[stop + 1]!.op === " "; k++) stop++;
+    const slice = ops.slice(start, stop + 1);
+    const olds = slice.filter((o) => o.op !== "+");
+    const news = slice.filter((o) => o.op !== "-");
+    const oldStart = olds.length === 0 ? slice[0]!.a : olds[0]!.a + 1;
+    const newStart = news.length === 0 ? slice[0]!.b : news[0]!.b + 1;
+    const oldCount = olds.length;
+    const newCount = news.length;
+    hunks.push(`@@ -${oldStart},${oldCount} +${newStart},${newCount} @@\n` + slice.map((o) => `${o.op}${o.line}\n`).join(""));
+    i = stop + 1;
+  }
+  return hunks.join("");
+}
+
+interface Op {
+  readonly op: " " | "-" | "+";
+  readonly line: string;
+  /** Lines of a / b before this one. */
+  readonly a: number;
+  readonly b: number;
+}
+
+function splitLines(s: string): string[] {
+  const lines = s.split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  return lines;
+}
+
+/** LCS line diff; inputs are single resources (hundreds of lines), so O(n·m) is fine — bounded anyway. */
+function diffLines(x: readonly string[], y: readonly string[]): Op[] {
+  let pre = 0;
+  while (pre < x.length && pre < y.length && x[pre] === y[pre]) pre++;
+  let suf = 0;
+  while (suf < x.length - pre && suf < y.length - pre && x[x.length - 1 - suf] === y[y.length - 1 - suf]) suf++;
+  const xm = x.slice(pre, x.length - suf);
+  const ym = y.slice(pre, y.length - suf);
+  const ops: Op[] = [];
+  for (let k = 0; k < pre; k++) ops.push({ op: " ", line: x[k]!, a: k, b: k });
+  const n = xm.length;
+  const m = ym.length;
+  let ia = pre;
+  let ib = pre;
+  if (n * m > 4_000_000) {
+    for (const line of xm) ops.push({ op: "-", line, a: ia++, b: ib });
+    for (const line of ym) ops.push({ op: "+", line, a: ia, b: ib++ });
+  } else {
+    const lcs: Uint32Array[] = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+    for (let i = n - 1; i >= 0; i--) {
+      for (let j = m - 1; j >= 0; j--) {
+        lcs[i]![j] = xm[i] === ym[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+      }
+    }
+    let i = 0;
+    let j = 0;
+    while (i < n || j < m) {
+      if (i < n && j < m && xm[i] === ym[j]) {
+        ops.push({ op: " ", line: xm[i]!, a: ia++, b: ib++ });
+        i++;
+        j++;
+      } else if (j < m && (i >= n || lcs[i]![j + 1]! >= lcs[i + 1]![j]!)) {
+        ops.push({ op: "+", line: ym[j]!, a: ia, b: ib++ });
+        j++;
+      } else {
+        ops.push({ op: "-", line: xm[i]!, a: ia++, b: ib });
+        i++;
+      }
+    }
+  }
+  for (let k = x.length - suf; k < x.length; k++) ops.push({ op: " ", line: x[k]!, a: ia++, b: ib++ });
+  // deletions before insertions inside a change block, as diff(1) prints them
+  return reorder(ops);
+}
+
+function reorder(ops: Op[]): Op[] {
+  const out: Op[] = [];
+  let i = 0;
+  while (i < ops.length) {
+    if (ops[i]!.op === " ") {
+      out.push(ops[i++]!);
+      continue;
+    }
+    const block: Op[] = [];
+    while (i < ops.length && ops[i]!.op !== " ") block.push(ops[i++]!);
+    out.push(...block.filter((o) => o.op === "-"), ...block.filter((o) => o.op === "+"));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// reports
+
+export interface MarkdownOptions {
+  /** Maximum characters of one comment body (default 65,000; GitHub rejects more than 65,536). */
+  readonly maxChars?: number;
+}
+
+/** Marker at the top of every body, so CI can find and update its own comments. */
+export const COMMENT_MARKER = "<!-- gitmesh-diff -->";
+
+/**
+ * The report as one or more Markdown comment bodies, each at most `maxChars` long. The first body
+ * holds the summary table and the diagnostics; resource sections follow in order and are never
+ * split — a cluster's collapsible section is closed at the end of a body and reopened
+ * ("continued") in the next. A single resource whose diff alone exceeds the limit is replaced by a
+ * note pointing at the JSON report.
+ */
+export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}): string[] {
+  const max = options.maxChars ?? 65_000;
+  const title = `### gitmesh: rendered Istio diff \`${short(report.base.commit)}\` (${report.base.ref}) → \`${short(report.head.commit)}\` (${report.head.ref})`;
+  const head: string[] = [];
+  if (report.clusters.length === 0) {
+    head.push("**No rendered change.** No Istio resource is added, changed or removed in any cluster.\n");
+  } else {
+    const total = (k: "added" | "changed" | "removed") => report.clusters.reduce((n, c) => n + c[k].length, 0);
+    head.push(
+      `${report.clusters.length} cluster${report.clusters.length === 1 ? "" : "s"} change: ${total("added")} added, ${total("changed")} changed, ${total("removed")} removed.\n\n` +
+        "| cluster | added | changed | removed |\n|---|---:|---:|---:|\n" +
+        report.clusters.map((c) => `| ${c.cluster} | ${c.added.length} | ${c.changed.length} | ${c.removed.length} |`).join("\n") +
+        "\n",
+    );
+  }
+  const diagBlocks: string[] = [];
+  const diagSection = (label: string, list: readonly Diagnostic[]) => {
+    if (list.length === 0) return;
+    diagBlocks.push(`\n**${label}** (${list.length})\n\n`);
+    for (const d of list) diagBlocks.push(`- \`${formatDiagnostic(d).replace(/`/g, "'")}\`\n`);
+  };
+  diagSection("Diagnostics introduced by head", report.introduced);
+  diagSection("Diagnostics fixed by head", report.fixed);
+  if (report.headErrors > 0) diagBlocks.push(`\n:x: head has ${report.headErrors} error${report.headErrors === 1 ? "" : "s"}.\n`);
+
+  interface Section {
+    readonly cluster: string;
+    readonly text: string;
+  }
+  const sections: Section[] = [];
+  for (const c of report.clusters) {
+    const add = (sign: string, verb: string, r: ResourceChange, lang: string) => {
+      const header = `#### ${sign} ${r.kind} \`${r.namespace === "" ? r.name : `${r.namespace}/${r.name}`}\` ${verb} (${r.apiVersion})\n\n`;
+      const fence = "```";
+      sections.push({ cluster: c.cluster, text: `${header}${fence}${lang}\n${r.text}${r.text.endsWith("\n") ? "" : "\n"}${fence}\n\n` });
+    };
+    for (const r of c.added) add("+", "added", r, "yaml");
+    for (const r of c.changed) add("~", "changed", r, "diff");
+    for (const r of c.removed) add("-", "removed", r, "yaml");
+  }
+  const summaryOf = new Map(report.clusters.map((c) => [c.cluster, `+${c.added.length} ~${c.changed.length} -${c.removed.length}`]));
+  const open = (cluster: string, continued: boolean) => `<details><summary><b>${cluster}</b>: ${summaryOf.get(cluster) ?? ""}${continued ? " (continued)" : ""}</summary>\n\n`;
+  const close = "</details>\n\n";
+  const partHeader = (i: number, n: number) => `${COMMENT_MARKER}\n${title}${n > 1 ? ` — part ${i}/${n}` : ""}\n\n`;
+  const headerReserve = partHeader(999, 999).length;
+  const budget = Math.max(200, max - headerReserve);
+
+  const bodies: string[] = [];
+  let cur = "";
+  let openCluster: string | undefined;
+  const seen = new Set<string>();
+  const flush = () => {
+    if (openCluster !== undefined) cur += close;
+    bodies.push(cur);
+    cur = "";
+    openCluster = undefined;
+  };
+  const pushPlain = (text: string) => {
+    const piece = text.length > budget ? text.slice(0, budget - 40) + "\n_(truncated)_\n" : text;
+    if (cur.length + piece.length > budget && cur.length > 0) flush();
+    cur += piece;
+  };
+  for (const h of head) pushPlain(h);
+  for (const d of diagBlocks) pushPlain(d);
+  if (sections.length > 0) pushPlain("\n");
+  for (const s of sections) {
+    let text = s.text;
+    const opening = openCluster === s.cluster ? "" : open(s.cluster, seen.has(s.cluster));
+    const overhead = opening.length + close.length + (openCluster !== undefined && openCluster !== s.cluster ? close.length : 0);
+    if (text.length + overhead > budget) {
+      text = `_The diff of this resource has ${text.length.toLocaleString("en")} characters, more than fits in one comment; see the JSON report (\`--format json\`)._\n\n`;
+      text = s.text.slice(0, s.text.indexOf("\n") + 2) + text;
+    }
+    if (cur.length + overhead + text.length > budget && cur.length > 0) {
+      flush();
+    }
+    if (openCluster !== s.cluster) {
+      if (openCluster !== undefined) cur += close;
+      cur += open(s.cluster, seen.has(s.cluster));
+      openCluster = s.cluster;
+      seen.add(s.cluster);
+    }
+    cur += text;
+  }
+  flush();
+  const n = bodies.length;
+  return bodies.map((b, i) => (partHeader(i + 1, n) + b).trimEnd() + "\n");
+}
+
+/** The whole report as JSON (stable key order, 2-space indent). */
+export function renderJson(report: DiffReport): string {
+  return JSON.stringify(report, null, 2) + "\n";
+}
+
+function short(sha: string): string {
+  return sha.slice(0, 12);
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { main } from "../../src/cli/main.js";
+import { createCapturingIo } from "../../src/cli/io.js";
+import { createMemoryLogger } from "../../src/core/index.js";
+import { readDiscoveryDirectory } from "../../src/discovery/index.js";
+import { createAuditWriter } from "../../src/git-sync/index.js";
+import { startGitServer, type GitServer } from "../helpers/git-server.js";
+
+const TOKEN = "diff-cli-token-77";
+const EXAMPLE = join(import.meta.dirname, "..", "..", "examples", "repo-layout");
+const DISCOVERY = join(import.meta.dirname, "..", "..", "examples", "discovery");
+const TIMEOUT_FILE = "workspaces/gateways/retry-timeout-httpbin.yaml";
+
+function filesOf(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else out[relative(dir, p)] = readFileSync(p, "utf8");
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+async function run(args: string[]) {
+  const io = createCapturingIo();
+  const code = await main(["diff", ...args], io);
+  return { code, out: io.stdout(), err: io.stderr() };
+}
+
+describe("gitmesh diff", () => {
+  let server: GitServer;
+  let base: string;
+  let head: string;
+  let broken: string;
+  const dirs: string[] = [];
+  beforeAll(async () => {
+    server = await startGitServer({ auth: { token: TOKEN } });
+    await server.createRepo("mesh");
+    const files = filesOf(EXAMPLE);
+    base = await server.commitFiles("mesh", files, "base");
+    head = await server.commitFiles("mesh", { [TIMEOUT_FILE]: files[TIMEOUT_FILE]!.replace("requestTimeout: 5s", "requestTimeout: 7s") }, "slower httpbin");
+    broken = await server.commitFiles("mesh", { "workspaces/gateways/broken.yaml": "apiVersion: networking.gloo.solo.io/v2\nkind: RouteTable\nmetadata:\n  name: broken\n  namespace: istio-gateways\nspec:\n  hosts: 5\n" }, "broken", { branch: "broken" });
+  });
+  afterAll(async () => {
+    await server.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it("reports the rendered change of a commit (local repository, --discovery)", async () => {
+    const r = await run(["--repo", server.repoPath("mesh"), "--base", base, "--head", head, "--discovery", DISCOVERY]);
+    expect(r.err).toContain("head: 0 error(s)");
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("<!-- gitmesh-diff -->");
+    expect(r.out).toMatch(/#### ~ VirtualService `istio-gateways\/[^`]+` changed/);
+    expect(r.out).toContain("-      timeout: 5s");
+    expect(r.out).toContain("+      timeout: 7s");
+    const same = await run(["--repo", server.repoPath("mesh"), "--base", head, "--head", head, "--discovery", DISCOVERY]);
+    expect(same.out).toContain("**No rendered change.**");
+  });
+
+  it("fails (exit 1) when head has errors, listing what head introduced", async () => {
+    const r = await run(["--repo", server.repoPath("mesh"), "--base", "main", "--head", "broken", "--discovery", DISCOVERY, "--format", "json"]);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.out);
+    expect(report.head.commit).toBe(broken);
+    expect(report.introduced.some((d: { file: string; severity: string }) => d.file === "workspaces/gateways/broken.yaml" && d.severity === "error")).toBe(true);
+  });
+
+  it("reads discovery from the audit branch and the repository over HTTP with a token", async () => {
+    const { snapshots } = await readDiscoveryDirectory(DISCOVERY);
+    const writer = createAuditWriter({ target: { kind: "local", path: server.repoPath("mesh") }, logger: createMemoryLogger().logger });
+    await writer.write({ clusters: new Map(), discovery: snapshots, sourceCommit: base, sourceRef: "refs/heads/main", timestamp: 1_700_000_000 });
+    const withDir = await run(["--repo", server.repoPath("mesh"), "--base", base, "--head", head, "--discovery", DISCOVERY, "--format", "json"]);
+    process.env.GITMESH_DIFF_TEST_TOKEN = TOKEN;
+    const outDir = mkdtempSync(join(tmpdir(), "gitsync-diff-"));
+    dirs.push(outDir);
+    const remote = await run(["--repo", server.url("mesh"), "--base", base, "--head", head, "--token-env", "GITMESH_DIFF_TEST_TOKEN", "--out-dir", outDir]);
+    delete process.env.GITMESH_DIFF_TEST_TOKEN;
+    expect(remote.code).toBe(0);
+    expect(JSON.parse(readFileSync(join(outDir, "report.json"), "utf8"))).toEqual(JSON.parse(withDir.out));
+    expect(readFileSync(join(outDir, "comment-1.md"), "utf8")).toContain("+      timeout: 7s");
+    expect(remote.err).not.toContain(TOKEN);
+  });
+
+  it("answers usage errors with exit 2", async () => {
+    expect((await run(["--repo", server.repoPath("mesh"), "--base", base])).code).toBe(2);
+    expect((await run(["--repo", server.repoPath("mesh"), "--base", base, "--head", "no-such-branch", "--discovery", DISCOVERY])).code).toBe(2);
+    await server.createRepo("no-audit");
+    await server.commitFiles("no-audit", { "a.yaml": "x: 1\n" }, "one");
+    const r = await run(["--repo", server.repoPath("no-audit"), "--base", "main", "--head", "main"]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("--discovery");
+  });
+});

@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { compareRenders, renderJson, renderMarkdown, unifiedDiff, type RenderedResource, type RenderSide } from "../../src/git-sync/index.js";
+import type { Diagnostic } from "../../src/core/index.js";
+
+const UPDATE = process.env.UPDATE_GOLDEN === "1";
+const DIR = join(import.meta.dirname, "..", "fixtures", "git-sync", "diff");
+
+function golden(name: string, actual: string): void {
+  const file = join(DIR, name);
+  if (UPDATE) writeFileSync(file, actual);
+  expect(existsSync(file), `golden ${name} is missing: run UPDATE_GOLDEN=1 vitest run test/git-sync and review it`).toBe(true);
+  expect(actual).toBe(readFileSync(file, "utf8"));
+}
+
+const vs = (cluster: string, name: string, hosts: string[], timeout = "5s"): RenderedResource => ({
+  apiVersion: "networking.istio.io/v1",
+  kind: "VirtualService",
+  metadata: { name, namespace: "web", labels: { "gitmesh.io/managed": "true", "gitmesh.io/cluster": cluster } },
+  spec: { hosts, http: [{ timeout, route: [{ destination: { host: `${name}.web.svc.cluster.local`, port: { number: 8080 } } }] }] },
+});
+const dr = (cluster: string, name: string): RenderedResource => ({
+  apiVersion: "networking.istio.io/v1",
+  kind: "DestinationRule",
+  metadata: { name, namespace: "web", labels: { "gitmesh.io/managed": "true", "gitmesh.io/cluster": cluster } },
+  spec: { host: `${name}.web.svc.cluster.local`, trafficPolicy: { tls: { mode: "ISTIO_MUTUAL" } } },
+});
+const diag = (code: string, severity: Diagnostic["severity"], file: string, line: number, message: string): Diagnostic => ({ code, severity, file, line, column: 3, path: "/spec/http/0", message });
+
+const base: RenderSide = {
+  ref: "main",
+  commit: "a".repeat(40),
+  clusters: new Map([
+    ["cluster1", [vs("cluster1", "reviews", ["reviews.example.com"]), dr("cluster1", "reviews"), vs("cluster1", "old", ["old.example.com"])]],
+    ["cluster2", [vs("cluster2", "reviews", ["reviews.example.com"])]],
+    ["cluster3", [dr("cluster3", "ratings")]],
+  ]),
+  diagnostics: [diag("UNRESOLVED_REF", "warning", "workspaces/web/routes.yaml", 12, "destination ratings not found; check the name"), diag("OLD_ONE", "error", "a.yaml", 3, "fixed later")],
+};
+const head: RenderSide = {
+  ref: "feature/timeouts",
+  commit: "b".repeat(40),
+  clusters: new Map([
+    ["cluster1", [vs("cluster1", "reviews", ["reviews.example.com"], "10s"), dr("cluster1", "reviews"), vs("cluster1", "new", ["new.example.com"])]],
+    ["cluster2", [vs("cluster2", "reviews", ["reviews.example.com"], "10s")]],
+    ["cluster3", [dr("cluster3", "ratings")]],
+  ]),
+  diagnostics: [diag("UNRESOLVED_REF", "warning", "workspaces/web/routes.yaml", 14, "destination ratings not found; check the name"), diag("BAD_TIMEOUT", "error", "workspaces/web/routes.yaml", 20, "timeout must be a duration such as 10s")],
+};
+
+describe("rendered diff report", () => {
+  const report = compareRenders(base, head);
+
+  it("classifies changes per cluster and diagnostics as introduced or fixed (line moves do not count)", () => {
+    expect(report.clusters.map((c) => [c.cluster, c.added.length, c.changed.length, c.removed.length])).toEqual([
+      ["cluster1", 1, 1, 1],
+      ["cluster2", 0, 1, 0],
+    ]);
+    expect(report.introduced.map((d) => d.code)).toEqual(["BAD_TIMEOUT"]);
+    expect(report.fixed.map((d) => d.code)).toEqual(["OLD_ONE"]);
+    expect(report.headErrors).toBe(1);
+  });
+
+  it("matches the Markdown and JSON goldens", () => {
+    const bodies = renderMarkdown(report);
+    expect(bodies).toHaveLength(1);
+    golden("report.md", bodies[0]!);
+    golden("report.json", renderJson(report));
+  });
+
+  it("says so clearly when nothing renders differently", () => {
+    const same = compareRenders(base, { ...base, ref: "other", commit: "c".repeat(40) });
+    const bodies = renderMarkdown(same);
+    expect(bodies).toHaveLength(1);
+    golden("no-change.md", bodies[0]!);
+  });
+
+  it("splits into bodies under the limit without cutting a resource's diff", () => {
+    const many: RenderSide = {
+      ...head,
+      clusters: new Map([...head.clusters].map(([c, rs]) => [c, [...rs, ...Array.from({ length: 6 }, (_, i) => vs(c, `extra-${i}`, [`extra-${i}.example.com`]))]])),
+    };
+    const big = compareRenders(base, many);
+    const limit = 2500;
+    const bodies = renderMarkdown(big, { maxChars: limit });
+    expect(bodies.length).toBeGreaterThan(2);
+    for (const b of bodies) {
+      expect(b.length).toBeLessThanOrEqual(limit);
+      expect(b.startsWith("<!-- gitmesh-diff -->\n")).toBe(true);
+      expect(b.split("<details>").length).toBe(b.split("</details>").length);
+      expect(b.split("```").length % 2).toBe(1);
+    }
+    // every resource section appears whole, exactly once
+    const all = bodies.join("\n");
+    const changes = big.clusters.flatMap((c) => [...c.added, ...c.changed, ...c.removed]);
+    for (const r of changes) {
+      const same = changes.filter((x) => x.text === r.text).length;
+      expect(all.split("\n" + r.text).length - 1, `${r.kind} ${r.name}`).toBe(same);
+    }
+    golden("split.md", bodies.join("\n<!-- ===== next comment ===== -->\n"));
+  });
+
+  it("replaces a single diff larger than the limit by a pointer to the JSON report", () => {
+    const huge: RenderSide = { ...head, clusters: new Map([["cluster1", [vs("cluster1", "huge", Array.from({ length: 400 }, (_, i) => `host-${i}.example.com`))]]]) };
+    const bodies = renderMarkdown(compareRenders({ ...base, clusters: new Map() }, huge), { maxChars: 3000 });
+    for (const b of bodies) expect(b.length).toBeLessThanOrEqual(3000);
+    expect(bodies.join("")).toContain("more than fits in one comment");
+  });
+
+  it("produces unified diffs with context and hunk headers", () => {
+    const a = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\n";
+    const b = "a\nb\nc\nD\ne\nf\ng\nh\ni\nj\nk\nl\nm\nn\n";
+    expect(unifiedDiff(a, b)).toBe("@@ -1,7 +1,7 @@\n a\n b\n c\n-d\n+D\n e\n f\n g\n@@ -11,3 +11,4 @@\n k\n l\n m\n+n\n");
+    // changes 2·context lines apart share one hunk
+    expect(unifiedDiff("1\n2\n3\n4\n5\n6\n7\n8\n", "x\n2\n3\n4\n5\n6\n7\ny\n")).toBe("@@ -1,8 +1,8 @@\n-1\n+x\n 2\n 3\n 4\n 5\n 6\n 7\n-8\n+y\n");
+    expect(unifiedDiff(a, a)).toBe("");
+  });
+});
