@@ -1,0 +1,21 @@
+/**
+ * The translation pipeline and the Redis-side plumbing of the management server. The ONLY module
+ * that imports bullmq. See README.md.
+ *
+ * - createPipeline: desired state + discovery in → versioned output snapshots per cluster out
+ *   (workspace jobs → cluster jobs), on BullMQ/Redis, standalone in-process, or degraded during a
+ *   Redis outage; pub/sub fan-out of outputs to replicas.
+ * - createLeaderLock: a Redis lock for singleton work across replicas (Git polling, audit commits).
+ */
+export {
+  createPipeline,
+  type DesiredStateInput,
+  type OutputEvent,
+  type Pipeline,
+  type PipelineMode,
+  type PipelineOptions,
+  type PipelineTranslators,
+} from "./pipeline.js";
+export type { JobEvent, JobResult, JobType } from "./runner.js";
+export { createLeaderLock, type LeaderLock, type LeaderLockOptions } from "./lock.js";
+export { PIPELINE_METRICS } from "./metrics.js";

@@ -1,0 +1,617 @@
+/**
+ * The translation pipeline (DESIGN.md "Management server"): desired state and discovery in,
+ * versioned output snapshots per cluster out, through workspace jobs and cluster jobs.
+ *
+ *   setDesiredState / setDiscovery ─(debounce)→ affectedWorkspaces → workspace jobs
+ *   workspace job: translateWorkspace → fragments per cluster (hash) → cluster jobs for changed ones
+ *   cluster job: wait until no workspace of the current commit is pending → assembleCluster →
+ *                compare with the last output → new version → onOutput + pub/sub to replicas
+ *
+ * Modes: `redis` (BullMQ + Redis store, shared by replicas), `standalone` (no Redis: the same
+ * handlers on the in-process runner over the memory store) and `degraded` (Redis lost under a
+ * running pipeline: in-process from the memory mirror until Redis answers again, then the mirror
+ * is written back — outputs only if newer — and the queue resumes).
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { Redis, type RedisOptions } from "ioredis";
+import type { Registry } from "prom-client";
+import { RetryLaterError, silentLogger, TransientError, type Diagnostic, type Logger } from "../core/index.js";
+import { workspaceNames, type DesiredState } from "../config/index.js";
+import { snapshotChecksum, type DiscoverySnapshot } from "../discovery/index.js";
+import {
+  affectedWorkspaces,
+  assembleCluster as realAssemble,
+  translateWorkspace as realTranslate,
+  type ClusterOutput,
+  type DiscoveryMap,
+  type IstioResource,
+  type WorkspaceFragment,
+  type WorkspaceResult,
+} from "../translate/index.js";
+import {
+  createMemoryStore,
+  createRedisStore,
+  DEFAULT_PREFIX,
+  type DesiredRecord,
+  type FragmentRecord,
+  type OutputRecord,
+  type SnapshotStore,
+} from "../store/index.js";
+import { createBullRunner } from "./bullmq-runner.js";
+import { createPipelineMetrics } from "./metrics.js";
+import { createInProcessRunner, JOB_TYPES, type ClusterJobData, type JobEvent, type JobRunner, type JobType, type RunnerSettings, type WorkspaceJobData } from "./runner.js";
+
+export type PipelineMode = "redis" | "degraded" | "standalone";
+
+/** A new output snapshot for a cluster (this replica's job, or another replica's via pub/sub). */
+export interface OutputEvent {
+  readonly cluster: string;
+  readonly version: number;
+  readonly sourceCommit: string;
+  readonly resources: readonly IstioResource[];
+  readonly complete: boolean;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+export interface DesiredStateInput {
+  readonly commit: string;
+  readonly ref: string;
+  readonly state: DesiredState;
+  /** Keys changed since the previous desired state (from updateDesiredState); empty = re-translate everything. */
+  readonly changedKeys: Iterable<string>;
+}
+
+/** The translation functions (a seam for tests and benchmarks; defaults are src/translate's). */
+export interface PipelineTranslators {
+  readonly translateWorkspace: (workspace: string, desired: DesiredState, discovery: DiscoveryMap) => WorkspaceResult;
+  readonly assembleCluster: (cluster: string, fragments: readonly WorkspaceFragment[]) => ClusterOutput;
+}
+
+export interface PipelineOptions {
+  /** Redis URL or ioredis options. Absent: standalone mode (in-process, memory store). */
+  readonly redis?: string | RedisOptions;
+  /** Key prefix for the store, the queues (`<prefix>bull`) and pub/sub (`<prefix>events`). Default `gitmesh:`. */
+  readonly prefix?: string;
+  readonly logger?: Logger;
+  /** prom-client registry for the pipeline's metrics (none registered when absent). */
+  readonly registry?: Registry;
+  /** Called for every new output version of a cluster this replica wants (see `wantsOutput`). */
+  readonly onOutput?: (event: OutputEvent) => void | Promise<void>;
+  /** Which clusters this replica delivers (default: all). */
+  readonly wantsOutput?: (cluster: string) => boolean;
+  /** Called on every mode change (and once at start). */
+  readonly onModeChange?: (mode: PipelineMode, reason: string) => void;
+  /** Called for every job run (tests, tracing). */
+  readonly onJob?: (event: JobEvent) => void;
+  /** Quiet time that ends a burst of changes. Default 50 ms. */
+  readonly debounceMs?: number;
+  /** A burst is flushed at the latest after this long. Default 500 ms. */
+  readonly maxDebounceMs?: number;
+  /** Concurrent jobs per type in this process. Default workspace 4, cluster 4. */
+  readonly concurrency?: Partial<Record<JobType, number>>;
+  /** Attempts for transient failures (first run included). Default 5. */
+  readonly attempts?: number;
+  /** First backoff delay; doubles per attempt. Default 100 ms. */
+  readonly backoffMs?: number;
+  /** How often a cluster job waits for pending workspaces (retry-later) before giving up. Default 2400 (×25 ms). */
+  readonly maxDelays?: number;
+  /** Run workers in this process. Default true (false: a replica that only enqueues and delivers). */
+  readonly work?: boolean;
+  readonly translators?: PipelineTranslators;
+  /** Lease of the per-workspace lock held while a workspace job runs. Default 60 000 ms. */
+  readonly unitLockMs?: number;
+  /** Wall clock (ms). Default Date.now. */
+  readonly now?: () => number;
+}
+
+export interface Pipeline {
+  mode(): PipelineMode;
+  setDesiredState(input: DesiredStateInput): Promise<void>;
+  setDiscovery(cluster: string, snapshot: DiscoverySnapshot): Promise<void>;
+  /** The store in use now (Redis in `redis` mode, the memory mirror otherwise). */
+  store(): SnapshotStore;
+  getOutput(cluster: string): Promise<OutputRecord | undefined>;
+  /** Records an agent's ACK (or NACK) of an output version in the commit's convergence record. */
+  recordApplied(cluster: string, applied: { version: number; sourceCommit: string; atMs: number; nack?: string }): Promise<void>;
+  /** Jobs waiting, delayed or running, per type. */
+  depth(): Promise<Record<JobType, number>>;
+  /** Resolves when no change is waiting for its debounce and no job is queued or running (all replicas). */
+  idle(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const sha = (s: string) => createHash("sha256").update(s).digest("hex");
+const PENDING_RETRY_MS = 25;
+const LOCK_RETRY_MS = 50;
+
+type EventMessage =
+  | { readonly origin: string; readonly type: "output"; readonly cluster: string; readonly version: number }
+  | { readonly origin: string; readonly type: "desired"; readonly commit: string }
+  | { readonly origin: string; readonly type: "discovery"; readonly cluster: string };
+
+export async function createPipeline(options: PipelineOptions = {}): Promise<Pipeline> {
+  const log = options.logger ?? silentLogger;
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const now = options.now ?? Date.now;
+  const translators: PipelineTranslators = options.translators ?? { translateWorkspace: realTranslate, assembleCluster: realAssemble };
+  const origin = randomUUID();
+  const channel = `${prefix}events`;
+  const debounceMs = options.debounceMs ?? 50;
+  const maxDebounceMs = options.maxDebounceMs ?? 500;
+  const lockMs = options.unitLockMs ?? 60_000;
+  const wants = options.wantsOutput ?? (() => true);
+
+  const mirror = createMemoryStore();
+  let redisStore: SnapshotStore | undefined;
+  let storeClient: Redis | undefined;
+  let bullConn: Redis | undefined;
+  let sub: Redis | undefined;
+  let mode: PipelineMode = options.redis === undefined ? "standalone" : "degraded";
+  let runner: JobRunner;
+  let closed = false;
+  /** false until the first connection attempt has been settled (no recovery before that). */
+  let started = false;
+
+  const metrics = createPipelineMetrics(options.registry, () => depth());
+  const lastDelivered = new Map<string, number>();
+
+  const settings: RunnerSettings = {
+    concurrency: { workspace: options.concurrency?.workspace ?? 4, cluster: options.concurrency?.cluster ?? 4 },
+    attempts: options.attempts ?? 5,
+    backoffMs: options.backoffMs ?? 100,
+    maxDelays: options.maxDelays ?? 2400,
+    handler: (type, data) => (type === "workspace" ? workspaceJob(data as WorkspaceJobData) : clusterJob(data as ClusterJobData)),
+    onEvent: (ev) => onJobEvent(ev),
+  };
+
+  // ---- the store in use: Redis with a write-through memory mirror, or the mirror alone ----
+  const active = (): SnapshotStore => (mode === "redis" && redisStore !== undefined ? mirrored(redisStore) : mirror);
+  let mirroredCache: SnapshotStore | undefined;
+  function mirrored(r: SnapshotStore): SnapshotStore {
+    if (mirroredCache !== undefined) return mirroredCache;
+    mirroredCache = {
+      kind: "redis",
+      putDesired: async (rec) => (await r.putDesired(rec), await mirror.putDesired(rec)),
+      getDesired: async (commit) => (await mirror.getDesired(commit)) ?? (await r.getDesired(commit)),
+      getDesiredPointer: () => r.getDesiredPointer(),
+      putDiscovery: async (rec) => (await r.putDiscovery(rec), await mirror.putDiscovery(rec)),
+      getDiscovery: async (c) => {
+        const rec = await r.getDiscovery(c);
+        if (rec !== undefined) await mirror.putDiscovery(rec);
+        return rec;
+      },
+      discoveryChecksums: () => r.discoveryChecksums(),
+      listDiscovery: () => r.listDiscovery(),
+      putFragments: async (ws, list) => {
+        const changed = await r.putFragments(ws, list);
+        await mirror.putFragments(ws, list);
+        return changed;
+      },
+      fragmentHashes: (ws) => r.fragmentHashes(ws),
+      fragmentsForCluster: (c) => r.fragmentsForCluster(c),
+      listFragments: () => r.listFragments(),
+      putOutput: async (rec, prev) => {
+        const ok = await r.putOutput(rec, prev);
+        if (ok) await mirror.putOutputIfNewer(rec);
+        return ok;
+      },
+      putOutputIfNewer: async (rec) => {
+        const ok = await r.putOutputIfNewer(rec);
+        await mirror.putOutputIfNewer(rec);
+        return ok;
+      },
+      getOutput: async (c) => {
+        const rec = await r.getOutput(c);
+        if (rec !== undefined) await mirror.putOutputIfNewer(rec);
+        return rec;
+      },
+      outputVersions: () => r.outputVersions(),
+      listOutputs: () => r.listOutputs(),
+      putWorkspaceStatus: async (s) => (await r.putWorkspaceStatus(s), await mirror.putWorkspaceStatus(s)),
+      getWorkspaceStatus: (w) => r.getWorkspaceStatus(w),
+      listWorkspaceStatus: () => r.listWorkspaceStatus(),
+      addPending: async (c, ws) => (await r.addPending(c, ws), await mirror.addPending(c, ws)),
+      removePending: async (c, w) => (await r.removePending(c, w), await mirror.removePending(c, w)),
+      pending: (c) => r.pending(c),
+      recordConvergence: async (c, e) => (await r.recordConvergence(c, e), await mirror.recordConvergence(c, e)),
+      getConvergence: (c) => r.getConvergence(c),
+      tryLock: (n, t) => r.tryLock(n, t),
+      unlock: (n, t) => r.unlock(n, t),
+      clear: async () => (await r.clear(), await mirror.clear()),
+    };
+    return mirroredCache;
+  }
+
+  // ---- input caches: keep object identity so translation's index memo hits across jobs ----
+  const desiredCache = new Map<string, Promise<DesiredRecord | undefined>>();
+  const loadDesired = (store: SnapshotStore, commit: string): Promise<DesiredRecord | undefined> => {
+    let p = desiredCache.get(commit);
+    if (p === undefined) {
+      p = store.getDesired(commit);
+      desiredCache.set(commit, p);
+      void p.then((rec) => rec === undefined && desiredCache.delete(commit), () => desiredCache.delete(commit));
+      while (desiredCache.size > 4) desiredCache.delete(desiredCache.keys().next().value!);
+    }
+    return p;
+  };
+  let discoveryCache: { fingerprint: string; sums: Map<string, string>; map: Promise<DiscoveryMap> } | undefined;
+  const loadDiscovery = async (store: SnapshotStore): Promise<{ map: DiscoveryMap; fingerprint: string }> => {
+    const sums = await store.discoveryChecksums();
+    const fingerprint = sha([...sums].sort(([a], [b]) => (a < b ? -1 : 1)).map(([c, s]) => `${c}=${s}`).join("\n"));
+    if (discoveryCache?.fingerprint === fingerprint) return { map: await discoveryCache.map, fingerprint };
+    const prev = discoveryCache;
+    const build = (async () => {
+      const old = prev === undefined ? undefined : await prev.map.catch(() => undefined);
+      const next = new Map<string, DiscoverySnapshot>();
+      for (const [cluster, sum] of [...sums].sort(([a], [b]) => (a < b ? -1 : 1))) {
+        const reuse = prev?.sums.get(cluster) === sum ? (old?.get(cluster) as DiscoverySnapshot | undefined) : undefined;
+        const snap = reuse ?? (await store.getDiscovery(cluster))?.snapshot;
+        if (snap !== undefined) next.set(cluster, snap);
+      }
+      return next as unknown as DiscoveryMap;
+    })();
+    discoveryCache = { fingerprint, sums, map: build };
+    build.catch(() => {
+      if (discoveryCache?.map === build) discoveryCache = undefined;
+    });
+    return { map: await build, fingerprint };
+  };
+
+  // ---- jobs ----
+  async function workspaceJob(data: WorkspaceJobData): Promise<void> {
+    const store = active();
+    const lockName = `workspace:${data.workspace}`;
+    const token = await store.tryLock(lockName, lockMs);
+    if (token === undefined) throw new RetryLaterError(`workspace ${data.workspace} is being translated by another job`, LOCK_RETRY_MS);
+    try {
+      const pointer = await store.getDesiredPointer();
+      if (pointer === undefined) return;
+      const desired = await loadDesired(store, pointer.commit);
+      if (desired === undefined) throw new TransientError(`desired state of commit ${pointer.commit} is not in the store yet`);
+      const { map } = await loadDiscovery(store);
+      const t0 = process.hrtime.bigint();
+      const result = translators.translateWorkspace(data.workspace, desired.state, map);
+      metrics.translation.observe({ stage: "workspace" }, Number(process.hrtime.bigint() - t0) / 1e9);
+      const records: FragmentRecord[] = [];
+      for (const [cluster, resources] of result.fragments) {
+        if (resources.length === 0) continue;
+        records.push({ workspace: data.workspace, cluster, hash: sha(JSON.stringify(resources)), resources, commit: pointer.commit });
+      }
+      const changed = await store.putFragments(data.workspace, records);
+      await store.putWorkspaceStatus({ workspace: data.workspace, commit: pointer.commit, generation: pointer.generation, diagnostics: result.diagnostics, atMs: now() });
+      await store.removePending(pointer.commit, data.workspace);
+      if (data.commit !== pointer.commit) await store.removePending(data.commit, data.workspace);
+      for (const cluster of changed) {
+        const id = `cl-${cluster}-${sha(`${data.workspace}\n${records.find((r) => r.cluster === cluster)?.hash ?? "-"}\n${pointer.commit}`).slice(0, 16)}`;
+        await runner.add({ type: "cluster", id, data: { cluster } });
+      }
+    } finally {
+      await store.unlock(lockName, token).catch(() => undefined);
+    }
+  }
+
+  async function clusterJob(data: ClusterJobData): Promise<void> {
+    const store = active();
+    const pointer = await store.getDesiredPointer();
+    if (pointer === undefined) return;
+    const pending = await store.pending(pointer.commit);
+    if (pending.length > 0) throw new RetryLaterError(`waiting for ${pending.length} workspace(s) of commit ${pointer.commit}`, PENDING_RETRY_MS);
+    const desired = await loadDesired(store, pointer.commit);
+    if (desired === undefined) throw new TransientError(`desired state of commit ${pointer.commit} is not in the store yet`);
+    const fragments = await store.fragmentsForCluster(data.cluster);
+    const t0 = process.hrtime.bigint();
+    const out = translators.assembleCluster(data.cluster, fragments.map((f) => ({ workspace: f.workspace, resources: f.resources })));
+    metrics.translation.observe({ stage: "cluster" }, Number(process.hrtime.bigint() - t0) / 1e9);
+    const hash = sha(JSON.stringify(out.resources));
+    const prev = await store.getOutput(data.cluster);
+    if (prev?.hash === hash) return;
+    const statuses = new Map((await store.listWorkspaceStatus()).map((s) => [s.workspace, s]));
+    const complete = workspaceNames(desired.state).every((w) => (statuses.get(w)?.commit ?? "") !== "");
+    const record: OutputRecord = {
+      cluster: data.cluster,
+      version: (prev?.version ?? 0) + 1,
+      sourceCommit: pointer.commit,
+      hash,
+      resources: out.resources,
+      complete,
+      diagnostics: out.diagnostics,
+      atMs: now(),
+    };
+    if (!(await store.putOutput(record, prev?.version ?? 0))) throw new TransientError(`output of ${data.cluster} was published concurrently; recomputing`);
+    metrics.outputs.inc();
+    await store.recordConvergence(record.sourceCommit, { cluster: record.cluster, version: record.version, publishedAtMs: record.atMs });
+    log.info("output published", { cluster: record.cluster, version: record.version, sourceCommit: record.sourceCommit, resources: record.resources.length, complete });
+    await publish({ origin, type: "output", cluster: record.cluster, version: record.version });
+    await deliver(record);
+  }
+
+  function onJobEvent(ev: JobEvent): void {
+    metrics.jobs.inc({ type: ev.type, result: ev.result });
+    options.onJob?.(ev);
+    if (ev.result !== "failed") return;
+    metrics.failures.inc({ type: ev.type, reaction: ev.error?.reaction ?? "transient" });
+    log.warn("job failed", { type: ev.type, unit: ev.unit, attempt: ev.attempt, code: ev.error?.code, error: ev.error?.message });
+    if (ev.type !== "workspace") return;
+    void (async () => {
+      const store = active();
+      const pointer = await store.getDesiredPointer();
+      const prev = await store.getWorkspaceStatus(ev.unit);
+      const commit = pointer?.commit ?? "";
+      await store.putWorkspaceStatus({
+        workspace: ev.unit,
+        commit: prev?.commit ?? "",
+        generation: prev?.generation ?? 0,
+        diagnostics: prev?.diagnostics ?? [],
+        failure: { code: ev.error?.code ?? "Error", reaction: ev.error?.reaction ?? "transient", message: ev.error?.message ?? "", attempts: ev.attempt, commit, atMs: now() },
+        atMs: now(),
+      });
+      // A failed workspace keeps its last fragments; it must not hold the other clusters' outputs.
+      if (commit !== "") await store.removePending(commit, ev.unit);
+    })().catch((err: unknown) => log.warn("could not record a job failure", { unit: ev.unit, error: String(err) }));
+  }
+
+  async function deliver(record: OutputRecord): Promise<void> {
+    if (!wants(record.cluster) || record.version <= (lastDelivered.get(record.cluster) ?? 0)) return;
+    lastDelivered.set(record.cluster, record.version);
+    try {
+      await options.onOutput?.({
+        cluster: record.cluster,
+        version: record.version,
+        sourceCommit: record.sourceCommit,
+        resources: record.resources,
+        complete: record.complete,
+        diagnostics: record.diagnostics,
+      });
+    } catch (err) {
+      log.error("onOutput failed", { cluster: record.cluster, version: record.version, error: String(err) });
+    }
+  }
+
+  async function publish(msg: EventMessage): Promise<void> {
+    if (mode !== "redis" || storeClient === undefined) return;
+    await storeClient.publish(channel, JSON.stringify(msg)).catch(() => undefined);
+  }
+
+  async function onMessage(raw: string): Promise<void> {
+    let msg: EventMessage;
+    try {
+      msg = JSON.parse(raw) as EventMessage;
+    } catch {
+      return;
+    }
+    if (msg.origin === origin || redisStore === undefined || mode !== "redis") return;
+    const r = redisStore;
+    if (msg.type === "output") {
+      if (!wants(msg.cluster)) return;
+      const rec = await r.getOutput(msg.cluster);
+      if (rec === undefined) return;
+      await mirror.putOutputIfNewer(rec);
+      await deliver(rec);
+    } else if (msg.type === "desired") {
+      const rec = await r.getDesired(msg.commit);
+      if (rec !== undefined) await mirror.putDesired(rec);
+    } else {
+      const rec = await r.getDiscovery(msg.cluster);
+      if (rec !== undefined) await mirror.putDiscovery(rec);
+    }
+  }
+
+  // ---- inputs, debounce, flush ----
+  let change = { all: false, keys: new Set<string>(), clusters: new Set<string>() };
+  let flushed: { desired: DesiredState; discovery: DiscoveryMap } | undefined;
+  let debounceTimer: NodeJS.Timeout | undefined;
+  let burstStart = 0;
+  let chain: Promise<void> = Promise.resolve();
+  let chainDepth = 0;
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    chainDepth++;
+    const p = chain.then(fn);
+    const done = () => {
+      chainDepth--;
+    };
+    chain = p.then(done, done);
+    return p;
+  };
+
+  const scheduleFlush = () => {
+    const t = now();
+    if (debounceTimer === undefined) burstStart = t;
+    else clearTimeout(debounceTimer);
+    const wait = t - burstStart >= maxDebounceMs ? 0 : debounceMs;
+    debounceTimer = setTimeout(() => {
+      debounceTimer = undefined;
+      void serial(flush).catch((err: unknown) => log.error("flush failed", { error: String(err) }));
+    }, wait);
+  };
+
+  async function flush(): Promise<void> {
+    const store = active();
+    const pointer = await store.getDesiredPointer();
+    if (pointer === undefined) return;
+    const desired = await loadDesired(store, pointer.commit);
+    if (desired === undefined) return;
+    const { map, fingerprint } = await loadDiscovery(store);
+    const c = change;
+    change = { all: false, keys: new Set(), clusters: new Set() };
+    let affected: string[];
+    if (flushed === undefined || c.all) {
+      const known = (await store.listWorkspaceStatus()).map((s) => s.workspace);
+      affected = [...new Set([...workspaceNames(desired.state), ...known])].sort();
+    } else {
+      affected = affectedWorkspaces(flushed, { desired: desired.state, discovery: map }, { changedKeys: c.keys, discoveryClusters: c.clusters });
+    }
+    flushed = { desired: desired.state, discovery: map };
+    if (affected.length === 0) return;
+    await store.addPending(pointer.commit, affected);
+    for (const ws of affected) {
+      const id = `ws-${sha(`${ws}\n${pointer.commit}\n${fingerprint}`).slice(0, 24)}`;
+      await runner.add({ type: "workspace", id, data: { workspace: ws, commit: pointer.commit } });
+    }
+    log.debug("enqueued workspace jobs", { commit: pointer.commit, workspaces: affected.length });
+  }
+
+  /** Runs a write against the active store; a Redis failure switches to degraded and redoes it in memory. */
+  async function write(op: (store: SnapshotStore) => Promise<void>): Promise<void> {
+    try {
+      await op(active());
+    } catch (err) {
+      if (mode !== "redis" || storeClient?.status === "ready") throw err;
+      enterDegraded(`write failed: ${err instanceof Error ? err.message : String(err)}`);
+      await op(active());
+    }
+  }
+
+  // ---- modes ----
+  function setMode(next: PipelineMode, reason: string): void {
+    mode = next;
+    for (const m of ["redis", "degraded", "standalone"] as const) metrics.mode.set({ mode: m }, m === next ? 1 : 0);
+    log.info("pipeline mode", { mode: next, reason });
+    options.onModeChange?.(next, reason);
+  }
+
+  function enterDegraded(reason: string): void {
+    if (mode !== "redis" || closed) return;
+    const old = runner;
+    runner = createInProcessRunner(settings);
+    setMode("degraded", reason);
+    void old.close(true).catch(() => undefined);
+    // Jobs queued in Redis may be lost: re-translate everything from memory.
+    void serial(async () => {
+      change.all = true;
+      await flush();
+    }).catch((err: unknown) => log.error("degraded re-translation failed", { error: String(err) }));
+  }
+
+  async function recover(): Promise<void> {
+    if (mode !== "degraded" || closed || redisStore === undefined || bullConn === undefined) return;
+    const r = redisStore;
+    // Let in-process work finish first (this runs inside the serial chain: do not wait for the chain).
+    await waitIdle(() => runner.depth(), 30_000, false).catch(() => undefined);
+    // Write the memory state back; Redis may have restarted empty or been written by other replicas.
+    const pointer = await mirror.getDesiredPointer();
+    const desired = pointer === undefined ? undefined : await mirror.getDesired(pointer.commit);
+    const remote = await r.getDesiredPointer();
+    if (desired !== undefined && (remote === undefined || remote.generation <= desired.generation)) await r.putDesired(desired);
+    for (const d of await mirror.listDiscovery()) await r.putDiscovery(d);
+    const byWs = new Map<string, FragmentRecord[]>();
+    for (const f of await mirror.listFragments()) byWs.set(f.workspace, [...(byWs.get(f.workspace) ?? []), f]);
+    for (const s of await mirror.listWorkspaceStatus()) {
+      await r.putWorkspaceStatus(s);
+      if (!byWs.has(s.workspace)) byWs.set(s.workspace, []);
+    }
+    for (const [ws, list] of byWs) await r.putFragments(ws, list);
+    const outputs = await mirror.listOutputs();
+    const written: OutputRecord[] = [];
+    for (const o of outputs) if (await r.putOutputIfNewer(o)) written.push(o);
+    const old = runner;
+    runner = createBullRunner({ ...settings, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });
+    setMode("redis", "Redis is reachable again; memory state written back");
+    await old.close(false);
+    for (const o of written) await publish({ origin, type: "output", cluster: o.cluster, version: o.version });
+    // Reconcile: every known cluster re-assembles against the (merged) Redis state.
+    const clusters = new Set([...outputs.map((o) => o.cluster), ...(await r.outputVersions()).keys()]);
+    const stamp = sha(`${now()}-${origin}`).slice(0, 12);
+    for (const c of clusters) await runner.add({ type: "cluster", id: `cl-${c}-resume-${stamp}`, data: { cluster: c } });
+  }
+
+  async function waitIdle(depthOf: () => Promise<Record<JobType, number>>, timeoutMs: number, inputsToo = true): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let quiet = 0;
+    for (;;) {
+      const d = await depthOf();
+      const busy = (inputsToo && (debounceTimer !== undefined || chainDepth > 0)) || JOB_TYPES.some((t) => d[t] > 0);
+      quiet = busy ? 0 : quiet + 1;
+      if (quiet >= 3) return;
+      if (Date.now() > deadline) throw new Error(`pipeline not idle after ${timeoutMs} ms (${JSON.stringify(d)})`);
+      await new Promise((res) => setTimeout(res, 20));
+    }
+  }
+
+  async function depth(): Promise<Record<JobType, number>> {
+    return runner.depth();
+  }
+
+  // ---- start ----
+  if (options.redis === undefined) {
+    runner = createInProcessRunner(settings);
+    setMode("standalone", "no Redis configured");
+  } else {
+    const base: RedisOptions = typeof options.redis === "string" ? {} : options.redis;
+    const make = (extra: RedisOptions) => {
+      const retryStrategy = () => 250;
+      return typeof options.redis === "string"
+        ? new Redis(options.redis, { ...extra, retryStrategy, lazyConnect: true })
+        : new Redis({ ...base, ...extra, retryStrategy, lazyConnect: true });
+    };
+    storeClient = make({ maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    bullConn = make({ maxRetriesPerRequest: null });
+    sub = make({ maxRetriesPerRequest: null });
+    for (const c of [storeClient, bullConn, sub]) c.on("error", (err: Error) => log.debug("redis connection error", { error: err.message }));
+    redisStore = createRedisStore({ redis: storeClient, prefix });
+    runner = createInProcessRunner(settings);
+    storeClient.on("close", () => enterDegraded("Redis connection lost"));
+    storeClient.on("ready", () => {
+      if (started && mode === "degraded") void serial(recover).catch((err: unknown) => log.warn("recovery failed; staying degraded", { error: String(err) }));
+    });
+    sub.on("message", (_ch: string, raw: string) => void onMessage(raw).catch((err: unknown) => log.debug("event handling failed", { error: String(err) })));
+    void sub.connect().then(() => sub?.subscribe(channel)).catch(() => undefined);
+    void bullConn.connect().catch(() => undefined);
+    try {
+      await storeClient.connect();
+      await sub.subscribe(channel).catch(() => undefined);
+      const old = runner;
+      runner = createBullRunner({ ...settings, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });
+      await old.close(true);
+      setMode("redis", "connected");
+    } catch (err) {
+      setMode("degraded", `Redis unreachable at start: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    started = true;
+    if (mode === "degraded" && storeClient.status === "ready") void serial(recover).catch(() => undefined);
+  }
+
+  return {
+    mode: () => mode,
+    store: () => active(),
+    setDesiredState: (input) =>
+      serial(async () => {
+        const pointer = await active().getDesiredPointer();
+        if (pointer?.commit === input.commit) return;
+        const keys = [...input.changedKeys];
+        const record: DesiredRecord = { commit: input.commit, ref: input.ref, generation: (pointer?.generation ?? 0) + 1, state: input.state, changedKeys: keys, atMs: now() };
+        await write((s) => s.putDesired(record));
+        desiredCache.set(record.commit, Promise.resolve(record));
+        if (keys.length === 0) change.all = true;
+        for (const k of keys) change.keys.add(k);
+        await publish({ origin, type: "desired", commit: record.commit });
+        scheduleFlush();
+      }),
+    setDiscovery: (cluster, snapshot) =>
+      serial(async () => {
+        const checksum = snapshotChecksum(snapshot);
+        if ((await active().discoveryChecksums()).get(cluster) === checksum) return;
+        await write((s) => s.putDiscovery({ cluster, checksum, snapshot, atMs: now() }));
+        change.clusters.add(cluster);
+        await publish({ origin, type: "discovery", cluster });
+        scheduleFlush();
+      }),
+    getOutput: (cluster) => active().getOutput(cluster),
+    async recordApplied(cluster, applied) {
+      await active().recordConvergence(applied.sourceCommit, {
+        cluster,
+        version: applied.version,
+        ...(applied.nack === undefined ? { appliedAtMs: applied.atMs } : { nack: { message: applied.nack, atMs: applied.atMs } }),
+      });
+    },
+    depth,
+    idle: (timeoutMs = 30_000) => waitIdle(depth, timeoutMs),
+    async close() {
+      closed = true;
+      if (debounceTimer !== undefined) clearTimeout(debounceTimer);
+      await chain.catch(() => undefined);
+      await runner.close(mode !== "redis");
+      for (const c of [sub, bullConn, storeClient]) c?.disconnect();
+    },
+  };
+}
+
