@@ -362,6 +362,19 @@ describe("gitmesh cluster register / deregister", () => {
     expect(remote.emulator.get("v1", "Namespace", undefined, "gm5")).toBeUndefined();
   });
 
+  it("Git credentials refused: a clear error naming the variables, exit 1, no secret printed", async () => {
+    process.env.GITMESH_GIT_PASSWORD = "wrong-password";
+    try {
+      const r = await run(registerArgs("cluster8", ["--agent-namespace", "gm8", "--repo", git.url("config")]));
+      expect(r.code).toBe(1);
+      expectNoSecrets(r.all);
+      expect(r.all).not.toContain("wrong-password");
+      expect(r.out).toMatch(/✗ configuration repository http:\/\/127\.0\.0\.1:\d+\/config\.git \(branch main\): fetching branch main: the Git server refused the credentials.*GITMESH_GIT_PASSWORD/);
+    } finally {
+      process.env.GITMESH_GIT_PASSWORD = GIT_TOKEN;
+    }
+  }, 30_000);
+
   it("missing or unreachable contexts are errors (exit 1); bad flags are usage errors (exit 2)", async () => {
     const missing = await run(registerArgs("cluster6").map((a) => (a === "remote" ? "nope" : a)));
     expect(missing.code).toBe(1);
