@@ -54,6 +54,8 @@ export const CLUSTER_URI_PREFIX = "spiffe://gitmesh/cluster/";
  * - relay_resyncs_total{direction}          counter: full resyncs requested, direction = push (server asked) | pull (agent asked)
  * - relay_output_acks_total{result}         counter: result = ack | nack
  * - relay_stream_bytes_total{direction}     counter: payload bytes on the wire (compressed chunks), direction = received | sent
+ * - relay_output_buffered_bytes{cluster}    gauge: compressed output bytes handed to gRPC and not yet flushed (bounded per stream)
+ * - relay_output_coalesced_total            counter: output versions replaced by a newer one before being sent (slow agent)
  */
 export const RELAY_METRICS = {
   pushClientsConnected: "relay_push_clients_connected",
@@ -65,6 +67,8 @@ export const RELAY_METRICS = {
   resyncs: "relay_resyncs_total",
   outputAcks: "relay_output_acks_total",
   streamBytes: "relay_stream_bytes_total",
+  outputBufferedBytes: "relay_output_buffered_bytes",
+  outputCoalesced: "relay_output_coalesced_total",
 } as const;
 
 /** Values of the `reason` label of relay_rejections_total (and of RelayRejectedError.reason). */

@@ -13,6 +13,8 @@ export function createRelayMetrics(registry: Registry) {
     discoveryUpdates: new Counter({ name: RELAY_METRICS.discoveryUpdates, help: "Accepted discovery updates (full or delta)", labelNames: ["kind"], registers }),
     resyncs: new Counter({ name: RELAY_METRICS.resyncs, help: "Full resyncs (push: server asked the agent; pull: agent asked the server)", labelNames: ["direction"], registers }),
     outputAcks: new Counter({ name: RELAY_METRICS.outputAcks, help: "Output versions acknowledged by agents (ack or nack)", labelNames: ["result"], registers }),
+    outputBuffered: new Gauge({ name: RELAY_METRICS.outputBufferedBytes, help: "Compressed output bytes handed to gRPC but not yet flushed, per cluster (bounded by sendBufferBytes + one chunk)", labelNames: ["cluster"], registers }),
+    outputCoalesced: new Counter({ name: RELAY_METRICS.outputCoalesced, help: "Output versions replaced by a newer one before they were sent (slow agent)", registers }),
     streamBytes: new Counter({ name: RELAY_METRICS.streamBytes, help: "Compressed chunk payload bytes on the relay streams", labelNames: ["direction"], registers }),
   };
 }

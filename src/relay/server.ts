@@ -96,6 +96,12 @@ export interface RelayServerOptions {
   readonly maxStateBytes?: number;
   readonly keepaliveTimeMs?: number;
   readonly keepaliveTimeoutMs?: number;
+  /**
+   * Most compressed output bytes buffered per stream towards an agent that does not read (default
+   * 2 × chunkBytes; at least one chunk is always let through). Beyond it the server waits for the
+   * connection to drain, and newer publications replace the version waiting to be sent.
+   */
+  readonly sendBufferBytes?: number;
   /** Clusters deregistered earlier (cluster → time ms): their certificates issued before that time stay refused. */
   readonly revokedBefore?: ReadonlyMap<string, number>;
   readonly onDiscovery?: (event: DiscoveryEvent) => void | Promise<void>;
@@ -162,7 +168,17 @@ interface PullSession {
   subscribed: boolean;
   sent: { version: number; entries: RelayState } | undefined;
   readonly sentVersions: Map<number, { sourceCommit: string }>;
+  /** The next output to send (newer publications replace it: a slow agent gets the latest, not every version). */
+  pending: { snap: OutputSnapshot; forceFull: boolean } | undefined;
+  sending: boolean;
+  /** Compressed bytes handed to gRPC and not yet flushed to the connection. */
+  buffered: number;
+  /** Woken when `buffered` shrinks or the stream closes. */
+  readonly wakeups: (() => void)[];
 }
+
+/** Discovery updates (chunks) read ahead of handling before the server stops reading a push stream. */
+const PUSH_QUEUE_LIMIT = 8;
 
 const digest = (s: string) => createHash("sha256").update(s, "utf8").digest();
 
@@ -172,6 +188,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   const now = options.now ?? Date.now;
   const maxMessageBytes = options.maxMessageBytes ?? RELAY_DEFAULTS.maxMessageBytes;
   const chunkBytes = Math.max(1024, Math.min(options.chunkBytes ?? RELAY_DEFAULTS.chunkBytes, Math.floor(maxMessageBytes * 0.9)));
+  const sendBufferBytes = Math.max(1, options.sendBufferBytes ?? 2 * chunkBytes);
   const limits = { maxChunkBytes: maxMessageBytes, maxStateBytes: options.maxStateBytes ?? RELAY_DEFAULTS.maxStateBytes };
   const lifetimeMs = options.certificateLifetimeMs ?? RELAY_DEFAULTS.certificateLifetimeMs;
   const signingCa = { certPem: options.pki.signingCaCertPem, keyPem: options.pki.signingCaKeyPem };
@@ -373,7 +390,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         s.awaitingFull = true;
         metrics.resyncs.inc({ direction: "push" });
         log.warn("asking agent for a full discovery resync", { cluster: s.cluster, version: msg.version, why });
-        call.write({ version: msg.version, resync: true, checksum: prev?.checksum ?? "", message: why });
+        ack({ version: msg.version, resync: true, checksum: prev?.checksum ?? "", message: why });
       };
       let state: Map<string, Uint8Array>;
       if (msg.full) {
@@ -409,7 +426,19 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         s.warmed = true;
         metrics.warmed.set({ cluster: s.cluster }, 1);
       }
-      call.write({ version: msg.version, resync: false, checksum, message: "" });
+      ack({ version: msg.version, resync: false, checksum, message: "" });
+    };
+    // Backpressure both ways: stop reading while updates wait to be handled or while acks cannot be
+    // flushed to an agent that does not read them; at most PUSH_QUEUE_LIMIT updates wait in memory.
+    let ackBlocked = false;
+    const ack = (a: DiscoveryAck) => {
+      if (call.write(a) || ackBlocked) return;
+      ackBlocked = true;
+      call.pause();
+      call.once("drain", () => {
+        ackBlocked = false;
+        if (queue.length < PUSH_QUEUE_LIMIT) call.resume();
+      });
     };
 
     const drain = async () => {
@@ -418,6 +447,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       try {
         while (queue.length > 0 && session && !session.closed) {
           await handle(queue.shift()!, session);
+          if (queue.length < PUSH_QUEUE_LIMIT && !ackBlocked) call.resume();
         }
       } catch (err) {
         fail(err);
@@ -428,6 +458,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
 
     call.on("data", (msg: DiscoveryUpdate | Malformed) => {
       queue.push(msg);
+      if (queue.length >= PUSH_QUEUE_LIMIT) call.pause();
       if (session) void drain();
     });
     call.on("end", () => {
@@ -461,18 +492,66 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
 
   // ---- output pull --------------------------------------------------------------------------
 
+  /** Queues the latest output for a stream; a version still waiting is replaced (the agent gets a delta to the newest). */
   function sendOutput(s: PullSession, snap: OutputSnapshot, forceFull: boolean) {
-    const full = forceFull || s.sent === undefined;
-    const delta: StateDelta = full ? { upserts: snap.resources, removed: [] } : diffStates(s.sent!.entries, snap.resources);
-    const baseVersion = full ? 0 : s.sent!.version;
-    const checksum = stateChecksum(snap.resources);
-    for (const chunk of encodeChunks(delta, chunkBytes)) {
-      metrics.streamBytes.inc({ direction: "sent" }, chunk.payload.length);
-      s.call.write({ version: snap.version, baseVersion, full, complete: snap.complete, sourceCommit: snap.sourceCommit, checksum, chunk });
+    if (s.pending) metrics.outputCoalesced.inc();
+    s.pending = { snap, forceFull: forceFull || (s.pending?.forceFull ?? false) };
+    void pumpOutput(s);
+  }
+
+  /** Re-reads `closed` after an await (the stream may close while the sender waits). */
+  const isOpen = (s: PullSession) => !s.closed;
+  const wake = (s: PullSession) => {
+    for (const w of s.wakeups.splice(0)) w();
+  };
+
+  /**
+   * Writes queued output chunk by chunk, respecting backpressure: it waits while more than
+   * sendBufferBytes are handed to gRPC but not flushed (write callbacks), or while the stream's own
+   * buffer is full (write() returned false, until 'drain'). So a slow agent costs the server at most
+   * one encoded update plus sendBufferBytes, however many versions are published meanwhile.
+   */
+  async function pumpOutput(s: PullSession): Promise<void> {
+    if (s.sending) return;
+    s.sending = true;
+    try {
+      while (s.pending && !s.closed) {
+        const { snap, forceFull } = s.pending;
+        s.pending = undefined;
+        const full = forceFull || s.sent === undefined;
+        const delta: StateDelta = full ? { upserts: snap.resources, removed: [] } : diffStates(s.sent!.entries, snap.resources);
+        const baseVersion = full ? 0 : s.sent!.version;
+        const checksum = stateChecksum(snap.resources);
+        const chunks = encodeChunks(delta, chunkBytes);
+        s.sent = { version: snap.version, entries: snap.resources };
+        s.sentVersions.set(snap.version, { sourceCommit: snap.sourceCommit });
+        if (s.sentVersions.size > 64) s.sentVersions.delete(s.sentVersions.keys().next().value!);
+        for (const chunk of chunks) {
+          while (isOpen(s) && s.buffered > 0 && s.buffered + chunk.payload.length > sendBufferBytes) {
+            await new Promise<void>((resolve) => s.wakeups.push(resolve));
+          }
+          if (!isOpen(s)) return;
+          const size = chunk.payload.length;
+          s.buffered += size;
+          metrics.outputBuffered.inc({ cluster: s.cluster }, size);
+          metrics.streamBytes.inc({ direction: "sent" }, size);
+          const ok = s.call.write({ version: snap.version, baseVersion, full, complete: snap.complete, sourceCommit: snap.sourceCommit, checksum, chunk }, () => {
+            if (!isOpen(s)) return; // close() already released the stream's buffered bytes
+            s.buffered -= size;
+            metrics.outputBuffered.dec({ cluster: s.cluster }, size);
+            wake(s);
+          });
+          if (!ok && isOpen(s)) {
+            await new Promise<void>((resolve) => {
+              s.call.once("drain", resolve);
+              s.wakeups.push(resolve);
+            });
+          }
+        }
+      }
+    } finally {
+      s.sending = false;
     }
-    s.sent = { version: snap.version, entries: snap.resources };
-    s.sentVersions.set(snap.version, { sourceCommit: snap.sourceCommit });
-    if (s.sentVersions.size > 64) s.sentVersions.delete(s.sentVersions.keys().next().value!);
   }
 
   function pullOutput(call: grpc.ServerDuplexStream<OutputAck | Malformed, OutputUpdate>) {
@@ -483,6 +562,10 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     const close = () => {
       if (!session || session.closed) return;
       session.closed = true;
+      session.pending = undefined;
+      metrics.outputBuffered.dec({ cluster: session.cluster }, session.buffered);
+      session.buffered = 0;
+      wake(session);
       if (pullSessions.get(session.cluster) === session) {
         pullSessions.delete(session.cluster);
         metrics.pullConnected.set({ cluster: session.cluster }, 0);
@@ -544,7 +627,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         if (call.cancelled) return;
         fields.cluster = cluster;
         const old = pullSessions.get(cluster);
-        session = { cluster, call, closed: false, subscribed: false, sent: undefined, sentVersions: new Map() };
+        session = { cluster, call, closed: false, subscribed: false, sent: undefined, sentVersions: new Map(), pending: undefined, sending: false, buffered: 0, wakeups: [] };
         pullSessions.set(cluster, session);
         if (old) {
           old.closed = true;

@@ -3,7 +3,9 @@
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, it } from "vitest";
 import { RELAY_METRICS, REJECTION_REASONS, createCsr, signClientCertificate, type RelayClient } from "../../src/relay/index.js";
-import { RelayClient as GrpcRelayClient, type DiscoveryUpdate } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
+import { randomBytes } from "node:crypto";
+import { RelayClient as GrpcRelayClient, type DiscoveryUpdate, type OutputUpdate } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
+import { createChunkAssembler, stateChecksum } from "../../src/relay/wire.js";
 import { channelOptions, clientKey, metricValue, mtlsCredentials, newClient, startServer, state, statusOf, testPki, until } from "./helpers.js";
 
 type Started = Awaited<ReturnType<typeof startServer>>;
@@ -59,5 +61,72 @@ describe("a gRPC message above the max message size", () => {
     await good.pushDiscoveryDelta({ upserts: state({ b: 2 }), removed: [] });
     expect(s.server.discoveryState("gamma")?.state.size).toBe(2);
     expect(good.status().sessions).toBe(1);
+  });
+});
+
+describe("backpressure towards an agent that does not read", () => {
+  it("buffers at most sendBufferBytes (+ one chunk), coalesces versions, and delivers the latest once the agent reads", async () => {
+    const chunkBytes = 32 * 1024;
+    const sendBufferBytes = 64 * 1024;
+    const s = await server({ chunkBytes, sendBufferBytes });
+    const snapshot = () => new Map(Array.from({ length: 4 }, (_, i) => [`res/${i}`, randomBytes(64 * 1024)] as [string, Uint8Array]));
+    const versions = 40;
+    const snapshots = Array.from({ length: versions }, snapshot);
+    s.server.publishOutput("alpha", { version: 1, sourceCommit: "c1", complete: true, resources: snapshots[0]! });
+
+    const call = rawClient(s.address, certFor("alpha")).pullOutput();
+    const messages: OutputUpdate[] = [];
+    call.on("error", () => undefined); // ended by the server's stop in afterEach
+    // a slow agent: it reads the first message, then stops reading for a while
+    call.on("data", (u: OutputUpdate) => {
+      messages.push(u);
+      if (messages.length === 1) call.pause();
+    });
+    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false });
+    await until(() => messages.length === 1, "first message");
+
+    // 39 more versions of 256 KiB of incompressible resources each: ~10 MiB if the server queued them all
+    let maxBuffered = 0;
+    for (let v = 2; v <= versions; v++) {
+      s.server.publishOutput("alpha", { version: v, sourceCommit: `c${v}`, complete: true, resources: snapshots[v - 1]! });
+      await new Promise((r) => setTimeout(r, 10));
+      maxBuffered = Math.max(maxBuffered, await metricValue(s.registry, RELAY_METRICS.outputBufferedBytes, { cluster: "alpha" }));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const total = versions * 4 * 64 * 1024;
+    const sentWhileStalled = await metricValue(s.registry, RELAY_METRICS.streamBytes, { direction: "sent" });
+    // the client's stream buffer (16 messages) and the HTTP/2 flow-control window absorb some bytes, but far from everything
+    expect(sentWhileStalled).toBeLessThan(total / 4);
+    expect(maxBuffered).toBeGreaterThan(0);
+    expect(maxBuffered).toBeLessThanOrEqual(sendBufferBytes + chunkBytes + 1024);
+    expect(await metricValue(s.registry, RELAY_METRICS.outputCoalesced)).toBeGreaterThan(versions / 2);
+
+    // the agent reads again: it ends up with exactly the latest version
+    const assembler = createChunkAssembler<OutputUpdate>({ maxChunkBytes: 1 << 20, maxStateBytes: 1 << 26 }, (a, b) => a.version === b.version);
+    let state = new Map<string, Uint8Array>();
+    const received: number[] = [];
+    let last: OutputUpdate | undefined;
+    let seen = 0;
+    const consume = () => {
+      for (; seen < messages.length; seen++) {
+        const u = messages[seen]!;
+        const delta = assembler.push(u, u.chunk);
+        if (!delta) continue;
+        if (u.full) state = new Map(delta.upserts);
+        else {
+          for (const k of delta.removed) state.delete(k);
+          for (const [k, v] of delta.upserts) state.set(k, v);
+        }
+        received.push(u.version);
+        last = u;
+        call.write({ cluster: "alpha", version: u.version, ack: true, errors: [], resync: false });
+      }
+    };
+    call.resume();
+    await until(() => (consume(), s.server.appliedVersions().get("alpha")?.version === versions), "latest version applied");
+    expect(last?.checksum).toBe(stateChecksum(snapshots[versions - 1]!));
+    expect(stateChecksum(state)).toBe(last?.checksum);
+    expect(received.length).toBeLessThan(versions / 2);
+    expect(await metricValue(s.registry, RELAY_METRICS.outputBufferedBytes, { cluster: "alpha" })).toBe(0);
   });
 });
