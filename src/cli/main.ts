@@ -12,6 +12,7 @@ import { registerKubeEmulator } from "./kube-emulator.js";
 import { registerAgent } from "./agent.js";
 import { registerServer } from "./server.js";
 import { registerDemo } from "./demo.js";
+import { registerCheck } from "./check.js";
 import { registerCluster } from "./cluster.js";
 import { registerDiff } from "./diff.js";
 
@@ -25,6 +26,7 @@ const commands: readonly RegisterCommand[] = [
   registerAgent,
   registerServer,
   registerDemo,
+  registerCheck,
   registerCluster,
   registerDiff,
 ];
