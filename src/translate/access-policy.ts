@@ -103,13 +103,13 @@ function targetsOf(ctx: WorkspaceContext, ap: InputObject, diagnostics: Diagnost
 
 const principalMemo = new WeakMap<object, Map<string, string[]>>();
 
-/** Principals of the workloads an IdentitySelector's serviceAccountSelector selects, sorted (memoised per index and selector). */
+/** Principals of the workloads an IdentitySelector's serviceAccountSelector selects, sorted (memoised per selector and index structure: clusters and discovery). */
 function principalsOf(ctx: WorkspaceContext, sel: Record<string, unknown>): string[] {
   const s = objectSelector(sel);
-  let memo = principalMemo.get(ctx.index);
+  let memo = principalMemo.get(ctx.index.structure);
   if (memo === undefined) {
     memo = new Map();
-    principalMemo.set(ctx.index, memo);
+    principalMemo.set(ctx.index.structure, memo);
   }
   const key = JSON.stringify([s.name, s.namespace, s.cluster, s.labels === undefined ? null : Object.entries(s.labels).sort()]);
   const hit = memo.get(key);

@@ -14,6 +14,7 @@
  * translateWorkspace produces them.
  */
 import { canonicalJson, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
+import { contentHash } from "./canonical.js";
 import { isRecord } from "./selectors.js";
 import { TranslateCode, type ClusterOutput, type IstioResource, type WorkspaceFragment } from "./types.js";
 
@@ -105,7 +106,7 @@ export function assembleCluster(cluster: string, fragments: readonly WorkspaceFr
         chosen.set(key, { workspace: frag.workspace, resource: r });
         continue;
       }
-      if (canonicalJson(prev.resource) === canonicalJson(r)) continue;
+      if (prev.resource === r || contentHash(prev.resource) === contentHash(r)) continue;
       diagnostics.push({
         code: TranslateCode.OutputConflict,
         severity: Severity.Error,

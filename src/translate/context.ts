@@ -59,9 +59,19 @@ export interface TranslationIndex {
   readonly clusters: readonly string[];
   /** KubernetesCluster labels by cluster name. */
   readonly clusterLabels: ReadonlyMap<string, Labels>;
+  /**
+   * Identity of everything that decides workspaces, clusters and namespace ownership (Workspace,
+   * WorkspaceSettings and KubernetesCluster objects, admin namespace, discovery). Two indexes
+   * with the same `structure` object share it: derived tables that depend on nothing else (the
+   * fleet's service index, principals, federated identities) are memoised by it, so an index
+   * built after a change to an ordinary object (a policy, a route table) reuses them.
+   */
+  readonly structure: object;
 }
 
 const memo = new WeakMap<object, WeakMap<object, TranslationIndex>>();
+/** The last index built per discovery map: the base the next index is derived from. */
+const lastIndex = new WeakMap<object, TranslationIndex>();
 
 export function indexOf(desired: DesiredInput, discovery: DiscoveryMap): TranslationIndex {
   let inner = memo.get(desired);
@@ -71,13 +81,44 @@ export function indexOf(desired: DesiredInput, discovery: DiscoveryMap): Transla
   }
   let idx = inner.get(discovery);
   if (idx === undefined) {
-    idx = buildIndex(desired, discovery);
+    idx = buildIndex(desired, discovery, lastIndex.get(discovery));
     inner.set(discovery, idx);
+    lastIndex.set(discovery, idx);
   }
   return idx;
 }
 
-function buildIndex(desired: DesiredInput, discovery: DiscoveryMap): TranslationIndex {
+const STRUCTURE_KINDS = ["KubernetesCluster", "Workspace", "WorkspaceSettings"] as const;
+
+/** Whether two loaded objects are the same input (same object, or same content digest and position). */
+function sameInput(a: InputObject, b: InputObject): boolean {
+  if (a === b) return true;
+  const da = (a as { digest?: unknown }).digest;
+  const db = (b as { digest?: unknown }).digest;
+  return (
+    typeof da === "string" &&
+    da === db &&
+    a.key === b.key &&
+    a.workspace === b.workspace &&
+    a.cluster === b.cluster &&
+    a.source.file === b.source.file &&
+    a.source.line === b.source.line &&
+    a.source.column === b.source.column
+  );
+}
+
+function sameStructure(prev: TranslationIndex, adminNamespace: string, byKind: ReadonlyMap<string, readonly InputObject[]>): boolean {
+  if (prev.adminNamespace !== adminNamespace) return false;
+  for (const kind of STRUCTURE_KINDS) {
+    const a = prev.byKind.get(kind) ?? [];
+    const b = byKind.get(kind) ?? [];
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameInput(a[i]!, b[i]!)) return false;
+  }
+  return true;
+}
+
+function buildIndex(desired: DesiredInput, discovery: DiscoveryMap, prev: TranslationIndex | undefined): TranslationIndex {
   const adminNamespace = desired.adminNamespace ?? DEFAULT_ADMIN_NAMESPACE;
   const objects = [...objectsOf(desired)].sort((a, b) => cmp(a.key, b.key));
   const byKind = new Map<string, InputObject[]>();
@@ -85,6 +126,22 @@ function buildIndex(desired: DesiredInput, discovery: DiscoveryMap): Translation
     const list = byKind.get(o.kind);
     if (list) list.push(o);
     else byKind.set(o.kind, [o]);
+  }
+  if (prev !== undefined && prev.discovery === discovery && sameStructure(prev, adminNamespace, byKind)) {
+    // Incremental: workspaces, clusters and namespace ownership are unchanged; only ownership of
+    // objects not seen before is resolved (loader-resolved owners are read from the object).
+    // Ownership resolved here depends only on the key (kind, cluster, namespace) and the structure.
+    const owner = new Map<string, string>();
+    let partial: { name: string; entries: readonly ClusterEntry[] }[] | undefined;
+    for (const o of objects) {
+      let w = o.workspace ?? prev.owner.get(o.key);
+      if (w === undefined) {
+        partial ??= prev.workspaceNames.map((n) => ({ name: n, entries: asArray(asRecord(prev.workspaces.get(n)!.object.spec).workloadClusters).map(parseClusterEntry) }));
+        w = resolveOwner(o, partial, prev.clusters, adminNamespace);
+      }
+      owner.set(o.key, w);
+    }
+    return { ...prev, objects, byKind, owner };
   }
   const clusterLabels = new Map<string, Labels>();
   for (const kc of byKind.get("KubernetesCluster") ?? []) clusterLabels.set(kc.metadata.name, kc.metadata.labels ?? {});
@@ -135,6 +192,7 @@ function buildIndex(desired: DesiredInput, discovery: DiscoveryMap): Translation
     discovery,
     clusters,
     clusterLabels,
+    structure: {},
   };
 }
 
@@ -235,6 +293,7 @@ function createContext(index: TranslationIndex, info: WorkspaceInfo): WorkspaceC
     labels: o.metadata.labels ?? {},
     workspace: ownerOf(o),
   });
+  const parentCache = new Map<InputObject, ParentRef>();
   const ownCache = new Map<string, readonly InputObject[]>();
   const own = (kind: string): readonly InputObject[] => {
     let r = ownCache.get(kind);
@@ -278,13 +337,15 @@ function createContext(index: TranslationIndex, info: WorkspaceInfo): WorkspaceC
     ownerOf,
     selectable,
     select: (kind, sel) => visible(kind).filter((o) => objectSelectorMatches(sel, selectable(o))),
-    parentOf: (o) => ({
-      kind: o.kind,
-      name: o.metadata.name,
-      namespace: o.metadata.namespace ?? index.adminNamespace,
-      cluster: o.cluster ?? "",
-      file: o.source.file,
-    }),
+    parentOf: (o) => {
+      // One ParentRef per input object, so that outputMetadata can share label maps between the outputs of one parent.
+      let p = parentCache.get(o);
+      if (p === undefined) {
+        p = { kind: o.kind, name: o.metadata.name, namespace: o.metadata.namespace ?? index.adminNamespace, cluster: o.cluster ?? "", file: o.source.file };
+        parentCache.set(o, p);
+      }
+      return p;
+    },
     diag: (o, code, severity, path, message) => makeDiagnostic(o, code, severity, path, message, index.adminNamespace),
     snapshot: (cluster) => index.discovery.get(cluster),
     service: (cluster, namespace, name) => serviceLookup(index.discovery.get(cluster), namespace, name),

@@ -65,11 +65,12 @@ interface ServiceIndex {
   readonly all: readonly ServiceRef[];
   readonly byNamespace: ReadonlyMap<string, readonly ServiceRef[]>;
 }
-const serviceIndexMemo = new WeakMap<TranslationIndex, ServiceIndex>();
+const serviceIndexMemo = new WeakMap<object, ServiceIndex>();
 
 /** Every discovered Service of the fleet with its owner, built once per index. */
 export function serviceIndex(index: TranslationIndex): ServiceIndex {
-  const cached = serviceIndexMemo.get(index);
+  // Depends on workspaces, clusters and discovery only: memoised by the index's structure.
+  const cached = serviceIndexMemo.get(index.structure);
   if (cached !== undefined) return cached;
   const owners = new Map<string, Map<string, string>>();
   for (const w of index.workspaceNames) {
@@ -95,7 +96,7 @@ export function serviceIndex(index: TranslationIndex): ServiceIndex {
     }
   }
   const idx = { owners, all, byNamespace };
-  serviceIndexMemo.set(index, idx);
+  serviceIndexMemo.set(index.structure, idx);
   return idx;
 }
 
@@ -366,8 +367,12 @@ export function federationIdentity(service: string, namespace: string, cluster: 
   return `${service}/${namespace}/${cluster}/federation`;
 }
 
-/** Identities of every federated (service, cluster) in the fleet, computed from settings and discovery alone. */
-function federationIdentities(index: TranslationIndex): string[] {
+const federationMemo = new WeakMap<object, readonly string[]>();
+
+/** Identities of every federated (service, cluster) in the fleet, computed from settings and discovery alone (memoised by structure). */
+function federationIdentities(index: TranslationIndex): readonly string[] {
+  const cached = federationMemo.get(index.structure);
+  if (cached !== undefined) return cached;
   const out: string[] = [];
   const global = asRecord(asRecord(globalSettings(index)?.spec).options).federation;
   for (const w of index.workspaceNames) {
@@ -383,6 +388,7 @@ function federationIdentities(index: TranslationIndex): string[] {
       }
     }
   }
+  federationMemo.set(index.structure, out);
   return out;
 }
 

@@ -11,7 +11,7 @@ import { TranslateCode, type IstioResource } from "./types.js";
 interface Validatable {
   validate(): void;
 }
-type ModelCtor = new (data: never) => Validatable;
+type ModelCtor = (new (data: never) => Validatable) & { readonly prototype: Validatable };
 
 const MODELS: Readonly<Record<string, ModelCtor>> = {
   "networking.istio.io/v1/VirtualService": VirtualService,
@@ -34,6 +34,26 @@ export function isIstioKind(r: Pick<IstioResource, "apiVersion">): boolean {
   return r.apiVersion.endsWith(".istio.io/v1");
 }
 
+const METADATA_KEYS: ReadonlySet<string> = new Set(["name", "namespace", "labels", "annotations"]);
+
+function stringMap(v: unknown): boolean {
+  if (v === undefined) return true;
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+  for (const k in v) if (typeof (v as Record<string, unknown>)[k] !== "string") return false;
+  return true;
+}
+
+/**
+ * Whether metadata holds only string name/namespace and string→string labels/annotations. For
+ * such metadata Kubernetes' ObjectMeta schema checks exactly that (types only), so it is checked
+ * here without ajv (whose per-key error-path strings made ObjectMeta the most expensive part of
+ * validating a large fleet) and the schema validates the rest. Anything else takes the full path.
+ */
+function plainMetadata(m: IstioResource["metadata"]): boolean {
+  for (const k in m) if (!METADATA_KEYS.has(k)) return false;
+  return typeof m.name === "string" && typeof m.namespace === "string" && stringMap(m.labels) && stringMap(m.annotations);
+}
+
 /** Schema issues of one rendered object; an Istio apiVersion/kind gitmesh does not know is itself an issue. */
 export function validateIstioResource(r: IstioResource): IstioIssue[] {
   const Model = MODELS[`${r.apiVersion}/${r.kind}`];
@@ -41,8 +61,10 @@ export function validateIstioResource(r: IstioResource): IstioIssue[] {
     return isIstioKind(r) ? [{ path: "/kind", message: `no schema for ${r.apiVersion} ${r.kind}` }] : [];
   }
   try {
-    // The model copies top-level fields and validation does not mutate: no deep clone needed.
-    new Model(r as never).validate();
+    // The model's constructor deep-copies its input (filtering undefined members, which canonical
+    // output never has); its validate() only runs the generated, non-mutating ajv function on
+    // `this`. Calling it on the object itself validates the same data without the copy.
+    Model.prototype.validate.call(plainMetadata(r.metadata) ? { ...r, metadata: { name: r.metadata.name, namespace: r.metadata.namespace } } : r);
     return [];
   } catch (err) {
     const errors = (err as { errors?: readonly { instancePath?: string; message?: string }[] }).errors;
@@ -51,11 +73,19 @@ export function validateIstioResource(r: IstioResource): IstioIssue[] {
   }
 }
 
-/** INVALID_OUTPUT diagnostics for every object that fails its schema. */
-export function validateOutputs(cluster: string, resources: readonly IstioResource[]): Diagnostic[] {
+/**
+ * INVALID_OUTPUT diagnostics for every object that fails its schema. `seen` (optional) caches the
+ * issues per object identity, so an object rendered into several clusters is validated once.
+ */
+export function validateOutputs(cluster: string, resources: readonly IstioResource[], seen?: Map<IstioResource, readonly IstioIssue[]>): Diagnostic[] {
   const out: Diagnostic[] = [];
   for (const r of resources) {
-    for (const issue of validateIstioResource(r)) {
+    let issues = seen?.get(r);
+    if (issues === undefined) {
+      issues = validateIstioResource(r);
+      seen?.set(r, issues);
+    }
+    for (const issue of issues) {
       out.push({
         code: TranslateCode.InvalidOutput,
         severity: Severity.Error,

@@ -26,15 +26,16 @@ export interface ParentRef {
 }
 
 export function outputLabels(cluster: string, workspace: string, parent: ParentRef): Record<string, string> {
+  // Built in canonical (sorted) key order, so canonicalisation keeps the object as it is.
   const labels: Record<string, string> = {
-    [LABEL_MANAGED]: "true",
     [LABEL_CLUSTER]: labelValue(cluster),
-    [LABEL_WORKSPACE]: labelValue(workspace),
-    [LABEL_PARENT_KIND]: labelValue(parent.kind),
-    [LABEL_PARENT_NAME]: labelValue(parent.name),
-    [LABEL_PARENT_NAMESPACE]: labelValue(parent.namespace),
+    [LABEL_MANAGED]: "true",
   };
   if (parent.cluster !== "") labels[LABEL_PARENT_CLUSTER] = labelValue(parent.cluster);
+  labels[LABEL_PARENT_KIND] = labelValue(parent.kind);
+  labels[LABEL_PARENT_NAME] = labelValue(parent.name);
+  labels[LABEL_PARENT_NAMESPACE] = labelValue(parent.namespace);
+  labels[LABEL_WORKSPACE] = labelValue(workspace);
   return labels;
 }
 
@@ -44,7 +45,15 @@ export function outputAnnotations(parent: ParentRef, extra: Readonly<Record<stri
   return Object.keys(annotations).length === 0 ? undefined : annotations;
 }
 
-/** Standard metadata of an output object. */
+const labelMemo = new WeakMap<ParentRef, Map<string, Record<string, string>>>();
+const annotationMemo = new WeakMap<ParentRef, Record<string, string> | undefined>();
+
+/**
+ * Standard metadata of an output object. The labels (and, without extra annotations, the
+ * annotations) of one parent, cluster and workspace are one shared object: a parent that renders
+ * an object per Service would otherwise hold thousands of identical maps in memory. Output is
+ * immutable, so sharing is safe; callers never modify the returned maps.
+ */
 export function outputMetadata(
   name: string,
   namespace: string,
@@ -53,11 +62,29 @@ export function outputMetadata(
   parent: ParentRef,
   extraAnnotations: Readonly<Record<string, string>> = {},
 ): { name: string; namespace: string; labels: Record<string, string>; annotations?: Record<string, string> } {
-  const annotations = outputAnnotations(parent, extraAnnotations);
+  let annotations: Record<string, string> | undefined;
+  if (Object.keys(extraAnnotations).length > 0) annotations = outputAnnotations(parent, extraAnnotations);
+  else if (annotationMemo.has(parent)) annotations = annotationMemo.get(parent);
+  else {
+    annotations = outputAnnotations(parent);
+    annotationMemo.set(parent, annotations);
+  }
+  let byTarget = labelMemo.get(parent);
+  if (byTarget === undefined) {
+    byTarget = new Map();
+    labelMemo.set(parent, byTarget);
+  }
+  const target = `${cluster}\u0000${workspace}`;
+  let labels = byTarget.get(target);
+  if (labels === undefined) {
+    labels = outputLabels(cluster, workspace, parent);
+    byTarget.set(target, labels);
+  }
+  // Canonical key order (annotations, labels, name, namespace).
   return {
+    ...(annotations === undefined ? {} : { annotations }),
+    labels,
     name,
     namespace,
-    labels: outputLabels(cluster, workspace, parent),
-    ...(annotations === undefined ? {} : { annotations }),
   };
 }

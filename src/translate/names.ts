@@ -24,7 +24,11 @@ export function stableName(prefix: string, ...parts: readonly string[]): string 
 }
 
 /** A label value (≤63 chars, alphanumeric at both ends) derived from any string. */
+const VALID_LABEL_VALUE = /^(?:[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$/;
+
 export function labelValue(raw: string): string {
+  // Fast path: most values (names of clusters, workspaces, objects) are valid label values already.
+  if (VALID_LABEL_VALUE.test(raw)) return raw;
   let s = raw.replace(/[^A-Za-z0-9._-]/g, "-");
   if (s.length > MAX_NAME_LENGTH) {
     const hash = createHash("md5").update(raw).digest("hex");

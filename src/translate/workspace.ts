@@ -11,11 +11,12 @@
  * destination policies can both write one DestinationRule as long as they agree on its name,
  * labels and scalar fields.
  */
-import { canonicalize, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
+import { Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { compareResources, mergeResources, resourceKey, assembleCluster } from "./assemble.js";
+import { canonicalObject, contentHash } from "./canonical.js";
 import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
 import { toDesiredInput, type Desired, type DiscoveryMap } from "./input.js";
-import { validateOutputs } from "./istio-validate.js";
+import { validateOutputs, type IstioIssue } from "./istio-validate.js";
 import { ANNOTATION_SOURCE_FILE } from "./labels.js";
 import { DESTINATION_TRANSLATORS } from "./destination-translators.js";
 import { translateRouteTables } from "./route-table.js";
@@ -84,9 +85,20 @@ export function translateWorkspace(
     }
   }
   const fragments = new Map<string, readonly IstioResource[]>();
+  // A translator may emit one object to several clusters: bring each object to canonical form once.
+  const canonical = new Map<IstioResource, IstioResource>();
+  const validated = new Map<IstioResource, readonly IstioIssue[]>();
+  const canon = (r: IstioResource): IstioResource => {
+    let c = canonical.get(r);
+    if (c === undefined) {
+      c = canonicalObject(r);
+      canonical.set(r, c);
+    }
+    return c;
+  };
   for (const cluster of [...perCluster.keys()].sort()) {
-    const resources = [...perCluster.get(cluster)!.values()].map((r) => canonicalize(r)).sort(compareResources);
-    if (options.validate ?? true) diagnostics.push(...validateOutputs(cluster, resources));
+    const resources = [...perCluster.get(cluster)!.values()].map(canon).sort(compareResources);
+    if (options.validate ?? true) diagnostics.push(...validateOutputs(cluster, resources, validated));
     fragments.set(cluster, resources);
   }
   return { workspace, fragments, diagnostics: sortDiagnostics(diagnostics) };
@@ -167,7 +179,8 @@ export function retranslate(
 function sameResources(a: readonly IstioResource[] | undefined, b: readonly IstioResource[] | undefined): boolean {
   if (a === b) return true;
   if (a === undefined || b === undefined || a.length !== b.length) return false;
-  return JSON.stringify(a) === JSON.stringify(b);
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && contentHash(a[i]!) !== contentHash(b[i]!)) return false;
+  return true;
 }
 
 function assembleAll(clusterNames: readonly string[], workspaces: Map<string, WorkspaceResult>): TranslationResult {
