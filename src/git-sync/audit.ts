@@ -246,6 +246,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
         }
       }
       let modified = false;
+      const writes: Promise<void>[] = [];
       for (const [name, content] of leaves) {
         const full = prefix + name;
         const existing = entries.get(name);
@@ -261,9 +262,9 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
           skipped.push(full);
           continue;
         }
-        const blobOid = hashBlob(content);
+        const blobOid = hashObject("blob", content);
         if (existing?.oid === blobOid) continue;
-        if (!hasLoose(blobOid)) await writeLooseBlob(gitdir, blobOid, content);
+        if (!hasLoose(blobOid)) writes.push(writeLooseObject(gitdir, "blob", blobOid, content));
         entries.set(name, { mode: "100644", path: name, oid: blobOid, type: "blob" });
         status.set(full, existing ? "changed" : "added");
         modified = true;
@@ -280,9 +281,10 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
         if (next === undefined) entries.delete(name);
         else entries.set(name, { mode: "040000", path: name, oid: next, type: "tree" });
       }
+      await Promise.all(writes);
       if (!modified) return oid;
       if (entries.size === 0) return undefined;
-      return git.writeTree({ fs, gitdir, tree: [...entries.values()] });
+      return writeTreeObject(gitdir, [...entries.values()]);
     };
     const tree = await visit(treeOid, new Map<string, Uint8Array | null>(changes), "");
     return { tree, status, skipped: skipped.sort() };
@@ -328,7 +330,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
     const owned = [...files.keys()].filter((p) => !skipped.has(p)).sort();
     const manifest = owned.length === 0 ? null : Buffer.from(owned.join("\n") + "\n");
     const withManifest = await applyChanges(first.tree, new Map([[MANIFEST_PATH, manifest]]), new Set([MANIFEST_PATH]));
-    const tree = withManifest.tree ?? (await git.writeTree({ fs, gitdir, tree: [] }));
+    const tree = withManifest.tree ?? (await writeTreeObject(gitdir, []));
     const changesByCluster = summarise(first.status);
     if (tree === baseTree) return { commit: undefined, tree, changes: [], skipped: first.skipped, attempts: n };
     const who = { ...identity, timestamp: input.timestamp, timezoneOffset: 0 };
@@ -390,19 +392,31 @@ export function commitMessage(input: Pick<AuditInput, "sourceCommit" | "sourceRe
   return `${subject}\n\n${lines.join("\n")}\n\nSource-Commit: ${input.sourceCommit}\nSource-Ref: ${input.sourceRef}\n`;
 }
 
-/** Writes a loose blob with native zlib (isomorphic-git deflates in JavaScript); temp file + rename, as git does. */
-async function writeLooseBlob(gitdir: string, oid: string, content: Uint8Array): Promise<void> {
+/** Writes a loose object with native zlib (isomorphic-git deflates in JavaScript); temp file + rename, as git does. */
+async function writeLooseObject(gitdir: string, type: "blob" | "tree", oid: string, content: Uint8Array): Promise<void> {
   const dir = join(gitdir, "objects", oid.slice(0, 2));
   await nodeFs.promises.mkdir(dir, { recursive: true });
   const file = join(dir, oid.slice(2));
   const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  await nodeFs.promises.writeFile(tmp, deflateSync(Buffer.concat([Buffer.from(`blob ${content.length}\0`), content])));
+  await nodeFs.promises.writeFile(tmp, deflateSync(Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content])));
   await nodeFs.promises.rename(tmp, file);
 }
 
-/** The object id git gives a blob with this content (sha1 of `blob <size>\0<content>`). */
-function hashBlob(content: Uint8Array): string {
-  return createHash("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
+/** Serialises and writes a tree in git's entry order (a tree sorts as if its name ended in "/"). */
+async function writeTreeObject(gitdir: string, entries: readonly TreeEntry[]): Promise<string> {
+  const key = (e: TreeEntry) => (e.type === "tree" ? `${e.path}/` : e.path);
+  const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(key(a)), Buffer.from(key(b))));
+  const content = Buffer.concat(
+    sorted.flatMap((e) => [Buffer.from(`${e.mode.replace(/^0+/, "")} ${e.path}\0`), Buffer.from(e.oid, "hex")]),
+  );
+  const oid = hashObject("tree", content);
+  if (!nodeFs.existsSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2)))) await writeLooseObject(gitdir, "tree", oid, content);
+  return oid;
+}
+
+/** The object id git gives an object (sha1 of `<type> <size>\0<content>`). */
+function hashObject(type: "blob" | "tree", content: Uint8Array): string {
+  return createHash("sha1").update(`${type} ${content.length}\0`).update(content).digest("hex");
 }
 
 function isRace(err: unknown): boolean {

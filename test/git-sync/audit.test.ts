@@ -125,6 +125,9 @@ describe("audit branch writer", () => {
     expect(again.commit).toBeUndefined();
     expect(await server.revParse("out", BRANCH)).toBe(tip);
 
+    // every object the writer made is valid for git (tree entry order, modes, zlib)
+    await server.git("out", ["fsck", "--strict", "--no-dangling"]);
+
     // a discovery-only change gets its own commit
     const disc = await writer.write(input({
       clusters: new Map([
