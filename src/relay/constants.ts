@@ -78,6 +78,8 @@ export const REJECTION_REASONS = {
   clusterNotRegistered: "cluster_not_registered",
   clusterDeregistered: "cluster_deregistered",
   clientCertificateInvalid: "client_certificate_invalid",
+  /** An open stream reached its client certificate's notAfter and was closed. */
+  certificateExpired: "certificate_expired",
   clusterMismatch: "cluster_mismatch",
   messageTooLarge: "message_too_large",
   malformedMessage: "malformed_message",

@@ -159,6 +159,8 @@ interface PushSession {
   closed: boolean;
   awaitingFull: boolean;
   warmed: boolean;
+  /** Cancels the close-at-certificate-expiry timer. */
+  readonly stopExpiry: () => void;
 }
 
 interface PullSession {
@@ -175,6 +177,7 @@ interface PullSession {
   buffered: number;
   /** Woken when `buffered` shrinks or the stream closes. */
   readonly wakeups: (() => void)[];
+  readonly stopExpiry: () => void;
 }
 
 /** Discovery updates (chunks) read ahead of handling before the server stops reading a push stream. */
@@ -236,7 +239,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   }
 
   /** The cluster identity of a stream or mTLS call, from the verified peer certificate only. */
-  async function identify(call: { getAuthContext(): { sslPeerCertificate?: import("node:tls").PeerCertificate } }): Promise<string> {
+  async function identify(call: { getAuthContext(): { sslPeerCertificate?: import("node:tls").PeerCertificate } }): Promise<{ cluster: string; notAfterMs: number }> {
     const peer = call.getAuthContext().sslPeerCertificate;
     if (!peer) {
       throw reject(
@@ -254,7 +257,37 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       );
     }
     await checkClusterAllowed(id.cluster, id.issuedAtMs);
-    return id.cluster;
+    return { cluster: id.cluster, notAfterMs: Date.parse(peer.valid_to) };
+  }
+
+  /**
+   * TLS checks a certificate's validity only at the handshake, so a connection would outlive its
+   * certificate. This timer ends a stream when its peer certificate expires (UNAUTHENTICATED): the
+   * agent must reconnect with a renewed certificate or re-register. Uses the real clock, as TLS does.
+   */
+  function closeAtExpiry(notAfterMs: number, fields: Record<string, unknown>, call: { emit(event: "error", err: unknown): boolean }): () => void {
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    const arm = () => {
+      if (stopped) return;
+      const delay = notAfterMs - Date.now();
+      if (delay > 0) {
+        timer = setTimeout(arm, Math.min(delay, 2 ** 31 - 1));
+        timer.unref();
+        return;
+      }
+      const err = reject(
+        REJECTION_REASONS.certificateExpired,
+        grpc.status.UNAUTHENTICATED,
+        `the client certificate expired at ${new Date(notAfterMs).toISOString()}; the agent renews it before expiry and reconnects with the new one — if it did not, check the agent's clock and its renewal errors, or re-register it with the bootstrap token`,
+      );
+      refuse(err, fields, (se) => endWithError(call, se));
+    };
+    arm();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
   }
 
   function checkNamedCluster(identity: string, named: string): void {
@@ -334,7 +367,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     const req = call.request;
     const fields: Record<string, unknown> = { rpc: "Renew", peer: call.getPeer() };
     void (async () => {
-      const cluster = await identify(call);
+      const { cluster } = await identify(call);
       fields.cluster = cluster;
       if (isMalformed(req)) throw malformed("RenewRequest", req[MALFORMED]);
       checkNamedCluster(cluster, req.cluster);
@@ -361,6 +394,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     const close = () => {
       if (!session || session.closed) return;
       session.closed = true;
+      session.stopExpiry();
       if (pushSessions.get(session.cluster) === session) {
         pushSessions.delete(session.cluster);
         metrics.pushConnected.set({ cluster: session.cluster }, 0);
@@ -470,14 +504,15 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     call.on("close", close);
 
     identify(call).then(
-      (cluster) => {
+      ({ cluster, notAfterMs }) => {
         if (call.cancelled) return;
         fields.cluster = cluster;
         const old = pushSessions.get(cluster);
-        session = { cluster, call, closed: false, awaitingFull: true, warmed: false };
+        session = { cluster, call, closed: false, awaitingFull: true, warmed: false, stopExpiry: closeAtExpiry(notAfterMs, fields, call) };
         pushSessions.set(cluster, session);
         if (old) {
           old.closed = true;
+          old.stopExpiry();
           endWithError(old.call, { code: grpc.status.ABORTED, details: "replaced by a newer discovery stream of the same cluster" });
         }
         metrics.pushConnected.set({ cluster }, 1);
@@ -497,6 +532,15 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     if (s.pending) metrics.outputCoalesced.inc();
     s.pending = { snap, forceFull: forceFull || (s.pending?.forceFull ?? false) };
     void pumpOutput(s);
+  }
+
+  /** Frees what a closed output stream holds: its queued version, buffered-bytes gauge, waiting sender, expiry timer. */
+  function releasePull(s: PullSession) {
+    s.pending = undefined;
+    metrics.outputBuffered.dec({ cluster: s.cluster }, s.buffered);
+    s.buffered = 0;
+    s.stopExpiry();
+    wake(s);
   }
 
   /** Re-reads `closed` after an await (the stream may close while the sender waits). */
@@ -562,10 +606,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     const close = () => {
       if (!session || session.closed) return;
       session.closed = true;
-      session.pending = undefined;
-      metrics.outputBuffered.dec({ cluster: session.cluster }, session.buffered);
-      session.buffered = 0;
-      wake(session);
+      releasePull(session);
       if (pullSessions.get(session.cluster) === session) {
         pullSessions.delete(session.cluster);
         metrics.pullConnected.set({ cluster: session.cluster }, 0);
@@ -623,14 +664,15 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     call.on("close", close);
 
     identify(call).then(
-      (cluster) => {
+      ({ cluster, notAfterMs }) => {
         if (call.cancelled) return;
         fields.cluster = cluster;
         const old = pullSessions.get(cluster);
-        session = { cluster, call, closed: false, subscribed: false, sent: undefined, sentVersions: new Map(), pending: undefined, sending: false, buffered: 0, wakeups: [] };
+        session = { cluster, call, closed: false, subscribed: false, sent: undefined, sentVersions: new Map(), pending: undefined, sending: false, buffered: 0, wakeups: [], stopExpiry: closeAtExpiry(notAfterMs, fields, call) };
         pullSessions.set(cluster, session);
         if (old) {
           old.closed = true;
+          releasePull(old);
           endWithError(old.call, { code: grpc.status.ABORTED, details: "replaced by a newer output stream of the same cluster" });
         }
         metrics.pullConnected.set({ cluster }, 1);

@@ -130,3 +130,25 @@ describe("backpressure towards an agent that does not read", () => {
     expect(await metricValue(s.registry, RELAY_METRICS.outputBufferedBytes, { cluster: "alpha" })).toBe(0);
   });
 });
+
+describe("certificate expiry on an open connection", () => {
+  it("closes a stream when its peer certificate expires; the agent re-registers and resyncs", async () => {
+    // notAfter is whole seconds: a 2.5 s lifetime expires 1.5–2.5 s after issue
+    const s = await server({ certificateLifetimeMs: 2500 });
+    const registered: number[] = [];
+    const c = client(s.address, "alpha", { renewAtFraction: 0, onCredentials: (x) => void registered.push(x.notAfterMs) });
+    void c.pushDiscovery(state({ a: 1 }));
+    c.connect();
+    await c.synced();
+    // a raw stream with a short-lived certificate ends with UNAUTHENTICATED naming the expiry
+    const raw = rawClient(s.address, certFor("beta", 2000)).pushDiscovery();
+    const st = await statusOf(raw);
+    expect(st.code).toBe(grpc.status.UNAUTHENTICATED);
+    expect(st.details).toMatch(/client certificate expired at .*renews it before expiry/);
+    // the real agent's session is cut at expiry; it registers again and resyncs in a new session
+    await until(() => registered.length >= 2 && c.status().sessions >= 2 && c.status().synced, "re-registration after expiry", 15_000);
+    expect(await metricValue(s.registry, RELAY_METRICS.rejections, { reason: "certificate_expired" })).toBeGreaterThanOrEqual(2);
+    expect(rejectionsLogged(s, REJECTION_REASONS.certificateExpired).some((r) => r.fields.cluster === "alpha")).toBe(true);
+    expect(s.server.discoveryState("alpha")?.state.size).toBe(1);
+  });
+});
