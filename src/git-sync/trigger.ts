@@ -70,7 +70,9 @@ export function createSyncTrigger<S>(options: SyncTriggerOptions<S>): SyncTrigge
         }, err.retryAfterMs);
         retryTimers.add(t);
       } else {
-        // the source has already retried with backoff and logged; the next poll tries again
+        // the source has already retried with backoff and logged; the next poll tries again, and a
+        // redelivery of the same webhook is no longer a duplicate
+        if (sha !== undefined) for (const key of [...seen.keys()]) if (key.endsWith(`|${sha}`)) seen.delete(key);
         log.error("sync failed; polling will retry", { error: describeError(err) });
       }
     }

@@ -100,7 +100,7 @@ describe("sync trigger against a real Git server", () => {
     const cacheDir = mkdtempSync(join(tmpdir(), "gitsync-trig-"));
     dirs.push(cacheDir);
     const mem = createMemoryLogger("git-sync");
-    const source = createGitSource({ location: { kind: "remote", url: server.url(repo), cacheDir }, loader: recordingLoader(), logger: mem.logger });
+    const source = createGitSource({ location: { kind: "remote", url: server.url(repo), cacheDir }, loader: recordingLoader(), logger: mem.logger, retry: { attempts: 1 } });
     const outcomes: SyncOutcome<DesiredState>[] = [];
     const trigger = createSyncTrigger({ source, ref: "main", repo: `org/${repo}`, pollIntervalMs, debounceMs, onOutcome: (o) => void outcomes.push(o), logger: mem.logger });
     const handlers = createWebhookHandlers({ githubSecret: SECRET, onPush: (e) => trigger.hint(e), logger: mem.logger });
@@ -139,6 +139,19 @@ describe("sync trigger against a real Git server", () => {
     expect(outcomes[1]).toMatchObject({ kind: "updated", commit: { oid: shas[4] } });
     const posts = server.requests.filter((r) => r.path.startsWith("/burst.git") && r.method === "POST").length;
     expect(posts - before).toBe(1);
+  });
+
+  it("a webhook whose sync failed is accepted again when redelivered", async () => {
+    const { trigger, outcomes, push, mem } = await setup("redeliver", 0);
+    const sha = await server.commitFiles("redeliver", { "a.yaml": routeTable("web", "a", "a.example.com") }, "two");
+    server.failNext(1000);
+    expect(push(sha).status).toBe(202);
+    await waitFor(() => mem.records.some((r) => r.msg.startsWith("sync failed; polling will retry")));
+    server.failNext(0);
+    expect(push(sha)).toEqual({ status: 202, body: "accepted\n" });
+    await waitFor(() => outcomes.some((o) => o.commit.oid === sha));
+    expect(push(sha).body).toBe("duplicate\n");
+    await trigger.stop();
   });
 
   it("polling picks up a push whose webhook never arrived", async () => {
