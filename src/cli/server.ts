@@ -12,10 +12,11 @@ import type { Command } from "commander";
 import { Redis } from "ioredis";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createLogger, describeError, type Logger } from "../core/index.js";
-import { createMemoryStore, createRedisStore, type SnapshotStore } from "../store/index.js";
+import { createLeaderLock } from "../queue/index.js";
 import {
   createDirectorySecretStore,
-  createInlinePipeline,
+  createLeadership,
+  createQueuePipeline,
   createKubernetesSecretStore,
   createManagementServer,
   createMemorySecretStore,
@@ -163,18 +164,28 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** Waits until a Redis client is connected, at most `ms` (a Redis that is down is the pipeline's degraded mode, not an error). */
+async function waitReady(redis: Redis, ms: number): Promise<void> {
+  if (redis.status === "ready") return;
+  await new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    redis.once("ready", () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
+
 /** Builds the clients for a parsed configuration and starts the server (also used by the demo). */
-export async function startServerProcess(config: ServerConfig, logger: Logger, extra: { auditDebounceMs?: number } = {}): Promise<RunningServer> {
+export async function startServerProcess(config: ServerConfig, logger: Logger, extra: { auditDebounceMs?: number; leaseMs?: number } = {}): Promise<RunningServer> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   let redis: Redis | undefined;
-  let store: SnapshotStore;
   if (config.redisUrl !== undefined) {
-    redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    // Secrets and the leader lease: fail fast while Redis is down (the pipeline has its own clients).
+    redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => 250 });
     redis.on("error", (err) => logger.debug("redis connection error", { error: describeError(err) }));
-    store = createRedisStore({ redis, prefix: `${config.redisPrefix}:` });
   } else {
-    store = createMemoryStore();
     logger.warn("no REDIS_URL: running standalone in memory (one replica; state is lost on restart)");
   }
   let secrets: RelaySecretStore;
@@ -187,13 +198,29 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   } else if (redis) secrets = createRedisSecretStore(redis, config.redisPrefix);
   else secrets = createMemorySecretStore();
 
-  const pipeline: PipelinePort = createInlinePipeline({ store, logger: logger.child("pipeline") });
+  const pipeline: PipelinePort = createQueuePipeline({
+    ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
+    prefix: `${config.redisPrefix}:`,
+    logger: logger.child("pipeline"),
+    registry,
+  });
+  const lockTtlMs = extra.leaseMs ?? 10_000;
+  const leadership = createLeadership({
+    ...(redis === undefined
+      ? {}
+      : { lock: createLeaderLock({ redis, name: "server-leader", prefix: `${config.redisPrefix}:`, ttlMs: lockTtlMs, onLost: (reason) => leadership.lostLease(reason), logger: logger.child("lock") }) }),
+    retryMs: Math.max(200, Math.floor(lockTtlMs / 5)),
+    logger: logger.child("leader"),
+  });
+  if (redis !== undefined) await waitReady(redis, 5_000);
+  await leadership.start();
   const dataDir = config.dataDir ?? (await mkdtemp(join(tmpdir(), "gitmesh-server-")));
-  const server = createManagementServer({ config, pipeline, secrets, registry, logger, dataDir, ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  const server = createManagementServer({ config, pipeline, secrets, registry, logger, dataDir, singleton: leadership, ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
   try {
     await server.start();
   } catch (err) {
     await server.stop().catch(() => undefined);
+    await leadership.stop();
     redis?.disconnect();
     throw err;
   }
@@ -201,6 +228,7 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
     server,
     async stop() {
       await server.stop();
+      await leadership.stop();
       redis?.disconnect();
     },
   };

@@ -9,7 +9,8 @@ export { createServerHttp, HttpError, API_ENDPOINTS, type ServerApi, type Server
 export { createConvergenceTracker, type ClusterProgress, type CommitProgress, type ConvergenceTracker } from "./convergence.js";
 export { createWarmingGate, type RegisteredCluster, type WarmingGate, type WarmingStatus } from "./warming.js";
 export { createServerMetrics, type ServerMetrics } from "./metrics.js";
-export { createInlinePipeline, type DesiredInput, type PipelinePort, type PipelineStatus } from "./pipeline-port.js";
+export { createQueuePipeline, type DesiredInput, type PipelineOutput, type PipelinePort, type PipelineStatus, type QueuePipelineOptions } from "./pipeline-port.js";
+export { createLeadership, type Leadership, type LeadershipOptions, type LeaseLock } from "./leadership.js";
 export {
   createDirectorySecretStore,
   createKubernetesSecretStore,

@@ -9,7 +9,7 @@
  * - gitmesh_clusters_connected                 gauge: clusters with an agent on this replica
  * - gitmesh_clusters_warmed                    gauge: registered clusters whose discovery is known
  * - gitmesh_server_warming                     gauge: 1 while output is held back (warming)
- * - gitmesh_outputs_published_total{complete}  counter: output snapshots handed to the relay
+ * - gitmesh_outputs_delivered_total{complete}  counter: output snapshots handed to this replica's relay
  * - gitmesh_output_acks_total{result}          counter: ack | nack from agents on this replica
  * - gitmesh_convergence_seconds                histogram: commit accepted → cluster ACKed it
  * - gitmesh_desired_generation                 gauge: generation of the desired state in force
@@ -40,7 +40,7 @@ export function createServerMetrics(registry: Registry): ServerMetrics {
     clustersConnected: new Gauge({ name: "gitmesh_clusters_connected", help: "Clusters whose agent holds both relay streams on this replica", registers }),
     clustersWarmed: new Gauge({ name: "gitmesh_clusters_warmed", help: "Registered clusters whose discovery snapshot is known", registers }),
     warming: new Gauge({ name: "gitmesh_server_warming", help: "1 while output is held back until clusters resend discovery", registers }),
-    outputsPublished: new Counter({ name: "gitmesh_outputs_published_total", help: "Output snapshots handed to the relay, by completeness", labelNames: ["complete"], registers }),
+    outputsPublished: new Counter({ name: "gitmesh_outputs_delivered_total", help: "Output snapshots handed to this replica's relay, by completeness", labelNames: ["complete"], registers }),
     acks: new Counter({ name: "gitmesh_output_acks_total", help: "Output ACKs and NACKs from agents on this replica", labelNames: ["result"], registers }),
     convergence: new Histogram({
       name: "gitmesh_convergence_seconds",

@@ -1,30 +1,47 @@
 /**
- * What the server needs from the translation pipeline (src/queue), as a narrow port. The composition
- * root adapts src/queue's createPipeline to it; `createInlinePipeline` is a minimal in-process
- * implementation (full translation per change, outputs deduplicated by content hash) used when the
- * queue module is not available and by unit tests of the server's own logic.
+ * What the server needs from the translation pipeline (src/queue), as a narrow port, and its one
+ * adapter over src/queue's createPipeline (BullMQ on Redis, standalone in-process without Redis,
+ * degraded in-process from memory while Redis is down).
+ *
+ * The pipeline delivers every new output version of every cluster to every replica (its own jobs
+ * directly, other replicas' through Redis pub/sub), so each replica's relay always holds the newest
+ * output of every cluster: an agent that reconnects to another replica gets it at once.
  */
-import { createHash } from "node:crypto";
-import { canonicalJson, describeError, type Logger } from "../core/index.js";
+import type { Registry } from "prom-client";
+import type { Diagnostic, Logger } from "../core/index.js";
 import type { DesiredState } from "../config/index.js";
-import { snapshotChecksum, type DiscoverySnapshot } from "../discovery/index.js";
-import type { OutputRecord, SnapshotStore } from "../store/index.js";
-import { translateAll } from "../translate/index.js";
+import type { DiscoverySnapshot } from "../discovery/index.js";
+import { createPipeline, type Pipeline, type PipelineMode } from "../queue/index.js";
+import type { SnapshotStore } from "../store/index.js";
+import type { IstioResource } from "../translate/index.js";
 
 export interface DesiredInput {
   readonly commit: string;
   readonly ref: string;
   readonly state: DesiredState;
+  /** Object keys changed against the previous desired state (empty: re-translate everything). */
   readonly changedKeys: readonly string[];
   readonly atMs: number;
 }
 
+/** A new output version of one cluster. */
+export interface PipelineOutput {
+  readonly cluster: string;
+  readonly version: number;
+  readonly sourceCommit: string;
+  readonly resources: readonly IstioResource[];
+  /** Every workspace of the source commit was translated (the agent may prune against it). */
+  readonly complete: boolean;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
 export interface PipelineStatus {
   /** `redis` (BullMQ), `standalone` (no Redis configured), `degraded` (Redis down: in-process from memory). */
-  readonly mode: string;
-  /** Jobs waiting or running, when known. */
-  readonly queueDepth?: number;
-  readonly [key: string]: unknown;
+  readonly mode: PipelineMode | "stopped";
+  /** Jobs waiting, delayed or running, per type (undefined when it could not be read). */
+  readonly queueDepth?: Readonly<Record<string, number>>;
+  /** Why the mode last changed. */
+  readonly reason: string;
 }
 
 export interface PipelinePort {
@@ -32,70 +49,67 @@ export interface PipelinePort {
   stop(): Promise<void>;
   setDesiredState(input: DesiredInput): Promise<void>;
   setDiscovery(cluster: string, snapshot: DiscoverySnapshot): Promise<void>;
-  /** Every new output snapshot (on every replica). */
-  onOutput(listener: (output: OutputRecord) => void): void;
+  /** Every new output version (on every replica). Register before start(). */
+  onOutput(listener: (output: PipelineOutput) => void): void;
+  /** The store in use now (Redis, or the memory mirror while degraded/standalone). Only after start(). */
   readonly store: SnapshotStore;
-  status(): PipelineStatus;
+  status(): Promise<PipelineStatus>;
+  /** Resolves when no change or job is pending on any replica (tests, demo). */
+  idle(timeoutMs?: number): Promise<void>;
 }
 
-export interface InlinePipelineOptions {
-  readonly store: SnapshotStore;
+export interface QueuePipelineOptions {
+  /** Redis URL; absent: standalone (in-process, memory store). */
+  readonly redisUrl?: string;
+  /** Key prefix of store, queues and pub/sub. Default `gitmesh:`. */
+  readonly prefix?: string;
   readonly logger: Logger;
+  readonly registry?: Registry;
+  /** Debounce of bursts of changes (default: the pipeline's, 50 ms). */
   readonly debounceMs?: number;
-  readonly now?: () => number;
 }
 
-export function createInlinePipeline(options: InlinePipelineOptions): PipelinePort {
-  const { store, logger: log } = options;
-  const now = options.now ?? Date.now;
-  const listeners: ((o: OutputRecord) => void)[] = [];
-  let desired: DesiredInput | undefined;
-  const discovery = new Map<string, DiscoverySnapshot>();
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  let stopped = false;
-
-  const run = async () => {
-    if (!desired || stopped) return;
-    const d = desired;
-    // A fresh map per run: translation memoises its index per (desired, discovery) object.
-    const result = translateAll(d.state, new Map(discovery));
-    for (const [cluster, out] of result.clusters) {
-      const hash = createHash("sha256").update(canonicalJson(out.resources)).digest("hex");
-      const prev = await store.getOutput(cluster);
-      if (prev?.hash === hash && prev.sourceCommit === d.commit) continue;
-      const record: OutputRecord = { cluster, version: (prev?.version ?? 0) + 1, sourceCommit: d.commit, hash, resources: out.resources, complete: true, diagnostics: out.diagnostics, atMs: now() };
-      if (!(await store.putOutput(record, prev?.version ?? 0))) continue;
-      for (const l of listeners) l(record);
-    }
-  };
-  const schedule = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      running = running.then(run).catch((err: unknown) => log.error("translation failed", { error: describeError(err) }));
-    }, options.debounceMs ?? 10);
+export function createQueuePipeline(options: QueuePipelineOptions): PipelinePort {
+  const log = options.logger;
+  const listeners: ((o: PipelineOutput) => void)[] = [];
+  let pipeline: Pipeline | undefined;
+  let reason = "not started";
+  const need = (): Pipeline => {
+    if (!pipeline) throw new Error("the pipeline is not started");
+    return pipeline;
   };
   return {
-    store,
-    start: async () => {
-      for (const r of await store.listDiscovery()) discovery.set(r.cluster, r.snapshot);
+    async start() {
+      pipeline = await createPipeline({
+        ...(options.redisUrl === undefined ? {} : { redis: options.redisUrl }),
+        ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
+        ...(options.registry === undefined ? {} : { registry: options.registry }),
+        ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
+        logger: log,
+        onModeChange: (_mode, why) => {
+          reason = why;
+        },
+        onOutput: (event) => {
+          for (const l of listeners) l(event);
+        },
+      });
     },
-    stop: async () => {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
+    async stop() {
+      const p = pipeline;
+      pipeline = undefined;
+      await p?.close();
     },
-    setDesiredState: async (input) => {
-      desired = input;
-      await store.putDesired({ commit: input.commit, ref: input.ref, generation: ((await store.getDesiredPointer())?.generation ?? 0) + 1, state: input.state, changedKeys: input.changedKeys, atMs: input.atMs });
-      schedule();
-    },
-    setDiscovery: async (cluster, snapshot) => {
-      discovery.set(cluster, snapshot);
-      await store.putDiscovery({ cluster, checksum: snapshotChecksum(snapshot), snapshot, atMs: now() });
-      schedule();
-    },
+    setDesiredState: (input) => need().setDesiredState({ commit: input.commit, ref: input.ref, state: input.state, changedKeys: input.changedKeys }),
+    setDiscovery: (cluster, snapshot) => need().setDiscovery(cluster, snapshot),
     onOutput: (l) => listeners.push(l),
-    status: () => ({ mode: "inline" }),
+    get store() {
+      return need().store();
+    },
+    async status() {
+      if (!pipeline) return { mode: "stopped", reason };
+      const depth = await pipeline.depth().catch(() => undefined);
+      return { mode: pipeline.mode(), reason, ...(depth === undefined ? {} : { queueDepth: depth }) };
+    },
+    idle: (timeoutMs) => need().idle(timeoutMs),
   };
 }

@@ -31,19 +31,21 @@ import {
   type SyncTrigger,
 } from "../git-sync/index.js";
 import { createRelayServer, loadOrCreateRelayPki, type RelayServer } from "../relay/index.js";
-import type { OutputRecord } from "../store/index.js";
+import type { SnapshotStore } from "../store/index.js";
 import { resourceKey } from "../translate/index.js";
 import type { ServerConfig } from "./config.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
 import { createServerHttp, type ServerApi, type ServerHttp } from "./http.js";
 import { createServerMetrics } from "./metrics.js";
-import type { PipelinePort } from "./pipeline-port.js";
+import type { PipelineOutput, PipelinePort } from "./pipeline-port.js";
 import { generateToken, type RelaySecretStore } from "./pki-storage.js";
 import { createWarmingGate, type RegisteredCluster, type WarmingGate } from "./warming.js";
 
-/** Guards singleton work (audit commits) across replicas; default: this replica always leads. */
+/** Guards singleton work (Git polling, audit commits) across replicas; default: this replica always leads. */
 export interface SingletonGuard {
   isLeader(): boolean;
+  /** Leadership changes (the server starts or stops polling, and writes a pending audit commit). */
+  onChange?(listener: (leader: boolean) => void): void;
 }
 
 export interface ManagementServerOptions {
@@ -55,6 +57,8 @@ export interface ManagementServerOptions {
   /** Directory for Git caches (remote source object cache, audit clone). */
   readonly dataDir: string;
   readonly singleton?: SingletonGuard;
+  /** How often a follower reads the desired state the leader stored (default 1000 ms). */
+  readonly followIntervalMs?: number;
   /** Quiet time after the last output of a commit before the audit commit (default 300 ms). */
   readonly auditDebounceMs?: number;
   readonly now?: () => number;
@@ -79,7 +83,8 @@ const dec = new TextDecoder();
 
 export function createManagementServer(options: ManagementServerOptions): ManagementServer {
   const { config, pipeline, logger: log } = options;
-  const store = pipeline.store;
+  /** The store in use now (it changes with the pipeline's mode: Redis, or the memory mirror). */
+  const store = (): SnapshotStore => pipeline.store;
   const now = options.now ?? Date.now;
   const metrics = createServerMetrics(options.registry);
   const singleton = options.singleton ?? { isLeader: () => true };
@@ -93,12 +98,14 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   let desired: { state: DesiredState; commit: string; committedAt: number } | undefined;
   let registered: readonly RegisteredCluster[] = [];
   let stopped = false;
+  /** Read after an await (a plain read would be narrowed to its value before the await). */
+  const isStopped = () => stopped;
   const convergence: ConvergenceTracker = createConvergenceTracker({
-    sink: { record: (commit, p) => store.recordConvergence(commit, { cluster: p.cluster, version: p.version, ...(p.publishedAtMs === undefined ? {} : { publishedAtMs: p.publishedAtMs }), ...(p.appliedAtMs === undefined ? {} : { appliedAtMs: p.appliedAtMs }), ...(p.nack ? { nack: { message: p.nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), atMs: p.nack.atMs } } : {}) }) },
+    sink: { record: (commit, p) => store().recordConvergence(commit, { cluster: p.cluster, version: p.version, ...(p.publishedAtMs === undefined ? {} : { publishedAtMs: p.publishedAtMs }), ...(p.appliedAtMs === undefined ? {} : { appliedAtMs: p.appliedAtMs }), ...(p.nack ? { nack: { message: p.nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), atMs: p.nack.atMs } } : {}) }) },
     onSinkError: (err) => log.debug("convergence not mirrored to the store", { error: describeError(err) }),
   });
   /** Latest output per cluster, and what was handed to the relay. */
-  const latest = new Map<string, OutputRecord>();
+  const latest = new Map<string, PipelineOutput>();
   const publishedComplete = new Map<string, { version: number; complete: boolean }>();
   const connected = new Map<string, Set<"push" | "pull">>();
   const lastSeen = new Map<string, number>();
@@ -159,10 +166,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     metrics.commits.inc({ result: "accepted" });
     metrics.rejectedCommit.set(0);
     const atMs = now();
-    desired = { state: outcome.state, commit: outcome.commit.oid, committedAt: outcome.commit.timestamp };
-    registered = registeredOf(outcome.state);
-    metrics.clustersRegistered.set(registered.length);
-    convergence.accepted(outcome.commit.oid, atMs);
+    adopt(outcome.state, outcome.commit.oid, outcome.commit.timestamp, atMs);
     log.info("commit accepted", {
       commit: outcome.commit.oid,
       full: outcome.full,
@@ -170,16 +174,37 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       clusters: registered.map((c) => c.name),
       warnings: outcome.diagnostics.filter((d) => d.severity === Severity.Warning).length,
     });
+    await pipeline.setDesiredState({ commit: outcome.commit.oid, ref: config.gitBranch, state: outcome.state, changedKeys: [...outcome.changedKeys], atMs });
+  };
+
+  /** Makes a desired state the one in force on this replica (accepted here, or read from the store on a follower). */
+  const adopt = (state: DesiredState, commit: string, committedAt: number, atMs: number): void => {
+    desired = { state, commit, committedAt };
+    registered = registeredOf(state);
+    metrics.clustersRegistered.set(registered.length);
+    convergence.accepted(commit, atMs);
     gate?.setRegistered(registered);
     updateWarmedGauge();
     // A cluster removed from Git is cut off; one added back may register again.
     for (const c of connected.keys()) if (!registered.some((r) => r.name === c)) relay?.deregister(c);
     for (const r of registered) if (relay?.revokedBefore().has(r.name)) relay.reinstate(r.name);
-    await pipeline.setDesiredState({ commit: outcome.commit.oid, ref: config.gitBranch, state: outcome.state, changedKeys: [...outcome.changedKeys], atMs });
+  };
+
+  /** Followers: adopt the desired state the leader stored, when it changes. */
+  let followTimer: NodeJS.Timeout | undefined;
+  let following: Promise<void> = Promise.resolve();
+  const follow = async (): Promise<void> => {
+    if (stopped || singleton.isLeader()) return;
+    const pointer = await store().getDesiredPointer();
+    if (pointer === undefined || pointer.commit === desired?.commit) return;
+    const rec = await store().getDesired(pointer.commit);
+    if (rec === undefined || isStopped()) return;
+    adopt(rec.state, rec.commit, rec.atMs, rec.atMs);
+    log.info("desired state adopted from the leader", { commit: rec.commit, generation: rec.generation, clusters: registered.map((c) => c.name) });
   };
 
   // ---- publishing ------------------------------------------------------------------------------
-  const publish = (rec: OutputRecord, reason: string): void => {
+  const publish = (rec: PipelineOutput, reason: string): void => {
     if (!relay) return;
     const complete = rec.complete && (gate?.inputsComplete() ?? true);
     const resources = new Map<string, Uint8Array>();
@@ -191,7 +216,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     log.info("output published", { cluster: rec.cluster, version: rec.version, sourceCommit: rec.sourceCommit, resources: rec.resources.length, complete, reason });
   };
 
-  const onOutput = (rec: OutputRecord): void => {
+  const onOutput = (rec: PipelineOutput): void => {
     const prev = latest.get(rec.cluster);
     if (prev && prev.version > rec.version) return;
     latest.set(rec.cluster, rec);
@@ -218,14 +243,14 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     if (!audit || !desired || stopped || !singleton.isLeader()) return;
     if (gate && (gate.warming || !gate.inputsComplete())) return;
     const commit = desired.commit;
-    if ((await store.pending(commit)).length > 0) {
+    if ((await store().pending(commit)).length > 0) {
       scheduleAudit();
       return;
     }
-    const outputs = await store.listOutputs();
+    const outputs = await store().listOutputs();
     if (outputs.some((o) => !o.complete)) return;
     const clusters = new Map(outputs.filter((o) => registered.some((r) => r.name === o.cluster)).map((o) => [o.cluster, o.resources as unknown as readonly RenderedResource[]]));
-    const discovery = new Map((await store.listDiscovery()).map((d) => [d.cluster, d.snapshot as unknown]));
+    const discovery = new Map((await store().listDiscovery()).map((d) => [d.cluster, d.snapshot as unknown]));
     const result = await audit.write({ clusters, discovery, sourceCommit: commit, sourceRef: `refs/heads/${config.gitBranch}`, timestamp: desired.committedAt });
     auditedCommits.set(commit, result.commit ?? auditedCommits.get(commit));
     if (result.commit) log.info("audit commit written", { branch: config.auditBranch, commit: result.commit, sourceCommit: commit, clusters: result.changes.map((c) => c.cluster) });
@@ -269,7 +294,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     const reg = registered.find((r) => r.name === name);
     const conn = connected.get(name);
     const applied = relay?.appliedVersions().get(name);
-    const [disc, out] = await Promise.all([store.getDiscovery(name), store.getOutput(name)]);
+    const [disc, out] = await Promise.all([store().getDiscovery(name), store().getOutput(name)]);
     if (!reg && !conn && !disc && !out) return undefined;
     const st = gate?.status();
     const pub = publishedComplete.get(name);
@@ -291,12 +316,12 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   };
   const clusterNames = async () => {
     const names = new Set<string>([...registered.map((r) => r.name), ...connected.keys()]);
-    for (const o of await store.listOutputs()) names.add(o.cluster);
+    for (const o of await store().listOutputs()) names.add(o.cluster);
     return [...names].sort();
   };
   const commitView = async (sha: string) => {
     const mine = convergence.get(sha);
-    const shared = await store.getConvergence(sha).catch(() => undefined);
+    const shared = await store().getConvergence(sha).catch(() => undefined);
     if (!mine && !shared) return undefined;
     const clusters: Record<string, unknown> = {};
     for (const [c, p] of Object.entries(shared?.clusters ?? {})) clusters[c] = { ...p };
@@ -330,8 +355,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         replica: config.identity,
         ready: ready.ready,
         readiness: ready.reason,
-        pipeline: pipeline.status(),
-        store: store.kind,
+        pipeline: await pipeline.status(),
+        store: store().kind,
         warming: gate?.status() ?? null,
         source: { repository: sourceName, ref: src.ref, path: src.subPath, lastError: src.lastError ?? null },
         commit: src.lastGood ? { sha: src.lastGood.commit, committedAt: src.lastGood.committedAt, syncedAt: src.lastGood.syncedAt } : null,
@@ -345,11 +370,11 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     clusters: async () => ({ clusters: (await Promise.all((await clusterNames()).map(clusterView))).filter((c) => c !== undefined) }),
     cluster: clusterView,
     async clusterInput(name) {
-      const d = await store.getDiscovery(name);
+      const d = await store().getDiscovery(name);
       return d ? { cluster: name, checksum: d.checksum, at: new Date(d.atMs).toISOString(), snapshot: d.snapshot } : undefined;
     },
     async clusterOutput(name) {
-      const o = await store.getOutput(name);
+      const o = await store().getOutput(name);
       return o ? { cluster: name, version: o.version, sourceCommit: o.sourceCommit, complete: o.complete, hash: o.hash, at: new Date(o.atMs).toISOString(), diagnostics: o.diagnostics, resources: o.resources } : undefined;
     },
     async commits() {
@@ -370,8 +395,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       const src = source.status();
       for (const d of src.rejection?.diagnostics ?? []) add(d, `rejected ${src.rejection!.commit.slice(0, 12)}`);
       if (desired) for (const d of diagnosticsOf(desired.state)) add(d, "in force");
-      for (const o of await store.listOutputs()) for (const d of o.diagnostics) add(d, `cluster ${o.cluster}`);
-      for (const w of await store.listWorkspaceStatus()) for (const d of w.diagnostics) add(d, `workspace ${w.workspace}`);
+      for (const o of await store().listOutputs()) for (const d of o.diagnostics) add(d, `cluster ${o.cluster}`);
+      for (const w of await store().listWorkspaceStatus()) for (const d of w.diagnostics) add(d, `workspace ${w.workspace}`);
       const files = Object.keys(byFile).sort();
       return {
         commit: desired?.commit ?? null,
@@ -412,8 +437,11 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       rootCaPem = pki.rootCaCertPem;
       token = config.relayToken ?? (await options.secrets.loadToken()) ?? (await options.secrets.saveTokenIfAbsent(generateToken()));
 
+      pipeline.onOutput(onOutput);
+      await pipeline.start();
+
       // Warming: state is lost when the store remembers no discovery at all.
-      const known = (await store.listDiscovery()).map((d) => d.cluster);
+      const known = (await store().listDiscovery()).map((d) => d.cluster);
       gate = createWarmingGate({ lostState: known.length === 0, windowMs: config.warmingWindowMs, skip: config.skipWarming, known, now });
       gate.onWarmed(() => {
         const st = gate!.status();
@@ -431,9 +459,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         scheduleAudit();
       });
 
-      pipeline.onOutput(onOutput);
-      await pipeline.start();
-      for (const rec of await store.listOutputs()) onOutput(rec);
+      for (const rec of await store().listOutputs()) onOutput(rec);
 
       // First sync before the relay opens: registration needs the KubernetesClusters.
       try {
@@ -469,16 +495,34 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       await relay.start();
       for (const rec of latest.values()) if (!gate.warming) publish(rec, "start");
 
-      trigger = createSyncTrigger({
-        source,
-        ref: config.gitBranch,
-        pollIntervalMs: config.pollIntervalMs,
-        debounceMs: config.webhookDebounceMs,
-        onOutcome,
-        logger: log.child("trigger"),
-      });
+      // Only the leader polls Git (a follower's trigger serves webhook hints and follows the store).
       // The first sync already ran; start() syncs again (a no-op "unchanged") and then polls.
+      const makeTrigger = (leader: boolean) =>
+        createSyncTrigger({
+          source,
+          ref: config.gitBranch,
+          pollIntervalMs: leader ? config.pollIntervalMs : 0,
+          debounceMs: config.webhookDebounceMs,
+          onOutcome,
+          logger: log.child("trigger"),
+        });
+      trigger = makeTrigger(singleton.isLeader());
       trigger.start();
+      singleton.onChange?.((leader) => {
+        if (stopped) return;
+        const old = trigger;
+        void old?.stop().then(() => {
+          if (stopped || trigger !== old) return;
+          trigger = makeTrigger(leader);
+          trigger.start();
+          if (leader) scheduleAudit();
+        });
+      });
+      const followMs = options.followIntervalMs ?? 1000;
+      followTimer = setInterval(() => {
+        following = following.then(follow).catch((err: unknown) => log.debug("could not read the leader's desired state", { error: describeError(err) }));
+      }, followMs);
+      followTimer.unref();
 
       const secret = config.webhookSecret;
       const webhooks = createWebhookHandlers({
@@ -502,8 +546,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         httpPort: http.port,
         source: sourceName,
         ref: config.gitBranch,
-        store: store.kind,
-        pipeline: pipeline.status().mode,
+        store: store().kind,
+        pipeline: (await pipeline.status()).mode,
         warming: gate.warming,
         pki: options.secrets.describe,
       });
@@ -511,6 +555,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     async stop() {
       stopped = true;
       clearTimeout(auditTimer);
+      clearInterval(followTimer);
+      await following;
       await http?.stop();
       await trigger?.stop();
       await relay?.stop();
