@@ -51,9 +51,27 @@ export function generateKeyPem(bits = 2048): string {
   return privateKey.export({ type: "pkcs1", format: "pem" }).toString();
 }
 
-function serial(): string {
+/** First byte of the serial numbers of client certificates that carry their issue time. */
+const STAMPED_SERIAL_MARKER = 0x47;
+
+/**
+ * A 16-byte serial number. The first byte is never 0x00 and below 0x80: a positive INTEGER whose DER
+ * needs no padding byte (forge would write the hex as is, and OpenSSL rejects a leading 0x00 that is not
+ * needed — about one random serial in 256 made an unparseable certificate).
+ *
+ * Client certificates carry their issue time in milliseconds: marker 0x47, 6 bytes big-endian ms since
+ * the epoch, 9 random bytes. Revocation compares that time with the deregistration time (validity
+ * dates have only whole seconds).
+ */
+function serial(issuedAtMs?: number): string {
   const b = randomBytes(16);
-  b[0] = b[0]! & 0x7f; // positive INTEGER
+  if (issuedAtMs === undefined) {
+    b[0] = (b[0]! % 0x7f) + 1; // 0x01..0x7f
+    if (b[0] === STAMPED_SERIAL_MARKER) b[0] = STAMPED_SERIAL_MARKER + 1;
+  } else {
+    b[0] = STAMPED_SERIAL_MARKER;
+    b.writeUIntBE(Math.floor(issuedAtMs), 1, 6);
+  }
   return b.toString("hex");
 }
 
@@ -246,7 +264,7 @@ export function signClientCertificate(signingCa: KeyPairPem, options: ClientCert
   const caCert = parsedCertificate(signingCa.certPem);
   const cert = forge.pki.createCertificate();
   cert.publicKey = csr.publicKey;
-  cert.serialNumber = serial();
+  cert.serialNumber = serial(now);
   cert.validity.notBefore = new Date(now - NOT_BEFORE_BACKDATE_MS);
   const notAfterMs = Math.floor((now + options.lifetimeMs) / 1000) * 1000;
   cert.validity.notAfter = new Date(notAfterMs);
@@ -273,7 +291,17 @@ export function clusterOfPeerCertificate(peer: PeerCertificate): { cluster: stri
   const sans = (peer.subjectaltname ?? "").split(",").map((s) => s.trim());
   const uris = sans.filter((s) => s.startsWith("URI:" + CLUSTER_URI_PREFIX)).map((s) => s.slice(4 + CLUSTER_URI_PREFIX.length));
   if (typeof cn !== "string" || uris.length !== 1 || uris[0] !== cn || !isValidClusterName(cn)) return undefined;
-  return { cluster: cn, issuedAtMs: Date.parse(peer.valid_from) + NOT_BEFORE_BACKDATE_MS };
+  return { cluster: cn, issuedAtMs: issuedAtMs(peer.serialNumber, Date.parse(peer.valid_from) + NOT_BEFORE_BACKDATE_MS) };
+}
+
+/**
+ * Issue time (ms) of a client certificate: from its stamped serial number when that agrees with its
+ * notBefore (same second), else the notBefore-based time (whole seconds).
+ */
+function issuedAtMs(serialHex: string, fromValidity: number): number {
+  if (serialHex.length !== 32 || parseInt(serialHex.slice(0, 2), 16) !== STAMPED_SERIAL_MARKER) return fromValidity;
+  const stamped = parseInt(serialHex.slice(2, 14), 16);
+  return stamped >= fromValidity && stamped < fromValidity + 1000 ? stamped : fromValidity;
 }
 
 /** Expiry (ms since epoch) of a PEM certificate. */

@@ -203,6 +203,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   const discovery = new Map<string, { version: number; checksum: string; state: RelayState }>();
   const revoked = new Map<string, number>(options.revokedBefore ?? []);
   const blocked = new Set<string>();
+  let lastIssuedAt = 0;
   let server: grpc.Server | undefined;
   let boundPort: number | undefined;
 
@@ -319,7 +320,10 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
 
   function issue(cluster: string, csrPem: string, kind: "register" | "renew"): CertificateResponse {
     try {
-      const { certPem, notAfterMs } = signClientCertificate(signingCa, { cluster, csrPem, lifetimeMs, now: now() });
+      // Strictly increasing issue times (ms, in the serial number): a certificate issued after a deregistration is never refused by it.
+      const issuedAt = Math.max(now(), lastIssuedAt + 1);
+      lastIssuedAt = issuedAt;
+      const { certPem, notAfterMs } = signClientCertificate(signingCa, { cluster, csrPem, lifetimeMs, now: issuedAt });
       metrics.certificatesIssued.inc({ kind });
       log.info(kind === "register" ? "registered cluster" : "renewed client certificate", { cluster, notAfter: new Date(notAfterMs).toISOString() });
       return { certificatePem: certPem, caPem: options.pki.rootCaCertPem, notAfterMs };
@@ -809,7 +813,10 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     appliedVersions: () => applied,
     discoveryState: (cluster) => discovery.get(cluster),
     deregister(cluster) {
-      revoked.set(cluster, now());
+      // Covers every certificate issued so far (issue times are in ms and strictly increasing).
+      const at = Math.max(now(), lastIssuedAt);
+      lastIssuedAt = at;
+      revoked.set(cluster, at);
       blocked.add(cluster);
       discovery.delete(cluster);
       outputs.delete(cluster);

@@ -2,8 +2,8 @@
 // backpressure towards slow agents, streams closed at certificate expiry, revocation precision.
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, it } from "vitest";
-import { RELAY_METRICS, REJECTION_REASONS, createCsr, signClientCertificate, type RelayClient } from "../../src/relay/index.js";
-import { randomBytes } from "node:crypto";
+import { RELAY_METRICS, REJECTION_REASONS, createCsr, encodeChunks, signClientCertificate, type RelayClient } from "../../src/relay/index.js";
+import { randomBytes, X509Certificate } from "node:crypto";
 import { RelayClient as GrpcRelayClient, type DiscoveryUpdate, type OutputUpdate } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
 import { createChunkAssembler, stateChecksum } from "../../src/relay/wire.js";
 import { channelOptions, clientKey, metricValue, mtlsCredentials, newClient, startServer, state, statusOf, testPki, until } from "./helpers.js";
@@ -150,5 +150,41 @@ describe("certificate expiry on an open connection", () => {
     expect(await metricValue(s.registry, RELAY_METRICS.rejections, { reason: "certificate_expired" })).toBeGreaterThanOrEqual(2);
     expect(rejectionsLogged(s, REJECTION_REASONS.certificateExpired).some((r) => r.fields.cluster === "alpha")).toBe(true);
     expect(s.server.discoveryState("alpha")?.state.size).toBe(1);
+  });
+});
+
+describe("revocation precision", () => {
+  it("a re-registration in the same instant as a deregistration is accepted; certificates from before stay refused", async () => {
+    const fixed = Date.now();
+    const s = await server({ now: () => fixed }); // every server-side time is the same millisecond
+    const first = await client(s.address, "beta").register();
+    s.server.deregister("beta");
+    s.server.reinstate("beta");
+    const second = await client(s.address, "beta").register();
+    // the old certificate is refused, the new one (same clock reading) is accepted
+    const old = await statusOf(rawClient(s.address, first.certPem).pushDiscovery());
+    expect(old.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(old.details).toMatch(/deregistered/);
+    const call = rawClient(s.address, second.certPem).pushDiscovery();
+    const acks: { version: number; resync: boolean }[] = [];
+    call.on("data", (a: { version: number; resync: boolean }) => acks.push(a));
+    call.on("error", () => undefined); // ended by the server's stop in afterEach
+    const st = state({ z: 1 });
+    const [chunk] = encodeChunks({ upserts: st, removed: [] }, 1 << 20);
+    call.write({ cluster: "beta", version: 1, baseVersion: 0, full: true, checksum: stateChecksum(st), chunk } satisfies DiscoveryUpdate);
+    await until(() => acks.length === 1, "ack with the new certificate");
+    expect(acks[0]).toMatchObject({ version: 1, resync: false });
+    call.end();
+  });
+
+  it("serial numbers always encode as valid DER (no needless leading zero) and client serials carry the issue time", () => {
+    const pki = testPki();
+    const { csrPem } = createCsr("alpha", clientKey());
+    const t = Date.now();
+    for (let i = 0; i < 300; i++) {
+      const { certPem } = signClientCertificate({ certPem: pki.signingCaCertPem, keyPem: pki.signingCaKeyPem }, { cluster: "alpha", csrPem, lifetimeMs: 60_000, now: t + i });
+      const serial = new X509Certificate(certPem).serialNumber; // throws on a malformed certificate
+      expect(parseInt(serial.slice(2, 14), 16)).toBe(t + i);
+    }
   });
 });
