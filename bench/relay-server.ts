@@ -12,6 +12,6 @@ process.on("message", (m: { type: string }) => {
   if (m.type === "mem") {
     global.gc?.();
     const c = server.connectedClusters();
-    process.send?.({ type: "mem", heapUsed: process.memoryUsage().heapUsed, rss: process.memoryUsage().rss, connected: c.length, warmed: c.filter((x) => x.warmed && x.pull).length });
+    process.send?.({ type: "mem", heapUsed: process.memoryUsage().heapUsed, rss: process.memoryUsage().rss, connected: c.length, warmed: c.filter((x) => x.warmed && x.pull).length, cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000 });
   }
 });
