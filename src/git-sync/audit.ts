@@ -76,7 +76,10 @@ export interface AuditWriterOptions {
 }
 
 export interface AuditInput {
-  /** The complete rendered output per cluster. A cluster missing here loses its generated files. */
+  /**
+   * The complete rendered output per cluster. A cluster missing here loses its generated files.
+   * Objects are treated as immutable: their YAML is cached per object between writes.
+   */
   readonly clusters: ReadonlyMap<string, readonly RenderedResource[]>;
   /** The compact discovery snapshot per cluster. */
   readonly discovery: ReadonlyMap<string, unknown>;
@@ -292,12 +295,25 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
 
   const hasLoose = (oid: string): boolean => nodeFs.existsSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2)));
 
+  /**
+   * Serialised YAML per input object. Rendered output is immutable and incremental translation
+   * hands the same objects again for unchanged resources, so most of a write skips serialising
+   * (the dominant cost of a write with one change). Objects must not be mutated after a write.
+   */
+  const serialised = new WeakMap<object, Uint8Array>();
+  const yamlOf = (obj: unknown): Uint8Array => {
+    if (typeof obj !== "object" || obj === null) return Buffer.from(canonicalYaml(obj));
+    let bytes = serialised.get(obj);
+    if (!bytes) serialised.set(obj, (bytes = Buffer.from(canonicalYaml(obj))));
+    return bytes;
+  };
+
   const buildFiles = (input: AuditInput): Map<string, Uint8Array> => {
     const files = new Map<string, Uint8Array>();
     for (const [cluster, resources] of input.clusters) {
-      for (const r of resources) files.set(renderedPath(cluster, r), Buffer.from(canonicalYaml(r)));
+      for (const r of resources) files.set(renderedPath(cluster, r), yamlOf(r));
     }
-    for (const [cluster, snapshot] of input.discovery) files.set(discoveryPath(cluster), Buffer.from(canonicalYaml(snapshot)));
+    for (const [cluster, snapshot] of input.discovery) files.set(discoveryPath(cluster), yamlOf(snapshot));
     return files;
   };
 
