@@ -93,19 +93,39 @@ function mergeArrays(a: readonly unknown[], b: readonly unknown[], path: string)
   return canonicalJson(a) === canonicalJson(b) ? { ok: true, value: a } : { ok: false, path };
 }
 
+/**
+ * Keys of a cluster output that more than one workspace produced (identical duplicates or
+ * conflicts), recorded per output so that `patchCluster` knows which keys it must not patch.
+ */
+const multiProvider = new WeakMap<ClusterOutput, ReadonlySet<string>>();
+
+/** Sort key with the order of `compareResources` (NUL separators, so a shorter prefix sorts first). */
+function sortKey(r: IstioResource): string {
+  return `${r.kind}\u0000${r.metadata.namespace}\u0000${r.metadata.name}`;
+}
+
+/** Sorts by (kind, namespace, name), computing each sort key once. */
+export function sortResources(resources: readonly IstioResource[]): IstioResource[] {
+  const keyed = resources.map((r) => ({ k: sortKey(r), r }));
+  keyed.sort((a, b) => cmp(a.k, b.k));
+  return keyed.map((x) => x.r);
+}
+
 /** Cluster stage: merge every workspace's fragment for `cluster` into its sorted, canonical output. */
 export function assembleCluster(cluster: string, fragments: readonly WorkspaceFragment[]): ClusterOutput {
   const diagnostics: Diagnostic[] = [];
   const chosen = new Map<string, { workspace: string; resource: IstioResource }>();
+  const multi = new Set<string>();
   const ordered = [...fragments].sort((x, y) => cmp(x.workspace, y.workspace));
   for (const frag of ordered) {
     for (const r of frag.resources) {
-      const key = resourceKey(r);
+      const key = sortKey(r);
       const prev = chosen.get(key);
       if (prev === undefined) {
         chosen.set(key, { workspace: frag.workspace, resource: r });
         continue;
       }
+      multi.add(key);
       if (prev.resource === r || contentHash(prev.resource) === contentHash(r)) continue;
       diagnostics.push({
         code: TranslateCode.OutputConflict,
@@ -119,8 +139,116 @@ export function assembleCluster(cluster: string, fragments: readonly WorkspaceFr
     }
   }
   // Fragments from translateWorkspace are already canonical (sorted keys): no second deep copy.
-  const resources = [...chosen.values()].map((c) => c.resource).sort(compareResources);
-  return { cluster, resources, diagnostics: sortDiagnostics(diagnostics) };
+  const keys = [...chosen.keys()].sort(cmp);
+  const resources = keys.map((k) => chosen.get(k)!.resource);
+  const out: ClusterOutput = { cluster, resources, diagnostics: sortDiagnostics(diagnostics) };
+  multiProvider.set(out, multi);
+  return out;
+}
+
+/** One workspace's fragment for a cluster before and after a re-run (each sorted, as translateWorkspace returns them). */
+export interface FragmentChange {
+  readonly workspace: string;
+  readonly before: readonly IstioResource[];
+  readonly after: readonly IstioResource[];
+}
+
+/**
+ * Incremental cluster stage: the output `assembleCluster` would give after `changes`, computed
+ * from the previous output in O(changed objects × log n) instead of re-assembling every fragment.
+ * Returns undefined when a patch is not certain to equal a full assembly — the previous output
+ * was not made by `assembleCluster` in this process, it has diagnostics (conflicts), or a
+ * changed key is (or becomes) produced by more than one workspace — and the caller re-assembles.
+ */
+export function patchCluster(previous: ClusterOutput, changes: readonly FragmentChange[]): ClusterOutput | undefined {
+  const multi = multiProvider.get(previous);
+  if (multi === undefined || previous.diagnostics.length > 0) return undefined;
+  const prev = previous.resources;
+  const find = (probe: IstioResource): number => {
+    let lo = 0;
+    let hi = prev.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = compareResources(prev[mid]!, probe);
+      if (c === 0) return mid;
+      if (c < 0) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  };
+  const replace = new Map<number, IstioResource>();
+  const remove = new Set<number>();
+  const insert: IstioResource[] = [];
+  // Single-provider key of the output that this workspace's object `r` (before) occupies, or -1 when unsafe.
+  const slot = (r: IstioResource): number => {
+    const i = find(r);
+    if (i === -1 || replace.has(i) || remove.has(i) || multi.has(sortKey(r))) return -1;
+    const current = prev[i]!;
+    return current === r || sameContent(current, r) ? i : -1;
+  };
+  for (const ch of changes) {
+    // Both fragments are sorted by compareResources: walk them together.
+    const { before, after } = ch;
+    let b = 0;
+    let a = 0;
+    while (b < before.length || a < after.length) {
+      const rb = before[b];
+      const ra = after[a];
+      const c = rb === undefined ? 1 : ra === undefined ? -1 : compareResources(rb, ra);
+      if (c === 0) {
+        b++;
+        a++;
+        if (rb === ra || sameContent(rb!, ra!)) continue;
+        const i = slot(rb!);
+        if (i === -1) return undefined;
+        replace.set(i, ra!);
+      } else if (c < 0) {
+        b++;
+        const i = slot(rb!);
+        if (i === -1) return undefined;
+        remove.add(i);
+      } else {
+        a++;
+        if (find(ra!) !== -1) return undefined;
+        insert.push(ra!);
+      }
+    }
+  }
+  if (replace.size === 0 && remove.size === 0 && insert.length === 0) return previous;
+  const added = sortResources(insert);
+  for (let i = 1; i < added.length; i++) if (compareResources(added[i - 1]!, added[i]!) === 0) return undefined;
+  const resources: IstioResource[] = [];
+  let a = 0;
+  for (let i = 0; i < prev.length; i++) {
+    while (a < added.length && compareResources(added[a]!, prev[i]!) < 0) resources.push(added[a++]!);
+    if (remove.has(i)) continue;
+    resources.push(replace.get(i) ?? prev[i]!);
+  }
+  while (a < added.length) resources.push(added[a++]!);
+  const out: ClusterOutput = { cluster: previous.cluster, resources, diagnostics: previous.diagnostics };
+  multiProvider.set(out, multi);
+  return out;
+}
+
+/** Deep equality of two canonical values (same keys in the same order ⇔ same canonical JSON); no allocation. */
+export function sameContent(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameContent(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ra = a as Record<string, unknown>;
+  const rb = b as Record<string, unknown>;
+  let n = 0;
+  for (const k in ra) {
+    if (!Object.hasOwn(rb, k) || !sameContent(ra[k], rb[k])) return false;
+    n++;
+  }
+  for (const _ in rb) n--;
+  return n === 0;
 }
 
 function cmp(a: string, b: string): number {

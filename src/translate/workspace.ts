@@ -12,8 +12,8 @@
  * labels and scalar fields.
  */
 import { Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
-import { compareResources, mergeResources, resourceKey, assembleCluster } from "./assemble.js";
-import { canonicalObject, contentHash } from "./canonical.js";
+import { assembleCluster, compareResources, mergeResources, patchCluster, resourceKey, sameContent, sortResources, type FragmentChange } from "./assemble.js";
+import { canonicalObject } from "./canonical.js";
 import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
 import { toDesiredInput, type Desired, type DiscoveryMap } from "./input.js";
 import { validateOutputs, type IstioIssue } from "./istio-validate.js";
@@ -97,7 +97,7 @@ export function translateWorkspace(
     return c;
   };
   for (const cluster of [...perCluster.keys()].sort()) {
-    const resources = [...perCluster.get(cluster)!.values()].map(canon).sort(compareResources);
+    const resources = sortResources([...perCluster.get(cluster)!.values()].map(canon));
     if (options.validate ?? true) diagnostics.push(...validateOutputs(cluster, resources, validated));
     fragments.set(cluster, resources);
   }
@@ -151,35 +151,78 @@ export function retranslate(
   options: TranslateOptions = {},
 ): { result: TranslationResult; reassembled: readonly string[] } {
   const index = indexOf(toDesiredInput(desired), discovery);
+  const rerun = new Set(changed);
   const workspaces = new Map<string, WorkspaceResult>();
-  const dirty = new Set<string>();
+  const changes = new Map<string, FragmentChange[]>();
+  const record = (cluster: string, change: FragmentChange): void => {
+    const list = changes.get(cluster);
+    if (list === undefined) changes.set(cluster, [change]);
+    else list.push(change);
+  };
   for (const ws of index.workspaceNames) {
     const prev = previous.workspaces.get(ws);
-    if (prev !== undefined && !changed.includes(ws)) {
+    if (prev !== undefined && !rerun.has(ws)) {
       workspaces.set(ws, prev);
       continue;
     }
-    const next = translateWorkspace(ws, desired, discovery, options);
+    const next = reuseUnchanged(prev, translateWorkspace(ws, desired, discovery, options));
     workspaces.set(ws, next);
     for (const c of new Set([...next.fragments.keys(), ...(prev?.fragments.keys() ?? [])])) {
-      if (!sameResources(prev?.fragments.get(c), next.fragments.get(c))) dirty.add(c);
+      const before = prev?.fragments.get(c) ?? [];
+      const after = next.fragments.get(c) ?? [];
+      if (!sameResources(before, after)) record(c, { workspace: ws, before, after });
     }
   }
-  for (const ws of previous.workspaces.keys()) {
-    if (!workspaces.has(ws)) for (const c of previous.workspaces.get(ws)!.fragments.keys()) dirty.add(c);
+  for (const [ws, prev] of previous.workspaces) {
+    if (!workspaces.has(ws)) for (const [c, before] of prev.fragments) if (before.length > 0) record(c, { workspace: ws, before, after: [] });
   }
   const clusters = new Map<string, ClusterOutput>();
+  const reassembled: string[] = [];
   for (const c of index.clusters) {
     const prev = previous.clusters.get(c);
-    clusters.set(c, prev !== undefined && !dirty.has(c) ? prev : assembleCluster(c, fragmentsFor(workspaces.values(), c)));
+    const cc = changes.get(c);
+    if (prev !== undefined && cc === undefined) {
+      clusters.set(c, prev);
+      continue;
+    }
+    reassembled.push(c);
+    clusters.set(c, (prev !== undefined && cc !== undefined ? patchCluster(prev, cc) : undefined) ?? assembleCluster(c, fragmentsFor(workspaces.values(), c)));
   }
-  return { result: finish(clusters, workspaces), reassembled: index.clusters.filter((c) => dirty.has(c) || !previous.clusters.has(c)) };
+  return { result: finish(clusters, workspaces), reassembled };
+}
+
+/**
+ * A re-run workspace's result with every object that equals the previous run's object of the same
+ * cluster and key replaced by that previous object: unchanged output keeps its identity (and its
+ * cached content hash), so later comparisons and cluster patches are identity checks.
+ */
+function reuseUnchanged(prev: WorkspaceResult | undefined, next: WorkspaceResult): WorkspaceResult {
+  if (prev === undefined) return next;
+  const fragments = new Map<string, readonly IstioResource[]>();
+  for (const [c, after] of next.fragments) {
+    const before = prev.fragments.get(c);
+    if (before === undefined) {
+      fragments.set(c, after);
+      continue;
+    }
+    // Both lists are sorted by (kind, namespace, name): walk them together.
+    let b = 0;
+    fragments.set(
+      c,
+      after.map((r) => {
+        while (b < before.length && compareResources(before[b]!, r) < 0) b++;
+        const o = before[b];
+        return o !== undefined && compareResources(o, r) === 0 && sameContent(o, r) ? o : r;
+      }),
+    );
+  }
+  return { ...next, fragments };
 }
 
 function sameResources(a: readonly IstioResource[] | undefined, b: readonly IstioResource[] | undefined): boolean {
   if (a === b) return true;
   if (a === undefined || b === undefined || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && contentHash(a[i]!) !== contentHash(b[i]!)) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !sameContent(a[i], b[i])) return false;
   return true;
 }
 

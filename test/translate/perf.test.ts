@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../../src/core/index.js";
 import { canonicalObject, contentHash } from "../../src/translate/canonical.js";
-import { indexOf, validateIstioResource, type IstioResource } from "../../src/translate/index.js";
+import { assembleCluster, indexOf, validateIstioResource, type IstioResource } from "../../src/translate/index.js";
+import { patchCluster } from "../../src/translate/assemble.js";
 import { desiredFromYaml, discoveryFromYaml, objectsFromYaml } from "./helpers.js";
 
 describe("canonicalObject", () => {
@@ -77,5 +78,38 @@ spec: { config: { requestTimeout: 1s } }
     const other = indexOf(desiredFromYaml(yaml.replace("name: app }] }]", "name: 'ap*' }] }]")), discovery);
     expect(other.structure).not.toBe(a.structure);
     expect(other.owner.get("RetryTimeoutPolicy//app/p")).toBe("ws");
+  });
+});
+
+describe("patchCluster", () => {
+  const res = (kind: string, ns: string, name: string, v: number, ws = "a"): IstioResource =>
+    canonicalObject({ apiVersion: "networking.istio.io/v1", kind, metadata: { labels: { "gitmesh.io/workspace": ws }, name, namespace: ns }, spec: { v } });
+  const a1 = [res("DestinationRule", "n1", "x", 1), res("ServiceEntry", "n1", "a", 1), res("ServiceEntry", "n1-b", "a", 1), res("VirtualService", "n", "z", 1)];
+  const b1 = [res("DestinationRule", "n2", "y", 1, "b"), res("ServiceEntry", "n1", "b", 1, "b")];
+
+  it("equals a full assembly after changes, removals and additions", () => {
+    const prev = assembleCluster("c", [{ workspace: "a", resources: a1 }, { workspace: "b", resources: b1 }]);
+    const a2 = [res("DestinationRule", "n1", "x", 2), res("ServiceEntry", "n1", "0", 1), res("ServiceEntry", "n1-b", "a", 1), res("VirtualService", "n", "z", 1), res("WorkloadEntry", "n", "w", 1)];
+    const patched = patchCluster(prev, [{ workspace: "a", before: a1, after: a2 }]);
+    const full = assembleCluster("c", [{ workspace: "a", resources: a2 }, { workspace: "b", resources: b1 }]);
+    expect(patched).toBeDefined();
+    expect(JSON.stringify(patched!.resources)).toBe(JSON.stringify(full.resources));
+    // and again from the patched output
+    const a3 = a2.slice(1);
+    const again = patchCluster(patched!, [{ workspace: "a", before: a2, after: a3 }]);
+    expect(JSON.stringify(again!.resources)).toBe(JSON.stringify(assembleCluster("c", [{ workspace: "a", resources: a3 }, { workspace: "b", resources: b1 }]).resources));
+  });
+
+  it("declines when a changed key has another provider, so the caller re-assembles", () => {
+    const prev = assembleCluster("c", [{ workspace: "a", resources: a1 }, { workspace: "b", resources: b1 }]);
+    // a starts producing a key b already produces
+    const clash = [...a1, res("ServiceEntry", "n1", "b", 9)];
+    expect(patchCluster(prev, [{ workspace: "a", before: a1, after: clash }])).toBeUndefined();
+    // an output with a conflict is never patched
+    const conflicted = assembleCluster("c", [{ workspace: "a", resources: clash }, { workspace: "b", resources: b1 }]);
+    expect(conflicted.diagnostics.length).toBe(1);
+    expect(patchCluster(conflicted, [{ workspace: "a", before: clash, after: a1 }])).toBeUndefined();
+    // an output not assembled here is never patched
+    expect(patchCluster({ ...prev }, [{ workspace: "a", before: a1, after: a1.slice(1) }])).toBeUndefined();
   });
 });
