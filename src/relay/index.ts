@@ -21,6 +21,7 @@ export {
   type RelayPkiStorage,
 } from "./pki.js";
 export { applyStateDelta, diffStates, encodeChunks, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
+export { relayStateFromSnapshot, snapshotFromRelayState } from "./discovery-state.js";
 export {
   createRelayServer,
   type AppliedVersion,
