@@ -393,16 +393,46 @@ function positionOf(o: InputObject, path: string): readonly [number, number] {
   return [o.source.line, o.source.column];
 }
 
-/** Whether `from` exports `obj` to `to` and `to` imports it from `from` (both are needed). */
+/** The `global` WorkspaceSettings (name `global` in the admin namespace), if any. */
+export function globalWorkspaceSettings(index: Pick<TranslationIndex, "byKind" | "adminNamespace">): InputObject | undefined {
+  return (index.byKind.get("WorkspaceSettings") ?? []).find((s) => s.metadata.name === "global" && (s.metadata.namespace ?? index.adminNamespace) === index.adminNamespace);
+}
+
+interface SharingRules {
+  readonly exportTo: readonly unknown[];
+  readonly importFrom: readonly unknown[];
+}
+const rulesMemo = new WeakMap<object, Map<string, SharingRules>>();
+
+/**
+ * A workspace's effective import/export entries: its own WorkspaceSettings' entries followed by
+ * those of the `global` WorkspaceSettings, which apply to every workspace (so a global
+ * `exportTo`/`importFrom` adds to, never removes, what a workspace shares). Memoised per structure.
+ */
+export function sharingRules(index: TranslationIndex, workspace: string): SharingRules {
+  let m = rulesMemo.get(index.structure);
+  if (m === undefined) {
+    m = new Map();
+    rulesMemo.set(index.structure, m);
+  }
+  let r = m.get(workspace);
+  if (r === undefined) {
+    const own = asRecord(index.workspaces.get(workspace)?.settings?.spec);
+    const global = asRecord(globalWorkspaceSettings(index)?.spec);
+    r = { exportTo: [...asArray(own.exportTo), ...asArray(global.exportTo)], importFrom: [...asArray(own.importFrom), ...asArray(global.importFrom)] };
+    m.set(workspace, r);
+  }
+  return r;
+}
+
+/** Whether `from` exports `obj` to `to` and `to` imports it from `from` (both are needed; the `global` WorkspaceSettings' entries count for every workspace). */
 export function shared(index: TranslationIndex, from: string, to: string, obj: Selectable): boolean {
   const kind = SHAREABLE_KIND[obj.kind];
   if (kind === undefined) return false;
   const fromWs = index.workspaces.get(from);
   const toWs = index.workspaces.get(to);
   if (fromWs === undefined || toWs === undefined) return false;
-  return (
-    grants(asRecord(fromWs.settings?.spec).exportTo, toWs, kind, obj) && grants(asRecord(toWs.settings?.spec).importFrom, fromWs, kind, obj)
-  );
+  return grants(sharingRules(index, from).exportTo, toWs, kind, obj) && grants(sharingRules(index, to).importFrom, fromWs, kind, obj);
 }
 
 function grants(entries: unknown, peer: WorkspaceInfo, kind: string, obj: Selectable): boolean {

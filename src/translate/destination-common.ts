@@ -5,7 +5,7 @@
  * the effective WorkspaceSettings options (a `global` WorkspaceSettings in the admin namespace
  * overrides every workspace's own options). All pure.
  */
-import { shared, type WorkspaceContext, type TranslationIndex } from "./context.js";
+import { globalWorkspaceSettings, shared, sharingRules, type WorkspaceContext, type TranslationIndex } from "./context.js";
 import type { DiscoveredService, DiscoveredWorkload, DiscoveryInput, InputObject } from "./input.js";
 import { asArray, asNumber, asRecord, asString, globMatch, labelsMatch, objectSelectorMatches, type Labels, type ObjectSelectorSpec, type Selectable } from "./selectors.js";
 
@@ -131,8 +131,8 @@ export function peersOf(ctx: WorkspaceContext): Peers {
   for (const w of ctx.index.workspaceNames) {
     if (w === me.name) continue;
     const other = ctx.index.workspaces.get(w)!;
-    const otherSpec = asRecord(other.settings?.spec);
-    const mySpec = asRecord(me.settings?.spec);
+    const otherSpec = sharingRules(ctx.index, w);
+    const mySpec = sharingRules(ctx.index, me.name);
     if (grantsWorkspace(mySpec.exportTo, other) && grantsWorkspace(otherSpec.importFrom, me)) consumers.push(w);
     if (grantsWorkspace(otherSpec.exportTo, me) && grantsWorkspace(mySpec.importFrom, other)) exporters.push(w);
   }
@@ -217,7 +217,7 @@ export function effectiveOptions(ctx: WorkspaceContext): Record<string, unknown>
 }
 
 export function globalSettings(index: TranslationIndex): InputObject | undefined {
-  return (index.byKind.get("WorkspaceSettings") ?? []).find((s) => s.metadata.name === "global" && (s.metadata.namespace ?? index.adminNamespace) === index.adminNamespace);
+  return globalWorkspaceSettings(index);
 }
 
 /** Namespaces of the given workspaces in one cluster, sorted and unique (for `exportTo`). */

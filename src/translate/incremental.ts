@@ -5,12 +5,15 @@
  *   and after the change, and every workspace that can see it through import/export; a route
  *   policy also touches the workspaces that see the owner's route tables (they render them on
  *   their gateways, with the owner's policies).
+ * - An object no workspace owns (admin namespace): a RootTrustPolicy touches the workspaces that
+ *   render RootTrustPolicies (the first with namespaces in each cluster, and the first of the
+ *   fleet); any other unowned object touches every workspace.
  * - A change to a Workspace, WorkspaceSettings or KubernetesCluster can move ownership and
  *   sharing anywhere: it touches every workspace (old and new).
  * - A cluster's discovery change touches every workspace with namespaces in that cluster (before
  *   or after) and every workspace that imports from one of those.
  */
-import { indexOf, shared, type TranslationIndex } from "./context.js";
+import { indexOf, shared, sharingRules, type TranslationIndex } from "./context.js";
 import { toDesiredInput, type Desired, type DiscoveryMap, type InputObject } from "./input.js";
 
 export interface InputChange {
@@ -39,7 +42,12 @@ export function affectedWorkspaces(
       const obj = findByKey(idx, key);
       if (obj === undefined) continue;
       const owner = idx.owner.get(obj.key) ?? "";
-      if (owner === "") continue;
+      if (owner === "") {
+        // No workspace owns it (an admin-namespace object): find who renders it.
+        if (obj.kind === "RootTrustPolicy") for (const w of rootTrustRenderers(idx)) out.add(w);
+        else return everything();
+        continue;
+      }
       out.add(owner);
       for (const w of consumers(idx, obj, owner)) out.add(w);
       // Route policies also shape the north-south VirtualServices that other workspaces (the
@@ -55,8 +63,7 @@ export function affectedWorkspaces(
       for (const w of direct) out.add(w);
       // Importers of a touched workspace may route to its services in that cluster.
       for (const w of idx.workspaceNames) {
-        const settings = idx.workspaces.get(w)?.settings;
-        if (settings !== undefined && direct.length > 0 && !direct.includes(w) && hasImports(settings)) out.add(w);
+        if (direct.length > 0 && !direct.includes(w) && hasImports(idx, w)) out.add(w);
       }
     }
   }
@@ -68,9 +75,19 @@ function consumers(idx: TranslationIndex, obj: InputObject, owner: string): stri
   return idx.workspaceNames.filter((w) => w !== owner && shared(idx, owner, w, sel));
 }
 
-function hasImports(settings: InputObject): boolean {
-  const spec = settings.spec as { importFrom?: unknown } | undefined;
-  return Array.isArray(spec?.importFrom) && spec.importFrom.length > 0;
+function hasImports(idx: TranslationIndex, workspace: string): boolean {
+  return sharingRules(idx, workspace).importFrom.length > 0;
+}
+
+/** Workspaces that render RootTrustPolicies (root-trust.ts): the first by name with namespaces in each cluster, and the first of the fleet (it reports the policies' diagnostics). */
+function rootTrustRenderers(idx: TranslationIndex): string[] {
+  const out = new Set<string>();
+  if (idx.workspaceNames[0] !== undefined) out.add(idx.workspaceNames[0]);
+  for (const c of idx.clusters) {
+    const w = idx.workspaceNames.find((n) => idx.workspaces.get(n)?.namespaces.has(c) === true);
+    if (w !== undefined) out.add(w);
+  }
+  return [...out];
 }
 
 function findByKey(idx: TranslationIndex, key: string): InputObject | undefined {

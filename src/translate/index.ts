@@ -46,3 +46,7 @@ export {
 } from "./workspace.js";
 export { affectedWorkspaces, type InputChange } from "./incremental.js";
 export { validateIstioResource, validateOutputs, type IstioIssue } from "./istio-validate.js";
+export { DestinationCode } from "./destination-common.js";
+export { validateIssuedCertificate } from "./root-trust.js";
+export { patchCluster, sameContent, sortResources, type FragmentChange } from "./assemble.js";
+export { canonicalObject, contentHash } from "./canonical.js";

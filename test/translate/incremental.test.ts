@@ -94,4 +94,34 @@ describe("incremental translation", () => {
     const ns = result.clusters.get("cluster1")!.resources.find((r) => r.metadata.name === "routetable-exported-bookinfo-frontends-cluster1-gateways")!;
     expect((ns.spec.http as { timeout?: string }[]).map((h) => h.timeout)).toEqual(["2s", "2s"]);
   });
+
+  it("an admin-namespace object no workspace owns (RootTrustPolicy) re-runs the workspaces that render it, and the result equals a full run", () => {
+    const dir = join(FIXTURES, "dest-root-trust", "input");
+    const files = ["case.yaml", "workspaces.yaml"].map((f) => ({ path: `input/${f}`, content: readFileSync(join(dir, f), "utf8") }));
+    const c = loadCase("dest-root-trust");
+    const before = loadDesiredState(files).state;
+    const prev = translateAll(before, c.discovery);
+    const edited = files[0]!.content.replace("autoRestartPods: true", "autoRestartPods: true\n    intermediateCertOptions: {ttlDays: 30}");
+    expect(edited).not.toBe(files[0]!.content);
+    const update = updateDesiredState(before, [{ path: files[0]!.path, content: edited }], []);
+    expect([...update.changedKeys]).toContain("RootTrustPolicy//gloo-mesh/root-trust");
+    const affected = affectedWorkspaces({ desired: before, discovery: c.discovery }, { desired: update.state, discovery: c.discovery }, { changedKeys: update.changedKeys });
+    expect(affected.length).toBeGreaterThan(0);
+    const { result, reassembled } = retranslate(prev, update.state, c.discovery, affected);
+    const full = translateAll(update.state, c.discovery);
+    expect(renderOutput(result)).toBe(renderOutput(full));
+    expect(renderOutput(full)).not.toBe(renderOutput(prev));
+    // every cluster with an issued certificate changed, so every one of them was re-assembled
+    for (const [cluster, out] of full.clusters) if (out.resources.some((r) => r.kind === "IssuedCertificate")) expect(reassembled).toContain(cluster);
+  });
+
+  it("an unowned object of another kind re-runs every workspace", () => {
+    const c = loadCase("cross-workspace");
+    const same = { desired: c.desired, discovery: c.discovery };
+    const withGw = loadDesiredState([
+      { path: "input.yaml", content: readFileSync(join(FIXTURES, "cross-workspace", "input.yaml"), "utf8") },
+      { path: "admin.yaml", content: "apiVersion: networking.gloo.solo.io/v2\nkind: VirtualGateway\nmetadata: {name: admin-gw, namespace: gloo-mesh}\nspec:\n  workloads: [{selector: {labels: {app: x}}}]\n  listeners: [{port: {number: 80}, http: {}}]\n" },
+    ]).state;
+    expect(affectedWorkspaces(same, { desired: withGw, discovery: c.discovery }, { changedKeys: ["VirtualGateway//gloo-mesh/admin-gw"] })).toEqual(["bookinfo", "gateways"]);
+  });
 });
