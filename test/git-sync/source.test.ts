@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { promisify } from "node:util";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createMemoryLogger } from "../../src/core/index.js";
@@ -9,6 +11,7 @@ import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { brokenRouteTable, recordingLoader, routeTable, workspace } from "./fixtures.js";
 
 const TOKEN = "ghp_supersecret_token_123";
+const execFileP = promisify(execFile);
 
 describe("git source (remote over smart HTTP)", () => {
   let server: GitServer;
@@ -158,6 +161,12 @@ describe("git source (remote over smart HTTP)", () => {
     expect(tag.kind === "updated" && tag.parsedPaths).toEqual(["ws.yaml"]);
     const pinned = await mk(c1).sync();
     expect(pinned.commit.oid).toBe(c1);
+    // a working clone (objects under .git/, packed by clone) reads the same way
+    const work = tmp();
+    await execFileP("git", ["clone", "--quiet", server.repoPath("local"), work]);
+    const fromClone = await createGitSource({ location: { kind: "local", path: work }, ref: "main", loader: recordingLoader(), logger: createMemoryLogger().logger }).sync();
+    expect(fromClone.commit.oid).toBe(main.commit.oid);
+    expect(fromClone.kind === "updated" && fromClone.parsedPaths).toEqual(["a.yaml", "ws.yaml"]);
   });
 
   it("follows a webhook's SHA, and reports a SHA the server does not serve yet as retry-later", async () => {
