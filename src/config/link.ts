@@ -1,9 +1,9 @@
 /**
  * Whole-tree stage: from the per-file records to the objects in force, with what needs every file:
  * duplicates, workspace ownership, one WorkspaceSettings per workspace, admin namespace placement,
- * and references that point at nothing. Cheap (no parsing), so it re-runs on every update.
+ * and references that point at nothing. Incremental: an update re-decides only what the changed files can affect.
  */
-import type { Diagnostic } from "../core/index.js";
+import { sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { ConfigCode } from "./codes.js";
 import { compileGlob } from "./ignore.js";
 import { diag, isRecord, objectRef, positionOf } from "./parse-file.js";
@@ -17,6 +17,8 @@ export interface LinkResult {
   readonly files: Record<string, FileRecord>;
   readonly objects: Record<string, ObjectLocation>;
   readonly diagnostics: Diagnostic[];
+  /** What an update needs to re-link only what changed; kept beside the state (not part of it). */
+  readonly index: LinkIndex;
 }
 
 interface Candidate {
@@ -26,155 +28,348 @@ interface Candidate {
   readonly valid: boolean;
 }
 
-/** `prevObjects`: the previous state's index, whose entries are reused when unchanged (fewer allocations on updates). */
-export function link(settings: RepoSettings, files: Readonly<Record<string, FileRecord>>, prevObjects: Readonly<Record<string, ObjectLocation>> = {}): LinkResult {
-  const diagnostics: Diagnostic[] = [];
-  const paths = Object.keys(files).sort();
+/** The link decisions about one key. */
+interface KeyResult {
+  /** The object in force: the first candidate (by path, then position), when it passed schema validation. */
+  readonly winner?: Candidate;
+  readonly workspace?: string;
+  /** Duplicates of this key, admin namespace placement, ownership. */
+  readonly diags: readonly Diagnostic[];
+  /** References of the winner that point at nothing. */
+  readonly refDiags: readonly Diagnostic[];
+}
 
-  // 1. Duplicates: the first object for a key (by path, then position) wins.
-  const winners = new Map<string, Candidate>();
-  // every candidate (incl. duplicates and invalid ones), for reference checks
-  const existing: Existing = new Map();
-  for (const path of paths) {
-    const rec = files[path]!;
-    rec.objects.forEach((obj, index) => {
-      const c: Candidate = { obj, file: path, index, valid: rec.invalid.length === 0 || !rec.invalid.includes(index) };
-      addExisting(existing, obj.kind, obj.metadata.name, obj.metadata.namespace, c);
-      const first = winners.get(obj.key);
-      if (first) {
-        diagnostics.push({
-          ...diag(
-            ConfigCode.DUPLICATE_OBJECT,
-            path,
-            [obj.source.line, obj.source.column],
-            `${describeObj(obj)} is defined twice; first at ${first.file}:${first.obj.source.line}:${first.obj.source.column}. Remove one, or rename it (this one is ignored)`,
-          ),
-          object: objectRef(obj),
-        });
-        return;
+/**
+ * Everything the whole-tree stage derived, by key, so that an update re-decides only the keys in
+ * changed files and the objects whose references name a (kind, name) that appeared or disappeared.
+ * Immutable: an update copies the maps (shallowly) and replaces entries, so a state can be updated
+ * any number of times.
+ */
+export interface LinkIndex {
+  readonly adminNamespace: string;
+  readonly owner: Owner;
+  /** key → every candidate (incl. duplicates and schema-invalid ones), by path then position. */
+  readonly byKey: ReadonlyMap<string, readonly Candidate[]>;
+  /** `kind\0name` → keys that have candidates (reference targets). */
+  readonly byName: ReadonlyMap<string, ReadonlySet<string>>;
+  /** `kind\0name` → keys of objects in force whose references name it. */
+  readonly dependents: ReadonlyMap<string, ReadonlySet<string>>;
+  readonly results: ReadonlyMap<string, KeyResult>;
+  readonly settingsKeys: ReadonlySet<string>;
+  readonly settingsDiags: readonly Diagnostic[];
+}
+
+export interface LinkPrevious {
+  readonly files: Readonly<Record<string, FileRecord>>;
+  /** The previous state's index, whose entries are reused when unchanged (fewer allocations). */
+  readonly objects: Readonly<Record<string, ObjectLocation>>;
+  /** The previous link index, when it is still in memory (not after a trip through JSON). */
+  readonly index?: LinkIndex | undefined;
+}
+
+const kindOfKey = (key: string): string => key.slice(0, key.indexOf("/"));
+const nameKey = (kind: string, name: string): string => `${kind}\u0000${name}`;
+const byPosition = (a: Candidate, b: Candidate): number => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.index - b.index);
+
+/**
+ * From per-file records to the objects in force and the whole-tree diagnostics. With `prev` (and its
+ * index), only keys of files that differ from `prev.files` are re-decided, plus references to names
+ * that appeared or disappeared; a change to a Workspace or KubernetesCluster (ownership) or to the
+ * admin namespace re-links everything. Either way the result equals a full link of `files`.
+ */
+export function link(settings: RepoSettings, files: Readonly<Record<string, FileRecord>>, prev?: LinkPrevious): LinkResult {
+  let prevIndex = prev?.index !== undefined && prev.index.adminNamespace === settings.adminNamespace ? prev.index : undefined;
+  const prevFiles = prev?.files ?? {};
+  const prevObjects = prev?.objects ?? {};
+
+  // Which files changed, and the keys they hold (before and after).
+  let changedPaths: string[] = [];
+  const affected = new Set<string>();
+  if (prevIndex) {
+    for (const path of Object.keys(prevFiles)) if (files[path] !== prevFiles[path]) changedPaths.push(path);
+    for (const path of Object.keys(files)) if (prevFiles[path] === undefined) changedPaths.push(path);
+    for (const path of changedPaths) {
+      for (const obj of prevFiles[path]?.objects ?? []) affected.add(obj.key);
+      for (const obj of files[path]?.objects ?? []) affected.add(obj.key);
+    }
+    for (const key of affected) {
+      const kind = kindOfKey(key);
+      if (kind === "Workspace" || kind === "KubernetesCluster") {
+        prevIndex = undefined; // ownership may change anywhere
+        break;
       }
-      winners.set(obj.key, c);
+    }
+  }
+  const full = prevIndex === undefined;
+  if (full) {
+    changedPaths = Object.keys(files);
+    affected.clear();
+  }
+  changedPaths.sort();
+  const changedSet = new Set(changedPaths);
+
+  // 1. Candidates per key.
+  const byKey = new Map<string, readonly Candidate[]>(prevIndex?.byKey);
+  const fresh = new Map<string, Candidate[]>();
+  for (const path of changedPaths) {
+    const rec = files[path];
+    if (!rec) continue;
+    rec.objects.forEach((obj, index) => {
+      if (full) affected.add(obj.key);
+      const c: Candidate = { obj, file: path, index, valid: rec.invalid.length === 0 || !rec.invalid.includes(index) };
+      const list = fresh.get(obj.key);
+      if (list) list.push(c);
+      else fresh.set(obj.key, [c]);
     });
   }
-  const inForce = [...winners.values()].filter((c) => c.valid);
+  for (const key of affected) {
+    const kept = (prevIndex?.byKey.get(key) ?? []).filter((c) => !changedSet.has(c.file));
+    const added = fresh.get(key) ?? [];
+    const list = kept.length === 0 ? added : added.length === 0 ? kept : [...kept, ...added].sort(byPosition);
+    if (list.length > 0) byKey.set(key, list);
+    else byKey.delete(key);
+  }
 
-  // 2. Ownership.
-  const owner = createOwnership(settings, inForce.map((c) => c.obj));
-  const workspaceOf = new Map<string, string | undefined>();
-  for (const c of inForce) {
-    const { obj } = c;
-    if (ADMIN_ONLY_KINDS.has(obj.kind)) {
-      if (obj.metadata.namespace !== settings.adminNamespace) {
-        diagnostics.push({
-          ...diag(
-            ConfigCode.ADMIN_NAMESPACE_REQUIRED,
-            c.file,
-            positionOf(obj.positions, "/metadata/namespace"),
-            `${obj.kind} ${obj.metadata.name} must be in the admin namespace ${settings.adminNamespace}, not ${obj.metadata.namespace}; change metadata.namespace (or adminNamespace in gitmesh.yaml)`,
-            "/metadata/namespace",
-          ),
-          object: objectRef(obj),
-        });
+  // Reference targets that appeared or disappeared.
+  const byName = new Map<string, ReadonlySet<string>>(prevIndex?.byName);
+  const changedNames = new Set<string>();
+  for (const key of affected) {
+    const before = prevIndex?.byKey.get(key)?.[0]?.obj;
+    const after = byKey.get(key)?.[0]?.obj;
+    if ((before === undefined) === (after === undefined)) continue;
+    const obj = (after ?? before)!;
+    const name = nameKey(obj.kind, obj.metadata.name);
+    const set = new Set(byName.get(name));
+    if (after) set.add(key);
+    else set.delete(key);
+    if (set.size > 0) byName.set(name, set);
+    else byName.delete(name);
+    changedNames.add(name);
+  }
+
+  // 2. Ownership rules (from the Workspaces and KubernetesClusters in force).
+  let owner: Owner;
+  if (prevIndex) owner = prevIndex.owner;
+  else {
+    const ownershipObjects: LoadedObject[] = [];
+    for (const [key, list] of byKey) {
+      const kind = kindOfKey(key);
+      if ((kind === "Workspace" || kind === "KubernetesCluster") && list[0]!.valid) ownershipObjects.push(list[0]!.obj);
+    }
+    ownershipObjects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    owner = createOwnership(settings, ownershipObjects);
+  }
+
+  // 3. Decisions for the affected keys; references of unaffected objects that name a changed target.
+  const results = new Map<string, KeyResult>(prevIndex?.results);
+  const dependents = new Map<string, ReadonlySet<string>>(prevIndex?.dependents);
+  const exists = (w: Wanted): boolean => targetExists(byName, byKey, w);
+  const editDependents = (obj: LoadedObject, key: string, add: boolean): void => {
+    for (const w of cachedReferencesOf(obj)) {
+      const name = nameKey(w.kind, w.name);
+      const set = new Set(dependents.get(name));
+      if (add) set.add(key);
+      else set.delete(key);
+      if (set.size > 0) dependents.set(name, set);
+      else dependents.delete(name);
+    }
+  };
+  for (const key of affected) {
+    const old = prevIndex?.results.get(key);
+    if (old?.winner) editDependents(old.winner.obj, key, false);
+    const list = byKey.get(key);
+    if (!list) {
+      results.delete(key);
+      continue;
+    }
+    const r = decide(list, settings, owner, exists);
+    results.set(key, r);
+    if (r.winner) editDependents(r.winner.obj, key, true);
+  }
+  if (!full) {
+    for (const name of changedNames) {
+      for (const key of dependents.get(name) ?? []) {
+        if (affected.has(key)) continue;
+        const r = results.get(key)!;
+        results.set(key, { ...r, refDiags: checkReferences(r.winner!, exists) });
       }
-      workspaceOf.set(obj.key, undefined);
-      continue;
-    }
-    if (isGlobalSettings(obj, settings)) {
-      workspaceOf.set(obj.key, undefined);
-      continue;
-    }
-    const result = owner(obj.cluster, obj.metadata.namespace);
-    if (result.kind === "one") {
-      workspaceOf.set(obj.key, result.workspace);
-      continue;
-    }
-    workspaceOf.set(obj.key, undefined);
-    const where = `namespace ${obj.metadata.namespace}${obj.cluster !== undefined ? ` in cluster ${obj.cluster}` : ""}`;
-    const at = positionOf(obj.positions, "/metadata/namespace");
-    if (result.kind === "none") {
-      diagnostics.push({
-        ...diag(
-          ConfigCode.NOT_OWNED,
-          c.file,
-          at,
-          `no Workspace owns ${where}, so ${describeObj(obj)} belongs to no workspace; add the namespace to a Workspace's spec.workloadClusters or move the object`,
-          "/metadata/namespace",
-        ),
-        object: objectRef(obj),
-      });
-    } else if (obj.cluster === undefined) {
-      diagnostics.push({
-        ...diag(
-          ConfigCode.AMBIGUOUS_OWNER,
-          c.file,
-          at,
-          `${where} is owned by workspaces ${result.workspaces.join(", ")} (in different clusters); add the annotation cluster.solo.io/cluster: <cluster> to ${describeObj(obj)}`,
-          "/metadata/namespace",
-        ),
-        object: objectRef(obj),
-      });
-    } else {
-      diagnostics.push({
-        ...diag(
-          ConfigCode.OVERLAPPING_WORKSPACES,
-          c.file,
-          at,
-          `${where} is owned by several workspaces (${result.workspaces.join(", ")}); narrow their spec.workloadClusters so one workspace owns it`,
-          "/metadata/namespace",
-        ),
-        object: objectRef(obj),
-      });
     }
   }
 
-  // 3. One WorkspaceSettings per workspace.
-  const settingsByWorkspace = new Map<string, Candidate>();
-  for (const c of inForce) {
-    if (c.obj.kind !== "WorkspaceSettings" || isGlobalSettings(c.obj, settings)) continue;
-    const ws = workspaceOf.get(c.obj.key);
-    if (ws === undefined) continue;
-    const first = settingsByWorkspace.get(ws);
-    if (!first) {
-      settingsByWorkspace.set(ws, c);
+  // 4. One WorkspaceSettings per workspace.
+  let settingsKeys: ReadonlySet<string> = prevIndex?.settingsKeys ?? new Set();
+  let settingsDiags = prevIndex?.settingsDiags ?? [];
+  const touched = [...affected].filter((k) => kindOfKey(k) === "WorkspaceSettings");
+  if (full || touched.length > 0) {
+    const keys = new Set(settingsKeys);
+    for (const key of touched) {
+      if (byKey.has(key)) keys.add(key);
+      else keys.delete(key);
+    }
+    settingsKeys = keys;
+    settingsDiags = checkWorkspaceSettings(keys, results, settings);
+  }
+
+  // 5. Records with the resolved workspace on each object; objects that did not change are reused.
+  const outFiles: Record<string, FileRecord> = { ...files };
+  const rewrite = new Set(changedPaths);
+  if (!full) for (const key of affected) for (const c of byKey.get(key) ?? []) rewrite.add(c.file);
+  for (const path of rewrite) {
+    const rec = files[path];
+    if (!rec) continue;
+    let next: LoadedObject[] | undefined;
+    rec.objects.forEach((obj, index) => {
+      const w = results.get(obj.key)?.winner;
+      const ws = w !== undefined && w.file === path && w.index === index ? results.get(obj.key)!.workspace : undefined;
+      if (obj.workspace === ws) return;
+      next ??= [...rec.objects];
+      next[index] = withWorkspace(obj, ws);
+    });
+    if (next) outFiles[path] = Object.freeze({ ...rec, objects: Object.freeze(next) });
+  }
+  // Candidates and winners point at the objects of the output records.
+  for (const key of affected) {
+    const list = byKey.get(key);
+    if (!list) continue;
+    const next = list.map((c) => {
+      const obj = outFiles[c.file]!.objects[c.index]!;
+      return obj === c.obj ? c : { ...c, obj };
+    });
+    if (next.every((c, i) => c === list[i])) continue;
+    byKey.set(key, next);
+    const r = results.get(key)!;
+    if (r.winner) results.set(key, { ...r, winner: next[0]! });
+  }
+
+  // 6. The index of objects in force, sorted by key.
+  let keys: string[];
+  if (full) keys = [...results.keys()].filter((k) => results.get(k)!.winner !== undefined).sort();
+  else {
+    keys = Object.keys(prevObjects).filter((k) => !affected.has(k) || results.get(k)?.winner !== undefined);
+    const present = new Set(keys);
+    const added = [...affected].filter((k) => !present.has(k) && results.get(k)?.winner !== undefined);
+    if (added.length > 0) keys = [...keys, ...added].sort();
+  }
+  const objects: Record<string, ObjectLocation> = {};
+  for (const key of keys) {
+    const w = results.get(key)!.winner!;
+    const old = prevObjects[key];
+    objects[key] = old && old.file === w.file && old.index === w.index ? old : Object.freeze({ file: w.file, index: w.index });
+  }
+
+  const diagnostics: Diagnostic[] = [...settingsDiags];
+  for (const r of results.values()) {
+    if (r.diags.length > 0) diagnostics.push(...r.diags);
+    if (r.refDiags.length > 0) diagnostics.push(...r.refDiags);
+  }
+  const index: LinkIndex = { adminNamespace: settings.adminNamespace, owner, byKey, byName, dependents, results, settingsKeys, settingsDiags };
+  return { files: outFiles, objects, diagnostics: sortDiagnostics(diagnostics), index };
+}
+
+/** Duplicates, admin namespace placement, ownership and references of one key. */
+function decide(list: readonly Candidate[], settings: RepoSettings, owner: Owner, exists: (w: Wanted) => boolean): KeyResult {
+  const first = list[0]!;
+  const diags: Diagnostic[] = [];
+  for (let i = 1; i < list.length; i++) {
+    const { obj, file } = list[i]!;
+    diags.push({
+      ...diag(
+        ConfigCode.DUPLICATE_OBJECT,
+        file,
+        [obj.source.line, obj.source.column],
+        `${describeObj(obj)} is defined twice; first at ${first.file}:${first.obj.source.line}:${first.obj.source.column}. Remove one, or rename it (this one is ignored)`,
+      ),
+      object: objectRef(obj),
+    });
+  }
+  if (!first.valid) return { diags, refDiags: [] };
+  const { obj } = first;
+  const refDiags = checkReferences(first, exists);
+  if (ADMIN_ONLY_KINDS.has(obj.kind)) {
+    if (obj.metadata.namespace !== settings.adminNamespace) {
+      diags.push({
+        ...diag(
+          ConfigCode.ADMIN_NAMESPACE_REQUIRED,
+          first.file,
+          positionOf(obj.positions, "/metadata/namespace"),
+          `${obj.kind} ${obj.metadata.name} must be in the admin namespace ${settings.adminNamespace}, not ${obj.metadata.namespace}; change metadata.namespace (or adminNamespace in gitmesh.yaml)`,
+          "/metadata/namespace",
+        ),
+        object: objectRef(obj),
+      });
+    }
+    return { winner: first, diags, refDiags };
+  }
+  if (isGlobalSettings(obj, settings)) return { winner: first, diags, refDiags };
+  const result = owner(obj.cluster, obj.metadata.namespace);
+  if (result.kind === "one") return { winner: first, workspace: result.workspace, diags, refDiags };
+  const where = `namespace ${obj.metadata.namespace}${obj.cluster !== undefined ? ` in cluster ${obj.cluster}` : ""}`;
+  const at = positionOf(obj.positions, "/metadata/namespace");
+  if (result.kind === "none") {
+    diags.push({
+      ...diag(
+        ConfigCode.NOT_OWNED,
+        first.file,
+        at,
+        `no Workspace owns ${where}, so ${describeObj(obj)} belongs to no workspace; add the namespace to a Workspace's spec.workloadClusters or move the object`,
+        "/metadata/namespace",
+      ),
+      object: objectRef(obj),
+    });
+  } else if (obj.cluster === undefined) {
+    diags.push({
+      ...diag(
+        ConfigCode.AMBIGUOUS_OWNER,
+        first.file,
+        at,
+        `${where} is owned by workspaces ${result.workspaces.join(", ")} (in different clusters); add the annotation cluster.solo.io/cluster: <cluster> to ${describeObj(obj)}`,
+        "/metadata/namespace",
+      ),
+      object: objectRef(obj),
+    });
+  } else {
+    diags.push({
+      ...diag(
+        ConfigCode.OVERLAPPING_WORKSPACES,
+        first.file,
+        at,
+        `${where} is owned by several workspaces (${result.workspaces.join(", ")}); narrow their spec.workloadClusters so one workspace owns it`,
+        "/metadata/namespace",
+      ),
+      object: objectRef(obj),
+    });
+  }
+  return { winner: first, diags, refDiags };
+}
+
+/** The first WorkspaceSettings in force of a workspace (by path, then position) is its one; the others are errors. */
+function checkWorkspaceSettings(keys: ReadonlySet<string>, results: ReadonlyMap<string, KeyResult>, settings: RepoSettings): Diagnostic[] {
+  const inForce: { c: Candidate; ws: string }[] = [];
+  for (const key of keys) {
+    const r = results.get(key);
+    if (!r?.winner || r.workspace === undefined || isGlobalSettings(r.winner.obj, settings)) continue;
+    inForce.push({ c: r.winner, ws: r.workspace });
+  }
+  inForce.sort((a, b) => byPosition(a.c, b.c));
+  const out: Diagnostic[] = [];
+  const first = new Map<string, Candidate>();
+  for (const { c, ws } of inForce) {
+    const f = first.get(ws);
+    if (!f) {
+      first.set(ws, c);
       continue;
     }
-    diagnostics.push({
+    out.push({
       ...diag(
         ConfigCode.DUPLICATE_WORKSPACE_SETTINGS,
         c.file,
         [c.obj.source.line, c.obj.source.column],
-        `workspace ${ws} already has WorkspaceSettings ${first.obj.metadata.namespace}/${first.obj.metadata.name} at ${first.file}:${first.obj.source.line}:${first.obj.source.column}; merge ${c.obj.metadata.namespace}/${c.obj.metadata.name} into it`,
+        `workspace ${ws} already has WorkspaceSettings ${f.obj.metadata.namespace}/${f.obj.metadata.name} at ${f.file}:${f.obj.source.line}:${f.obj.source.column}; merge ${c.obj.metadata.namespace}/${c.obj.metadata.name} into it`,
       ),
       object: objectRef(c.obj),
     });
   }
-
-  // 4. References.
-  for (const c of inForce) checkReferences(c, existing, diagnostics);
-
-  // 5. Records with the resolved workspace on each object; objects that did not change are reused.
-  const outFiles: Record<string, FileRecord> = {};
-  const objects: Record<string, ObjectLocation> = {};
-  const inForceKeys = new Map(inForce.map((c) => [c.obj.key, c]));
-  for (const path of paths) {
-    const rec = files[path]!;
-    const next: LoadedObject[] = [];
-    rec.objects.forEach((obj, index) => {
-      const c = inForceKeys.get(obj.key);
-      const isWinner = c !== undefined && c.file === path && c.index === index;
-      const ws = isWinner ? workspaceOf.get(obj.key) : undefined;
-      if (obj.workspace === ws) next.push(obj);
-      else next.push(withWorkspace(obj, ws));
-    });
-    const changed = next.some((obj, i) => obj !== rec.objects[i]);
-    outFiles[path] = changed ? Object.freeze({ ...rec, objects: Object.freeze(next) }) : rec;
-  }
-  for (const key of [...inForceKeys.keys()].sort()) {
-    const c = inForceKeys.get(key)!;
-    const old = prevObjects[key];
-    objects[key] = old && old.file === c.file && old.index === c.index ? old : Object.freeze({ file: c.file, index: c.index });
-  }
-  return { files: outFiles, objects, diagnostics };
+  return out;
 }
 
 function withWorkspace(obj: LoadedObject, ws: string | undefined): LoadedObject {
@@ -194,6 +389,7 @@ export function describeObj(obj: LoadedObject): string {
 // Ownership
 
 type OwnerResult = { kind: "one"; workspace: string } | { kind: "none" } | { kind: "many"; workspaces: string[] };
+type Owner = (cluster: string | undefined, namespace: string) => OwnerResult;
 
 interface WorkspaceRule {
   readonly workspace: string;
@@ -204,7 +400,7 @@ interface WorkspaceRule {
 }
 
 /** Workspace ownership of (cluster, namespace) pairs, following Workspace.spec.workloadClusters. */
-export function createOwnership(settings: RepoSettings, objects: readonly LoadedObject[]): (cluster: string | undefined, namespace: string) => OwnerResult {
+export function createOwnership(settings: RepoSettings, objects: readonly LoadedObject[]): Owner {
   const clusters = objects.filter((o) => o.kind === "KubernetesCluster");
   const rules: WorkspaceRule[] = [];
   for (const ws of objects) {
@@ -362,24 +558,16 @@ export function referencesOf(obj: LoadedObject): Wanted[] {
   return out;
 }
 
-/** kind → name → namespace → candidates: look-ups without building key strings. */
-type Existing = Map<string, Map<string, Map<string, Candidate[]>>>;
-
-function addExisting(existing: Existing, kind: string, name: string, namespace: string, c: Candidate): void {
-  let byName = existing.get(kind);
-  if (!byName) existing.set(kind, (byName = new Map<string, Map<string, Candidate[]>>()));
-  let byNamespace = byName.get(name);
-  if (!byNamespace) byName.set(name, (byNamespace = new Map<string, Candidate[]>()));
-  const list = byNamespace.get(namespace);
-  if (list) list.push(c);
-  else byNamespace.set(namespace, [c]);
-}
-
-function exists(existing: Existing, w: Wanted): boolean {
-  const byNamespace = existing.get(w.kind)?.get(w.name);
-  if (!byNamespace) return false;
-  const lists = w.namespace !== undefined ? [byNamespace.get(w.namespace) ?? []] : [...byNamespace.values()];
-  return lists.some((list) => list.some((e) => w.cluster === undefined || e.obj.cluster === undefined || e.obj.cluster === w.cluster));
+/** Whether a reference target exists (any candidate, also duplicates and invalid ones, so one error does not cascade). */
+function targetExists(byName: ReadonlyMap<string, ReadonlySet<string>>, byKey: ReadonlyMap<string, readonly Candidate[]>, w: Wanted): boolean {
+  const keys = byName.get(nameKey(w.kind, w.name));
+  if (!keys) return false;
+  for (const key of keys) {
+    const obj = byKey.get(key)![0]!.obj; // every candidate of a key has the same kind, name, namespace and cluster
+    if (w.namespace !== undefined && obj.metadata.namespace !== w.namespace) continue;
+    if (w.cluster === undefined || obj.cluster === undefined || obj.cluster === w.cluster) return true;
+  }
+  return false;
 }
 
 /** References depend only on the object; objects of unchanged files are the same instances across updates. */
@@ -391,10 +579,10 @@ function cachedReferencesOf(obj: LoadedObject): readonly Wanted[] {
   return refs;
 }
 
-function checkReferences(c: Candidate, existing: Existing, out: Diagnostic[]): void {
+function checkReferences(c: Candidate, exists: (w: Wanted) => boolean): Diagnostic[] {
+  const out: Diagnostic[] = [];
   for (const w of cachedReferencesOf(c.obj)) {
-    const found = exists(existing, w);
-    if (found) continue;
+    if (exists(w)) continue;
     const target = `${w.kind} ${w.namespace !== undefined ? `${w.namespace}/` : ""}${w.name}${w.cluster !== undefined ? ` in cluster ${w.cluster}` : ""}`;
     out.push({
       ...diag(
@@ -407,4 +595,5 @@ function checkReferences(c: Candidate, existing: Existing, out: Diagnostic[]): v
       object: objectRef(c.obj),
     });
   }
+  return out;
 }

@@ -7,11 +7,14 @@ import type { Diagnostic } from "../core/index.js";
 import { ConfigCode } from "./codes.js";
 import { createPathFilter, isYamlPath, SETTINGS_FILE, type PathFilter } from "./ignore.js";
 import { modelKindRegistry } from "./kinds.js";
-import { link } from "./link.js";
+import { link, type LinkIndex } from "./link.js";
 import { diag, parseSourceFile, sha256 } from "./parse-file.js";
 import { DEFAULT_ADMIN_NAMESPACE, DEFAULT_AUDIT_BRANCH, parseSettings } from "./settings.js";
 import { diagnosticsOf } from "./state.js";
 import type { DesiredState, FileRecord, LoadedObject, LoadOptions, LoadResult, RepoSettings, SourceFile, UpdateResult } from "./types.js";
+
+/** The link index of each state made in this process (a state that went through JSON has none: its first update re-links fully). */
+const linkIndexes = new WeakMap<DesiredState, LinkIndex>();
 
 function resolveOptions(options: LoadOptions): Required<LoadOptions> {
   return {
@@ -116,7 +119,7 @@ function build(
   opts: Required<LoadOptions>,
   prev?: DesiredState,
 ): DesiredState {
-  const linked = link(settings, records, prev?.objects);
+  const linked = link(settings, records, prev ? { files: prev.files, objects: prev.objects, index: linkIndexes.get(prev) } : undefined);
   const files: Record<string, FileRecord> = {};
   for (const path of Object.keys(linked.files).sort()) files[path] = linked.files[path]!;
   const state: DesiredState = Object.freeze({
@@ -130,6 +133,7 @@ function build(
     objects: Object.freeze(linked.objects),
     linkDiagnostics: Object.freeze(linked.diagnostics),
   });
+  linkIndexes.set(state, linked.index);
   return state;
 }
 
