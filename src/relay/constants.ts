@@ -49,7 +49,7 @@ export const CLUSTER_URI_PREFIX = "spiffe://gitmesh/cluster/";
  * - relay_pull_clients_connected{cluster}   gauge: open output pull streams (0/1 per cluster)
  * - relay_push_clients_warmed{cluster}      gauge: 1 once the current push stream delivered a full snapshot
  * - relay_rejections_total{reason}          counter: rejected registrations, streams and messages (reasons below)
- * - relay_certificates_issued_total{kind}   counter: kind = register | renew
+ * - relay_certificates_issued_total{kind}   counter: kind = register | renew | intermediate (Istio intermediate CA, SignIntermediate)
  * - relay_discovery_updates_total{kind}     counter: accepted discovery updates, kind = full | delta
  * - relay_resyncs_total{direction}          counter: full resyncs requested, direction = push (server asked) | pull (agent asked)
  * - relay_output_acks_total{result}         counter: result = ack | nack
@@ -84,5 +84,13 @@ export const REJECTION_REASONS = {
   messageTooLarge: "message_too_large",
   malformedMessage: "malformed_message",
   checksumMismatch: "checksum_mismatch",
+  /** SignIntermediate: the server has no mesh CA configured (UNIMPLEMENTED). */
+  meshCaNotConfigured: "mesh_ca_not_configured",
+  /** SignIntermediate: the caller's output holds no matching IssuedCertificate (PERMISSION_DENIED). */
+  intermediateNotIssued: "intermediate_not_issued",
+  /** SignIntermediate: the CSR cannot be parsed, its signature does not verify, or it is not a CA request (INVALID_ARGUMENT). */
+  invalidCsr: "invalid_csr",
+  /** SignIntermediate: the CSR's URI SANs differ from the IssuedCertificate's hosts (INVALID_ARGUMENT). */
+  sanMismatch: "san_mismatch",
 } as const;
 export type RejectionReason = (typeof REJECTION_REASONS)[keyof typeof REJECTION_REASONS];

@@ -26,6 +26,10 @@ export {
   createRelayServer,
   type AppliedVersion,
   type DiscoveryEvent,
+  type IntermediateCsr,
+  type IntermediateRefusal,
+  type IntermediateSigningResult,
+  type SignIntermediateFn,
   type OutputAckEvent,
   type OutputNackEvent,
   type OutputSnapshot,
@@ -42,3 +46,11 @@ export {
   type RelayClientOptions,
   type RelayClientStatus,
 } from "./client.js";
+export {
+  createRelayIntermediateSigner,
+  IntermediateSigningError,
+  type IntermediateSignerShape,
+  type IntermediateSigningRequestShape,
+  type RelayIntermediateSignerOptions,
+  type SignedIntermediateShape,
+} from "./intermediate-signer.js";

@@ -9,7 +9,7 @@ export function createRelayMetrics(registry: Registry) {
     pullConnected: new Gauge({ name: RELAY_METRICS.pullClientsConnected, help: "Open output pull streams per cluster", labelNames: ["cluster"], registers }),
     warmed: new Gauge({ name: RELAY_METRICS.pushClientsWarmed, help: "1 once the cluster's current push stream delivered a full discovery snapshot", labelNames: ["cluster"], registers }),
     rejections: new Counter({ name: RELAY_METRICS.rejections, help: "Rejected registrations, streams and messages by reason", labelNames: ["reason"], registers }),
-    certificatesIssued: new Counter({ name: RELAY_METRICS.certificatesIssued, help: "Client certificates issued (register or renew)", labelNames: ["kind"], registers }),
+    certificatesIssued: new Counter({ name: RELAY_METRICS.certificatesIssued, help: "Certificates issued: client certificates (register, renew) and Istio intermediate CAs (intermediate)", labelNames: ["kind"], registers }),
     discoveryUpdates: new Counter({ name: RELAY_METRICS.discoveryUpdates, help: "Accepted discovery updates (full or delta)", labelNames: ["kind"], registers }),
     resyncs: new Counter({ name: RELAY_METRICS.resyncs, help: "Full resyncs (push: server asked the agent; pull: agent asked the server)", labelNames: ["direction"], registers }),
     outputAcks: new Counter({ name: RELAY_METRICS.outputAcks, help: "Output versions acknowledged by agents (ack or nack)", labelNames: ["result"], registers }),

@@ -25,7 +25,9 @@ import {
   RegistrationService,
   RelayService,
   RenewRequest,
+  SignIntermediateRequest,
   type CertificateResponse,
+  type SignIntermediateResponse,
   type DiscoveryAck,
   type OutputUpdate,
 } from "./gen/gitmesh/relay/v1/relay.js";
@@ -72,6 +74,37 @@ export interface OutputNackEvent extends OutputAckEvent {
 
 export type StreamKind = "push" | "pull";
 
+/** What an agent asked SignIntermediate to sign (the cluster is passed separately, from its certificate). */
+export interface IntermediateCsr {
+  /** PEM PKCS#10 CSR of the intermediate CA; the key stays in the workload cluster. */
+  readonly csrPem: string;
+  /** "<namespace>/<name>" of the IssuedCertificate, or "" when the agent did not name it. */
+  readonly issuedCertificate: string;
+  /** "<namespace>/<name>" of the RootTrustPolicy, or "" when the agent did not name it. */
+  readonly rootTrustPolicy: string;
+}
+
+/**
+ * Why an intermediate CSR was not signed; the relay maps each to a gRPC status once:
+ * not_issued → PERMISSION_DENIED, invalid_csr / san_mismatch → INVALID_ARGUMENT.
+ */
+export type IntermediateRefusal = "not_issued" | "invalid_csr" | "san_mismatch";
+
+/** The answer of a mesh CA to an intermediate CSR: signed material, or a refusal with a message for the agent's operator. */
+export type IntermediateSigningResult =
+  | {
+      readonly ok: true;
+      readonly certPem: string;
+      /** Certificates between the intermediate and the root, intermediate-most first (may be empty). */
+      readonly chainPems: readonly string[];
+      readonly rootCertPem: string;
+      readonly notAfterMs: number;
+    }
+  | { readonly ok: false; readonly refusal: IntermediateRefusal; readonly message: string };
+
+/** Signs an intermediate CSR for `cluster` (the verified identity of the caller); src/mesh-ca createMeshCa().signIntermediate fits. */
+export type SignIntermediateFn = (cluster: string, request: IntermediateCsr) => Promise<IntermediateSigningResult>;
+
 export interface RelayServerOptions {
   /** CA, server certificate and signing CA (see loadOrCreateRelayPki). */
   readonly pki: RelayPki;
@@ -109,6 +142,11 @@ export interface RelayServerOptions {
   readonly onNack?: (event: OutputNackEvent) => void;
   readonly onConnect?: (cluster: string, stream: StreamKind) => void;
   readonly onDisconnect?: (cluster: string, stream: StreamKind) => void;
+  /**
+   * Signs Istio intermediate CA CSRs (Relay.SignIntermediate) with the mesh root CA — src/mesh-ca
+   * createMeshCa(...).signIntermediate. Without it SignIntermediate answers UNIMPLEMENTED.
+   */
+  readonly signIntermediate?: SignIntermediateFn;
   /** Clock (default Date.now). */
   readonly now?: () => number;
 }
@@ -376,6 +414,49 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       if (isMalformed(req)) throw malformed("RenewRequest", req[MALFORMED]);
       checkNamedCluster(cluster, req.cluster);
       return issue(cluster, req.csrPem, "renew");
+    })().then(
+      (res) => callback(null, res),
+      (err: unknown) => refuse(err, fields, (se) => callback(se)),
+    );
+  }
+
+  // ---- Istio intermediate CA ----------------------------------------------------------------
+
+  const REFUSALS = {
+    not_issued: { reason: REJECTION_REASONS.intermediateNotIssued, code: grpc.status.PERMISSION_DENIED },
+    invalid_csr: { reason: REJECTION_REASONS.invalidCsr, code: grpc.status.INVALID_ARGUMENT },
+    san_mismatch: { reason: REJECTION_REASONS.sanMismatch, code: grpc.status.INVALID_ARGUMENT },
+  } as const;
+
+  function signIntermediate(call: grpc.ServerUnaryCall<SignIntermediateRequest | Malformed, SignIntermediateResponse>, callback: grpc.sendUnaryData<SignIntermediateResponse>) {
+    const req = call.request;
+    const fields: Record<string, unknown> = { rpc: "SignIntermediate", peer: call.getPeer() };
+    void (async () => {
+      const { cluster } = await identify(call);
+      fields.cluster = cluster;
+      if (isMalformed(req)) throw malformed("SignIntermediateRequest", req[MALFORMED]);
+      checkNamedCluster(cluster, req.cluster);
+      fields.issuedCertificate = req.issuedCertificate;
+      fields.rootTrustPolicy = req.rootTrustPolicy;
+      const sign = options.signIntermediate;
+      if (!sign) {
+        throw reject(
+          REJECTION_REASONS.meshCaNotConfigured,
+          grpc.status.UNIMPLEMENTED,
+          "this management server has no mesh CA configured, so it cannot sign Istio intermediate CAs for RootTrustPolicies; configure the mesh root CA on the server (src/mesh-ca), or remove the RootTrustPolicy",
+        );
+      }
+      if (req.csrPem.trim() === "") {
+        throw reject(REJECTION_REASONS.invalidCsr, grpc.status.INVALID_ARGUMENT, "the request carries no CSR; send the intermediate CA's PEM PKCS#10 CSR in csr_pem");
+      }
+      const result = await sign(cluster, { csrPem: req.csrPem, issuedCertificate: req.issuedCertificate, rootTrustPolicy: req.rootTrustPolicy });
+      if (!result.ok) {
+        const r = REFUSALS[result.refusal];
+        throw reject(r.reason, r.code, result.message);
+      }
+      metrics.certificatesIssued.inc({ kind: "intermediate" });
+      log.info("signed an Istio intermediate CA", { ...fields, notAfter: new Date(result.notAfterMs).toISOString() });
+      return { certificatePem: result.certPem, chainPem: [...result.chainPems], rootCertPem: result.rootCertPem, notAfterMs: result.notAfterMs };
     })().then(
       (res) => callback(null, res),
       (err: unknown) => refuse(err, fields, (se) => callback(se)),
@@ -768,8 +849,9 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
           pushDiscovery: { ...RelayService.pushDiscovery, requestDeserialize: tolerant((b) => DiscoveryUpdate.decode(b)) },
           pullOutput: { ...RelayService.pullOutput, requestDeserialize: tolerant((b) => OutputAck.decode(b)) },
           renew: { ...RelayService.renew, requestDeserialize: tolerant((b) => RenewRequest.decode(b)) },
+          signIntermediate: { ...RelayService.signIntermediate, requestDeserialize: tolerant((b) => SignIntermediateRequest.decode(b)) },
         },
-        { pushDiscovery, pullOutput, renew },
+        { pushDiscovery, pullOutput, renew, signIntermediate },
       );
       const host = options.host ?? "0.0.0.0";
       boundPort = await new Promise<number>((resolve, rejectBind) => {

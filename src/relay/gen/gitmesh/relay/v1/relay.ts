@@ -40,10 +40,19 @@ export const protobufFileName = "gitmesh/relay/v1/relay.proto";
  *     then deltas; each is marked complete or not and carries its source commit; the agent ACKs or
  *     NACKs each version (NACK with per-resource apply errors), or asks for a full resend.
  *  5. Relay.Renew: a fresh certificate for the caller's own identity, before the old one expires.
+ *  6. Relay.SignIntermediate: the agent generates an Istio intermediate CA key IN ITS CLUSTER and sends
+ *     only a PKCS#10 CSR for an IssuedCertificate of its output (rendered from a RootTrustPolicy). The
+ *     server signs it with the mesh root CA only if the caller's cluster (from its certificate) has a
+ *     matching IssuedCertificate and the CSR's URI SANs equal that IssuedCertificate's hosts; lifetime
+ *     and organisation come from the IssuedCertificate, never from the request. The private key never
+ *     crosses the wire.
  *
  * Large states travel in several messages (chunks): the encoded ResourceDelta is split into pieces of
  * at most the chunk size, and each piece is gzip-compressed on its own (payload). A receiver gunzips
  * each chunk (bounded), concatenates, and decodes a ResourceDelta.
+ *
+ * Discovery state: entries of src/discovery snapshotEntries(snapshot), each value UTF-8 JSON.stringify(value)
+ * (relayStateFromSnapshot in src/relay). Output state: resource key -> UTF-8 JSON of the object.
  *
  * Checksum of a state (a set of key -> bytes entries): lowercase hex sha256 over the entries sorted by
  * key (UTF-16 code unit order, i.e. JavaScript's default sort), each fed as
@@ -70,6 +79,34 @@ export interface CertificateResponse {
   certificatePem: string;
   /** PEM root CA that signs the server certificate (relay-client-tls-secret ca.crt). */
   caPem: string;
+  /** Expiry of certificate_pem, milliseconds since the Unix epoch. */
+  notAfterMs: number;
+}
+
+export interface SignIntermediateRequest {
+  /** Optional; when set it must equal the identity of the client certificate. */
+  cluster: string;
+  /**
+   * PEM PKCS#10 CSR of the intermediate CA (basicConstraints CA, URI SANs = the istiod SPIFFE ids),
+   * signed with the intermediate key, which stays in the workload cluster.
+   */
+  csrPem: string;
+  /**
+   * "<namespace>/<name>" of the IssuedCertificate in the cluster's output; optional (empty: matched by
+   * root_trust_policy and the CSR's SANs).
+   */
+  issuedCertificate: string;
+  /** "<namespace>/<name>" of the RootTrustPolicy behind the IssuedCertificate; optional. */
+  rootTrustPolicy: string;
+}
+
+export interface SignIntermediateResponse {
+  /** PEM intermediate CA certificate (Istio cacerts ca-cert.pem). */
+  certificatePem: string;
+  /** PEM certificates between the intermediate and the root, intermediate-most first (may be empty). */
+  chainPem: string[];
+  /** PEM mesh root CA (Istio cacerts root-cert.pem). */
+  rootCertPem: string;
   /** Expiry of certificate_pem, milliseconds since the Unix epoch. */
   notAfterMs: number;
 }
@@ -322,6 +359,164 @@ export const CertificateResponse: MessageFns<CertificateResponse> = {
           }
           case 3: {
             if (tag !== 24) {
+              break;
+            }
+
+            message.notAfterMs = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseSignIntermediateRequest(): SignIntermediateRequest {
+  return { cluster: "", csrPem: "", issuedCertificate: "", rootTrustPolicy: "" };
+}
+
+export const SignIntermediateRequest: MessageFns<SignIntermediateRequest> = {
+  encode(message: SignIntermediateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.cluster !== "") {
+      writer.uint32(10).string(message.cluster);
+    }
+    if (message.csrPem !== "") {
+      writer.uint32(18).string(message.csrPem);
+    }
+    if (message.issuedCertificate !== "") {
+      writer.uint32(26).string(message.issuedCertificate);
+    }
+    if (message.rootTrustPolicy !== "") {
+      writer.uint32(34).string(message.rootTrustPolicy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SignIntermediateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSignIntermediateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.cluster = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.csrPem = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.issuedCertificate = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.rootTrustPolicy = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseSignIntermediateResponse(): SignIntermediateResponse {
+  return { certificatePem: "", chainPem: [], rootCertPem: "", notAfterMs: 0 };
+}
+
+export const SignIntermediateResponse: MessageFns<SignIntermediateResponse> = {
+  encode(message: SignIntermediateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.certificatePem !== "") {
+      writer.uint32(10).string(message.certificatePem);
+    }
+    for (const v of message.chainPem) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.rootCertPem !== "") {
+      writer.uint32(26).string(message.rootCertPem);
+    }
+    if (message.notAfterMs !== 0) {
+      writer.uint32(32).int64(message.notAfterMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SignIntermediateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSignIntermediateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.certificatePem = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.chainPem.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.rootCertPem = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
               break;
             }
 
@@ -1041,6 +1236,18 @@ export const RelayService = {
     responseSerialize: (value: CertificateResponse): Buffer => Buffer.from(CertificateResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CertificateResponse => CertificateResponse.decode(value),
   },
+  /** Istio intermediate CA for an IssuedCertificate in the caller's output (mTLS; see 6. above). */
+  signIntermediate: {
+    path: "/gitmesh.relay.v1.Relay/SignIntermediate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SignIntermediateRequest): Buffer =>
+      Buffer.from(SignIntermediateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SignIntermediateRequest => SignIntermediateRequest.decode(value),
+    responseSerialize: (value: SignIntermediateResponse): Buffer =>
+      Buffer.from(SignIntermediateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SignIntermediateResponse => SignIntermediateResponse.decode(value),
+  },
 } as const;
 
 export interface RelayServer extends UntypedServiceImplementation {
@@ -1050,6 +1257,8 @@ export interface RelayServer extends UntypedServiceImplementation {
   pullOutput: handleBidiStreamingCall<OutputAck, OutputUpdate>;
   /** Certificate renewal over mTLS, for the identity in the presented certificate. */
   renew: handleUnaryCall<RenewRequest, CertificateResponse>;
+  /** Istio intermediate CA for an IssuedCertificate in the caller's output (mTLS; see 6. above). */
+  signIntermediate: handleUnaryCall<SignIntermediateRequest, SignIntermediateResponse>;
 }
 
 export interface RelayClient extends Client {
@@ -1076,6 +1285,22 @@ export interface RelayClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CertificateResponse) => void,
+  ): ClientUnaryCall;
+  /** Istio intermediate CA for an IssuedCertificate in the caller's output (mTLS; see 6. above). */
+  signIntermediate(
+    request: SignIntermediateRequest,
+    callback: (error: ServiceError | null, response: SignIntermediateResponse) => void,
+  ): ClientUnaryCall;
+  signIntermediate(
+    request: SignIntermediateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SignIntermediateResponse) => void,
+  ): ClientUnaryCall;
+  signIntermediate(
+    request: SignIntermediateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SignIntermediateResponse) => void,
   ): ClientUnaryCall;
 }
 
