@@ -5,9 +5,10 @@
  * apply of 2,000 output objects (server-side apply over HTTP), a re-apply of the same output, and a
  * prune of 10%. The emulator runs in the same process; its heap is measured first and subtracted.
  */
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Registry } from "prom-client";
 import { silentLogger } from "../../src/core/index.js";
-import { createApplier, createAgentMetrics, createDiscovery, createKubeClient, createRunnableManager, withFieldOwner, type KubeObject } from "../../src/agent/index.js";
+import { createApplier, createAgentMetrics, createDiscovery, createKubeClient, createRunnableManager, withFieldOwner, type DiscoveryResult, type KubeObject } from "../../src/agent/index.js";
 import { createKubeEmulator } from "../../src/kube-emulator/index.js";
 import { KubeConfig } from "@kubernetes/client-node";
 import { heapAfterGc, MB, round, time, type Benchmark, type Figure } from "../harness.js";
@@ -60,7 +61,8 @@ export const benchmark: Benchmark = {
     kc.loadFromString(emulator.kubeconfig());
     const client = createKubeClient(kc);
     const metrics = createAgentMetrics(new Registry());
-    const discovery = createDiscovery({ kc, reader: client, cluster: "bench", debounceMs: 50, onSnapshot: () => undefined, metrics, logger: silentLogger });
+    let onSnapshot: (r: DiscoveryResult) => void = () => undefined;
+    const discovery = createDiscovery({ kc, reader: client, cluster: "bench", debounceMs: 50, onSnapshot: (r) => onSnapshot(r), metrics, logger: silentLogger });
     const manager = createRunnableManager([discovery], silentLogger);
     try {
       const first = await time(async () => {
@@ -73,14 +75,49 @@ export const benchmark: Benchmark = {
       figures.push({ label: "snapshot size (sum of entry JSON)", value: round(snap.bytes / MB, 2), unit: "MB" });
       figures.push({ label: "heap held by the agent's informers + snapshot (after GC)", value: round((heapAfterGc() - heapBefore) / MB), unit: "MB" });
 
-      const change = await time(async () => {
-        emulator.seed([{ apiVersion: "v1", kind: "Service", metadata: { name: "late", namespace: "ns-0" }, spec: { ports: [{ port: 80 }] } }]);
-        for (;;) {
-          if (discovery.current()?.state.has("service/ns-0/late")) return;
-          await new Promise((r) => setTimeout(r, 5));
-        }
-      });
-      figures.push({ label: "one new Service → new snapshot (incl. 50 ms debounce)", value: round(change.ms), unit: "ms" });
+      // One change at a time → the pushed delta (onSnapshot), median of several, with the longest
+      // event-loop stall seen meanwhile (a flush is synchronous work).
+      const changes: { label: string; apply: () => void; key: string }[] = [
+        { label: "new Node in a new region", key: "locality/edge/edge-a/", apply: () => emulator.seed([{ apiVersion: "v1", kind: "Node", metadata: { name: "node-edge", labels: { "topology.kubernetes.io/region": "edge", "topology.kubernetes.io/zone": "edge-a" } } }]) },
+      ];
+      for (let i = 0; i < 5; i++) {
+        changes.push({ label: "new Service", key: `service/ns-${i}/late-${i}`, apply: () => emulator.seed([{ apiVersion: "v1", kind: "Service", metadata: { name: `late-${i}`, namespace: `ns-${i}` }, spec: { ports: [{ port: 80 }] } }]) });
+        changes.push({
+          label: "Pod moved to the new region's node",
+          key: `workload/ns-${i}/Deployment/svc-${i}`,
+          apply: () => emulator.seed([{ apiVersion: "v1", kind: "Pod", metadata: { name: `svc-${i}-0`, namespace: `ns-${i}`, labels: { app: `svc-${i}`, version: "v1" } }, spec: { nodeName: "node-edge", serviceAccountName: `svc-${i}`, containers: [{ name: "app", image: "app:1" }] }, status: { phase: "Running" } }]),
+        });
+      }
+      changes.push({ label: "Node in a new zone", key: "locality/eu-west-1/eu-west-1z/", apply: () => emulator.seed([{ apiVersion: "v1", kind: "Node", metadata: { name: "node-7", labels: { "topology.kubernetes.io/region": "eu-west-1", "topology.kubernetes.io/zone": "eu-west-1z" } } }]) });
+      let waiter: ((r: DiscoveryResult) => void) | undefined;
+      onSnapshot = (r) => waiter?.(r);
+      const stall = monitorEventLoopDelay({ resolution: 5 });
+      stall.enable();
+      const latencies: number[] = [];
+      let deltaEntries = 0;
+      for (const c of changes) {
+        const t = await time(
+          () =>
+            new Promise<void>((resolve, reject) => {
+              const timeout = setTimeout(() => reject(new Error(`no delta with ${c.key} after ${c.label}`)), 30_000);
+              waiter = (r) => {
+                if (r.delta.added.some((e) => e.key === c.key) || r.delta.changed.some((e) => e.key === c.key)) {
+                  deltaEntries += r.delta.added.length + r.delta.changed.length + r.delta.removed.length;
+                  clearTimeout(timeout);
+                  resolve();
+                }
+              };
+              c.apply();
+            }),
+        );
+        latencies.push(t.ms);
+      }
+      stall.disable();
+      latencies.sort((a, b) => a - b);
+      figures.push({ label: `one change → pushed delta, median of ${changes.length} (Node, Service add, Pod move; incl. 50 ms debounce)`, value: round(latencies[Math.floor(latencies.length / 2)]!), unit: "ms" });
+      figures.push({ label: "one change → pushed delta, slowest", value: round(latencies[latencies.length - 1]!), unit: "ms" });
+      figures.push({ label: "entries per delta (mean)", value: round(deltaEntries / changes.length, 1), unit: "entries" });
+      figures.push({ label: "longest event-loop stall during those changes", value: round(stall.max / 1e6), unit: "ms" });
 
       const applier = createApplier({ cluster: "bench", reader: client, writer: withFieldOwner(client), concurrency: 16, metrics, logger: silentLogger });
       const enc = new TextEncoder();

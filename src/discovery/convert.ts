@@ -93,7 +93,7 @@ const CLUSTER_SCOPED = new Set(["v1/Namespace", "v1/Node"]);
 type Json = Readonly<Record<string, unknown>>;
 
 /** One Kubernetes object of the input, with where it came from. */
-interface KubeObject {
+export interface KubeObject {
   readonly index: number;
   /** JSON pointer of the object inside its top-level input (`` or `/items/3`). */
   readonly base: string;
@@ -114,7 +114,7 @@ function compare(a: string, b: string): number {
 }
 
 /** Collects diagnostics with their source locations. */
-class Reporter {
+export class Reporter {
   readonly diagnostics: Diagnostic[] = [];
   constructor(private readonly locate: SnapshotOptions["locate"]) {}
 
@@ -187,7 +187,7 @@ function escapePointer(s: string): string {
   return s.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
-function readSelector(r: Reporter, obj: KubeObject, value: unknown, path: string): LabelSelector | undefined {
+export function readSelector(r: Reporter, obj: KubeObject, value: unknown, path: string): LabelSelector | undefined {
   if (value === undefined || value === null) return undefined;
   if (!isRecord(value)) {
     r.field(obj, path, "expected a label selector (matchLabels / matchExpressions); ignored");
@@ -216,37 +216,65 @@ function readSelector(r: Reporter, obj: KubeObject, value: unknown, path: string
 
 // ---- parsing the input list ---------------------------------------------------------------
 
+/**
+ * One input value that is not a List: the parsed object, or undefined (with a diagnostic when it
+ * is malformed). Lists are expanded by collectObjects.
+ */
+export function parseObject(r: Reporter, value: unknown, index: number, base: string): KubeObject | undefined {
+  if (!isRecord(value)) {
+    if (value === null || value === undefined) return undefined; // empty YAML documents
+    r.report(DiscoveryCode.MalformedObject, Severity.Error, { index, path: base }, "not a Kubernetes object (expected a map with apiVersion, kind and metadata); skipped");
+    return undefined;
+  }
+  const apiVersion = nonEmptyString(value.apiVersion);
+  const kind = nonEmptyString(value.kind);
+  const name = nonEmptyString(get(value, "metadata", "name"));
+  if (apiVersion === undefined || kind === undefined || name === undefined) {
+    const missing = [apiVersion === undefined && "apiVersion", kind === undefined && "kind", name === undefined && "metadata.name"].filter(Boolean).join(", ");
+    r.report(DiscoveryCode.MalformedObject, Severity.Error, { index, path: base }, `Kubernetes object without ${missing}; skipped — add the missing field(s)`);
+    return undefined;
+  }
+  const clusterScoped = CLUSTER_SCOPED.has(`${apiVersion}/${kind}`);
+  const rawNs = get(value, "metadata", "namespace");
+  const namespace = clusterScoped ? "" : (nonEmptyString(rawNs) ?? "default");
+  const partial: KubeObject = { index, base, apiVersion, kind, name, namespace, labels: {}, raw: value };
+  if (!clusterScoped && rawNs !== undefined && typeof rawNs !== "string") {
+    r.field(partial, "/metadata/namespace", "expected a string; using namespace default");
+  }
+  return { ...partial, labels: readLabels(r, partial, get(value, "metadata", "labels"), "/metadata/labels") };
+}
+
+/** Identity of an object in the input (the last occurrence of an identity wins). */
+export function objectIdentity(obj: KubeObject): string {
+  return `${apiGroup(obj.apiVersion)}/${obj.kind}/${obj.namespace}/${obj.name}`;
+}
+
+/** The identity objectIdentity would give `value` once parsed (undefined when it is not an object); no diagnostics. */
+export function rawIdentity(value: unknown): string | undefined {
+  if (!isRecord(value)) return undefined;
+  const apiVersion = nonEmptyString(value.apiVersion);
+  const kind = nonEmptyString(value.kind);
+  const name = nonEmptyString(get(value, "metadata", "name"));
+  if (apiVersion === undefined || kind === undefined || name === undefined) return undefined;
+  const namespace = CLUSTER_SCOPED.has(`${apiVersion}/${kind}`) ? "" : (nonEmptyString(get(value, "metadata", "namespace")) ?? "default");
+  return `${apiGroup(apiVersion)}/${kind}/${namespace}/${name}`;
+}
+
 function collectObjects(objects: readonly unknown[], r: Reporter): KubeObject[] {
   const out = new Map<string, KubeObject>();
   const visit = (value: unknown, index: number, base: string): void => {
-    if (!isRecord(value)) {
-      if (value === null || value === undefined) return; // empty YAML documents
-      r.report(DiscoveryCode.MalformedObject, Severity.Error, { index, path: base }, "not a Kubernetes object (expected a map with apiVersion, kind and metadata); skipped");
-      return;
+    if (isRecord(value)) {
+      const kind = value.kind;
+      if (typeof kind === "string" && kind.endsWith("List") && Array.isArray(value.items)) {
+        (value.items as unknown[]).forEach((item, i) => visit(item, index, `${base}/items/${i}`));
+        return;
+      }
     }
-    const apiVersion = nonEmptyString(value.apiVersion);
-    const kind = nonEmptyString(value.kind);
-    if (kind !== undefined && kind.endsWith("List") && Array.isArray(value.items)) {
-      (value.items as unknown[]).forEach((item, i) => visit(item, index, `${base}/items/${i}`));
-      return;
-    }
-    const name = nonEmptyString(get(value, "metadata", "name"));
-    if (apiVersion === undefined || kind === undefined || name === undefined) {
-      const missing = [apiVersion === undefined && "apiVersion", kind === undefined && "kind", name === undefined && "metadata.name"].filter(Boolean).join(", ");
-      r.report(DiscoveryCode.MalformedObject, Severity.Error, { index, path: base }, `Kubernetes object without ${missing}; skipped — add the missing field(s)`);
-      return;
-    }
-    const clusterScoped = CLUSTER_SCOPED.has(`${apiVersion}/${kind}`);
-    const rawNs = get(value, "metadata", "namespace");
-    const namespace = clusterScoped ? "" : (nonEmptyString(rawNs) ?? "default");
-    const partial: KubeObject = { index, base, apiVersion, kind, name, namespace, labels: {}, raw: value };
-    if (!clusterScoped && rawNs !== undefined && typeof rawNs !== "string") {
-      r.field(partial, "/metadata/namespace", "expected a string; using namespace default");
-    }
-    const obj: KubeObject = { ...partial, labels: readLabels(r, partial, get(value, "metadata", "labels"), "/metadata/labels") };
-    const key = `${apiGroup(apiVersion)}/${kind}/${namespace}/${name}`;
+    const obj = parseObject(r, value, index, base);
+    if (obj === undefined) return;
+    const key = objectIdentity(obj);
     if (out.has(key)) {
-      r.report(DiscoveryCode.DuplicateObject, Severity.Warning, { index, path: base, object: refOf(obj) }, `${kind} ${namespace ? `${namespace}/` : ""}${name} appears more than once; the last one is used`);
+      r.report(DiscoveryCode.DuplicateObject, Severity.Warning, { index, path: base, object: refOf(obj) }, `${obj.kind} ${obj.namespace ? `${obj.namespace}/` : ""}${obj.name} appears more than once; the last one is used`);
       out.delete(key); // re-insert so that order follows the last occurrence
     }
     out.set(key, obj);
@@ -255,13 +283,13 @@ function collectObjects(objects: readonly unknown[], r: Reporter): KubeObject[] 
   return [...out.values()];
 }
 
-function is(obj: KubeObject, apiVersion: string, kind: string): boolean {
+export function is(obj: KubeObject, apiVersion: string, kind: string): boolean {
   return obj.apiVersion === apiVersion && obj.kind === kind;
 }
 
 // ---- nodes and localities ---------------------------------------------------------------------
 
-function nodeLocality(obj: KubeObject): DiscoveredLocality | undefined {
+export function nodeLocality(obj: KubeObject): DiscoveredLocality | undefined {
   const l = obj.labels;
   const region = nonEmptyString(l["topology.kubernetes.io/region"]) ?? nonEmptyString(l["failure-domain.beta.kubernetes.io/region"]);
   if (region === undefined) return undefined;
@@ -270,7 +298,7 @@ function nodeLocality(obj: KubeObject): DiscoveredLocality | undefined {
   return { region, ...(zone !== undefined ? { zone } : {}), ...(subZone !== undefined ? { subZone } : {}) };
 }
 
-function uniqueLocalities(list: Iterable<DiscoveredLocality>): DiscoveredLocality[] {
+export function uniqueLocalities(list: Iterable<DiscoveredLocality>): DiscoveredLocality[] {
   const map = new Map<string, DiscoveredLocality>();
   for (const l of list) map.set(localityTuple(l).join("/"), l);
   return [...map.entries()].sort(([a], [b]) => compare(a, b)).map(([, l]) => l);
@@ -278,56 +306,90 @@ function uniqueLocalities(list: Iterable<DiscoveredLocality>): DiscoveredLocalit
 
 // ---- pods -----------------------------------------------------------------------------------
 
-interface PodInfo {
+/** What discovery keeps of an active pod (its locality comes from its node, looked up when used). */
+export interface PodInfo {
+  readonly name: string;
   readonly labels: Labels;
   readonly serviceAccount: string | undefined;
-  readonly locality: DiscoveredLocality | undefined;
+  readonly nodeName: string | undefined;
 }
+
+/** Node name → locality (undefined: unknown node or node without region). */
+export type LocalityOf = (nodeName: string | undefined) => DiscoveredLocality | undefined;
 
 /**
  * The pods of one namespace, indexed by label pair so that matching a selector looks at the pods
  * carrying its rarest label instead of every pod (5,000 workloads × 20,000 pods stay cheap).
+ * Mutable (the incremental builder adds and removes pods by name).
  */
-class PodIndex {
-  readonly all: PodInfo[] = [];
-  private readonly byLabel = new Map<string, PodInfo[]>();
+export class PodIndex {
+  readonly all = new Map<string, PodInfo>();
+  private readonly byLabel = new Map<string, Map<string, PodInfo>>();
 
   add(pod: PodInfo): void {
-    this.all.push(pod);
-    for (const [k, v] of Object.entries(pod.labels)) {
-      const key = `${k}=${v}`;
+    this.remove(pod.name);
+    this.all.set(pod.name, pod);
+    for (const k in pod.labels) {
+      const key = `${k}=${pod.labels[k]!}`;
       const list = this.byLabel.get(key);
-      if (list) list.push(pod);
-      else this.byLabel.set(key, [pod]);
+      if (list) list.set(pod.name, pod);
+      else this.byLabel.set(key, new Map([[pod.name, pod]]));
+    }
+  }
+
+  remove(name: string): void {
+    const pod = this.all.get(name);
+    if (pod === undefined) return;
+    this.all.delete(name);
+    for (const k in pod.labels) {
+      const key = `${k}=${pod.labels[k]!}`;
+      const list = this.byLabel.get(key);
+      list?.delete(name);
+      if (list?.size === 0) this.byLabel.delete(key);
     }
   }
 
   /** Pods that may match `matchLabels` (a superset of the matches; every pod when it is empty). */
-  candidates(matchLabels: Labels | undefined): readonly PodInfo[] {
-    let best: readonly PodInfo[] = this.all;
-    for (const [k, v] of Object.entries(matchLabels ?? {})) {
-      const list = this.byLabel.get(`${k}=${v}`) ?? [];
-      if (list.length < best.length) best = list;
+  candidates(matchLabels: Labels | undefined): ReadonlyMap<string, PodInfo> {
+    let best: ReadonlyMap<string, PodInfo> = this.all;
+    for (const k in matchLabels) {
+      const list = this.byLabel.get(`${k}=${matchLabels[k]!}`);
+      if (list === undefined) return EMPTY_PODS;
+      if (list.size < best.size) best = list;
     }
     return best;
   }
+
+  /** Pods matching `selector`, in name order. */
+  matching(selector: LabelSelector): PodInfo[] {
+    const out: PodInfo[] = [];
+    for (const p of this.candidates(selector.matchLabels).values()) if (matchesSelector(selector, p.labels)) out.push(p);
+    return out.sort((a, b) => compare(a.name, b.name));
+  }
 }
 
-const NO_PODS = new PodIndex();
+const EMPTY_PODS: ReadonlyMap<string, PodInfo> = new Map();
+export const NO_PODS = new PodIndex();
 
-function activePods(objs: readonly KubeObject[], nodes: ReadonlyMap<string, DiscoveredLocality | undefined>): Map<string, PodIndex> {
+/** The pod as discovery sees it, or undefined when it does not count (terminating, finished). */
+export function podInfo(obj: KubeObject): PodInfo | undefined {
+  if (get(obj.raw, "metadata", "deletionTimestamp") !== undefined) return undefined;
+  const phase = get(obj.raw, "status", "phase");
+  if (phase === "Succeeded" || phase === "Failed") return undefined;
+  return {
+    name: obj.name,
+    labels: obj.labels,
+    serviceAccount: nonEmptyString(get(obj.raw, "spec", "serviceAccountName")) ?? nonEmptyString(get(obj.raw, "spec", "serviceAccount")),
+    nodeName: nonEmptyString(get(obj.raw, "spec", "nodeName")),
+  };
+}
+
+function activePods(objs: readonly KubeObject[]): Map<string, PodIndex> {
   const byNs = new Map<string, PodIndex>();
   for (const obj of objs) {
     if (!is(obj, "v1", "Pod")) continue;
-    if (get(obj.raw, "metadata", "deletionTimestamp") !== undefined) continue;
-    const phase = get(obj.raw, "status", "phase");
-    if (phase === "Succeeded" || phase === "Failed") continue;
-    const nodeName = nonEmptyString(get(obj.raw, "spec", "nodeName"));
-    const info: PodInfo = {
-      labels: obj.labels,
-      serviceAccount: nonEmptyString(get(obj.raw, "spec", "serviceAccountName")) ?? nonEmptyString(get(obj.raw, "spec", "serviceAccount")),
-      locality: nodeName === undefined ? undefined : nodes.get(nodeName),
-    };
+    const info = podInfo(obj);
+    if (info === undefined) continue;
     let index = byNs.get(obj.namespace);
     if (!index) byNs.set(obj.namespace, (index = new PodIndex()));
     index.add(info);
@@ -390,17 +452,25 @@ function imageTag(image: string): string | undefined {
   return tag === "" ? undefined : tag;
 }
 
-interface MeshFound {
+export interface MeshFound {
   readonly mesh: DiscoveredMesh;
   readonly discoverySelectors?: LabelSelector[];
 }
 
-function findMeshes(r: Reporter, objs: readonly KubeObject[], nsLabels: ReadonlyMap<string, Labels>): MeshFound[] {
-  const configMaps = new Map<string, KubeObject>();
-  for (const o of objs) if (is(o, "v1", "ConfigMap")) configMaps.set(`${o.namespace}/${o.name}`, o);
+/** Whether a Deployment may be an Istio control plane (istiod, istiod-<revision>). */
+export function isIstiodCandidate(obj: KubeObject): boolean {
+  return is(obj, "apps/v1", "Deployment") && ISTIOD_NAME.test(obj.name);
+}
+
+/**
+ * The control planes: istiod Deployments (in namespace/name order, so that the last of two with
+ * the same namespace and revision wins whatever the input order) with their mesh ConfigMaps
+ * (`<namespace>/<name>` → ConfigMap).
+ */
+export function findMeshes(r: Reporter, deployments: readonly KubeObject[], configMaps: ReadonlyMap<string, KubeObject>, nsLabels: ReadonlyMap<string, Labels>): MeshFound[] {
   const out: MeshFound[] = [];
-  for (const o of objs) {
-    if (!is(o, "apps/v1", "Deployment")) continue;
+  const sorted = deployments.filter(isIstiodCandidate).sort((a, b) => compare(a.namespace, b.namespace) || compare(a.name, b.name));
+  for (const o of sorted) {
     const m = ISTIOD_NAME.exec(o.name);
     if (!m) continue;
     const revLabel = nonEmptyString(o.labels[REV_LABEL]);
@@ -492,7 +562,7 @@ function serviceType(r: Reporter, obj: KubeObject): DiscoveredService["type"] {
   return found ?? "ClusterIP";
 }
 
-function readService(r: Reporter, obj: KubeObject): DiscoveredService {
+export function readService(r: Reporter, obj: KubeObject): DiscoveredService {
   const clusterIP = nonEmptyString(get(obj.raw, "spec", "clusterIP"));
   const externalName = nonEmptyString(get(obj.raw, "spec", "externalName"));
   return {
@@ -507,7 +577,7 @@ function readService(r: Reporter, obj: KubeObject): DiscoveredService {
   };
 }
 
-function gatewayKind(svc: DiscoveredService): DiscoveredGateway["kind"] | undefined {
+export function gatewayKind(svc: DiscoveredService): DiscoveredGateway["kind"] | undefined {
   const istio = svc.labels.istio ?? svc.selector.istio;
   if (istio === "eastwestgateway") return "east-west";
   if (istio === "ingressgateway") return "ingress";
@@ -534,13 +604,25 @@ function gatewayAddresses(r: Reporter, obj: KubeObject): string[] {
 
 // ---- workloads ------------------------------------------------------------------------------------
 
-function readWorkload(r: Reporter, obj: KubeObject, kind: WorkloadKind, pods: PodIndex): DiscoveredWorkload {
+/** The selector of a workload (its pod template labels when it has none); undefined when it selects nothing. */
+export function workloadSelector(r: Reporter, obj: KubeObject): { selector: LabelSelector | undefined; podLabels: Record<string, string> } {
   const template = get(obj.raw, "spec", "template");
   const podLabels = readLabels(r, obj, get(template, "metadata", "labels"), "/spec/template/metadata/labels");
   const selector = readSelector(r, obj, get(obj.raw, "spec", "selector"), "/spec/selector") ?? { matchLabels: podLabels };
   const hasSelector = Object.keys(selector.matchLabels ?? {}).length > 0 || (selector.matchExpressions ?? []).length > 0;
-  const mine = hasSelector ? pods.candidates(selector.matchLabels).filter((p) => matchesSelector(selector, p.labels)) : [];
+  return { selector: hasSelector ? selector : undefined, podLabels };
+}
+
+export function isWorkloadKind(obj: KubeObject): obj is KubeObject & { kind: WorkloadKind } {
+  return obj.apiVersion === "apps/v1" && (WORKLOAD_KINDS as readonly string[]).includes(obj.kind);
+}
+
+export function readWorkload(r: Reporter, obj: KubeObject, kind: WorkloadKind, pods: PodIndex, localityOf: LocalityOf): DiscoveredWorkload {
+  const template = get(obj.raw, "spec", "template");
+  const { selector, podLabels } = workloadSelector(r, obj);
+  const mine = selector !== undefined ? pods.matching(selector) : [];
   const saTemplate = nonEmptyString(get(template, "spec", "serviceAccountName")) ?? nonEmptyString(get(template, "spec", "serviceAccount"));
+  // pods in name order: the first one with a service account decides, whatever the input order
   const serviceAccount = saTemplate ?? mine.find((p) => p.serviceAccount !== undefined)?.serviceAccount ?? "default";
   let replicas: number | undefined;
   if (kind !== "DaemonSet") {
@@ -549,14 +631,54 @@ function readWorkload(r: Reporter, obj: KubeObject, kind: WorkloadKind, pods: Po
     else if (typeof rep === "number" && Number.isInteger(rep) && rep >= 0) replicas = rep;
     else r.field(obj, "/spec/replicas", "replicas must be a non-negative integer; ignored");
   }
+  const localities: DiscoveredLocality[] = [];
+  for (const p of mine) {
+    const l = localityOf(p.nodeName);
+    if (l) localities.push(l);
+  }
   return {
     kind,
     name: obj.name,
     namespace: obj.namespace,
     podLabels,
     serviceAccount,
-    localities: uniqueLocalities(mine.flatMap((p) => (p.locality ? [p.locality] : []))),
+    localities: uniqueLocalities(localities),
     ...(replicas !== undefined ? { replicas } : {}),
+  };
+}
+
+/**
+ * The gateway a Service stands for (east-west or ingress), or undefined. `workloads` are the
+ * workloads of the Service's namespace; pods and workloads are considered in name order.
+ */
+export function readGateway(r: Reporter, o: KubeObject, svc: DiscoveredService, pods: PodIndex, workloads: Iterable<DiscoveredWorkload>, localityOf: LocalityOf): DiscoveredGateway | undefined {
+  const kind = gatewayKind(svc);
+  if (kind === undefined) return undefined;
+  const selected = Object.keys(svc.selector).length > 0;
+  const gwPods = selected ? pods.matching({ matchLabels: svc.selector }) : [];
+  const gwWorkloads: DiscoveredWorkload[] = [];
+  if (selected) for (const w of workloads) if (w.namespace === o.namespace && matchesLabels(svc.selector, w.podLabels)) gwWorkloads.push(w);
+  gwWorkloads.sort((a, b) => compare(a.kind, b.kind) || compare(a.name, b.name));
+  const podLocalities: DiscoveredLocality[] = [];
+  for (const p of gwPods) {
+    const l = localityOf(p.nodeName);
+    if (l) podLocalities.push(l);
+  }
+  const locality = uniqueLocalities([...podLocalities, ...gwWorkloads.flatMap((w) => w.localities)])[0];
+  const revision = [...gwPods.map((p) => p.labels[REV_LABEL]), ...gwWorkloads.map((w) => w.podLabels[REV_LABEL])].find((x) => x !== undefined && x !== "");
+  const network = nonEmptyString(svc.labels[NETWORK_LABEL]);
+  return {
+    kind,
+    name: svc.name,
+    namespace: svc.namespace,
+    podLabels: { ...svc.selector },
+    // problems were already reported by readService
+    ports: readPorts(new Reporter(undefined), o, true).map(({ appProtocol: _a, ...p }): DiscoveredGatewayPort => p),
+    addresses: gatewayAddresses(r, o),
+    serviceType: svc.type,
+    ...(network !== undefined ? { network } : {}),
+    ...(revision !== undefined ? { revision } : {}),
+    ...(locality !== undefined ? { locality } : {}),
   };
 }
 
@@ -564,6 +686,51 @@ function readWorkload(r: Reporter, obj: KubeObject, kind: WorkloadKind, pods: Po
 
 function isIstioGroup(group: string): boolean {
   return group.endsWith(".istio.io") && group !== "install.istio.io";
+}
+
+export function isIstioObject(obj: KubeObject): boolean {
+  return isIstioGroup(apiGroup(obj.apiVersion));
+}
+
+/** The snapshot item of an Istio object, or undefined when it is out of scope and not gitmesh-managed. */
+export function istioItem(o: KubeObject, inScope: boolean): DiscoveredIstioObject | undefined {
+  const managed = o.labels[MANAGED_LABEL] === "true";
+  if (!managed && !inScope) return undefined;
+  const hosts = istioHosts(o);
+  return {
+    apiVersion: o.apiVersion,
+    kind: o.kind,
+    namespace: o.namespace,
+    name: o.name,
+    labels: { ...o.labels },
+    managed,
+    ...(hosts !== undefined ? { hosts } : {}),
+  };
+}
+
+/**
+ * The discovered namespaces: every namespace when there are no selectors (explicit, else the mesh
+ * config's), else those matching ANY selector, and always the control planes' namespaces.
+ */
+export function discoveredNamespaces(nsLabels: ReadonlyMap<string, Labels>, meshes: readonly MeshFound[], options: SnapshotOptions): Set<string> {
+  const honorMesh = options.honorMeshDiscoverySelectors ?? true;
+  const meshSelectors = honorMesh && meshes.some((m) => m.discoverySelectors !== undefined) ? meshes.flatMap((m) => m.discoverySelectors ?? []) : undefined;
+  // As in Istio, an empty list selects every namespace.
+  const chosen = options.discoverySelectors ?? meshSelectors;
+  const selectors = chosen !== undefined && chosen.length > 0 ? chosen : undefined;
+  const controlPlaneNs = new Set(meshes.map((m) => m.mesh.namespace));
+  const discovered = new Set<string>();
+  for (const [name, labels] of nsLabels) {
+    if (selectors === undefined || controlPlaneNs.has(name) || selectors.some((s) => matchesSelector(s, labels))) discovered.add(name);
+  }
+  return discovered;
+}
+
+/** Reports an invalid cluster name (not a DNS-1123 label). */
+export function checkClusterName(r: Reporter, cluster: string): void {
+  if (!CLUSTER_NAME.test(cluster) || cluster.length > 63) {
+    r.report(DiscoveryCode.InvalidClusterName, Severity.Error, { index: -1, path: "" }, `cluster name ${JSON.stringify(cluster)} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters); rename the cluster`);
+  }
 }
 
 function istioHosts(obj: KubeObject): string[] | undefined {
@@ -587,14 +754,13 @@ function istioHosts(obj: KubeObject): string[] | undefined {
  */
 export function snapshotFromKubernetesObjects(cluster: string, objects: readonly unknown[], options: SnapshotOptions = {}): SnapshotResult {
   const r = new Reporter(options.locate);
-  if (!CLUSTER_NAME.test(cluster) || cluster.length > 63) {
-    r.report(DiscoveryCode.InvalidClusterName, Severity.Error, { index: -1, path: "" }, `cluster name ${JSON.stringify(cluster)} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters); rename the cluster`);
-  }
+  checkClusterName(r, cluster);
   const objs = collectObjects(objects, r);
 
   // Nodes → localities.
   const nodes = new Map<string, DiscoveredLocality | undefined>();
   for (const o of objs) if (is(o, "v1", "Node")) nodes.set(o.name, nodeLocality(o));
+  const localityOf: LocalityOf = (name) => (name === undefined ? undefined : nodes.get(name));
 
   // Namespaces (explicit, then implied by namespaced objects).
   const nsLabels = new Map<string, Labels>();
@@ -602,20 +768,13 @@ export function snapshotFromKubernetesObjects(cluster: string, objects: readonly
   for (const o of objs) if (o.namespace !== "" && !nsLabels.has(o.namespace)) nsLabels.set(o.namespace, {});
 
   // Control plane, then the discovery selectors (explicit, else the mesh config's).
-  const meshes = findMeshes(r, objs, nsLabels);
-  const honorMesh = options.honorMeshDiscoverySelectors ?? true;
-  const meshSelectors = honorMesh && meshes.some((m) => m.discoverySelectors !== undefined) ? meshes.flatMap((m) => m.discoverySelectors ?? []) : undefined;
-  // As in Istio, an empty list selects every namespace.
-  const chosen = options.discoverySelectors ?? meshSelectors;
-  const selectors = chosen !== undefined && chosen.length > 0 ? chosen : undefined;
-  const controlPlaneNs = new Set(meshes.map((m) => m.mesh.namespace));
-  const discovered = new Set<string>();
-  for (const [name, labels] of nsLabels) {
-    if (selectors === undefined || controlPlaneNs.has(name) || selectors.some((s) => matchesSelector(s, labels))) discovered.add(name);
-  }
+  const configMaps = new Map<string, KubeObject>();
+  for (const o of objs) if (is(o, "v1", "ConfigMap")) configMaps.set(`${o.namespace}/${o.name}`, o);
+  const meshes = findMeshes(r, objs.filter(isIstiodCandidate), configMaps, nsLabels);
+  const discovered = discoveredNamespaces(nsLabels, meshes, options);
   const inScope = (o: KubeObject): boolean => discovered.has(o.namespace);
 
-  const pods = activePods(objs.filter(inScope), nodes);
+  const pods = activePods(objs.filter(inScope));
 
   const namespaces: DiscoveredNamespace[] = [...discovered].map((name) => ({ name, labels: { ...nsLabels.get(name) } }));
   const services: DiscoveredService[] = [];
@@ -623,9 +782,14 @@ export function snapshotFromKubernetesObjects(cluster: string, objects: readonly
   const workloads: DiscoveredWorkload[] = [];
   const istioObjects: DiscoveredIstioObject[] = [];
 
+  const workloadsByNs = new Map<string, DiscoveredWorkload[]>();
   for (const o of objs) {
-    if (o.apiVersion === "apps/v1" && (WORKLOAD_KINDS as readonly string[]).includes(o.kind) && inScope(o)) {
-      workloads.push(readWorkload(r, o, o.kind as WorkloadKind, pods.get(o.namespace) ?? NO_PODS));
+    if (isWorkloadKind(o) && inScope(o)) {
+      const w = readWorkload(r, o, o.kind, pods.get(o.namespace) ?? NO_PODS, localityOf);
+      workloads.push(w);
+      const list = workloadsByNs.get(o.namespace);
+      if (list) list.push(w);
+      else workloadsByNs.set(o.namespace, [w]);
     }
   }
 
@@ -633,43 +797,14 @@ export function snapshotFromKubernetesObjects(cluster: string, objects: readonly
     if (!is(o, "v1", "Service") || !inScope(o)) continue;
     const svc = readService(r, o);
     services.push(svc);
-    const kind = gatewayKind(svc);
-    if (kind === undefined) continue;
-    const selected = Object.keys(svc.selector).length > 0;
-    const gwPods = selected ? (pods.get(o.namespace) ?? NO_PODS).candidates(svc.selector).filter((p) => matchesLabels(svc.selector, p.labels)) : [];
-    const gwWorkloads = selected ? workloads.filter((w) => w.namespace === o.namespace && matchesLabels(svc.selector, w.podLabels)) : [];
-    const locality = uniqueLocalities([...gwPods.flatMap((p) => (p.locality ? [p.locality] : [])), ...gwWorkloads.flatMap((w) => w.localities)])[0];
-    const revision = [...gwPods.map((p) => p.labels[REV_LABEL]), ...gwWorkloads.map((w) => w.podLabels[REV_LABEL])].find((x) => x !== undefined && x !== "");
-    const network = nonEmptyString(svc.labels[NETWORK_LABEL]);
-    gateways.push({
-      kind,
-      name: svc.name,
-      namespace: svc.namespace,
-      podLabels: { ...svc.selector },
-      // problems were already reported by readService
-      ports: readPorts(new Reporter(undefined), o, true).map(({ appProtocol: _a, ...p }): DiscoveredGatewayPort => p),
-      addresses: gatewayAddresses(r, o),
-      serviceType: svc.type,
-      ...(network !== undefined ? { network } : {}),
-      ...(revision !== undefined ? { revision } : {}),
-      ...(locality !== undefined ? { locality } : {}),
-    });
+    const gw = readGateway(r, o, svc, pods.get(o.namespace) ?? NO_PODS, workloadsByNs.get(o.namespace) ?? [], localityOf);
+    if (gw) gateways.push(gw);
   }
 
   for (const o of objs) {
-    if (!isIstioGroup(apiGroup(o.apiVersion))) continue;
-    const managed = o.labels[MANAGED_LABEL] === "true";
-    if (!managed && !inScope(o)) continue;
-    const hosts = istioHosts(o);
-    istioObjects.push({
-      apiVersion: o.apiVersion,
-      kind: o.kind,
-      namespace: o.namespace,
-      name: o.name,
-      labels: { ...o.labels },
-      managed,
-      ...(hosts !== undefined ? { hosts } : {}),
-    });
+    if (!isIstioObject(o)) continue;
+    const item = istioItem(o, inScope(o));
+    if (item) istioObjects.push(item);
   }
 
   const localities = uniqueLocalities([...nodes.values()].filter((l): l is DiscoveredLocality => l !== undefined));

@@ -2,7 +2,8 @@
  * Discovery snapshots: the contract between the agent (which builds them from its informers), the
  * relay (which carries a full snapshot, then deltas) and translation (which reads them).
  *
- * - snapshotFromKubernetesObjects: pure conversion from plain Kubernetes objects (agent, `render --discovery`).
+ * - snapshotFromKubernetesObjects: pure conversion from plain Kubernetes objects (the reference; `render --discovery`).
+ * - createIncrementalSnapshot: the same snapshot maintained object by object, with deltas (the agent).
  * - snapshotEntries / snapshotChecksum / diffSnapshots / applySnapshotDelta: keyed entries, checksums, deltas.
  * - readDiscoveryDirectory / discoveryFromFiles: one directory per cluster, snapshot documents or manifests.
  */
@@ -38,6 +39,7 @@ export {
   type SnapshotEntry,
   type SnapshotHeader,
 } from "./delta.js";
+export { createIncrementalSnapshot, type IncrementalSnapshot, type IncrementalSnapshotOptions } from "./incremental.js";
 export { matchesLabels, matchesSelector, type LabelSelector, type LabelSelectorRequirement, type Labels } from "./labels.js";
 export {
   discoveryFromFiles,

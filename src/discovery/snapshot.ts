@@ -125,6 +125,35 @@ function normalizeLocalities(list: readonly DiscoveredLocality[]): DiscoveredLoc
   return sortUnique(list, localityTuple);
 }
 
+/** Deep copy with object keys in code-unit order at every depth and `undefined` members dropped (canonicalize below the top level). */
+function sortKeysDeep(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeysDeep);
+  if (value === null || typeof value !== "object") return value;
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj).sort(compareStrings);
+  const out: Record<string, unknown> = {};
+  for (const k of keys) {
+    const v = obj[k];
+    if (v !== undefined) out[k] = sortKeysDeep(v);
+  }
+  return out;
+}
+
+const ITEM_NORMALIZERS: { readonly [S in SectionName]: (item: SectionItem<S>) => SectionItem<S> } = {
+  namespaces: (n) => n,
+  services: (s) => ({ ...s, ports: sortUnique(s.ports, portTuple) }),
+  workloads: (w) => ({ ...w, localities: normalizeLocalities(w.localities) }),
+  localities: (l) => l,
+  meshes: (m) => m,
+  gateways: (g) => ({ ...g, ports: sortUnique(g.ports, portTuple), addresses: sortedStrings(g.addresses) }),
+  istioObjects: (o) => (o.hosts === undefined ? o : { ...o, hosts: sortedStrings(o.hosts) }),
+};
+
+/** One item in the canonical form it has inside a normalised snapshot (inner lists sorted, keys in canonical order). */
+export function normalizeItem<S extends SectionName>(section: S, item: SectionItem<S>): SectionItem<S> {
+  return sortKeysDeep((ITEM_NORMALIZERS[section] as (i: SectionItem<S>) => SectionItem<S>)(item)) as SectionItem<S>;
+}
+
 /**
  * The canonical form of a snapshot (a new object; the input is not modified): sorted, duplicates
  * removed (the last item with a given identity wins), keys in canonical order.
