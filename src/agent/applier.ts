@@ -11,10 +11,17 @@
  * - nothing here runs because of a disconnect: only an output version received from the server
  *   calls applyOutput.
  * The result carries per-resource errors (the relay key of the failing entry) for the ACK/NACK.
+ *
+ * Unchanged objects are not applied again: the applier keeps a hash of the manifest it last
+ * applied per object, lists the owned objects first, and skips an object when its desired manifest
+ * hashes the same AND the live object still holds every field of it (drift.ts inSync). Anything
+ * else — a changed manifest, an object deleted or edited by someone else, a failed list — is applied.
  */
+import { createHash } from "node:crypto";
 import { describeError, type Logger } from "../core/index.js";
 import { ISTIO_KINDS, messageOf, objectKey, statusOf, type FieldOwnerWriter, type KindRef, type KubeObject, type KubeReader } from "./kube.js";
 import type { AgentMetrics } from "./metrics.js";
+import { inSync } from "./sync.js";
 
 export const LABEL_MANAGED = "gitmesh.io/managed";
 export const LABEL_CLUSTER = "gitmesh.io/cluster";
@@ -40,7 +47,10 @@ export interface ResourceError {
 export interface ApplyOutcome {
   readonly ack: boolean;
   readonly errors: readonly ResourceError[];
+  /** Objects of the output now in the cluster: applied, or found unchanged. */
   readonly applied: number;
+  /** Of those, the ones skipped because they were unchanged since the agent applied them. */
+  readonly unchanged: number;
   readonly pruned: number;
   /** Why pruning did not run (incomplete output, mass-deletion guard), if it did not. */
   readonly pruneSkipped?: "incomplete" | "mass_deletion" | "list_failed";
@@ -56,7 +66,7 @@ export interface ApplierOptions {
   readonly maxPruneFraction?: number;
   /** Deletions always allowed whatever the share (default 2). */
   readonly pruneAlwaysAllowed?: number;
-  /** Parallel applies within one dependency rank (default 8). */
+  /** Parallel applies within one dependency rank (default 16). */
   readonly concurrency?: number;
   /** Kinds that may hold owned objects (default: the Istio kinds). */
   readonly kinds?: readonly KindRef[];
@@ -106,18 +116,42 @@ export function createApplier(options: ApplierOptions): Applier {
   const kinds = options.kinds ?? ISTIO_KINDS;
   const maxFraction = options.maxPruneFraction ?? 0.5;
   const alwaysAllowed = options.pruneAlwaysAllowed ?? 2;
-  const concurrency = Math.max(1, options.concurrency ?? 8);
+  const concurrency = Math.max(1, options.concurrency ?? 16);
   const selector = `${LABEL_MANAGED}=true,${LABEL_CLUSTER}=${cluster}`;
   let desired = new Map<string, KubeObject>();
+  /** Object key → hash of the manifest last applied successfully. */
+  const lastApplied = new Map<string, string>();
+  const hashOf = (o: KubeObject) => createHash("sha256").update(JSON.stringify(o)).digest("base64");
 
   async function applyOne(o: KubeObject): Promise<void> {
+    const key = objectKey(o);
+    lastApplied.delete(key);
     try {
       await writer.apply(o, { force: true });
+      lastApplied.set(key, hashOf(o));
       metrics?.applies.inc({ result: "ok" });
     } catch (err) {
       metrics?.applies.inc({ result: "error" });
       throw err;
     }
+  }
+
+  /** The owned objects in the cluster (key → object); undefined (with errors) when a kind cannot be listed. */
+  async function listOwned(errors: ResourceError[]): Promise<Map<string, KubeObject> | undefined> {
+    const owned = new Map<string, KubeObject>();
+    const failures: string[] = [];
+    await Promise.all(
+      kinds.map(async (k) => {
+        try {
+          for (const o of (await reader.list(k, { labelSelector: selector })).items) owned.set(objectKey(o), o);
+        } catch (err) {
+          if (statusOf(err) === 404) return; // kind not installed in this cluster
+          failures.push(k.kind);
+          errors.push({ key: "prune", message: `cannot list owned ${k.kind} objects, nothing pruned: ${messageOf(err)}` });
+        }
+      }),
+    );
+    return failures.length > 0 ? undefined : owned;
   }
 
   async function applyOutput(output: OutputVersion): Promise<ApplyOutcome> {
@@ -160,17 +194,30 @@ export function createApplier(options: ApplierOptions): Applier {
     for (const [k, { obj }] of wanted) next.set(k, obj);
     desired = next;
 
+    // What the cluster holds now: unchanged objects are skipped, the rest is pruned (complete outputs).
+    const listErrors: ResourceError[] = [];
+    const owned = await listOwned(listErrors);
+    let unchanged = 0;
     const ranks = new Map<number, { relayKey: string; obj: KubeObject }[]>();
-    for (const w of wanted.values()) {
+    for (const [key, w] of wanted) {
+      const live = owned?.get(key);
+      if (live !== undefined && lastApplied.get(key) === hashOf(w.obj) && inSync(live, w.obj)) {
+        unchanged += 1;
+        continue;
+      }
       const r = rankOf(kinds, w.obj);
-      ranks.set(r, [...(ranks.get(r) ?? []), w]);
+      const list = ranks.get(r);
+      if (list) list.push(w);
+      else ranks.set(r, [w]);
     }
-    let applied = 0;
+    let applied = unchanged;
+    const inCluster = new Set(owned?.keys() ?? []);
     for (const r of [...ranks.keys()].sort((a, b) => a - b)) {
       await inParallel(ranks.get(r)!, concurrency, async ({ relayKey, obj }) => {
         try {
           await applyOne(obj);
           applied += 1;
+          inCluster.add(objectKey(obj));
         } catch (err) {
           errors.push({ key: relayKey, message: `apply failed: ${messageOf(err)}` });
         }
@@ -184,28 +231,21 @@ export function createApplier(options: ApplierOptions): Applier {
       metrics?.pruneRefused.inc({ reason: "incomplete" });
       log.info("output is not marked complete: applied without pruning", { version: output.version });
     } else {
-      const owned: KubeObject[] = [];
-      let listFailed = false;
-      for (const k of kinds) {
-        try {
-          owned.push(...(await reader.list(k, { labelSelector: selector })).items);
-        } catch (err) {
-          if (statusOf(err) === 404) continue; // kind not installed in this cluster
-          listFailed = true;
-          errors.push({ key: "prune", message: `cannot list owned ${k.kind} objects, nothing pruned: ${messageOf(err)}` });
-        }
-      }
-      const stale = owned.filter((o) => !wanted.has(objectKey(o)));
-      const limit = Math.max(alwaysAllowed, Math.floor(maxFraction * owned.length));
+      const listFailed = owned === undefined;
+      errors.push(...listErrors);
+      const ownedList = [...(owned?.values() ?? [])];
+      const stale = ownedList.filter((o) => !wanted.has(objectKey(o)));
+      // owned objects after the applies above (as if listed now)
+      const limit = Math.max(alwaysAllowed, Math.floor(maxFraction * inCluster.size));
       if (listFailed) {
         pruneSkipped = "list_failed";
       } else if (stale.length > limit && !allowMassDeletion) {
         pruneSkipped = "mass_deletion";
         metrics?.pruneRefused.inc({ reason: "mass_deletion" });
         const message =
-          `refusing to delete ${stale.length} of ${owned.length} owned objects (limit ${limit}: ${Math.round(maxFraction * 100)}% of owned, at least ${alwaysAllowed}); ` +
+          `refusing to delete ${stale.length} of ${inCluster.size} owned objects (limit ${limit}: ${Math.round(maxFraction * 100)}% of owned, at least ${alwaysAllowed}); ` +
           `nothing was pruned. If this is intended, publish the output with ${OUTPUT_OPTIONS_KEY} {"allowMassDeletion": true} or raise --max-prune-fraction.`;
-        log.error("mass deletion refused", { version: output.version, sourceCommit: output.sourceCommit, stale: stale.length, owned: owned.length, limit });
+        log.error("mass deletion refused", { version: output.version, sourceCommit: output.sourceCommit, stale: stale.length, owned: inCluster.size, limit });
         errors.push({ key: "prune", message });
       } else {
         stale.sort((a, b) => rankOf(kinds, b) - rankOf(kinds, a));
@@ -213,6 +253,7 @@ export function createApplier(options: ApplierOptions): Applier {
           try {
             await writer.delete({ apiVersion: o.apiVersion, kind: o.kind, plural: "", namespaced: true }, o.metadata.namespace, o.metadata.name);
             pruned += 1;
+            lastApplied.delete(objectKey(o));
             metrics?.prunes.inc({ result: "ok" });
           } catch (err) {
             metrics?.prunes.inc({ result: "error" });
@@ -225,8 +266,8 @@ export function createApplier(options: ApplierOptions): Applier {
     const ack = errors.length === 0;
     metrics?.outputResults.inc({ result: ack ? "ack" : "nack" });
     metrics?.outputVersion.set(output.version);
-    log.info(ack ? "output applied" : "output applied with errors", { version: output.version, applied, pruned, errors: errors.length });
-    return { ack, errors, applied, pruned, ...(pruneSkipped ? { pruneSkipped } : {}), certificateRequests };
+    log.info(ack ? "output applied" : "output applied with errors", { version: output.version, applied, unchanged, pruned, errors: errors.length });
+    return { ack, errors, applied, unchanged, pruned, ...(pruneSkipped ? { pruneSkipped } : {}), certificateRequests };
   }
 
   return {

@@ -40,11 +40,35 @@ describe("applier", () => {
     const changed = vs("reviews", NS, "reviews");
     (changed.spec as { http: unknown[] }).http = [{ route: [{ destination: { host: "reviews", subset: "v2" } }] }];
     const r2 = await applier.applyOutput(output(2, [changed, dr("reviews", NS, "reviews"), vs("extra", NS, "extra")]));
-    expect(r2).toMatchObject({ ack: true, applied: 3, pruned: 1 });
+    expect(r2).toMatchObject({ ack: true, applied: 3, unchanged: 1, pruned: 1 });
     expect(JSON.stringify(live("VirtualService", "reviews")!.spec)).toContain("v2");
     expect(names("VirtualService")).toEqual(["extra", "reviews"]);
     expect(await metricValue(p.registry, "gitmesh_agent_prunes_total", { result: "ok" })).toBe(1);
-    expect(await metricValue(p.registry, "gitmesh_agent_applies_total", { result: "ok" })).toBe(6);
+    // the unchanged DestinationRule was not applied again
+    expect(await metricValue(p.registry, "gitmesh_agent_applies_total", { result: "ok" })).toBe(5);
+  });
+
+  it("skips objects unchanged since it applied them, and re-applies what the cluster no longer holds", async () => {
+    const objs = [vs("a", NS, "a"), vs("b", NS, "b"), dr("a", NS, "a")];
+    const writes = () => metricValue(p.registry, "gitmesh_agent_applies_total", { result: "ok" });
+    expect(await applier.applyOutput(output(1, objs))).toMatchObject({ ack: true, applied: 3, unchanged: 0 });
+    expect(await applier.applyOutput(output(2, objs))).toMatchObject({ ack: true, applied: 3, unchanged: 3, pruned: 0 });
+    expect(await writes()).toBe(3);
+
+    // someone else edits one and deletes another; no drift watcher runs here: the next output repairs both
+    const edited = live("VirtualService", "a")!;
+    kube.emulator.seed([{ ...edited, apiVersion: "networking.istio.io/v1", kind: "VirtualService", spec: { hosts: ["elsewhere"] } }]);
+    kube.emulator.remove("networking.istio.io/v1", "DestinationRule", NS, "a");
+    expect(await applier.applyOutput(output(3, objs))).toMatchObject({ ack: true, applied: 3, unchanged: 1 });
+    expect(await writes()).toBe(5);
+    expect((live("VirtualService", "a")!.spec as { hosts: string[] }).hosts).toEqual(["a"]);
+    expect(live("DestinationRule", "a")).toBeDefined();
+
+    // a changed manifest is applied even if the live object happens to contain it
+    const more = vs("b", NS, "b");
+    more.metadata.annotations = { note: "x" };
+    expect(await applier.applyOutput(output(4, [objs[0]!, more, objs[2]!]))).toMatchObject({ ack: true, applied: 3, unchanged: 2 });
+    expect(live("VirtualService", "b")!.metadata).toMatchObject({ annotations: { note: "x" } });
   });
 
   it("never prunes against an incomplete output, nor objects it does not own", async () => {
