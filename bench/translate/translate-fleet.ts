@@ -2,21 +2,64 @@
  * Translation benchmark over a generated fleet (bench/fleet): one preset per benchmark file, so
  * that the runner measures each preset's peak RSS in a child process of its own.
  *
- * Figures: full translation (both stages, Istio schema validation on, as in production), the
- * same without schema validation, JSON.stringify of the produced output in the same run (the
- * baseline; ratio = full / stringify), and a one-policy change (OutlierDetectionPolicy interval
- * edit): updateDesiredState + affectedWorkspaces + retranslate.
+ * Figures: full translation (both stages, Istio schema validation on, as in production) — the
+ * first one in the process (cold) and warm ones with fresh inputs — the same without schema
+ * validation, JSON.stringify of the produced output in the same run (the baseline; ratio = warm
+ * full / stringify), and a one-policy change (OutlierDetectionPolicy interval edit):
+ * updateDesiredState + affectedWorkspaces + retranslate, and the translation part alone.
  */
-import { allObjects, loadDesiredState, updateDesiredState } from "../../src/config/index.js";
+import { allObjects, loadDesiredState, updateDesiredState, type DesiredState } from "../../src/config/index.js";
 import { affectedWorkspaces, retranslate, translateAll, type DiscoveryMap, type TranslationResult } from "../../src/translate/index.js";
-import { generateFleet } from "../fleet/generate.js";
+import { generateFleet, type FleetFile } from "../fleet/generate.js";
 import { FLEET_PRESETS, type FleetPresetName } from "../fleet/presets.js";
-import { MB, repeat, round, time, type Benchmark, type Figure } from "../harness.js";
+import { heapAfterGc, MB, repeat, round, time, type Benchmark, type Figure } from "../harness.js";
 
 function outputJson(result: TranslationResult): string {
   const all: unknown[] = [];
   for (const c of result.clusters.values()) all.push(c.resources);
   return JSON.stringify(all);
+}
+
+/**
+ * Timed full translations, each after a full GC (children run with --expose-gc), so that one
+ * run's garbage does not count against the next run's time or the process's peak memory.
+ */
+async function warmRuns(runs: number, fn: () => TranslationResult): Promise<{ median: number; cpuMedian: number }> {
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    heapAfterGc();
+    const c = process.cpuUsage();
+    const t = await time(() => fn().clusters.size);
+    const used = process.cpuUsage(c);
+    wall.push(t.ms);
+    cpu.push((used.user + used.system) / 1000);
+  }
+  const median = (l: number[]) => [...l].sort((a, b) => a - b)[Math.floor(l.length / 2)]!;
+  return { median: median(wall), cpuMedian: median(cpu) };
+}
+
+/** Median times of a one-policy change; a function of its own so the previous result is released when it returns. */
+async function measureOnePolicyChange(
+  state: DesiredState,
+  discovery: DiscoveryMap,
+  previous: TranslationResult,
+  after: FleetFile,
+  runs: number,
+): Promise<{ total: number; translation: number; workspaces: number; reassembled: number }> {
+  const inc = await repeat(runs, () => {
+    const next = updateDesiredState(state, [after], []);
+    const changed = affectedWorkspaces({ desired: state, discovery }, { desired: next.state, discovery }, { changedKeys: next.changedKeys });
+    return retranslate(previous, next.state, discovery, changed);
+  });
+  const probe = updateDesiredState(state, [after], []);
+  const translation = await repeat(runs, () => {
+    const changed = affectedWorkspaces({ desired: state, discovery }, { desired: probe.state, discovery }, { changedKeys: probe.changedKeys });
+    return retranslate(previous, probe.state, discovery, changed);
+  });
+  const changed = affectedWorkspaces({ desired: state, discovery }, { desired: probe.state, discovery }, { changedKeys: probe.changedKeys });
+  const re = retranslate(previous, probe.state, discovery, changed);
+  return { total: inc.median, translation: translation.median, workspaces: changed.length, reassembled: re.reassembled.length };
 }
 
 export function translateBenchmark(preset: FleetPresetName): Benchmark {
@@ -31,40 +74,50 @@ export function translateBenchmark(preset: FleetPresetName): Benchmark {
       const state = loaded.state;
       const discovery = fleet.discovery as unknown as DiscoveryMap;
       log(`${preset}: ${fleet.counts.workspaces} workspaces, ${fleet.counts.services} services, ${fleet.counts.configObjects} config objects`);
-      const timedRuns = preset === "large" ? 1 : runs;
+      const timedRuns = preset === "large" ? Math.min(runs, 2) : runs;
 
-      const first = await time(() => translateAll(state, discovery));
+      // 1. First translation in this process (cold: JIT, memo tables, heap growth), as a restarted server does it.
+      let first: { ms: number; result: TranslationResult } | undefined = await time(() => translateAll(state, discovery));
       let resources = 0;
       for (const c of first.result.clusters.values()) resources += c.resources.length;
       log(`first full translation: ${round(first.ms)} ms, ${resources} resources, ${first.result.diagnostics.length} diagnostics`);
-      // translateAll memoises its index per input identity: give each timed run fresh inputs.
-      const fresh = () => ({ objects: [...allObjects(state)] });
-      const full = timedRuns > 1 ? await repeat(timedRuns, () => translateAll(fresh(), discovery)) : { median: first.ms };
-      const noValidate = await repeat(timedRuns, () => translateAll(fresh(), discovery, { validate: false }));
-      const json = await repeat(Math.max(3, timedRuns), () => outputJson(first.result));
-      const bytes = Buffer.byteLength(outputJson(first.result));
+      const firstMs = first.ms;
 
-      // one-policy change
-      const change = fleet.onePolicyChange;
-      const inc = await repeat(runs, () => {
-        const next = updateDesiredState(state, [change.after], []);
-        const changed = affectedWorkspaces({ desired: state, discovery }, { desired: next.state, discovery }, { changedKeys: next.changedKeys });
-        return retranslate(first.result, next.state, discovery, changed);
-      });
-      const probe = updateDesiredState(state, [change.after], []);
-      const changed = affectedWorkspaces({ desired: state, discovery }, { desired: probe.state, discovery }, { changedKeys: probe.changedKeys });
-      const re = retranslate(first.result, probe.state, discovery, changed);
-      log(`one-policy change: ${changed.length} workspace(s) re-run, ${re.reassembled.length} cluster(s) re-assembled`);
+      // 2. Baseline: JSON.stringify of the same output.
+      const json = await repeat(Math.max(3, timedRuns), () => outputJson(first!.result).length);
+      const bytes = Buffer.byteLength(outputJson(first.result));
+      heapAfterGc();
+
+      // 3. One-policy change: the loader's update, then translation's part (affected workspaces + retranslate).
+      const incremental = await measureOnePolicyChange(state, discovery, first.result, fleet.onePolicyChange.after, runs);
+      heapAfterGc();
+      log(`one-policy change: ${incremental.workspaces} workspace(s) re-run, ${incremental.reassembled} cluster(s) re-assembled`);
+
+      // 4. Warm full translations with fresh inputs (translateAll memoises its index per input
+      //    identity); the first result is released first, so peak memory holds one output at a time.
+      first = undefined;
+      const fresh = () => ({ objects: [...allObjects(state)] });
+      const full = await warmRuns(timedRuns, () => translateAll(fresh(), discovery));
+      const noValidate = await warmRuns(timedRuns, () => translateAll(fresh(), discovery, { validate: false }));
+      // What a server keeps: the heap retained by one full result (after a full GC).
+      const before = heapAfterGc();
+      const kept = translateAll(fresh(), discovery);
+      const retained = heapAfterGc() - before;
+      log(`retained ${round(retained / MB)} MB for ${kept.clusters.size} clusters`);
 
       const figures: Figure[] = [
         { label: `${preset}: resources rendered`, value: resources, unit: "objects" },
-        { label: `${preset}: full translation (validated)`, value: round(full.median), unit: "ms" },
-        { label: `${preset}: full translation (no schema validation)`, value: round(noValidate.median), unit: "ms" },
+        { label: `${preset}: full translation, first in process (validated)`, value: round(firstMs), unit: "ms" },
+        { label: `${preset}: full translation, warm (validated, median of ${timedRuns})`, value: round(full.median), unit: "ms" },
+        { label: `${preset}: full translation, warm (validated), CPU time`, value: round(full.cpuMedian), unit: "ms" },
+        { label: `${preset}: full translation, warm (no schema validation)`, value: round(noValidate.median), unit: "ms" },
         { label: `${preset}: JSON.stringify of the output (baseline)`, value: round(json.median), unit: "ms" },
-        { label: `${preset}: full translation / JSON.stringify`, value: round(full.median / json.median), unit: "x" },
+        { label: `${preset}: full translation (warm, validated) / JSON.stringify`, value: round(full.median / json.median), unit: "x" },
         { label: `${preset}: output size (JSON)`, value: round(bytes / MB), unit: "MB" },
-        { label: `${preset}: one-policy change (update + affected + retranslate)`, value: round(inc.median), unit: "ms" },
-        { label: `${preset}: workspaces re-run for one policy`, value: changed.length, unit: "workspaces" },
+        { label: `${preset}: heap retained by one full result`, value: round(retained / MB), unit: "MB" },
+        { label: `${preset}: one-policy change (loader update + affected + retranslate)`, value: round(incremental.total), unit: "ms" },
+        { label: `${preset}: one-policy change, translation only (affected + retranslate)`, value: round(incremental.translation), unit: "ms" },
+        { label: `${preset}: workspaces re-run / clusters re-assembled for one policy`, value: incremental.workspaces, unit: `workspaces / ${incremental.reassembled} clusters` },
       ];
       return figures;
     },

@@ -323,15 +323,13 @@ function createContext(index: TranslationIndex, info: WorkspaceInfo): WorkspaceC
     index,
     own,
     visible,
-    consumersOf: (obj) => index.workspaceNames.filter((w) => w !== info.name && shared(index, info.name, w, obj)),
+    consumersOf: (obj) => workspacePeers(index, info.name).consumers.filter((w) => shared(index, info.name, w, obj)),
     serviceVisible: (cluster, svc) => {
+      const owners = namespaceOwners(index).get(cluster)?.get(svc.namespace);
+      if (owners === undefined) return false;
+      if (owners.includes(info.name)) return true;
       const sel: Selectable = { kind: "Service", name: svc.name, namespace: svc.namespace, cluster, labels: svc.labels ?? {}, workspace: "" };
-      if (info.namespaces.get(cluster)?.includes(svc.namespace)) return true;
-      for (const w of index.workspaceNames) {
-        if (w === info.name) continue;
-        if (!index.workspaces.get(w)?.namespaces.get(cluster)?.includes(svc.namespace)) continue;
-        if (shared(index, w, info.name, { ...sel, workspace: w })) return true;
-      }
+      for (const w of owners) if (shared(index, w, info.name, { ...sel, workspace: w })) return true;
       return false;
     },
     ownerOf,
@@ -350,6 +348,77 @@ function createContext(index: TranslationIndex, info: WorkspaceInfo): WorkspaceC
     snapshot: (cluster) => index.discovery.get(cluster),
     service: (cluster, namespace, name) => serviceLookup(index.discovery.get(cluster), namespace, name),
   };
+}
+
+const ownersMemo = new WeakMap<object, ReadonlyMap<string, ReadonlyMap<string, readonly string[]>>>();
+
+/** cluster → namespace → workspaces owning it there (sorted by name); memoised per structure. */
+export function namespaceOwners(index: TranslationIndex): ReadonlyMap<string, ReadonlyMap<string, readonly string[]>> {
+  let m = ownersMemo.get(index.structure);
+  if (m === undefined) {
+    const built = new Map<string, Map<string, string[]>>();
+    for (const w of index.workspaceNames) {
+      for (const [cluster, nss] of index.workspaces.get(w)!.namespaces) {
+        let byNs = built.get(cluster);
+        if (byNs === undefined) {
+          byNs = new Map();
+          built.set(cluster, byNs);
+        }
+        for (const ns of nss) {
+          const list = byNs.get(ns);
+          if (list === undefined) byNs.set(ns, [w]);
+          else list.push(w);
+        }
+      }
+    }
+    m = built;
+    ownersMemo.set(index.structure, m);
+  }
+  return m;
+}
+
+const peersMemo = new WeakMap<object, Map<string, { readonly consumers: readonly string[] }>>();
+
+/**
+ * Workspaces that may import from `workspace` at all (its exportTo selects them by name/labels and
+ * their importFrom selects it), sorted; the resource filters are applied by `shared`. Memoised per
+ * structure: `consumersOf` then checks a handful of peers instead of every workspace.
+ */
+export function workspacePeers(index: TranslationIndex, workspace: string): { readonly consumers: readonly string[] } {
+  let m = peersMemo.get(index.structure);
+  if (m === undefined) {
+    m = new Map();
+    peersMemo.set(index.structure, m);
+  }
+  let p = m.get(workspace);
+  if (p === undefined) {
+    const me = index.workspaces.get(workspace);
+    const consumers: string[] = [];
+    if (me !== undefined) {
+      const mine = sharingRules(index, workspace);
+      for (const w of index.workspaceNames) {
+        if (w === workspace) continue;
+        const other = index.workspaces.get(w)!;
+        if (selectsWorkspace(mine.exportTo, other) && selectsWorkspace(sharingRules(index, w).importFrom, me)) consumers.push(w);
+      }
+    }
+    p = { consumers };
+    m.set(workspace, p);
+  }
+  return p;
+}
+
+function selectsWorkspace(entries: readonly unknown[], peer: WorkspaceInfo): boolean {
+  return entries.some((raw) => {
+    const wsSel = asArray(asRecord(raw).workspaces);
+    return (
+      wsSel.length === 0 ||
+      wsSel.some((w) => {
+        const r = asRecord(w);
+        return globMatch(asString(r.name), peer.name) && labelsMatch(asLabels(r.selector), peer.labels);
+      })
+    );
+  });
 }
 
 /** A diagnostic on an input object, positioned at the closest known ancestor of `path`. */

@@ -45,7 +45,7 @@ export function outputAnnotations(parent: ParentRef, extra: Readonly<Record<stri
   return Object.keys(annotations).length === 0 ? undefined : annotations;
 }
 
-const labelMemo = new WeakMap<ParentRef, Map<string, Record<string, string>>>();
+const labelMemo = new WeakMap<ParentRef, Map<string, Map<string, Record<string, string>>>>();
 const annotationMemo = new WeakMap<ParentRef, Record<string, string> | undefined>();
 
 /**
@@ -63,22 +63,31 @@ export function outputMetadata(
   extraAnnotations: Readonly<Record<string, string>> = {},
 ): { name: string; namespace: string; labels: Record<string, string>; annotations?: Record<string, string> } {
   let annotations: Record<string, string> | undefined;
-  if (Object.keys(extraAnnotations).length > 0) annotations = outputAnnotations(parent, extraAnnotations);
+  let extra = false;
+  for (const _ in extraAnnotations) {
+    extra = true;
+    break;
+  }
+  if (extra) annotations = outputAnnotations(parent, extraAnnotations);
   else if (annotationMemo.has(parent)) annotations = annotationMemo.get(parent);
   else {
     annotations = outputAnnotations(parent);
     annotationMemo.set(parent, annotations);
   }
-  let byTarget = labelMemo.get(parent);
-  if (byTarget === undefined) {
-    byTarget = new Map();
-    labelMemo.set(parent, byTarget);
+  let byCluster = labelMemo.get(parent);
+  if (byCluster === undefined) {
+    byCluster = new Map();
+    labelMemo.set(parent, byCluster);
   }
-  const target = `${cluster}\u0000${workspace}`;
-  let labels = byTarget.get(target);
+  let byWorkspace = byCluster.get(cluster);
+  if (byWorkspace === undefined) {
+    byWorkspace = new Map();
+    byCluster.set(cluster, byWorkspace);
+  }
+  let labels = byWorkspace.get(workspace);
   if (labels === undefined) {
     labels = outputLabels(cluster, workspace, parent);
-    byTarget.set(target, labels);
+    byWorkspace.set(workspace, labels);
   }
   // Canonical key order (annotations, labels, name, namespace).
   return {
