@@ -100,11 +100,11 @@ export async function loadOrCreateMeshRoot(storage: MeshRootStorage, options: Ge
   return { root, created: true };
 }
 
-const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----(\r?\n)?/g;
 
-/** Splits a PEM bundle into its certificates. */
+/** Splits a PEM bundle into its certificates (each keeps its own line ending; one is added when missing). */
 export function splitPemCertificates(bundle: string): string[] {
-  return [...bundle.matchAll(PEM_CERT)].map((m) => m[0] + "\n");
+  return [...bundle.matchAll(PEM_CERT)].map((m) => (m[1] === undefined ? m[0] + "\n" : m[0]));
 }
 
 /**
