@@ -18,12 +18,10 @@ import { createServer } from "node:net";
 import { tmpdir, hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
-import { Registry } from "prom-client";
 import { createLogger, describeError, type Logger } from "../core/index.js";
-import { createAgent, createKubeClient, createRelayLinkFactory, parseAgentConfig, withFieldOwner, type Agent } from "../agent/index.js";
-import { createBareRepo, createInProcessMeshCa, runGit, startGitHttpServer, type GitHttpServer } from "../devtools/index.js";
+import type { Agent } from "../agent/index.js";
+import { createBareRepo, createInProcessAgent, createInProcessMeshCa, runGit, startGitHttpServer, type GitHttpServer } from "../devtools/index.js";
 import { signBody } from "../git-sync/index.js";
 import { createKubeEmulator, type KubeEmulator } from "../kube-emulator/index.js";
 import { RELAY_SECRETS } from "../relay/index.js";
@@ -188,7 +186,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
       ]);
       await emulator.writeKubeconfig(join(root, `${cluster}.kubeconfig`));
       step(`${cluster}: Kubernetes API emulator on ${emulator.url}, ${String(seeded)} objects seeded, relay secrets created`);
-      const agent = startAgent(cluster, emulator, relayPort, logger.child(`agent-${cluster}`), meshCa);
+      const agent = createInProcessAgent({ cluster, emulator, relayAddress: `127.0.0.1:${String(relayPort)}`, logger: logger.child(`agent-${cluster}`), meshCa });
       await agent.start();
       agents.push(agent);
       stack.push({ name: `${cluster} agent`, stop: () => agent.stop() });
@@ -308,40 +306,6 @@ async function watchConvergence(base: string, step: (m: string) => void, timeout
     await sleep(200);
   }
   return undefined;
-}
-
-function startAgent(cluster: string, emulator: KubeEmulator, relayPort: number, logger: Logger, meshCa: ReturnType<typeof createInProcessMeshCa>): Agent {
-  const { config, problems } = parseAgentConfig(
-    { relayAddress: `127.0.0.1:${String(relayPort)}`, cluster, httpPort: "0", leaseDurationMs: "3000", renewDeadlineMs: "2000", retryPeriodMs: "300", debounceMs: "50" },
-    { identity: `${cluster}-agent` },
-  );
-  if (!config) throw new Error(`agent configuration: ${problems.join("; ")}`);
-  const kubeconfig = emulator.kubeconfigObject();
-  const clientKc = loadKubeConfig(kubeconfig);
-  const client = createKubeClient(clientKc);
-  return createAgent({
-    config,
-    kc: clientKc,
-    relay: createRelayLinkFactory({
-      reader: client,
-      writer: withFieldOwner(client),
-      namespace: config.namespace,
-      address: config.relayAddress,
-      cluster,
-      authority: config.authority,
-      client: { backoff: { initialMs: 100, maxMs: 1000 } },
-      logger,
-    }),
-    registry: new Registry(),
-    signer: meshCa,
-    logger,
-  });
-}
-
-function loadKubeConfig(obj: object): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromString(JSON.stringify(obj));
-  return kc;
 }
 
 async function notifyPush(bareRepo: string, url: string | undefined, secret: string): Promise<void> {

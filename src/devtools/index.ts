@@ -1,6 +1,8 @@
 /**
  * Development tools shipped with gitmesh for the demo and benchmarks (not used by the server or the
- * agent): a real Git smart-HTTP server over `git http-backend`.
+ * agent): a real Git smart-HTTP server over `git http-backend`, and a TCP balancer for replicas.
  */
 export { createBareRepo, runGit, startGitHttpServer, type GitHttpServer, type GitHttpServerOptions } from "./git-http-server.js";
 export { createInProcessMeshCa } from "./mesh-ca.js";
+export { createInProcessAgent, type InProcessAgentOptions } from "./agent.js";
+export { startTcpBalancer, type TcpBackend, type TcpBalancer, type TcpBalancerOptions } from "./tcp-balancer.js";

@@ -79,6 +79,12 @@ export interface ManagementServer {
 }
 
 const enc = new TextEncoder();
+/**
+ * The changed-keys list of a commit whose configuration is unchanged: an object key that names no
+ * object, so the pipeline moves the desired state to the commit and re-translates nothing (an empty
+ * list would mean "unknown: re-translate everything").
+ */
+const UNCHANGED_KEY = "(unchanged)/-/-";
 const dec = new TextDecoder();
 
 export function createManagementServer(options: ManagementServerOptions): ManagementServer {
@@ -149,6 +155,15 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const onOutcome = async (outcome: SyncOutcome<DesiredState>): Promise<void> => {
     if (outcome.kind === "unchanged") {
       metrics.commits.inc({ result: "unchanged" });
+      // A new commit with the same configuration (a revert of a rejected commit, a README change):
+      // it becomes the commit in force everywhere, nothing is re-translated.
+      if (desired !== undefined && outcome.commit.oid !== desired.commit) {
+        const atMs = now();
+        adopt(outcome.state, outcome.commit.oid, outcome.commit.timestamp, atMs);
+        metrics.rejectedCommit.set(0);
+        log.info("commit accepted (configuration unchanged)", { commit: outcome.commit.oid });
+        await pipeline.setDesiredState({ commit: outcome.commit.oid, ref: config.gitBranch, state: outcome.state, changedKeys: [UNCHANGED_KEY], atMs });
+      }
       return;
     }
     if (outcome.kind === "rejected") {
@@ -184,23 +199,65 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     metrics.clustersRegistered.set(registered.length);
     convergence.accepted(commit, atMs);
     gate?.setRegistered(registered);
+    // The outputs of this commit may all have arrived before it was adopted here.
+    scheduleAudit();
     updateWarmedGauge();
     // A cluster removed from Git is cut off; one added back may register again.
     for (const c of connected.keys()) if (!registered.some((r) => r.name === c)) relay?.deregister(c);
     for (const r of registered) if (relay?.revokedBefore().has(r.name)) relay.reinstate(r.name);
   };
 
-  /** Followers: adopt the desired state the leader stored, when it changes. */
+  /**
+   * Every second: the trigger's role (polling on the leader, and on every replica while the pipeline
+   * runs without Redis: there is no shared state then, so each replica must read Git itself); warming
+   * learns of discovery that reached other replicas (the shared store holds it); followers adopt the
+   * desired state the leader stored.
+   */
   let followTimer: NodeJS.Timeout | undefined;
   let following: Promise<void> = Promise.resolve();
+  let pipelineMode = "";
   const follow = async (): Promise<void> => {
-    if (stopped || singleton.isLeader()) return;
+    if (stopped) return;
+    pipelineMode = (await pipeline.status()).mode;
+    reconcileTrigger();
+    if (gate) {
+      for (const cluster of (await store().discoveryChecksums()).keys()) gate.discovered(cluster);
+      updateWarmedGauge();
+    }
+    if (singleton.isLeader()) return;
     const pointer = await store().getDesiredPointer();
     if (pointer === undefined || pointer.commit === desired?.commit) return;
     const rec = await store().getDesired(pointer.commit);
     if (rec === undefined || isStopped()) return;
-    adopt(rec.state, rec.commit, rec.atMs, rec.atMs);
+    // committedAt is in seconds (Git); the store knows when the leader accepted the commit.
+    adopt(rec.state, rec.commit, Math.floor(rec.atMs / 1000), rec.atMs);
     log.info("desired state adopted from the leader", { commit: rec.commit, generation: rec.generation, clusters: registered.map((c) => c.name) });
+  };
+
+  // ---- Git polling: the leader only (a follower's trigger serves webhook hints) ----------------
+  let pollingTrigger = false;
+  let swapping: Promise<void> = Promise.resolve();
+  const wantPolling = () => singleton.isLeader() || pipelineMode === "degraded";
+  const makeTrigger = (polling: boolean) =>
+    createSyncTrigger({
+      source,
+      ref: config.gitBranch,
+      pollIntervalMs: polling ? config.pollIntervalMs : 0,
+      debounceMs: config.webhookDebounceMs,
+      onOutcome,
+      logger: log.child("trigger"),
+    });
+  const reconcileTrigger = () => {
+    const want = wantPolling();
+    if (stopped || trigger === undefined || want === pollingTrigger) return;
+    pollingTrigger = want;
+    log.info(want ? "polling Git" : "not polling Git (the leader does)", { leader: singleton.isLeader(), pipeline: pipelineMode });
+    swapping = swapping.then(async () => {
+      await trigger?.stop();
+      if (isStopped()) return;
+      trigger = makeTrigger(pollingTrigger);
+      trigger.start();
+    });
   };
 
   // ---- publishing ------------------------------------------------------------------------------
@@ -359,7 +416,13 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         store: store().kind,
         warming: gate?.status() ?? null,
         source: { repository: sourceName, ref: src.ref, path: src.subPath, lastError: src.lastError ?? null },
-        commit: src.lastGood ? { sha: src.lastGood.commit, committedAt: src.lastGood.committedAt, syncedAt: src.lastGood.syncedAt } : null,
+        // The desired state in force (a follower adopts it from the leader; its own source may lag).
+        commit: desired
+          ? src.lastGood?.commit === desired.commit
+            ? { sha: desired.commit, committedAt: src.lastGood.committedAt, syncedAt: src.lastGood.syncedAt, from: "git" }
+            : { sha: desired.commit, committedAt: new Date(desired.committedAt * 1000).toISOString(), syncedAt: null, from: "leader" }
+          : null,
+        leader: singleton.isLeader(),
         rejected: src.rejection
           ? { commit: src.rejection.commit, rejectedAt: src.rejection.rejectedAt, errors: src.rejection.diagnostics.filter((d) => d.severity === Severity.Error).length, diagnostics: src.rejection.diagnostics.slice(0, 10).map(formatDiagnostic) }
           : null,
@@ -495,28 +558,14 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       await relay.start();
       for (const rec of latest.values()) if (!gate.warming) publish(rec, "start");
 
-      // Only the leader polls Git (a follower's trigger serves webhook hints and follows the store).
       // The first sync already ran; start() syncs again (a no-op "unchanged") and then polls.
-      const makeTrigger = (leader: boolean) =>
-        createSyncTrigger({
-          source,
-          ref: config.gitBranch,
-          pollIntervalMs: leader ? config.pollIntervalMs : 0,
-          debounceMs: config.webhookDebounceMs,
-          onOutcome,
-          logger: log.child("trigger"),
-        });
-      trigger = makeTrigger(singleton.isLeader());
+      pipelineMode = (await pipeline.status()).mode;
+      pollingTrigger = wantPolling();
+      trigger = makeTrigger(pollingTrigger);
       trigger.start();
       singleton.onChange?.((leader) => {
-        if (stopped) return;
-        const old = trigger;
-        void old?.stop().then(() => {
-          if (stopped || trigger !== old) return;
-          trigger = makeTrigger(leader);
-          trigger.start();
-          if (leader) scheduleAudit();
-        });
+        reconcileTrigger();
+        if (leader) scheduleAudit();
       });
       const followMs = options.followIntervalMs ?? 1000;
       followTimer = setInterval(() => {
@@ -558,6 +607,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       clearInterval(followTimer);
       await following;
       await http?.stop();
+      await swapping;
       await trigger?.stop();
       await relay?.stop();
       await auditRunning;

@@ -1,0 +1,51 @@
+/**
+ * An agent in this process against an emulated cluster, for the demo and benchmarks: the real agent
+ * code (createAgent: discovery, apply, relay link) with short leader-election and debounce timings so
+ * a trial converges quickly, and an in-process mesh CA instead of the server's signer.
+ */
+import { KubeConfig } from "@kubernetes/client-node";
+import { Registry } from "prom-client";
+import type { Logger } from "../core/index.js";
+import { createAgent, createKubeClient, createRelayLinkFactory, parseAgentConfig, withFieldOwner, type Agent } from "../agent/index.js";
+import type { KubeEmulator } from "../kube-emulator/index.js";
+import type { createInProcessMeshCa } from "./mesh-ca.js";
+
+export interface InProcessAgentOptions {
+  readonly cluster: string;
+  readonly emulator: KubeEmulator;
+  /** `host:port` of the relay. */
+  readonly relayAddress: string;
+  readonly logger: Logger;
+  readonly meshCa: ReturnType<typeof createInProcessMeshCa>;
+  /** Discovery debounce (default 50 ms). */
+  readonly debounceMs?: number;
+}
+
+export function createInProcessAgent(options: InProcessAgentOptions): Agent {
+  const { cluster, logger } = options;
+  const { config, problems } = parseAgentConfig(
+    { relayAddress: options.relayAddress, cluster, httpPort: "0", leaseDurationMs: "3000", renewDeadlineMs: "2000", retryPeriodMs: "300", debounceMs: String(options.debounceMs ?? 50) },
+    { identity: `${cluster}-agent` },
+  );
+  if (!config) throw new Error(`agent configuration: ${problems.join("; ")}`);
+  const kc = new KubeConfig();
+  kc.loadFromString(JSON.stringify(options.emulator.kubeconfigObject()));
+  const client = createKubeClient(kc);
+  return createAgent({
+    config,
+    kc,
+    relay: createRelayLinkFactory({
+      reader: client,
+      writer: withFieldOwner(client),
+      namespace: config.namespace,
+      address: config.relayAddress,
+      cluster,
+      authority: config.authority,
+      client: { backoff: { initialMs: 100, maxMs: 1000 } },
+      logger,
+    }),
+    registry: new Registry(),
+    signer: options.meshCa,
+    logger,
+  });
+}
