@@ -9,7 +9,8 @@ import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createLogger } from "../core/index.js";
-import { AGENT_ENV, createAgent, createKubeClient, createRelayLinkFactory, parseAgentConfig, withFieldOwner } from "../agent/index.js";
+import { AGENT_ENV, createAgent, createKubeClient, createRelayLinkFactory, KINDS, loadClientCredentials, parseAgentConfig, withFieldOwner, type KubeReader } from "../agent/index.js";
+import { createRelayIntermediateSigner, RELAY_SECRETS, type RelayClientCredentials } from "../relay/index.js";
 import { UsageError, type CliIo } from "./io.js";
 
 interface AgentFlags {
@@ -84,6 +85,13 @@ export function registerAgent(program: Command, io: CliIo): void {
           authority: config.authority,
           logger,
         }),
+        // Istio intermediate CAs (RootTrustPolicy): CSRs signed by the server over Relay.SignIntermediate.
+        signer: createRelayIntermediateSigner({
+          address: config.relayAddress,
+          authority: config.authority,
+          credentials: () => currentCredentials(client, config.namespace),
+          logger: logger.child("intermediate-signer"),
+        }),
         registry,
         logger,
       });
@@ -100,4 +108,16 @@ export function registerAgent(program: Command, io: CliIo): void {
       });
       await agent.stop();
     });
+}
+
+/**
+ * The client certificate the relay link stored in relay-client-tls-secret (read per signing call, so a
+ * renewed certificate is picked up), with relay-root-tls-secret ca.crt as the CA when the stored one has none.
+ */
+async function currentCredentials(reader: KubeReader, namespace: string): Promise<RelayClientCredentials | undefined> {
+  const c = await loadClientCredentials(reader, namespace);
+  if (!c || c.caPem !== "") return c;
+  const root = await reader.get(KINDS.Secret, namespace, RELAY_SECRETS.rootTls.name);
+  const ca = (root?.data as Record<string, unknown> | undefined)?.[RELAY_SECRETS.rootTls.keys.caCrt];
+  return typeof ca === "string" ? { ...c, caPem: Buffer.from(ca, "base64").toString("utf8") } : c;
 }
