@@ -234,7 +234,7 @@ function translateOne(ctx: WorkspaceContext, ap: InputObject): TranslatorOutput 
           apiVersion: "security.istio.io/v1",
           kind: "AuthorizationPolicy",
           metadata: outputMetadata(name, t.namespace, t.cluster, ws, parent),
-          spec: { action: "ALLOW", ...selector, ...(enforced.length > 0 ? { rules: enforced } : {}) },
+          spec: { action: "ALLOW", ...(enforced.length > 0 ? { rules: enforced } : {}), ...selector },
         },
       });
     }
@@ -245,7 +245,7 @@ function translateOne(ctx: WorkspaceContext, ap: InputObject): TranslatorOutput 
           apiVersion: "security.istio.io/v1",
           kind: "AuthorizationPolicy",
           metadata: outputMetadata(stableName(name, "dry-run"), t.namespace, t.cluster, ws, parent, { "istio.io/dry-run": "true" }),
-          spec: { action: "ALLOW", ...selector, ...(dry.length > 0 ? { rules: dry } : {}) },
+          spec: { action: "ALLOW", ...(dry.length > 0 ? { rules: dry } : {}), ...selector },
         },
       });
     }
@@ -256,7 +256,7 @@ function translateOne(ctx: WorkspaceContext, ap: InputObject): TranslatorOutput 
           apiVersion: "security.istio.io/v1",
           kind: "PeerAuthentication",
           metadata: outputMetadata(name, t.namespace, t.cluster, ws, parent),
-          spec: { ...selector, mtls: { mode: tlsMode } },
+          spec: { mtls: { mode: tlsMode }, ...selector },
         },
       });
     }

@@ -475,8 +475,8 @@ export function translateServiceDestinationPolicies(ctx: WorkspaceContext): Tran
           "gitmesh.io/policies": policies.map((p) => `${p.kind}/${p.metadata.namespace ?? ""}/${p.metadata.name}`).join(","),
         }),
         spec: {
-          host: serviceHost(svc.name, svc.namespace),
           exportTo: namespacesIn(ctx.index, ref.cluster, [ws, ...consumers]),
+          host: serviceHost(svc.name, svc.namespace),
           trafficPolicy,
         },
       },

@@ -144,7 +144,7 @@ function translateOne(ctx: WorkspaceContext, es: InputObject): TranslatorOutput 
           apiVersion: "networking.istio.io/v1",
           kind: "DestinationRule",
           metadata: meta(hosts.length === 1 ? baseName : stableName(baseName, host)),
-          spec: { host, exportTo, trafficPolicy },
+          spec: { exportTo, host, trafficPolicy },
         },
       });
     }

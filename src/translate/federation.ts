@@ -115,7 +115,7 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
             apiVersion: "networking.istio.io/v1",
             kind: "DestinationRule",
             metadata: meta,
-            spec: { host, exportTo: exportList, trafficPolicy: { tls: { mode: "ISTIO_MUTUAL", ...(sans.length > 0 ? { subjectAltNames: sans } : {}) } } },
+            spec: { exportTo: exportList, host, trafficPolicy: { tls: { mode: "ISTIO_MUTUAL", ...(sans.length > 0 ? { subjectAltNames: sans } : {}) } } },
           },
         });
       }

@@ -46,6 +46,7 @@ export function outputAnnotations(parent: ParentRef, extra: Readonly<Record<stri
 }
 
 const labelMemo = new WeakMap<ParentRef, Map<string, Map<string, Record<string, string>>>>();
+const NO_ANNOTATIONS: Readonly<Record<string, string>> = Object.freeze({});
 const annotationMemo = new WeakMap<ParentRef, Record<string, string> | undefined>();
 
 /**
@@ -60,15 +61,10 @@ export function outputMetadata(
   cluster: string,
   workspace: string,
   parent: ParentRef,
-  extraAnnotations: Readonly<Record<string, string>> = {},
+  extraAnnotations: Readonly<Record<string, string>> = NO_ANNOTATIONS,
 ): { name: string; namespace: string; labels: Record<string, string>; annotations?: Record<string, string> } {
   let annotations: Record<string, string> | undefined;
-  let extra = false;
-  for (const _ in extraAnnotations) {
-    extra = true;
-    break;
-  }
-  if (extra) annotations = outputAnnotations(parent, extraAnnotations);
+  if (extraAnnotations !== NO_ANNOTATIONS && Object.keys(extraAnnotations).length > 0) annotations = outputAnnotations(parent, extraAnnotations);
   else if (annotationMemo.has(parent)) annotations = annotationMemo.get(parent);
   else {
     annotations = outputAnnotations(parent);
@@ -90,10 +86,5 @@ export function outputMetadata(
     byWorkspace.set(workspace, labels);
   }
   // Canonical key order (annotations, labels, name, namespace).
-  return {
-    ...(annotations === undefined ? {} : { annotations }),
-    labels,
-    name,
-    namespace,
-  };
+  return annotations === undefined ? { labels, name, namespace } : { annotations, labels, name, namespace };
 }

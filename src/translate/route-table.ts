@@ -159,9 +159,9 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
       kind: "VirtualService",
       metadata: outputMetadata(stableName("routetable", rt.metadata.name, rt.metadata.namespace ?? "", target.cluster, ws), target.namespace, target.cluster, ws, ctx.parentOf(rt), annotations),
       spec: {
-        hosts: asArray(spec.hosts).filter((h): h is string => typeof h === "string"),
-        gateways: target.gateways,
         exportTo: target.exportTo,
+        gateways: target.gateways,
+        hosts: asArray(spec.hosts).filter((h): h is string => typeof h === "string"),
         http,
       },
     },
@@ -389,7 +389,7 @@ function subsetRule(ctx: WorkspaceContext, svc: DiscoveredService, cluster: stri
       apiVersion: "networking.istio.io/v1",
       kind: "DestinationRule",
       metadata: outputMetadata(stableName(svc.name, svc.namespace, "svc", cluster, ws), svc.namespace, cluster, ws, ctx.parentOf(table)),
-      spec: { host: serviceHost(svc.name, svc.namespace), exportTo, subsets: [{ name: subsetName(labels), labels }] },
+      spec: { exportTo, host: serviceHost(svc.name, svc.namespace), subsets: [{ labels, name: subsetName(labels) }] },
     },
   };
 }

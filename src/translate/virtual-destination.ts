@@ -198,7 +198,7 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
             apiVersion: "networking.istio.io/v1",
             kind: "WorkloadEntry",
             metadata: meta(stableName(baseName, ep.cluster, ep.address)),
-            spec: { address: ep.address, ports: gwPorts(ep), labels: selector, ...(ep.locality === undefined ? {} : { locality: ep.locality }) },
+            spec: { address: ep.address, labels: selector, ...(ep.locality === undefined ? {} : { locality: ep.locality }), ports: gwPorts(ep) },
           },
         });
       }
@@ -208,7 +208,7 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
     }
     resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", metadata: meta(baseName), spec: seSpec } });
     for (const host of hosts) {
-      const drSpec: Record<string, unknown> = { host, exportTo: exportList };
+      const drSpec: Record<string, unknown> = { exportTo: exportList, host };
       if (trafficPolicy !== undefined) drSpec.trafficPolicy = trafficPolicy;
       resources.push({
         cluster,

@@ -92,14 +92,14 @@ function isolation(ctx: WorkspaceContext, source: { source: { file: string } }):
       const principals = principalsFor([ws.name, ...consumers].sort(cmpStr));
       const name = stableName("settings", svc.name, svc.namespace, cluster, ws.name);
       const meta = outputMetadata(name, svc.namespace, cluster, ws.name, serviceParent(cluster, svc.namespace, svc.name, "Service", source.source.file));
-      out.push({ cluster, resource: { apiVersion: "security.istio.io/v1", kind: "PeerAuthentication", metadata: meta, spec: { selector: { matchLabels: selector }, mtls: { mode: "STRICT" } } } });
+      out.push({ cluster, resource: { apiVersion: "security.istio.io/v1", kind: "PeerAuthentication", metadata: meta, spec: { mtls: { mode: "STRICT" }, selector: { matchLabels: selector } } } });
       out.push({
         cluster,
         resource: {
           apiVersion: "security.istio.io/v1",
           kind: "AuthorizationPolicy",
           metadata: meta,
-          spec: { action: "ALLOW", selector: { matchLabels: selector }, rules: [{ from: [{ source: { principals } }] }] },
+          spec: { action: "ALLOW", rules: [{ from: [{ source: { principals } }] }], selector: { matchLabels: selector } },
         },
       });
     }
@@ -135,7 +135,7 @@ function trimmedSidecars(ctx: WorkspaceContext, source: { source: { file: string
           apiVersion: "networking.istio.io/v1",
           kind: "Sidecar",
           metadata: outputMetadata(name, w.namespace, cluster, ws.name, serviceParent(cluster, w.namespace, w.name, w.kind, source.source.file)),
-          spec: { workloadSelector: { labels: w.podLabels }, egress },
+          spec: { egress, workloadSelector: { labels: w.podLabels } },
         },
       });
     }
