@@ -34,8 +34,12 @@ export interface MeshCa {
   /** PEM of the top root every cluster's Istio trusts (root-cert.pem). */
   readonly rootCertPem: string;
   readonly source: MeshRoot["source"];
-  /** Signs an intermediate CSR for `cluster` (the caller's verified identity). Never throws for a bad request: refusals are results. */
-  signIntermediate(cluster: string, request: IntermediateCsr): Promise<IntermediateSigningResult>;
+  /**
+   * Signs an intermediate CSR for `cluster` (the caller's verified identity). Never throws for a bad
+   * request: refusals are results. A function property (not a method), so it can be passed as the
+   * relay server's `signIntermediate` option as is.
+   */
+  readonly signIntermediate: (cluster: string, request: IntermediateCsr) => Promise<IntermediateSigningResult>;
 }
 
 const DAY_MS = 86_400_000;

@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Registry } from "prom-client";
 import { createMemoryLogger } from "../../src/core/index.js";
-import { createMeshCa, findIssuedCertificate, type MeshRoot } from "../../src/mesh-ca/index.js";
-import { createRelayServer, type IntermediateCsr } from "../../src/relay/index.js";
+import { createMeshCa, findIssuedCertificate, type MeshCa, type MeshRoot } from "../../src/mesh-ca/index.js";
+import { createRelayServer, type IntermediateCsr, type SignIntermediateFn } from "../../src/relay/index.js";
 import { testPki } from "../relay/helpers.js";
 
 /** An IssuedCertificate exactly as src/translate/root-trust.ts emits it. */
@@ -28,6 +28,9 @@ export function issuedCertificate(cluster: string, opts: { revision?: string; tr
     },
   };
 }
+
+/** Compile-time check of the README wiring: the mesh CA's signIntermediate IS the relay server option. */
+export const meshCaFitsRelayOption = (ca: MeshCa): SignIntermediateFn => ca.signIntermediate;
 
 /** A relay server whose SignIntermediate is the mesh CA, as the server wires it (README "Wiring in the server"). */
 export async function startMeshCaRelay(root: MeshRoot | undefined, outputs: Map<string, readonly unknown[]>) {
