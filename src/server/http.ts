@@ -151,7 +151,14 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
       res.setHeader("allow", [...new Set(matching.map((x) => x.r.method))].join(", "));
       throw new HttpError(405, `${req.method ?? "?"} is not allowed on ${path}`);
     }
-    await route.r.handler(req, res, route.m!.slice(1).map((s) => decodeURIComponent(s)));
+    const params = route.m!.slice(1).map((s) => {
+      try {
+        return decodeURIComponent(s);
+      } catch {
+        throw new HttpError(400, `malformed percent-encoding in ${path}`);
+      }
+    });
+    await route.r.handler(req, res, params);
   };
 
   return {
