@@ -33,7 +33,7 @@ export interface AgentConfig {
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
-  /** Quiet time before a discovery rebuild (default 250 ms). */
+  /** Quiet time before a discovery flush (default 100 ms; a flush is incremental, milliseconds). */
   readonly debounceMs: number;
 }
 
@@ -121,7 +121,7 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     leaseDurationMs: num(input.leaseDurationMs, "lease duration", 15_000, (n) => n >= 1000, "milliseconds ≥ 1000"),
     renewDeadlineMs: num(input.renewDeadlineMs, "renew deadline", 10_000, (n) => n >= 500, "milliseconds ≥ 500"),
     retryPeriodMs: num(input.retryPeriodMs, "retry period", 2_000, (n) => n >= 100, "milliseconds ≥ 100"),
-    debounceMs: num(input.debounceMs, "discovery debounce", 250, (n) => n >= 0, "milliseconds ≥ 0"),
+    debounceMs: num(input.debounceMs, "discovery debounce", 100, (n) => n >= 0, "milliseconds ≥ 0"),
   };
   if (config.renewDeadlineMs >= config.leaseDurationMs) problems.push("renew deadline must be shorter than the lease duration");
   if (config.retryPeriodMs >= config.renewDeadlineMs) problems.push("retry period must be shorter than the renew deadline");

@@ -38,7 +38,7 @@ export interface DiscoveryOptions {
   /** Discovery selectors on namespace labels; default: the mesh config's, else every namespace. */
   readonly discoverySelectors?: readonly LabelSelector[];
   /**
-   * Quiet time before a flush after a change (default 250 ms). The wait also grows to twice the
+   * Quiet time before a flush after a change (default 100 ms). The wait also grows to twice the
    * duration of the last flush, so that a stream of changes never keeps the event loop busy more
    * than about a third of the time (a flush is synchronous CPU work, milliseconds after the first).
    */
@@ -77,7 +77,7 @@ function lazy<T>(fn: () => T): () => T {
 
 export function createDiscovery(options: DiscoveryOptions): Discovery {
   const log = options.logger;
-  const debounceMs = options.debounceMs ?? 250;
+  const debounceMs = options.debounceMs ?? 100;
   const istioNamespace = options.istioNamespace ?? "istio-system";
   let timer: NodeJS.Timeout | undefined;
   let current: DiscoveryResult | undefined;
