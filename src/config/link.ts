@@ -17,6 +17,8 @@ export interface LinkResult {
   readonly files: Record<string, FileRecord>;
   readonly objects: Record<string, ObjectLocation>;
   readonly diagnostics: Diagnostic[];
+  /** Keys whose object in force may have changed (incremental links only; a full link may have changed any). */
+  readonly touchedKeys?: ReadonlySet<string>;
   /** What an update needs to re-link only what changed; kept beside the state (not part of it). */
   readonly index: LinkIndex;
 }
@@ -52,6 +54,8 @@ export interface LinkIndex {
   readonly byKey: ReadonlyMap<string, readonly Candidate[]>;
   /** `kind\0name` → keys that have candidates (reference targets). */
   readonly byName: ReadonlyMap<string, ReadonlySet<string>>;
+  /** `kind\0name\0namespace` → keys that have candidates. */
+  readonly byNamespace: ReadonlyMap<string, ReadonlySet<string>>;
   /** `kind\0name` → keys of objects in force whose references name it. */
   readonly dependents: ReadonlyMap<string, ReadonlySet<string>>;
   readonly results: ReadonlyMap<string, KeyResult>;
@@ -65,6 +69,23 @@ export interface LinkPrevious {
   readonly objects: Readonly<Record<string, ObjectLocation>>;
   /** The previous link index, when it is still in memory (not after a trip through JSON). */
   readonly index?: LinkIndex | undefined;
+}
+
+/** A map copied on its first write (the previous index keeps the original). */
+class CopyOnWrite {
+  map: Map<string, ReadonlySet<string>>;
+  private copied: boolean;
+  constructor(base: ReadonlyMap<string, ReadonlySet<string>> | undefined) {
+    this.copied = base === undefined;
+    this.map = base === undefined ? new Map<string, ReadonlySet<string>>() : (base as Map<string, ReadonlySet<string>>);
+  }
+  writable(): Map<string, ReadonlySet<string>> {
+    if (!this.copied) {
+      this.map = new Map<string, ReadonlySet<string>>(this.map);
+      this.copied = true;
+    }
+    return this.map;
+  }
 }
 
 const kindOfKey = (key: string): string => key.slice(0, key.indexOf("/"));
@@ -130,8 +151,28 @@ export function link(settings: RepoSettings, files: Readonly<Record<string, File
     else byKey.delete(key);
   }
 
-  // Reference targets that appeared or disappeared.
-  const byName = new Map<string, ReadonlySet<string>>(prevIndex?.byName);
+  // Reference targets that appeared or disappeared. Sets are copied on first write in this link
+  // (the previous index keeps its own), then edited in place.
+  const owned = new Set<ReadonlySet<string>>();
+  const edit = (cow: CopyOnWrite, name: string, key: string, add: boolean): void => {
+    const old = cow.map.get(name);
+    if (old !== undefined && old.has(key) === add) return;
+    const map = cow.writable();
+    let set: Set<string>;
+    if (old !== undefined && owned.has(old)) set = old as Set<string>;
+    else {
+      set = new Set(old);
+      owned.add(set);
+      map.set(name, set);
+    }
+    if (add) set.add(key);
+    else {
+      set.delete(key);
+      if (set.size === 0) map.delete(name);
+    }
+  };
+  const byNameCow = new CopyOnWrite(prevIndex?.byName);
+  const byNamespaceCow = new CopyOnWrite(prevIndex?.byNamespace);
   const changedNames = new Set<string>();
   for (const key of affected) {
     const before = prevIndex?.byKey.get(key)?.[0]?.obj;
@@ -139,13 +180,12 @@ export function link(settings: RepoSettings, files: Readonly<Record<string, File
     if ((before === undefined) === (after === undefined)) continue;
     const obj = (after ?? before)!;
     const name = nameKey(obj.kind, obj.metadata.name);
-    const set = new Set(byName.get(name));
-    if (after) set.add(key);
-    else set.delete(key);
-    if (set.size > 0) byName.set(name, set);
-    else byName.delete(name);
+    edit(byNameCow, name, key, after !== undefined);
+    edit(byNamespaceCow, `${name}\u0000${obj.metadata.namespace}`, key, after !== undefined);
     changedNames.add(name);
   }
+  const byName = byNameCow.map;
+  const byNamespace = byNamespaceCow.map;
 
   // 2. Ownership rules (from the Workspaces and KubernetesClusters in force).
   let owner: Owner;
@@ -162,30 +202,22 @@ export function link(settings: RepoSettings, files: Readonly<Record<string, File
 
   // 3. Decisions for the affected keys; references of unaffected objects that name a changed target.
   const results = new Map<string, KeyResult>(prevIndex?.results);
-  const dependents = new Map<string, ReadonlySet<string>>(prevIndex?.dependents);
-  const exists = (w: Wanted): boolean => targetExists(byName, byKey, w);
-  const editDependents = (obj: LoadedObject, key: string, add: boolean): void => {
-    for (const w of cachedReferencesOf(obj)) {
-      const name = nameKey(w.kind, w.name);
-      const set = new Set(dependents.get(name));
-      if (add) set.add(key);
-      else set.delete(key);
-      if (set.size > 0) dependents.set(name, set);
-      else dependents.delete(name);
-    }
-  };
+  const dependentsCow = new CopyOnWrite(prevIndex?.dependents);
+  const exists = (w: Wanted): boolean => targetExists(byName, byNamespace, byKey, w);
+  const targetsOf = (r: KeyResult | undefined): Set<string> => new Set(r?.winner ? cachedReferencesOf(r.winner.obj).map((w) => nameKey(w.kind, w.name)) : []);
   for (const key of affected) {
     const old = prevIndex?.results.get(key);
-    if (old?.winner) editDependents(old.winner.obj, key, false);
     const list = byKey.get(key);
-    if (!list) {
-      results.delete(key);
-      continue;
-    }
-    const r = decide(list, settings, owner, exists);
-    results.set(key, r);
-    if (r.winner) editDependents(r.winner.obj, key, true);
+    const r = list ? decide(list, settings, owner, exists) : undefined;
+    if (r) results.set(key, r);
+    else results.delete(key);
+    if (old?.winner === undefined && r?.winner === undefined) continue;
+    const before = targetsOf(old);
+    const after = targetsOf(r);
+    for (const name of before) if (!after.has(name)) edit(dependentsCow, name, key, false);
+    for (const name of after) if (!before.has(name)) edit(dependentsCow, name, key, true);
   }
+  const dependents = dependentsCow.map;
   if (!full) {
     for (const name of changedNames) {
       for (const key of dependents.get(name) ?? []) {
@@ -241,16 +273,28 @@ export function link(settings: RepoSettings, files: Readonly<Record<string, File
     if (r.winner) results.set(key, { ...r, winner: next[0]! });
   }
 
-  // 6. The index of objects in force, sorted by key.
+  // 6. The index of objects in force, sorted by key (the previous one when no key or place changed).
+  let reuse = !full;
+  if (reuse) {
+    for (const key of affected) {
+      const w = results.get(key)?.winner;
+      const old = prevObjects[key];
+      if ((w === undefined) !== (old === undefined) || (w && old && (old.file !== w.file || old.index !== w.index))) {
+        reuse = false;
+        break;
+      }
+    }
+  }
   let keys: string[];
-  if (full) keys = [...results.keys()].filter((k) => results.get(k)!.winner !== undefined).sort();
+  if (reuse) keys = [];
+  else if (full) keys = [...results.keys()].filter((k) => results.get(k)!.winner !== undefined).sort();
   else {
     keys = Object.keys(prevObjects).filter((k) => !affected.has(k) || results.get(k)?.winner !== undefined);
     const present = new Set(keys);
     const added = [...affected].filter((k) => !present.has(k) && results.get(k)?.winner !== undefined);
     if (added.length > 0) keys = [...keys, ...added].sort();
   }
-  const objects: Record<string, ObjectLocation> = {};
+  const objects: Record<string, ObjectLocation> = reuse ? prevObjects : {};
   for (const key of keys) {
     const w = results.get(key)!.winner!;
     const old = prevObjects[key];
@@ -262,8 +306,11 @@ export function link(settings: RepoSettings, files: Readonly<Record<string, File
     if (r.diags.length > 0) diagnostics.push(...r.diags);
     if (r.refDiags.length > 0) diagnostics.push(...r.refDiags);
   }
-  const index: LinkIndex = { adminNamespace: settings.adminNamespace, owner, byKey, byName, dependents, results, settingsKeys, settingsDiags };
-  return { files: outFiles, objects, diagnostics: sortDiagnostics(diagnostics), index };
+  const index: LinkIndex = { adminNamespace: settings.adminNamespace, owner, byKey, byName, byNamespace, dependents, results, settingsKeys, settingsDiags };
+  // Keys whose object in force may differ from the previous link: those in changed or rewritten files.
+  const touchedKeys = new Set(affected);
+  for (const path of rewrite) for (const obj of files[path]?.objects ?? []) touchedKeys.add(obj.key);
+  return { files: outFiles, objects, diagnostics: sortDiagnostics(diagnostics), index, ...(full ? {} : { touchedKeys }) };
 }
 
 /** Duplicates, admin namespace placement, ownership and references of one key. */
@@ -559,13 +606,19 @@ export function referencesOf(obj: LoadedObject): Wanted[] {
 }
 
 /** Whether a reference target exists (any candidate, also duplicates and invalid ones, so one error does not cascade). */
-function targetExists(byName: ReadonlyMap<string, ReadonlySet<string>>, byKey: ReadonlyMap<string, readonly Candidate[]>, w: Wanted): boolean {
-  const keys = byName.get(nameKey(w.kind, w.name));
+function targetExists(
+  byName: ReadonlyMap<string, ReadonlySet<string>>,
+  byNamespace: ReadonlyMap<string, ReadonlySet<string>>,
+  byKey: ReadonlyMap<string, readonly Candidate[]>,
+  w: Wanted,
+): boolean {
+  const name = nameKey(w.kind, w.name);
+  const keys = w.namespace !== undefined ? byNamespace.get(`${name}\u0000${w.namespace}`) : byName.get(name);
   if (!keys) return false;
+  if (w.cluster === undefined) return true;
   for (const key of keys) {
-    const obj = byKey.get(key)![0]!.obj; // every candidate of a key has the same kind, name, namespace and cluster
-    if (w.namespace !== undefined && obj.metadata.namespace !== w.namespace) continue;
-    if (w.cluster === undefined || obj.cluster === undefined || obj.cluster === w.cluster) return true;
+    const cluster = byKey.get(key)![0]!.obj.cluster; // every candidate of a key has the same kind, name, namespace and cluster
+    if (cluster === undefined || cluster === w.cluster) return true;
   }
   return false;
 }

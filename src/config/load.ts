@@ -46,7 +46,7 @@ export function loadDesiredState(files: readonly SourceFile[], options: LoadOpti
     }
     records[path] = deepFreeze(parseSourceFile({ path, content: f.content }, registry, opts.schemaValidation));
   }
-  const state = build(settings, settingsFile ? sha256(settingsFile.content) : "", settingsDiagnostics, records, ignored, opts);
+  const { state } = build(settings, settingsFile ? sha256(settingsFile.content) : "", settingsDiagnostics, records, ignored, opts);
   return { state, diagnostics: diagnosticsOf(state) };
 }
 
@@ -106,8 +106,8 @@ export function updateDesiredState(prev: DesiredState, changed: readonly SourceF
     const old = prev.files[path];
     records[path] = old && old.digest === sha256(f.content) ? old : deepFreeze(parseSourceFile({ path, content: f.content }, registry, opts.schemaValidation));
   }
-  const state = build(settings, settingsDigest, settingsDiagnostics, records, [...ignored], opts, prev);
-  return { state, diagnostics: diagnosticsOf(state), changedKeys: diffKeys(prev, state) };
+  const { state, touchedKeys } = build(settings, settingsDigest, settingsDiagnostics, records, [...ignored], opts, prev);
+  return { state, diagnostics: diagnosticsOf(state), changedKeys: diffKeys(prev, state, touchedKeys) };
 }
 
 function build(
@@ -118,7 +118,7 @@ function build(
   ignored: readonly string[],
   opts: Required<LoadOptions>,
   prev?: DesiredState,
-): DesiredState {
+): { state: DesiredState; touchedKeys?: ReadonlySet<string> | undefined } {
   const linked = link(settings, records, prev ? { files: prev.files, objects: prev.objects, index: linkIndexes.get(prev) } : undefined);
   const files: Record<string, FileRecord> = {};
   for (const path of Object.keys(linked.files).sort()) files[path] = linked.files[path]!;
@@ -134,7 +134,7 @@ function build(
     linkDiagnostics: Object.freeze(linked.diagnostics),
   });
   linkIndexes.set(state, linked.index);
-  return state;
+  return { state, touchedKeys: linked.touchedKeys };
 }
 
 function objectAt(state: DesiredState, key: string): LoadedObject | undefined {
@@ -142,8 +142,17 @@ function objectAt(state: DesiredState, key: string): LoadedObject | undefined {
   return loc ? state.files[loc.file]?.objects[loc.index] : undefined;
 }
 
-function diffKeys(prev: DesiredState, next: DesiredState): Set<string> {
+/** `candidates`: the only keys that can differ (from an incremental link); all keys when absent. */
+function diffKeys(prev: DesiredState, next: DesiredState, candidates?: ReadonlySet<string>): Set<string> {
   const changed = new Set<string>();
+  if (candidates) {
+    for (const key of candidates) {
+      const a = objectAt(prev, key);
+      const b = objectAt(next, key);
+      if (a !== b && (!a || !b || !sameObject(a, b))) changed.add(key);
+    }
+    return changed;
+  }
   for (const key of Object.keys(prev.objects)) if (!(key in next.objects)) changed.add(key);
   for (const key of Object.keys(next.objects)) {
     const a = objectAt(prev, key);

@@ -39,21 +39,30 @@ export function parseYamlDocuments(text: string): ParsedDocument[] {
   return list.map((doc, docIndex) => {
     const errors = doc.errors.map((e) => ({ message: firstLine(e.message), position: at(e.pos[0]) }));
     const warnings = doc.warnings.map((e) => ({ message: firstLine(e.message), position: at(e.pos[0]) }));
-    const positions: Record<string, Position> = {};
+    let positions: Record<string, Position> = {};
     const root = doc.contents;
     const rootStart = root ? root.range[0] : doc.range[0];
-    positions[""] = at(rootStart);
-    if (root) collectPositions(root, "", positions, at);
+    const rootPosition = at(rootStart);
+    positions[""] = rootPosition;
     let value: unknown;
     if (errors.length === 0 && root !== null) {
+      // One walk builds the plain value (frozen as it is built) and the positions; documents with
+      // aliases, explicit tags or non-scalar keys take the yaml package's own toJS.
       try {
-        value = doc.toJS({ maxAliasCount: 100 });
+        value = toPlain(root, "", positions, at);
       } catch (err) {
-        // Excessive aliasing ("billion laughs") and similar: report as a syntax problem.
-        errors.push({ message: err instanceof Error ? err.message : String(err), position: at(rootStart) });
+        if (err !== FALLBACK) throw err;
+        positions = { "": rootPosition };
+        collectPositions(root, "", positions, at);
+        try {
+          value = doc.toJS({ maxAliasCount: 100 });
+        } catch (e) {
+          // Excessive aliasing ("billion laughs") and similar: report as a syntax problem.
+          errors.push({ message: e instanceof Error ? e.message : String(e), position: rootPosition });
+        }
       }
-    }
-    return { docIndex, position: at(rootStart), value, positions, errors, warnings };
+    } else if (root) collectPositions(root, "", positions, at);
+    return { docIndex, position: rootPosition, value, positions, errors, warnings };
   });
 }
 
@@ -65,6 +74,56 @@ function firstLine(message: string): string {
 }
 
 type At = (offset: number) => Position;
+
+/** Thrown by toPlain when a document needs the yaml package's toJS (aliases, tags, non-scalar keys). */
+class NeedsToJs extends Error {}
+const FALLBACK = new NeedsToJs("the document needs the yaml package's toJS");
+
+/**
+ * The plain value of a node, as `Document.toJS()` makes it for the core schema without aliases
+ * (maps → objects, keys as strings, sequences → arrays, scalars → their value), each object and
+ * array frozen; records the position of every child node on the way (as collectPositions does).
+ */
+function toPlain(node: unknown, pointer: string, out: Record<string, Position>, at: At): unknown {
+  if (node === null || node === undefined) return null;
+  if (isScalar(node)) {
+    const v = node.value;
+    if (v !== null && (typeof v === "object" || typeof v === "function" || typeof v === "bigint")) throw FALLBACK;
+    return v;
+  }
+  if (isMap(node)) {
+    if (node.tag !== undefined) throw FALLBACK;
+    const map: Record<string, unknown> = {};
+    for (const item of node.items) {
+      const key = item.key as YamlNode | null;
+      if (!isScalar(key) || key.tag !== undefined) throw FALLBACK;
+      const k = key.value;
+      if (typeof k !== "string" && typeof k !== "number" && typeof k !== "boolean" && k !== null) throw FALLBACK;
+      const keyText = k === null ? "" : String(k);
+      if (keyText === "<<") throw FALLBACK;
+      const child = `${pointer}/${escapePointerToken(String(k))}`;
+      const value = item.value as YamlNode | null;
+      const start = key.range?.[0] ?? value?.range?.[0];
+      if (start !== undefined) out[child] = at(start);
+      const v = toPlain(value, child, out, at);
+      if (keyText in map) Object.defineProperty(map, keyText, { value: v, writable: true, enumerable: true, configurable: true });
+      else map[keyText] = v;
+    }
+    return Object.freeze(map);
+  }
+  if (isSeq(node)) {
+    if (node.tag !== undefined) throw FALLBACK;
+    const list: unknown[] = [];
+    node.items.forEach((item, i) => {
+      const child = `${pointer}/${i}`;
+      const start = (item as YamlNode | null)?.range?.[0];
+      if (start !== undefined) out[child] = at(start);
+      list.push(toPlain(item, child, out, at));
+    });
+    return Object.freeze(list);
+  }
+  throw FALLBACK; // alias, or anything else
+}
 
 function collectPositions(node: unknown, pointer: string, out: Record<string, Position>, at: At): void {
   if (isMap(node)) {
