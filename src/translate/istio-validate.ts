@@ -74,16 +74,19 @@ export function validateIstioResource(r: IstioResource): IstioIssue[] {
 }
 
 /**
- * INVALID_OUTPUT diagnostics for every object that fails its schema. `seen` (optional) caches the
- * issues per object identity, so an object rendered into several clusters is validated once.
+ * INVALID_OUTPUT diagnostics for every object that fails its schema. Issues are remembered per
+ * object identity (rendered output is immutable), so an object rendered into several clusters, or
+ * kept from a previous run by `retranslate`, is validated once.
  */
-export function validateOutputs(cluster: string, resources: readonly IstioResource[], seen?: Map<IstioResource, readonly IstioIssue[]>): Diagnostic[] {
+const issueCache = new WeakMap<IstioResource, readonly IstioIssue[]>();
+
+export function validateOutputs(cluster: string, resources: readonly IstioResource[]): Diagnostic[] {
   const out: Diagnostic[] = [];
   for (const r of resources) {
-    let issues = seen?.get(r);
+    let issues = issueCache.get(r);
     if (issues === undefined) {
       issues = validateIstioResource(r);
-      seen?.set(r, issues);
+      issueCache.set(r, issues);
     }
     for (const issue of issues) {
       out.push({

@@ -97,8 +97,24 @@ interface MeshRef {
   readonly istiodServiceAccount: string;
 }
 
-/** Which policy issues for which mesh, over the whole fleet (the same for every workspace). */
-function assignments(ctx: WorkspaceContext): { byMesh: Map<string, { mesh: MeshRef; policy: InputObject }>; diagnostics: Diagnostic[] } {
+type Assignments = { byMesh: Map<string, { mesh: MeshRef; policy: InputObject }>; diagnostics: Diagnostic[] };
+const assignmentMemo = new WeakMap<object, { policies: readonly InputObject[]; result: Assignments }>();
+
+/**
+ * Which policy issues for which mesh, over the whole fleet (the same for every workspace).
+ * Depends on the RootTrustPolicies, clusters and discovery only: memoised per index structure
+ * while the policy objects are the same.
+ */
+function assignments(ctx: WorkspaceContext): Assignments {
+  const policies = ctx.index.byKind.get("RootTrustPolicy") ?? [];
+  const hit = assignmentMemo.get(ctx.index.structure);
+  if (hit !== undefined && hit.policies.length === policies.length && hit.policies.every((p, i) => p === policies[i])) return hit.result;
+  const result = computeAssignments(ctx);
+  assignmentMemo.set(ctx.index.structure, { policies, result });
+  return result;
+}
+
+function computeAssignments(ctx: WorkspaceContext): Assignments {
   const diagnostics: Diagnostic[] = [];
   const byMesh = new Map<string, { mesh: MeshRef; policy: InputObject }>();
   const policies = [...(ctx.index.byKind.get("RootTrustPolicy") ?? [])].sort(olderFirst);

@@ -16,7 +16,7 @@ import { assembleCluster, compareResources, mergeResources, patchCluster, resour
 import { canonicalObject } from "./canonical.js";
 import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
 import { toDesiredInput, type Desired, type DiscoveryMap } from "./input.js";
-import { validateOutputs, type IstioIssue } from "./istio-validate.js";
+import { validateOutputs } from "./istio-validate.js";
 import { ANNOTATION_SOURCE_FILE } from "./labels.js";
 import { DESTINATION_TRANSLATORS } from "./destination-translators.js";
 import { translateRouteTables } from "./route-table.js";
@@ -49,6 +49,13 @@ export interface TranslateOptions {
   readonly validate?: boolean;
   /** Translators to run (default `KIND_TRANSLATORS`); for tests and benchmarks. */
   readonly translators?: readonly KindTranslator[];
+  /**
+   * The workspace's previous result (retranslate passes it): a rendered object equal to the
+   * previous one of the same cluster and key is replaced by that previous object, so unchanged
+   * output keeps its identity (comparisons and cluster patches are identity checks) and is not
+   * validated again. Never changes the result's content.
+   */
+  readonly previous?: WorkspaceResult;
 }
 
 const EMPTY: WorkspaceResult = { workspace: "", fragments: new Map(), diagnostics: [] };
@@ -87,7 +94,6 @@ export function translateWorkspace(
   const fragments = new Map<string, readonly IstioResource[]>();
   // A translator may emit one object to several clusters: bring each object to canonical form once.
   const canonical = new Map<IstioResource, IstioResource>();
-  const validated = new Map<IstioResource, readonly IstioIssue[]>();
   const canon = (r: IstioResource): IstioResource => {
     let c = canonical.get(r);
     if (c === undefined) {
@@ -97,8 +103,10 @@ export function translateWorkspace(
     return c;
   };
   for (const cluster of [...perCluster.keys()].sort()) {
-    const resources = sortResources([...perCluster.get(cluster)!.values()].map(canon));
-    if (options.validate ?? true) diagnostics.push(...validateOutputs(cluster, resources, validated));
+    const resources: IstioResource[] = sortResources([...perCluster.get(cluster)!.values()].map(canon));
+    const before = options.previous?.fragments.get(cluster);
+    if (before !== undefined) keepIdentity(before, resources);
+    if (options.validate ?? true) diagnostics.push(...validateOutputs(cluster, resources));
     fragments.set(cluster, resources);
   }
   return { workspace, fragments, diagnostics: sortDiagnostics(diagnostics) };
@@ -165,7 +173,7 @@ export function retranslate(
       workspaces.set(ws, prev);
       continue;
     }
-    const next = reuseUnchanged(prev, translateWorkspace(ws, desired, discovery, options));
+    const next = translateWorkspace(ws, desired, discovery, prev === undefined ? options : { ...options, previous: prev });
     workspaces.set(ws, next);
     for (const c of new Set([...next.fragments.keys(), ...(prev?.fragments.keys() ?? [])])) {
       const before = prev?.fragments.get(c) ?? [];
@@ -191,32 +199,15 @@ export function retranslate(
   return { result: finish(clusters, workspaces), reassembled };
 }
 
-/**
- * A re-run workspace's result with every object that equals the previous run's object of the same
- * cluster and key replaced by that previous object: unchanged output keeps its identity (and its
- * cached content hash), so later comparisons and cluster patches are identity checks.
- */
-function reuseUnchanged(prev: WorkspaceResult | undefined, next: WorkspaceResult): WorkspaceResult {
-  if (prev === undefined) return next;
-  const fragments = new Map<string, readonly IstioResource[]>();
-  for (const [c, after] of next.fragments) {
-    const before = prev.fragments.get(c);
-    if (before === undefined) {
-      fragments.set(c, after);
-      continue;
-    }
-    // Both lists are sorted by (kind, namespace, name): walk them together.
-    let b = 0;
-    fragments.set(
-      c,
-      after.map((r) => {
-        while (b < before.length && compareResources(before[b]!, r) < 0) b++;
-        const o = before[b];
-        return o !== undefined && compareResources(o, r) === 0 && sameContent(o, r) ? o : r;
-      }),
-    );
+/** Replaces, in place, each object of `after` that equals the object of `before` with the same key by that object (both sorted by key). */
+function keepIdentity(before: readonly IstioResource[], after: IstioResource[]): void {
+  let b = 0;
+  for (let i = 0; i < after.length; i++) {
+    const r = after[i]!;
+    while (b < before.length && compareResources(before[b]!, r) < 0) b++;
+    const o = before[b];
+    if (o !== undefined && o !== r && compareResources(o, r) === 0 && sameContent(o, r)) after[i] = o;
   }
-  return { ...next, fragments };
 }
 
 function sameResources(a: readonly IstioResource[] | undefined, b: readonly IstioResource[] | undefined): boolean {
