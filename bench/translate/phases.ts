@@ -1,7 +1,9 @@
 /**
  * Where a full translation spends its CPU time (not a benchmark): `node --import tsx bench/translate/phases.ts <preset>`.
  * Times each per-kind translator (summed over workspaces), then the rest of the workspace stage
- * (merge, canonical form, validation) and the cluster stage.
+ * (merge, canonical form, validation) and the cluster stage, in CPU time (steadier than wall time
+ * on a shared machine). Three runs: validated (cold: JIT, memo tables, heap growth), unvalidated
+ * on a freshly loaded state, validated again on the first state (warm; its index is memoised).
  */
 import { loadDesiredState } from "../../src/config/index.js";
 import { KIND_TRANSLATORS, assembleCluster, fragmentsFor, indexOf, toDesiredInput, translateWorkspace, type KindTranslator, type WorkspaceResult } from "../../src/translate/index.js";
