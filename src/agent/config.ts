@@ -3,6 +3,7 @@
  * environment variables that match the chart values, validated, frozen. Problems are returned as
  * messages that say what to fix, never thrown.
  */
+import { configResult, createConfigReader, DNS1123_LABEL } from "../core/index.js";
 import { isValidClusterName } from "../relay/index.js";
 import type { LabelSelector } from "../discovery/index.js";
 
@@ -69,8 +70,6 @@ export const AGENT_ENV = {
   httpPort: "GITMESH_AGENT_HTTP_PORT",
 } as const;
 
-const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
 function parseSelector(text: string): LabelSelector | string {
   const matchLabels: Record<string, string> = {};
   for (const part of text.split(",").map((s) => s.trim()).filter((s) => s !== "")) {
@@ -82,24 +81,16 @@ function parseSelector(text: string): LabelSelector | string {
 }
 
 export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: string }): { config?: AgentConfig; problems: string[] } {
-  const problems: string[] = [];
-  const num = (v: string | undefined, what: string, dflt: number, check: (n: number) => boolean, hint: string): number => {
-    if (v === undefined || v === "") return dflt;
-    const n = Number(v);
-    if (!Number.isFinite(n) || !check(n)) {
-      problems.push(`${what} "${v}" is invalid: ${hint}`);
-      return dflt;
-    }
-    return n;
-  };
+  const read = createConfigReader();
+  const { problems } = read;
   const relayAddress = input.relayAddress ?? "";
   if (!/^[^\s:]+:\d{1,5}$/.test(relayAddress)) problems.push(`relay server address "${relayAddress}" must be host:port (--relay-address or ${AGENT_ENV.relayAddress}; chart relay.serverAddress)`);
   const cluster = input.cluster ?? "";
   if (!isValidClusterName(cluster)) problems.push(`cluster name "${cluster}" must be a DNS-1123 label (--cluster or ${AGENT_ENV.cluster}; chart relay.cluster)`);
   const namespace = input.namespace || "gitmesh";
-  if (!DNS1123.test(namespace)) problems.push(`namespace "${namespace}" is not a valid namespace name`);
+  if (!DNS1123_LABEL.test(namespace)) problems.push(`namespace "${namespace}" is not a valid namespace name`);
   const istioNamespace = input.istioNamespace || "istio-system";
-  if (!DNS1123.test(istioNamespace)) problems.push(`Istio namespace "${istioNamespace}" is not a valid namespace name`);
+  if (!DNS1123_LABEL.test(istioNamespace)) problems.push(`Istio namespace "${istioNamespace}" is not a valid namespace name`);
   const selectors: LabelSelector[] = [];
   for (const s of input.discoverySelectors ?? []) {
     const r = parseSelector(s);
@@ -115,15 +106,15 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     kubeconfig: input.kubeconfig || undefined,
     istioNamespace,
     discoverySelectors: input.discoverySelectors && input.discoverySelectors.length > 0 ? selectors : undefined,
-    maxPruneFraction: num(input.maxPruneFraction, "max prune fraction", 0.5, (n) => n >= 0 && n <= 1, "a number between 0 and 1"),
-    pruneAlwaysAllowed: num(input.pruneAlwaysAllowed, "prune always allowed", 2, (n) => Number.isInteger(n) && n >= 0, "a whole number ≥ 0"),
-    httpPort: num(input.httpPort, "HTTP port", 9977, (n) => Number.isInteger(n) && n >= 0 && n <= 65535, "a port number 0-65535"),
-    leaseDurationMs: num(input.leaseDurationMs, "lease duration", 15_000, (n) => n >= 1000, "milliseconds ≥ 1000"),
-    renewDeadlineMs: num(input.renewDeadlineMs, "renew deadline", 10_000, (n) => n >= 500, "milliseconds ≥ 500"),
-    retryPeriodMs: num(input.retryPeriodMs, "retry period", 2_000, (n) => n >= 100, "milliseconds ≥ 100"),
-    debounceMs: num(input.debounceMs, "discovery debounce", 100, (n) => n >= 0, "milliseconds ≥ 0"),
+    maxPruneFraction: read.number(input.maxPruneFraction, "max prune fraction", 0.5, (n) => n >= 0 && n <= 1, "a number between 0 and 1"),
+    pruneAlwaysAllowed: read.number(input.pruneAlwaysAllowed, "prune always allowed", 2, (n) => Number.isInteger(n) && n >= 0, "a whole number ≥ 0"),
+    httpPort: read.port(input.httpPort, "HTTP port", 9977),
+    leaseDurationMs: read.number(input.leaseDurationMs, "lease duration", 15_000, (n) => n >= 1000, "milliseconds ≥ 1000"),
+    renewDeadlineMs: read.number(input.renewDeadlineMs, "renew deadline", 10_000, (n) => n >= 500, "milliseconds ≥ 500"),
+    retryPeriodMs: read.number(input.retryPeriodMs, "retry period", 2_000, (n) => n >= 100, "milliseconds ≥ 100"),
+    debounceMs: read.number(input.debounceMs, "discovery debounce", 100, (n) => n >= 0, "milliseconds ≥ 0"),
   };
   if (config.renewDeadlineMs >= config.leaseDurationMs) problems.push("renew deadline must be shorter than the lease duration");
   if (config.retryPeriodMs >= config.renewDeadlineMs) problems.push("retry period must be shorter than the renew deadline");
-  return problems.length > 0 ? { problems } : { config: Object.freeze(config), problems };
+  return configResult(config, problems);
 }

@@ -8,10 +8,11 @@ import { hostname } from "node:os";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { Registry, collectDefaultMetrics } from "prom-client";
-import { createLogger } from "../core/index.js";
+import { createLogger, isLogLevel } from "../core/index.js";
 import { AGENT_ENV, createAgent, createKubeClient, createRelayLinkFactory, KINDS, loadClientCredentials, parseAgentConfig, withFieldOwner, type KubeReader } from "../agent/index.js";
 import { createRelayIntermediateSigner, RELAY_SECRETS, type RelayClientCredentials } from "../relay/index.js";
 import { UsageError, type CliIo } from "./io.js";
+import { untilStopSignal } from "./signals.js";
 
 interface AgentFlags {
   readonly relayAddress?: string;
@@ -64,7 +65,7 @@ export function registerAgent(program: Command, io: CliIo): void {
       );
       if (!config) throw new UsageError(`invalid agent configuration:\n  ${problems.join("\n  ")}`);
       const level = flags.logLevel;
-      if (level !== "debug" && level !== "info" && level !== "warn" && level !== "error") throw new UsageError(`--log-level must be debug, info, warn or error, got "${level}"`);
+      if (!isLogLevel(level)) throw new UsageError(`--log-level must be debug, info, warn or error, got "${level}"`);
       const logger = createLogger({ name: "agent", level });
       const kc = new KubeConfig();
       if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
@@ -97,15 +98,7 @@ export function registerAgent(program: Command, io: CliIo): void {
       });
       await agent.start();
       io.out(`gitmesh agent for cluster ${config.cluster} running (HTTP :${String(agent.httpPort)})\n`);
-      await new Promise<void>((done) => {
-        const stop = (): void => {
-          process.off("SIGINT", stop);
-          process.off("SIGTERM", stop);
-          done();
-        };
-        process.on("SIGINT", stop);
-        process.on("SIGTERM", stop);
-      });
+      await untilStopSignal();
       await agent.stop();
     });
 }

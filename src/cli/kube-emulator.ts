@@ -9,6 +9,7 @@ import type { Command } from "commander";
 import { createLogger, formatDiagnostic, hasErrors } from "../core/index.js";
 import { createKubeEmulator } from "../kube-emulator/index.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
+import { untilStopSignal } from "./signals.js";
 
 interface KubeEmulatorFlags {
   readonly port: string;
@@ -56,14 +57,7 @@ export function registerKubeEmulator(program: Command, io: CliIo): void {
       io.out(`kube-emulator listening on ${emulator.url}\n`);
       io.out(`kubeconfig: ${kubeconfig}\n`);
       io.out(`try: kubectl --kubeconfig ${kubeconfig} api-resources\n`);
-      await new Promise<void>((done) => {
-        const stop = (): void => {
-          process.off("SIGINT", stop);
-          process.off("SIGTERM", stop);
-          void emulator.stop().then(done);
-        };
-        process.on("SIGINT", stop);
-        process.on("SIGTERM", stop);
-      });
+      await untilStopSignal();
+      await emulator.stop();
     });
 }

@@ -3,3 +3,4 @@ export * from "./errors.js";
 export * from "./logger.js";
 export * from "./redact.js";
 export * from "./canonical.js";
+export * from "./config-input.js";
