@@ -66,7 +66,7 @@ export interface ServerConfig {
   readonly skipWarming: readonly string[];
   /** Working directory for Git caches (default: a temp directory). */
   readonly dataDir: string | undefined;
-  /** Debounce of webhook bursts (default 250 ms). */
+  /** Debounce of webhook bursts (default 50 ms: one push sends one hint; a burst of pushes still coalesces). */
   readonly webhookDebounceMs: number;
 }
 
@@ -195,7 +195,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     warmingWindowMs: warmingSeconds * 1000,
     skipWarming,
     dataDir: input.dataDir || undefined,
-    webhookDebounceMs: num(input.webhookDebounceMs, "webhook debounce", 250, (n) => n >= 0, "milliseconds ≥ 0"),
+    webhookDebounceMs: num(input.webhookDebounceMs, "webhook debounce", 50, (n) => n >= 0, "milliseconds ≥ 0"),
   };
   return problems.length > 0 ? { problems } : { config: Object.freeze(config), problems };
 }
