@@ -5,9 +5,9 @@
  * ca-key.pem, cert-chain.pem, root-cert.pem) in the control plane's namespace. The private key
  * never leaves the cluster.
  *
- * GAP: the relay protocol (gitmesh.relay.v1) has no RPC to sign an intermediate CA CSR yet; the
- * agent side is written against the IntermediateSigner interface below, and `createAgent` only
- * handles requests when a signer is configured (otherwise it NACKs them with a clear message).
+ * The CSR is signed by an IntermediateSigner (owned by src/relay: createRelayIntermediateSigner calls
+ * Relay.SignIntermediate); `createAgent` only handles requests when a signer is configured
+ * (otherwise it NACKs them with a clear message).
  */
 import { createPublicKey, generateKeyPairSync, X509Certificate } from "node:crypto";
 import { createRequire } from "node:module";
@@ -16,33 +16,13 @@ import { describeError, type Logger } from "../core/index.js";
 import type { ResourceError } from "./applier.js";
 import { KINDS, messageOf, objectKey, type FieldOwnerWriter, type KubeObject, type KubeReader } from "./kube.js";
 import type { AgentMetrics } from "./metrics.js";
+import type { IntermediateSigner, IntermediateSigningRequest, SignedIntermediate } from "../relay/index.js";
 
 // node-forge is CommonJS with a dynamically built export object: load it with require.
 const forge = createRequire(import.meta.url)("node-forge") as typeof Forge;
 
-export interface IntermediateSigningRequest {
-  readonly cluster: string;
-  /** PKCS#10 PEM; the key stays with the agent. */
-  readonly csrPem: string;
-  /** SPIFFE ids of istiod (URI SANs). */
-  readonly hosts: readonly string[];
-  readonly ttlDays: number;
-  readonly orgName: string;
-  /** The RootTrustPolicy that asked for it (namespace/name). */
-  readonly rootTrustPolicy: string;
-}
-
-export interface SignedIntermediate {
-  readonly certPem: string;
-  /** Certificates between the intermediate and the root (may be empty), PEM, leaf-most first. */
-  readonly chainPems: readonly string[];
-  readonly rootCertPem: string;
-}
-
-/** Signs intermediate CA CSRs (the management server's root CA, reached through the relay). */
-export interface IntermediateSigner {
-  signIntermediate(request: IntermediateSigningRequest): Promise<SignedIntermediate>;
-}
+/** The signer types are owned by the relay (its createRelayIntermediateSigner is the real signer). */
+export type { IntermediateSigner, IntermediateSigningRequest, SignedIntermediate };
 
 export interface CacertsOptions {
   readonly cluster: string;

@@ -49,8 +49,8 @@ export {
 export {
   createRelayIntermediateSigner,
   IntermediateSigningError,
-  type IntermediateSignerShape,
-  type IntermediateSigningRequestShape,
+  type IntermediateSigner,
+  type IntermediateSigningRequest,
   type RelayIntermediateSignerOptions,
-  type SignedIntermediateShape,
+  type SignedIntermediate,
 } from "./intermediate-signer.js";

@@ -1,10 +1,11 @@
 /**
- * Agent side of Relay.SignIntermediate: an adapter with the shape of the agent's IntermediateSigner
- * (src/agent/cacerts.ts), so that `createAgent({ signer })` gets its Istio intermediate CA CSRs signed
- * by the management server's mesh root CA over the relay's mTLS channel.
+ * Agent side of Relay.SignIntermediate: the IntermediateSigner that `createAgent({ signer })` uses
+ * (src/agent/cacerts.ts) to get its Istio intermediate CA CSRs signed by the management server's mesh
+ * root CA over the relay's mTLS channel.
  *
- * The agent's types are re-declared here structurally: src/agent imports src/relay, so importing
- * them back would make a cycle. Only the CSR travels; the intermediate key stays in the cluster.
+ * The relay owns the IntermediateSigner types (src/agent imports them from here and re-exports them;
+ * src/agent imports src/relay, so the other way round would be a cycle). Only the CSR travels; the
+ * intermediate key stays in the cluster.
  * Each call opens its own short-lived mTLS channel with the cluster's current client certificate
  * (read through `credentials()`, e.g. from relay-client-tls-secret), since signing is rare (once per
  * mesh per certificate lifetime) and the certificate may have been renewed since the last call.
@@ -16,29 +17,30 @@ import { isPermanentStatus } from "./errors.js";
 import { RelayClient as GrpcRelayClient, type SignIntermediateRequest, type SignIntermediateResponse } from "./gen/gitmesh/relay/v1/relay.js";
 import type { RelayClientCredentials } from "./client.js";
 
-/** Structurally the agent's IntermediateSigningRequest (src/agent/cacerts.ts). */
-export interface IntermediateSigningRequestShape {
+export interface IntermediateSigningRequest {
   readonly cluster: string;
+  /** PKCS#10 PEM; the key stays with the agent. */
   readonly csrPem: string;
+  /** SPIFFE ids of istiod (URI SANs). */
   readonly hosts: readonly string[];
   readonly ttlDays: number;
   readonly orgName: string;
-  /** "<namespace>/<name>" of the RootTrustPolicy. */
+  /** "<namespace>/<name>" of the RootTrustPolicy that asked for it. */
   readonly rootTrustPolicy: string;
   /** "<namespace>/<name>" of the IssuedCertificate, when the caller knows it. */
   readonly issuedCertificate?: string;
 }
 
-/** Structurally the agent's SignedIntermediate. */
-export interface SignedIntermediateShape {
+export interface SignedIntermediate {
   readonly certPem: string;
+  /** Certificates between the intermediate and the root (may be empty), PEM, leaf-most first. */
   readonly chainPems: readonly string[];
   readonly rootCertPem: string;
 }
 
-/** Structurally the agent's IntermediateSigner. */
-export interface IntermediateSignerShape {
-  signIntermediate(request: IntermediateSigningRequestShape): Promise<SignedIntermediateShape>;
+/** Signs intermediate CA CSRs (the management server's root CA, reached through the relay). */
+export interface IntermediateSigner {
+  signIntermediate(request: IntermediateSigningRequest): Promise<SignedIntermediate>;
 }
 
 export interface RelayIntermediateSignerOptions {
@@ -72,7 +74,7 @@ export class IntermediateSigningError extends GitmeshError {
   }
 }
 
-export function createRelayIntermediateSigner(options: RelayIntermediateSignerOptions): IntermediateSignerShape {
+export function createRelayIntermediateSigner(options: RelayIntermediateSignerOptions): IntermediateSigner {
   const log = options.logger;
   const authority = options.authority ?? RELAY_DEFAULTS.authority;
   const maxMessageBytes = options.maxMessageBytes ?? RELAY_DEFAULTS.maxMessageBytes;
