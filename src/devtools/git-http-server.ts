@@ -84,8 +84,18 @@ export function runGit(args: readonly string[], env: Readonly<Record<string, str
   });
 }
 
+/** Observers of one CGI answer (test/helpers/git-server.ts records them). */
+export interface HttpBackendHooks {
+  /** REMOTE_USER seen by git (default `gitmesh`). */
+  readonly remoteUser?: string;
+  /** The HTTP status of the answer (502 when git wrote no headers). */
+  readonly onStatus?: (status: number) => void;
+  /** Body bytes sent, per chunk. */
+  readonly onBytes?: (bytes: number) => void;
+}
+
 /** Runs `git http-backend` as a CGI program for one request and streams its answer back. */
-function runHttpBackend(root: string, req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
+export function runHttpBackend(root: string, req: IncomingMessage, res: ServerResponse, u: URL, hooks: HttpBackendHooks = {}): Promise<void> {
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     GIT_PROJECT_ROOT: root,
@@ -95,7 +105,7 @@ function runHttpBackend(root: string, req: IncomingMessage, res: ServerResponse,
     QUERY_STRING: u.search.slice(1),
     CONTENT_TYPE: req.headers["content-type"] ?? "",
     REMOTE_ADDR: "127.0.0.1",
-    REMOTE_USER: "gitmesh",
+    REMOTE_USER: hooks.remoteUser ?? "gitmesh",
     GIT_CONFIG_NOSYSTEM: "1",
   };
   if (req.headers["content-length"]) env.CONTENT_LENGTH = req.headers["content-length"];
@@ -110,6 +120,7 @@ function runHttpBackend(root: string, req: IncomingMessage, res: ServerResponse,
     let headersDone = false;
     child.stdout.on("data", (chunk: Buffer) => {
       if (headersDone) {
+        hooks.onBytes?.(chunk.length);
         res.write(chunk);
         return;
       }
@@ -128,13 +139,19 @@ function runHttpBackend(root: string, req: IncomingMessage, res: ServerResponse,
         if (name.toLowerCase() === "status") status = Number.parseInt(value, 10);
         else headers[name] = value;
       }
+      hooks.onStatus?.(status);
       res.writeHead(status, headers);
-      res.write(head.subarray(cut + (crlf >= 0 ? 4 : 2)));
+      const rest = head.subarray(cut + (crlf >= 0 ? 4 : 2));
+      hooks.onBytes?.(rest.length);
+      res.write(rest);
     });
     child.stderr.resume();
     child.on("error", reject);
     child.on("close", () => {
-      if (!headersDone) res.writeHead(502);
+      if (!headersDone) {
+        hooks.onStatus?.(502);
+        res.writeHead(502);
+      }
       res.end();
       resolve();
     });

@@ -22,6 +22,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
+import { runHttpBackend } from "../../src/devtools/index.js";
 
 export type GitServerAuth =
   /** HTTP basic with exactly this user and password. */
@@ -242,69 +243,12 @@ function decodeBasic(header: string): { username: string; password: string } | u
   return i < 0 ? undefined : { username: decoded.slice(0, i), password: decoded.slice(i + 1) };
 }
 
-/** Runs `git http-backend` as a CGI program for one request and streams its answer back. */
+/** One request through the CGI bridge of src/devtools, recording its status and body bytes. */
 function runBackend(root: string, req: IncomingMessage, res: ServerResponse, record: GitRequestRecord, u: URL): Promise<void> {
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    GIT_PROJECT_ROOT: root,
-    GIT_HTTP_EXPORT_ALL: "1",
-    PATH_INFO: decodeURIComponent(u.pathname),
-    REQUEST_METHOD: req.method ?? "GET",
-    QUERY_STRING: u.search.slice(1),
-    CONTENT_TYPE: req.headers["content-type"] ?? "",
-    REMOTE_ADDR: "127.0.0.1",
-    REMOTE_USER: "test",
-    GIT_CONFIG_NOSYSTEM: "1",
-  };
-  if (req.headers["content-length"]) env.CONTENT_LENGTH = req.headers["content-length"];
-  if (req.headers["content-encoding"]) env.HTTP_CONTENT_ENCODING = req.headers["content-encoding"];
-  const protocol = req.headers["git-protocol"];
-  if (typeof protocol === "string") env.GIT_PROTOCOL = protocol;
-  return new Promise<void>((resolve, reject) => {
-    const child = spawn("git", ["http-backend"], { env, stdio: ["pipe", "pipe", "pipe"] });
-    req.pipe(child.stdin);
-    child.stdin.on("error", () => undefined);
-    let head = Buffer.alloc(0);
-    let headersDone = false;
-    child.stdout.on("data", (chunk: Buffer) => {
-      if (headersDone) {
-        record.responseBytes += chunk.length;
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf("\r\n\r\n");
-      const endLf = end >= 0 ? -1 : head.indexOf("\n\n");
-      const cut = end >= 0 ? end : endLf;
-      if (cut < 0) return;
-      const sepLen = end >= 0 ? 4 : 2;
-      headersDone = true;
-      let status = 200;
-      const headers: Record<string, string> = {};
-      for (const line of head.subarray(0, cut).toString("latin1").split(/\r?\n/)) {
-        const i = line.indexOf(":");
-        if (i < 0) continue;
-        const name = line.slice(0, i).trim();
-        const value = line.slice(i + 1).trim();
-        if (name.toLowerCase() === "status") status = Number.parseInt(value, 10);
-        else headers[name] = value;
-      }
-      record.status = status;
-      res.writeHead(status, headers);
-      const rest = head.subarray(cut + sepLen);
-      record.responseBytes += rest.length;
-      res.write(rest);
-    });
-    child.stderr.resume();
-    child.on("error", reject);
-    child.on("close", () => {
-      if (!headersDone) {
-        record.status = 502;
-        res.writeHead(502);
-      }
-      res.end();
-      resolve();
-    });
+  return runHttpBackend(root, req, res, u, {
+    remoteUser: "test",
+    onStatus: (status) => (record.status = status),
+    onBytes: (bytes) => (record.responseBytes += bytes),
   });
 }
 
