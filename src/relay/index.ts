@@ -20,6 +20,7 @@ export {
   type RelayPki,
   type RelayPkiStorage,
 } from "./pki.js";
+export { forgePublicKeyOf, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively } from "./x509.js";
 export { applyStateDelta, diffStates, encodeChunks, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
 export { relayStateFromSnapshot, snapshotFromRelayState } from "./discovery-state.js";
 export {
