@@ -30,11 +30,12 @@ interface Status {
   readonly replica: string;
   readonly ready: boolean;
   readonly readiness: string;
-  readonly pipeline: { mode: string; queueDepth?: number };
+  readonly leader?: boolean;
+  readonly pipeline: { mode: string; reason?: string; queueDepth?: Record<string, number> };
   readonly store: string;
   readonly warming: { warming: boolean; waitingFor: string[]; reason: string } | null;
   readonly source: { repository: string; ref: string; path: string; lastError: { message: string } | null };
-  readonly commit: { sha: string; committedAt: string; syncedAt: string } | null;
+  readonly commit: { sha: string; committedAt: string; syncedAt: string | null; from?: string } | null;
   readonly rejected: { commit: string; rejectedAt: string; errors: number; diagnostics: string[] } | null;
   readonly audit: { branch: string | null; lastCommit: string | null };
   readonly clusters: ClusterStatus[];
@@ -84,6 +85,8 @@ export function assess(s: Status): string[] {
   if (s.source.lastError) problems.push(`Git: ${s.source.lastError.message}`);
   if (s.rejected) problems.push(`commit ${s.rejected.commit.slice(0, 12)} rejected with ${String(s.rejected.errors)} error(s); ${s.commit ? `${s.commit.sha.slice(0, 12)} stays in force` : "no desired state in force"}`);
   for (const c of s.clusters.filter((x) => x.registered)) {
+    // With replicas (Redis) an agent holds one stream to one replica: absent here is not a fault.
+    if (!c.connected && s.pipeline.mode === "redis") continue;
     if (!c.connected) problems.push(`cluster ${c.name}: no agent connected to this replica${c.lastSeen ? ` (last seen ${c.lastSeen})` : ""}; it keeps its last applied config`);
     else if (!c.inSync) problems.push(`cluster ${c.name}: output v${String(c.output?.version ?? "-")} not applied yet (applied v${String(c.applied?.version ?? "-")})`);
   }
@@ -95,13 +98,16 @@ function render(s: Status, problems: readonly string[]): string {
   const short = (sha: string | undefined | null) => (sha ? sha.slice(0, 12) : "-");
   lines.push(`gitmesh server ${s.replica}: ${problems.length === 0 ? "HEALTHY" : "UNHEALTHY"}`);
   lines.push(`  source     ${s.source.repository} @ ${s.source.ref}${s.source.path ? ` (${s.source.path})` : ""}`);
-  lines.push(`  in force   ${s.commit ? `${short(s.commit.sha)} (committed ${s.commit.committedAt}, synced ${s.commit.syncedAt})` : "none"}`);
+  lines.push(`  replica    ${s.leader === false ? "follower (the leader polls Git and writes audit commits)" : "leader (polls Git, writes audit commits)"}`);
+  lines.push(`  in force   ${s.commit ? `${short(s.commit.sha)} (committed ${s.commit.committedAt}, ${s.commit.syncedAt ? `synced ${s.commit.syncedAt}` : "adopted from the leader"})` : "none"}`);
   if (s.rejected) {
     lines.push(`  REJECTED   ${short(s.rejected.commit)} at ${s.rejected.rejectedAt}: ${String(s.rejected.errors)} error(s)`);
     for (const d of s.rejected.diagnostics.slice(0, 5)) lines.push(`             ${d}`);
   }
   lines.push(`  readiness  ${s.ready ? "ready" : "NOT READY"} — ${s.readiness}`);
-  lines.push(`  pipeline   ${s.pipeline.mode}${s.pipeline.queueDepth !== undefined ? `, queue depth ${String(s.pipeline.queueDepth)}` : ""}; store ${s.store}`);
+  const depth = s.pipeline.queueDepth === undefined ? "" : `, queue ${Object.entries(s.pipeline.queueDepth).map(([type, n]) => `${type} ${String(n)}`).join(", ")}`;
+  const degraded = s.pipeline.mode === "degraded" ? ` (Redis unreachable: translating in-process from memory${s.pipeline.reason ? `; ${s.pipeline.reason}` : ""})` : "";
+  lines.push(`  pipeline   ${s.pipeline.mode}${degraded}${depth}; store ${s.store}`);
   lines.push(`  audit      ${s.audit.branch ?? "off"}${s.audit.lastCommit ? ` @ ${short(s.audit.lastCommit)}` : ""}`);
   lines.push("");
   lines.push("  CLUSTER          CONNECTED  WARMED  OUTPUT         APPLIED        COMMIT        ");
