@@ -218,6 +218,20 @@ interface PullSession {
   readonly stopExpiry: () => void;
 }
 
+/**
+ * Runs `close` (idempotent) however a bidirectional stream ends (client half-close, cancel, error, close);
+ * a client half-close is answered by ending our side too.
+ */
+function closeWhenStreamEnds<Req, Res>(call: grpc.ServerDuplexStream<Req, Res>, close: () => void): void {
+  call.on("end", () => {
+    close();
+    call.end();
+  });
+  call.on("cancelled", close);
+  call.on("error", close);
+  call.on("close", close);
+}
+
 /** Discovery updates (chunks) read ahead of handling before the server stops reading a push stream. */
 const PUSH_QUEUE_LIMIT = 8;
 
@@ -580,13 +594,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       if (queue.length >= PUSH_QUEUE_LIMIT) call.pause();
       if (session) void drain();
     });
-    call.on("end", () => {
-      close();
-      call.end();
-    });
-    call.on("cancelled", close);
-    call.on("error", close);
-    call.on("close", close);
+    closeWhenStreamEnds(call, close);
 
     identify(call).then(
       ({ cluster, notAfterMs }) => {
@@ -740,13 +748,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       if (!session) early.push(msg);
       else if (!session.closed) handle(msg, session);
     });
-    call.on("end", () => {
-      close();
-      call.end();
-    });
-    call.on("cancelled", close);
-    call.on("error", close);
-    call.on("close", close);
+    closeWhenStreamEnds(call, close);
 
     identify(call).then(
       ({ cluster, notAfterMs }) => {
