@@ -1,41 +1,14 @@
 // Relay hardening over real TLS on loopback: grpc-level oversized messages are logged and counted,
 // backpressure towards slow agents, streams closed at certificate expiry, revocation precision.
 import * as grpc from "@grpc/grpc-js";
-import { afterEach, describe, expect, it } from "vitest";
-import { RELAY_METRICS, REJECTION_REASONS, createCsr, encodeChunks, signClientCertificate, type RelayClient } from "../../src/relay/index.js";
+import { describe, expect, it } from "vitest";
+import { RELAY_METRICS, REJECTION_REASONS, createCsr, encodeChunks, signClientCertificate } from "../../src/relay/index.js";
 import { randomBytes, X509Certificate } from "node:crypto";
-import { RelayClient as GrpcRelayClient, type DiscoveryUpdate, type OutputUpdate } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
+import type { DiscoveryUpdate, OutputUpdate } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
 import { createChunkAssembler, stateChecksum } from "../../src/relay/wire.js";
-import { channelOptions, clientKey, metricValue, mtlsCredentials, newClient, startServer, state, statusOf, testPki, until } from "./helpers.js";
+import { clientKey, metricValue, state, statusOf, testPki, until, certFor, rejectionsLogged, useRelayCleanup } from "./helpers.js";
 
-type Started = Awaited<ReturnType<typeof startServer>>;
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-async function server(overrides: Parameters<typeof startServer>[0] = {}): Promise<Started> {
-  const s = await startServer(overrides);
-  cleanups.push(() => s.server.stop());
-  return s;
-}
-function client(...args: Parameters<typeof newClient>): RelayClient {
-  const c = newClient(...args);
-  cleanups.push(() => c.close());
-  return c;
-}
-function certFor(cluster: string, lifetimeMs = 3600_000, now = Date.now()) {
-  const pki = testPki();
-  const { csrPem } = createCsr(cluster, clientKey());
-  return signClientCertificate({ certPem: pki.signingCaCertPem, keyPem: pki.signingCaKeyPem }, { cluster, csrPem, lifetimeMs, now }).certPem;
-}
-function rawClient(address: string, certPem: string, options: grpc.ChannelOptions = {}) {
-  const c = new GrpcRelayClient(address, mtlsCredentials(certPem, clientKey()), { ...channelOptions, ...options });
-  cleanups.push(() => c.close());
-  return c;
-}
-function rejectionsLogged(s: Started, reason: string) {
-  return s.mem.records.filter((r) => r.msg === "relay rejected a request" && r.fields.reason === reason);
-}
+const { server, client, rawClient } = useRelayCleanup();
 
 describe("a gRPC message above the max message size", () => {
   it("is refused with RESOURCE_EXHAUSTED naming the limit and the fix, logged and counted; a healthy agent continues", async () => {

@@ -1,17 +1,21 @@
 // Shared set-up for the relay tests: a real server on 127.0.0.1:0 with real TLS, and clients.
 import * as grpc from "@grpc/grpc-js";
 import { Registry } from "prom-client";
+import { afterEach } from "vitest";
 import { createMemoryLogger } from "../../src/core/index.js";
 import {
+  createCsr,
   createRelayClient,
   createRelayServer,
   generateKeyPem,
   generateRelayPki,
+  signClientCertificate,
   type RelayClient,
   type RelayClientOptions,
   type RelayPki,
   type RelayServerOptions,
 } from "../../src/relay/index.js";
+import { RelayClient as GrpcRelayClient } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
 
 export const TOKEN = "s3cret-bootstrap-token-value-0123456789";
 
@@ -89,4 +93,51 @@ export function statusOf(call: NodeJS.EventEmitter): Promise<grpc.ServiceError> 
     call.on("data", () => undefined);
     call.on("error", (e: grpc.ServiceError) => resolve(e));
   });
+}
+
+export type StartedServer = Awaited<ReturnType<typeof startServer>>;
+
+/**
+ * Servers and clients a test starts, closed after it in reverse order. Call once at the top level of
+ * a test file (it registers the afterEach).
+ */
+export function useRelayCleanup() {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  const defer = (cleanup: () => Promise<void> | void): void => {
+    cleanups.push(cleanup);
+  };
+  return {
+    defer,
+    server: async (overrides: Parameters<typeof startServer>[0] = {}): Promise<StartedServer> => {
+      const s = await startServer(overrides);
+      defer(() => s.server.stop());
+      return s;
+    },
+    client: (...args: Parameters<typeof newClient>): RelayClient => {
+      const c = newClient(...args);
+      defer(() => c.close());
+      return c;
+    },
+    /** A bare generated gRPC client with a client certificate: sends whatever the test wants. */
+    rawClient: (address: string, certPem: string, options: grpc.ChannelOptions = {}) => {
+      const c = new GrpcRelayClient(address, mtlsCredentials(certPem, clientKey()), { ...channelOptions, ...options });
+      defer(() => c.close());
+      return c;
+    },
+  };
+}
+
+/** A certificate for `cluster` signed by the test PKI's signing CA (as registration would issue). */
+export function certFor(cluster: string, lifetimeMs = 3600_000, now = Date.now()): string {
+  const pki = testPki();
+  const { csrPem } = createCsr(cluster, clientKey());
+  return signClientCertificate({ certPem: pki.signingCaCertPem, keyPem: pki.signingCaKeyPem }, { cluster, csrPem, lifetimeMs, now }).certPem;
+}
+
+/** The rejections the server logged with this reason. */
+export function rejectionsLogged(s: StartedServer, reason: string) {
+  return s.mem.records.filter((r) => r.msg === "relay rejected a request" && r.fields.reason === reason);
 }

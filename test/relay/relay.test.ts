@@ -1,42 +1,14 @@
 import * as grpc from "@grpc/grpc-js";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { RELAY_METRICS, REJECTION_REASONS, createCsr, createSelfSignedCa, encodeChunks, signClientCertificate, stateChecksum, type RelayClient } from "../../src/relay/index.js";
-import { RelayClient as GrpcRelayClient, type DiscoveryAck, type DiscoveryUpdate } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
-import { TOKEN, channelOptions, clientKey, enc, metricValue, mtlsCredentials, newClient, startServer, state, statusOf, testPki, until } from "./helpers.js";
+import type { DiscoveryAck, DiscoveryUpdate } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
+import { TOKEN, channelOptions, clientKey, enc, metricValue, mtlsCredentials, newClient, startServer, state, statusOf, testPki, until, certFor, rejectionsLogged, useRelayCleanup } from "./helpers.js";
 
-type Started = Awaited<ReturnType<typeof startServer>>;
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-async function server(overrides: Parameters<typeof startServer>[0] = {}): Promise<Started> {
-  const s = await startServer(overrides);
-  cleanups.push(() => s.server.stop());
-  return s;
-}
-function client(...args: Parameters<typeof newClient>): RelayClient {
-  const c = newClient(...args);
-  cleanups.push(() => c.close());
-  return c;
-}
-/** A certificate for `cluster` signed by the server's signing CA (as registration would issue). */
-function certFor(cluster: string, lifetimeMs = 3600_000, now = Date.now()) {
-  const pki = testPki();
-  const { csrPem } = createCsr(cluster, clientKey());
-  return signClientCertificate({ certPem: pki.signingCaCertPem, keyPem: pki.signingCaKeyPem }, { cluster, csrPem, lifetimeMs, now }).certPem;
-}
+const { server, client, rawClient, defer } = useRelayCleanup();
 function newClientWithoutToken(address: string, cluster: string, extra: Parameters<typeof newClient>[2]): RelayClient {
   const c = newClient(address, cluster, extra, false);
-  cleanups.push(() => c.close());
+  defer(() => c.close());
   return c;
-}
-function rawClient(address: string, certPem: string) {
-  const c = new GrpcRelayClient(address, mtlsCredentials(certPem, clientKey()), channelOptions);
-  cleanups.push(() => c.close());
-  return c;
-}
-function rejectionsLogged(s: Started, reason: string) {
-  return s.mem.records.filter((r) => r.msg === "relay rejected a request" && r.fields.reason === reason);
 }
 
 describe("relay registration and streaming", () => {
@@ -193,7 +165,7 @@ describe("relay rejections (each logged and counted, no token in logs)", () => {
       "Raw",
     );
     const raw = new Raw(s.address, mtlsCredentials(certFor("alpha"), clientKey()), channelOptions) as unknown as { pushDiscovery(): grpc.ClientDuplexStream<Buffer, Buffer>; close(): void };
-    cleanups.push(() => raw.close());
+    defer(() => raw.close());
     const garbage = raw.pushDiscovery();
     const gStatus = statusOf(garbage);
     garbage.write(Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]));
