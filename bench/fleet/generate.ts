@@ -16,6 +16,7 @@
  */
 import { stringify } from "yaml";
 import type { FleetOptions } from "./presets.js";
+import { createRandom } from "../../test/helpers/random.js";
 
 /** Same shape as src/config's SourceFile (repo-relative POSIX path + content). */
 export interface FleetFile {
@@ -91,18 +92,6 @@ export interface Fleet {
 }
 
 export const ADMIN_NAMESPACE = "gloo-mesh";
-
-/** mulberry32: small, fast, good enough to spread choices; NOT for anything secret. */
-function createRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const pad = (n: number, width = 3): string => String(n).padStart(width, "0");
 export const clusterName = (i: number): string => `cluster-${pad(i)}`;

@@ -1,18 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadDesiredState, updateDesiredState, type DesiredState, type SourceFile } from "../../src/config/index.js";
 import { docs, externalService, file, kubernetesCluster, routeTable, virtualDestination, virtualGateway, workspace, workspaceSettings, yamlDoc } from "./fixtures.js";
-
-/** A small deterministic PRNG (mulberry32), so a failing sequence can be replayed from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { createRandom } from "../helpers/random.js";
 
 const NAMES = ["a", "b", "c"];
 const NAMESPACES = ["web", "api", "nowhere"];
@@ -76,7 +65,7 @@ function expectSameAsFullLoad(state: DesiredState, diagnostics: unknown, files: 
 describe("updateDesiredState is a full load, incrementally", () => {
   for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
     it(`random edits, removals and additions give the state and diagnostics of a full load (seed ${seed})`, () => {
-      const r = prng(seed);
+      const r = createRandom(seed);
       const current = new Map<string, SourceFile>();
       for (const path of PATHS) if (path !== "gitmesh.yaml" && r() < 0.7) current.set(path, randomFile(r, path));
       let { state } = loadDesiredState([...current.values()]);
@@ -125,7 +114,7 @@ describe("updateDesiredState is a full load, incrementally", () => {
   }
 
   it("re-links fully and identically after the state went through JSON", () => {
-    const r = prng(42);
+    const r = createRandom(42);
     const current = new Map<string, SourceFile>();
     for (const path of PATHS) if (path !== "gitmesh.yaml") current.set(path, randomFile(r, path));
     const { state } = loadDesiredState([...current.values()]);

@@ -15,18 +15,7 @@ import {
   type DiscoveredLocality,
   type DiscoverySnapshot,
 } from "../../src/discovery/index.js";
-
-/** Deterministic PRNG so that failures reproduce (the seed is in the test name). */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { createRandom } from "../helpers/random.js";
 
 function randomSnapshot(rnd: () => number, cluster = "c1"): DiscoverySnapshot {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
@@ -137,7 +126,7 @@ describe("entries, checksum and deltas", () => {
   });
 
   it("checksum is sha256 of the canonical JSON and ignores input order", () => {
-    const rnd = prng(1);
+    const rnd = createRandom(1);
     const s = randomSnapshot(rnd);
     const shuffled = { ...s, services: [...s.services].reverse(), namespaces: [...s.namespaces].reverse() };
     expect(snapshotChecksum(shuffled)).toBe(snapshotChecksum(s));
@@ -148,7 +137,7 @@ describe("entries, checksum and deltas", () => {
   });
 
   it("diff of equal snapshots is empty; of different ones is not", () => {
-    const s = randomSnapshot(prng(2));
+    const s = randomSnapshot(createRandom(2));
     expect(isEmptyDelta(diffSnapshots(s, structuredClone(s)))).toBe(true);
     const t = normalizeSnapshot(s);
     t.namespaces = [...t.namespaces, { name: "brand-new", labels: {} }];
@@ -158,7 +147,7 @@ describe("entries, checksum and deltas", () => {
 
   for (const seed of [11, 12, 13, 14, 15, 16, 17, 18]) {
     it(`property: applySnapshotDelta(a, diffSnapshots(a, b)) equals b exactly (seed ${seed}, 100 random pairs)`, () => {
-      const rnd = prng(seed);
+      const rnd = createRandom(seed);
       for (let i = 0; i < 100; i++) {
         const a = randomSnapshot(rnd);
         const b = mutate(rnd, a);
@@ -179,7 +168,7 @@ describe("entries, checksum and deltas", () => {
   }
 
   it("a delta only carries what changed", () => {
-    const a = randomSnapshot(prng(3));
+    const a = randomSnapshot(createRandom(3));
     const b = normalizeSnapshot(a);
     b.services = [...b.services, { name: "zz", namespace: "ns9", labels: {}, selector: {}, ports: [], type: "ClusterIP" }];
     const d = diffSnapshots(a, b);

@@ -4,22 +4,12 @@
 // pods moving between nodes and labels, Istio objects).
 import { describe, expect, it } from "vitest";
 import { applySnapshotDelta, createIncrementalSnapshot, snapshotEntries, snapshotFromKubernetesObjects, type DiscoverySnapshot } from "../../src/discovery/index.js";
-
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { createRandom } from "../helpers/random.js";
 
 type Obj = Record<string, unknown>;
 
 function generator(seed: number) {
-  const r = rng(seed);
+  const r = createRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   const apps = ["a", "b", "c", "d"];
   const nss = ["ns-0", "ns-1", "ns-2", "istio-system", "gw"];
