@@ -6,7 +6,7 @@ import { createMemoryLogger } from "../../src/core/index.js";
 import { createRelayServer, generateKeyPem, generateRelayPki, type RelayPki, type RelayServer, type OutputAckEvent, type OutputNackEvent } from "../../src/relay/index.js";
 import { createAgent, createKubeClient, createRelayLinkFactory, parseAgentConfig, withFieldOwner, type Agent, type KubeObject } from "../../src/agent/index.js";
 import { eventually, startKube, type StartedKube } from "../helpers/kube.js";
-import { dr, exampleObjects, metricValue, vs } from "./helpers.js";
+import { agentClusterSeed, dr, metricValue, vs } from "./helpers.js";
 
 const TOKEN = "bootstrap-token-0123456789abcdef";
 let pki: RelayPki;
@@ -16,7 +16,6 @@ beforeAll(() => {
   clientKey = generateKeyPem();
 });
 
-const b64 = (s: string) => Buffer.from(s).toString("base64");
 const enc = new TextEncoder();
 const resources = (objs: readonly KubeObject[]) => new Map(objs.map((o) => [`${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`, enc.encode(JSON.stringify(o))]));
 
@@ -53,13 +52,7 @@ async function startServer(port = 0) {
 
 async function setup(): Promise<Env> {
   const kube = await startKube({
-    seed: [
-      ...(await exampleObjects("cluster1")),
-      { apiVersion: "v1", kind: "Namespace", metadata: { name: "gitmesh" } },
-      { apiVersion: "v1", kind: "Namespace", metadata: { name: "bookinfo" } },
-      { apiVersion: "v1", kind: "Secret", metadata: { name: "relay-root-tls-secret", namespace: "gitmesh" }, data: { "ca.crt": b64(pki.rootCaCertPem) } },
-      { apiVersion: "v1", kind: "Secret", metadata: { name: "relay-identity-token-secret", namespace: "gitmesh" }, data: { token: b64(TOKEN) } },
-    ],
+    seed: await agentClusterSeed("cluster1", { rootCaPem: pki.rootCaCertPem, token: TOKEN }),
   });
   const s = await startServer();
   env = { kube, ...s, agents: [] };

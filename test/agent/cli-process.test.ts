@@ -11,11 +11,10 @@ import { Registry } from "prom-client";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { createRelayServer, generateRelayPki, type OutputAckEvent, type RelayServer } from "../../src/relay/index.js";
 import { eventually, startKube, type StartedKube } from "../helpers/kube.js";
-import { dr, exampleObjects, vs } from "./helpers.js";
+import { agentClusterSeed, dr, vs } from "./helpers.js";
 
 const TOKEN = "bootstrap-token-cli-0123456789abcdef";
 const BIN = fileURLToPath(new URL("../../bin/gitmesh.js", import.meta.url));
-const b64 = (s: string) => Buffer.from(s).toString("base64");
 const enc = new TextEncoder();
 
 let kube: StartedKube;
@@ -28,13 +27,7 @@ const acks: OutputAckEvent[] = [];
 beforeAll(async () => {
   const pki = generateRelayPki({ additionalSans: ["127.0.0.1"] });
   kube = await startKube({
-    seed: [
-      ...(await exampleObjects("cluster1")),
-      { apiVersion: "v1", kind: "Namespace", metadata: { name: "gitmesh" } },
-      { apiVersion: "v1", kind: "Namespace", metadata: { name: "bookinfo" } },
-      { apiVersion: "v1", kind: "Secret", metadata: { name: "relay-root-tls-secret", namespace: "gitmesh" }, data: { "ca.crt": b64(pki.rootCaCertPem) } },
-      { apiVersion: "v1", kind: "Secret", metadata: { name: "relay-identity-token-secret", namespace: "gitmesh" }, data: { token: b64(TOKEN) } },
-    ],
+    seed: await agentClusterSeed("cluster1", { rootCaPem: pki.rootCaCertPem, token: TOKEN }),
   });
   server = createRelayServer({
     pki,

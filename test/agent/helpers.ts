@@ -23,6 +23,21 @@ export async function exampleObjects(cluster: string): Promise<Record<string, un
   return out;
 }
 
+/**
+ * What a cluster holds before its agent first starts: examples/discovery/<cluster>, the gitmesh and
+ * bookinfo namespaces, and the relay secrets the chart would create (root CA, bootstrap token).
+ */
+export async function agentClusterSeed(cluster: string, relay: { rootCaPem: string; token: string }): Promise<Record<string, unknown>[]> {
+  const b64 = (s: string) => Buffer.from(s).toString("base64");
+  return [
+    ...(await exampleObjects(cluster)),
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "gitmesh" } },
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "bookinfo" } },
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "relay-root-tls-secret", namespace: "gitmesh" }, data: { "ca.crt": b64(relay.rootCaPem) } },
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "relay-identity-token-secret", namespace: "gitmesh" }, data: { token: b64(relay.token) } },
+  ];
+}
+
 /** Every object of the kinds discovery reads, straight from the emulator's state (no HTTP). */
 export function emulatorObjects(kube: StartedKube, istioNamespace = "istio-system"): Record<string, unknown>[] {
   const e = kube.emulator;
