@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { canonicalYaml, createMemoryLogger } from "../../src/core/index.js";
 import { createAuditWriter, MANIFEST_PATH, type AuditInput, type RenderedResource } from "../../src/git-sync/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
+import { useTempDirs } from "../helpers/tmp.js";
 
 const TOKEN = "audit-token-secret-55";
 const BRANCH = "gitmesh/rendered";
@@ -44,19 +42,11 @@ function input(over: Partial<AuditInput> = {}): AuditInput {
 
 describe("audit branch writer", () => {
   let server: GitServer;
-  const dirs: string[] = [];
-  const tmp = () => {
-    const d = mkdtempSync(join(tmpdir(), "gitsync-audit-"));
-    dirs.push(d);
-    return d;
-  };
+  const tmp = useTempDirs("gitsync-audit-");
   beforeAll(async () => {
     server = await startGitServer({ auth: { token: TOKEN } });
   });
-  afterAll(async () => {
-    await server.stop();
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
+  afterAll(() => server.stop());
   const lsTree = async (repo: string, rev: string) => (await server.git(repo, ["ls-tree", "-r", "--name-only", rev])).trim().split("\n");
 
   it("writes the layout, then commits incrementally; nothing when unchanged", async () => {

@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { promisify } from "node:util";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { getObject } from "../../src/config/index.js";
 import { CommitNotYetVisibleError, createGitSource, GitAuthError, GitTransportError } from "../../src/git-sync/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
+import { useTempDirs } from "../helpers/tmp.js";
 import { brokenRouteTable, recordingLoader, routeTable, workspace } from "./fixtures.js";
 
 const TOKEN = "ghp_supersecret_token_123";
@@ -15,19 +13,11 @@ const execFileP = promisify(execFile);
 
 describe("git source (remote over smart HTTP)", () => {
   let server: GitServer;
-  const dirs: string[] = [];
-  const tmp = () => {
-    const d = mkdtempSync(join(tmpdir(), "gitsync-cache-"));
-    dirs.push(d);
-    return d;
-  };
+  const tmp = useTempDirs("gitsync-cache-");
   beforeAll(async () => {
     server = await startGitServer({ auth: { token: TOKEN } });
   });
-  afterAll(async () => {
-    await server.stop();
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
+  afterAll(() => server.stop());
 
   it("clones, then fetches a new commit and parses only the files that changed", async () => {
     await server.createRepo("cfg");
