@@ -85,9 +85,9 @@ export function assess(s: Status): string[] {
   if (s.source.lastError) problems.push(`Git: ${s.source.lastError.message}`);
   if (s.rejected) problems.push(`commit ${s.rejected.commit.slice(0, 12)} rejected with ${String(s.rejected.errors)} error(s); ${s.commit ? `${s.commit.sha.slice(0, 12)} stays in force` : "no desired state in force"}`);
   for (const c of s.clusters.filter((x) => x.registered)) {
-    // With replicas (Redis) an agent holds one stream to one replica: absent here is not a fault.
-    if (!c.connected && s.pipeline.mode === "redis") continue;
-    if (!c.connected) problems.push(`cluster ${c.name}: no agent connected to this replica${c.lastSeen ? ` (last seen ${c.lastSeen})` : ""}; it keeps its last applied config`);
+    // With replicas an agent holds its streams to one replica: held by another one is not a fault.
+    if (!c.connected && !c.stale) continue;
+    if (!c.connected) problems.push(`cluster ${c.name}: no agent connected to any replica${c.lastSeen ? ` (last seen ${c.lastSeen})` : ""}; it keeps its last applied config`);
     else if (!c.inSync) problems.push(`cluster ${c.name}: output v${String(c.output?.version ?? "-")} not applied yet (applied v${String(c.applied?.version ?? "-")})`);
   }
   return problems;

@@ -17,6 +17,7 @@ import {
   createDirectorySecretStore,
   createLeadership,
   createQueuePipeline,
+  createRedisPresence,
   createKubernetesSecretStore,
   createManagementServer,
   createMemorySecretStore,
@@ -215,7 +216,8 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   if (redis !== undefined) await waitReady(redis, 5_000);
   await leadership.start();
   const dataDir = config.dataDir ?? (await mkdtemp(join(tmpdir(), "gitmesh-server-")));
-  const server = createManagementServer({ config, pipeline, secrets, registry, logger, dataDir, singleton: leadership, ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${config.redisPrefix}:`, replica: config.identity });
+  const server = createManagementServer({ config, pipeline, secrets, registry, logger, dataDir, singleton: leadership, ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
   try {
     await server.start();
   } catch (err) {

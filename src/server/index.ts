@@ -10,6 +10,7 @@ export { createConvergenceTracker, type ClusterProgress, type CommitProgress, ty
 export { createWarmingGate, type RegisteredCluster, type WarmingGate, type WarmingStatus } from "./warming.js";
 export { createServerMetrics, type ServerMetrics } from "./metrics.js";
 export { createQueuePipeline, type DesiredInput, type PipelineOutput, type PipelinePort, type PipelineStatus, type QueuePipelineOptions } from "./pipeline-port.js";
+export { createRedisPresence, type PresenceRegistry, type RedisPresenceOptions } from "./presence.js";
 export { createLeadership, type Leadership, type LeadershipOptions, type LeaseLock } from "./leadership.js";
 export {
   createDirectorySecretStore,

@@ -39,6 +39,7 @@ import { createServerHttp, type ServerApi, type ServerHttp } from "./http.js";
 import { createServerMetrics } from "./metrics.js";
 import type { PipelineOutput, PipelinePort } from "./pipeline-port.js";
 import { generateToken, type RelaySecretStore } from "./pki-storage.js";
+import type { PresenceRegistry } from "./presence.js";
 import { createWarmingGate, type RegisteredCluster, type WarmingGate } from "./warming.js";
 
 /** Guards singleton work (Git polling, audit commits) across replicas; default: this replica always leads. */
@@ -57,6 +58,8 @@ export interface ManagementServerOptions {
   /** Directory for Git caches (remote source object cache, audit clone). */
   readonly dataDir: string;
   readonly singleton?: SingletonGuard;
+  /** Who holds which agent across replicas (absent: only this replica's connections are known). */
+  readonly presence?: PresenceRegistry;
   /** How often a follower reads the desired state the leader stored (default 1000 ms). */
   readonly followIntervalMs?: number;
   /** Quiet time after the last output of a commit before the audit commit (default 300 ms). */
@@ -220,6 +223,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     if (stopped) return;
     pipelineMode = (await pipeline.status()).mode;
     reconcileTrigger();
+    const mine = [...connected.entries()].filter(([, set]) => set.size > 0).map(([c]) => c);
+    await options.presence?.refresh(mine).catch(() => undefined);
     if (gate) {
       for (const cluster of (await store().discoveryChecksums()).keys()) gate.discovered(cluster);
       updateWarmedGauge();
@@ -351,8 +356,14 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     const reg = registered.find((r) => r.name === name);
     const conn = connected.get(name);
     const applied = relay?.appliedVersions().get(name);
-    const [disc, out] = await Promise.all([store().getDiscovery(name), store().getOutput(name)]);
+    const [disc, out, holders] = await Promise.all([
+      store().getDiscovery(name),
+      store().getOutput(name),
+      options.presence ? options.presence.holders([name]).catch(() => new Map<string, string>()) : Promise.resolve(new Map<string, string>()),
+    ]);
     if (!reg && !conn && !disc && !out) return undefined;
+    const here = conn !== undefined && conn.size > 0;
+    const holder = here ? config.identity : (holders.get(name) ?? null);
     const st = gate?.status();
     const pub = publishedComplete.get(name);
     return {
@@ -361,8 +372,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       skipWarming: reg?.skipWarming ?? false,
       connected: conn !== undefined && conn.size > 0,
       streams: { push: conn?.has("push") ?? false, pull: conn?.has("pull") ?? false },
-      replica: conn !== undefined && conn.size > 0 ? config.identity : null,
-      stale: !(conn !== undefined && conn.size > 0),
+      /** The replica holding the agent (this one, another one, or none: stale). */
+      replica: holder,
+      stale: holder === null,
       lastSeen: lastSeen.has(name) ? new Date(lastSeen.get(name)!).toISOString() : null,
       warmed: st?.discovered.includes(name) ?? disc !== undefined,
       discovery: disc ? { checksum: disc.checksum, at: new Date(disc.atMs).toISOString(), services: disc.snapshot.services.length, workloads: disc.snapshot.workloads.length } : null,

@@ -372,6 +372,11 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
 
   it("agent disconnect: its cluster keeps its config, nothing is pruned, the status shows it stale", async () => {
     const before = allObjects();
+    // Held by one replica, and every replica knows it is not stale.
+    await poll("cluster3 held, not stale, on every replica", async () => {
+      const views = (await statuses()).map((s) => s.clusters.find((c) => c.name === "cluster3"));
+      return views.every((v) => v?.stale === false && v.replica !== null) && new Set(views.map((v) => v?.replica)).size === 1;
+    });
     await agents.get("cluster3")!.kill("SIGKILL");
     await poll("cluster3 stale on every replica", async () => {
       const all = await statuses();
