@@ -265,10 +265,15 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     });
   };
 
+  // ---- completeness: an output may be pruned against only if computed from every cluster's discovery ----
+  let settling = 0;
+  let settledAt: number | undefined;
+  const inputsSettled = (): boolean => gate === undefined || (gate.inputsComplete() && settledAt === settling);
+
   // ---- publishing ------------------------------------------------------------------------------
   const publish = (rec: PipelineOutput, reason: string): void => {
     if (!relay) return;
-    const complete = rec.complete && (gate?.inputsComplete() ?? true);
+    const complete = rec.complete && inputsSettled();
     const resources = new Map<string, Uint8Array>();
     for (const r of rec.resources) resources.set(resourceKey(r), enc.encode(JSON.stringify(r)));
     relay.publishOutput(rec.cluster, { version: rec.version, sourceCommit: rec.sourceCommit, complete, resources });
@@ -303,7 +308,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   };
   const writeAudit = async (): Promise<void> => {
     if (!audit || !desired || stopped || !singleton.isLeader()) return;
-    if (gate && (gate.warming || !gate.inputsComplete())) return;
+    if (gate && (gate.warming || !inputsSettled())) return;
     const commit = desired.commit;
     if ((await store().pending(commit)).length > 0) {
       scheduleAudit();
@@ -526,12 +531,24 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         scheduleAudit();
       });
       gate.onInputsComplete(() => {
-        // Outputs published as incomplete while some discovery was missing: mark them complete now.
-        for (const rec of latest.values()) {
-          const p = publishedComplete.get(rec.cluster);
-          if (p && !p.complete && rec.complete && !gate!.warming) publish(rec, "inputs complete");
-        }
-        scheduleAudit();
+        // Every cluster's discovery is known now, but outputs computed before the last of it was
+        // translated are partial: only once the pipeline is idle (every replica's queue) do the latest
+        // outputs reflect all of it. Until then nothing is marked complete (the agents prune nothing).
+        const generation = ++settling;
+        settledAt = undefined;
+        void pipeline
+          .idle(120_000)
+          .catch((err: unknown) => log.warn("pipeline not idle; marking outputs complete anyway", { error: describeError(err) }))
+          .then(() => {
+            if (generation !== settling || isStopped() || !gate!.inputsComplete()) return;
+            settledAt = generation;
+            // Outputs published as incomplete while some discovery was missing: mark them complete now.
+            for (const rec of latest.values()) {
+              const p = publishedComplete.get(rec.cluster);
+              if (p && !p.complete && rec.complete && !gate!.warming) publish(rec, "inputs complete");
+            }
+            scheduleAudit();
+          });
       });
 
       for (const rec of await store().listOutputs()) onOutput(rec);
