@@ -3,9 +3,40 @@
 // hear about failures: generated code in sync, types, lint, architecture, then the test suite.
 // Extra arguments go to vitest (e.g. `npm test -- test/loader.test.ts`), and then only vitest runs.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 
 const args = process.argv.slice(2);
+
+// What the suite needs besides node_modules; a missing piece is named with the package that brings
+// it, before anything runs (a later failure deep inside a test would say much less).
+const prerequisites = [
+  { ok: () => has("git"), what: "git", pkg: "git" },
+  { ok: () => Boolean(process.env.REDIS_URL) || has("redis-server"), what: "redis-server (or REDIS_URL)", pkg: "redis-server" },
+  { ok: () => has("protoc"), what: "protoc (relay code generation check)", pkg: "protobuf-compiler" },
+  { ok: () => has("kubectl"), what: "kubectl (the emulator's kubectl test)", pkg: "kubernetes-client" },
+  {
+    ok: () => has("go") && existsSync("/usr/share/gocode/src/github.com/Masterminds/sprig") && existsSync("/usr/share/gocode/src/github.com/xeipuuv/gojsonschema"),
+    what: "Go with sprig and gojsonschema (the chart renderer)",
+    pkg: "golang-go golang-github-masterminds-sprig-dev golang-github-xeipuuv-gojsonschema-dev",
+  },
+];
+if (!existsSync("node_modules/.bin/vitest")) {
+  console.error("npm test: dependencies are not installed; run `npm install` (or `npm ci`) first");
+  process.exit(2);
+}
+if (args.length === 0) {
+  const missing = prerequisites.filter((p) => !p.ok());
+  if (missing.length > 0) {
+    console.error("npm test: missing on this machine:");
+    for (const m of missing) console.error(`  - ${m.what}`);
+    console.error(`install with: sudo apt-get install -y ${missing.map((m) => m.pkg).join(" ")}   (.ci/run does this)`);
+    process.exit(2);
+  }
+}
+
+function has(cmd) {
+  return spawnSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" }).status === 0;
+}
 const run = (label, cmd, cmdArgs) => {
   process.stdout.write(`\n==> ${label}\n`);
   const r = spawnSync(cmd, cmdArgs, { stdio: "inherit" });
