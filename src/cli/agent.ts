@@ -32,6 +32,7 @@ interface AgentFlags {
 export function registerAgent(program: Command, io: CliIo): void {
   program
     .command("agent")
+    .summary("run the cluster agent: discovery, relay link, apply and safe prune, drift repair (HTTP :9977)")
     .description("Run the cluster agent: discovery, relay link, apply/prune, drift repair, leader election (HTTP :9977 /healthz /readyz /metrics).")
     .option("--relay-address <host:port>", `relay server address (env ${AGENT_ENV.relayAddress}; chart relay.serverAddress)`)
     .option("--cluster <name>", `this cluster's name (env ${AGENT_ENV.cluster}; chart relay.cluster)`)

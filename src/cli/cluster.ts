@@ -96,7 +96,7 @@ function createSteps(io: CliIo): Steps {
 }
 
 export function registerCluster(program: Command, io: CliIo): void {
-  const cluster = program.command("cluster").description("Register and deregister workload clusters (agent install, relay secrets, KubernetesCluster in Git).");
+  const cluster = program.command("cluster").summary("register or deregister a workload cluster").description("Register and deregister workload clusters (agent install, relay secrets, KubernetesCluster in Git).");
   const common = (c: Command): Command =>
     c
       .requiredOption("--remote-context <ctx>", "kubeconfig context of the workload cluster")

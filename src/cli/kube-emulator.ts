@@ -21,6 +21,7 @@ interface KubeEmulatorFlags {
 export function registerKubeEmulator(program: Command, io: CliIo): void {
   program
     .command("kube-emulator")
+    .summary("run a Kubernetes API emulator (tests, the demo, benchmarks; kubectl works against it)")
     .description(
       "Run the Kubernetes API emulator (for tests, the demo and benchmarks).\n" +
         "Point kubectl at it with:  kubectl --kubeconfig <printed path> get ns   (or export KUBECONFIG=<path>)",
