@@ -210,6 +210,14 @@ async function expectMatchesOutput(cluster: string): Promise<void> {
   const want = out.resources.map((r) => `${r.kind}/${r.metadata.namespace ?? ""}/${r.metadata.name}`).sort();
   expect([...objects(cluster).keys()].sort(), `objects of ${cluster}`).toEqual(want);
 }
+/** Every gitmesh-managed object deleted in a workload cluster since the fleet started (none may be: no scenario removes config). */
+const deletions: string[] = [];
+const watchDeletions = (cluster: string, emulator: StartedKube["emulator"]) =>
+  emulator.onChange((e) => {
+    const md = e.object.metadata as { name: string; namespace?: string; labels?: Record<string, string> };
+    if (e.type === "DELETED" && md.labels?.["gitmesh.io/managed"] === "true") deletions.push(`${cluster}/${String(e.object.kind)}/${md.namespace ?? ""}/${md.name}`);
+  });
+const expectNothingPruned = () => expect(deletions, "gitmesh-managed objects deleted").toEqual([]);
 const expectUnchanged = (before: Map<string, Map<string, string>>) => {
   for (const c of CLUSTERS) expect(objects(c), `objects of ${c}`).toEqual(before.get(c));
 };
@@ -265,6 +273,7 @@ beforeAll(async () => {
     ]);
     await kube.emulator.writeKubeconfig(join(tmp, `${cluster}.kubeconfig`));
     kubes.set(cluster, kube);
+    watchDeletions(cluster, kube.emulator);
     startAgent(cluster);
   }
 }, 180_000);
@@ -293,6 +302,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     expect(audit).toHaveLength(1);
     const tree = await git.git("mesh", ["ls-tree", "-r", "--name-only", audit[0]!]);
     for (const c of CLUSTERS) expect(tree).toMatch(new RegExp(`^clusters/${c}/.+\\.yaml$`, "m"));
+    expectNothingPruned();
   }, 180_000);
 
   it("a push converges on the clusters it affects and nowhere else; the audit branch gets one commit", async () => {
@@ -311,6 +321,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     // ... and only one: give a second writer time to show up.
     await new Promise((r) => setTimeout(r, 3000));
     expect(await auditCommits()).toHaveLength(auditBefore + 1);
+    expectNothingPruned();
   }, 150_000);
 
   it("rejects a bad commit: nothing changes in any cluster, the status and gitmesh check say why", async () => {
@@ -336,6 +347,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     await poll("fix in force on every replica", async () => inForce(await statuses()) === fix);
     await poll("still converged", converged({}));
     expectUnchanged(before);
+    expectNothingPruned();
   }, 150_000);
 
   it("refuses a wrong token and a spoofed (unregistered) cluster; nothing is accepted or lost", async () => {
@@ -368,6 +380,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     for (const s of await statuses()) expect(s.clusters.map((c) => c.name)).not.toContain("cluster9");
     expectUnchanged(before);
     await poll("still converged", converged({}));
+    expectNothingPruned();
   }, 120_000);
 
   it("agent disconnect: its cluster keeps its config, nothing is pruned, the status shows it stale", async () => {
@@ -394,6 +407,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     await poll("cluster3 back", converged({ cluster1: sha, cluster2: sha }, sha), 90_000);
     expect(objects("cluster3")).toEqual(before.get("cluster3"));
     for (const c of CLUSTERS) await expectMatchesOutput(c);
+    expectNothingPruned();
   }, 180_000);
 
   it("Redis down: outputs still delivered in-process; Redis back: state written back, queue resumes", async () => {
@@ -423,6 +437,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     await poll("post-outage push converged", converged({ cluster1: next, cluster2: next }, next), 90_000);
     expect(objects("cluster3")).toEqual(after.get("cluster3"));
     for (const c of CLUSTERS) await expectMatchesOutput(c);
+    expectNothingPruned();
   }, 240_000);
 
   it("replica loss: its agents reconnect to the other replica; nothing lost or pruned; the lease moves", async () => {
@@ -451,34 +466,25 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     for (const c of CLUSTERS) await expectMatchesOutput(c);
     startReplica(victim);
     await poll("replica a back", async () => (await statusOf(victim)).ready, 60_000);
+    expectNothingPruned();
   }, 240_000);
 
   it("full restart of Redis and every replica: warming holds output until clusters resend; nothing deleted", async () => {
     await poll("converged", converged({}), 60_000);
     const before = allObjects();
-    const watchers = CLUSTERS.map((c) =>
-      kubes.get(c)!.emulator.onChange((e) => {
-        if (e.type === "DELETED" && (e.object.metadata as { labels?: Record<string, string> }).labels?.["gitmesh.io/managed"] === "true") deleted.push(`${c}/${(e.object.metadata as { name: string }).name}`);
-      }),
-    );
-    const deleted: string[] = [];
-    try {
-      await Promise.all(replicas.map((r) => r.proc!.kill("SIGKILL")));
-      await redis.stop();
-      await redis.start();
-      for (const r of replicas) startReplica(r);
-      const all = await poll("replicas up and warmed", async () => {
-        const st = await Promise.all(replicas.map(statusOf));
-        return st.every((s) => s.ready) ? st : undefined;
-      }, 120_000);
-      // Warmed because every cluster resent its discovery (or, for a replica that started after some
-      // had, because the store already held it), never because the window (90 s) passed.
-      for (const s of all) expect(s.warming?.reason, `warming of replica ${s.replica}`).toMatch(/^(discovery|not-needed)$/);
-      await poll("converged after the restart", converged({}), 90_000);
-      expectUnchanged(before);
-      expect(deleted).toEqual([]);
-    } finally {
-      for (const w of watchers) w();
-    }
+    await Promise.all(replicas.map((r) => r.proc!.kill("SIGKILL")));
+    await redis.stop();
+    await redis.start();
+    for (const r of replicas) startReplica(r);
+    const all = await poll("replicas up and warmed", async () => {
+      const st = await Promise.all(replicas.map(statusOf));
+      return st.every((s) => s.ready) ? st : undefined;
+    }, 120_000);
+    // Warmed because every cluster resent its discovery (or, for a replica that started after some
+    // had, because the store already held it), never because the window (90 s) passed.
+    for (const s of all) expect(s.warming?.reason, `warming of replica ${s.replica}`).toMatch(/^(discovery|not-needed)$/);
+    await poll("converged after the restart", converged({}), 90_000);
+    expectUnchanged(before);
+    expectNothingPruned();
   }, 300_000);
 });
