@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Agent } from "../../src/agent/index.js";
 import { silentLogger } from "../../src/core/index.js";
-import { createBareRepo, createInProcessAgent, createInProcessMeshCa, runGit, startGitHttpServer } from "../../src/devtools/index.js";
+import { createBareRepo, createInProcessAgent, runGit, startGitHttpServer } from "../../src/devtools/index.js";
 import { signBody } from "../../src/git-sync/index.js";
 import { createKubeEmulator, type KubeEmulator } from "../../src/kube-emulator/index.js";
 import { RELAY_SECRETS } from "../../src/relay/index.js";
@@ -99,7 +99,6 @@ async function fleet(clusters: number, log: (m: string) => void): Promise<{ affe
     await waitFor("server healthy", async () => ((await fetch(`${base}/healthz`)).ok ? true : undefined), 60_000);
     const rootCa = await readFile(join(root, "pki", "root-ca.crt"), "utf8");
 
-    const meshCa = createInProcessMeshCa();
     const b64 = (s: string) => Buffer.from(s).toString("base64");
     const agents: Agent[] = [];
     for (const [i, name] of names.entries()) {
@@ -112,7 +111,7 @@ async function fleet(clusters: number, log: (m: string) => void): Promise<{ affe
         { apiVersion: "v1", kind: "Secret", metadata: { name: RELAY_SECRETS.rootTls.name, namespace: "gitmesh" }, data: { [RELAY_SECRETS.rootTls.keys.caCrt]: b64(rootCa) } },
         { apiVersion: "v1", kind: "Secret", metadata: { name: RELAY_SECRETS.identityToken.name, namespace: "gitmesh" }, data: { [RELAY_SECRETS.identityToken.keys.token]: b64(TOKEN) } },
       ]);
-      const agent = createInProcessAgent({ cluster: name, emulator, relayAddress: `127.0.0.1:${String(relayPort)}`, logger: silentLogger, meshCa });
+      const agent = createInProcessAgent({ cluster: name, emulator, relayAddress: `127.0.0.1:${String(relayPort)}`, logger: silentLogger });
       await agent.start();
       agents.push(agent);
       stops.push(() => agent.stop());

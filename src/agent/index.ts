@@ -39,6 +39,8 @@ export { createAgentHttp, type AgentHttp, type AgentHttpOptions } from "./http.j
 export {
   createRelayLinkFactory,
   loadClientCredentials,
+  currentClientCredentials,
+  createRelaySigner,
   storeClientCredentials,
   type RelayHandlers,
   type RelayLink,

@@ -6,7 +6,7 @@
  * next start), renewal by the relay client before expiry.
  */
 import { NeedsHumanError, type Logger } from "../core/index.js";
-import { certificateNotAfterMs, createRelayClient, RELAY_SECRETS, type RelayClient, type RelayClientCredentials, type RelayClientOptions } from "../relay/index.js";
+import { certificateNotAfterMs, createRelayClient, createRelayIntermediateSigner, RELAY_SECRETS, type IntermediateSigner, type RelayClient, type RelayClientCredentials, type RelayClientOptions } from "../relay/index.js";
 import type { OutputVersion, ResourceError } from "./applier.js";
 import { KINDS, type FieldOwnerWriter, type KubeReader } from "./kube.js";
 
@@ -74,6 +74,27 @@ export async function loadClientCredentials(reader: KubeReader, namespace: strin
   }
   if (notAfterMs <= now) return undefined;
   return { certPem, keyPem, caPem: d[k.caCrt] ?? "", notAfterMs };
+}
+
+/**
+ * The client certificate the relay link stored in relay-client-tls-secret (read per call, so a renewed
+ * certificate is picked up), with relay-root-tls-secret ca.crt as the CA when the stored one has none.
+ */
+export async function currentClientCredentials(reader: KubeReader, namespace: string): Promise<RelayClientCredentials | undefined> {
+  const c = await loadClientCredentials(reader, namespace);
+  if (!c || c.caPem !== "") return c;
+  const ca = (await secretData(reader, namespace, RELAY_SECRETS.rootTls.name))?.[RELAY_SECRETS.rootTls.keys.caCrt];
+  return ca !== undefined ? { ...c, caPem: ca } : c;
+}
+
+/** Istio intermediate CAs (RootTrustPolicy): CSRs signed by the server over Relay.SignIntermediate, with the stored client certificate. */
+export function createRelaySigner(options: { reader: KubeReader; namespace: string; address: string; authority: string; logger: Logger }): IntermediateSigner {
+  return createRelayIntermediateSigner({
+    address: options.address,
+    authority: options.authority,
+    credentials: () => currentClientCredentials(options.reader, options.namespace),
+    logger: options.logger,
+  });
 }
 
 export async function storeClientCredentials(writer: FieldOwnerWriter, namespace: string, c: RelayClientCredentials): Promise<void> {

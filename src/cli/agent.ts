@@ -9,8 +9,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createLogger, isLogLevel } from "../core/index.js";
-import { AGENT_ENV, createAgent, createKubeClient, createRelayLinkFactory, KINDS, loadClientCredentials, parseAgentConfig, withFieldOwner, type KubeReader } from "../agent/index.js";
-import { createRelayIntermediateSigner, RELAY_SECRETS, type RelayClientCredentials } from "../relay/index.js";
+import { AGENT_ENV, createAgent, createKubeClient, createRelayLinkFactory, createRelaySigner, parseAgentConfig, withFieldOwner } from "../agent/index.js";
 import { UsageError, type CliIo } from "./io.js";
 import { untilStopSignal } from "./signals.js";
 
@@ -88,12 +87,7 @@ export function registerAgent(program: Command, io: CliIo): void {
           logger,
         }),
         // Istio intermediate CAs (RootTrustPolicy): CSRs signed by the server over Relay.SignIntermediate.
-        signer: createRelayIntermediateSigner({
-          address: config.relayAddress,
-          authority: config.authority,
-          credentials: () => currentCredentials(client, config.namespace),
-          logger: logger.child("intermediate-signer"),
-        }),
+        signer: createRelaySigner({ reader: client, namespace: config.namespace, address: config.relayAddress, authority: config.authority, logger: logger.child("intermediate-signer") }),
         registry,
         logger,
       });
@@ -102,16 +96,4 @@ export function registerAgent(program: Command, io: CliIo): void {
       await untilStopSignal();
       await agent.stop();
     });
-}
-
-/**
- * The client certificate the relay link stored in relay-client-tls-secret (read per signing call, so a
- * renewed certificate is picked up), with relay-root-tls-secret ca.crt as the CA when the stored one has none.
- */
-async function currentCredentials(reader: KubeReader, namespace: string): Promise<RelayClientCredentials | undefined> {
-  const c = await loadClientCredentials(reader, namespace);
-  if (!c || c.caPem !== "") return c;
-  const root = await reader.get(KINDS.Secret, namespace, RELAY_SECRETS.rootTls.name);
-  const ca = (root?.data as Record<string, unknown> | undefined)?.[RELAY_SECRETS.rootTls.keys.caCrt];
-  return typeof ca === "string" ? { ...c, caPem: Buffer.from(ca, "base64").toString("utf8") } : c;
 }

@@ -21,7 +21,7 @@ import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { createLogger, describeError, type Logger } from "../core/index.js";
 import type { Agent } from "../agent/index.js";
-import { createBareRepo, createInProcessAgent, createInProcessMeshCa, runGit, startGitHttpServer, type GitHttpServer } from "../devtools/index.js";
+import { createBareRepo, createInProcessAgent, runGit, startGitHttpServer, type GitHttpServer } from "../devtools/index.js";
 import { signBody } from "../git-sync/index.js";
 import { createKubeEmulator, type KubeEmulator } from "../kube-emulator/index.js";
 import { RELAY_SECRETS } from "../relay/index.js";
@@ -168,7 +168,6 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     step(`Server: relay on 127.0.0.1:${String(relayPort)}, HTTP on ${base} (${redisUrl ? "Redis" : "standalone"}; log: ${logFile})`);
 
     // ---- Clusters and agents -------------------------------------------------------------------
-    const meshCa = createInProcessMeshCa();
     const emulators = new Map<string, KubeEmulator>();
     const agents: Agent[] = [];
     for (const cluster of CLUSTERS) {
@@ -186,7 +185,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
       ]);
       await emulator.writeKubeconfig(join(root, `${cluster}.kubeconfig`));
       step(`${cluster}: Kubernetes API emulator on ${emulator.url}, ${String(seeded)} objects seeded, relay secrets created`);
-      const agent = createInProcessAgent({ cluster, emulator, relayAddress: `127.0.0.1:${String(relayPort)}`, logger: logger.child(`agent-${cluster}`), meshCa });
+      const agent = createInProcessAgent({ cluster, emulator, relayAddress: `127.0.0.1:${String(relayPort)}`, logger: logger.child(`agent-${cluster}`) });
       await agent.start();
       agents.push(agent);
       stack.push({ name: `${cluster} agent`, stop: () => agent.stop() });

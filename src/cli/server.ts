@@ -31,6 +31,7 @@ import {
   type ServerConfigInput,
 } from "../server/index.js";
 import { UsageError, type CliIo } from "./io.js";
+import { untilStopSignal } from "./signals.js";
 
 interface ServerFlags {
   readonly gitUrl?: string;
@@ -108,15 +109,7 @@ export function registerServer(program: Command, io: CliIo): void {
       const logger = createLogger({ name: "server", level: config.logLevel, format: config.logFormat });
       const running = await startServerProcess(config, logger);
       io.out(`gitmesh server ${config.identity} running (relay :${String(running.server.relayPort)}, HTTP :${String(running.server.httpPort)})\n`);
-      await new Promise<void>((done) => {
-        const stop = (): void => {
-          process.off("SIGINT", stop);
-          process.off("SIGTERM", stop);
-          done();
-        };
-        process.on("SIGINT", stop);
-        process.on("SIGTERM", stop);
-      });
+      await untilStopSignal();
       await running.stop();
     });
 }

@@ -1,14 +1,13 @@
 /**
  * An agent in this process against an emulated cluster, for the demo and benchmarks: the real agent
  * code (createAgent: discovery, apply, relay link) with short leader-election and debounce timings so
- * a trial converges quickly, and an in-process mesh CA instead of the server's signer.
+ * a trial converges quickly,; Istio intermediates are signed by the server over the relay.
  */
 import { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import type { Logger } from "../core/index.js";
-import { createAgent, createKubeClient, createRelayLinkFactory, parseAgentConfig, withFieldOwner, type Agent } from "../agent/index.js";
+import { createAgent, createKubeClient, createRelayLinkFactory, createRelaySigner, parseAgentConfig, withFieldOwner, type Agent } from "../agent/index.js";
 import type { KubeEmulator } from "../kube-emulator/index.js";
-import type { createInProcessMeshCa } from "./mesh-ca.js";
 
 export interface InProcessAgentOptions {
   readonly cluster: string;
@@ -16,7 +15,6 @@ export interface InProcessAgentOptions {
   /** `host:port` of the relay. */
   readonly relayAddress: string;
   readonly logger: Logger;
-  readonly meshCa: ReturnType<typeof createInProcessMeshCa>;
   /** Discovery debounce (default 50 ms). */
   readonly debounceMs?: number;
 }
@@ -45,7 +43,8 @@ export function createInProcessAgent(options: InProcessAgentOptions): Agent {
       logger,
     }),
     registry: new Registry(),
-    signer: options.meshCa,
+    // The server signs Istio intermediates (RootTrustPolicy) over the relay, as for `gitmesh agent`.
+    signer: createRelaySigner({ reader: client, namespace: config.namespace, address: config.relayAddress, authority: config.authority, logger: logger.child("intermediate-signer") }),
     logger,
   });
 }

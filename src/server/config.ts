@@ -3,6 +3,7 @@
  * from flags and environment variables that match the Helm chart (charts/gitmesh-server), validated
  * and frozen. Problems are returned as messages that say what to fix, never thrown.
  */
+import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel } from "../core/index.js";
 import { isValidClusterName } from "../relay/index.js";
 
 export type ServerLogFormat = "json" | "human";
@@ -112,30 +113,12 @@ export const SERVER_ENV = {
   warmingWindowSeconds: "GITMESH_WARMING_WINDOW_SECONDS",
 } as const;
 
-const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
 export function parseServerConfig(input: ServerConfigInput, defaults: { identity: string }): { config?: ServerConfig; problems: string[] } {
-  const problems: string[] = [];
-  const num = (v: string | undefined, what: string, dflt: number, check: (n: number) => boolean, hint: string): number => {
-    if (v === undefined || v === "") return dflt;
-    const n = Number(v);
-    if (!Number.isFinite(n) || !check(n)) {
-      problems.push(`${what} "${v}" is invalid: ${hint}`);
-      return dflt;
-    }
-    return n;
-  };
-  const port = (v: string | undefined, what: string, dflt: number) => num(v, what, dflt, (n) => Number.isInteger(n) && n >= 0 && n <= 65535, "a port number 0-65535");
-  const bool = (v: string | undefined, what: string, dflt: boolean): boolean => {
-    if (v === undefined || v === "") return dflt;
-    if (/^(true|1|yes)$/i.test(v)) return true;
-    if (/^(false|0|no)$/i.test(v)) return false;
-    problems.push(`${what} "${v}" must be true or false`);
-    return dflt;
-  };
+  const read = createConfigReader();
+  const { problems } = read;
 
   const namespace = input.namespace || "gitmesh";
-  if (!DNS1123.test(namespace)) problems.push(`namespace "${namespace}" is not a valid namespace name (--namespace or ${SERVER_ENV.namespace})`);
+  if (!DNS1123_LABEL.test(namespace)) problems.push(`namespace "${namespace}" is not a valid namespace name (--namespace or ${SERVER_ENV.namespace})`);
 
   let git: GitSourceConfig | undefined;
   if (input.gitLocal && input.gitUrl) problems.push(`give either --git-url (${SERVER_ENV.gitUrl}) or --git-local, not both`);
@@ -146,7 +129,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
   } else problems.push(`no configuration repository: set --git-url <https://…> (${SERVER_ENV.gitUrl}) or --git-local <path>`);
 
   const level = input.logLevel || "info";
-  if (level !== "debug" && level !== "info" && level !== "warn" && level !== "error") problems.push(`log level "${level}" must be debug, info, warn or error (--log-level or ${SERVER_ENV.logLevel})`);
+  if (!isLogLevel(level)) problems.push(`log level "${level}" must be debug, info, warn or error (--log-level or ${SERVER_ENV.logLevel})`);
   const format = input.logFormat || "json";
   if (format !== "json" && format !== "human") problems.push(`log format "${format}" must be json or human`);
 
@@ -159,8 +142,8 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
   const relayToken = input.relayToken || undefined;
   if (relayToken !== undefined && relayToken.length < 16) problems.push(`the relay token must be at least 16 characters (--relay-token or ${SERVER_ENV.relayToken})`);
 
-  const pollSeconds = num(input.pollIntervalSeconds, "poll interval", 30, (n) => n >= 0, "seconds ≥ 0 (0 = off)");
-  const warmingSeconds = num(input.warmingWindowSeconds, "warming window", 60, (n) => n >= 0, "seconds ≥ 0");
+  const pollSeconds = read.number(input.pollIntervalSeconds, "poll interval", 30, (n) => n >= 0, "seconds ≥ 0 (0 = off)");
+  const warmingSeconds = read.number(input.warmingWindowSeconds, "warming window", 60, (n) => n >= 0, "seconds ≥ 0");
 
   const config: ServerConfig = {
     namespace,
@@ -168,9 +151,9 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     redisUrl,
     redisPrefix: input.redisPrefix || "gitmesh",
     relayHost: input.relayHost || "0.0.0.0",
-    relayPort: port(input.relayPort, "relay port", 9900),
+    relayPort: read.port(input.relayPort, "relay port", 9900),
     httpHost: input.httpHost || "0.0.0.0",
-    httpPort: port(input.httpPort, "HTTP port", 9091),
+    httpPort: read.port(input.httpPort, "HTTP port", 9091),
     logLevel: level as ServerLogLevel,
     logFormat: format as ServerLogFormat,
     git: git ?? { kind: "local", path: "" },
@@ -181,7 +164,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     webhookSecret: input.webhookSecret || undefined,
     relayAuthority: input.relayAuthority || "gitmesh-server.gitmesh",
     relayAdditionalSans: (input.relayAdditionalSans ?? "").split(",").map((s) => s.trim()).filter((s) => s !== ""),
-    generateCa: bool(input.generateCa, `generate CA (${SERVER_ENV.generateCa})`, true),
+    generateCa: read.bool(input.generateCa, `generate CA (${SERVER_ENV.generateCa})`, true),
     secrets: {
       root: input.rootTlsSecret || "relay-root-tls-secret",
       server: input.serverTlsSecret || "relay-server-tls-secret",
@@ -195,7 +178,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     warmingWindowMs: warmingSeconds * 1000,
     skipWarming,
     dataDir: input.dataDir || undefined,
-    webhookDebounceMs: num(input.webhookDebounceMs, "webhook debounce", 50, (n) => n >= 0, "milliseconds ≥ 0"),
+    webhookDebounceMs: read.number(input.webhookDebounceMs, "webhook debounce", 50, (n) => n >= 0, "milliseconds ≥ 0"),
   };
-  return problems.length > 0 ? { problems } : { config: Object.freeze(config), problems };
+  return configResult(config, problems);
 }

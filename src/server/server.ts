@@ -31,6 +31,7 @@ import {
   type SyncTrigger,
 } from "../git-sync/index.js";
 import { createRelayServer, loadOrCreateRelayPki, type RelayServer } from "../relay/index.js";
+import { createFileMeshRootStorage, createMeshCa, findIssuedCertificate, loadOrCreateMeshRoot, type MeshCa } from "../mesh-ca/index.js";
 import type { SnapshotStore } from "../store/index.js";
 import { resourceKey } from "../translate/index.js";
 import type { ServerConfig } from "./config.js";
@@ -560,8 +561,31 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         log.error("first Git sync failed; polling will retry", { error: describeError(err), source: sourceName });
       }
 
+      // RootTrustPolicy: the mesh root CA signs each cluster's Istio intermediate. It is loaded (or
+      // generated once, RSA 4096) on the first signing request, so servers whose configuration has no
+      // RootTrustPolicy never pay for it. Only a cluster whose output holds the matching
+      // IssuedCertificate may ask (mTLS identity, never the message).
+      const meshCaDir = join(options.dataDir, "mesh-ca");
+      let meshCa: Promise<MeshCa> | undefined;
+      const loadMeshCa = async (): Promise<MeshCa> => {
+        await mkdir(options.dataDir, { recursive: true });
+        const { root, created } = await loadOrCreateMeshRoot(createFileMeshRootStorage(meshCaDir));
+        if (created) log.info("mesh root CA generated", { storage: meshCaDir });
+        return createMeshCa({
+          root,
+          isIssuanceAllowed: (cluster, request) => findIssuedCertificate(latest.get(cluster)?.resources ?? [], request),
+          logger: log.child("mesh-ca"),
+        });
+      };
       relay = createRelayServer({
         pki,
+        signIntermediate: async (cluster, request) => {
+          meshCa ??= loadMeshCa().catch((err: unknown) => {
+            meshCa = undefined;
+            throw err;
+          });
+          return (await meshCa).signIntermediate(cluster, request);
+        },
         token: () => token ?? "",
         isClusterRegistered: (c) => registered.some((r) => r.name === c),
         logger: log.child("relay"),
