@@ -7,6 +7,7 @@
 FROM node:20-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
+COPY tools/msgpackr-extract-stub ./tools/msgpackr-extract-stub
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -19,6 +20,7 @@ RUN groupadd --gid 10001 gitmesh \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gitmesh
 COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
+COPY --from=build /src/tools/msgpackr-extract-stub ./tools/msgpackr-extract-stub
 COPY --from=build /src/dist ./dist
 COPY bin ./bin
 RUN ln -s /app/bin/gitmesh.js /usr/local/bin/gitmesh && chmod 0755 /app/bin/gitmesh.js
