@@ -16,7 +16,6 @@ import { mkdir } from "node:fs/promises";
 import type { Registry } from "prom-client";
 import { describeError, formatDiagnostic, hasErrors, Severity, stripCredentials, type Diagnostic, type Logger } from "../core/index.js";
 import { diagnosticsOf, objectsOfKind, type DesiredState } from "../config/index.js";
-import { snapshotFromEntries, type DiscoverySnapshot } from "../discovery/index.js";
 import {
   createAuditWriter,
   createConfigLoader,
@@ -30,7 +29,7 @@ import {
   type SyncOutcome,
   type SyncTrigger,
 } from "../git-sync/index.js";
-import { createRelayServer, loadOrCreateRelayPki, type RelayServer } from "../relay/index.js";
+import { createRelayServer, loadOrCreateRelayPki, snapshotFromRelayState, type RelayServer } from "../relay/index.js";
 import { createFileMeshRootStorage, createMeshCa, findIssuedCertificate, loadOrCreateMeshRoot, type MeshCa } from "../mesh-ca/index.js";
 import type { SnapshotStore } from "../store/index.js";
 import { resourceKey } from "../translate/index.js";
@@ -89,7 +88,6 @@ const enc = new TextEncoder();
  * list would mean "unknown: re-translate everything").
  */
 const UNCHANGED_KEY = "(unchanged)/-/-";
-const dec = new TextDecoder();
 
 export function createManagementServer(options: ManagementServerOptions): ManagementServer {
   const { config, pipeline, logger: log } = options;
@@ -331,15 +329,14 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     metrics.warming.set(st?.warming ? 1 : 0);
   };
   const onDiscovery = async (event: { cluster: string; state: ReadonlyMap<string, Uint8Array>; full: boolean; version: number }) => {
-    const entries = new Map<string, unknown>();
-    for (const [k, v] of event.state) entries.set(k, JSON.parse(dec.decode(v)));
-    let snapshot: DiscoverySnapshot;
-    try {
-      snapshot = snapshotFromEntries(entries);
-    } catch (err) {
-      log.warn("discovery snapshot could not be read; ignored", { cluster: event.cluster, error: describeError(err) });
+    // One decoder for the relay state (src/relay): bad JSON or a snapshot naming another cluster than
+    // the certificate's is reported, never thrown (which made the relay ask for resyncs forever).
+    const read = snapshotFromRelayState(event.state, event.cluster);
+    if (!read.ok) {
+      log.warn("discovery snapshot could not be read; ignored", { cluster: event.cluster, error: read.message });
       return;
     }
+    const snapshot = read.snapshot;
     lastSeen.set(event.cluster, now());
     await pipeline.setDiscovery(event.cluster, snapshot);
     gate?.discovered(event.cluster);
