@@ -8,12 +8,11 @@
  * output of every cluster: an agent that reconnects to another replica gets it at once.
  */
 import type { Registry } from "prom-client";
-import type { Diagnostic, Logger } from "../core/index.js";
+import type { Logger } from "../core/index.js";
 import type { DesiredState } from "../config/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
-import { createPipeline, type Pipeline, type PipelineMode } from "../queue/index.js";
+import { createPipeline, type OutputEvent, type Pipeline, type PipelineMode } from "../queue/index.js";
 import type { SnapshotStore } from "../store/index.js";
-import type { IstioResource } from "../translate/index.js";
 
 export interface DesiredInput {
   readonly commit: string;
@@ -24,16 +23,8 @@ export interface DesiredInput {
   readonly atMs: number;
 }
 
-/** A new output version of one cluster. */
-export interface PipelineOutput {
-  readonly cluster: string;
-  readonly version: number;
-  readonly sourceCommit: string;
-  readonly resources: readonly IstioResource[];
-  /** Every workspace of the source commit was translated (the agent may prune against it). */
-  readonly complete: boolean;
-  readonly diagnostics: readonly Diagnostic[];
-}
+/** A new output version of one cluster (`complete`: every workspace of the source commit was translated, so the agent may prune against it). */
+export type PipelineOutput = OutputEvent;
 
 export interface PipelineStatus {
   /** `redis` (BullMQ), `standalone` (no Redis configured), `degraded` (Redis down: in-process from memory). */
