@@ -26,10 +26,40 @@ if (!existsSync("node_modules/.bin/vitest")) {
 }
 if (args.length === 0) {
   const missing = prerequisites.filter((p) => !p.ok());
-  if (missing.length > 0) {
+  if (missing.length > 0) installOrExplain(missing);
+}
+
+/**
+ * A fresh machine lacks some of the tools above: install them with apt when this user may (root, or
+ * sudo without a password), saying what is being installed and why; otherwise name the exact command.
+ * GITMESH_NO_INSTALL=1 turns the install off (then a missing tool is only reported).
+ */
+function installOrExplain(missing) {
+  const pkgs = missing.flatMap((m) => m.pkg.split(" "));
+  const command = `apt-get update && apt-get install -y ${pkgs.join(" ")}`;
+  const asRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  const sudo = !asRoot && has("sudo") && spawnSync("sudo", ["-n", "true"], { stdio: "ignore" }).status === 0;
+  const canInstall = process.env.GITMESH_NO_INSTALL !== "1" && has("apt-get") && (asRoot || sudo);
+  if (!canInstall) {
     console.error("npm test: missing on this machine:");
     for (const m of missing) console.error(`  - ${m.what}`);
-    console.error(`install with: sudo apt-get install -y ${missing.map((m) => m.pkg).join(" ")}   (.ci/run does this)`);
+    console.error(`install them with:  sudo ${command}`);
+    process.exit(2);
+  }
+  console.log(`npm test: installing what the tests need with apt-get: ${missing.map((m) => m.what).join("; ")}`);
+  const prefix = asRoot ? [] : ["sudo", "-n"];
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  for (const step of [["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", ...pkgs]]) {
+    const all = [...prefix, ...step];
+    const r = spawnSync(all[0], all.slice(1), { stdio: "inherit", env });
+    if (r.status !== 0) {
+      console.error(`npm test: \`${all.join(" ")}\` failed (exit ${r.status ?? r.signal}); install by hand:  sudo ${command}`);
+      process.exit(2);
+    }
+  }
+  const still = missing.filter((m) => !m.ok());
+  if (still.length > 0) {
+    console.error(`npm test: still missing after the install: ${still.map((m) => m.what).join("; ")}`);
     process.exit(2);
   }
 }
