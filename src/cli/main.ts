@@ -6,30 +6,42 @@
 import { Command, CommanderError } from "commander";
 import { describeError, stripCredentials } from "../core/index.js";
 import { createIo, ExitCode, UsageError, type CliIo } from "./io.js";
-import { registerValidate } from "./validate.js";
-import { registerRender } from "./render.js";
-import { registerKubeEmulator } from "./kube-emulator.js";
-import { registerAgent } from "./agent.js";
-import { registerServer } from "./server.js";
-import { registerDemo } from "./demo.js";
-import { registerCheck } from "./check.js";
-import { registerCluster } from "./cluster.js";
-import { registerDiff } from "./diff.js";
 
 export type RegisterCommand = (program: Command, io: CliIo) => void;
 
-// One line per sub-command, in the order `--help` lists them.
-const commands: readonly RegisterCommand[] = [
-  registerValidate,
-  registerRender,
-  registerKubeEmulator,
-  registerAgent,
-  registerServer,
-  registerDemo,
-  registerCheck,
-  registerCluster,
-  registerDiff,
+/**
+ * The sub-commands, in the order `--help` lists them. Each module is imported only when its command
+ * runs (or its own help is asked for): `gitmesh --version`, `gitmesh --help` and every command load
+ * nothing they do not use, so start-up stays short for pre-commit hooks and CI loops. `summary`
+ * repeats the command's own one-line summary for the top-level help (a test keeps them equal).
+ */
+export interface CommandEntry {
+  readonly name: string;
+  readonly summary: string;
+  readonly load: () => Promise<RegisterCommand>;
+}
+
+export const COMMANDS: readonly CommandEntry[] = [
+  { name: "validate", summary: "check a configuration repository (YAML, schemas, references, ownership)", load: async () => (await import("./validate.js")).registerValidate },
+  { name: "render", summary: "render the Istio resources every cluster must run", load: async () => (await import("./render.js")).registerRender },
+  {
+    name: "kube-emulator",
+    summary: "run a Kubernetes API emulator (tests, the demo, benchmarks; kubectl works against it)",
+    load: async () => (await import("./kube-emulator.js")).registerKubeEmulator,
+  },
+  { name: "agent", summary: "run the cluster agent: discovery, relay link, apply and safe prune, drift repair (HTTP :9977)", load: async () => (await import("./agent.js")).registerAgent },
+  { name: "server", summary: "run the management server (relay :9900, HTTP :9091)", load: async () => (await import("./server.js")).registerServer },
+  { name: "demo", summary: "run the whole system locally: Git server, Redis, two emulated clusters, server, agents", load: async () => (await import("./demo.js")).registerDemo },
+  { name: "check", summary: "print a management server's health; exit 1 when unhealthy", load: async () => (await import("./check.js")).registerCheck },
+  { name: "cluster", summary: "register or deregister a workload cluster", load: async () => (await import("./cluster.js")).registerCluster },
+  { name: "diff", summary: "show the rendered Istio diff between two revisions (pull-request review)", load: async () => (await import("./diff.js")).registerDiff },
 ];
+
+/** The command argv runs (`gitmesh <name> …` or `gitmesh help <name>`), if it names one. */
+function commandOf(argv: readonly string[]): CommandEntry | undefined {
+  const first = argv[0] === "help" ? argv[1] : argv[0];
+  return COMMANDS.find((c) => c.name === first);
+}
 
 export async function main(argv: readonly string[], io: CliIo = createIo()): Promise<number> {
   const program = new Command()
@@ -42,7 +54,10 @@ export async function main(argv: readonly string[], io: CliIo = createIo()): Pro
     .showHelpAfterError("(run with --help for usage)")
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .exitOverride();
-  for (const register of commands) register(program, io);
+  const chosen = commandOf(argv);
+  if (chosen) (await chosen.load())(program, io);
+  // Every other command is listed by name and summary only (top-level help, "did you mean").
+  for (const c of COMMANDS) if (c !== chosen) program.command(c.name).summary(c.summary);
   program.commands.forEach((c) => c.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }));
 
   try {
@@ -64,5 +79,13 @@ export async function main(argv: readonly string[], io: CliIo = createIo()): Pro
 
 const isEntry = process.argv[1] !== undefined && /(?:gitmesh(?:\.js)?|main\.[tj]s)$/.test(process.argv[1]);
 if (isEntry) {
+  // A reader that goes away (`gitmesh validate --codes | head`) ends the command quietly, the way
+  // Unix tools end on SIGPIPE, instead of an EPIPE stack trace.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (err: NodeJS.ErrnoException) => {
+      if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
+      throw err;
+    });
+  }
   process.exitCode = await main(process.argv.slice(2));
 }

@@ -1,0 +1,37 @@
+/**
+ * `npm run bench -- cli-startup`: wall time of the `gitmesh` command as users run it in pre-commit
+ * hooks and CI loops — `--version`, `--help`, `validate examples/repo-layout` — each a fresh process
+ * through bin/gitmesh.js, beside the floor of a bare `node -e 0` in the same run (the ratio is what
+ * gitmesh adds on top of starting Node).
+ */
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { repeat, round, type Benchmark, type Figure } from "../harness.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const bin = fileURLToPath(new URL("../../bin/gitmesh.js", import.meta.url));
+
+function run(args: readonly string[]): void {
+  const r = spawnSync(process.execPath, args, { cwd: root, stdio: ["ignore", "ignore", "pipe"] });
+  if (r.status !== 0) throw new Error(`node ${args.join(" ")} exited ${r.status}: ${r.stderr.toString()}`);
+}
+
+export const benchmark: Benchmark = {
+  name: "cli-startup",
+  description: "gitmesh --version / --help / validate of the example repository, fresh process each, vs bare node",
+  async run(ctx) {
+    const runs = Math.max(5, ctx.runs);
+    const floor = await repeat(runs, () => run(["-e", "0"]));
+    const figures: Figure[] = [{ label: "node -e 0 (floor), median", value: round(floor.median), unit: "ms" }];
+    for (const [label, args] of [
+      ["gitmesh --version", ["--version"]],
+      ["gitmesh --help", ["--help"]],
+      ["gitmesh validate examples/repo-layout", ["validate", "examples/repo-layout"]],
+    ] as const) {
+      ctx.log(label);
+      const r = await repeat(runs, () => run([bin, ...args]));
+      figures.push({ label: `${label}, median`, value: round(r.median), unit: "ms" }, { label: `${label} / floor`, value: round(r.median / floor.median, 2), unit: "x" });
+    }
+    return figures;
+  },
+};

@@ -1,0 +1,64 @@
+import { spawn, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Command } from "commander";
+import { describe, expect, it } from "vitest";
+import { createCapturingIo } from "../../src/cli/io.js";
+import { COMMANDS } from "../../src/cli/main.js";
+
+const bin = fileURLToPath(new URL("../../bin/gitmesh.js", import.meta.url));
+const version = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+const gitmesh = (...args: string[]) => {
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: "utf8" });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+};
+
+describe("gitmesh command (lazy sub-commands)", () => {
+  it("the top-level summary of each command is the summary the command itself registers", async () => {
+    for (const entry of COMMANDS) {
+      const program = new Command();
+      (await entry.load())(program, createCapturingIo());
+      const registered = program.commands.find((c) => c.name() === entry.name);
+      expect(registered, entry.name).toBeDefined();
+      expect(entry.summary, entry.name).toBe(registered?.summary());
+    }
+  });
+
+  it("--version and --help answer without loading the commands, and list every command", () => {
+    const v = gitmesh("--version");
+    expect(v.code).toBe(0);
+    expect(v.out.trim()).toBe(version);
+    const h = gitmesh("--help");
+    expect(h.code).toBe(0);
+    for (const c of COMMANDS) expect(h.out).toMatch(new RegExp(`^  ${c.name} `, "m"));
+  });
+
+  it("a command's own help shows its options (loaded on demand), also through `help <command>`", () => {
+    const direct = gitmesh("validate", "--help");
+    expect(direct.code).toBe(0);
+    expect(direct.out).toContain("Usage: gitmesh validate");
+    expect(direct.out).toContain("--output");
+    const viaHelp = gitmesh("help", "validate");
+    expect(viaHelp.out).toContain("Usage: gitmesh validate");
+  });
+
+  it("a mistyped command is a usage error with a suggestion", () => {
+    const r = gitmesh("valdate", "examples/repo-layout");
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("unknown command 'valdate'");
+    expect(r.err).toContain("Did you mean validate?");
+  });
+});
+
+describe("gitmesh output into a closed pipe", () => {
+  it("ends quietly when the reader has gone away (validate --codes | head)", async () => {
+    // The read end is closed before the command writes: every write gets EPIPE.
+    const child = spawn(process.execPath, [bin, "validate", "--codes"], { stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+  });
+});
