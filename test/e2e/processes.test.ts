@@ -241,7 +241,7 @@ const backendsChange = () => {
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "gitmesh-e2e-"));
-  redis = await startRedis();
+  redis = await startRedis({ outages: true });
   git = await startGitServer();
   await git.createRepo("mesh");
   // The CLI agent has no intermediate CA signer yet (see src/agent/cacerts.ts): leave the RootTrustPolicy out.

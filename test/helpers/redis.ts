@@ -2,7 +2,9 @@
  * A private Redis for one test file: `const redis = await startRedis()` in `beforeAll`,
  * `await redis.stop()` in `afterAll`. Spawns `redis-server` on a free loopback port with no
  * persistence, so test runs never touch the machine's Redis or each other. When `REDIS_URL` is set,
- * uses that server instead, with a database of its own per call (1..15, round robin), flushed first.
+ * uses that server instead, with a database of its own per call (1..15, four per test worker), flushed first
+ * and flushed again by `stop()`. A test that simulates outages (stops and restarts the server) asks
+ * for `{ outages: true }` and always gets a private `redis-server`: an external one is never stopped.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -22,13 +24,21 @@ export interface TestRedis {
   start(): Promise<void>;
 }
 
+export interface StartRedisOptions {
+  /** The test stops and restarts the server to simulate outages: spawn a private one even with REDIS_URL. */
+  readonly outages?: boolean;
+}
+
 let sharedDb = 0;
 
-export async function startRedis(): Promise<TestRedis> {
-  const external = process.env.REDIS_URL;
+export async function startRedis(options: StartRedisOptions = {}): Promise<TestRedis> {
+  const external = options.outages ? undefined : process.env.REDIS_URL;
   if (external) {
     const u = new URL(external);
-    const db = (sharedDb++ % 15) + 1;
+    // Test files run in parallel workers: each worker (VITEST_POOL_ID 1, 2, …) takes its own
+    // databases (4 per worker) so that one file's FLUSHDB never empties another's.
+    const pool = Math.max(1, Number(process.env.VITEST_POOL_ID ?? 1) || 1);
+    const db = (((pool - 1) * 4 + (sharedDb++ % 4)) % 15) + 1;
     const host = u.hostname;
     const port = Number(u.port || 6379);
     await command(host, port, ["SELECT", String(db)], ["FLUSHDB"]);
@@ -37,7 +47,10 @@ export async function startRedis(): Promise<TestRedis> {
       host,
       port,
       db,
-      stop: () => Promise.reject(new Error("cannot stop an external REDIS_URL server")),
+      // Teardown of an external server: leave its database empty, never stop the server itself.
+      stop: async () => {
+        await command(host, port, ["SELECT", String(db)], ["FLUSHDB"]);
+      },
       start: () => Promise.resolve(),
     };
   }

@@ -11,7 +11,7 @@ const open: Pipeline[] = [];
 const clients: Redis[] = [];
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startRedis({ outages: true });
   fx = await loadFixture();
 });
 afterAll(async () => {

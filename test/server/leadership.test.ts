@@ -11,7 +11,7 @@ import { startRedis, type TestRedis } from "../helpers/redis.js";
 let redis: TestRedis;
 const clients: Redis[] = [];
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startRedis({ outages: true });
 });
 afterAll(async () => {
   for (const c of clients) c.disconnect();
