@@ -25,9 +25,12 @@ export function registerValidate(program: Command, io: CliIo): void {
     .description(
       "Load every .yaml/.yml file under <dir> (honouring the ignore rules of <dir>/gitmesh.yaml) and report\n" +
         "YAML syntax errors, schema violations, unsupported kinds, duplicates, references that point at\n" +
-        "nothing and objects that no Workspace owns, each as `file:line:col: severity CODE: message`.\n\n" +
-        "Exit status: 0 no errors (warnings allowed), 1 errors found, 2 usage error.",
+        "nothing and objects that no Workspace owns, each as `file:line:col: severity CODE: message`.\n" +
+        "A Gloo kind gitmesh does not translate, or a mistyped Gloo apiVersion/kind, is an error (the\n" +
+        "server would reject the commit); list kinds another tool applies under `ignoreKinds` in gitmesh.yaml.\n\n" +
+        "Exit status: 0 no errors (warnings allowed), 1 errors found or no configuration found, 2 usage error.",
     )
+    .usage("<dir> [options]\n       gitmesh validate --codes [--output json]")
     .argument("[dir]", "root of the configuration repository")
     .addOption(new Option("-o, --output <format>", "output format").choices(OUTPUTS).default("human"))
     .option("--codes", "list every diagnostic code with its meaning, then exit")
@@ -53,21 +56,33 @@ export function registerValidate(program: Command, io: CliIo): void {
         objects: allObjects(state).length,
         unsupported: unsupportedObjects(state).length,
         ignored: state.ignored.length,
+        ignoredKinds: diagnostics.filter((d) => d.code === "IGNORED_KIND").length,
         errors,
         warnings,
       };
+      // Nothing to validate is almost always a wrong path: say so instead of "ok".
+      const empty = summary.files === 0;
       if (flags.output === "json") {
-        io.out(`${JSON.stringify({ ok: errors === 0, root: dir, summary, diagnostics }, null, 2)}\n`);
+        io.out(`${JSON.stringify({ ok: errors === 0 && !empty, root: dir, summary, diagnostics }, null, 2)}\n`);
+      } else if (empty) {
+        io.out(`${formatDiagnostics(diagnostics, dir)}failed: no configuration found in ${dir}: no .yaml or .yml files (besides gitmesh.yaml and ignored paths); check the path\n`);
       } else {
-        // Paths relative to the current directory, so editors and terminals can jump to them.
-        for (const d of diagnostics) io.out(`${formatDiagnostic(withRoot(d, dir))}\n`);
+        const notes = [
+          ...(summary.unsupported - summary.ignoredKinds > 0 ? [`${summary.unsupported - summary.ignoredKinds} unsupported`] : []),
+          ...(summary.ignoredKinds > 0 ? [`${summary.ignoredKinds} ignored by configuration`] : []),
+        ];
         io.out(
-          `${errors === 0 ? "ok" : "failed"}: ${plural(summary.objects, "object")} in ${plural(summary.files, "file")}` +
-            `${summary.unsupported ? ` (${summary.unsupported} unsupported)` : ""}: ${plural(errors, "error")}, ${plural(warnings, "warning")}\n`,
+          `${formatDiagnostics(diagnostics, dir)}${errors === 0 ? "ok" : "failed"}: ${plural(summary.objects, "object")} in ${plural(summary.files, "file")}` +
+            `${notes.length > 0 ? ` (${notes.join(", ")})` : ""}: ${plural(errors, "error")}, ${plural(warnings, "warning")}\n`,
         );
       }
-      io.exitCode = errors > 0 ? ExitCode.Failed : ExitCode.Ok;
+      io.exitCode = errors > 0 || empty ? ExitCode.Failed : ExitCode.Ok;
     });
+}
+
+/** One line per diagnostic, paths relative to the current directory so editors and terminals can jump to them. */
+function formatDiagnostics(diagnostics: readonly Diagnostic[], dir: string): string {
+  return diagnostics.map((d) => `${formatDiagnostic(withRoot(d, dir))}\n`).join("");
 }
 
 function withRoot(d: Diagnostic, dir: string): Diagnostic {

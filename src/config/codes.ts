@@ -18,6 +18,9 @@ export const ConfigCode = {
   MISSING_API_VERSION: "MISSING_API_VERSION",
   MISSING_KIND: "MISSING_KIND",
   UNSUPPORTED_KIND: "UNSUPPORTED_KIND",
+  UNKNOWN_GLOO_KIND: "UNKNOWN_GLOO_KIND",
+  UNTRANSLATED_GLOO_KIND: "UNTRANSLATED_GLOO_KIND",
+  IGNORED_KIND: "IGNORED_KIND",
   MISSING_NAME: "MISSING_NAME",
   MISSING_NAMESPACE: "MISSING_NAMESPACE",
   INVALID_METADATA: "INVALID_METADATA",
@@ -54,7 +57,21 @@ export const CONFIG_CODES: Readonly<Record<ConfigCode, CodeInfo>> = {
   UNSUPPORTED_KIND: {
     severity: Severity.Warning,
     description:
-      "The apiVersion/kind is not one gitmesh supports. The object is kept in the list of unsupported objects (never silently dropped) but not translated.",
+      "The object is not Gloo Mesh configuration (e.g. a ConfigMap or an Istio object). gitmesh does not apply it anywhere; it is listed as unsupported, never silently dropped.",
+  },
+  UNKNOWN_GLOO_KIND: {
+    severity: Severity.Error,
+    description:
+      "The apiVersion or kind belongs to Gloo's API but names no kind that exists there (a typo such as `/v1` for `/v2`, or `RouteTabel`). The commit is rejected: the policy would otherwise silently not apply. The message says what it probably means.",
+  },
+  UNTRANSLATED_GLOO_KIND: {
+    severity: Severity.Error,
+    description:
+      "A real Gloo kind that gitmesh does not translate (e.g. ExtAuthPolicy, RateLimitPolicy, IstioLifecycleManager): its policy would not be enforced, so the commit is rejected. If another tool applies it, list the kind under `ignoreKinds` in gitmesh.yaml.",
+  },
+  IGNORED_KIND: {
+    severity: Severity.Info,
+    description: "An object of a kind that gitmesh.yaml `ignoreKinds` leaves to another tool: not translated, shown as ignored by configuration.",
   },
   MISSING_NAME: { severity: Severity.Error, description: "`metadata.name` is missing or empty. The object is skipped." },
   MISSING_NAMESPACE: {

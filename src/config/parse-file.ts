@@ -166,17 +166,19 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
 
   const info = registry.kindInfo(apiVersion, kind);
   if (!info) {
-    const who = name !== undefined ? ` ${namespace !== undefined ? `${namespace}/` : ""}${name}` : "";
-    // The model knows the best hint (wrong apiVersion for a known kind, a near-miss kind name).
-    const hint = registry.validate(value).find((i) => i.path === "/apiVersion" || i.path === "/kind");
-    const pointer = hint?.path ?? "/kind";
-    const reason = hint?.message ?? `${apiVersion} ${kind} is not a kind gitmesh supports; supported: ${registry.supportedKinds.join(", ")}`;
-    out.push({
-      ...diag(ConfigCode.UNSUPPORTED_KIND, file, at(pointer), `${kind}${who}: ${reason}. It is kept as unsupported and not translated`, pointer),
-      ...(name !== undefined ? { object: { apiVersion, kind, name, ...(namespace !== undefined ? { namespace } : {}) } } : {}),
-    });
+    // Its diagnostic depends on gitmesh.yaml (ignoreKinds), so it is made with the state (unsupported.ts);
+    // the model's best hint (a wrong apiVersion for a known kind, a near-miss kind name) is kept here.
+    const issue = registry.validate(value).find((i) => i.path === "/apiVersion" || i.path === "/kind");
+    const position = issue ? at(issue.path) : undefined;
     return {
-      unsupported: { apiVersion, kind, ...(name !== undefined ? { name } : {}), ...(namespace !== undefined ? { namespace } : {}), source },
+      unsupported: {
+        apiVersion,
+        kind,
+        ...(name !== undefined ? { name } : {}),
+        ...(namespace !== undefined ? { namespace } : {}),
+        source,
+        ...(issue ? { hint: { pointer: issue.path, message: issue.message, ...(position ? { position } : {}) } } : {}),
+      },
     };
   }
 

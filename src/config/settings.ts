@@ -7,6 +7,9 @@
  *   - "*.draft.yaml"
  * adminNamespace: gloo-mesh   # namespace of Workspace, KubernetesCluster, RootTrustPolicy (default gloo-mesh)
  * auditBranch: gitmesh/rendered   # branch that receives rendered Istio output (default gitmesh/rendered)
+ * ignoreKinds:            # Gloo kinds another tool applies: ignored instead of rejecting the commit
+ *   - ExtAuthPolicy                                   # any apiVersion
+ *   - security.policy.gloo.solo.io/v2/WAFPolicy       # this apiVersion only
  * ```
  */
 import type { Diagnostic } from "../core/index.js";
@@ -20,6 +23,8 @@ export const DEFAULT_ADMIN_NAMESPACE = "gloo-mesh";
 export const DEFAULT_AUDIT_BRANCH = "gitmesh/rendered";
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** `Kind`, or `group/version/Kind`. */
+const KIND_REF = /^(?:[a-z0-9.-]+\/[a-z0-9]+\/)?[A-Z][A-Za-z0-9]*$/;
 
 export interface SettingsDefaults {
   readonly adminNamespace: string;
@@ -29,8 +34,9 @@ export interface SettingsDefaults {
 export function parseSettings(content: string | Uint8Array | undefined, defaults: SettingsDefaults): { settings: RepoSettings; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
   let ignore: string[] = [];
+  let ignoreKinds: string[] = [];
   let { adminNamespace, auditBranch } = defaults;
-  const done = () => ({ settings: Object.freeze({ ignore: Object.freeze(ignore), adminNamespace, auditBranch }), diagnostics });
+  const done = () => ({ settings: Object.freeze({ ignore: Object.freeze(ignore), adminNamespace, auditBranch, ignoreKinds: Object.freeze(ignoreKinds) }), diagnostics });
   if (content === undefined) return done();
   const text = decodeContent(content);
   if (text === undefined) {
@@ -48,7 +54,7 @@ export function parseSettings(content: string | Uint8Array | undefined, defaults
   if (!doc || doc.errors.length > 0 || doc.value === null) return done();
   const value = doc.value;
   if (!isRecord(value)) {
-    bad("", "gitmesh.yaml must be a mapping with the keys ignore, adminNamespace, auditBranch", doc.positions);
+    bad("", "gitmesh.yaml must be a mapping with the keys ignore, adminNamespace, auditBranch, ignoreKinds", doc.positions);
     return done();
   }
   for (const [key, v] of Object.entries(value)) {
@@ -62,8 +68,19 @@ export function parseSettings(content: string | Uint8Array | undefined, defaults
     } else if (key === "auditBranch") {
       if (typeof v === "string" && v !== "" && !/\s|\.\.|^\/|\/$/.test(v)) auditBranch = v;
       else bad(pointer, `\`auditBranch\` must be a branch name like gitmesh/rendered; using ${auditBranch}`, doc.positions);
+    } else if (key === "ignoreKinds") {
+      const list: unknown[] | undefined = Array.isArray(v) ? v : undefined;
+      if (list?.every((k): k is string => typeof k === "string" && KIND_REF.test(k))) ignoreKinds = list;
+      else {
+        const i = list ? list.findIndex((k) => typeof k !== "string" || !KIND_REF.test(k)) : -1;
+        bad(
+          i >= 0 ? `${pointer}/${i}` : pointer,
+          "`ignoreKinds` must be a list of kinds, each `Kind` or `apiVersion/Kind` (e.g. ExtAuthPolicy, security.policy.gloo.solo.io/v2/WAFPolicy); nothing is ignored",
+          doc.positions,
+        );
+      }
     } else {
-      bad(pointer, `unknown key \`${key}\` in gitmesh.yaml; allowed: ignore, adminNamespace, auditBranch`, doc.positions);
+      bad(pointer, `unknown key \`${key}\` in gitmesh.yaml; allowed: ignore, adminNamespace, auditBranch, ignoreKinds`, doc.positions);
     }
   }
   return done();

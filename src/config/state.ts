@@ -5,6 +5,7 @@
 import { sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { positionOf } from "./parse-file.js";
 import type { DesiredState, LoadedObject, UnsupportedObject } from "./types.js";
+import { unsupportedDiagnostic } from "./unsupported.js";
 
 interface Index {
   readonly all: readonly LoadedObject[];
@@ -79,7 +80,10 @@ export function unsupportedObjects(state: DesiredState): UnsupportedObject[] {
 /** Every diagnostic of the state, sorted by file, line, column. */
 export function diagnosticsOf(state: DesiredState): Diagnostic[] {
   const list: Diagnostic[] = [...state.settingsDiagnostics, ...state.linkDiagnostics];
-  for (const rec of Object.values(state.files)) list.push(...rec.diagnostics);
+  for (const rec of Object.values(state.files)) {
+    list.push(...rec.diagnostics);
+    for (const u of rec.unsupported) list.push(unsupportedDiagnostic(u, state.settings));
+  }
   return sortDiagnostics(list);
 }
 

@@ -19,6 +19,12 @@ export interface RepoSettings {
   readonly adminNamespace: string;
   /** Branch that receives rendered output. Default `gitmesh/rendered`. */
   readonly auditBranch: string;
+  /**
+   * Gloo kinds the repository knowingly leaves to another tool (`Kind` or `apiVersion/Kind`, e.g.
+   * `ExtAuthPolicy`, `security.policy.gloo.solo.io/v2/WAFPolicy`): reported as ignored by configuration
+   * instead of rejecting the commit. Default: none.
+   */
+  readonly ignoreKinds: readonly string[];
 }
 
 export interface LoadOptions {
@@ -75,6 +81,8 @@ export interface UnsupportedObject {
   readonly name?: string;
   readonly namespace?: string;
   readonly source: SourceLocation;
+  /** What the model says about the apiVersion/kind (a near miss), where it points, and its position. */
+  readonly hint?: { readonly pointer: string; readonly message: string; readonly position?: Position };
 }
 
 /** What the loader remembers about one file, so that an update re-parses only changed files. */

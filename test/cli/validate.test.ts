@@ -49,10 +49,32 @@ describe("gitmesh validate", () => {
   it("exits 0 with warnings only, printing them like a compiler", async () => {
     const r = await run("validate", warn());
     expect(r.code).toBe(0);
-    const lines = r.out.trim().split("\n");
-    expect(lines[0]).toBe(`${join(warn(), "extra/cm.yaml")}:2:1: warning UNSUPPORTED_KIND: ${lines[0]!.split("UNSUPPORTED_KIND: ")[1]}`);
-    expect(lines[0]).toContain("supported kinds");
-    expect(lines[1]).toBe("ok: 6 objects in 6 files (1 unsupported): 0 errors, 1 warning");
+    expect(r.out).toBe(
+      `${join(warn(), "extra/cm.yaml")}:2:1: warning UNSUPPORTED_KIND: ConfigMap web/c (v1) is not Gloo Mesh configuration; gitmesh does not apply it anywhere (at /kind)\n` +
+        "ok: 6 objects in 6 files (1 unsupported): 0 errors, 1 warning\n",
+    );
+  });
+
+  it("exits 1 on a Gloo kind it does not translate, and 0 once gitmesh.yaml leaves the kind to another tool", async () => {
+    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ExtAuthPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
+    const dir = join(root, "ext");
+    await writeTree(dir, { ...base(), "workspaces/web/auth.yaml": ext });
+    const rejected = await run("validate", dir);
+    expect(rejected.code).toBe(1);
+    expect(rejected.out).toContain(`${join(dir, "workspaces/web/auth.yaml")}:2:1: error UNTRANSLATED_GLOO_KIND: ExtAuthPolicy web/auth`);
+    await writeTree(dir, { "gitmesh.yaml": "ignoreKinds: [ExtAuthPolicy]\n" });
+    const ignored = await run("validate", dir);
+    expect(ignored.code).toBe(0);
+    expect(ignored.out).toContain("info IGNORED_KIND: ExtAuthPolicy web/auth (security.policy.gloo.solo.io/v2): ignored by configuration");
+    expect(ignored.out.trim().split("\n").at(-1)).toBe("ok: 6 objects in 6 files (1 ignored by configuration): 0 errors, 0 warnings");
+  });
+
+  it("says so when a directory holds no configuration (exit 1), instead of ok", async () => {
+    const empty = join(root, "empty");
+    await mkdir(empty, { recursive: true });
+    const r = await run("validate", empty);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(`no configuration found in ${empty}`);
   });
 
   it("exits 1 on errors with file:line:col: error CODE: message", async () => {
@@ -68,7 +90,7 @@ describe("gitmesh validate", () => {
     expect(r.code).toBe(1);
     const parsed = JSON.parse(r.out);
     expect(parsed.ok).toBe(false);
-    expect(parsed.summary).toEqual({ files: 6, objects: 7, unsupported: 0, ignored: 0, errors: 1, warnings: 0 });
+    expect(parsed.summary).toEqual({ files: 6, objects: 7, unsupported: 0, ignored: 0, ignoredKinds: 0, errors: 1, warnings: 0 });
     expect(parsed.diagnostics).toEqual([
       expect.objectContaining({ code: "SCHEMA_VIOLATION", severity: "error", file: "workspaces/web/vd.yaml", path: "/spec/ports/0/protocol" }),
     ]);

@@ -7,6 +7,7 @@ import {
   getObject,
   loadDesiredState,
   locate,
+  updateDesiredState,
   objectsInWorkspace,
   objectsOfKind,
   unsupportedObjects,
@@ -225,23 +226,58 @@ describe("line and column accuracy", () => {
 });
 
 describe("kinds and metadata", () => {
-  it("keeps an unsupported kind as a warning naming the supported kinds", () => {
+  it("keeps a non-Gloo object as a warning: not applied anywhere", () => {
     const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: web\ndata: {}\n";
     const { state, diagnostics } = load(withFile("cm.yaml", cm));
     expect(where(diagnostics)).toEqual(["cm.yaml:2:1 UNSUPPORTED_KIND"]);
     expect(diagnostics[0]!.severity).toBe("warning");
-    expect(diagnostics[0]!.message).toContain("RouteTable (networking.gloo.solo.io/v2)");
+    expect(diagnostics[0]!.message).toBe("ConfigMap web/settings (v1) is not Gloo Mesh configuration; gitmesh does not apply it anywhere");
     expect(diagnostics[0]!.object).toEqual({ apiVersion: "v1", kind: "ConfigMap", name: "settings", namespace: "web" });
     expect(unsupportedObjects(state)).toEqual([
-      { apiVersion: "v1", kind: "ConfigMap", name: "settings", namespace: "web", source: { file: "cm.yaml", line: 1, column: 1, docIndex: 0 } },
+      expect.objectContaining({ apiVersion: "v1", kind: "ConfigMap", name: "settings", namespace: "web", source: { file: "cm.yaml", line: 1, column: 1, docIndex: 0 } }),
     ]);
   });
 
-  it("says which apiVersion a known kind needs", () => {
+  it("a mistyped Gloo apiVersion is an error naming the right one (the commit is rejected, not the policy dropped)", () => {
     const rt = "apiVersion: networking.gloo.solo.io/v1\nkind: RouteTable\nmetadata: {name: a, namespace: web}\nspec: {}\n";
     const { diagnostics } = load(withFile("old.yaml", rt));
-    expect(where(diagnostics)).toEqual(["old.yaml:1:1 UNSUPPORTED_KIND"]);
-    expect(diagnostics[0]!.message).toContain("networking.gloo.solo.io/v2");
+    expect(where(diagnostics)).toEqual(["old.yaml:1:1 UNKNOWN_GLOO_KIND"]);
+    expect(diagnostics[0]!.severity).toBe("error");
+    expect(diagnostics[0]!.message).toContain("did you mean apiVersion `networking.gloo.solo.io/v2`?");
+    const retry = "apiVersion: resilience.policy.gloo.solo.io/v1\nkind: RetryTimeoutPolicy\nmetadata: {name: r, namespace: web}\nspec: {}\n";
+    expect(load(withFile("r.yaml", retry)).diagnostics[0]!.message).toContain("`resilience.policy.gloo.solo.io/v2`");
+  });
+
+  it("a mistyped Gloo kind is an error with the nearest kinds, not the whole list", () => {
+    const rt = "apiVersion: networking.gloo.solo.io/v2\nkind: RouteTabel\nmetadata: {name: a, namespace: web}\nspec: {}\n";
+    const { diagnostics } = load(withFile("typo.yaml", rt));
+    expect(where(diagnostics)).toEqual(["typo.yaml:2:1 UNKNOWN_GLOO_KIND"]);
+    expect(diagnostics[0]!.message).toContain("did you mean `RouteTable` (networking.gloo.solo.io/v2)?");
+    expect(diagnostics[0]!.message.length).toBeLessThan(300);
+  });
+
+  it("a real Gloo kind gitmesh does not translate is an error, unless gitmesh.yaml ignoreKinds leaves it to another tool", () => {
+    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ExtAuthPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
+    const waf = "apiVersion: security.policy.gloo.solo.io/v2\nkind: WAFPolicy\nmetadata: {name: waf, namespace: web}\nspec: {}\n";
+    const files = [...withFile("ext.yaml", ext), file("waf.yaml", waf)];
+    const rejected = load(files).diagnostics;
+    expect(where(rejected)).toEqual(["ext.yaml:2:1 UNTRANSLATED_GLOO_KIND", "waf.yaml:2:1 UNTRANSLATED_GLOO_KIND"]);
+    expect(rejected[0]!.severity).toBe("error");
+    expect(rejected[0]!.message).toContain("its policy would not be in force");
+    expect(rejected[1]!.message).toContain("needs Gloo's own data plane");
+    const settings = file("gitmesh.yaml", "ignoreKinds:\n  - ExtAuthPolicy\n  - security.policy.gloo.solo.io/v2/WAFPolicy\n");
+    const { state, diagnostics } = load([...files, settings]);
+    expect(where(diagnostics)).toEqual(["ext.yaml:2:1 IGNORED_KIND", "waf.yaml:2:1 IGNORED_KIND"]);
+    expect(diagnostics.every((d) => d.severity === "info" && d.message.includes("ignored by configuration"))).toBe(true);
+    // An incremental update of gitmesh.yaml alone re-judges the same objects.
+    const back = updateDesiredState(state, [file("gitmesh.yaml", "ignoreKinds: [ExtAuthPolicy]\n")], []);
+    expect(where(back.diagnostics)).toEqual(["ext.yaml:2:1 IGNORED_KIND", "waf.yaml:2:1 UNTRANSLATED_GLOO_KIND"]);
+  });
+
+  it("ignoreKinds with the wrong apiVersion does not ignore the kind", () => {
+    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ExtAuthPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
+    const settings = file("gitmesh.yaml", "ignoreKinds: [security.policy.gloo.solo.io/v1/ExtAuthPolicy]\n");
+    expect(where(load([...withFile("ext.yaml", ext), settings]).diagnostics)).toEqual(["ext.yaml:2:1 UNTRANSLATED_GLOO_KIND"]);
   });
 
   it("reports a missing apiVersion or kind", () => {
@@ -452,6 +488,6 @@ describe("gitmesh.yaml", () => {
   it("reports malformed settings and falls back to defaults", () => {
     const { state, diagnostics } = load([...baseRepo(), file("gitmesh.yaml", "ignore: rendered/\nadminNamespace: Not_Valid\nauditBranch: audit/out\ncolour: blue\n")]);
     expect(where(diagnostics)).toEqual(["gitmesh.yaml:1:1 SETTINGS_INVALID", "gitmesh.yaml:2:1 SETTINGS_INVALID", "gitmesh.yaml:4:1 SETTINGS_INVALID"]);
-    expect(state.settings).toEqual({ ignore: [], adminNamespace: "gloo-mesh", auditBranch: "audit/out" });
+    expect(state.settings).toEqual({ ignore: [], adminNamespace: "gloo-mesh", auditBranch: "audit/out", ignoreKinds: [] });
   });
 });

@@ -124,6 +124,29 @@ describe("git source (remote over smart HTTP)", () => {
     expect(source.status().rejection).toBeUndefined();
   });
 
+  it("rejects a commit whose Gloo apiVersion is mistyped (the policy is not silently dropped), and accepts it once gitmesh.yaml ignores a kind another tool applies", async () => {
+    await server.createRepo("typo");
+    await server.commitFiles("typo", { "ws.yaml": workspace("web"), "a.yaml": routeTable("web", "a", "a.example.com") }, "good");
+    const source = createGitSource({ location: { kind: "remote", url: server.url("typo"), auth: { token: TOKEN }, cacheDir: tmp() }, loader: recordingLoader(), logger: createMemoryLogger("git-sync").logger });
+    const good = await source.sync();
+    expect(good.kind).toBe("updated");
+    const retry = "apiVersion: resilience.policy.gloo.solo.io/v1\nkind: RetryTimeoutPolicy\nmetadata: {name: r, namespace: web}\nspec: {config: {retries: {attempts: 3}}}\n";
+    const bad = await server.commitFiles("typo", { "retry.yaml": retry }, "retries (typo in apiVersion)");
+    const rejected = await source.sync();
+    expect(rejected.kind).toBe("rejected");
+    expect(source.current()?.commit.oid).toBe(good.kind === "updated" ? good.commit.oid : "");
+    expect(source.status().rejection?.commit).toBe(bad);
+    expect(source.status().rejection?.diagnostics).toEqual([expect.objectContaining({ file: "retry.yaml", line: 1, code: "UNKNOWN_GLOO_KIND", severity: "error" })]);
+
+    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ExtAuthPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
+    await server.commitFiles("typo", { "retry.yaml": retry.replace("/v1", "/v2"), "auth.yaml": ext }, "ext auth");
+    expect((await source.sync()).kind).toBe("rejected");
+    const fixed = await server.commitFiles("typo", { "gitmesh.yaml": "ignoreKinds: [ExtAuthPolicy]\n" }, "ext auth is applied by another tool");
+    const accepted = await source.sync();
+    expect(accepted.kind).toBe("updated");
+    expect(source.current()?.commit.oid).toBe(fixed);
+  });
+
   it("reads only a sub-path, with paths relative to it", async () => {
     await server.createRepo("sub");
     await server.commitFiles("sub", { "mesh/ws.yaml": workspace("web"), "mesh/x/a.yaml": routeTable("web", "a", "a.example.com"), "other/ignored.yaml": "not: config\n" }, "init");

@@ -1,0 +1,73 @@
+/**
+ * Gloo Platform kinds that exist (solo-io/solo-apis, api/gloo.solo.io, the 2.x branches) but that
+ * gitmesh does not translate. The loader uses this catalogue to tell a real Gloo kind it cannot
+ * enforce (an error unless the repository leaves the kind to another tool) from a mistyped apiVersion
+ * or kind (an error with "did you mean"). A policy that would silently not be enforced is never a
+ * warning.
+ */
+import { SUPPORTED_KINDS } from "./kinds.js";
+
+/** How the kind could reach a data plane, for the message. */
+export type UntranslatedReason =
+  /** Needs Solo's own Envoy build or add-on services (ext-auth, rate limiter, portal, GraphQL…). */
+  | "gloo-data-plane"
+  /** Installs or manages Istio itself (lifecycle managers): outside what gitmesh renders. */
+  | "lifecycle"
+  /** Upstream Istio could express it; gitmesh does not translate it yet. */
+  | "not-yet";
+
+export interface GlooKindEntry {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly reason: UntranslatedReason;
+}
+
+const entries = (apiVersion: string, reason: UntranslatedReason, kinds: readonly string[]): GlooKindEntry[] => kinds.map((kind) => ({ apiVersion, kind, reason }));
+
+/** Every Gloo v2 kind gitmesh knows of but does not translate, by apiVersion. */
+export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([
+  ...entries("admin.gloo.solo.io/v2", "lifecycle", ["IstioLifecycleManager", "GatewayLifecycleManager"]),
+  ...entries("admin.gloo.solo.io/v2alpha1", "lifecycle", ["WaypointLifecycleManager"]),
+  ...entries("admin.gloo.solo.io/v2", "gloo-data-plane", ["ExtAuthServer", "RateLimitServerConfig", "RateLimitServerSettings", "Dashboard"]),
+  ...entries("admin.gloo.solo.io/v2alpha1", "gloo-data-plane", ["InsightsConfig"]),
+  ...entries("apimanagement.gloo.solo.io/v2", "gloo-data-plane", [
+    "ApiDoc",
+    "ApiProduct",
+    "ApiSchemaDiscovery",
+    "GraphQLResolverMap",
+    "GraphQLSchema",
+    "GraphQLStitchedSchema",
+    "Portal",
+    "PortalGroup",
+  ]),
+  ...entries("infrastructure.gloo.solo.io/v2", "gloo-data-plane", ["CloudProvider", "CloudResources"]),
+  ...entries("networking.gloo.solo.io/v2", "gloo-data-plane", ["CloudProvider", "CloudResources"]),
+  ...entries("networking.gloo.solo.io/v2", "not-yet", ["ExternalEndpoint", "ExternalWorkload"]),
+  ...entries("networking.gloo.solo.io/v2alpha1", "not-yet", ["ExternalWorkload"]),
+  ...entries("extensions.policy.gloo.solo.io/v2", "gloo-data-plane", ["WasmDeploymentPolicy", "LuaPolicy"]),
+  ...entries("observability.policy.gloo.solo.io/v2", "not-yet", ["AccessLogPolicy"]),
+  ...entries("resilience.policy.gloo.solo.io/v2", "not-yet", ["ActiveHealthCheckPolicy", "ListenerConnectionPolicy", "TrimProxyConfigPolicy"]),
+  ...entries("resilience.policy.gloo.solo.io/v2", "gloo-data-plane", ["AdaptiveRequestConcurrencyPolicy", "GraphQLPersistedQueryCachePolicy"]),
+  ...entries("security.policy.gloo.solo.io/v2", "not-yet", ["JWTPolicy", "ExtAuthPolicy", "CSRFPolicy", "ClientTLSPolicy"]),
+  ...entries("security.policy.gloo.solo.io/v2", "gloo-data-plane", ["WAFPolicy", "DLPPolicy", "GraphQLAllowedQueryPolicy"]),
+  ...entries("security.gloo.solo.io/v2", "not-yet", ["AccessPolicy"]),
+  ...entries("trafficcontrol.policy.gloo.solo.io/v2", "not-yet", ["RateLimitPolicy", "RateLimitClientConfig", "ProxyProtocolPolicy", "HTTPBufferPolicy"]),
+  ...entries("trafficcontrol.policy.gloo.solo.io/v2", "gloo-data-plane", ["TransformationPolicy"]),
+]);
+
+const byKey = new Map(UNTRANSLATED_GLOO_KINDS.map((e) => [`${e.apiVersion}|${e.kind}`, e]));
+const glooGroups = new Set([...SUPPORTED_KINDS.map((k) => k.group), ...UNTRANSLATED_GLOO_KINDS.map((e) => e.apiVersion.split("/")[0]!)]);
+
+/** A Gloo kind gitmesh knows but does not translate, or undefined. Exact match. */
+export function untranslatedGlooKind(apiVersion: string, kind: string): GlooKindEntry | undefined {
+  return byKey.get(`${apiVersion}|${kind}`);
+}
+
+/**
+ * Whether an apiVersion belongs to Gloo's API (a `*.solo.io` group, any version): such an object is
+ * meant as mesh policy, so gitmesh must understand it or refuse it — never skip it quietly.
+ */
+export function isGlooApiVersion(apiVersion: string): boolean {
+  const group = apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.indexOf("/")) : apiVersion;
+  return glooGroups.has(group) || /(^|\.)solo\.io$/.test(group);
+}
