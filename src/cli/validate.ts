@@ -1,12 +1,14 @@
 /**
  * `gitmesh validate <dir>`: load a configuration repository from disk and report every problem like a
- * compiler does (`file:line:col: error CODE: message`). Exit 0 when there are no errors (warnings
- * allowed), 1 when there are errors, 2 on usage errors.
+ * compiler does (`file:line:col: error CODE: message`). With `--discovery <dir>` it also translates
+ * (as the server would) and reports translation errors — broken service references, conflicts — that
+ * the schemas cannot see. Exit 0 when there are no errors (warnings allowed), 1 when there are errors,
+ * 2 on usage errors.
  */
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Option, type Command } from "commander";
-import { formatDiagnostic, Severity, type Diagnostic } from "../core/index.js";
+import { formatDiagnostic, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { allObjects, CONFIG_CODES, loadDesiredState, readConfigDirectory, unsupportedObjects } from "../config/index.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
 
@@ -16,6 +18,7 @@ type Output = (typeof OUTPUTS)[number];
 interface ValidateFlags {
   readonly output: Output;
   readonly codes?: boolean;
+  readonly discovery?: string;
 }
 
 export function registerValidate(program: Command, io: CliIo): void {
@@ -33,10 +36,11 @@ export function registerValidate(program: Command, io: CliIo): void {
     .usage("<dir> [options]\n       gitmesh validate --codes [--output json]")
     .argument("[dir]", "root of the configuration repository")
     .addOption(new Option("-o, --output <format>", "output format").choices(OUTPUTS).default("human"))
+    .option("--discovery <dir>", "also translate against this discovery directory (one sub-directory per cluster, as for render) and report translation errors")
     .option("--codes", "list every diagnostic code with its meaning, then exit")
     .addHelpText(
       "after",
-      "\nExamples:\n  gitmesh validate examples/repo-layout\n  gitmesh validate . --output json | jq '.diagnostics[] | select(.severity == \"error\")'\n  gitmesh validate --codes",
+      "\nExamples:\n  gitmesh validate examples/repo-layout\n  gitmesh validate examples/repo-layout --discovery examples/discovery\n  gitmesh validate . --output json | jq '.diagnostics[] | select(.severity == \"error\")'\n  gitmesh validate --codes",
     )
     .action(async (dir: string | undefined, flags: ValidateFlags) => {
       if (flags.codes) {
@@ -47,8 +51,22 @@ export function registerValidate(program: Command, io: CliIo): void {
       const info = await stat(dir).catch(() => undefined);
       if (!info) throw new UsageError(`validate: ${dir} does not exist`);
       if (!info.isDirectory()) throw new UsageError(`validate: ${dir} is not a directory`);
+      if (flags.discovery !== undefined) {
+        const d = await stat(flags.discovery).catch(() => undefined);
+        if (!d?.isDirectory()) throw new UsageError(`validate: --discovery ${flags.discovery} is not a directory (one sub-directory per cluster)`);
+      }
       const files = await readConfigDirectory(dir);
-      const { state, diagnostics } = loadDesiredState(files);
+      const loaded = loadDesiredState(files);
+      const { state } = loaded;
+      let diagnostics = loaded.diagnostics;
+      // Translation sees what the schemas cannot (a Service that does not exist, conflicting routes);
+      // it needs discovery, so it runs only when given one. Loaded lazily: plain validate stays fast.
+      if (flags.discovery !== undefined) {
+        const [{ readDiscoveryDirectory }, { translateAll }] = await Promise.all([import("../discovery/index.js"), import("../translate/index.js")]);
+        const discovery = await readDiscoveryDirectory(flags.discovery);
+        const translated = translateAll(state, discovery.snapshots);
+        diagnostics = sortDiagnostics([...diagnostics, ...discovery.diagnostics, ...translated.diagnostics]);
+      }
       const errors = diagnostics.filter((d) => d.severity === Severity.Error).length;
       const warnings = diagnostics.filter((d) => d.severity === Severity.Warning).length;
       const summary = {
@@ -57,6 +75,7 @@ export function registerValidate(program: Command, io: CliIo): void {
         unsupported: unsupportedObjects(state).length,
         ignored: state.ignored.length,
         ignoredKinds: diagnostics.filter((d) => d.code === "IGNORED_KIND").length,
+        translated: flags.discovery !== undefined,
         errors,
         warnings,
       };
@@ -71,8 +90,12 @@ export function registerValidate(program: Command, io: CliIo): void {
           ...(summary.unsupported - summary.ignoredKinds > 0 ? [`${summary.unsupported - summary.ignoredKinds} unsupported`] : []),
           ...(summary.ignoredKinds > 0 ? [`${summary.ignoredKinds} ignored by configuration`] : []),
         ];
+        io.out(formatDiagnostics(diagnostics, dir));
+        if (!summary.translated && errors === 0) {
+          io.out("note: not translated: references to services and workloads, and route conflicts, are checked with --discovery <dir>\n");
+        }
         io.out(
-          `${formatDiagnostics(diagnostics, dir)}${errors === 0 ? "ok" : "failed"}: ${plural(summary.objects, "object")} in ${plural(summary.files, "file")}` +
+          `${errors === 0 ? "ok" : "failed"}: ${plural(summary.objects, "object")} in ${plural(summary.files, "file")}` +
             `${notes.length > 0 ? ` (${notes.join(", ")})` : ""}: ${plural(errors, "error")}, ${plural(warnings, "warning")}\n`,
         );
       }

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -43,7 +43,7 @@ describe("gitmesh validate", () => {
   it("exits 0 and prints a summary for a valid repository", async () => {
     const r = await run("validate", good());
     expect(r.code).toBe(0);
-    expect(r.out).toBe("ok: 6 objects in 5 files: 0 errors, 0 warnings\n");
+    expect(r.out).toBe("note: not translated: references to services and workloads, and route conflicts, are checked with --discovery <dir>\nok: 6 objects in 5 files: 0 errors, 0 warnings\n");
   });
 
   it("exits 0 with warnings only, printing them like a compiler", async () => {
@@ -51,6 +51,7 @@ describe("gitmesh validate", () => {
     expect(r.code).toBe(0);
     expect(r.out).toBe(
       `${join(warn(), "extra/cm.yaml")}:2:1: warning UNSUPPORTED_KIND: ConfigMap web/c (v1) is not Gloo Mesh configuration; gitmesh does not apply it anywhere (at /kind)\n` +
+        "note: not translated: references to services and workloads, and route conflicts, are checked with --discovery <dir>\n" +
         "ok: 6 objects in 6 files (1 unsupported): 0 errors, 1 warning\n",
     );
   });
@@ -90,7 +91,7 @@ describe("gitmesh validate", () => {
     expect(r.code).toBe(1);
     const parsed = JSON.parse(r.out);
     expect(parsed.ok).toBe(false);
-    expect(parsed.summary).toEqual({ files: 6, objects: 7, unsupported: 0, ignored: 0, ignoredKinds: 0, errors: 1, warnings: 0 });
+    expect(parsed.summary).toEqual({ files: 6, objects: 7, unsupported: 0, ignored: 0, ignoredKinds: 0, translated: false, errors: 1, warnings: 0 });
     expect(parsed.diagnostics).toEqual([
       expect.objectContaining({ code: "SCHEMA_VIOLATION", severity: "error", file: "workspaces/web/vd.yaml", path: "/spec/ports/0/protocol" }),
     ]);
@@ -119,5 +120,27 @@ describe("gitmesh validate", () => {
     expect(list.code).toBe(0);
     expect(list.out).toMatch(/^UNRESOLVED_REFERENCE\s+error\s+A reference names an object/m);
     expect(JSON.parse((await run("validate", "--codes", "-o", "json")).out).NOT_OWNED.severity).toBe("error");
+  });
+
+  it("with --discovery translates too: a Service name typo (HTTP 500 in every cluster) is an error at its file:line", async () => {
+    const repo = join(root, "typo-service");
+    await cp("examples/repo-layout", repo, { recursive: true });
+    const plain = await run("validate", repo, "--discovery", "examples/discovery");
+    expect(plain.code).toBe(0);
+    expect(plain.out).not.toContain("note: not translated");
+    const file = join(repo, "workspaces/bookinfo-backends/route-table-ratings.yaml");
+    const lines = (await readFile(file, "utf8")).split("\n");
+    expect(lines[33]).toBe("              name: ratings");
+    lines[33] = "              name: ratigns";
+    await writeFile(file, lines.join("\n"));
+    // Schemas alone cannot see it, and say so.
+    const schemaOnly = await run("validate", repo);
+    expect(schemaOnly.code).toBe(0);
+    expect(schemaOnly.out).toContain("note: not translated: references to services and workloads");
+    const translated = await run("validate", repo, "--discovery", "examples/discovery");
+    expect(translated.code).toBe(1);
+    expect(translated.out).toMatch(new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:3[34]:\\d+: error [A-Z_]+: .*ratigns`));
+    const bogus = await run("validate", repo, "--discovery", join(root, "nope"));
+    expect(bogus.code).toBe(2);
   });
 });
