@@ -4,6 +4,7 @@
  * Reads revisions straight from Git objects (no checkout); discovery comes from --discovery <dir>
  * or, by default, from `discovery/` on the audit branch. Exit 1 when head has errors.
  */
+import { existsSync, statSync } from "node:fs";
 import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ import type { Command } from "commander";
 import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { loadDesiredState } from "../config/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
-import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, renderMarkdown, type GitLocation, type RenderSide } from "../git-sync/index.js";
+import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, renderMarkdown, resolveRevision, type GitLocation, type RenderSide } from "../git-sync/index.js";
 import { translateAll } from "../translate/index.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
 
@@ -45,8 +46,8 @@ export function registerDiff(program: Command, io: CliIo): void {
         "Exit status: 0 head has no errors, 1 head has errors, 2 usage error.",
     )
     .option("--repo <path|url>", "repository: a local path or an http(s) URL (required)")
-    .option("--base <ref>", "base revision: branch, tag or commit (required)")
-    .option("--head <ref>", "head revision: branch, tag or commit (required)")
+    .option("--base <rev>", "base revision: branch, tag, commit, HEAD~1, origin/main, main...HEAD (merge base) (required)")
+    .option("--head <rev>", "head revision, spelled the same way (required)")
     .option("--sub-path <dir>", "configuration root inside the repository")
     .option("--discovery <dir>", "discovery directory: one sub-directory per cluster")
     .option("--discovery-from-audit", "read discovery/ from the audit branch (the default without --discovery)")
@@ -55,7 +56,7 @@ export function registerDiff(program: Command, io: CliIo): void {
     .option("--max-comment-chars <n>", "maximum characters of one Markdown comment body", "65000")
     .option("--out-dir <dir>", "write comment-<n>.md files and report.json here instead of printing")
     .option("--token-env <name>", "environment variable holding the Git token for a remote --repo", "GITMESH_GIT_TOKEN")
-    .addHelpText("after", "\nExamples:\n  gitmesh diff --repo . --base origin/main --head HEAD --discovery ./discovery\n  gitmesh diff --repo https://github.com/org/mesh.git --base main --head pr-42 --out-dir diff/")
+    .addHelpText("after", "\nExamples:\n  gitmesh diff --repo . --base origin/main --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base HEAD~1 --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base origin/main...HEAD --head HEAD   # from where the branch forked\n  gitmesh diff --repo https://github.com/org/mesh.git --base main --head pr-42 --out-dir diff/")
     .action(async (flags: DiffFlags) => {
       if (flags.repo === undefined || flags.base === undefined || flags.head === undefined) throw new UsageError("diff: --repo, --base and --head are required");
       if (flags.format !== "markdown" && flags.format !== "json") throw new UsageError(`diff: --format must be markdown or json, not ${JSON.stringify(flags.format)}`);
@@ -66,8 +67,13 @@ export function registerDiff(program: Command, io: CliIo): void {
       const temp: string[] = [];
       try {
         const location = await locate(flags.repo, flags.tokenEnv, temp);
-        const revision = async (ref: string) => {
+        const revision = async (spec: string) => {
           try {
+            // A local repository takes every revision spelling (HEAD~1, origin/main, A...B, short SHAs);
+            // a remote URL is asked for a branch, tag or full SHA.
+            let ref = spec;
+            if (location.kind === "local") ref = (await resolveRevision(gitdirOf(location.path), spec)).oid;
+            else if (/[~^]|\.\.\.|^HEAD$/.test(spec)) throw new UsageError(`diff: ${spec}: relative revisions need a local clone (--repo <path>); a remote --repo takes a branch, tag or full commit SHA`);
             return await readRevisionFiles({ location, ref, logger, retry: { attempts: 3 }, ...(flags.subPath === undefined ? {} : { subPath: flags.subPath }) });
           } catch (err) {
             if (err instanceof GitRefNotFoundError) throw new UsageError(`diff: ${err.message}`);
@@ -147,3 +153,10 @@ async function writeOut(dir: string, bodies: readonly string[], json: string): P
   for (const [i, body] of bodies.entries()) await writeFile(join(dir, `comment-${i + 1}.md`), body);
   await writeFile(join(dir, "report.json"), json);
 }
+
+/** The git directory of a local repository: `<path>/.git` for a work tree, else the path (bare). */
+function gitdirOf(path: string): string {
+  const dotGit = join(path, ".git");
+  return existsSync(dotGit) && statSync(dotGit).isDirectory() ? dotGit : path;
+}
+

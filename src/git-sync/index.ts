@@ -30,6 +30,7 @@ export type { CommitSummary, PathFilter } from "./objects.js";
 export { AuditPushConflictError, CommitNotYetVisibleError, GitAuthError, GitRefNotFoundError, GitTransportError } from "./errors.js";
 export { backoffDelay, withBackoff, type BackoffOptions } from "./retry.js";
 export { createConfigLoader } from "./config-loader.js";
+export { resolveRevision, type ResolvedRevision } from "./revisions.js";
 export { createSyncTrigger, type PushHint, type SyncTrigger, type SyncTriggerOptions } from "./trigger.js";
 export {
   constantTimeEqual,
