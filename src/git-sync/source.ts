@@ -242,11 +242,16 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
         throw new CommitNotYetVisibleError(`commit ${wanted} announced for ${ref} is not served by ${remote.url} yet`, 2_000);
       }
     }
-    try {
-      if (await git.isDescendent({ fs, gitdir, oid: wanted, ancestor: tip, depth: -1, cache: store.cache })) return wanted;
-    } catch {
-      // shallow history: cannot tell; the branch tip wins
+    // Only a commit reachable from the followed branch's tip may come into force: a hint (even a
+    // signed one) naming a commit of another branch must not. The tip contains the hint: take the tip
+    // (it is newer). The hint is newer than the tip we got: the server lags; retry until the branch
+    // holds it. Neither: the hint names a commit off the branch — ignore it, keep the tip.
+    const descends = (oid: string, ancestor: string) => git.isDescendent({ fs, gitdir, oid, ancestor, depth: -1, cache: store.cache }).catch(() => false);
+    if (await descends(tip, wanted)) return tip;
+    if (await descends(wanted, tip)) {
+      throw new CommitNotYetVisibleError(`commit ${wanted} announced for ${ref} is not on the tip of ${ref} at ${remote.url} yet (the tip is ${tip})`, 2_000);
     }
+    log.warn("a push hint named a commit that is not on the followed branch; it is ignored and the branch tip stays", { ref, hint: wanted, tip });
     return tip;
   };
 

@@ -196,6 +196,31 @@ describe("git source (remote over smart HTTP)", () => {
     expect(source.current()?.commit.oid).toBe(c2);
   });
 
+  it("brings into force only commits on the followed branch: a hint naming another branch's commit is ignored", async () => {
+    await server.createRepo("offbranch");
+    // The test server, like GitHub, serves any commit reachable from any ref by its SHA.
+    const c1 = await server.commitFiles("offbranch", { "ws.yaml": workspace("web") }, "one");
+    await server.git("offbranch", ["branch", "feature", "main"]);
+    const mem = createMemoryLogger("git-sync");
+    const source = createGitSource({ location: { kind: "remote", url: server.url("offbranch"), auth: { token: TOKEN }, cacheDir: tmp() }, loader: recordingLoader(), logger: mem.logger, retry: { attempts: 1 } });
+    expect((await source.sync()).commit.oid).toBe(c1);
+    // A commit on a feature branch that descends from main's tip: a (signed) hint for main names it.
+    const evil = await server.commitFiles("offbranch", { "a.yaml": routeTable("web", "a", "evil.example.com") }, "not reviewed", { branch: "feature" });
+    const outcome = await source.sync({ sha: evil }).catch((e: unknown) => e);
+    expect(outcome).toBeInstanceOf(CommitNotYetVisibleError); // it may still reach main: retry later
+    expect((outcome as Error).message).toContain("not on the tip of main");
+    expect(source.current()?.commit.oid).toBe(c1);
+    // main moves on without it: the poll brings main's tip, and the same hint now changes nothing.
+    const c2 = await server.commitFiles("offbranch", { "a.yaml": routeTable("web", "a", "a.example.com") }, "two");
+    expect((await source.sync()).commit.oid).toBe(c2);
+    const again = await source.sync({ sha: evil });
+    expect(again.commit.oid).toBe(c2);
+    // A commit of no branch history at all (an orphan) is ignored outright, with a warning.
+    const orphan = await server.commitFiles("offbranch", { "a.yaml": routeTable("web", "a", "orphan.example.com") }, "orphan", { branch: "orphan" });
+    expect((await source.sync({ sha: orphan })).commit.oid).toBe(c2);
+    expect(mem.records.some((r) => r.msg.includes("not on the followed branch") && r.fields.hint === orphan)).toBe(true);
+  });
+
   it("retries fetch failures with exponential backoff", async () => {
     await server.createRepo("flaky");
     await server.commitFiles("flaky", { "ws.yaml": workspace("web") }, "one");
