@@ -1,8 +1,11 @@
 # Container image of the `gitmesh` command, used by both Helm charts (`gitmesh server`, `gitmesh agent`).
 #   docker build -t ghcr.io/gitmesh/gitmesh:0.1.0 .
 # The runtime image holds compiled JavaScript (dist/) and production node_modules only; bin/gitmesh.js
-# runs dist/cli/main.js because src/ is absent. It runs as UID/GID 10001, the user the charts'
-# securityContext names, and needs no writable path but /tmp (an emptyDir in the charts).
+# runs dist/cli/main.js because src/ is absent. Development code is not built into dist/ (tsconfig.build.json
+# excludes src/devtools, src/kube-emulator and the `demo` and `kube-emulator` commands, which then say they
+# are development commands): the image holds no Git server, TCP balancer or API emulator. It runs as
+# UID/GID 10001, the user the charts' securityContext names, and needs no writable path but /tmp (an
+# emptyDir in the charts).
 
 FROM node:20-slim AS build
 WORKDIR /src

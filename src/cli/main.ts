@@ -3,6 +3,8 @@
  * `register(program, io)` function; this file parses argv once and maps outcomes to exit codes:
  * 0 success (warnings allowed), 1 errors found / command failed, 2 usage errors.
  */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
 import { describeError, stripCredentials } from "../core/index.js";
 import { createIo, ExitCode, UsageError, type CliIo } from "./io.js";
@@ -27,15 +29,45 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "kube-emulator",
     summary: "run a Kubernetes API emulator (tests, the demo, benchmarks; kubectl works against it)",
-    load: async () => (await import("./kube-emulator.js")).registerKubeEmulator,
+    load: () => loadDevelopmentCommand("kube-emulator", "./kube-emulator.js", "registerKubeEmulator"),
   },
   { name: "agent", summary: "run the cluster agent: discovery, relay link, apply and safe prune, drift repair (HTTP :9977)", load: async () => (await import("./agent.js")).registerAgent },
   { name: "server", summary: "run the management server (relay :9900, HTTP :9091)", load: async () => (await import("./server.js")).registerServer },
-  { name: "demo", summary: "run the whole system locally: Git server, Redis, two emulated clusters, server, agents", load: async () => (await import("./demo.js")).registerDemo },
+  { name: "demo", summary: "run the whole system locally: Git server, Redis, two emulated clusters, server, agents", load: () => loadDevelopmentCommand("demo", "./demo.js", "registerDemo") },
   { name: "check", summary: "print a management server's health; exit 1 when unhealthy", load: async () => (await import("./check.js")).registerCheck },
   { name: "cluster", summary: "register or deregister a workload cluster", load: async () => (await import("./cluster.js")).registerCluster },
   { name: "diff", summary: "show the rendered Istio diff between two revisions (pull-request review)", load: async () => (await import("./diff.js")).registerDiff },
 ];
+
+/** A development command asked for where its code is absent (the container image). */
+export class DevelopmentCommandError extends Error {
+  readonly code = "DevelopmentCommandError";
+  constructor(name: string) {
+    super(
+      `'${name}' is a development command; this build does not ship it (the container image leaves out ` +
+        `src/devtools, src/kube-emulator and their commands). Run it from a source checkout: npm ci, then node bin/gitmesh.js ${name}`,
+    );
+  }
+}
+
+/**
+ * `demo` and `kube-emulator` (and src/devtools, src/kube-emulator behind them) are left out of the
+ * production build by tsconfig.build.json's `exclude`. tsc compiles every module a literal
+ * `import("…")` names, so their specifiers are passed as values; where the module is absent the
+ * command says what it is instead of a module-not-found stack trace.
+ */
+async function loadDevelopmentCommand(name: string, specifier: string, exported: string): Promise<RegisterCommand> {
+  try {
+    const loaded = (await import(specifier)) as Record<string, RegisterCommand | undefined>;
+    const register = loaded[exported];
+    if (register === undefined) throw new Error(`${specifier} does not export ${exported}`);
+    return register;
+  } catch (err) {
+    const here = (ext: string) => existsSync(fileURLToPath(new URL(specifier.replace(/\.js$/, ext), import.meta.url)));
+    if ((err as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND" && !here(".js") && !here(".ts")) throw new DevelopmentCommandError(name);
+    throw err;
+  }
+}
 
 /** The command argv runs (`gitmesh <name> …` or `gitmesh help <name>`), if it names one. */
 function commandOf(argv: readonly string[]): CommandEntry | undefined {
@@ -52,10 +84,19 @@ export async function main(argv: readonly string[], io: CliIo = createIo()): Pro
     )
     .version(io.version, "-v, --version")
     .showHelpAfterError("(run with --help for usage)")
+    .addHelpText("after", "\ndemo and kube-emulator are development commands: they run from a source checkout; the container image does not ship them.\n")
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .exitOverride();
   const chosen = commandOf(argv);
-  if (chosen) (await chosen.load())(program, io);
+  if (chosen) {
+    try {
+      (await chosen.load())(program, io);
+    } catch (err) {
+      if (!(err instanceof DevelopmentCommandError)) throw err;
+      io.err(`gitmesh: ${err.message}\n`);
+      return ExitCode.Failed;
+    }
+  }
   // Every other command is listed by name and summary only (top-level help, "did you mean").
   for (const c of COMMANDS) if (c !== chosen) program.command(c.name).summary(c.summary);
   program.commands.forEach((c) => c.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }));

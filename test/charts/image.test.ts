@@ -2,10 +2,12 @@
  * The container image cannot be built here (no Docker engine), so this checks what the image
  * relies on: the build stage's `tsc -p tsconfig.build.json` emits dist/cli/main.js, and the runtime
  * layout (package.json + bin/ + dist/ + node_modules, no src/) runs `gitmesh`; the Dockerfile's
- * user matches the charts' runAsUser and it exposes the charts' ports.
+ * user matches the charts' runAsUser and it exposes the charts' ports. Development code (src/devtools,
+ * the Kubernetes API emulator, the `demo` and `kube-emulator` commands) is not in the build, and those
+ * commands say so instead of failing with a stack trace.
  */
 import { execFile } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -45,6 +47,39 @@ describe("container image layout", () => {
   it("validates the example repository from compiled code (schemas are embedded, not read from disk)", async () => {
     const r = await run(process.execPath, [join(app, "bin", "gitmesh.js"), "validate", join(ROOT, "examples", "repo-layout")], { cwd: app });
     expect(r.stdout).toMatch(/0 errors/);
+  });
+
+  it("leaves the development code out of the build: no devtools, no emulator, no demo or kube-emulator command", () => {
+    const dist = join(app, "dist");
+    const emitted = (readdirSync(dist, { recursive: true }) as string[]).filter((f) => f.endsWith(".js")).map((f) => f.split("\\").join("/"));
+    // The production commands are there (so an empty or failed build cannot pass this test) …
+    for (const f of ["cli/main.js", "cli/server.js", "cli/agent.js", "server/index.js", "agent/index.js"]) expect(emitted).toContain(f);
+    // … the development ones are not, and nothing that is shipped imports them.
+    for (const dir of ["devtools/", "kube-emulator/"]) expect(emitted.filter((f) => f.startsWith(dir))).toEqual([]);
+    expect(emitted).not.toContain("cli/demo.js");
+    expect(emitted).not.toContain("cli/kube-emulator.js");
+    for (const f of emitted) {
+      const code = readFileSync(join(dist, f), "utf8");
+      expect(code, f).not.toMatch(/from "[^"]*\/(devtools|kube-emulator)\/index\.js"/);
+      expect(code, f).not.toMatch(/import\("[^"]*(devtools|kube-emulator|demo)[^"]*"\)/);
+    }
+  });
+
+  it("`demo` and `kube-emulator` say they are development commands (exit 1, no stack trace); the help says so too", async () => {
+    for (const args of [["demo"], ["kube-emulator", "--port", "0"], ["help", "demo"]]) {
+      const r = await run(process.execPath, [join(app, "bin", "gitmesh.js"), ...args], { cwd: app }).then(
+        () => ({ code: 0, stdout: "", stderr: "" }),
+        (err: unknown) => err as { code: number; stdout: string; stderr: string },
+      );
+      const name = args[0] === "help" ? args[1] : args[0];
+      expect(r.code, args.join(" ")).toBe(1);
+      expect(r.stderr).toBe(
+        `gitmesh: '${name}' is a development command; this build does not ship it (the container image leaves out src/devtools, ` +
+          `src/kube-emulator and their commands). Run it from a source checkout: npm ci, then node bin/gitmesh.js ${name}\n`,
+      );
+    }
+    const help = await run(process.execPath, [join(app, "bin", "gitmesh.js"), "--help"], { cwd: app });
+    expect(help.stdout).toContain("demo and kube-emulator are development commands: they run from a source checkout; the container image does not ship them.");
   });
 
   it("Dockerfile: multi-stage build, non-root user matching the charts, the charts' ports", () => {
