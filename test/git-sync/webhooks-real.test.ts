@@ -10,13 +10,16 @@
  * webhooks.ts), and this test holds it to the reference in both directions on real payloads.
  */
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { sign, verify } from "@octokit/webhooks-methods";
-import examples from "@octokit/webhooks-examples";
+import type { WebhookDefinition } from "@octokit/webhooks-examples";
 import { describe, expect, it } from "vitest";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { createWebhookHandlers, signBody, type PushEvent } from "../../src/git-sync/index.js";
 
 const SECRET = "It's a Secret to Everybody";
+// The package is one JSON document (its `main`): read it as JSON, typed by the package's declarations.
+const examples = createRequire(import.meta.url)("@octokit/webhooks-examples") as WebhookDefinition[];
 const eventsNamed = (name: string): readonly Record<string, unknown>[] => (examples.find((e) => e.name === name)?.examples ?? []) as Record<string, unknown>[];
 
 function handlers() {
