@@ -278,7 +278,7 @@ export const API_ENDPOINTS = [
 function counterOf(registry: Registry): Counter<"reason"> {
   const name = "gitmesh_api_auth_failures_total";
   const existing = registry.getSingleMetric(name);
-  if (existing) return existing as Counter<"reason">;
+  if (existing instanceof Counter) return existing;
   return new Counter({ name, help: "API requests refused: missing, malformed or invalid token (401), role too low (forbidden, 403)", labelNames: ["reason"], registers: [registry] });
 }
 
