@@ -145,9 +145,9 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
     ...(options.routes ?? []),
   ];
   for (const r of routes) {
-    const api = r.pattern.source.startsWith("^\\/api");
-    if (api && r.access === "public") throw new Error(`route ${r.method} ${r.pattern.source} is under /api and must need a role`);
-    if (api && r.method !== "GET" && r.access !== "admin") throw new Error(`route ${r.method} ${r.pattern.source} changes state and must need the admin role`);
+    const underApi = r.pattern.source.startsWith("^\\/api");
+    if (underApi && r.access === "public") throw new Error(`route ${r.method} ${r.pattern.source} is under /api and must need a role`);
+    if (underApi && r.method !== "GET" && r.access !== "admin") throw new Error(`route ${r.method} ${r.pattern.source} changes state and must need the admin role`);
   }
 
   const authFailures = counterOf(options.registry);
