@@ -98,6 +98,8 @@ async function fleet(clusters: number, log: (m: string) => void): Promise<{ affe
     };
     await waitFor("server healthy", async () => ((await fetch(`${base}/healthz`)).ok ? true : undefined), 60_000);
     const rootCa = await readFile(join(root, "pki", "root-ca.crt"), "utf8");
+    // The API read token the server generated once in its --pki-dir.
+    const auth = { headers: { authorization: `Bearer ${(await readFile(join(root, "pki", "api-token-read"), "utf8")).trim()}` } };
 
     const b64 = (s: string) => Buffer.from(s).toString("base64");
     const agents: Agent[] = [];
@@ -124,7 +126,7 @@ async function fleet(clusters: number, log: (m: string) => void): Promise<{ affe
     await waitFor(
       "first convergence",
       async () => {
-        const st = (await (await fetch(`${base}/api/status`)).json()) as Status;
+        const st = (await (await fetch(`${base}/api/status`, auth)).json()) as Status;
         return st.ready && st.clusters.length === clusters && st.clusters.every((c) => c.inSync && c.output?.complete) ? true : undefined;
       },
       300_000,
@@ -149,7 +151,7 @@ async function fleet(clusters: number, log: (m: string) => void): Promise<{ affe
       const res = await fetch(`${base}/webhooks/generic`, { method: "POST", headers: { "x-signature-256": signBody(SECRET, body) }, body });
       if (res.status !== 202) throw new Error(`webhook answered ${String(res.status)}`);
       const view = async () => {
-        const r = await fetch(`${base}/api/commits/${sha}`);
+        const r = await fetch(`${base}/api/commits/${sha}`, auth);
         return r.ok ? ((await r.json()) as CommitView) : undefined;
       };
       if (i < 0) {

@@ -4,7 +4,15 @@
  * (connected, warmed, applied output and commit), the pipeline — from GET /api/status. Exit 0 when
  * healthy, 1 when not (not ready, a rejected commit, a cluster stale or not applied), so it also
  * serves as a scriptable probe. `--output json` prints the raw status.
+ *
+ * The API needs the server's read token (`--token-file`, `--token`, or GITMESH_API_TOKEN /
+ * GITMESH_API_TOKEN_FILE); without one a protected server's 401 becomes exit 2 and a message naming
+ * the flag and where the token is. `--server` takes a URL or host:port; https URLs are verified
+ * against the system CAs or `--ca-file`.
  */
+import { readFile } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
 import type { Command } from "commander";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
 
@@ -12,7 +20,17 @@ interface CheckFlags {
   readonly server: string;
   readonly output: string;
   readonly timeout: string;
+  readonly token?: string;
+  readonly tokenFile?: string;
+  readonly caFile?: string;
 }
+
+/** Where `gitmesh check` reads a token when no flag gives one. */
+export const CHECK_ENV = { token: "GITMESH_API_TOKEN", tokenFile: "GITMESH_API_TOKEN_FILE" } as const;
+
+const WHERE_TOKEN =
+  "the read token is in the Secret gitmesh-api-tokens (Helm chart: kubectl -n gitmesh get secret gitmesh-api-tokens -o jsonpath='{.data.read}' | base64 -d > token),\n" +
+  "  or the file api-token-read in the server's --pki-dir (or <data-dir>/api-tokens), or the file given to --api-token-file";
 
 interface ClusterStatus {
   readonly name: string;
@@ -50,24 +68,43 @@ export function registerCheck(program: Command, io: CliIo): void {
         "operator needs: the commit in force, rejected commits, warming, every cluster (connected, warmed,\n" +
         "applied), the pipeline. Exit status: 0 healthy, 1 unhealthy or unreachable, 2 usage error.",
     )
-    .option("--server <url>", "base URL of the server's HTTP port", "http://localhost:9091")
+    .option("--server <url>", "the server's HTTP port: a URL (http:// or https://) or host:port", "http://localhost:9091")
+    .option("--token-file <file>", `file holding the API read token [${CHECK_ENV.tokenFile}]`)
+    .option("--token <token>", `the API read token (visible to other local users in the process list: prefer --token-file or ${CHECK_ENV.token})`)
+    .option("--ca-file <file>", "PEM CA certificate(s) to verify an https --server (default: the system CAs)")
     .option("--output <format>", "text | json", "text")
     .option("--timeout <seconds>", "request timeout", "5")
+    .addHelpText("after", `\nThe token: --token, else --token-file, else ${CHECK_ENV.token}, else ${CHECK_ENV.tokenFile};\n  ${WHERE_TOKEN}.\n`)
     .action(async (flags: CheckFlags) => {
       if (flags.output !== "text" && flags.output !== "json") throw new UsageError(`--output must be text or json, got "${flags.output}"`);
-      let base: URL;
-      try {
-        base = new URL(flags.server);
-      } catch {
-        throw new UsageError(`--server must be a URL like http://localhost:9091, got "${flags.server}"`);
-      }
+      const timeoutS = Number(flags.timeout);
+      if (!Number.isFinite(timeoutS) || timeoutS <= 0) throw new UsageError(`--timeout must be a number of seconds > 0, got "${flags.timeout}"`);
+      const base = serverUrl(flags.server);
+      const token = await tokenOf(flags, process.env);
+      const ca = flags.caFile === undefined ? undefined : await readFile(flags.caFile, "utf8").catch(() => {
+        throw new UsageError(`cannot read --ca-file ${flags.caFile!}`);
+      });
+      if (ca !== undefined && base.protocol !== "https:") throw new UsageError(`--ca-file is for an https --server; ${base.href} is plain http`);
+      const url = new URL("/api/status", base);
       let status: Status;
       try {
-        const res = await fetch(new URL("/api/status", base), { signal: AbortSignal.timeout(Number(flags.timeout) * 1000) });
-        if (!res.ok) throw new Error(`HTTP ${String(res.status)}`);
-        status = (await res.json()) as Status;
+        const res = await getJson(url, { token, ca, timeoutMs: timeoutS * 1000 });
+        if (res.status === 401 || res.status === 403) {
+          io.err(
+            `gitmesh check: ${url.href} answered ${String(res.status)}: ${res.message ?? ""}\n` +
+              (token === undefined
+                ? `  the server requires an API token: pass --token-file <file> (or --token, or set ${CHECK_ENV.token});\n  ${WHERE_TOKEN}\n`
+                : res.status === 401
+                  ? `  the token given is not valid for this server; ${WHERE_TOKEN}\n`
+                  : "  the token given lacks the read role\n"),
+          );
+          io.exitCode = ExitCode.Usage;
+          return;
+        }
+        if (res.status !== 200) throw new Error(`HTTP ${String(res.status)}${res.message ? `: ${res.message}` : ""}`);
+        status = res.body as Status;
       } catch (err) {
-        io.err(`gitmesh check: cannot read ${new URL("/api/status", base).href}: ${err instanceof Error ? err.message : String(err)}\n  is the server running and is --server its HTTP port (9091)?\n`);
+        io.err(`gitmesh check: cannot read ${url.href}: ${err instanceof Error ? err.message : String(err)}\n  is the server running and is --server its HTTP port (9091)${base.protocol === "https:" ? ", and does --ca-file hold its CA" : ""}?\n`);
         io.exitCode = ExitCode.Failed;
         return;
       }
@@ -123,4 +160,63 @@ function render(s: Status, problems: readonly string[]): string {
     for (const p of problems) lines.push(`    - ${p}`);
   }
   return lines.join("\n") + "\n";
+}
+
+/** `--server` as a URL: `host:port` and `host` mean http://…; anything else must be an http(s) URL. */
+export function serverUrl(value: string): URL {
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new UsageError(`--server must be a URL like http://localhost:9091 or host:port, got "${value}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`--server must be http:// or https://, got "${value}"`);
+  return url;
+}
+
+async function tokenOf(flags: CheckFlags, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  if (flags.token !== undefined) return flags.token.trim() || undefined;
+  const file = flags.tokenFile ?? (env[CHECK_ENV.token] ? undefined : env[CHECK_ENV.tokenFile]);
+  if (file === undefined) return env[CHECK_ENV.token]?.trim() || undefined;
+  const text = await readFile(file, "utf8").catch((err: unknown) => {
+    throw new UsageError(`cannot read the token file ${file}: ${(err as { code?: string }).code ?? "error"}`);
+  });
+  const token = text.trim();
+  if (token === "" || /\s/.test(token)) throw new UsageError(`the token file ${file} must hold one token (one word)`);
+  return token;
+}
+
+/** GET a JSON document (node:http/https, so that --ca-file can be honoured); the error message of a non-200 JSON answer. */
+function getJson(url: URL, o: { token: string | undefined; ca: string | undefined; timeoutMs: number }): Promise<{ status: number; body?: unknown; message?: string }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
+    const options = { method: "GET", headers, timeout: o.timeoutMs, ...(o.ca !== undefined ? { ca: o.ca } : {}) };
+    const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, options, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("error", reject);
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = undefined;
+        }
+        const status = res.statusCode ?? 0;
+        if (status === 200) {
+          if (body === undefined) reject(new Error("the answer is not JSON"));
+          else resolve({ status, body });
+          return;
+        }
+        const message = (body as { error?: { message?: unknown } } | undefined)?.error?.message;
+        resolve({ status, ...(typeof message === "string" ? { message } : {}) });
+      });
+    });
+    req.on("timeout", () => req.destroy(new Error(`no answer within ${String(o.timeoutMs / 1000)} s`)));
+    req.on("error", reject);
+    req.end();
+  });
 }

@@ -165,6 +165,11 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     stack.push({ name: "server", stop: () => server.stop() });
     const base = `http://127.0.0.1:${String(httpPort)}`;
     hook.url = `${base}/webhooks/generic`;
+    // The API needs the read token: kept in a file of the demo directory (never in the log).
+    const apiToken = server.server.apiTokens?.read ?? "";
+    const tokenFile = join(root, "api-token");
+    await writeFile(tokenFile, apiToken + "\n", { mode: 0o600 });
+    const get = <T>(path: string) => getJson<T>(`${base}${path}`, apiToken);
     step(`Server: relay on 127.0.0.1:${String(relayPort)}, HTTP on ${base} (${redisUrl ? "Redis" : "standalone"}; log: ${logFile})`);
 
     // ---- Clusters and agents -------------------------------------------------------------------
@@ -193,7 +198,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     step("Agents: started, registering with the relay …");
 
     // ---- Watch convergence ---------------------------------------------------------------------
-    const first = await watchConvergence(base, step, opts.timeoutMs, () => interrupted);
+    const first = await watchConvergence(get, step, opts.timeoutMs, () => interrupted);
     if (!first) {
       io.err(`demo: no full convergence within ${String(opts.timeoutMs / 1000)} s; see ${logFile} (kept)\n`);
       opts.keep = true;
@@ -202,7 +207,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     // The audit commit follows the outputs of the commit (singleton writer, pushed to the Git server).
     let audit = "";
     for (let i = 0; i < 100 && !audit; i++) {
-      const st = await getJson<Status>(`${base}/api/status`).catch(() => undefined);
+      const st = await get<Status>("/api/status").catch(() => undefined);
       if (st?.audit?.lastCommit) audit = st.audit.lastCommit;
       else await sleep(100);
     }
@@ -216,7 +221,8 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
       io.out(`  ${cluster.padEnd(10)} ${String(managed).padStart(17)}   ${String(c?.applied?.version ?? "-").padStart(14)}   ${c?.connected ? "connected, applied" : "not connected"}\n`);
     }
     io.out(`\n  audit branch ${config.auditBranch}: ${audit ? audit.slice(0, 12) : "(not written yet)"}\n`);
-    io.out(`  server API:   curl ${base}/api/status   |   gitmesh check --server ${base}\n`);
+    io.out(`  server API:   curl -H "Authorization: Bearer $(cat ${tokenFile})" ${base}/api/status\n`);
+    io.out(`                gitmesh check --server ${base} --token-file ${tokenFile}\n`);
     io.out(`  kubectl:      kubectl --kubeconfig ${join(root, "cluster1.kubeconfig")} get virtualservices -A\n`);
     io.out(
       `\nPush a change and watch it converge:\n` +
@@ -229,11 +235,11 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     let inForce = first.commit;
     while (!interrupted) {
       await sleep(500);
-      const st = await getJson<Status>(`${base}/api/status`).catch(() => undefined);
+      const st = await get<Status>("/api/status").catch(() => undefined);
       if (st?.commit && st.commit.sha !== inForce) {
         inForce = st.commit.sha;
         step(`new commit ${inForce.slice(0, 12)} accepted; waiting for the clusters …`);
-        const done = await watchConvergence(base, step, opts.timeoutMs, () => interrupted, inForce);
+        const done = await watchConvergence(get, step, opts.timeoutMs, () => interrupted, inForce);
         if (done) step(`commit ${inForce.slice(0, 12)} converged on ${done.clusters.map((c) => c.name).join(", ")}`);
       }
       if (st?.rejected && st.rejected.commit !== inForce) {
@@ -271,7 +277,7 @@ interface Status {
 }
 
 /** Polls /api/status, printing each state change, until every registered cluster applied the output of `commit` (default: the commit in force). */
-async function watchConvergence(base: string, step: (m: string) => void, timeoutMs: number, interrupted: () => boolean, commit?: string): Promise<{ commit: string; clusters: ClusterStatus[] } | undefined> {
+async function watchConvergence(get: <T>(path: string) => Promise<T>, step: (m: string) => void, timeoutMs: number, interrupted: () => boolean, commit?: string): Promise<{ commit: string; clusters: ClusterStatus[] } | undefined> {
   const deadline = Date.now() + timeoutMs;
   const seen = new Set<string>();
   const say = (key: string, msg: string) => {
@@ -281,7 +287,7 @@ async function watchConvergence(base: string, step: (m: string) => void, timeout
     }
   };
   while (Date.now() < deadline && !interrupted()) {
-    const st = await getJson<Status>(`${base}/api/status`).catch(() => undefined);
+    const st = await get<Status>("/api/status").catch(() => undefined);
     if (st) {
       if (st.commit) say(`commit:${st.commit.sha}`, `Server: commit ${st.commit.sha.slice(0, 12)} accepted from Git`);
       for (const c of st.clusters) {
@@ -370,8 +376,9 @@ function freePort(): Promise<number> {
   });
 }
 
-async function getJson<T>(url: string): Promise<T> {
-  const res = await fetch(url);
+async function getJson<T>(url: string, token: string): Promise<T> {
+  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+  if (!res.ok) throw new Error(`${url}: HTTP ${String(res.status)}`);
   return (await res.json()) as T;
 }
 

@@ -14,6 +14,9 @@ import { Registry, collectDefaultMetrics } from "prom-client";
 import { createLogger, describeError, type Logger } from "../core/index.js";
 import { createLeaderLock } from "../queue/index.js";
 import {
+  createDirectoryApiTokenStore,
+  createKubernetesApiTokenStore,
+  createRedisApiTokenStore,
   createDirectorySecretStore,
   createLeadership,
   createQueuePipeline,
@@ -25,6 +28,7 @@ import {
   parseServerConfig,
   SERVER_ENV,
   type ManagementServer,
+  type ApiTokenStore,
   type PipelinePort,
   type RelaySecretStore,
   type ServerConfig,
@@ -59,6 +63,11 @@ interface ServerFlags {
   readonly dataDir?: string;
   readonly logLevel?: string;
   readonly logFormat?: string;
+  readonly apiAuth?: boolean;
+  readonly apiTokenFile?: string;
+  readonly apiAdminTokenFile?: string;
+  readonly httpTlsCert?: string;
+  readonly httpTlsKey?: string;
 }
 
 export function registerServer(program: Command, io: CliIo): void {
@@ -70,7 +79,14 @@ export function registerServer(program: Command, io: CliIo): void {
         "deliver it to agents over the gRPC relay (:9900), commit rendered output to the audit branch, and\n" +
         "serve /healthz, /readyz, /metrics, /webhooks/{github,gitlab,generic} and /api on :9091.\n\n" +
         "With REDIS_URL several replicas share one Redis; without it one replica runs standalone in memory.\n" +
-        "Flags win over environment variables (shown in brackets; the Helm chart sets them).",
+        "Flags win over environment variables (shown in brackets; the Helm chart sets them).\n\n" +
+        "API authentication: /api/* needs \"Authorization: Bearer <token>\". The read token reads every GET\n" +
+        "/api endpoint (dashboards, gitmesh check); the admin token also runs actions (POST under /api).\n" +
+        "/healthz, /readyz, /metrics and the webhooks (HMAC) stay open. The tokens are generated once and\n" +
+        "kept where the relay token is (Secret gitmesh-api-tokens keys read/admin in Kubernetes, --pki-dir\n" +
+        "files api-token-read/api-token-admin, Redis, else <data-dir>/api-tokens), or given as files.\n" +
+        "Wrong or missing tokens answer 401 (403 when the role is too low), are logged without the token\n" +
+        "and counted in gitmesh_api_auth_failures_total. --http-tls-cert/--http-tls-key serve HTTPS.",
     )
     .option("--git-url <url>", `configuration repository, http(s) [${SERVER_ENV.gitUrl}]`)
     .option("--git-local <path>", "configuration repository on disk (read in place; for trials and the demo)")
@@ -84,6 +100,11 @@ export function registerServer(program: Command, io: CliIo): void {
     .option("--relay-host <addr>", "relay listen address (default 0.0.0.0)")
     .option("--http-port <n>", `HTTP port [${SERVER_ENV.httpPort}] (default 9091)`)
     .option("--http-host <addr>", "HTTP listen address (default 0.0.0.0)")
+    .option("--api-token-file <file>", `read-role API token (one word, >= 32 characters) [${SERVER_ENV.apiTokenFile}] (default: stored, generated once)`)
+    .option("--api-admin-token-file <file>", `admin-role API token [${SERVER_ENV.apiAdminTokenFile}] (default: stored, generated once)`)
+    .option("--no-api-auth", `serve /api without tokens to anyone who reaches the port (trials only) [${SERVER_ENV.apiAuth}=false]`)
+    .option("--http-tls-cert <file>", `serve the HTTP port over TLS with this PEM certificate chain [${SERVER_ENV.httpTlsCert}]`)
+    .option("--http-tls-key <file>", `PEM private key of --http-tls-cert [${SERVER_ENV.httpTlsKey}]`)
     .option("--relay-token <token>", `bootstrap token agents present [${SERVER_ENV.relayToken}] (default: from ${SERVER_ENV.tokenSecret} / the PKI storage, generated once)`)
     .option("--authority <name>", `name in the relay server certificate [${SERVER_ENV.relayAuthority}] (default gitmesh-server.gitmesh)`)
     .option("--additional-sans <a,b>", `more DNS names/IPs for the relay certificate [${SERVER_ENV.relayAdditionalSans}]`)
@@ -101,7 +122,8 @@ export function registerServer(program: Command, io: CliIo): void {
       "\nExamples:\n" +
         "  gitmesh server --git-url https://github.com/acme/mesh-config.git --redis-url redis://redis:6379\n" +
         "  gitmesh server --git-local ./mesh-config --pki-dir ./pki --relay-token $TOKEN --log-format human\n" +
-        "  gitmesh check --server http://localhost:9091      # what an operator wants to see\n",
+        "  gitmesh check --server localhost:9091 --token-file ./pki/api-token-read   # what an operator wants to see\n" +
+        "  curl -H \"Authorization: Bearer $(cat ./pki/api-token-read)\" http://localhost:9091/api/status\n",
     )
     .action(async (flags: ServerFlags) => {
       const { config, problems } = parseServerConfig(configInput(flags, process.env, io.isTty), { identity: hostname() });
@@ -145,6 +167,12 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     tokenSecret: e("tokenSecret"),
     relayToken: flags.relayToken ?? e("relayToken"),
     warmingWindowSeconds: flags.warmingWindow ?? e("warmingWindowSeconds"),
+    apiAuth: flags.apiAuth === false ? "false" : e("apiAuth"),
+    apiTokenFile: flags.apiTokenFile ?? e("apiTokenFile"),
+    apiAdminTokenFile: flags.apiAdminTokenFile ?? e("apiAdminTokenFile"),
+    apiTokenSecret: e("apiTokenSecret"),
+    httpTlsCert: flags.httpTlsCert ?? e("httpTlsCert"),
+    httpTlsKey: flags.httpTlsKey ?? e("httpTlsKey"),
     skipWarming: flags.skipWarming,
     pkiDir: flags.pkiDir,
     kubeconfig: flags.kubeconfig,
@@ -182,15 +210,26 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   } else {
     logger.warn("no REDIS_URL: running standalone in memory (one replica; state is lost on restart)");
   }
+  const dataDir = config.dataDir ?? (await mkdtemp(join(tmpdir(), "gitmesh-server-")));
   let secrets: RelaySecretStore;
-  if (config.pkiDir !== undefined) secrets = createDirectorySecretStore(config.pkiDir);
-  else if (config.kubernetesSecrets) {
+  // API tokens live beside the relay token; standalone, in the data directory (a file an operator can read).
+  let apiTokens: ApiTokenStore;
+  if (config.pkiDir !== undefined) {
+    secrets = createDirectorySecretStore(config.pkiDir);
+    apiTokens = createDirectoryApiTokenStore(config.pkiDir);
+  } else if (config.kubernetesSecrets) {
     const kc = new KubeConfig();
     if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
     else kc.loadFromCluster();
     secrets = createKubernetesSecretStore(kc, config.namespace, config.secrets);
-  } else if (redis) secrets = createRedisSecretStore(redis, config.redisPrefix);
-  else secrets = createMemorySecretStore();
+    apiTokens = createKubernetesApiTokenStore(kc, config.namespace, config.apiTokenSecret);
+  } else if (redis) {
+    secrets = createRedisSecretStore(redis, config.redisPrefix);
+    apiTokens = createRedisApiTokenStore(redis, config.redisPrefix);
+  } else {
+    secrets = createMemorySecretStore();
+    apiTokens = createDirectoryApiTokenStore(join(dataDir, "api-tokens"));
+  }
 
   const pipeline: PipelinePort = createQueuePipeline({
     ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
@@ -208,9 +247,8 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   });
   if (redis !== undefined) await waitReady(redis, 5_000);
   await leadership.start();
-  const dataDir = config.dataDir ?? (await mkdtemp(join(tmpdir(), "gitmesh-server-")));
   const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${config.redisPrefix}:`, replica: config.identity });
-  const server = createManagementServer({ config, pipeline, secrets, registry, logger, dataDir, singleton: leadership, ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
   try {
     await server.start();
   } catch (err) {

@@ -67,6 +67,14 @@ export interface ServerConfig {
   readonly skipWarming: readonly string[];
   /** Working directory for Git caches (default: a temp directory). */
   readonly dataDir: string | undefined;
+  /** Bearer tokens required on /api (default true); false opens the API to anyone who reaches the port (`--no-api-auth`, trials only). */
+  readonly apiAuth: boolean;
+  /** Token files (`--api-token-file`, `--api-admin-token-file`; the chart mounts its Secret): each wins over the stored token of its role. */
+  readonly apiTokenFiles: { readonly read: string | undefined; readonly admin: string | undefined };
+  /** Kubernetes Secret of the API tokens (keys read, admin; default gitmesh-api-tokens). */
+  readonly apiTokenSecret: string;
+  /** Serve the HTTP port over TLS with these PEM files (`--http-tls-cert`, `--http-tls-key`); undefined = plain HTTP. */
+  readonly httpTls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** Debounce of webhook bursts (default 50 ms: one push sends one hint; a burst of pushes still coalesces). */
   readonly webhookDebounceMs: number;
 }
@@ -111,6 +119,12 @@ export const SERVER_ENV = {
   tokenSecret: "GITMESH_RELAY_TOKEN_SECRET",
   relayToken: "GITMESH_RELAY_TOKEN",
   warmingWindowSeconds: "GITMESH_WARMING_WINDOW_SECONDS",
+  apiAuth: "GITMESH_API_AUTH",
+  apiTokenFile: "GITMESH_API_TOKEN_FILE",
+  apiAdminTokenFile: "GITMESH_API_ADMIN_TOKEN_FILE",
+  apiTokenSecret: "GITMESH_API_TOKEN_SECRET",
+  httpTlsCert: "GITMESH_HTTP_TLS_CERT_FILE",
+  httpTlsKey: "GITMESH_HTTP_TLS_KEY_FILE",
 } as const;
 
 export function parseServerConfig(input: ServerConfigInput, defaults: { identity: string }): { config?: ServerConfig; problems: string[] } {
@@ -141,6 +155,12 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
 
   const relayToken = input.relayToken || undefined;
   if (relayToken !== undefined && relayToken.length < 16) problems.push(`the relay token must be at least 16 characters (--relay-token or ${SERVER_ENV.relayToken})`);
+
+  const httpTlsCert = input.httpTlsCert || undefined;
+  const httpTlsKey = input.httpTlsKey || undefined;
+  if ((httpTlsCert === undefined) !== (httpTlsKey === undefined)) problems.push(`HTTPS needs both --http-tls-cert (${SERVER_ENV.httpTlsCert}) and --http-tls-key (${SERVER_ENV.httpTlsKey})`);
+  const apiTokenSecret = input.apiTokenSecret || "gitmesh-api-tokens";
+  if (!DNS1123_LABEL.test(apiTokenSecret)) problems.push(`API token Secret "${apiTokenSecret}" is not a valid Secret name (${SERVER_ENV.apiTokenSecret})`);
 
   const pollSeconds = read.number(input.pollIntervalSeconds, "poll interval", 30, (n) => n >= 0, "seconds ≥ 0 (0 = off)");
   const warmingSeconds = read.number(input.warmingWindowSeconds, "warming window", 60, (n) => n >= 0, "seconds ≥ 0");
@@ -178,6 +198,10 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     warmingWindowMs: warmingSeconds * 1000,
     skipWarming,
     dataDir: input.dataDir || undefined,
+    apiAuth: read.bool(input.apiAuth, `API authentication (--no-api-auth or ${SERVER_ENV.apiAuth})`, true),
+    apiTokenFiles: { read: input.apiTokenFile || undefined, admin: input.apiAdminTokenFile || undefined },
+    apiTokenSecret,
+    httpTls: httpTlsCert !== undefined && httpTlsKey !== undefined ? { certFile: httpTlsCert, keyFile: httpTlsKey } : undefined,
     webhookDebounceMs: read.number(input.webhookDebounceMs, "webhook debounce", 50, (n) => n >= 0, "milliseconds ≥ 0"),
   };
   return configResult(config, problems);

@@ -1,16 +1,27 @@
 /**
- * The server's HTTP edge (port 9091, node:http): health, readiness, Prometheus metrics, Git webhooks
- * and a read-only JSON API. Handlers return data or throw; ONE error handler (`answerError`) maps every
- * failure to a status and a JSON body — client mistakes (404/405/413) say what to do, infrastructure
- * failures answer 503 with Retry-After, bugs answer 500 with a generic message and are logged. No
- * response ever carries a secret: the API serves rendered output, discovery, diagnostics and status,
- * never PKI, tokens or credentials (Git URLs go through stripCredentials).
+ * The server's HTTP edge (port 9091, node:http, or node:https with `tls`): health, readiness,
+ * Prometheus metrics, Git webhooks and the JSON API. Handlers return data or throw; ONE error handler
+ * (`answerError`) maps every failure to a status and a JSON body — client mistakes (400/401/403/404/
+ * 405/413) say what to do, infrastructure failures answer 503 with Retry-After, bugs answer 500 with a
+ * generic message and are logged. No response ever carries a secret: the API serves rendered output,
+ * discovery, diagnostics and status, never PKI, tokens or credentials (Git URLs go through
+ * stripCredentials).
+ *
+ * Access (api-auth.ts): every route declares who may call it. /healthz, /readyz, /metrics and the
+ * webhooks (HMAC-verified by their handlers) are `public`; everything under /api needs a bearer token:
+ * `read` for GET, `admin` for mutating actions (a non-GET route under /api declared `read` or `public`
+ * is refused when the edge is built). Any /api path without a valid token answers 401 before routing
+ * (an unauthenticated caller learns nothing about which routes exist); a valid token whose role is
+ * too low answers 403. Refusals are logged (method, path, reason, address: never the token) and
+ * counted in gitmesh_api_auth_failures_total{reason}.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import type { Registry } from "prom-client";
+import { Counter, type Registry } from "prom-client";
 import { describeError, Reaction, reactionOf, RetryLaterError, stripCredentials, type Logger } from "../core/index.js";
 import type { WebhookHandlers, WebhookResponse } from "../git-sync/index.js";
+import { allows, type ApiAuth, type ApiRole, type RouteAccess } from "./api-auth.js";
 
 /** A client mistake answered with its status. */
 export class HttpError extends Error {
@@ -51,6 +62,12 @@ export interface ServerHttpOptions {
   readonly port?: number;
   /** Largest webhook body accepted (default 5 MiB → 413). */
   readonly maxBodyBytes?: number;
+  /** More routes (e.g. admin actions), each declaring its access. */
+  readonly routes?: readonly Route[];
+  /** Bearer-token check of /api; null leaves /api open to anyone who reaches the port (`--no-api-auth`, trials only). */
+  readonly auth: ApiAuth | null;
+  /** Serve HTTPS with this certificate (PEM, chain first) and key instead of plain HTTP. */
+  readonly tls?: { readonly certPem: string; readonly keyPem: string };
 }
 
 export interface ServerHttp {
@@ -59,7 +76,19 @@ export interface ServerHttp {
   readonly port: number | undefined;
 }
 
-type Handler = (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void>;
+/** Answers a request; `params` are the pattern's groups, percent-decoded. */
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void>;
+type Handler = RouteHandler;
+
+/** One route of the edge: who may call it is part of its declaration. */
+export interface Route {
+  readonly method: string;
+  readonly pattern: RegExp;
+  readonly access: RouteAccess;
+  readonly handler: Handler;
+}
+
+const isApiPath = (path: string) => path === "/api" || path.startsWith("/api/");
 
 export function createServerHttp(options: ServerHttpOptions): ServerHttp {
   const { api, logger: log } = options;
@@ -88,31 +117,62 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
     text(res, answer.status, answer.body);
   };
 
-  const routes: { method: string; pattern: RegExp; handler: Handler }[] = [
-    { method: "GET", pattern: /^\/healthz$/, handler: (_q, res) => Promise.resolve(api.healthy() ? text(res, 200, "ok\n") : text(res, 503, "unhealthy\n")) },
+  const routes: Route[] = [
+    { method: "GET", pattern: /^\/healthz$/, access: "public", handler: (_q, res) => Promise.resolve(api.healthy() ? text(res, 200, "ok\n") : text(res, 503, "unhealthy\n")) },
     {
       method: "GET",
       pattern: /^\/readyz$/,
+      access: "public",
       handler: (_q, res) => {
         const r = api.readiness();
         text(res, r.ready ? 200 : 503, `${r.ready ? "ready" : "not ready"}: ${r.reason}\n`);
         return Promise.resolve();
       },
     },
-    { method: "GET", pattern: /^\/metrics$/, handler: async (_q, res) => text(res, 200, await options.registry.metrics(), options.registry.contentType) },
-    { method: "POST", pattern: /^\/webhooks\/github$/, handler: webhook("github") },
-    { method: "POST", pattern: /^\/webhooks\/gitlab$/, handler: webhook("gitlab") },
-    { method: "POST", pattern: /^\/webhooks\/generic$/, handler: webhook("generic") },
-    { method: "GET", pattern: /^\/api\/?$/, handler: (_q, res) => Promise.resolve(json(res, 200, { endpoints: API_ENDPOINTS })) },
-    { method: "GET", pattern: /^\/api\/status$/, handler: async (_q, res) => json(res, 200, await api.status()) },
-    { method: "GET", pattern: /^\/api\/clusters$/, handler: async (_q, res) => json(res, 200, await api.clusters()) },
-    { method: "GET", pattern: /^\/api\/clusters\/([^/]+)$/, handler: async (_q, res, [c]) => json(res, 200, found(await api.cluster(c!), `cluster ${c!}`)) },
-    { method: "GET", pattern: /^\/api\/clusters\/([^/]+)\/input$/, handler: async (_q, res, [c]) => json(res, 200, found(await api.clusterInput(c!), `discovery snapshot of cluster ${c!}`)) },
-    { method: "GET", pattern: /^\/api\/clusters\/([^/]+)\/output$/, handler: async (_q, res, [c]) => json(res, 200, found(await api.clusterOutput(c!), `output snapshot of cluster ${c!}`)) },
-    { method: "GET", pattern: /^\/api\/commits$/, handler: async (_q, res) => json(res, 200, await api.commits()) },
-    { method: "GET", pattern: /^\/api\/commits\/([0-9a-f]{4,40})$/, handler: async (_q, res, [c]) => json(res, 200, found(await api.commit(c!), `commit ${c!}`)) },
-    { method: "GET", pattern: /^\/api\/diagnostics$/, handler: async (_q, res) => json(res, 200, await api.diagnostics()) },
+    { method: "GET", pattern: /^\/metrics$/, access: "public", handler: async (_q, res) => text(res, 200, await options.registry.metrics(), options.registry.contentType) },
+    { method: "POST", pattern: /^\/webhooks\/github$/, access: "public", handler: webhook("github") },
+    { method: "POST", pattern: /^\/webhooks\/gitlab$/, access: "public", handler: webhook("gitlab") },
+    { method: "POST", pattern: /^\/webhooks\/generic$/, access: "public", handler: webhook("generic") },
+    { method: "GET", pattern: /^\/api\/?$/, access: "read", handler: (_q, res) => Promise.resolve(json(res, 200, { endpoints: API_ENDPOINTS })) },
+    { method: "GET", pattern: /^\/api\/status$/, access: "read", handler: async (_q, res) => json(res, 200, await api.status()) },
+    { method: "GET", pattern: /^\/api\/clusters$/, access: "read", handler: async (_q, res) => json(res, 200, await api.clusters()) },
+    { method: "GET", pattern: /^\/api\/clusters\/([^/]+)$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.cluster(c!), `cluster ${c!}`)) },
+    { method: "GET", pattern: /^\/api\/clusters\/([^/]+)\/input$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.clusterInput(c!), `discovery snapshot of cluster ${c!}`)) },
+    { method: "GET", pattern: /^\/api\/clusters\/([^/]+)\/output$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.clusterOutput(c!), `output snapshot of cluster ${c!}`)) },
+    { method: "GET", pattern: /^\/api\/commits$/, access: "read", handler: async (_q, res) => json(res, 200, await api.commits()) },
+    { method: "GET", pattern: /^\/api\/commits\/([0-9a-f]{4,40})$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.commit(c!), `commit ${c!}`)) },
+    { method: "GET", pattern: /^\/api\/diagnostics$/, access: "read", handler: async (_q, res) => json(res, 200, await api.diagnostics()) },
+    ...(options.routes ?? []),
   ];
+  for (const r of routes) {
+    const underApi = r.pattern.source.startsWith("^\\/api");
+    if (underApi && r.access === "public") throw new Error(`route ${r.method} ${r.pattern.source} is under /api and must need a role`);
+    if (underApi && r.method !== "GET" && r.access !== "admin") throw new Error(`route ${r.method} ${r.pattern.source} changes state and must need the admin role`);
+  }
+
+  const authFailures = counterOf(options.registry);
+  /** At most one refusal log line per second; the others are counted in the next line (and always in the metric). */
+  let lastRefusalLog = 0;
+  let unlogged = 0;
+  const refuse = (req: IncomingMessage, status: 401 | 403, reason: string, message: string): never => {
+    authFailures.inc({ reason });
+    const t = Date.now();
+    if (t - lastRefusalLog >= 1000) {
+      log.warn("API request refused", { method: req.method, path: pathOf(req), status, reason, remote: req.socket.remoteAddress, ...(unlogged > 0 ? { notLogged: unlogged } : {}) });
+      lastRefusalLog = t;
+      unlogged = 0;
+    } else unlogged++;
+    throw new HttpError(status, message);
+  };
+  /** The role of the caller of an /api path, or a 401 (no valid token). */
+  const authenticate = (req: IncomingMessage): ApiRole => {
+    const auth = options.auth;
+    if (auth === null) return "admin";
+    const outcome = auth.authenticate(req.headers, req.method ?? "GET");
+    if (outcome.ok) return outcome.role;
+    const what = outcome.reason === "missing" ? "no API token" : outcome.reason === "malformed" ? "the Authorization header is not \"Bearer <token>\"" : "the API token is not valid";
+    return refuse(req, 401, outcome.reason, `${what}: send "Authorization: Bearer <token>" with the read token (the admin token for actions); ${auth.hint}`);
+  };
 
   /** The one error handler of the HTTP edge. */
   const answerError = (req: IncomingMessage, res: ServerResponse, err: unknown) => {
@@ -122,6 +182,7 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
     if (err instanceof HttpError) {
       status = err.status;
       message = err.message;
+      if (status === 401) headers["www-authenticate"] = 'Bearer realm="gitmesh"';
     } else if (err instanceof RetryLaterError) {
       status = 503;
       message = err.message;
@@ -144,12 +205,18 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = pathOf(req);
+    // Authenticate before routing: without a valid token, every /api path answers 401 alike.
+    const role = isApiPath(path) ? authenticate(req) : undefined;
     const matching = routes.map((r) => ({ r, m: r.pattern.exec(path) })).filter((x) => x.m !== null);
     if (matching.length === 0) throw new HttpError(404, `no route ${path}; see GET /api for the endpoints`);
     const route = matching.find((x) => x.r.method === req.method || (req.method === "HEAD" && x.r.method === "GET"));
     if (!route) {
       res.setHeader("allow", [...new Set(matching.map((x) => x.r.method))].join(", "));
       throw new HttpError(405, `${req.method ?? "?"} is not allowed on ${path}`);
+    }
+    if (!allows(role, route.r.access)) {
+      if (role === undefined) throw new Error(`route ${path} needs the ${route.r.access} role but is outside /api`);
+      refuse(req, 403, "forbidden", `the ${role} token may not ${req.method ?? "?"} ${path}: it needs the ${route.r.access} token`);
     }
     const params = route.m!.slice(1).map((s) => {
       try {
@@ -166,9 +233,10 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
       return port;
     },
     async start() {
-      const s = createServer((req, res) => {
+      const listener = (req: IncomingMessage, res: ServerResponse) => {
         handle(req, res).catch((err: unknown) => answerError(req, res, err));
-      });
+      };
+      const s = options.tls ? createHttpsServer({ cert: options.tls.certPem, key: options.tls.keyPem }, listener) : createServer(listener);
       s.keepAliveTimeout = 5_000;
       await new Promise<void>((resolve, reject) => {
         s.once("error", reject);
@@ -206,6 +274,13 @@ export const API_ENDPOINTS = [
   "GET /api/commits/<sha>",
   "GET /api/diagnostics",
 ] as const;
+
+function counterOf(registry: Registry): Counter<"reason"> {
+  const name = "gitmesh_api_auth_failures_total";
+  const existing = registry.getSingleMetric(name);
+  if (existing instanceof Counter) return existing;
+  return new Counter({ name, help: "API requests refused: missing, malformed or invalid token (401), role too low (forbidden, 403)", labelNames: ["reason"], registers: [registry] });
+}
 
 function pathOf(req: IncomingMessage): string {
   return new URL(req.url ?? "/", "http://localhost").pathname;

@@ -5,7 +5,27 @@
  */
 export { parseServerConfig, SERVER_ENV, type GitSourceConfig, type ServerConfig, type ServerConfigInput } from "./config.js";
 export { createManagementServer, type ManagementServer, type ManagementServerOptions, type SingletonGuard } from "./server.js";
-export { createServerHttp, HttpError, API_ENDPOINTS, type ServerApi, type ServerHttp, type ServerHttpOptions } from "./http.js";
+export { createServerHttp, HttpError, API_ENDPOINTS, type Route, type RouteHandler, type ServerApi, type ServerHttp, type ServerHttpOptions } from "./http.js";
+export {
+  allows,
+  API_ROLES,
+  API_TOKEN_COOKIE,
+  API_TOKEN_MIN_LENGTH,
+  API_TOKEN_SECRET,
+  createApiAuth,
+  generateApiToken,
+  HttpAccessError,
+  prepareHttpAccess,
+  resolveApiTokens,
+  type ApiAuth,
+  type ApiRole,
+  type ApiTokenFiles,
+  type ApiTokens,
+  type AuthOutcome,
+  type HttpAccess,
+  type RouteAccess,
+} from "./api-auth.js";
+export { createDirectoryApiTokenStore, createKubernetesApiTokenStore, createMemoryApiTokenStore, createRedisApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
 export { createConvergenceTracker, type ClusterProgress, type CommitProgress, type ConvergenceTracker } from "./convergence.js";
 export { createWarmingGate, type RegisteredCluster, type WarmingGate, type WarmingStatus } from "./warming.js";
 export { createServerMetrics, type ServerMetrics } from "./metrics.js";

@@ -33,6 +33,8 @@ import { createRelayServer, loadOrCreateRelayPki, snapshotFromRelayState, type R
 import { createFileMeshRootStorage, createMeshCa, findIssuedCertificate, loadOrCreateMeshRoot, type MeshCa } from "../mesh-ca/index.js";
 import type { SnapshotStore } from "../store/index.js";
 import { resourceKey } from "../translate/index.js";
+import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
+import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
 import type { ServerConfig } from "./config.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
 import { createServerHttp, type ServerApi, type ServerHttp } from "./http.js";
@@ -53,6 +55,8 @@ export interface ManagementServerOptions {
   readonly config: ServerConfig;
   readonly pipeline: PipelinePort;
   readonly secrets: RelaySecretStore;
+  /** Where the API tokens are kept (default: memory; the composition root picks the relay token's storage). */
+  readonly apiTokens?: ApiTokenStore;
   readonly registry: Registry;
   readonly logger: Logger;
   /** Directory for Git caches (remote source object cache, audit clone). */
@@ -76,6 +80,8 @@ export interface ManagementServer {
   readonly token: string | undefined;
   /** The relay root CA certificate (public; agents verify the server against it). */
   readonly rootCaPem: string | undefined;
+  /** The API tokens in force (undefined before start or with --no-api-auth); for the demo, never logged. */
+  readonly apiTokens: ApiTokens | undefined;
   readonly api: ServerApi;
   /** Resolves when the trigger is idle (tests, demo). */
   syncIdle(): Promise<void>;
@@ -103,6 +109,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   let gate: WarmingGate | undefined;
   let token: string | undefined;
   let rootCaPem: string | undefined;
+  let apiTokens: ApiTokens | undefined;
   let desired: { state: DesiredState; commit: string; committedAt: number } | undefined;
   let registered: readonly RegisteredCluster[] = [];
   let stopped = false;
@@ -499,6 +506,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     get rootCaPem() {
       return rootCaPem;
     },
+    get apiTokens() {
+      return apiTokens;
+    },
     syncIdle: () => trigger?.idle() ?? Promise.resolve(),
     async start() {
       if (config.git.kind === "remote") await mkdir(options.dataDir, { recursive: true });
@@ -514,6 +524,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       }
       rootCaPem = pki.rootCaCertPem;
       token = config.relayToken ?? (await options.secrets.loadToken()) ?? (await options.secrets.saveTokenIfAbsent(generateToken()));
+      // API tokens and HTTPS material: a bad file stops the start here, before anything listens.
+      const access = await prepareHttpAccess(config, options.apiTokens ?? createMemoryApiTokenStore(), log.child("http"));
+      apiTokens = access.tokens;
 
       pipeline.onOutput(onOutput);
       await pipeline.start();
@@ -631,6 +644,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       });
       http = createServerHttp({
         api,
+        auth: access.auth,
+        ...(access.tls ? { tls: access.tls } : {}),
         registry: options.registry,
         webhooks,
         onWebhook: (provider, status) => metrics.webhooks.inc({ provider, status: String(status) }),
@@ -643,6 +658,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         replica: config.identity,
         relayPort: relay.port,
         httpPort: http.port,
+        http: access.tls ? "https" : "http",
+        apiAuth: access.auth !== null,
         source: sourceName,
         ref: config.gitBranch,
         store: store().kind,

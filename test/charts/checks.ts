@@ -120,15 +120,24 @@ export function grantsOf(manifests: readonly Manifest[], serviceAccount: { name:
 interface Container {
   name: string;
   securityContext?: Record<string, unknown>;
-  livenessProbe?: { httpGet?: { path: string; port: string | number } };
-  readinessProbe?: { httpGet?: { path: string; port: string | number } };
+  startupProbe?: { httpGet?: { path: string; port: string | number; scheme?: string } };
+  livenessProbe?: { httpGet?: { path: string; port: string | number; scheme?: string } };
+  readinessProbe?: { httpGet?: { path: string; port: string | number; scheme?: string } };
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   ports?: { name: string; containerPort: number }[];
   env?: { name: string; value?: string; valueFrom?: unknown }[];
 }
 
-export function podSpec(deployment: Record<string, unknown>): { securityContext?: Record<string, unknown>; containers: Container[]; serviceAccountName?: string } {
-  return (deployment.spec as { template: { spec: { securityContext?: Record<string, unknown>; containers: Container[]; serviceAccountName?: string } } }).template.spec;
+interface PodSpec {
+  securityContext?: Record<string, unknown>;
+  containers: Container[];
+  serviceAccountName?: string;
+  volumes?: { name: string; [source: string]: unknown }[];
+}
+
+export function podSpec(deployment: Record<string, unknown>): PodSpec {
+  return (deployment.spec as { template: { spec: PodSpec } }).template.spec;
 }
 
 /** Non-root, read-only root filesystem, no capabilities, no privilege escalation, RuntimeDefault seccomp. */

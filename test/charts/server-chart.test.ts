@@ -1,7 +1,7 @@
 /**
  * charts/gitmesh-server rendered like `helm template`: Kubernetes schema validity, hardening,
- * probes, ports, Redis (bundled/external/none), secrets created once or brought in, exact RBAC,
- * values checks and golden renders.
+ * probes, ports, Redis (bundled/external/none), secrets created once or brought in (relay token,
+ * webhook secret, API tokens), HTTPS on the HTTP port, exact RBAC, values checks and golden renders.
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildRenderer, render, renderOk, type Manifest } from "./helm-render.js";
@@ -14,7 +14,7 @@ const RELAY = { root: "relay-root-tls-secret", server: "relay-server-tls-secret"
 
 /** Generated secret values differ on every render (lookup is empty under `helm template`): mask them for goldens. */
 function maskGenerated(text: string): string {
-  return text.replace(/^( {2}(?:token|secret): )[A-Za-z0-9+/=]{64}$/gm, "$1<generated>");
+  return text.replace(/^( {2}(?:token|secret|read|admin): )[A-Za-z0-9+/=]{64}$/gm, "$1<generated>");
 }
 
 function secretData(manifests: readonly Manifest[], name: string): Record<string, string> {
@@ -47,7 +47,7 @@ describe("gitmesh-server chart", () => {
     validateAll(manifests);
     expect(manifests.map((m) => `${m.object.kind}/${m.object.metadata.name}`).sort()).toEqual([
       "Deployment/gitmesh-server", "Deployment/gitmesh-server-redis", "Role/gitmesh-server", "RoleBinding/gitmesh-server",
-      "Secret/gitmesh-server-webhook", "Secret/relay-identity-token-secret",
+      "Secret/gitmesh-api-tokens", "Secret/gitmesh-server-webhook", "Secret/relay-identity-token-secret",
       "Service/gitmesh-server", "Service/gitmesh-server-http", "Service/gitmesh-server-redis", "ServiceAccount/gitmesh-server",
     ]);
     const dep = find(manifests, "Deployment", "gitmesh-server");
@@ -63,8 +63,16 @@ describe("gitmesh-server chart", () => {
       GITMESH_GIT_BRANCH: "main",
       GITMESH_RELAY_GENERATE_CA: "true",
       GITMESH_WEBHOOK_SECRET: { secretKeyRef: { name: "gitmesh-server-webhook", key: "secret" } },
+      // The API tokens: the chart's Secret, mounted (never in env values).
+      GITMESH_API_TOKEN_FILE: "/etc/gitmesh/api-tokens/read",
+      GITMESH_API_ADMIN_TOKEN_FILE: "/etc/gitmesh/api-tokens/admin",
+      GITMESH_API_TOKEN_SECRET: "gitmesh-api-tokens",
     });
     expect(envOf(c!)).not.toHaveProperty("GITMESH_GIT_PASSWORD");
+    expect(envOf(c!)).not.toHaveProperty("GITMESH_API_AUTH");
+    expect(envOf(c!)).not.toHaveProperty("GITMESH_HTTP_TLS_CERT_FILE");
+    expect(c?.volumeMounts).toContainEqual({ name: "api-tokens", mountPath: "/etc/gitmesh/api-tokens", readOnly: true });
+    expect(podSpec(dep).volumes).toContainEqual({ name: "api-tokens", secret: { secretName: "gitmesh-api-tokens", defaultMode: 0o440 } });
     expect(find(manifests, "Service", "gitmesh-server").spec).toMatchObject({ type: "LoadBalancer", ports: [{ name: "grpc-relay", port: 9900 }] });
     expect(find(manifests, "Service", "gitmesh-server-http").spec).toMatchObject({ type: "ClusterIP", ports: [{ name: "http", port: 9091 }] });
     expectGolden("server-defaults", maskGenerated(text));
@@ -78,10 +86,16 @@ describe("gitmesh-server chart", () => {
     // `helm template` has no cluster, so lookup is empty and each render generates anew; a real
     // upgrade finds the secret and keeps its value (the template's first branch).
     expect(secretData(b.manifests, RELAY.token).token).not.toBe(tokenA);
-    for (const name of [RELAY.token, "gitmesh-server-webhook"]) {
+    const apiA = secretData(a.manifests, "gitmesh-api-tokens");
+    expect(apiA.read).toMatch(/^[A-Za-z0-9]{48}$/);
+    expect(apiA.admin).toMatch(/^[A-Za-z0-9]{48}$/);
+    expect(apiA.read).not.toBe(apiA.admin);
+    expect(secretData(b.manifests, "gitmesh-api-tokens").read).not.toBe(apiA.read);
+    for (const name of [RELAY.token, "gitmesh-server-webhook", "gitmesh-api-tokens"]) {
       expect((find(a.manifests, "Secret", name).metadata as { annotations: Record<string, string> }).annotations["helm.sh/resource-policy"]).toBe("keep");
     }
-    const given = await renderOk(CHART, [...BASE, "--set", "relay.token.value=0123456789abcdefXYZ", "--set", "webhook.secret=hook-secret"]);
+    const given = await renderOk(CHART, [...BASE, "--set", "relay.token.value=0123456789abcdefXYZ", "--set", "webhook.secret=hook-secret", "--set", `api.tokens.read=${"r".repeat(32)},api.tokens.admin=${"a".repeat(40)}`]);
+    expect(secretData(given.manifests, "gitmesh-api-tokens")).toEqual({ read: "r".repeat(32), admin: "a".repeat(40) });
     expect(secretData(given.manifests, RELAY.token).token).toBe("0123456789abcdefXYZ");
     expect(secretData(given.manifests, "gitmesh-server-webhook").secret).toBe("hook-secret");
   });
@@ -98,6 +112,8 @@ describe("gitmesh-server chart", () => {
       "--set", "replicas=3",
       "--set", "redis.bundled.enabled=false,redis.external.existingSecret=redis-conn,redis.external.existingSecretKey=address",
       "--set", "relay.tls.existingSecrets=true,relay.token.existingSecret=true",
+      "--set", "api.tokens.existingSecret=true,api.tokens.secretName=ops-api-tokens",
+      "--set", "http.tls.secretName=gitmesh-http-tls",
       "--set", "webhook.existingSecret=github-hook",
       "--set", "git.credentials.existingSecret=git-creds,git.branch=prod,git.path=mesh",
       "--set", "relay.service.type=NodePort,relay.additionalSans={relay.example.com,10.0.0.5}",
@@ -117,9 +133,31 @@ describe("gitmesh-server chart", () => {
       GITMESH_RELAY_ADDITIONAL_SANS: "relay.example.com,10.0.0.5",
       GITMESH_GIT_BRANCH: "prod",
       GITMESH_GIT_PATH: "mesh",
+      GITMESH_API_TOKEN_SECRET: "ops-api-tokens",
+      GITMESH_HTTP_TLS_CERT_FILE: "/etc/gitmesh/http-tls/tls.crt",
+      GITMESH_HTTP_TLS_KEY_FILE: "/etc/gitmesh/http-tls/tls.key",
     });
+    // HTTPS on the HTTP port: probes and the Prometheus scrape follow it.
+    const [c] = podSpec(dep).containers;
+    for (const probe of [c?.startupProbe, c?.livenessProbe, c?.readinessProbe]) expect(probe?.httpGet?.scheme).toBe("HTTPS");
+    expect((dep.spec as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata.annotations["prometheus.io/scheme"]).toBe("https");
+    expect(podSpec(dep).volumes).toContainEqual({ name: "api-tokens", secret: { secretName: "ops-api-tokens", defaultMode: 0o440 } });
+    expect(podSpec(dep).volumes).toContainEqual({ name: "http-tls", secret: { secretName: "gitmesh-http-tls", defaultMode: 0o440 } });
     expect([...grantsOf(manifests, { name: "gitmesh-server", namespace: "gitmesh" })].sort()).toEqual([...serverCalls("gitmesh", false)].sort());
     expectGolden("server-representative", text);
+  });
+
+  it("api.auth.enabled=false: no token Secret, no mount, the server is told and the NOTES warn", async () => {
+    const { manifests } = await renderOk(CHART, [...BASE, "--set", "api.auth.enabled=false"]);
+    validateAll(manifests);
+    expect(manifests.some((m) => m.object.kind === "Secret" && m.object.metadata.name === "gitmesh-api-tokens")).toBe(false);
+    const dep = find(manifests, "Deployment", "gitmesh-server");
+    const env = envOf(podSpec(dep).containers[0]!);
+    expect(env.GITMESH_API_AUTH).toBe("false");
+    expect(env).not.toHaveProperty("GITMESH_API_TOKEN_FILE");
+    expect(podSpec(dep).volumes?.map((v) => v.name)).toEqual(["tmp"]);
+    const notes = await render(CHART, [...BASE, "--notes", "--set", "api.auth.enabled=false"]);
+    expect(notes.stdout).toContain("is OPEN (api.auth.enabled=false)");
   });
 
   it("external Redis by URL and inline Git credentials become chart-owned secrets", async () => {
@@ -154,6 +192,10 @@ describe("gitmesh-server chart", () => {
     expect(r.stdout).toContain("kubectl -n gitmesh get secret relay-root-tls-secret -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.crt");
     expect(r.stdout).toContain("kubectl -n gitmesh get secret relay-identity-token-secret -o jsonpath='{.data.token}' | base64 -d > token");
     expect(r.stdout).toContain("gitmesh cluster register <name>");
+    expect(r.stdout).toContain("kubectl -n gitmesh get secret gitmesh-api-tokens -o jsonpath='{.data.read}' | base64 -d > api-token");
+    expect(r.stdout).toContain("gitmesh check --server http://localhost:9091 --token-file api-token");
+    const tls = await render(CHART, [...BASE, "--notes", "--set", "http.tls.secretName=gitmesh-http-tls"]);
+    expect(tls.stdout).toContain("gitmesh check --server https://localhost:9091 --token-file api-token --ca-file");
   });
 
   it("rejects a missing git.url with a message naming the value", async () => {
@@ -169,6 +211,8 @@ describe("gitmesh-server chart", () => {
     [["--set", "relay.service.type=Ingress"], "relay.service.type: relay.service.type must be one of the following"],
     [["--set", "relay.token.value=short"], "relay.token.value: Does not match pattern"],
     [["--set", "redis.enabled=false"], "redis: Additional property enabled is not allowed"],
+    [["--set", "api.tokens.read=short-token"], "api.tokens.read: Does not match pattern"],
+    [["--set", "http.tls.secretName=Not_A_Name"], "http.tls.secretName: Does not match pattern"],
   ])("rejects values failing values.schema.json: %j", async (args, message) => {
     const r = await render(CHART, [...BASE, ...args]);
     expect(r.code).toBe(1);

@@ -27,6 +27,9 @@ describe("gitmesh demo --exit", () => {
     }
     expect(stdout).toMatch(/audit branch gitmesh\/rendered: [0-9a-f]{12}/);
     expect(stdout).toContain("git commit -qam");
+    // How to call the API with the demo's read token (kept in a file, never printed).
+    expect(stdout).toMatch(/curl -H "Authorization: Bearer \$\(cat \S+\/api-token\)" http:\/\/127\.0\.0\.1:\d+\/api\/status/);
+    expect(stdout).toMatch(/gitmesh check --server http:\/\/127\.0\.0\.1:\d+ --token-file \S+\/api-token/);
     expect(stdout).toMatch(/cluster1: agent connected/);
     expect(stdout).toMatch(/discovery received \(warmed\)/);
   }, 150_000);

@@ -143,8 +143,10 @@ interface Status {
   rejected: { commit: string; errors: number } | null;
   clusters: ClusterView[];
 }
+/** The API read token the replicas generated once in the shared --pki-dir. */
+const readToken = () => readFileSync(join(tmp, "pki", "api-token-read"), "utf8").trim();
 const getJson = async <T>(url: string): Promise<T> => {
-  const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+  const res = await fetch(url, { signal: AbortSignal.timeout(10_000), headers: { authorization: `Bearer ${readToken()}` } });
   if (!res.ok) throw new Error(`${url}: HTTP ${String(res.status)}`);
   return (await res.json()) as T;
 };
@@ -337,7 +339,12 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     expect(s.commit!.sha).toBe(good);
     expect(inForce(await statuses())).toBe(good);
     expectUnchanged(before);
-    const check = await run(["check", "--server", leader.base]);
+    // The API needs the read token: without it check says which flag and where the token is (exit 2).
+    const anonymous = await run(["check", "--server", leader.base]);
+    expect(anonymous.code).toBe(2);
+    expect(anonymous.out).toContain("--token-file");
+    expect(anonymous.out).toContain("api-token-read");
+    const check = await run(["check", "--server", leader.base.replace("http://", ""), "--token-file", join(tmp, "pki", "api-token-read")]);
     expect(check.code).toBe(1);
     expect(check.out).toContain(`REJECTED   ${bad.slice(0, 12)}`);
     expect(check.out).toMatch(/workspaces\/broken\.yaml:\d+/);

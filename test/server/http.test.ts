@@ -1,13 +1,15 @@
 // The HTTP edge on a real socket: routing, the one error handler (404/405/400/409/503/500 with a JSON
 // body that says what to do), webhooks through the git-sync handlers, and no secret in any answer —
-// even when an error message carries credentials.
+// even when an error message carries credentials. (Authentication: api-auth.test.ts.)
 import { afterEach, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
 import { createMemoryLogger, NeedsHumanError, RetryLaterError } from "../../src/core/index.js";
 import { createWebhookHandlers, signBody } from "../../src/git-sync/index.js";
-import { createServerHttp, HttpError, type ServerApi, type ServerHttp } from "../../src/server/index.js";
+import { createApiAuth, createServerHttp, generateApiToken, HttpError, type ServerApi, type ServerHttp } from "../../src/server/index.js";
 
 const SECRET = "webhook-secret-value-123";
+const READ = generateApiToken();
+const READ_AUTH = { headers: { authorization: `Bearer ${READ}` } };
 let http: ServerHttp | undefined;
 afterEach(async () => {
   await http?.stop();
@@ -39,7 +41,7 @@ async function serve(a: ServerApi, onPush: (sha: string) => void = () => undefin
   const logger = mem.logger;
   const webhooks = createWebhookHandlers({ genericSecret: SECRET, onPush: (e) => hint(e.sha), logger });
   const counted: string[] = [];
-  http = createServerHttp({ api: a, registry: new Registry(), webhooks, logger, host: "127.0.0.1", port: 0, onWebhook: (p, s) => counted.push(`${p}:${String(s)}`), maxBodyBytes: 1024 });
+  http = createServerHttp({ api: a, registry: new Registry(), webhooks, logger, host: "127.0.0.1", port: 0, auth: createApiAuth({ tokens: { read: READ, admin: generateApiToken() }, hint: "test" }), onWebhook: (p, s) => counted.push(`${p}:${String(s)}`), maxBodyBytes: 1024 });
   const port = await http.start();
   return { base: `http://127.0.0.1:${String(port)}`, mem, counted };
 }
@@ -51,23 +53,23 @@ describe("server HTTP edge", () => {
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(503);
     expect(await ready.text()).toContain("waiting for discovery from cluster2");
-    const index = (await (await fetch(`${base}/api`)).json()) as { endpoints: string[] };
+    const index = (await (await fetch(`${base}/api`, READ_AUTH)).json()) as { endpoints: string[] };
     expect(index.endpoints).toContain("GET /api/status");
-    expect(await (await fetch(`${base}/api/clusters/cluster1`)).json()).toEqual({ name: "cluster1" });
+    expect(await (await fetch(`${base}/api/clusters/cluster1`, READ_AUTH)).json()).toEqual({ name: "cluster1" });
   });
 
   it("maps client mistakes to 404/405/400/413 with a JSON body saying what to do", async () => {
     const { base } = await serve(api());
-    const missing = await fetch(`${base}/api/clusters/nope`);
+    const missing = await fetch(`${base}/api/clusters/nope`, READ_AUTH);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { message: string } }).error.message).toBe("cluster nope not found");
     const noRoute = await fetch(`${base}/nothing-here`);
     expect(noRoute.status).toBe(404);
     expect(((await noRoute.json()) as { error: { message: string } }).error.message).toContain("see GET /api");
-    const wrongMethod = await fetch(`${base}/api/status`, { method: "DELETE" });
+    const wrongMethod = await fetch(`${base}/api/status`, { method: "DELETE", ...READ_AUTH });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("allow")).toBe("GET");
-    const malformed = await fetch(`${base}/api/clusters/%E0%A4%A`);
+    const malformed = await fetch(`${base}/api/clusters/%E0%A4%A`, READ_AUTH);
     expect(malformed.status).toBe(400);
     const big = await fetch(`${base}/webhooks/generic`, { method: "POST", body: "x".repeat(4096) });
     expect(big.status).toBe(413);
@@ -82,22 +84,22 @@ describe("server HTTP edge", () => {
         diagnostics: () => Promise.reject(new HttpError(400, "bad request")),
       }),
     );
-    const retry = await fetch(`${base}/api/status`);
+    const retry = await fetch(`${base}/api/status`, READ_AUTH);
     expect(retry.status).toBe(503);
     expect(retry.headers.get("retry-after")).toBe("3");
-    const human = await fetch(`${base}/api/clusters`);
+    const human = await fetch(`${base}/api/clusters`, READ_AUTH);
     expect(human.status).toBe(409);
     const humanText = await human.text();
     expect(humanText).toContain("git.example.com");
     expect(humanText).not.toContain("hunter2-password");
-    const bug = await fetch(`${base}/api/commits`);
+    const bug = await fetch(`${base}/api/commits`, READ_AUTH);
     expect(bug.status).toBe(500);
     const bugText = await bug.text();
     expect(bugText).toContain("internal error");
     expect(bugText).not.toContain("supersecret-token");
     expect(mem.text()).toContain("HTTP request failed");
     expect(mem.text()).not.toContain("supersecret-token");
-    expect((await fetch(`${base}/api/diagnostics`)).status).toBe(400);
+    expect((await fetch(`${base}/api/diagnostics`, READ_AUTH)).status).toBe(400);
   });
 
   it("passes signed webhooks to the trigger, refuses unsigned ones, counts both, never echoes the secret", async () => {
