@@ -1,6 +1,6 @@
 // Apply, prune and drift against the emulator over real HTTP.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createApplier, createDriftWatcher, createRunnableManager, type Applier, type KubeObject } from "../../src/agent/index.js";
+import { createApplier, createDriftWatcher, createInventory, createRunnableManager, type Applier, type KubeObject } from "../../src/agent/index.js";
 import { eventually, startKube, type StartedKube } from "../helpers/kube.js";
 import { dr, metricValue, output, parts, vs } from "./helpers.js";
 
@@ -9,7 +9,7 @@ let p: ReturnType<typeof parts>;
 let applier: Applier;
 
 const NS = "bookinfo";
-const seedNs = (k: StartedKube) => k.emulator.seed([{ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } }]);
+const seedNs = (k: StartedKube) => k.emulator.seed([{ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } }, { apiVersion: "v1", kind: "Namespace", metadata: { name: "gitmesh" } }]);
 const live = (kind: string, name: string) => kube.emulator.get("networking.istio.io/v1", kind, NS, name);
 const names = (kind: string) => kube.emulator.list("networking.istio.io/v1", kind, NS).map((o) => (o.metadata as { name: string }).name).sort();
 
@@ -17,8 +17,12 @@ beforeEach(async () => {
   kube = await startKube();
   seedNs(kube);
   p = parts(kube);
-  applier = createApplier({ cluster: "cluster1", reader: p.client, writer: p.writer, metrics: p.metrics, logger: p.logger });
+  applier = newApplier();
 });
+function newApplier(): Applier {
+  const inventory = createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" });
+  return createApplier({ cluster: "cluster1", reader: p.client, writer: p.writer, inventory, metrics: p.metrics, logger: p.logger });
+}
 afterEach(async () => {
   await kube.stop();
 });
