@@ -172,7 +172,7 @@ describe("inventory", () => {
     expect((live("VirtualService", "theirs")!.spec as { hosts: string[] }).hosts).toEqual(["x"]);
     const after = createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" });
     await after.load();
-    expect(after.entries().map((e) => [e.name, e.uid])).toEqual([["mine", live("VirtualService", "mine")!.metadata!.uid]]);
+    expect(after.entries().map((e) => [e.name, e.uid])).toEqual([["mine", (live("VirtualService", "mine")!.metadata as { uid: string }).uid]]);
     // confirmed: pruned when it leaves the output; the other one stays
     expect(await restarted.applyOutput(output(2, []))).toMatchObject({ pruned: 1 });
     expect(names("VirtualService")).toEqual(["theirs"]);
