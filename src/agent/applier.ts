@@ -537,7 +537,7 @@ export function createApplier(options: ApplierOptions): Applier {
         const message =
           `refusing to delete ${stale.length} of ${owned} owned objects (limit ${limit}: ${Math.round(maxFraction * 100)}% of owned, at least ${alwaysAllowed}); nothing was pruned. ` +
           `If this deletion is intended, allow it from Git: add the trailer "Gitmesh-Allow-Deletion: ${cluster}" (or "Gitmesh-Allow-Deletion: *") to the commit that removes the configuration ` +
-          `(e.g. git commit --trailer "Gitmesh-Allow-Deletion: ${cluster}"), or raise the agent's --max-prune-fraction (chart value maxPruneFraction).`;
+          `(e.g. git commit --trailer "Gitmesh-Allow-Deletion: ${cluster}"), or raise the agent's --max-prune-fraction (chart value prune.maxFraction).`;
         log.error("mass deletion refused", { version: output.version, sourceCommit: output.sourceCommit, stale: stale.length, owned, limit });
         errors.push({ key: "prune", message });
       } else {
