@@ -2,6 +2,9 @@
  * createAgent: wires the parts. Every replica runs leader election and the HTTP endpoint; only
  * the leader runs discovery, the relay link, apply/prune, drift repair and cacerts — started in
  * that order when it becomes leader and stopped in reverse order when it stops being leader.
+ * Ownership lives in the inventory ConfigMap (inventory.ts), read by each new leader. Writes to the
+ * cluster are refused as soon as this replica is not a leader with a fresh Lease (applier canWrite),
+ * and /readyz says not ready when the Lease cannot be reached.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Registry } from "prom-client";
@@ -12,6 +15,7 @@ import type { AgentConfig } from "./config.js";
 import { createDiscovery, type Discovery } from "./discovery.js";
 import { createDriftWatcher } from "./drift.js";
 import { createAgentHttp } from "./http.js";
+import { createInventory } from "./inventory.js";
 import { createKubeClient, withFieldOwner, type FieldOwnerWriter, type KubeReader } from "./kube.js";
 import { createLeaderElector, type LeaderElector } from "./leader.js";
 import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
@@ -51,16 +55,20 @@ export function createAgent(options: AgentOptions): Agent {
   const writer: FieldOwnerWriter = withFieldOwner(client);
   let leaderParts: { manager: RunnableManager; discovery: Discovery; applier: Applier; link: () => RelayLink | undefined } | undefined;
 
-  const cacerts = options.signer
+  const cacerts = options.signer && config.writeCacerts
     ? createCacerts({ cluster: config.cluster, reader, writer, signer: options.signer, metrics, logger: logger.child("cacerts") })
     : undefined;
 
   async function startLeading(signal: AbortSignal) {
     metrics.leader.set(1);
+    // A new leader reads the inventory afresh (another replica may have written it since).
+    const inventory = createInventory({ reader, writer, namespace: config.namespace, name: config.inventoryName, cluster: config.cluster });
     const applier = createApplier({
       cluster: config.cluster,
       reader,
       writer,
+      inventory,
+      canWrite: () => !signal.aborted && elector.isLeader,
       maxPruneFraction: config.maxPruneFraction,
       pruneAlwaysAllowed: config.pruneAlwaysAllowed,
       metrics,
@@ -92,7 +100,10 @@ export function createAgent(options: AgentOptions): Agent {
             const errors: ResourceError[] = [...outcome.errors];
             if (outcome.certificateRequests.length > 0) {
               if (cacerts) errors.push(...(await cacerts.reconcile(outcome.certificateRequests)));
-              else errors.push(...outcome.certificateRequests.map((r) => ({ key: `${r.kind}/${r.metadata.namespace ?? ""}/${r.metadata.name}`, message: "this agent has no intermediate CA signer configured; cacerts not written" })));
+              else {
+                const why = config.writeCacerts ? "this agent has no intermediate CA signer configured" : "this agent runs with writeCacerts=false (chart istio.writeCacerts)";
+                errors.push(...outcome.certificateRequests.map((r) => ({ key: `${r.kind}/${r.metadata.namespace ?? ""}/${r.metadata.name}`, message: `${why}; cacerts not written` })));
+              }
             }
             return { ack: errors.length === 0, errors };
           },
@@ -116,6 +127,7 @@ export function createAgent(options: AgentOptions): Agent {
 
   async function stopLeading() {
     metrics.leader.set(0);
+    metrics.relayConnected.set(0);
     const parts = leaderParts;
     leaderParts = undefined;
     await parts?.manager.stop();
@@ -125,12 +137,14 @@ export function createAgent(options: AgentOptions): Agent {
     reader,
     writer,
     namespace: config.namespace,
+    name: config.leaseName,
     identity: config.identity,
     leaseDurationMs: config.leaseDurationMs,
     renewDeadlineMs: config.renewDeadlineMs,
     retryPeriodMs: config.retryPeriodMs,
     onStartedLeading: startLeading,
     onStoppedLeading: stopLeading,
+    onLeadershipChange: (leading) => metrics.leader.set(leading ? 1 : 0),
     logger: logger.child("leader"),
   });
 
@@ -139,6 +153,7 @@ export function createAgent(options: AgentOptions): Agent {
     registry: options.registry,
     logger: logger.child("http"),
     notReadyReason: () => {
+      if (!elector.leaseReachable) return `the leader Lease ${config.namespace}/${config.leaseName} could not be read or renewed within the renew deadline`;
       if (!elector.isLeader) return undefined; // a standby is ready to take over
       if (!leaderParts?.discovery.synced) return "informers have not listed yet";
       return undefined;

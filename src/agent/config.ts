@@ -3,7 +3,7 @@
  * environment variables that match the chart values, validated, frozen. Problems are returned as
  * messages that say what to fix, never thrown.
  */
-import { configResult, createConfigReader, DNS1123_LABEL } from "../core/index.js";
+import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel, type LogLevel } from "../core/index.js";
 import { isValidClusterName } from "../relay/index.js";
 import type { LabelSelector } from "../discovery/index.js";
 
@@ -36,6 +36,16 @@ export interface AgentConfig {
   readonly retryPeriodMs: number;
   /** Quiet time before a discovery flush (default 100 ms; a flush is incremental, milliseconds). */
   readonly debounceMs: number;
+  /** Leader election Lease name in `namespace` (default `gitmesh-agent`; chart leaderElection.leaseName). */
+  readonly leaseName: string;
+  /** Relay secret names in `namespace` (chart relay.rootTlsSecret, relay.tokenSecret, relay.clientTlsSecret). */
+  readonly relaySecrets: { readonly rootTls: string; readonly token: string; readonly clientTls: string };
+  /** Whether the agent writes Istio's `cacerts` secret (default true; chart istio.writeCacerts). */
+  readonly writeCacerts: boolean;
+  /** Inventory ConfigMap name in `namespace` (default `gitmesh-agent-inventory`; chart inventory.configMapName). */
+  readonly inventoryName: string;
+  /** Log level (default info; chart logLevel). */
+  readonly logLevel: LogLevel;
 }
 
 /** Raw values: flags win over environment variables (the root merges them). */
@@ -55,6 +65,15 @@ export interface AgentConfigInput {
   readonly renewDeadlineMs?: string | undefined;
   readonly retryPeriodMs?: string | undefined;
   readonly debounceMs?: string | undefined;
+  readonly leaseName?: string | undefined;
+  readonly rootTlsSecret?: string | undefined;
+  readonly tokenSecret?: string | undefined;
+  readonly clientTlsSecret?: string | undefined;
+  readonly writeCacerts?: string | undefined;
+  /** JSON list of Kubernetes label selectors (what the chart passes: `[{"matchLabels":{...}}, {"matchExpressions":[...]}]`). */
+  readonly discoverySelectorsJson?: string | undefined;
+  readonly inventoryName?: string | undefined;
+  readonly logLevel?: string | undefined;
 }
 
 /** Environment variables the root reads (chart: relay.serverAddress → GITMESH_RELAY_SERVER_ADDRESS, …). */
@@ -66,9 +85,50 @@ export const AGENT_ENV = {
   identity: "POD_NAME",
   kubeconfig: "KUBECONFIG",
   istioNamespace: "GITMESH_ISTIO_NAMESPACE",
+  discoverySelectorsJson: "GITMESH_DISCOVERY_SELECTORS",
   maxPruneFraction: "GITMESH_MAX_PRUNE_FRACTION",
+  pruneAlwaysAllowed: "GITMESH_PRUNE_ALWAYS_ALLOWED",
   httpPort: "GITMESH_AGENT_HTTP_PORT",
+  leaseName: "GITMESH_LEADER_ELECTION_LEASE",
+  rootTlsSecret: "GITMESH_RELAY_ROOT_TLS_SECRET",
+  tokenSecret: "GITMESH_RELAY_TOKEN_SECRET",
+  clientTlsSecret: "GITMESH_RELAY_CLIENT_TLS_SECRET",
+  writeCacerts: "GITMESH_WRITE_CACERTS",
+  inventoryName: "GITMESH_INVENTORY_CONFIGMAP",
+  logLevel: "GITMESH_LOG_LEVEL",
 } as const;
+
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const OPERATORS = new Set(["In", "NotIn", "Exists", "DoesNotExist"]);
+
+/** The chart's JSON list of label selectors, checked; a string is the problem. */
+function parseSelectorsJson(text: string): LabelSelector[] | string {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return `discovery selectors ${JSON.stringify(text)} are not JSON (${AGENT_ENV.discoverySelectorsJson}; chart discovery.selectors)`;
+  }
+  if (!Array.isArray(v)) return `discovery selectors must be a JSON list of label selectors (${AGENT_ENV.discoverySelectorsJson})`;
+  const out: LabelSelector[] = [];
+  for (const [i, sel] of v.entries()) {
+    const s = sel as { matchLabels?: unknown; matchExpressions?: unknown } | null;
+    const bad = (why: string) => `discovery selector ${i}: ${why}`;
+    if (s === null || typeof s !== "object" || Array.isArray(s)) return bad("not an object");
+    const ml = s.matchLabels;
+    if (ml !== undefined && (ml === null || typeof ml !== "object" || Object.values(ml).some((x) => typeof x !== "string"))) return bad("matchLabels must map strings to strings");
+    const me = s.matchExpressions;
+    if (me !== undefined) {
+      if (!Array.isArray(me)) return bad("matchExpressions must be a list");
+      for (const r of me as ({ key?: unknown; operator?: unknown; values?: unknown } | null)[]) {
+        if (typeof r?.key !== "string" || typeof r.operator !== "string" || !OPERATORS.has(r.operator)) return bad("each matchExpression needs a key and an operator In, NotIn, Exists or DoesNotExist");
+        if (r.values !== undefined && (!Array.isArray(r.values) || r.values.some((x) => typeof x !== "string"))) return bad("matchExpression values must be strings");
+      }
+    }
+    out.push({ ...(ml === undefined ? {} : { matchLabels: ml as Record<string, string> }), ...(me === undefined ? {} : { matchExpressions: me as LabelSelector["matchExpressions"] & object }) });
+  }
+  return out;
+}
 
 function parseSelector(text: string): LabelSelector | string {
   const matchLabels: Record<string, string> = {};
@@ -97,6 +157,21 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     if (typeof r === "string") problems.push(r);
     else selectors.push(r);
   }
+  // Flags win over the chart's JSON list.
+  if (selectors.length === 0 && input.discoverySelectorsJson !== undefined && input.discoverySelectorsJson.trim() !== "") {
+    const r = parseSelectorsJson(input.discoverySelectorsJson);
+    if (typeof r === "string") problems.push(r);
+    else selectors.push(...r);
+  }
+  const name = (v: string | undefined, fallback: string, what: string, env: string): string => {
+    const n = v || fallback;
+    if (!DNS1123_SUBDOMAIN.test(n)) problems.push(`${what} "${n}" is not a valid object name (${env})`);
+    return n;
+  };
+  const writeCacertsText = (input.writeCacerts ?? "true").trim().toLowerCase();
+  if (writeCacertsText !== "true" && writeCacertsText !== "false") problems.push(`write cacerts "${input.writeCacerts ?? ""}" must be true or false (${AGENT_ENV.writeCacerts}; chart istio.writeCacerts)`);
+  const logLevel = input.logLevel || "info";
+  if (!isLogLevel(logLevel)) problems.push(`log level "${logLevel}" must be debug, info, warn or error (--log-level or ${AGENT_ENV.logLevel}; chart logLevel)`);
   const config: AgentConfig = {
     relayAddress,
     cluster,
@@ -105,7 +180,7 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     identity: input.identity || defaults.identity,
     kubeconfig: input.kubeconfig || undefined,
     istioNamespace,
-    discoverySelectors: input.discoverySelectors && input.discoverySelectors.length > 0 ? selectors : undefined,
+    discoverySelectors: selectors.length > 0 ? selectors : undefined,
     maxPruneFraction: read.number(input.maxPruneFraction, "max prune fraction", 0.5, (n) => n >= 0 && n <= 1, "a number between 0 and 1"),
     pruneAlwaysAllowed: read.number(input.pruneAlwaysAllowed, "prune always allowed", 2, (n) => Number.isInteger(n) && n >= 0, "a whole number ≥ 0"),
     httpPort: read.port(input.httpPort, "HTTP port", 9977),
@@ -113,6 +188,15 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     renewDeadlineMs: read.number(input.renewDeadlineMs, "renew deadline", 10_000, (n) => n >= 500, "milliseconds ≥ 500"),
     retryPeriodMs: read.number(input.retryPeriodMs, "retry period", 2_000, (n) => n >= 100, "milliseconds ≥ 100"),
     debounceMs: read.number(input.debounceMs, "discovery debounce", 100, (n) => n >= 0, "milliseconds ≥ 0"),
+    leaseName: name(input.leaseName, "gitmesh-agent", "leader election Lease name", AGENT_ENV.leaseName),
+    relaySecrets: {
+      rootTls: name(input.rootTlsSecret, "relay-root-tls-secret", "relay root CA secret name", AGENT_ENV.rootTlsSecret),
+      token: name(input.tokenSecret, "relay-identity-token-secret", "relay bootstrap token secret name", AGENT_ENV.tokenSecret),
+      clientTls: name(input.clientTlsSecret, "relay-client-tls-secret", "relay client certificate secret name", AGENT_ENV.clientTlsSecret),
+    },
+    writeCacerts: writeCacertsText !== "false",
+    inventoryName: name(input.inventoryName, "gitmesh-agent-inventory", "inventory ConfigMap name", AGENT_ENV.inventoryName),
+    logLevel: isLogLevel(logLevel) ? logLevel : "info",
   };
   if (config.renewDeadlineMs >= config.leaseDurationMs) problems.push("renew deadline must be shorter than the lease duration");
   if (config.retryPeriodMs >= config.renewDeadlineMs) problems.push("retry period must be shorter than the renew deadline");

@@ -16,23 +16,31 @@ export {
   type KubeObject,
   type KubeReader,
   type KubeWriter,
+  type DeleteOptions,
 } from "./kube.js";
 export { backoffDelay, createRunnableManager, type BackoffOptions, type Runnable, type RunnableManager } from "./runnable.js";
 export { createSupervisedInformer, type InformerEvent, type SupervisedInformer, type SupervisedInformerOptions } from "./informer.js";
 export { createAgentMetrics, type AgentMetrics } from "./metrics.js";
 export { createDiscovery, type Discovery, type DiscoveryOptions, type DiscoveryResult } from "./discovery.js";
 export {
+  ANNOTATION_ADOPT,
   createApplier,
   ISSUED_CERTIFICATE,
+  NotLeaderError,
+  notOwnedMessage,
   LABEL_CLUSTER,
   LABEL_MANAGED,
   OUTPUT_OPTIONS_KEY,
   type Applier,
   type ApplierOptions,
   type ApplyOutcome,
+  type IgnoreDifference,
+  type RepairResult,
   type OutputVersion,
   type ResourceError,
 } from "./applier.js";
+export { createInventory, entryKey, INVENTORY_DATA_KEY, INVENTORY_FORMAT, type Inventory, type InventoryEntry, type InventoryOptions } from "./inventory.js";
+export { foreignManagers, withIgnoredPaths } from "./sync.js";
 export { containsFields, createDriftWatcher, inSync, type DriftWatcher, type DriftWatcherOptions } from "./drift.js";
 export { createLeaderElector, LEASE_KIND, microTime, type LeaderElector, type LeaderElectorOptions } from "./leader.js";
 export { createAgentHttp, type AgentHttp, type AgentHttpOptions } from "./http.js";
@@ -42,6 +50,7 @@ export {
   currentClientCredentials,
   createRelaySigner,
   storeClientCredentials,
+  type RelaySecretNames,
   type RelayHandlers,
   type RelayLink,
   type RelayLinkFactory,

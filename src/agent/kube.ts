@@ -5,7 +5,7 @@
  * Objects crossing these interfaces are PLAIN JSON (what `kubectl get -o json` prints), never
  * client-node model instances.
  */
-import { ApiException, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import { ApiException, KubernetesObjectApi, PatchStrategy, V1DeleteOptions, V1Preconditions, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 
 /** A Kubernetes object as plain JSON. */
 export type KubeObject = Record<string, unknown> & {
@@ -73,7 +73,13 @@ export interface KubeWriter {
   apply(obj: KubeObject, options: { fieldManager: string; force: boolean }): Promise<KubeObject>;
   create(obj: KubeObject, options: { fieldManager: string }): Promise<KubeObject>;
   replace(obj: KubeObject, options: { fieldManager: string }): Promise<KubeObject>;
-  delete(ref: KindRef, namespace: string | undefined, name: string): Promise<boolean>;
+  /** false when the object is absent; `uid` is a precondition (409 Conflict when the live object has another uid). */
+  delete(ref: KindRef, namespace: string | undefined, name: string, options?: DeleteOptions): Promise<boolean>;
+}
+
+export interface DeleteOptions {
+  /** Delete only the object with this uid (DeleteOptions.preconditions.uid). */
+  readonly uid?: string;
 }
 
 /** A writer bound to one field manager: every write the agent makes carries `gitmesh-agent`. */
@@ -82,7 +88,7 @@ export interface FieldOwnerWriter {
   apply(obj: KubeObject, options?: { force?: boolean }): Promise<KubeObject>;
   create(obj: KubeObject): Promise<KubeObject>;
   replace(obj: KubeObject): Promise<KubeObject>;
-  delete(ref: KindRef, namespace: string | undefined, name: string): Promise<boolean>;
+  delete(ref: KindRef, namespace: string | undefined, name: string, options?: DeleteOptions): Promise<boolean>;
 }
 
 export const FIELD_MANAGER = "gitmesh-agent";
@@ -94,7 +100,7 @@ export function withFieldOwner(writer: KubeWriter, fieldManager: string = FIELD_
     apply: (obj, options) => writer.apply(obj, { fieldManager, force: options?.force ?? true }),
     create: (obj) => writer.create(obj, { fieldManager }),
     replace: (obj) => writer.replace(obj, { fieldManager }),
-    delete: (ref, namespace, name) => writer.delete(ref, namespace, name),
+    delete: (ref, namespace, name, options) => writer.delete(ref, namespace, name, options),
   };
 }
 
@@ -171,9 +177,15 @@ export function createKubeClient(kc: KubeConfig): KubeReader & KubeWriter {
     async replace(obj, { fieldManager }) {
       return withKind(await api.replace(spec(obj), undefined, undefined, fieldManager), refOf(obj));
     },
-    async delete(ref, namespace, name) {
+    async delete(ref, namespace, name, options) {
       try {
-        await api.delete(spec(target(ref, namespace, name)));
+        let body: V1DeleteOptions | undefined;
+        if (options?.uid !== undefined) {
+          body = new V1DeleteOptions();
+          body.preconditions = new V1Preconditions();
+          body.preconditions.uid = options.uid;
+        }
+        await api.delete(spec(target(ref, namespace, name)), undefined, undefined, undefined, undefined, undefined, body);
         return true;
       } catch (err) {
         if (statusOf(err) === 404) return false;

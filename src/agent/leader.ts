@@ -4,6 +4,13 @@
  * `leaseDurationMs` (measured on its own clock, so clock skew between nodes does not matter); a
  * leader that cannot renew for `renewDeadlineMs` steps down; stopping releases the Lease so a
  * standby takes over at once. Optimistic concurrency (resourceVersion) settles races.
+ *
+ * Renewal never waits for anything else: `onStartedLeading` runs beside the renew loop (a start-up
+ * stalled on a slow API cannot hold renewals back), every Lease request is bounded by the time left
+ * before the deadline, and a watchdog steps down AT the deadline even while a request hangs:
+ * `isLeader` turns false (the agent stops applying, /readyz and the leader metric say so) before any
+ * standby can take over (renewDeadline < leaseDuration). Stopping the leader-only parts runs in the
+ * background; a new term starts only after they stopped.
  */
 import { describeError, type Logger } from "../core/index.js";
 import { messageOf, statusOf, type FieldOwnerWriter, type KindRef, type KubeObject, type KubeReader } from "./kube.js";
@@ -29,12 +36,17 @@ export interface LeaderElectorOptions {
   readonly onStartedLeading: (signal: AbortSignal) => void | Promise<void>;
   /** Runs (and is awaited) when this replica stops being leader. */
   readonly onStoppedLeading: () => void | Promise<void>;
+  /** Called synchronously the moment leadership starts (true) or ends (false), e.g. for a metric. */
+  readonly onLeadershipChange?: (leading: boolean) => void;
   readonly now?: () => number;
   readonly logger: Logger;
 }
 
 export interface LeaderElector extends Runnable {
+  /** True while this replica holds a Lease it renewed within the renew deadline. */
   readonly isLeader: boolean;
+  /** Whether the last Lease read/write succeeded within the renew deadline (a standby that cannot reach the Lease is not ready). */
+  readonly leaseReachable: boolean;
   /** Holder seen in the last read of the Lease. */
   readonly observedHolder: string | undefined;
 }
@@ -111,46 +123,74 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
     }
   }
 
+  let lastContact = 0;
+  let stopping: Promise<void> = Promise.resolve();
+  let watchdog: NodeJS.Timeout | undefined;
+  const holding = () => leader && now() - lastRenew <= renewDeadlineMs;
+
   async function becomeLeader() {
+    await stopping; // the previous term's parts have stopped
+    if (leader || stopController?.signal.aborted) return;
     leader = true;
-    leadership = new AbortController();
+    options.onLeadershipChange?.(true);
+    const term = new AbortController();
+    leadership = term;
     log.info("became leader", { identity: options.identity, lease: `${options.namespace}/${name}` });
     try {
-      await options.onStartedLeading(leadership.signal);
+      await options.onStartedLeading(term.signal);
     } catch (err) {
-      log.error("leader start failed; stepping down", { error: describeError(err) });
-      await loseLeadership();
+      if (leadership === term) {
+        log.error("leader start failed; stepping down", { error: describeError(err) });
+        loseLeadership("start failed");
+      }
     }
   }
 
-  async function loseLeadership() {
+  /** Steps down at once (isLeader false, leadership aborted); the parts stop in the background. */
+  function loseLeadership(why: string) {
     if (!leader) return;
     leader = false;
+    options.onLeadershipChange?.(false);
     leadership?.abort();
     leadership = undefined;
-    log.warn("stopped leading", { identity: options.identity });
-    try {
-      await options.onStoppedLeading();
-    } catch (err) {
-      log.error("error while stepping down", { error: describeError(err) });
-    }
+    log.warn("stopped leading", { identity: options.identity, why });
+    const previous = stopping;
+    stopping = (async () => {
+      await previous;
+      try {
+        await options.onStoppedLeading();
+      } catch (err) {
+        log.error("error while stepping down", { error: describeError(err) });
+      }
+    })();
+  }
+
+  /** Rejects after `ms` (the request itself may go on; its result is then ignored). */
+  function bounded<T>(p: Promise<T>, ms: number): Promise<T> {
+    let t: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      t = setTimeout(() => reject(new Error(`Lease request took longer than ${Math.round(ms)} ms`)), ms);
+    });
+    return Promise.race([p, timeout]).finally(() => clearTimeout(t));
   }
 
   async function run(signal: AbortSignal) {
     const stopped = () => signal.aborted;
     while (!stopped()) {
       let ok = false;
+      const budget = leader ? Math.max(retryMs, renewDeadlineMs - (now() - lastRenew)) : renewDeadlineMs;
       try {
-        ok = await tryAcquireOrRenew();
+        ok = await bounded(tryAcquireOrRenew(), budget);
+        lastContact = now();
       } catch (err) {
         log.warn("leader lease read/write failed", { error: messageOf(err) });
       }
       if (stopped()) break;
       if (ok) {
         lastRenew = now();
-        if (!leader) await becomeLeader();
+        if (!leader) void becomeLeader();
       } else if (leader && now() - lastRenew > renewDeadlineMs) {
-        await loseLeadership();
+        loseLeadership("could not renew the Lease before the renew deadline");
       }
       await sleep(retryMs, signal);
     }
@@ -171,7 +211,10 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
   return {
     name: "leader-election",
     get isLeader() {
-      return leader;
+      return holding();
+    },
+    get leaseReachable() {
+      return now() - lastContact <= renewDeadlineMs;
     },
     get observedHolder() {
       return observed?.holder;
@@ -180,14 +223,21 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
       stopController = new AbortController();
       const s = AbortSignal.any([signal, stopController.signal]);
       loop = run(s);
+      // The deadline holds even while a Lease request hangs.
+      watchdog = setInterval(() => {
+        if (leader && now() - lastRenew > renewDeadlineMs) loseLeadership("could not renew the Lease before the renew deadline");
+      }, Math.max(10, Math.min(retryMs, 250)));
+      watchdog.unref();
       return Promise.resolve();
     },
     async stop() {
       stopController?.abort();
+      clearInterval(watchdog);
       await loop;
-      const wasLeader = leader;
-      await loseLeadership();
-      if (wasLeader) await release();
+      const wasLeader = holding();
+      loseLeadership("stopping");
+      await stopping;
+      if (wasLeader) await bounded(release(), renewDeadlineMs).catch(() => undefined);
     },
   };
 }

@@ -14,6 +14,13 @@
  * - gitmesh_agent_output_results_total{result}        counter output versions ACKed / NACKed (ack | nack)
  * - gitmesh_agent_output_version                      gauge last output version handled
  * - gitmesh_agent_cacerts_written_total               counter Istio cacerts secrets written
+ * - gitmesh_agent_ownership_refused_total{kind}       counter output objects not applied: they exist and gitmesh does not own them
+ * - gitmesh_agent_ownership_conflicts                 gauge   such objects in the last output handled
+ * - gitmesh_agent_adoptions_total{kind}               counter objects handed over with gitmesh.io/adopt=true and taken over
+ * - gitmesh_agent_inventory_objects                   gauge   objects in the inventory
+ * - gitmesh_agent_inventory_bytes                     gauge   compressed bytes of the inventory ConfigMap's entries
+ * - gitmesh_agent_prune_skipped_total{reason}         counter inventory members not deleted (recreated: someone else's object now)
+ * - gitmesh_agent_drift_fights_total{kind}            counter fights detected (repairs of one object above the limit); repairs back off
  */
 import { Counter, Gauge, type Registry } from "prom-client";
 
@@ -31,6 +38,13 @@ export interface AgentMetrics {
   readonly outputResults: Counter<"result">;
   readonly outputVersion: Gauge;
   readonly cacertsWritten: Counter;
+  readonly ownershipRefused: Counter<"kind">;
+  readonly ownershipConflicts: Gauge;
+  readonly adoptions: Counter<"kind">;
+  readonly inventoryObjects: Gauge;
+  readonly inventoryBytes: Gauge;
+  readonly pruneSkipped: Counter<"reason">;
+  readonly driftFights: Counter<"kind">;
 }
 
 export function createAgentMetrics(registry: Registry): AgentMetrics {
@@ -49,5 +63,12 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     outputResults: new Counter({ name: "gitmesh_agent_output_results_total", help: "Output versions acknowledged (ack) or rejected (nack)", labelNames: ["result"], registers }),
     outputVersion: new Gauge({ name: "gitmesh_agent_output_version", help: "Last output version handled", registers }),
     cacertsWritten: new Counter({ name: "gitmesh_agent_cacerts_written_total", help: "Istio cacerts secrets written", registers }),
+    ownershipRefused: new Counter({ name: "gitmesh_agent_ownership_refused_total", help: "Output objects not applied because they exist and gitmesh does not own them", labelNames: ["kind"], registers }),
+    ownershipConflicts: new Gauge({ name: "gitmesh_agent_ownership_conflicts", help: "Objects of the last output not applied because gitmesh does not own them", registers }),
+    adoptions: new Counter({ name: "gitmesh_agent_adoptions_total", help: "Objects handed over with gitmesh.io/adopt=true and taken over", labelNames: ["kind"], registers }),
+    inventoryObjects: new Gauge({ name: "gitmesh_agent_inventory_objects", help: "Objects in the agent's inventory", registers }),
+    inventoryBytes: new Gauge({ name: "gitmesh_agent_inventory_bytes", help: "Compressed bytes of the inventory entries", registers }),
+    pruneSkipped: new Counter({ name: "gitmesh_agent_prune_skipped_total", help: "Inventory members not deleted", labelNames: ["reason"], registers }),
+    driftFights: new Counter({ name: "gitmesh_agent_drift_fights_total", help: "Fights with another field manager detected (repairs back off)", labelNames: ["kind"], registers }),
   };
 }

@@ -39,10 +39,25 @@ export interface RelayLinkOptions {
   readonly cluster: string;
   /** relay.authority (TLS server name). */
   readonly authority?: string;
+  /** Secret names in `namespace` (defaults: RELAY_SECRETS; chart relay.rootTlsSecret, relay.tokenSecret, relay.clientTlsSecret). */
+  readonly secretNames?: RelaySecretNames;
   /** Passed through to the relay client (backoff, keepalive, sizes, renewAtFraction). */
   readonly client?: Partial<Pick<RelayClientOptions, "backoff" | "keepaliveTimeMs" | "keepaliveTimeoutMs" | "maxMessageBytes" | "chunkBytes" | "renewAtFraction" | "keyPem">>;
   readonly logger: Logger;
 }
+
+/** Names of the three relay secrets in the agent namespace. */
+export interface RelaySecretNames {
+  readonly rootTls?: string;
+  readonly token?: string;
+  readonly clientTls?: string;
+}
+
+const names = (n: RelaySecretNames = {}) => ({
+  rootTls: n.rootTls ?? RELAY_SECRETS.rootTls.name,
+  token: n.token ?? RELAY_SECRETS.identityToken.name,
+  clientTls: n.clientTls ?? RELAY_SECRETS.clientTls.name,
+});
 
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
 const unb64 = (v: unknown) => (typeof v === "string" ? Buffer.from(v, "base64").toString("utf8") : undefined);
@@ -60,9 +75,9 @@ async function secretData(reader: KubeReader, namespace: string, name: string): 
 }
 
 /** Stored client credentials, when present and not expired. */
-export async function loadClientCredentials(reader: KubeReader, namespace: string, now = Date.now()): Promise<RelayClientCredentials | undefined> {
+export async function loadClientCredentials(reader: KubeReader, namespace: string, now = Date.now(), secretNames?: RelaySecretNames): Promise<RelayClientCredentials | undefined> {
   const k = RELAY_SECRETS.clientTls.keys;
-  const d = await secretData(reader, namespace, RELAY_SECRETS.clientTls.name);
+  const d = await secretData(reader, namespace, names(secretNames).clientTls);
   const certPem = d?.[k.tlsCrt];
   const keyPem = d?.[k.tlsKey];
   if (!certPem || !keyPem) return undefined;
@@ -80,29 +95,29 @@ export async function loadClientCredentials(reader: KubeReader, namespace: strin
  * The client certificate the relay link stored in relay-client-tls-secret (read per call, so a renewed
  * certificate is picked up), with relay-root-tls-secret ca.crt as the CA when the stored one has none.
  */
-export async function currentClientCredentials(reader: KubeReader, namespace: string): Promise<RelayClientCredentials | undefined> {
-  const c = await loadClientCredentials(reader, namespace);
+export async function currentClientCredentials(reader: KubeReader, namespace: string, secretNames?: RelaySecretNames): Promise<RelayClientCredentials | undefined> {
+  const c = await loadClientCredentials(reader, namespace, Date.now(), secretNames);
   if (!c || c.caPem !== "") return c;
-  const ca = (await secretData(reader, namespace, RELAY_SECRETS.rootTls.name))?.[RELAY_SECRETS.rootTls.keys.caCrt];
+  const ca = (await secretData(reader, namespace, names(secretNames).rootTls))?.[RELAY_SECRETS.rootTls.keys.caCrt];
   return ca !== undefined ? { ...c, caPem: ca } : c;
 }
 
 /** Istio intermediate CAs (RootTrustPolicy): CSRs signed by the server over Relay.SignIntermediate, with the stored client certificate. */
-export function createRelaySigner(options: { reader: KubeReader; namespace: string; address: string; authority: string; logger: Logger }): IntermediateSigner {
+export function createRelaySigner(options: { reader: KubeReader; namespace: string; address: string; authority: string; secretNames?: RelaySecretNames; logger: Logger }): IntermediateSigner {
   return createRelayIntermediateSigner({
     address: options.address,
     authority: options.authority,
-    credentials: () => currentClientCredentials(options.reader, options.namespace),
+    credentials: () => currentClientCredentials(options.reader, options.namespace, options.secretNames),
     logger: options.logger,
   });
 }
 
-export async function storeClientCredentials(writer: FieldOwnerWriter, namespace: string, c: RelayClientCredentials): Promise<void> {
+export async function storeClientCredentials(writer: FieldOwnerWriter, namespace: string, c: RelayClientCredentials, secretNames?: RelaySecretNames): Promise<void> {
   const k = RELAY_SECRETS.clientTls.keys;
   await writer.apply({
     apiVersion: "v1",
     kind: "Secret",
-    metadata: { name: RELAY_SECRETS.clientTls.name, namespace },
+    metadata: { name: names(secretNames).clientTls, namespace },
     type: "kubernetes.io/tls",
     data: { [k.tlsCrt]: b64(c.certPem), [k.tlsKey]: b64(c.keyPem), [k.caCrt]: b64(c.caPem) },
   });
@@ -110,19 +125,20 @@ export async function storeClientCredentials(writer: FieldOwnerWriter, namespace
 
 export function createRelayLinkFactory(options: RelayLinkOptions): RelayLinkFactory {
   const log = options.logger;
+  const secrets = names(options.secretNames);
   return async (handlers) => {
-    const root = await secretData(options.reader, options.namespace, RELAY_SECRETS.rootTls.name);
+    const root = await secretData(options.reader, options.namespace, secrets.rootTls);
     const rootCaPem = root?.[RELAY_SECRETS.rootTls.keys.caCrt];
     if (!rootCaPem) {
       throw new NeedsHumanError(
-        `secret ${options.namespace}/${RELAY_SECRETS.rootTls.name} with key ${RELAY_SECRETS.rootTls.keys.caCrt} is missing: copy the relay root CA into the agent namespace (helm value or gitmesh cluster register)`,
+        `secret ${options.namespace}/${secrets.rootTls} with key ${RELAY_SECRETS.rootTls.keys.caCrt} is missing: copy the relay root CA into the agent namespace (helm value or gitmesh cluster register)`,
       );
     }
-    const token = (await secretData(options.reader, options.namespace, RELAY_SECRETS.identityToken.name))?.[RELAY_SECRETS.identityToken.keys.token];
-    const credentials = await loadClientCredentials(options.reader, options.namespace);
+    const token = (await secretData(options.reader, options.namespace, secrets.token))?.[RELAY_SECRETS.identityToken.keys.token];
+    const credentials = await loadClientCredentials(options.reader, options.namespace, Date.now(), options.secretNames);
     if (!credentials && !token) {
       throw new NeedsHumanError(
-        `no valid client certificate in ${RELAY_SECRETS.clientTls.name} and no bootstrap token in ${options.namespace}/${RELAY_SECRETS.identityToken.name}: the agent cannot register`,
+        `no valid client certificate in ${secrets.clientTls} and no bootstrap token in ${options.namespace}/${secrets.token}: the agent cannot register`,
       );
     }
     log.info(credentials ? "reusing the stored relay client certificate" : "no stored client certificate: registering with the bootstrap token", {
@@ -139,7 +155,7 @@ export function createRelayLinkFactory(options: RelayLinkOptions): RelayLinkFact
       ...(credentials ? { credentials } : {}),
       ...options.client,
       logger: log.child("relay"),
-      onCredentials: (c) => storeClientCredentials(options.writer, options.namespace, c),
+      onCredentials: (c) => storeClientCredentials(options.writer, options.namespace, c, options.secretNames),
       onStatus: (s) => {
         if (s.connected !== connected) {
           connected = s.connected;

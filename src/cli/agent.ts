@@ -2,13 +2,14 @@
  * `gitmesh agent`: the composition root of the cluster agent. Reads flags and environment ONCE
  * (flags win; env names match the Helm chart: relay.serverAddress → GITMESH_RELAY_SERVER_ADDRESS,
  * relay.cluster → GITMESH_RELAY_CLUSTER, relay.authority → GITMESH_RELAY_AUTHORITY, POD_NAMESPACE,
- * POD_NAME), validates and freezes the configuration, builds the clients and runs until SIGINT/SIGTERM.
+ * POD_NAME, and every other value the chart passes: see AGENT_ENV in src/agent/config.ts), validates
+ * and freezes the configuration, builds the clients and runs until SIGINT/SIGTERM.
  */
 import { hostname } from "node:os";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { Registry, collectDefaultMetrics } from "prom-client";
-import { createLogger, isLogLevel } from "../core/index.js";
+import { createLogger } from "../core/index.js";
 import { AGENT_ENV, createAgent, createKubeClient, createRelayLinkFactory, createRelaySigner, parseAgentConfig, withFieldOwner } from "../agent/index.js";
 import { UsageError, type CliIo } from "./io.js";
 import { untilStopSignal } from "./signals.js";
@@ -25,7 +26,7 @@ interface AgentFlags {
   readonly maxPruneFraction?: string;
   readonly pruneAlwaysAllowed?: string;
   readonly httpPort?: string;
-  readonly logLevel: string;
+  readonly logLevel?: string;
 }
 
 export function registerAgent(program: Command, io: CliIo): void {
@@ -42,9 +43,9 @@ export function registerAgent(program: Command, io: CliIo): void {
     .option("--istio-namespace <ns>", "namespace of the Istio control plane (default istio-system)")
     .option("--discovery-selector <k=v,...>", "discover only namespaces with these labels (repeatable; any matches)", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .option("--max-prune-fraction <0..1>", `largest share of owned objects one output may delete (env ${AGENT_ENV.maxPruneFraction}; default 0.5)`)
-    .option("--prune-always-allowed <n>", "deletions always allowed whatever the share (default 2)")
+    .option("--prune-always-allowed <n>", `deletions always allowed whatever the share (env ${AGENT_ENV.pruneAlwaysAllowed}; default 2)`)
     .option("--http-port <n>", `HTTP port (env ${AGENT_ENV.httpPort}; default 9977)`)
-    .option("--log-level <level>", "debug | info | warn | error", "info")
+    .option("--log-level <level>", `debug | info | warn | error (env ${AGENT_ENV.logLevel}; chart logLevel; default info)`)
     .action(async (flags: AgentFlags) => {
       const env = process.env;
       const { config, problems } = parseAgentConfig(
@@ -57,16 +58,22 @@ export function registerAgent(program: Command, io: CliIo): void {
           kubeconfig: flags.kubeconfig ?? env[AGENT_ENV.kubeconfig],
           istioNamespace: flags.istioNamespace ?? env[AGENT_ENV.istioNamespace],
           discoverySelectors: flags.discoverySelector,
+          discoverySelectorsJson: env[AGENT_ENV.discoverySelectorsJson],
           maxPruneFraction: flags.maxPruneFraction ?? env[AGENT_ENV.maxPruneFraction],
-          pruneAlwaysAllowed: flags.pruneAlwaysAllowed,
+          pruneAlwaysAllowed: flags.pruneAlwaysAllowed ?? env[AGENT_ENV.pruneAlwaysAllowed],
           httpPort: flags.httpPort ?? env[AGENT_ENV.httpPort],
+          leaseName: env[AGENT_ENV.leaseName],
+          rootTlsSecret: env[AGENT_ENV.rootTlsSecret],
+          tokenSecret: env[AGENT_ENV.tokenSecret],
+          clientTlsSecret: env[AGENT_ENV.clientTlsSecret],
+          writeCacerts: env[AGENT_ENV.writeCacerts],
+          inventoryName: env[AGENT_ENV.inventoryName],
+          logLevel: flags.logLevel ?? env[AGENT_ENV.logLevel],
         },
         { identity: hostname() },
       );
       if (!config) throw new UsageError(`invalid agent configuration:\n  ${problems.join("\n  ")}`);
-      const level = flags.logLevel;
-      if (!isLogLevel(level)) throw new UsageError(`--log-level must be debug, info, warn or error, got "${level}"`);
-      const logger = createLogger({ name: "agent", level });
+      const logger = createLogger({ name: "agent", level: config.logLevel });
       const kc = new KubeConfig();
       if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
       else if (env.KUBERNETES_SERVICE_HOST !== undefined) kc.loadFromCluster();
@@ -84,10 +91,11 @@ export function registerAgent(program: Command, io: CliIo): void {
           address: config.relayAddress,
           cluster: config.cluster,
           authority: config.authority,
+          secretNames: config.relaySecrets,
           logger,
         }),
         // Istio intermediate CAs (RootTrustPolicy): CSRs signed by the server over Relay.SignIntermediate.
-        signer: createRelaySigner({ reader: client, namespace: config.namespace, address: config.relayAddress, authority: config.authority, logger: logger.child("intermediate-signer") }),
+        signer: createRelaySigner({ reader: client, namespace: config.namespace, address: config.relayAddress, authority: config.authority, secretNames: config.relaySecrets, logger: logger.child("intermediate-signer") }),
         registry,
         logger,
       });

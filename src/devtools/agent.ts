@@ -39,6 +39,7 @@ export function createInProcessAgent(options: InProcessAgentOptions): Agent {
       address: config.relayAddress,
       cluster,
       authority: config.authority,
+      secretNames: config.relaySecrets,
       client: { backoff: { initialMs: 100, maxMs: 1000 } },
       logger,
     }),

@@ -13,12 +13,14 @@ import { isObject, type JsonObject } from "./patch.js";
 import { parseSeedYaml, SeedCode } from "./seed.js";
 import { createHandler, type OpenWatch } from "./server.js";
 import { KubeApiError } from "./status.js";
+import { createAuthorizer, type ForbiddenRequest, type RbacOptions } from "./rbac.js";
 import { ObjectStore, type StoreEvent } from "./store.js";
 
 export { BUILT_IN_KINDS, ISTIO_KINDS, type ResourceKind } from "./kinds.js";
 export { SeedCode } from "./seed.js";
 export { KubeApiError, type KubeStatus } from "./status.js";
 export { parseLabelSelector, matchesLabels } from "./selectors.js";
+export type { ForbiddenRequest, RbacOptions } from "./rbac.js";
 
 /**
  * A Kubernetes object. Inputs may be any JSON-serialisable object (client-node model instances
@@ -57,6 +59,11 @@ export interface KubeEmulatorOptions {
   readonly logger?: Logger;
   /** Clock for creationTimestamp and managedFields times (default `() => new Date()`). */
   readonly now?: () => Date;
+  /**
+   * Enforce RBAC (default off: every request is allowed): tokens map to users, rendered
+   * Role/ClusterRole/bindings grant verbs; denials answer 403 and are recorded (`forbidden()`).
+   */
+  readonly rbac?: RbacOptions;
 }
 
 export interface KubeconfigOptions {
@@ -64,6 +71,8 @@ export interface KubeconfigOptions {
   readonly name?: string;
   /** Default namespace of the context (default none). */
   readonly namespace?: string;
+  /** Bearer token of the user (default `kube-emulator`; see KubeEmulatorOptions.rbac). */
+  readonly token?: string;
 }
 
 export interface SeedResult {
@@ -125,6 +134,8 @@ export interface KubeEmulator {
   onChange(listener: (event: { type: string; object: KubeObject }) => void): () => void;
   /** Number of open watch streams. */
   openWatches(): number;
+  /** Requests RBAC denied so far (empty without KubeEmulatorOptions.rbac). */
+  forbidden(): readonly ForbiddenRequest[];
   stop(): Promise<void>;
 }
 
@@ -156,6 +167,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
   }
 
   let failuresLeft = 0; // -1: fail until cleared
+  const denied: ForbiddenRequest[] = [];
   let failureFilter: FailureFilter = {};
   const { handle, openWatches } = createHandler({
     store,
@@ -164,6 +176,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
     maxBodyBytes: options.maxBodyBytes ?? 16 * 1024 * 1024,
     watchTimeoutSeconds: options.watchTimeoutSeconds ?? 1800,
     bookmarkIntervalMs: options.bookmarkIntervalMs ?? 60_000,
+    ...(options.rbac === undefined ? {} : { authorizer: createAuthorizer(options.rbac), onForbidden: (f: ForbiddenRequest) => denied.push(f) }),
     shouldFail: (method, path) => {
       if (failuresLeft === 0) return false;
       if (failureFilter.methods !== undefined && !failureFilter.methods.includes(method)) return false;
@@ -271,7 +284,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
       kind: "Config",
       clusters: [{ name, cluster: { server: `http://${dialHost}:${port}`, "insecure-skip-tls-verify": true } }],
       // The emulator does no authentication; a token keeps clients that insist on credentials happy.
-      users: [{ name, user: { token: "kube-emulator" } }],
+      users: [{ name, user: { token: o.token ?? "kube-emulator" } }],
       contexts: [{ name, context: { cluster: name, user: name, ...(o.namespace === undefined ? {} : { namespace: o.namespace }) } }],
       "current-context": name,
     };
@@ -325,6 +338,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
     resourceVersion: () => String(store.resourceVersion),
     onChange: (listener) => store.subscribe((e: StoreEvent) => listener({ type: e.type, object: structuredClone(e.object) })),
     openWatches: () => openWatches.size,
+    forbidden: () => [...denied],
     stop: close,
   };
   return emulator;

@@ -12,6 +12,7 @@ import { parseFieldSelector, parseLabelSelector, type FieldRequirement, type Sel
 import { failureStatus, KubeApiError, badRequest, gone, StatusReason } from "./status.js";
 import { metaOf, PatchType, type ObjectStore, type StoreEvent } from "./store.js";
 import { openApiV2Protobuf } from "./openapi.js";
+import { forbidden, type Authorizer, type ForbiddenRequest, type RequestAttributes } from "./rbac.js";
 
 export interface HandlerOptions {
   readonly store: ObjectStore;
@@ -22,6 +23,10 @@ export interface HandlerOptions {
   readonly bookmarkIntervalMs: number;
   /** Returns true (and consumes one failure) when the fault switch says this request must fail. */
   readonly shouldFail: (method: string, path: string) => boolean;
+  /** RBAC enforcement (off when undefined). */
+  readonly authorizer?: Authorizer;
+  /** Called for every request RBAC denies. */
+  readonly onForbidden?: (f: ForbiddenRequest) => void;
 }
 
 interface Route {
@@ -247,6 +252,7 @@ export function createHandler(opts: HandlerOptions): {
     if (opts.shouldFail(method, path)) {
       throw new KubeApiError(500, StatusReason.InternalError, "Internal error occurred: injected by the kube-emulator fault switch");
     }
+    const user = opts.authorizer?.authenticate(req.headers.authorization);
 
     if (method === "GET") {
       if (path === "/version") return send(res, 200, versionInfo());
@@ -287,10 +293,31 @@ export function createHandler(opts: HandlerOptions): {
     }
     const { kind, namespace, name } = r;
     const manager = q.get("fieldManager") ?? undefined;
+    const authorize = (verb: string): void => {
+      if (opts.authorizer === undefined || user === undefined) return;
+      const a: RequestAttributes = { user, verb, group: kind.group, resource: kind.plural, namespace: kind.namespaced ? namespace : undefined, name };
+      if (opts.authorizer.allowed(a)) return;
+      opts.onForbidden?.({ ...a, method, path });
+      throw forbidden(a);
+    };
+    const watching = q.get("watch") === "true" || q.get("watch") === "1";
+    const verbs: Record<string, string> = {
+      GET: watching ? "watch" : name === undefined ? "list" : "get",
+      POST: "create",
+      PUT: "update",
+      PATCH: "patch",
+      DELETE: name === undefined ? "deletecollection" : "delete",
+    };
+    const verb = verbs[method];
+    if (verb !== undefined) authorize(verb);
+    // An apply that creates the object needs create too (as on a real API server).
+    if (method === "PATCH" && name !== undefined && (req.headers["content-type"] ?? "").startsWith(PatchType.Apply) && store.find(kind, namespace, name) === undefined) {
+      authorize("create");
+    }
 
     switch (method) {
       case "GET": {
-        if (q.get("watch") === "true" || q.get("watch") === "1") return watch(r, q, req, res);
+        if (watching) return watch(r, q, req, res);
         if (name === undefined) return list(r, q, res);
         return send(res, 200, store.get(kind, namespace, name));
       }

@@ -16,6 +16,8 @@ export const StatusReason = {
   UnsupportedMediaType: "UnsupportedMediaType",
   InternalError: "InternalError",
   NotAcceptable: "NotAcceptable",
+  Forbidden: "Forbidden",
+  Unauthorized: "Unauthorized",
 } as const;
 export type StatusReason = (typeof StatusReason)[keyof typeof StatusReason];
 

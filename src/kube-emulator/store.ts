@@ -292,6 +292,7 @@ export class ObjectStore {
 
   /** Stores `next` in place of `live` unless nothing changed (then no new version, no event). */
   private write(kind: ResourceKind, live: JsonObject, next: JsonObject, manager: string): JsonObject {
+    checkUid(live, next);
     this.carryOver(live, next);
     metaOf(next).resourceVersion = metaOf(live).resourceVersion ?? null;
     applyDefaults(kind, next, live, this.defaulting);
@@ -369,6 +370,8 @@ export class ObjectStore {
     if (live !== undefined && typeof wanted === "string" && wanted !== "" && wanted !== metaOf(live).resourceVersion) {
       throw staleConflict(kind.plural, kind.group, name);
     }
+    // A uid in the applied object is a precondition on an existing object (ignored on create), as on a real server.
+    if (live !== undefined) checkUid(live, applied);
     for (const k of ["resourceVersion", "uid", "creationTimestamp", "generation"]) dropKey(am, k);
     const result = serverSideApply({ live, applied, manager, force, apiVersion: apiVersionOf(kind), now: this.now() });
     if (result.conflicts.length > 0) throw applyConflict(result.conflicts);
@@ -427,7 +430,17 @@ export class ObjectStore {
       return this.create(kind, ns, next, manager);
     }
     delete metaOf(next).resourceVersion;
+    delete metaOf(next).uid; // seeding keeps the live object's identity
     return this.write(kind, live, next, manager);
+  }
+}
+
+/** A write whose body names another uid than the live object's fails like the real server's storage precondition. */
+function checkUid(live: JsonObject, next: JsonObject): void {
+  const want = metaOf(next).uid;
+  const have = str(metaOf(live).uid) ?? "";
+  if (typeof want === "string" && want !== "" && want !== have) {
+    throw new KubeApiError(409, StatusReason.Conflict, `Precondition failed: UID in precondition: ${want}, UID in object meta: ${have}`);
   }
 }
 

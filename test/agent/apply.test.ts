@@ -1,6 +1,6 @@
 // Apply, prune and drift against the emulator over real HTTP.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createApplier, createDriftWatcher, createRunnableManager, type Applier, type KubeObject } from "../../src/agent/index.js";
+import { createApplier, createDriftWatcher, createInventory, createRunnableManager, type Applier, type KubeObject } from "../../src/agent/index.js";
 import { eventually, startKube, type StartedKube } from "../helpers/kube.js";
 import { dr, metricValue, output, parts, vs } from "./helpers.js";
 
@@ -9,7 +9,7 @@ let p: ReturnType<typeof parts>;
 let applier: Applier;
 
 const NS = "bookinfo";
-const seedNs = (k: StartedKube) => k.emulator.seed([{ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } }]);
+const seedNs = (k: StartedKube) => k.emulator.seed([{ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } }, { apiVersion: "v1", kind: "Namespace", metadata: { name: "gitmesh" } }]);
 const live = (kind: string, name: string) => kube.emulator.get("networking.istio.io/v1", kind, NS, name);
 const names = (kind: string) => kube.emulator.list("networking.istio.io/v1", kind, NS).map((o) => (o.metadata as { name: string }).name).sort();
 
@@ -17,8 +17,12 @@ beforeEach(async () => {
   kube = await startKube();
   seedNs(kube);
   p = parts(kube);
-  applier = createApplier({ cluster: "cluster1", reader: p.client, writer: p.writer, metrics: p.metrics, logger: p.logger });
+  applier = newApplier();
 });
+function newApplier(): Applier {
+  const inventory = createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" });
+  return createApplier({ cluster: "cluster1", reader: p.client, writer: p.writer, inventory, metrics: p.metrics, logger: p.logger });
+}
 afterEach(async () => {
   await kube.stop();
 });
@@ -124,6 +128,65 @@ describe("applier", () => {
     const r = await applier.applyOutput(output(1, [req, vs("a", NS, "a")]));
     expect(r).toMatchObject({ ack: true, applied: 1 });
     expect(r.certificateRequests).toHaveLength(1);
+  });
+});
+
+describe("inventory", () => {
+  it("prune's DELETE carries the uid: an object recreated by someone else between the list and the delete survives", async () => {
+    await applier.applyOutput(output(1, [vs("a", NS, "a"), vs("b", NS, "b")]));
+    let arm = true;
+    const racing = {
+      get: p.client.get.bind(p.client),
+      list: async (ref: Parameters<typeof p.client.list>[0], o?: Parameters<typeof p.client.list>[1]) => {
+        const r = await p.client.list(ref, o);
+        if (arm && ref.kind === "VirtualService") {
+          arm = false;
+          kube.emulator.remove("networking.istio.io/v1", "VirtualService", NS, "a");
+          kube.emulator.seed([{ apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name: "a", namespace: NS }, spec: { hosts: ["someone-else"] } }]);
+        }
+        return r;
+      },
+    };
+    const inventory = createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" });
+    const second = createApplier({ cluster: "cluster1", reader: racing, writer: p.writer, inventory, metrics: p.metrics, logger: p.logger });
+    const r = await second.applyOutput(output(2, [vs("b", NS, "b")]));
+    expect(r).toMatchObject({ ack: true, pruned: 0 });
+    expect((live("VirtualService", "a")!.spec as { hosts: string[] }).hosts).toEqual(["someone-else"]);
+    expect(await metricValue(p.registry, "gitmesh_agent_prune_skipped_total", { reason: "recreated" })).toBe(1);
+    // and it is not the agent's any more
+    expect((await second.applyOutput(output(3, [vs("a", NS, "a"), vs("b", NS, "b")]))).errors.map((e) => e.key)).toEqual(["VirtualService/bookinfo/a"]);
+  });
+
+  it("an intent left by a crash is confirmed only when the object carries the agent's field manager", async () => {
+    // the crash: intents written, one object created by the agent, the other by someone else meanwhile
+    const inventory = createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" });
+    await inventory.load();
+    for (const n of ["mine", "theirs"]) inventory.set({ apiVersion: "networking.istio.io/v1", kind: "VirtualService", namespace: NS, name: n });
+    await inventory.flush();
+    await p.writer.apply(vs("mine", NS, "mine"), { force: false });
+    await p.client.apply({ ...vs("theirs", NS, "theirs"), spec: { hosts: ["x"] } }, { fieldManager: "kubectl", force: false });
+
+    const restarted = newApplier();
+    const r = await restarted.applyOutput(output(1, [vs("mine", NS, "mine"), vs("theirs", NS, "theirs")]));
+    expect(r.errors.map((e) => e.key)).toEqual(["VirtualService/bookinfo/theirs"]);
+    expect((live("VirtualService", "theirs")!.spec as { hosts: string[] }).hosts).toEqual(["x"]);
+    const after = createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" });
+    await after.load();
+    expect(after.entries().map((e) => [e.name, e.uid])).toEqual([["mine", (live("VirtualService", "mine")!.metadata as { uid: string }).uid]]);
+    // confirmed: pruned when it leaves the output; the other one stays
+    expect(await restarted.applyOutput(output(2, []))).toMatchObject({ pruned: 1 });
+    expect(names("VirtualService")).toEqual(["theirs"]);
+  });
+
+  it("keeps 2,000 objects in one ConfigMap well under its 1 MiB limit", async () => {
+    const inventory = createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" });
+    await inventory.load();
+    for (let i = 0; i < 2000; i++) inventory.set({ apiVersion: "networking.istio.io/v1", kind: i % 2 ? "VirtualService" : "DestinationRule", namespace: `team-${i % 97}`, name: `route-${i}-of-a-longish-service-name`, uid: crypto.randomUUID() });
+    await inventory.flush();
+    expect(inventory.storedBytes).toBeLessThan(200 * 1024);
+    const again = createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" });
+    await again.load();
+    expect(again.entries()).toHaveLength(2000);
   });
 });
 

@@ -80,6 +80,8 @@ describe("leader election", () => {
     await eventually("a leads", () => a.isLeader);
     kube.emulator.faults.failRequests();
     await eventually("a steps down", () => !a.isLeader, 5000);
+    // isLeader turns false at the deadline; the leader-only parts are stopped right after
+    await eventually("a stopped its parts", () => log.length === 2, 5000);
     expect(log).toEqual(["agent-a leads", "agent-a stops"]);
     kube.emulator.faults.clear();
     await eventually("a leads again", () => a.isLeader, 5000);

@@ -2,11 +2,23 @@
  * charts/gitmesh-agent rendered like `helm template`: Kubernetes schema validity, hardening,
  * probes, least-privilege RBAC (exactly what the agent calls), values checks and golden renders.
  */
+import { spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
+import { Registry } from "prom-client";
+import { createMemoryLogger } from "../../src/core/index.js";
+import { createRelayServer, generateRelayPki, type OutputAckEvent, type OutputNackEvent } from "../../src/relay/index.js";
+import { AGENT_ENV, type KubeObject } from "../../src/agent/index.js";
+import { eventually, startKube } from "../helpers/kube.js";
+import { exampleObjects } from "../agent/helpers.js";
 import { buildRenderer, render, renderOk } from "./helm-render.js";
 import { envOf, expectGolden, expectHardened, find, grant, grantsOf, podSpec, validateAll, type Grant } from "./checks.js";
 
 const CHART = "gitmesh-agent";
+const BIN = fileURLToPath(new URL("../../bin/gitmesh.js", import.meta.url));
 const REQUIRED = ["--set", "relay.serverAddress=mgmt.example.com:9900", "--set", "relay.cluster=cluster1"];
 const BASE = ["--name", "gitmesh-agent", "--namespace", "gitmesh", ...REQUIRED];
 
@@ -23,7 +35,7 @@ const BASE = ["--name", "gitmesh-agent", "--namespace", "gitmesh", ...REQUIRED];
  *   (get, patch, create) of the client certificate secret.
  * - cacerts.ts: get and server-side apply of the Istio `cacerts` secret in the Istio namespace.
  */
-function agentCalls(opts: { ns: string; istioNs: string; lease: string; secrets: { root: string; token: string; client: string }; cacerts: boolean }): Set<Grant> {
+function agentCalls(opts: { ns: string; istioNs: string; lease: string; inventory: string; secrets: { root: string; token: string; client: string }; cacerts: boolean }): Set<Grant> {
   const g = new Set<Grant>();
   const read = ["get", "list", "watch"];
   for (const r of ["namespaces", "nodes", "services", "pods"]) for (const v of read) g.add(grant("cluster", "", r, v));
@@ -42,6 +54,9 @@ function agentCalls(opts: { ns: string; istioNs: string; lease: string; secrets:
   g.add(grant(own, "", "secrets", "get", opts.secrets.root));
   g.add(grant(own, "", "secrets", "get", opts.secrets.token));
   g.add(grant(own, "", "secrets", "create")); // create cannot be limited by name in Kubernetes RBAC
+  // inventory.ts: the inventory ConfigMap (get, create, replace)
+  g.add(grant(own, "", "configmaps", "create"));
+  for (const v of ["get", "update"]) g.add(grant(own, "", "configmaps", v, opts.inventory));
   for (const v of ["get", "patch"]) g.add(grant(own, "", "secrets", v, opts.secrets.client));
   if (opts.cacerts) {
     g.add(grant(`ns:${opts.istioNs}`, "", "secrets", "create"));
@@ -78,6 +93,8 @@ describe("gitmesh-agent chart", () => {
       GITMESH_DISCOVERY_SELECTORS: "[]",
       POD_NAMESPACE: { fieldRef: { fieldPath: "metadata.namespace" } },
     });
+    // one source of truth: every variable the chart sets is one the agent reads (src/agent/config.ts AGENT_ENV)
+    expect(Object.keys(envOf(c!)).filter((k) => !(Object.values(AGENT_ENV) as string[]).includes(k))).toEqual([]);
     expect(find(manifests, "Service", "gitmesh-agent").spec).toMatchObject({ type: "ClusterIP", ports: [{ port: 9977, targetPort: "http" }] });
     expectGolden("agent-defaults", text);
   });
@@ -85,7 +102,7 @@ describe("gitmesh-agent chart", () => {
   it("grants exactly what the agent calls, nothing more (default values)", async () => {
     const { manifests } = await renderOk(CHART, BASE);
     const grants = grantsOf(manifests, { name: "gitmesh-agent", namespace: "gitmesh" });
-    const expected = agentCalls({ ns: "gitmesh", istioNs: "istio-system", lease: "gitmesh-agent", secrets: DEFAULT_SECRETS, cacerts: true });
+    const expected = agentCalls({ ns: "gitmesh", istioNs: "istio-system", lease: "gitmesh-agent", inventory: "gitmesh-agent-inventory", secrets: DEFAULT_SECRETS, cacerts: true });
     expect([...grants].sort()).toEqual([...expected].sort());
     // Secrets are never readable cluster-wide nor in arbitrary namespaces.
     expect([...grants].filter((g) => g.includes("/secrets ") && (g.startsWith("cluster") || g.endsWith(" *")) && !g.includes(" create "))).toEqual([]);
@@ -118,7 +135,7 @@ describe("gitmesh-agent chart", () => {
     expect(env).toMatchObject({ GITMESH_RELAY_AUTHORITY: "gitmesh.mgmt.internal", GITMESH_ISTIO_NAMESPACE: "istio-1-29", GITMESH_LEADER_ELECTION_LEASE: "agent-leader" });
     expect((c as unknown as { image: string }).image).toBe("ghcr.io/gitmesh/gitmesh:1.2.3");
     const grants = grantsOf(manifests, { name: "agent-gitmesh-agent", namespace: "mesh-agent" });
-    const expected = agentCalls({ ns: "mesh-agent", istioNs: "istio-1-29", lease: "agent-leader", secrets: { root: "my-root", token: "my-token", client: "my-client" }, cacerts: false });
+    const expected = agentCalls({ ns: "mesh-agent", istioNs: "istio-1-29", lease: "agent-leader", inventory: "gitmesh-agent-inventory", secrets: { root: "my-root", token: "my-token", client: "my-client" }, cacerts: false });
     expect([...grants].sort()).toEqual([...expected].sort());
     expectGolden("agent-representative", text);
   });
@@ -156,3 +173,109 @@ describe("gitmesh-agent chart", () => {
     expect(r.stderr).toContain(message);
   });
 });
+
+/**
+ * One source of truth: the REAL agent process (`gitmesh agent`, configured only by the env of the
+ * rendered Deployment) against the emulator with RBAC enforced from the rendered Role/ClusterRole
+ * objects, through a full cycle: leader Lease, registration (relay secrets), discovery, apply,
+ * update, prune, inventory, graceful stop. Any 403 fails the test.
+ */
+describe("gitmesh-agent chart RBAC against the requests the agent really makes", () => {
+  const TOKEN = "bootstrap-token-chart-0123456789abcdef";
+  const SA_TOKEN = "agent-service-account-token";
+  const b64 = (s: string) => Buffer.from(s).toString("base64");
+  const enc = new TextEncoder();
+  const resources = (objs: readonly KubeObject[]) => new Map(objs.map((o) => [`${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`, enc.encode(JSON.stringify(o))]));
+
+  async function cycle(args: readonly string[], v: { release: string; ns: string; istioNs: string; secrets: { root: string; token: string; client: string }; lease: string; inventory: string }) {
+    const pki = generateRelayPki({ additionalSans: ["127.0.0.1"] });
+    const acks: OutputAckEvent[] = [];
+    const nacks: OutputNackEvent[] = [];
+    const server = createRelayServer({ pki, token: TOKEN, isClusterRegistered: (c) => c === "cluster1", logger: createMemoryLogger("relay").logger, registry: new Registry(), host: "127.0.0.1", port: 0, onAck: (e) => acks.push(e), onNack: (e) => nacks.push(e) });
+    const port = await server.start();
+    const { manifests } = await renderOk(CHART, ["--name", v.release, "--namespace", v.ns, "--set", `relay.serverAddress=127.0.0.1:${String(port)}`, "--set", "relay.cluster=cluster1", ...args]);
+    const rbacObjects = manifests.map((m) => m.object).filter((o) => ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"].includes(o.kind));
+    const sa = find(manifests, "ServiceAccount", v.release === "gitmesh-agent" ? "gitmesh-agent" : `${v.release}-gitmesh-agent`).metadata as { name: string };
+    const kube = await startKube({
+      seed: [
+        ...(await exampleObjects("cluster1")),
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: v.ns } },
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: v.istioNs } },
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: "bookinfo" } },
+        { apiVersion: "v1", kind: "Secret", metadata: { name: v.secrets.root, namespace: v.ns }, data: { "ca.crt": b64(pki.rootCaCertPem) } },
+        { apiVersion: "v1", kind: "Secret", metadata: { name: v.secrets.token, namespace: v.ns }, data: { token: b64(TOKEN) } },
+      ],
+      rbac: { tokens: { [SA_TOKEN]: `system:serviceaccount:${v.ns}:${sa.name}` }, objects: rbacObjects },
+    });
+    const tmp = await mkdtemp(join(tmpdir(), "gitmesh-agent-rbac-"));
+    const kubeconfig = join(tmp, "kubeconfig");
+    await writeFile(kubeconfig, kube.emulator.kubeconfig({ token: SA_TOKEN }));
+    // The environment of the rendered Deployment, as the kubelet would set it.
+    const [container] = podSpec(find(manifests, "Deployment", sa.name)).containers;
+    const env: Record<string, string> = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => !e[0].startsWith("GITMESH_") && e[1] !== undefined));
+    for (const e of container!.env ?? []) {
+      if (e.value !== undefined) env[e.name] = e.value;
+      else if (JSON.stringify(e.valueFrom).includes("metadata.namespace")) env[e.name] = v.ns;
+      else if (JSON.stringify(e.valueFrom).includes("metadata.name")) env[e.name] = `${sa.name}-abc12`;
+    }
+    env.GITMESH_AGENT_HTTP_PORT = "0";
+    env.KUBECONFIG = kubeconfig;
+    let out = "";
+    const child = spawn(process.execPath, [BIN, ...(container as unknown as { args: string[] }).args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const why = () => `403s: ${JSON.stringify(kube.emulator.forbidden(), null, 1)}\nagent output:\n${out.slice(-3000)}`;
+    try {
+      const publish = async (version: number, objs: readonly KubeObject[]) => {
+        server.publishOutput("cluster1", { version, sourceCommit: `c${String(version)}`, complete: true, resources: resources(objs) });
+        await eventually(`v${String(version)} acked`, () => acks.find((a) => a.version === version) ?? (nacks.find((n) => n.version === version) ? (() => { throw new Error(`v${String(version)} NACKed: ${JSON.stringify(nacks)}\n${why()}`); })() : undefined), 30_000).catch((e: unknown) => {
+          throw new Error(`${String(e)}\n${why()}`);
+        });
+      };
+      await publish(1, [agentVs("reviews"), agentVs("ratings"), agentDr("reviews")]);
+      await publish(2, [agentVs("reviews", "v2"), agentDr("reviews")]);
+      expect(kube.emulator.get("networking.istio.io/v1", "VirtualService", "bookinfo", "ratings")).toBeUndefined();
+      expect(kube.emulator.get("v1", "Secret", v.ns, v.secrets.client), why()).toBeDefined();
+      expect(kube.emulator.get("v1", "ConfigMap", v.ns, v.inventory), why()).toBeDefined();
+      expect((kube.emulator.get("coordination.k8s.io/v1", "Lease", v.ns, v.lease)?.spec as { holderIdentity?: string } | undefined)?.holderIdentity).toBe(`${sa.name}-abc12`);
+      const code = new Promise<number | null>((resolve) => child.once("exit", (n) => resolve(n)));
+      child.kill("SIGTERM");
+      expect(await code, why()).toBe(0);
+      // released on the way out (an update of the Lease)
+      expect((kube.emulator.get("coordination.k8s.io/v1", "Lease", v.ns, v.lease)?.spec as { holderIdentity?: string }).holderIdentity).toBe("");
+      expect(kube.emulator.forbidden(), why()).toEqual([]);
+      expect(out).not.toMatch(/HTTP 403|forbidden/i);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await server.stop();
+      await kube.stop();
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }
+
+  it("default values: no request is forbidden", async () => {
+    await cycle([], { release: "gitmesh-agent", ns: "gitmesh", istioNs: "istio-system", secrets: DEFAULT_SECRETS, lease: "gitmesh-agent", inventory: "gitmesh-agent-inventory" });
+  }, 120_000);
+
+  it("non-default namespace, secret names, Lease, inventory, Istio namespace, selectors, log level, no cacerts: no request is forbidden", async () => {
+    await cycle(
+      [
+        "--set", "relay.rootTlsSecret=my-root,relay.tokenSecret=my-token,relay.clientTlsSecret=my-client",
+        "--set", "istio.namespace=istio-1-29,istio.writeCacerts=false",
+        "--set", "discovery.selectors[0].matchExpressions[0].key=kubernetes.io/metadata.name",
+        "--set", "discovery.selectors[0].matchExpressions[0].operator=Exists",
+        "--set", "leaderElection.leaseName=agent-leader",
+        "--set", "inventory.configMapName=agent-owned",
+        "--set", "logLevel=debug",
+      ],
+      { release: "agent", ns: "mesh-agent", istioNs: "istio-1-29", secrets: { root: "my-root", token: "my-token", client: "my-client" }, lease: "agent-leader", inventory: "agent-owned" },
+    );
+  }, 120_000);
+});
+
+function agentVs(name: string, subset = "v1"): KubeObject {
+  return { apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name, namespace: "bookinfo", labels: { "gitmesh.io/managed": "true", "gitmesh.io/cluster": "cluster1" } }, spec: { hosts: [name], http: [{ route: [{ destination: { host: name, subset } }] }] } };
+}
+function agentDr(name: string): KubeObject {
+  return { apiVersion: "networking.istio.io/v1", kind: "DestinationRule", metadata: { name, namespace: "bookinfo", labels: { "gitmesh.io/managed": "true", "gitmesh.io/cluster": "cluster1" } }, spec: { host: name, trafficPolicy: { tls: { mode: "ISTIO_MUTUAL" } } } };
+}

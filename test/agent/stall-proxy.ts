@@ -1,0 +1,94 @@
+/**
+ * An HTTP proxy in front of the Kubernetes API emulator that can STALL: matching requests are held
+ * (not forwarded, not answered) and responses already streaming (watches) stop delivering, as a
+ * hung API server or a black-holed network path would. `release()` lets everything through again.
+ *
+ *   const proxy = await startStallProxy(kube.url);
+ *   kc = kubeconfig pointing at proxy.url
+ *   proxy.stall((req) => req.path.includes("/pods"));   // or proxy.stall() for everything
+ *   proxy.release();
+ */
+import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+
+export interface StallProxy {
+  readonly url: string;
+  /** Holds every request matching `filter` (all when omitted) from now on, and pauses streaming responses that match. */
+  stall(filter?: (req: { method: string; path: string }) => boolean): void;
+  /** Forwards held requests and resumes paused responses. */
+  release(): void;
+  /** Requests held right now. */
+  readonly held: number;
+  stop(): Promise<void>;
+}
+
+export async function startStallProxy(target: string): Promise<StallProxy> {
+  const to = new URL(target);
+  let filter: ((req: { method: string; path: string }) => boolean) | undefined;
+  const held: (() => void)[] = [];
+  const streams = new Set<{ upstream: IncomingMessage; method: string; path: string }>();
+  const sockets = new Set<Socket>();
+
+  const matches = (method: string, path: string) => filter !== undefined && filter({ method, path });
+
+  const forward = (req: IncomingMessage, res: ServerResponse, body: Buffer) => {
+    const method = req.method ?? "GET";
+    const path = req.url ?? "/";
+    const up = request({ host: to.hostname, port: to.port, method, path, headers: req.headers }, (upstream) => {
+      res.writeHead(upstream.statusCode ?? 502, upstream.headers);
+      res.flushHeaders(); // watches: headers at once, as the API server sends them
+      const s = { upstream, method, path };
+      streams.add(s);
+      if (matches(method, path)) upstream.pause();
+      upstream.on("data", (c: Buffer) => res.write(c));
+      upstream.on("end", () => {
+        streams.delete(s);
+        res.end();
+      });
+      upstream.on("error", () => res.destroy());
+    });
+    up.on("error", () => res.destroy());
+    res.on("close", () => up.destroy());
+    up.end(body);
+  };
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const go = () => forward(req, res, Buffer.concat(chunks));
+      if (matches(req.method ?? "GET", req.url ?? "/")) held.push(go);
+      else go();
+    });
+  });
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const addr = server.address();
+  const port = addr !== null && typeof addr === "object" ? addr.port : 0;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stall(f) {
+      filter = f ?? (() => true);
+      for (const s of streams) if (matches(s.method, s.path)) s.upstream.pause();
+    },
+    release() {
+      filter = undefined;
+      for (const s of streams) s.upstream.resume();
+      for (const go of held.splice(0)) go();
+    },
+    get held() {
+      return held.length;
+    },
+    async stop() {
+      filter = undefined;
+      held.length = 0;
+      for (const s of streams) s.upstream.destroy();
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
