@@ -211,6 +211,8 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
   return {
     name: "leader-election",
     get isLeader() {
+      // Whoever looks first after the deadline (a write, /readyz, the watchdog) ends the term.
+      if (leader && !holding()) loseLeadership("could not renew the Lease before the renew deadline");
       return holding();
     },
     get leaseReachable() {

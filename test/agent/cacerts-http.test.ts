@@ -131,4 +131,37 @@ describe("agent configuration", () => {
     expect(bad.problems).toHaveLength(4);
     expect(bad.problems.join("\n")).toMatch(/host:port.*relay.serverAddress/);
   });
+
+  it("reads every value the chart passes (the chart's env names), with defaults and clear problems", () => {
+    const base = { relayAddress: "mgmt:9900", cluster: "cluster1" };
+    const d = parseAgentConfig(base, { identity: "p" }).config!;
+    expect(d).toMatchObject({ leaseName: "gitmesh-agent", inventoryName: "gitmesh-agent-inventory", writeCacerts: true, logLevel: "info", relaySecrets: { rootTls: "relay-root-tls-secret", token: "relay-identity-token-secret", clientTls: "relay-client-tls-secret" } });
+    expect(d.discoverySelectors).toBeUndefined();
+    const c = parseAgentConfig(
+      {
+        ...base,
+        leaseName: "agent-leader",
+        inventoryName: "agent-owned",
+        rootTlsSecret: "my-root",
+        tokenSecret: "my-token",
+        clientTlsSecret: "my-client",
+        writeCacerts: "false",
+        logLevel: "debug",
+        pruneAlwaysAllowed: "5",
+        discoverySelectorsJson: '[{"matchLabels":{"istio-injection":"enabled"}},{"matchExpressions":[{"key":"team","operator":"In","values":["a","b"]}]}]',
+      },
+      { identity: "p" },
+    ).config!;
+    expect(c).toMatchObject({ leaseName: "agent-leader", inventoryName: "agent-owned", writeCacerts: false, logLevel: "debug", pruneAlwaysAllowed: 5, relaySecrets: { rootTls: "my-root", token: "my-token", clientTls: "my-client" } });
+    expect(c.discoverySelectors).toEqual([{ matchLabels: { "istio-injection": "enabled" } }, { matchExpressions: [{ key: "team", operator: "In", values: ["a", "b"] }] }]);
+    expect(parseAgentConfig({ ...base, discoverySelectorsJson: "[]" }, { identity: "p" }).config!.discoverySelectors).toBeUndefined();
+    const bad = parseAgentConfig({ ...base, leaseName: "Not_A_Name", writeCacerts: "maybe", logLevel: "loud", discoverySelectorsJson: '[{"matchExpressions":[{"key":"a","operator":"Equals"}]}]' }, { identity: "p" });
+    expect(bad.config).toBeUndefined();
+    expect(bad.problems).toEqual([
+      "discovery selector 0: each matchExpression needs a key and an operator In, NotIn, Exists or DoesNotExist",
+      'write cacerts "maybe" must be true or false (GITMESH_WRITE_CACERTS; chart istio.writeCacerts)',
+      'log level "loud" must be debug, info, warn or error (--log-level or GITMESH_LOG_LEVEL; chart logLevel)',
+      'leader election Lease name "Not_A_Name" is not a valid object name (GITMESH_LEADER_ELECTION_LEASE)',
+    ]);
+  });
 });

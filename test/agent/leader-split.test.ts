@@ -46,13 +46,15 @@ describe("leader election that cannot split", () => {
     proxy = await startStallProxy(e.kube.url);
     // discovery's lists and watches hang; the Lease goes through
     proxy.stall((r) => /\/(pods|services|nodes|namespaces)(\?|$)/.test(r.path));
-    const a = e.agent("agent-a", { kc: viaProxy(e, proxy.url) });
+    // timings with room for a loaded machine: lease 3 s, renew deadline 2 s, retry 0.3 s
+    const timings = { leaseDurationMs: "3000", renewDeadlineMs: "2000", retryPeriodMs: "300" };
+    const a = e.agent("agent-a", { kc: viaProxy(e, proxy.url), ...timings });
     await a.start();
     await eventually("a leads", () => a.isLeader, 10_000);
-    const b = e.agent("agent-b");
+    const b = e.agent("agent-b", timings);
     await b.start();
-    // well past the lease duration (1 s): the old code stopped renewing here and b took over
-    await new Promise((r) => setTimeout(r, 3000));
+    // well past the lease duration: the old code stopped renewing here and b took over
+    await new Promise((r) => setTimeout(r, 7000));
     expect(holder(e)).toBe("agent-a");
     expect(a.isLeader).toBe(true);
     expect(b.isLeader).toBe(false);
