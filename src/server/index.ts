@@ -7,6 +7,7 @@ export { parseServerConfig, SERVER_ENV, type GitSourceConfig, type ServerConfig,
 export { createManagementServer, type ManagementServer, type ManagementServerOptions, type SingletonGuard } from "./server.js";
 export { createServerHttp, HttpError, API_ENDPOINTS, type ServerApi, type ServerHttp, type ServerHttpOptions } from "./http.js";
 export { createConvergenceTracker, type ClusterProgress, type CommitProgress, type ConvergenceTracker } from "./convergence.js";
+export { frozenTables, OUTPUT_OPTIONS_KEY, pruneHeldView, relayResources, type PruneHeldView } from "./completeness.js";
 export { createWarmingGate, type RegisteredCluster, type WarmingGate, type WarmingStatus } from "./warming.js";
 export { createServerMetrics, type ServerMetrics } from "./metrics.js";
 export { createQueuePipeline, type DesiredInput, type PipelineOutput, type PipelinePort, type PipelineStatus, type QueuePipelineOptions } from "./pipeline-port.js";
