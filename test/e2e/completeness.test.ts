@@ -113,7 +113,7 @@ async function poll<T>(what: string, probe: () => Promise<T | undefined | false>
     } catch (err) {
       last = err instanceof Error ? err.message : String(err);
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}${last ? ` (${last})` : ""}\n${JSON.stringify(await status().catch(() => null), null, 1)?.slice(0, 4000)}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}${last ? ` (${last})` : ""}\n${JSON.stringify(await status().catch(() => null), null, 1).slice(0, 4000)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -212,7 +212,7 @@ describe("completeness per dependency: what is pruned, what is held and said (se
     const sha = await commitMesh({ ...spec, tables: { ...spec.tables, apps: spec.tables.apps!.filter((t) => t !== "a2"), shared: ["s1"] } }, "drop a2 and s2");
     const s = await applied(sha);
     // apps spans cluster1 and cluster2, which both reported: a2 is pruned there.
-    await poll("a2 pruned", async () => LIVE.every((c) => !has(c, "apps", "a2")));
+    await poll("a2 pruned", () => Promise.resolve(LIVE.every((c) => !has(c, "apps", "a2"))));
     expect(deletions.sort()).toEqual(deleted("apps", "a2").sort());
     for (const c of LIVE) {
       // shared spans cluster3 and cluster4, which never reported since the state was lost: s2 stays, unchanged.
@@ -246,7 +246,7 @@ describe("completeness per dependency: what is pruned, what is held and said (se
       const st = await applied(head);
       return LIVE.every((c) => view(st, c).pruneHeld?.holds.some((h) => h.cause === "workspace")) ? st : undefined;
     });
-    await poll("a5 pruned", async () => LIVE.every((c) => !has(c, "apps", "a5")));
+    await poll("a5 pruned", () => Promise.resolve(LIVE.every((c) => !has(c, "apps", "a5"))));
     expect(deletions.sort()).toEqual(deleted("apps", "a5").sort());
     for (const c of LIVE) {
       expect(has(c, "team", "t2"), c).toBe(true);
@@ -285,7 +285,7 @@ describe("completeness per dependency: what is pruned, what is held and said (se
     const sha = await commitMesh(next, `drop six apps routes\n\nThe apps team moved to another mesh.\n\nGitmesh-Allow-Deletion: cluster1\n`);
     await applied(sha, ["cluster2"]);
     // cluster1: six of its ten owned VirtualServices deleted (over the agent's 50 % guard, allowed by the commit).
-    await poll("cluster1 pruned", async () => gone.every((t) => !has("cluster1", "apps", t)));
+    await poll("cluster1 pruned", () => Promise.resolve(gone.every((t) => !has("cluster1", "apps", t))));
     // cluster2: the guard refuses (the commit does not name it): nothing is deleted there.
     await poll("cluster2 refused the prune", async () => {
       const v = view(await status(), "cluster2");
