@@ -11,7 +11,8 @@
 //       one of the workspace that spans the silent clusters is held and reported, inSync false;
 //   (b) a permanently failing workspace holds only its own deletions;
 //   (c) FREEZE_CONFIG keeps the frozen table's VirtualService in the cluster, unchanged;
-//   (d) a commit with `Gitmesh-Allow-Deletion: cluster1` lets a mass deletion through on cluster1, not on cluster2.
+//   (d) a commit with `Gitmesh-Allow-Deletion: cluster1` lets a mass deletion through on cluster1, not on cluster2;
+//       a later commit that only carries `Gitmesh-Allow-Deletion: cluster2` lets it through there.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -294,5 +295,11 @@ describe("completeness per dependency: what is pruned, what is held and said (se
     for (const t of gone) expect(has("cluster2", "apps", t), t).toBe(true);
     expect(deletions.filter((d) => d.startsWith("cluster2/"))).toEqual([]);
     expect(deletions.filter((d) => d.startsWith("cluster1/")).sort()).toEqual(gone.map((t) => `cluster1/${vsKey("apps", t, "cluster1")}`).sort());
+
+    // The operator confirms for cluster2 with a commit that changes no configuration: only the trailer.
+    const confirm = await git.commitFiles("mesh", { "NOTES.md": "apps moved out\n" }, "confirm the apps removal on cluster2\n\nGitmesh-Allow-Deletion: cluster2\n");
+    await applied(confirm);
+    await poll("cluster2 pruned", () => Promise.resolve(gone.every((t) => !has("cluster2", "apps", t))));
+    expect(deletions.filter((d) => d.startsWith("cluster2/")).sort()).toEqual(gone.map((t) => `cluster2/${vsKey("apps", t, "cluster2")}`).sort());
   }, 120_000);
 });
