@@ -469,7 +469,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     },
     async clusterOutput(name) {
       const o = await store().getOutput(name);
-      return o ? { cluster: name, version: o.version, sourceCommit: o.sourceCommit, complete: o.complete, hash: o.hash, at: new Date(o.atMs).toISOString(), diagnostics: o.diagnostics, resources: o.resources } : undefined;
+      if (!o) return undefined;
+      const extra = { ...(o.options === undefined ? {} : { options: o.options }), pruneHeld: pruneHeldView(o, o.atMs) };
+      return { cluster: name, version: o.version, sourceCommit: o.sourceCommit, complete: o.complete, hash: o.hash, at: new Date(o.atMs).toISOString(), ...extra, diagnostics: o.diagnostics, resources: o.resources };
     },
     async commits() {
       const shas = convergence.commits().map((c) => c.commit);

@@ -293,6 +293,10 @@ describe("completeness per dependency: what is pruned, what is held and said (se
       return v.output?.sourceCommit === sha && v.applied?.version !== v.output.version;
     });
     for (const t of gone) expect(has("cluster2", "apps", t), t).toBe(true);
+    // What each agent was told: the options entry of the output (the API shows it too).
+    const optionsOf = async (c: string) => ((await (await fetch(`http://127.0.0.1:${String(httpPort)}/api/clusters/${c}/output`)).json()) as { options?: unknown }).options;
+    expect(await optionsOf("cluster1")).toEqual({ allowMassDeletion: true });
+    expect(await optionsOf("cluster2")).toBeUndefined();
     expect(deletions.filter((d) => d.startsWith("cluster2/"))).toEqual([]);
     expect(deletions.filter((d) => d.startsWith("cluster1/")).sort()).toEqual(gone.map((t) => `cluster1/${vsKey("apps", t, "cluster1")}`).sort());
 
