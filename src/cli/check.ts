@@ -41,6 +41,9 @@ interface ClusterStatus {
   readonly lastSeen: string | null;
   readonly output: { version: number; sourceCommit: string; complete: boolean; resources: number } | null;
   readonly applied: { version: number; sourceCommit: string; at: string } | null;
+  /** Deletions held back (a failing workspace, a cluster without discovery, a frozen route table); absent from older servers. */
+  readonly pruneHeld?: { reason: string; since: string; objects: string[]; incomplete?: string | null } | null;
+  readonly frozen?: string[];
   readonly inSync: boolean;
 }
 
@@ -125,6 +128,7 @@ export function assess(s: Status): string[] {
     // With replicas an agent holds its streams to one replica: held by another one is not a fault.
     if (!c.connected && !c.stale) continue;
     if (!c.connected) problems.push(`cluster ${c.name}: no agent connected to any replica${c.lastSeen ? ` (last seen ${c.lastSeen})` : ""}; it keeps its last applied config`);
+    else if (c.pruneHeld) problems.push(`cluster ${c.name}: ${String(c.pruneHeld.objects.length)} deletion(s) held since ${c.pruneHeld.since}${c.pruneHeld.incomplete ? " (nothing is pruned there)" : ""}: ${c.pruneHeld.reason}`);
     else if (!c.inSync) problems.push(`cluster ${c.name}: output v${String(c.output?.version ?? "-")} not applied yet (applied v${String(c.applied?.version ?? "-")})`);
   }
   return problems;
@@ -153,7 +157,13 @@ function render(s: Status, problems: readonly string[]): string {
     const applied = c.applied ? `v${String(c.applied.version)}` : "-";
     lines.push(`  ${c.name.padEnd(16)} ${(c.connected ? "yes" : c.stale ? "STALE" : "no").padEnd(10)} ${(c.warmed ? "yes" : "no").padEnd(7)} ${out.padEnd(14)} ${applied.padEnd(14)} ${short(c.applied?.sourceCommit)}${c.registered ? "" : "  (not registered in Git)"}`);
   }
-  if (s.clusters.some((c) => c.output && !c.output.complete)) lines.push("  * incomplete output: applied without pruning until every cluster's discovery is known");
+  if (s.clusters.some((c) => c.output && !c.output.complete)) lines.push("  * incomplete output: applied without pruning until the inputs it depends on are known");
+  for (const c of s.clusters.filter((x) => x.pruneHeld)) {
+    const h = c.pruneHeld!;
+    lines.push(`  HELD       ${c.name}: ${String(h.objects.length)} object(s) since ${h.since}${c.frozen && c.frozen.length > 0 ? `; frozen: ${c.frozen.join(", ")}` : ""}`);
+    for (const o of h.objects.slice(0, 5)) lines.push(`             ${o}`);
+    if (h.objects.length > 5) lines.push(`             … ${String(h.objects.length - 5)} more`);
+  }
   if (problems.length > 0) {
     lines.push("");
     lines.push("  problems:");

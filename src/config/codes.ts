@@ -118,7 +118,7 @@ export const CONFIG_CODES: Readonly<Record<ConfigCode, CodeInfo>> = {
   },
   SETTINGS_INVALID: {
     severity: Severity.Error,
-    description: "The root gitmesh.yaml is malformed (allowed keys: ignore, adminNamespace, auditBranch). Defaults are used for the bad fields.",
+    description: "The root gitmesh.yaml is malformed (allowed keys: ignore, adminNamespace, auditBranch, ignoreDifferences, allowMassDeletion). Defaults are used for the bad fields.",
   },
   RELOAD_REQUIRED: {
     severity: Severity.Error,

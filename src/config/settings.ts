@@ -10,13 +10,20 @@
  * ignoreKinds:            # Gloo kinds another tool applies: ignored instead of rejecting the commit
  *   - ExtAuthPolicy                                   # any apiVersion
  *   - security.policy.gloo.solo.io/v2/WAFPolicy       # this apiVersion only
+ * ignoreDifferences:      # fields of owned objects the agents leave to other controllers (default none)
+ *   - group: networking.istio.io   # optional (any group)
+ *     kind: VirtualService
+ *     namespace: bookinfo          # optional (any namespace)
+ *     name: reviews                # optional (any name)
+ *     jsonPointers: [/spec/http/0/route/0/weight]
+ * allowMassDeletion: [cluster1]    # clusters whose outputs may delete any number of objects (`*` = all; default none)
  * ```
  */
 import type { Diagnostic } from "../core/index.js";
 import { ConfigCode } from "./codes.js";
 import { SETTINGS_FILE } from "./ignore.js";
 import { decodeContent, diag, isRecord, positionOf } from "./parse-file.js";
-import type { RepoSettings } from "./types.js";
+import type { IgnoreDifferenceRule, RepoSettings } from "./types.js";
 import { parseYamlDocuments } from "./yaml-positions.js";
 
 export const DEFAULT_ADMIN_NAMESPACE = "gloo-mesh";
@@ -25,6 +32,12 @@ export const DEFAULT_AUDIT_BRANCH = "gitmesh/rendered";
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** `Kind`, or `group/version/Kind`. */
 const KIND_REF = /^(?:[a-z0-9.-]+\/[a-z0-9]+\/)?[A-Z][A-Za-z0-9]*$/;
+const KEYS = "ignore, adminNamespace, auditBranch, ignoreKinds, ignoreDifferences, allowMassDeletion";
+/** An RFC 6901 JSON pointer: empty, or `/` segments where `~` is only `~0` or `~1`. */
+const JSON_POINTER = /^(\/([^~/]|~[01])*)+$/;
+const GROUP = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const KIND = /^[A-Z][A-Za-z0-9]*$/;
+const NAME = /^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/;
 
 export interface SettingsDefaults {
   readonly adminNamespace: string;
@@ -35,8 +48,20 @@ export function parseSettings(content: string | Uint8Array | undefined, defaults
   const diagnostics: Diagnostic[] = [];
   let ignore: string[] = [];
   let ignoreKinds: string[] = [];
+  let ignoreDifferences: IgnoreDifferenceRule[] = [];
+  let allowMassDeletion: string[] = [];
   let { adminNamespace, auditBranch } = defaults;
-  const done = () => ({ settings: Object.freeze({ ignore: Object.freeze(ignore), adminNamespace, auditBranch, ignoreKinds: Object.freeze(ignoreKinds) }), diagnostics });
+  const done = () => ({
+    settings: Object.freeze({
+      ignore: Object.freeze(ignore),
+      adminNamespace,
+      auditBranch,
+      ignoreKinds: Object.freeze(ignoreKinds),
+      ignoreDifferences: Object.freeze(ignoreDifferences),
+      allowMassDeletion: Object.freeze(allowMassDeletion),
+    }),
+    diagnostics,
+  });
   if (content === undefined) return done();
   const text = decodeContent(content);
   if (text === undefined) {
@@ -54,7 +79,7 @@ export function parseSettings(content: string | Uint8Array | undefined, defaults
   if (!doc || doc.errors.length > 0 || doc.value === null) return done();
   const value = doc.value;
   if (!isRecord(value)) {
-    bad("", "gitmesh.yaml must be a mapping with the keys ignore, adminNamespace, auditBranch, ignoreKinds", doc.positions);
+    bad("", `gitmesh.yaml must be a mapping with the keys ${KEYS}`, doc.positions);
     return done();
   }
   for (const [key, v] of Object.entries(value)) {
@@ -79,9 +104,56 @@ export function parseSettings(content: string | Uint8Array | undefined, defaults
           doc.positions,
         );
       }
+    } else if (key === "ignoreDifferences") {
+      ignoreDifferences = parseIgnoreDifferences(v, (p, m) => bad(p, m, doc.positions));
+    } else if (key === "allowMassDeletion") {
+      if (Array.isArray(v) && v.every((c) => typeof c === "string" && (c === "*" || DNS_LABEL.test(c)))) allowMassDeletion = [...new Set(v as string[])].sort();
+      else bad(pointer, "`allowMassDeletion` must be a list of cluster names (or \"*\" for all), e.g. [cluster1]; none is allowed", doc.positions);
     } else {
-      bad(pointer, `unknown key \`${key}\` in gitmesh.yaml; allowed: ignore, adminNamespace, auditBranch, ignoreKinds`, doc.positions);
+      bad(pointer, `unknown key \`${key}\` in gitmesh.yaml; allowed: ${KEYS}`, doc.positions);
     }
   }
   return done();
+}
+
+/** `ignoreDifferences`: a list of {group?, kind, namespace?, name?, jsonPointers}; a bad entry is reported and left out. */
+function parseIgnoreDifferences(v: unknown, bad: (pointer: string, message: string) => void): IgnoreDifferenceRule[] {
+  const rules: IgnoreDifferenceRule[] = [];
+  if (!Array.isArray(v)) {
+    bad("/ignoreDifferences", "`ignoreDifferences` must be a list of {group?, kind, namespace?, name?, jsonPointers: [...]}");
+    return rules;
+  }
+  v.forEach((entry: unknown, i) => {
+    const at = `/ignoreDifferences/${String(i)}`;
+    if (!isRecord(entry)) {
+      bad(at, "an ignoreDifferences entry must be a mapping {group?, kind, namespace?, name?, jsonPointers: [...]}");
+      return;
+    }
+    const problems = { count: 0 };
+    const fail = (field: string, message: string) => {
+      problems.count += 1;
+      bad(field === "" ? at : `${at}/${field}`, message);
+    };
+    for (const k of Object.keys(entry)) if (!["group", "kind", "namespace", "name", "jsonPointers"].includes(k)) fail(k, `unknown field \`${k}\`; allowed: group, kind, namespace, name, jsonPointers`);
+    const { group, kind, namespace, name, jsonPointers } = entry;
+    if (group !== undefined && (typeof group !== "string" || !GROUP.test(group))) fail("group", "`group` must be an API group such as networking.istio.io");
+    if (typeof kind !== "string" || !KIND.test(kind)) fail(kind === undefined ? "" : "kind", "`kind` is required: a Kubernetes kind such as VirtualService");
+    if (namespace !== undefined && (typeof namespace !== "string" || !DNS_LABEL.test(namespace))) fail("namespace", "`namespace` must be a namespace name (DNS-1123 label)");
+    if (name !== undefined && (typeof name !== "string" || !NAME.test(name))) fail("name", "`name` must be an object name (DNS-1123 subdomain)");
+    if (!Array.isArray(jsonPointers) || jsonPointers.length === 0) fail(jsonPointers === undefined ? "" : "jsonPointers", "`jsonPointers` is required: a non-empty list of JSON pointers such as /spec/http/0/route/0/weight");
+    else
+      jsonPointers.forEach((p: unknown, j) => {
+        if (typeof p !== "string" || !JSON_POINTER.test(p) || p === "/metadata" || p.startsWith("/metadata/name") || p.startsWith("/metadata/namespace"))
+          fail(`jsonPointers/${String(j)}`, "each JSON pointer must start with `/` (RFC 6901, `~0` for ~ and `~1` for /) and must not point at the object's identity");
+      });
+    if (problems.count > 0) return;
+    rules.push({
+      ...(group === undefined ? {} : { group: group as string }),
+      kind: kind as string,
+      ...(namespace === undefined ? {} : { namespace: namespace as string }),
+      ...(name === undefined ? {} : { name: name as string }),
+      jsonPointers: Object.freeze([...new Set(jsonPointers as string[])]),
+    });
+  });
+  return rules;
 }

@@ -25,6 +25,26 @@ export interface RepoSettings {
    * instead of rejecting the commit. Default: none.
    */
   readonly ignoreKinds: readonly string[];
+  /** Fields of owned objects the agents leave to other controllers (sent with every output). Default none. */
+  readonly ignoreDifferences: readonly IgnoreDifferenceRule[];
+  /**
+   * Clusters whose outputs may delete any number of objects at once while this gitmesh.yaml is in
+   * force (`*` = all). Default none. Prefer the per-commit trailer `Gitmesh-Allow-Deletion`.
+   */
+  readonly allowMassDeletion: readonly string[];
+}
+
+/** One gitmesh.yaml `ignoreDifferences` entry (Argo CD's model): which objects, which JSON pointers. */
+export interface IgnoreDifferenceRule {
+  /** API group (`networking.istio.io`); absent: any group. */
+  readonly group?: string;
+  readonly kind: string;
+  /** Absent: any namespace. */
+  readonly namespace?: string;
+  /** Absent: any name. */
+  readonly name?: string;
+  /** RFC 6901 pointers into the object, e.g. `/spec/http/0/route/0/weight`. */
+  readonly jsonPointers: readonly string[];
 }
 
 export interface LoadOptions {

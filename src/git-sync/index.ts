@@ -74,3 +74,4 @@ export {
   type ResourceChange,
   type ResourceId,
 } from "./diff-report.js";
+export { ALLOW_DELETION_TRAILER, allowedDeletions, commitTrailers } from "./trailers.js";

@@ -9,6 +9,7 @@
  */
 export {
   createPipeline,
+  outputOptions,
   type DesiredStateInput,
   type OutputEvent,
   type Pipeline,
@@ -16,6 +17,7 @@ export {
   type PipelineOptions,
   type PipelineTranslators,
 } from "./pipeline.js";
+export { computeHolds, workspaceDependencies, type HoldInputs, type HoldResult } from "./holds.js";
 export type { JobEvent, JobResult, JobType } from "./runner.js";
 export { createLeaderLock, type LeaderLock, type LeaderLockOptions } from "./lock.js";
 export { PIPELINE_METRICS } from "./metrics.js";

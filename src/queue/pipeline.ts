@@ -34,10 +34,13 @@ import {
   DEFAULT_PREFIX,
   type DesiredRecord,
   type FragmentRecord,
+  type HeldObjects,
+  type OutputOptions,
   type OutputRecord,
   type SnapshotStore,
 } from "../store/index.js";
 import { createBullRunner } from "./bullmq-runner.js";
+import { computeHolds } from "./holds.js";
 import { createPipelineMetrics } from "./metrics.js";
 import { createInProcessRunner, JOB_TYPES, type ClusterJobData, type JobEvent, type JobRunner, type JobType, type RunnerSettings, type WorkspaceJobData } from "./runner.js";
 
@@ -49,8 +52,15 @@ export interface OutputEvent {
   readonly version: number;
   readonly sourceCommit: string;
   readonly resources: readonly IstioResource[];
+  /** The agent may prune every owned object absent from `resources` (held objects are in them). */
   readonly complete: boolean;
   readonly diagnostics: readonly Diagnostic[];
+  /** Options for the agent (the OUTPUT_OPTIONS_KEY entry); absent: none. */
+  readonly options?: OutputOptions;
+  /** Deletions held back (their previous versions are in `resources`); absent: none. */
+  readonly held?: readonly HeldObjects[];
+  /** Why `complete` is false. */
+  readonly incompleteReason?: string;
 }
 
 export interface DesiredStateInput {
@@ -59,6 +69,8 @@ export interface DesiredStateInput {
   readonly state: DesiredState;
   /** Keys changed since the previous desired state (from updateDesiredState); empty = re-translate everything. */
   readonly changedKeys: Iterable<string>;
+  /** Clusters this commit allows to delete any number of objects at once (its `Gitmesh-Allow-Deletion` trailers; `*` = all). */
+  readonly allowMassDeletion?: readonly string[];
 }
 
 /** The translation functions (a seam for tests and benchmarks; defaults are src/translate's). */
@@ -121,6 +133,21 @@ export interface Pipeline {
 }
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
+
+/** Options for one cluster's output of a commit: the commit's (and gitmesh.yaml's) mass-deletion allowance, gitmesh.yaml's ignoreDifferences. */
+export function outputOptions(desired: DesiredRecord, cluster: string): OutputOptions | undefined {
+  const settings = desired.state.settings as Partial<typeof desired.state.settings>;
+  const allowed = [...(desired.allowMassDeletion ?? []), ...(settings.allowMassDeletion ?? [])];
+  const allow = allowed.includes("*") || allowed.includes(cluster);
+  const ignore = settings.ignoreDifferences ?? [];
+  if (!allow && ignore.length === 0) return undefined;
+  return { ...(allow ? { allowMassDeletion: true } : {}), ...(ignore.length > 0 ? { ignoreDifferences: ignore } : {}) };
+}
+
+const optionsFingerprint = (desired: DesiredRecord): string => {
+  const settings = desired.state.settings as Partial<typeof desired.state.settings>;
+  return sha(JSON.stringify([desired.allowMassDeletion ?? [], settings.allowMassDeletion ?? [], settings.ignoreDifferences ?? []])).slice(0, 16);
+};
 const PENDING_RETRY_MS = 25;
 const LOCK_RETRY_MS = 50;
 
@@ -278,13 +305,24 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
         records.push({ workspace: data.workspace, cluster, hash: sha(JSON.stringify(resources)), resources, commit: pointer.commit });
       }
       const changed = await store.putFragments(data.workspace, records);
-      await store.putWorkspaceStatus({ workspace: data.workspace, commit: pointer.commit, generation: pointer.generation, diagnostics: result.diagnostics, atMs: now() });
+      const before = await store.getWorkspaceStatus(data.workspace);
+      await store.putWorkspaceStatus({
+        workspace: data.workspace,
+        commit: pointer.commit,
+        generation: pointer.generation,
+        diagnostics: result.diagnostics,
+        ...(result.frozen === undefined ? {} : { frozen: result.frozen }),
+        discovered: [...map.keys()].sort(),
+        atMs: now(),
+      });
       await store.removePending(pointer.commit, data.workspace);
       if (data.commit !== pointer.commit) await store.removePending(data.commit, data.workspace);
       for (const cluster of changed) {
         const id = `cl-${cluster}-${sha(`${data.workspace}\n${records.find((r) => r.cluster === cluster)?.hash ?? "-"}\n${pointer.commit}`).slice(0, 16)}`;
         await runner.add({ type: "cluster", id, data: { cluster } });
       }
+      // It failed before: deletions held because of it may go now, even where its fragments are unchanged.
+      if (before?.failure !== undefined || before?.commit === "") await reassess(store, `recovered-${data.workspace}-${pointer.commit}`, true);
     } finally {
       await store.unlock(lockName, token).catch(() => undefined);
     }
@@ -302,25 +340,44 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     const t0 = process.hrtime.bigint();
     const out = translators.assembleCluster(data.cluster, fragments.map((f) => ({ workspace: f.workspace, resources: f.resources })));
     metrics.translation.observe({ stage: "cluster" }, Number(process.hrtime.bigint() - t0) / 1e9);
-    const hash = sha(JSON.stringify(out.resources));
     const prev = await store.getOutput(data.cluster);
-    if (prev?.hash === hash) return;
     const statuses = new Map((await store.listWorkspaceStatus()).map((s) => [s.workspace, s]));
-    const complete = workspaceNames(desired.state).every((w) => (statuses.get(w)?.commit ?? "") !== "");
+    const sums = await store.discoveryChecksums();
+    const own = sums.has(data.cluster) ? await store.getDiscovery(data.cluster) : undefined;
+    // Completeness per dependency (holds.ts): what the inputs no longer give is dropped only when
+    // the inputs its removal depends on are complete; otherwise its previous version is kept.
+    const holds = computeHolds({
+      cluster: data.cluster,
+      assembled: out.resources,
+      previous: prev,
+      desired: desired.state,
+      statuses,
+      discovered: new Set(sums.keys()),
+      live: own?.snapshot.istioObjects,
+      nowMs: now(),
+    });
+    const options = outputOptions(desired, data.cluster);
+    const complete = holds.incompleteReason === undefined;
+    const held = holds.held.map(({ sinceMs: _since, ...h }) => h);
+    const hash = sha(JSON.stringify({ resources: holds.resources, complete, options, held, incompleteReason: holds.incompleteReason }));
+    if (prev?.hash === hash) return;
     const record: OutputRecord = {
       cluster: data.cluster,
       version: (prev?.version ?? 0) + 1,
       sourceCommit: pointer.commit,
       hash,
-      resources: out.resources,
+      resources: holds.resources,
       complete,
       diagnostics: out.diagnostics,
+      ...(options === undefined ? {} : { options }),
+      ...(holds.held.length === 0 ? {} : { held: holds.held }),
+      ...(holds.incompleteReason === undefined ? {} : { incompleteReason: holds.incompleteReason }),
       atMs: now(),
     };
     if (!(await store.putOutput(record, prev?.version ?? 0))) throw new TransientError(`output of ${data.cluster} was published concurrently; recomputing`);
     metrics.outputs.inc();
     await store.recordConvergence(record.sourceCommit, { cluster: record.cluster, version: record.version, publishedAtMs: record.atMs });
-    log.info("output published", { cluster: record.cluster, version: record.version, sourceCommit: record.sourceCommit, resources: record.resources.length, complete });
+    log.info("output published", { cluster: record.cluster, version: record.version, sourceCommit: record.sourceCommit, resources: record.resources.length, complete, held: holds.held.reduce((n, h) => n + h.objects.length, 0), allowMassDeletion: options?.allowMassDeletion === true });
     await publish({ origin, type: "output", cluster: record.cluster, version: record.version });
     await deliver(record);
   }
@@ -338,6 +395,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       const prev = await store.getWorkspaceStatus(ev.unit);
       const commit = pointer?.commit ?? "";
       await store.putWorkspaceStatus({
+        ...prev,
         workspace: ev.unit,
         commit: prev?.commit ?? "",
         generation: prev?.generation ?? 0,
@@ -347,10 +405,14 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       });
       // A failed workspace keeps its last fragments; it must not hold the other clusters' outputs.
       if (commit !== "") await store.removePending(commit, ev.unit);
+      // Every cluster re-assesses which deletions it holds because of the failure (and says so).
+      await reassess(store, `failed-${ev.unit}-${commit}-${String(now())}`, true);
     })().catch((err: unknown) => log.warn("could not record a job failure", { unit: ev.unit, error: String(err) }));
   }
 
   async function deliver(record: OutputRecord): Promise<void> {
+    if (record.held !== undefined || !record.complete) unsettled.add(record.cluster);
+    else unsettled.delete(record.cluster);
     if (!wants(record.cluster) || record.version <= (lastDelivered.get(record.cluster) ?? 0)) return;
     lastDelivered.set(record.cluster, record.version);
     try {
@@ -361,6 +423,9 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
         resources: record.resources,
         complete: record.complete,
         diagnostics: record.diagnostics,
+        ...(record.options === undefined ? {} : { options: record.options }),
+        ...(record.held === undefined ? {} : { held: record.held }),
+        ...(record.incompleteReason === undefined ? {} : { incompleteReason: record.incompleteReason }),
       });
     } catch (err) {
       log.error("onOutput failed", { cluster: record.cluster, version: record.version, error: String(err) });
@@ -394,6 +459,18 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       const rec = await r.getDiscovery(msg.cluster);
       if (rec !== undefined) await mirror.putDiscovery(rec);
     }
+  }
+
+  // ---- holds and options: outputs that must be computed again although no fragment changed ----
+  /** Clusters whose last output holds deletions, is incomplete or carries options. */
+  const unsettled = new Set<string>();
+  let flushedOptions: string | undefined;
+  /** Enqueues a cluster job for every cluster whose output may change without a fragment change (all: every known cluster). */
+  async function reassess(store: SnapshotStore, stamp: string, all: boolean): Promise<void> {
+    const clusters = new Set(unsettled);
+    if (all) for (const c of (await store.outputVersions()).keys()) clusters.add(c);
+    const tag = sha(stamp).slice(0, 16);
+    for (const c of [...clusters].sort()) await runner.add({ type: "cluster", id: `cl-${c}-re-${tag}`, data: { cluster: c } });
   }
 
   // ---- inputs, debounce, flush ----
@@ -439,10 +516,23 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       affected = [...new Set([...workspaceNames(desired.state), ...known])].sort();
     } else {
       affected = affectedWorkspaces(flushed, { desired: desired.state, discovery: map }, { changedKeys: c.keys, discoveryClusters: c.clusters });
+      // A cluster reported for the first time: every workspace translated without it runs again, so
+      // that the deletions held for want of its discovery (holds.ts) are decided on inputs that had it.
+      const before = flushed.discovery;
+      if ([...c.clusters].some((cl) => !before.has(cl) && map.has(cl))) {
+        const extra = (await store.listWorkspaceStatus()).filter((st) => st.discovered !== undefined && [...map.keys()].some((cl) => !st.discovered!.includes(cl))).map((st) => st.workspace);
+        affected = [...new Set([...affected, ...extra.filter((w) => workspaceNames(desired.state).includes(w))])].sort();
+      }
     }
+    const first = flushed === undefined;
     flushed = { desired: desired.state, discovery: map };
+    // Options (allowMassDeletion of this commit, ignoreDifferences) changed: every output carries them.
+    const opts = optionsFingerprint(desired);
+    const optionsChanged = opts !== flushedOptions;
+    flushedOptions = opts;
+    if (affected.length > 0) await store.addPending(pointer.commit, affected);
+    await reassess(store, `${pointer.commit}-${fingerprint}-${opts}`, first || optionsChanged);
     if (affected.length === 0) return;
-    await store.addPending(pointer.commit, affected);
     for (const ws of affected) {
       const id = `ws-${sha(`${ws}\n${pointer.commit}\n${fingerprint}`).slice(0, 24)}`;
       await runner.add({ type: "workspace", id, data: { workspace: ws, commit: pointer.commit } });
@@ -578,7 +668,8 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
         const pointer = await active().getDesiredPointer();
         if (pointer?.commit === input.commit) return;
         const keys = [...input.changedKeys];
-        const record: DesiredRecord = { commit: input.commit, ref: input.ref, generation: (pointer?.generation ?? 0) + 1, state: input.state, changedKeys: keys, atMs: now() };
+        const allow = [...new Set(input.allowMassDeletion ?? [])].sort();
+        const record: DesiredRecord = { commit: input.commit, ref: input.ref, generation: (pointer?.generation ?? 0) + 1, state: input.state, changedKeys: keys, ...(allow.length > 0 ? { allowMassDeletion: allow } : {}), atMs: now() };
         await write((s) => s.putDesired(record));
         desiredCache.set(record.commit, Promise.resolve(record));
         if (keys.length === 0) change.all = true;

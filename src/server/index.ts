@@ -27,6 +27,7 @@ export {
 } from "./api-auth.js";
 export { createDirectoryApiTokenStore, createKubernetesApiTokenStore, createMemoryApiTokenStore, createRedisApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
 export { createConvergenceTracker, type ClusterProgress, type CommitProgress, type ConvergenceTracker } from "./convergence.js";
+export { frozenTables, OUTPUT_OPTIONS_KEY, pruneHeldView, relayResources, type PruneHeldView } from "./completeness.js";
 export { createWarmingGate, type RegisteredCluster, type WarmingGate, type WarmingStatus } from "./warming.js";
 export { createServerMetrics, type ServerMetrics } from "./metrics.js";
 export { createQueuePipeline, type DesiredInput, type PipelineOutput, type PipelinePort, type PipelineStatus, type QueuePipelineOptions } from "./pipeline-port.js";

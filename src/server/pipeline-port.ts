@@ -11,7 +11,7 @@ import type { Registry } from "prom-client";
 import type { Logger } from "../core/index.js";
 import type { DesiredState } from "../config/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
-import { createPipeline, type OutputEvent, type Pipeline, type PipelineMode } from "../queue/index.js";
+import { createPipeline, type OutputEvent, type Pipeline, type PipelineMode, type PipelineTranslators } from "../queue/index.js";
 import type { SnapshotStore } from "../store/index.js";
 
 export interface DesiredInput {
@@ -20,10 +20,16 @@ export interface DesiredInput {
   readonly state: DesiredState;
   /** Object keys changed against the previous desired state (empty: re-translate everything). */
   readonly changedKeys: readonly string[];
+  /** Clusters this commit allows to delete any number of objects at once (trailer `Gitmesh-Allow-Deletion`; `*` = all). */
+  readonly allowMassDeletion?: readonly string[];
   readonly atMs: number;
 }
 
-/** A new output version of one cluster (`complete`: every workspace of the source commit was translated, so the agent may prune against it). */
+/**
+ * A new output version of one cluster. `complete`: the agent may prune every owned object absent
+ * from it (deletions whose inputs are incomplete are held: their previous versions are in it, listed
+ * in `held`); `options` travel to the agent as the OUTPUT_OPTIONS_KEY entry.
+ */
 export type PipelineOutput = OutputEvent;
 
 export interface PipelineStatus {
@@ -58,6 +64,8 @@ export interface QueuePipelineOptions {
   readonly registry?: Registry;
   /** Debounce of bursts of changes (default: the pipeline's, 50 ms). */
   readonly debounceMs?: number;
+  /** The translation functions (a seam for tests: e.g. a workspace that always fails). Default src/translate's. */
+  readonly translators?: PipelineTranslators;
 }
 
 export function createQueuePipeline(options: QueuePipelineOptions): PipelinePort {
@@ -76,6 +84,7 @@ export function createQueuePipeline(options: QueuePipelineOptions): PipelinePort
         ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
         ...(options.registry === undefined ? {} : { registry: options.registry }),
         ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
+        ...(options.translators === undefined ? {} : { translators: options.translators }),
         logger: log,
         onModeChange: (_mode, why) => {
           reason = why;
@@ -90,7 +99,14 @@ export function createQueuePipeline(options: QueuePipelineOptions): PipelinePort
       pipeline = undefined;
       await p?.close();
     },
-    setDesiredState: (input) => need().setDesiredState({ commit: input.commit, ref: input.ref, state: input.state, changedKeys: input.changedKeys }),
+    setDesiredState: (input) =>
+      need().setDesiredState({
+        commit: input.commit,
+        ref: input.ref,
+        state: input.state,
+        changedKeys: input.changedKeys,
+        ...(input.allowMassDeletion === undefined ? {} : { allowMassDeletion: input.allowMassDeletion }),
+      }),
     setDiscovery: (cluster, snapshot) => need().setDiscovery(cluster, snapshot),
     onOutput: (l) => listeners.push(l),
     get store() {

@@ -17,6 +17,7 @@ import type { Registry } from "prom-client";
 import { describeError, formatDiagnostic, hasErrors, Severity, stripCredentials, type Diagnostic, type Logger } from "../core/index.js";
 import { diagnosticsOf, objectsOfKind, type DesiredState } from "../config/index.js";
 import {
+  allowedDeletions,
   createAuditWriter,
   createConfigLoader,
   createGitSource,
@@ -32,9 +33,9 @@ import {
 import { createRelayServer, loadOrCreateRelayPki, snapshotFromRelayState, type RelayServer } from "../relay/index.js";
 import { createFileMeshRootStorage, createMeshCa, findIssuedCertificate, loadOrCreateMeshRoot, type MeshCa } from "../mesh-ca/index.js";
 import type { SnapshotStore } from "../store/index.js";
-import { resourceKey } from "../translate/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
 import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
+import { frozenTables, pruneHeldView, relayResources } from "./completeness.js";
 import type { ServerConfig } from "./config.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
 import { createServerHttp, type ServerApi, type ServerHttp } from "./http.js";
@@ -87,7 +88,6 @@ export interface ManagementServer {
   syncIdle(): Promise<void>;
 }
 
-const enc = new TextEncoder();
 /**
  * The changed-keys list of a commit whose configuration is unchanged: an object key that names no
  * object, so the pipeline moves the desired state to the commit and re-translates nothing (an empty
@@ -171,7 +171,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         adopt(outcome.state, outcome.commit.oid, outcome.commit.timestamp, atMs);
         metrics.rejectedCommit.set(0);
         log.info("commit accepted (configuration unchanged)", { commit: outcome.commit.oid });
-        await pipeline.setDesiredState({ commit: outcome.commit.oid, ref: config.gitBranch, state: outcome.state, changedKeys: [UNCHANGED_KEY], atMs });
+        await pipeline.setDesiredState({ commit: outcome.commit.oid, ref: config.gitBranch, state: outcome.state, changedKeys: [UNCHANGED_KEY], ...allowance(outcome.commit), atMs });
       }
       return;
     }
@@ -198,7 +198,16 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       clusters: registered.map((c) => c.name),
       warnings: outcome.diagnostics.filter((d) => d.severity === Severity.Warning).length,
     });
-    await pipeline.setDesiredState({ commit: outcome.commit.oid, ref: config.gitBranch, state: outcome.state, changedKeys: [...outcome.changedKeys], atMs });
+    await pipeline.setDesiredState({ commit: outcome.commit.oid, ref: config.gitBranch, state: outcome.state, changedKeys: [...outcome.changedKeys], ...allowance(outcome.commit), atMs });
+  };
+
+  /** `Gitmesh-Allow-Deletion` trailers of the commit brought into force: its outputs may delete any number of objects there. */
+  const allowance = (commit: { oid: string; message: string }): { allowMassDeletion?: string[] } => {
+    const { clusters, invalid } = allowedDeletions(commit.message);
+    if (invalid.length > 0) log.warn("Gitmesh-Allow-Deletion trailer names no cluster; ignored", { commit: commit.oid, values: invalid });
+    if (clusters.length === 0) return {};
+    log.info("commit allows mass deletion", { commit: commit.oid, clusters });
+    return { allowMassDeletion: clusters };
   };
 
   /** Makes a desired state the one in force on this replica (accepted here, or read from the store on a follower). */
@@ -271,7 +280,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     });
   };
 
-  // ---- completeness: an output may be pruned against only if computed from every cluster's discovery ----
+  // ---- audit completeness: the audit branch records outputs computed from every cluster's discovery ----
+  // (Pruning is decided per dependency by the pipeline, src/queue/holds.ts: an output is complete
+  // unless it must hold deletions it cannot carry; held deletions travel as kept objects.)
   let settling = 0;
   let settledAt: number | undefined;
   const inputsSettled = (): boolean => gate === undefined || (gate.inputsComplete() && settledAt === settling);
@@ -279,14 +290,14 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   // ---- publishing ------------------------------------------------------------------------------
   const publish = (rec: PipelineOutput, reason: string): void => {
     if (!relay) return;
-    const complete = rec.complete && inputsSettled();
-    const resources = new Map<string, Uint8Array>();
-    for (const r of rec.resources) resources.set(resourceKey(r), enc.encode(JSON.stringify(r)));
+    const complete = rec.complete;
+    const resources = relayResources(rec);
     relay.publishOutput(rec.cluster, { version: rec.version, sourceCommit: rec.sourceCommit, complete, resources });
     publishedComplete.set(rec.cluster, { version: rec.version, complete });
     metrics.outputsPublished.inc({ complete: String(complete) });
     convergence.published(rec.cluster, rec.version, rec.sourceCommit, now());
-    log.info("output published", { cluster: rec.cluster, version: rec.version, sourceCommit: rec.sourceCommit, resources: rec.resources.length, complete, reason });
+    const held = rec.held?.reduce((n, h) => n + h.objects.length, 0) ?? 0;
+    log.info("output published", { cluster: rec.cluster, version: rec.version, sourceCommit: rec.sourceCommit, resources: rec.resources.length, complete, reason, ...(held > 0 ? { held } : {}), ...(rec.options?.allowMassDeletion === true ? { allowMassDeletion: true } : {}) });
   };
 
   const onOutput = (rec: PipelineOutput): void => {
@@ -321,7 +332,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       return;
     }
     const outputs = await store().listOutputs();
-    if (outputs.some((o) => !o.complete)) return;
+    // Held objects are not what the commit renders: the audit branch waits until nothing is held.
+    if (outputs.some((o) => !o.complete || (o.held?.length ?? 0) > 0)) return;
     const clusters = new Map(outputs.filter((o) => registered.some((r) => r.name === o.cluster)).map((o) => [o.cluster, o.resources as unknown as readonly RenderedResource[]]));
     const discovery = new Map((await store().listDiscovery()).map((d) => [d.cluster, d.snapshot as unknown]));
     const result = await audit.write({ clusters, discovery, sourceCommit: commit, sourceRef: `refs/heads/${config.gitBranch}`, timestamp: desired.committedAt });
@@ -376,6 +388,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     const holder = here ? config.identity : (holders.get(name) ?? null);
     const st = gate?.status();
     const pub = publishedComplete.get(name);
+    const held = pruneHeldView(out, out?.atMs ?? now());
     return {
       name,
       registered: reg !== undefined,
@@ -390,7 +403,10 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       discovery: disc ? { checksum: disc.checksum, at: new Date(disc.atMs).toISOString(), services: disc.snapshot.services.length, workloads: disc.snapshot.workloads.length } : null,
       output: out ? { version: out.version, sourceCommit: out.sourceCommit, complete: out.complete, resources: out.resources.length, published: pub ?? null, diagnostics: out.diagnostics.length } : null,
       applied: applied ? { version: applied.version, sourceCommit: applied.sourceCommit, at: new Date(applied.atMs).toISOString() } : null,
-      inSync: applied !== undefined && out !== undefined && applied.version >= out.version,
+      // Deletions held back (a failing workspace, a cluster without discovery, a frozen route table).
+      pruneHeld: held,
+      frozen: frozenTables(out),
+      inSync: applied !== undefined && out !== undefined && applied.version >= out.version && held === null,
     };
   };
   const clusterNames = async () => {
@@ -460,7 +476,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     },
     async clusterOutput(name) {
       const o = await store().getOutput(name);
-      return o ? { cluster: name, version: o.version, sourceCommit: o.sourceCommit, complete: o.complete, hash: o.hash, at: new Date(o.atMs).toISOString(), diagnostics: o.diagnostics, resources: o.resources } : undefined;
+      if (!o) return undefined;
+      const extra = { ...(o.options === undefined ? {} : { options: o.options }), pruneHeld: pruneHeldView(o, o.atMs) };
+      return { cluster: name, version: o.version, sourceCommit: o.sourceCommit, complete: o.complete, hash: o.hash, at: new Date(o.atMs).toISOString(), ...extra, diagnostics: o.diagnostics, resources: o.resources };
     },
     async commits() {
       const shas = convergence.commits().map((c) => c.commit);

@@ -6,7 +6,7 @@
 import type { Diagnostic } from "../core/index.js";
 import type { DesiredState } from "../config/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
-import type { IstioResource } from "../translate/index.js";
+import type { FrozenTable, IstioResource } from "../translate/index.js";
 
 /** A desired state as accepted from Git. Stored per commit; one commit is "current". */
 export interface DesiredRecord {
@@ -17,6 +17,11 @@ export interface DesiredRecord {
   readonly state: DesiredState;
   /** Object keys changed against the previous desired state (empty: unknown or first load). */
   readonly changedKeys: readonly string[];
+  /**
+   * Clusters whose outputs of this commit may delete any number of objects at once (commit trailer
+   * `Gitmesh-Allow-Deletion`, or gitmesh.yaml `allowMassDeletion`); `*` = every cluster.
+   */
+  readonly allowMassDeletion?: readonly string[];
   readonly atMs: number;
 }
 
@@ -46,6 +51,38 @@ export interface FragmentRecord {
   readonly commit: string;
 }
 
+/** Options the agent receives with an output (the OUTPUT_OPTIONS_KEY entry of src/agent). */
+export interface OutputOptions {
+  readonly allowMassDeletion?: boolean;
+  readonly ignoreDifferences?: readonly IgnoreDifference[];
+}
+
+/** Fields of owned objects the agent leaves to other controllers (gitmesh.yaml `ignoreDifferences`). */
+export interface IgnoreDifference {
+  readonly group?: string;
+  readonly kind: string;
+  readonly namespace?: string;
+  readonly name?: string;
+  readonly jsonPointers: readonly string[];
+}
+
+/**
+ * Objects of the previous output kept in this one although the current inputs no longer produce
+ * them, because their removal depends on an input that is not complete (or on a frozen table).
+ */
+export interface HeldObjects {
+  /** `frozen` (FREEZE_CONFIG table), `workspace` (its translation failed), `discovery` (a cluster it depends on sent none). */
+  readonly cause: "frozen" | "workspace" | "discovery";
+  /** What to fix, for people. */
+  readonly reason: string;
+  /** The frozen route table, `namespace/name` (cause `frozen` only). */
+  readonly table?: string;
+  /** When this hold began (ms). */
+  readonly sinceMs: number;
+  /** `kind/namespace/name`, sorted. */
+  readonly objects: readonly string[];
+}
+
 /** One published output snapshot of a cluster. */
 export interface OutputRecord {
   readonly cluster: string;
@@ -59,6 +96,15 @@ export interface OutputRecord {
   readonly complete: boolean;
   /** Diagnostics of the cluster stage (output conflicts). */
   readonly diagnostics: readonly Diagnostic[];
+  /** Options for the agent (absent: none). */
+  readonly options?: OutputOptions;
+  /** Deletions held back in this output (absent: none; `resources` then is exactly what the inputs give). */
+  readonly held?: readonly HeldObjects[];
+  /**
+   * Why the output is not complete although every workspace translated (objects in the cluster
+   * whose removal depends on a missing input and whose last version the server does not know).
+   */
+  readonly incompleteReason?: string;
   readonly atMs: number;
 }
 
@@ -69,6 +115,10 @@ export interface WorkspaceStatus {
   readonly commit: string;
   readonly generation: number;
   readonly diagnostics: readonly Diagnostic[];
+  /** Route tables frozen (FREEZE_CONFIG) in the last successful translation. */
+  readonly frozen?: readonly FrozenTable[];
+  /** Clusters whose discovery the last successful translation had (absent: unknown, treated as none). */
+  readonly discovered?: readonly string[];
   /** Set while the workspace's last job failed (its previous fragments stay in force). */
   readonly failure?: UnitFailure;
   readonly atMs: number;

@@ -9,6 +9,7 @@
 export type {
   ClusterOutput,
   Emitted,
+  FrozenTable,
   IstioMetadata,
   IstioResource,
   TranslationResult,

@@ -12,18 +12,19 @@
  *   (`convertHttpRoute`), and get their route policies (route-policies.ts). A route whose action
  *   cannot be translated becomes a 500 direct response (ROUTE_REPLACEMENT); with
  *   `failureMode: FREEZE_CONFIG` the whole table renders nothing for that cluster instead
- *   (ROUTE_TABLE_FROZEN) — the delivery layer keeps the objects it last applied for that parent.
+ *   (ROUTE_TABLE_FROZEN) and is reported in `frozen` (cluster, table, label selector); the delivery
+ *   layer (src/queue) keeps the objects it last published for that table in that cluster.
  */
 import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
 import { flattenRoutes, type FlatRoute } from "./delegation.js";
 import type { DiscoveredService, InputObject } from "./input.js";
-import { outputMetadata } from "./labels.js";
+import { LABEL_MANAGED, outputLabels, outputMetadata } from "./labels.js";
 import { serviceHost, stableName, subsetName } from "./names.js";
 import { createMatches } from "./route-matchers.js";
 import { applyRoutePolicies, routePolicyDiagnostics, winningPolicies, type DestinationResolver } from "./route-policies.js";
 import { asArray, asLabels, asNumber, asRecord, asString, type Labels } from "./selectors.js";
-import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
+import { TranslateCode, type Emitted, type FrozenTable, type TranslatorOutput } from "./types.js";
 import { gatewayBindings } from "./virtual-gateway.js";
 
 const RT_FIELDS = ["hosts", "virtualGateways", "workloadSelectors", "defaultDestination", "http", "weight", "failureMode", "virtualServiceAnnotations"];
@@ -46,6 +47,7 @@ interface Target {
 export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
   const resources: Emitted[] = [];
   const diagnostics: Diagnostic[] = [];
+  const frozen: FrozenTable[] = [];
   const policyRoutes: FlatRoute[] = [];
   const flatCache = new Map<string, ReturnType<typeof flattenRoutes>>();
   const flat = (rt: InputObject): ReturnType<typeof flattenRoutes> => {
@@ -73,6 +75,7 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
     const r = eastWest(ctx, rt, flat(rt).routes);
     resources.push(...r.resources);
     diagnostics.push(...r.diagnostics);
+    frozen.push(...(r.frozen ?? []));
   }
 
   for (const vg of ctx.own("VirtualGateway")) {
@@ -88,13 +91,14 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
         const r = renderVirtualService(ctx, rt, flat(rt).routes, target);
         resources.push(...r.resources);
         diagnostics.push(...r.diagnostics);
+        frozen.push(...(r.frozen ?? []));
       }
     }
   }
 
   const p = routePolicyDiagnostics(ctx, policyRoutes);
   diagnostics.push(...p.diagnostics);
-  return { resources, diagnostics: dedupe(diagnostics) };
+  return { resources, diagnostics: dedupe(diagnostics), ...(frozen.length > 0 ? { frozen } : {}) };
 }
 
 function eastWest(ctx: WorkspaceContext, rt: InputObject, routes: readonly FlatRoute[]): TranslatorOutput {
@@ -115,6 +119,7 @@ function eastWest(ctx: WorkspaceContext, rt: InputObject, routes: readonly FlatR
     return { resources: [], diagnostics };
   }
   const resources: Emitted[] = [];
+  const frozen: FrozenTable[] = [];
   // Sidecars of the workspace and of every workspace the table is exported to (and that imports it) use it.
   const consumers = ctx.consumersOf(ctx.selectable(rt));
   for (const cluster of clusters) {
@@ -123,8 +128,9 @@ function eastWest(ctx: WorkspaceContext, rt: InputObject, routes: readonly FlatR
     const r = renderVirtualService(ctx, rt, routes, target);
     resources.push(...r.resources);
     diagnostics.push(...r.diagnostics);
+    frozen.push(...(r.frozen ?? []));
   }
-  return { resources, diagnostics };
+  return { resources, diagnostics, frozen };
 }
 
 function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: readonly FlatRoute[], target: Target): TranslatorOutput {
@@ -147,7 +153,7 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   if (failed && asString(spec.failureMode) === "FREEZE_CONFIG") {
     const causes = diagnostics.filter((d) => d.code !== TranslateCode.RouteReplacement);
     causes.push(ctx.diag(rt, TranslateCode.RouteTableFrozen, Severity.Error, "/spec/failureMode", `a route of this table failed and failureMode is FREEZE_CONFIG: nothing new is rendered for cluster "${target.cluster}" and the last applied version stays in place. Fix the errors above.`));
-    return { resources: [], diagnostics: causes };
+    return { resources: [], diagnostics: causes, frozen: [frozenTable(ctx, rt, target.cluster)] };
   }
   if (http.length === 0) return { resources: [], diagnostics };
   const ws = ctx.workspace.name;
@@ -167,6 +173,12 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     },
   });
   return { resources, diagnostics };
+}
+
+/** What identifies a frozen table's objects in one cluster's output: the labels they all carry (but `managed`). */
+function frozenTable(ctx: WorkspaceContext, rt: InputObject, cluster: string): FrozenTable {
+  const { [LABEL_MANAGED]: _managed, ...selector } = outputLabels(cluster, ctx.workspace.name, ctx.parentOf(rt));
+  return { cluster, workspace: ctx.workspace.name, kind: rt.kind, name: rt.metadata.name, namespace: rt.metadata.namespace ?? ctx.index.adminNamespace, selector };
 }
 
 interface Converted {

@@ -30,6 +30,23 @@ export interface Emitted {
 export interface TranslatorOutput {
   readonly resources: readonly Emitted[];
   readonly diagnostics: readonly Diagnostic[];
+  /** Route tables frozen by failureMode FREEZE_CONFIG (nothing rendered for them in this run). */
+  readonly frozen?: readonly FrozenTable[];
+}
+
+/**
+ * A route table with `failureMode: FREEZE_CONFIG` and an error: nothing new is rendered for it in
+ * `cluster`, and the delivery layer keeps what it last published for it there. Its objects are
+ * those of the previous output whose labels include every entry of `selector` (the workspace and
+ * parent labels the table's objects carry in that cluster).
+ */
+export interface FrozenTable {
+  readonly cluster: string;
+  readonly workspace: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly namespace: string;
+  readonly selector: Readonly<Record<string, string>>;
 }
 
 /** Result of the workspace stage: per-cluster fragments (sorted) and the workspace's diagnostics (sorted). */
@@ -37,6 +54,8 @@ export interface WorkspaceResult {
   readonly workspace: string;
   readonly fragments: ReadonlyMap<string, readonly IstioResource[]>;
   readonly diagnostics: readonly Diagnostic[];
+  /** Route tables frozen in this run, per cluster (sorted; absent when none). */
+  readonly frozen?: readonly FrozenTable[];
 }
 
 /** What one workspace contributes to one cluster; the input of the cluster stage. */

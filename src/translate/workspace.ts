@@ -24,6 +24,7 @@ import { translateVirtualGateways } from "./virtual-gateway.js";
 import {
   TranslateCode,
   type ClusterOutput,
+  type FrozenTable,
   type IstioResource,
   type TranslationResult,
   type TranslatorOutput,
@@ -70,10 +71,12 @@ export function translateWorkspace(
   const ctx = workspaceContext(index, workspace);
   if (ctx === undefined) return { ...EMPTY, workspace };
   const diagnostics: Diagnostic[] = [];
+  const frozen: FrozenTable[] = [];
   const perCluster = new Map<string, Map<string, IstioResource>>();
   for (const t of options.translators ?? KIND_TRANSLATORS) {
     const out = t.translate(ctx);
     diagnostics.push(...out.diagnostics);
+    frozen.push(...(out.frozen ?? []));
     for (const { cluster, resource } of out.resources) {
       let m = perCluster.get(cluster);
       if (m === undefined) {
@@ -109,7 +112,14 @@ export function translateWorkspace(
     if (options.validate ?? true) diagnostics.push(...validateOutputs(cluster, resources));
     fragments.set(cluster, resources);
   }
-  return { workspace, fragments, diagnostics: sortDiagnostics(diagnostics) };
+  const result: WorkspaceResult = { workspace, fragments, diagnostics: sortDiagnostics(diagnostics) };
+  return frozen.length === 0 ? result : { ...result, frozen: sortFrozen(frozen) };
+}
+
+function sortFrozen(list: readonly FrozenTable[]): FrozenTable[] {
+  const key = (f: FrozenTable) => `${f.cluster}\n${f.namespace}\n${f.name}\n${f.kind}`;
+  const unique = new Map(list.map((f) => [key(f), f]));
+  return [...unique.keys()].sort().map((k) => unique.get(k)!);
 }
 
 function conflict(workspace: string, cluster: string, a: IstioResource, b: IstioResource, path: string): Diagnostic {

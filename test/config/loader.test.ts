@@ -488,6 +488,6 @@ describe("gitmesh.yaml", () => {
   it("reports malformed settings and falls back to defaults", () => {
     const { state, diagnostics } = load([...baseRepo(), file("gitmesh.yaml", "ignore: rendered/\nadminNamespace: Not_Valid\nauditBranch: audit/out\ncolour: blue\n")]);
     expect(where(diagnostics)).toEqual(["gitmesh.yaml:1:1 SETTINGS_INVALID", "gitmesh.yaml:2:1 SETTINGS_INVALID", "gitmesh.yaml:4:1 SETTINGS_INVALID"]);
-    expect(state.settings).toEqual({ ignore: [], adminNamespace: "gloo-mesh", auditBranch: "audit/out", ignoreKinds: [] });
+    expect(state.settings).toEqual({ ignore: [], adminNamespace: "gloo-mesh", auditBranch: "audit/out", ignoreKinds: [], ignoreDifferences: [], allowMassDeletion: [] });
   });
 });

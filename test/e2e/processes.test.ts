@@ -132,6 +132,8 @@ interface ClusterView {
   inSync: boolean;
   output: { version: number; sourceCommit: string; resources: number; complete: boolean } | null;
   applied: { version: number; sourceCommit: string } | null;
+  frozen?: string[];
+  pruneHeld?: { reason: string; objects: string[] } | null;
 }
 interface Status {
   replica: string;
@@ -356,6 +358,35 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     expectUnchanged(before);
     expectNothingPruned();
   }, 150_000);
+
+  it("FREEZE_CONFIG: a broken route keeps the table's VirtualService in the clusters, unchanged; the status says frozen; the fix releases it", async () => {
+    const before = allObjects();
+    const path = "workspaces/bookinfo-backends/route-table-ratings.yaml";
+    const original = readFileSync(join("examples/repo-layout", path), "utf8");
+    const broken = original
+      .replace("spec:\n  hosts:", "spec:\n  failureMode: FREEZE_CONFIG\n  hosts:")
+      .replace("  http:\n", "  http:\n    - name: broken\n      matchers:\n        - uri: {prefix: /broken}\n      forwardTo:\n        destinations:\n          - ref: {name: not-there, namespace: bookinfo-backends}\n            port: {number: 9080}\n");
+    expect(broken).toContain("FREEZE_CONFIG");
+    expect(broken).toContain("not-there");
+    const sha = await git.commitFiles("mesh", { [path]: broken }, "ratings: a route to a Service that does not exist, table frozen");
+    await pushHint(sha);
+    await poll("ratings frozen on cluster1 and cluster2, the frozen output applied", async () => {
+      const all = await statuses();
+      return ["cluster1", "cluster2"].every((c) => {
+        const v = holderView(all, c);
+        return v?.frozen?.includes("bookinfo-backends/ratings") === true && v.output?.sourceCommit === sha && v.applied?.version === v.output.version && !v.inSync;
+      });
+    }, 90_000);
+    // The VirtualService the table rendered before stays in every cluster, byte for byte.
+    expectUnchanged(before);
+    expectNothingPruned();
+    const fix = await git.commitFiles("mesh", { [path]: original }, "ratings: fixed");
+    await pushHint(fix);
+    await poll("fix converged, nothing held", converged({ cluster1: fix, cluster2: fix }, fix), 90_000);
+    for (const s of await statuses()) for (const c of s.clusters) expect(c.pruneHeld ?? null, `${s.replica}/${c.name}`).toBeNull();
+    expectUnchanged(before);
+    expectNothingPruned();
+  }, 200_000);
 
   it("refuses a wrong token and a spoofed (unregistered) cluster; nothing is accepted or lost", async () => {
     const before = allObjects();
