@@ -19,6 +19,8 @@ import { shorten, STATUS_CONTEXT, type PostInput, type PostResult, type Reporter
 
 /** The login GITHUB_TOKEN writes as; used when GET /user is refused (installation tokens). */
 export const GITHUB_ACTIONS_LOGIN = "github-actions[bot]";
+/** GitHub refuses comment bodies longer than this. */
+export const GITHUB_COMMENT_MAX = 65_536;
 
 export interface GitHubReporterOptions {
   readonly context: Pick<GitHubContext, "apiUrl" | "owner" | "repo" | "token" | "pullNumber">;
@@ -45,6 +47,8 @@ export function createGitHubReporter(options: GitHubReporterOptions): Reporter {
   return {
     async post(input: PostInput): Promise<PostResult> {
       const written: string[] = [];
+      const tooLong = input.bodies.findIndex((b) => b.length > GITHUB_COMMENT_MAX);
+      if (tooLong >= 0) throw new GitHostApiError(`GitHub: comment part ${tooLong + 1} has ${input.bodies[tooLong]!.length} characters, more than GitHub's ${GITHUB_COMMENT_MAX}; lower --max-comment-chars; nothing was written`, 0, []);
       const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
         try {
           return await fn();
