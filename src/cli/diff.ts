@@ -13,7 +13,7 @@ import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from
 import { loadDesiredState } from "../config/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
 import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, renderMarkdown, resolveRevision, type GitLocation, type RenderSide } from "../git-sync/index.js";
-import { ciContextFromEnv, createReporter, GitHostConfigError, statusOfReport, type CiContext } from "../git-host/index.js";
+import type { CiContext } from "../git-host/index.js";
 import { translateAll } from "../translate/index.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
 
@@ -99,7 +99,10 @@ export function registerDiff(program: Command, io: CliIo): void {
         const [base, head] = [await revision(flags.base), await revision(flags.head)];
         // Where to post is settled before rendering: a missing token is a usage error (exit 2), at once.
         let target: CiContext | undefined;
-        if (flags.post === "github" || flags.post === "gitlab") {
+        // The platform clients (@octokit/rest, @gitbeaker/rest: ~200 ms to load) only when posting.
+        const host = flags.post === undefined ? undefined : await import("../git-host/index.js");
+        if (host !== undefined && (flags.post === "github" || flags.post === "gitlab")) {
+          const { ciContextFromEnv, GitHostConfigError } = host;
           try {
             target = ciContextFromEnv(flags.post, env, { headCommit: head.commit.oid, readText: (p) => readFileSync(p, "utf8"), ...(pr === undefined ? {} : { pr }) });
           } catch (err) {
@@ -153,10 +156,10 @@ export function registerDiff(program: Command, io: CliIo): void {
           } else if (target === undefined) {
             io.out(bodies.join("\n"));
           }
-          if (target !== undefined) {
+          if (target !== undefined && host !== undefined) {
             // A refusal (GitHostApiError) propagates: main prints it and exits 1.
-            const status = statusOfReport(report);
-            const posted = await createReporter(target).post({ bodies, headSha: target.headSha, ...status });
+            const status = host.statusOfReport(report);
+            const posted = await host.createReporter(target).post({ bodies, headSha: target.headSha, ...status });
             const where = target.platform === "github" ? `${target.owner}/${target.repo}#${target.pullNumber}` : `!${target.mergeRequestIid}`;
             io.err(
               `posted to ${where}: ${posted.created} comment(s) created, ${posted.updated} updated, ${posted.deleted} deleted` +
