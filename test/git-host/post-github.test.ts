@@ -116,6 +116,24 @@ describe("gitmesh diff --post github", () => {
     expect(comments()).toHaveLength(2);
   });
 
+  it("finds its comment past the first page of comments (Link pagination), and updates it", async () => {
+    for (let i = 0; i < 130; i++) gh.addComment(PR, `review comment ${i}`, "octocat");
+    await diff(actionsEnv(repo.c2), repo.c1, repo.c2);
+    const again = await diff(actionsEnv(repo.c3), repo.c1, repo.c3);
+    expect(again.err).toContain("0 comment(s) created, 1 updated");
+    expect(comments()).toHaveLength(131);
+    expect(gh.requests.filter((q) => q.operationId === "issues/list-comments").map((q) => q.path)).toHaveLength(4);
+  });
+
+  it("a status refused after the comment was written says exactly what was already written", async () => {
+    gh.fault = { status: 403, message: "Resource not accessible by integration", when: (op) => op === "repos/create-commit-status" };
+    const r = await diff(actionsEnv(repo.c2), repo.c1, repo.c2);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(`setting commit status gitmesh/diff on ${repo.c2} failed (HTTP 403`);
+    expect(r.err).toContain("statuses: write");
+    expect(r.err).toContain(`already written: created comment ${comments()[0]!.id}`);
+  });
+
   it("with a personal token (GET /user answers): comments are matched by that login; --pr without an event file puts the status on --head", async () => {
     await gh.close();
     gh = await startFakeGitHub({ token: TOKEN, owner: "acme", repo: "mesh", pulls: { [PR]: repo.c3 }, commits: [repo.c1, repo.c3], userLogin: "mesh-bot" });

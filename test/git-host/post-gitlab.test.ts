@@ -74,6 +74,15 @@ describe("gitmesh diff --post gitlab", () => {
     expect(notes().map((n) => n.id)).toEqual([foreign, mine[0]!.id]);
   });
 
+  it("finds its note past the first page of notes (pagination), and updates it", async () => {
+    for (let i = 0; i < 45; i++) gl.addNote(IID, `review note ${i}`, 5);
+    await diff(ciEnv(repo.c2), repo.c1, repo.c2);
+    const again = await diff(ciEnv(repo.c3), repo.c1, repo.c3);
+    expect(again.err).toContain("0 comment(s) created, 1 updated");
+    expect(notes()).toHaveLength(46);
+    expect(gl.requests.filter((q) => q.endpoint === "list-notes").length).toBeGreaterThan(2);
+  });
+
   it("head with an error: exit 1, status failed with file:line in the description", async () => {
     const r = await diff(ciEnv(repo.broken), repo.c3, repo.broken);
     expect(r.code).toBe(1);
