@@ -124,8 +124,10 @@ function statusOf(err: unknown): number {
 }
 
 function apiError(what: string, err: unknown, written: readonly string[]): GitHostApiError {
-  const status = statusOf(err);
-  const data = (err as { response?: { data?: unknown } }).response?.data as { message?: unknown } | undefined;
+  const response = (err as { response?: { data?: unknown } }).response;
+  // Octokit reports a request that got no answer (refused, DNS, TLS) as status 500 without a response.
+  const status = response === undefined ? 0 : statusOf(err);
+  const data = response?.data as { message?: unknown } | undefined;
   const said = typeof data?.message === "string" ? data.message : status === 0 ? (err as Error).message : "";
   const reason =
     status === 401
@@ -137,8 +139,9 @@ function apiError(what: string, err: unknown, written: readonly string[]): GitHo
           : status === 422
             ? "GitHub refused the request as invalid (for a commit: is the head commit pushed to this repository?)"
             : status === 0
-              ? "no answer from the API"
-              : "the API failed";
+              ? "no answer from the API — check GITHUB_API_URL and the network"
+              : "the API failed — retry later";
+  const hint = [401, 403, 404, 422].includes(status) ? `; ${HINT}` : "";
   const partial = written.length === 0 ? "nothing was written" : `already written: ${written.join(", ")}`;
-  return new GitHostApiError(`GitHub API: ${what} failed${status ? ` (HTTP ${status}${said ? `: ${said}` : ""})` : said ? ` (${said})` : ""}: ${reason}; ${HINT}; ${partial}`, status, written);
+  return new GitHostApiError(`GitHub API: ${what} failed${status ? ` (HTTP ${status}${said ? `: ${said}` : ""})` : said ? ` (${said})` : ""}: ${reason}${hint}; ${partial}`, status, written);
 }

@@ -106,8 +106,9 @@ function apiError(what: string, err: unknown, written: readonly string[]): GitHo
           : status === 422 || status === 400
             ? "GitLab refused the request as invalid"
             : status === 0
-              ? "no answer from the API"
-              : "the API failed";
+              ? "no answer from the API — check CI_API_V4_URL and the network"
+              : "the API failed — retry later";
+  const hint = [400, 401, 403, 404, 422].includes(status) ? `; ${HINT}` : "";
   const partial = written.length === 0 ? "nothing was written" : `already written: ${written.join(", ")}`;
-  return new GitHostApiError(`GitLab API: ${what} failed${status ? ` (HTTP ${status}${text ? `: ${text}` : ""})` : text ? ` (${text})` : ""}: ${reason}; ${HINT}; ${partial}`, status, written);
+  return new GitHostApiError(`GitLab API: ${what} failed${status ? ` (HTTP ${status}${text ? `: ${text}` : ""})` : text ? ` (${text})` : ""}: ${reason}${hint}; ${partial}`, status, written);
 }

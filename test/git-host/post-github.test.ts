@@ -6,6 +6,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { freePort } from "../helpers/ports.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeGitHub, type FakeGitHub } from "./fake-github.js";
 import { BROKEN_FILE, DISCOVERY, gitmesh, makeMeshRepo, type MeshRepo } from "./fixture.js";
@@ -132,6 +133,13 @@ describe("gitmesh diff --post github", () => {
     expect(r.err).toContain(`setting commit status gitmesh/diff on ${repo.c2} failed (HTTP 403`);
     expect(r.err).toContain("statuses: write");
     expect(r.err).toContain(`already written: created comment ${comments()[0]!.id}`);
+  });
+
+  it("an API that does not answer: exit 1, says to check GITHUB_API_URL, nothing written", async () => {
+    const r = await diff(actionsEnv(repo.c2, { GITHUB_API_URL: `http://127.0.0.1:${await freePort()}` }), repo.c1, repo.c2);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("no answer from the API — check GITHUB_API_URL");
+    expect(r.err).toContain("nothing was written");
   });
 
   it("with a personal token (GET /user answers): comments are matched by that login; --pr without an event file puts the status on --head", async () => {
