@@ -4,7 +4,7 @@
  * Reads revisions straight from Git objects (no checkout); discovery comes from --discovery <dir>
  * or, by default, from `discovery/` on the audit branch. Exit 1 when head has errors.
  */
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,7 @@ import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from
 import { loadDesiredState } from "../config/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
 import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, renderMarkdown, resolveRevision, type GitLocation, type RenderSide } from "../git-sync/index.js";
+import type { CiContext } from "../git-host/index.js";
 import { translateAll } from "../translate/index.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
 
@@ -28,6 +29,8 @@ interface DiffFlags {
   readonly maxCommentChars: string;
   readonly outDir?: string;
   readonly tokenEnv: string;
+  readonly post?: string;
+  readonly pr?: string;
 }
 
 export function registerDiff(program: Command, io: CliIo): void {
@@ -43,6 +46,11 @@ export function registerDiff(program: Command, io: CliIo): void {
         "Discovery: --discovery <dir> (one sub-directory per cluster), or by default the newest\n" +
         "discovery/ on the audit branch of the repository (--discovery-from-audit).\n" +
         "A remote --repo is read over HTTPS; a token is taken from the environment variable named by --token-env.\n\n" +
+        "--post github|gitlab posts the report to the pull/merge request: one sticky comment (several when\n" +
+        "long; updated in place on every run, surplus parts deleted) and a commit status gitmesh/diff on the\n" +
+        "head commit. In CI it needs no flags: GitHub reads GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL\n" +
+        "and the pull request from GITHUB_EVENT_PATH; GitLab reads GITLAB_TOKEN (api scope), CI_API_V4_URL,\n" +
+        "CI_PROJECT_ID, CI_MERGE_REQUEST_IID and CI_COMMIT_SHA. --pr <n> names the pull request elsewhere.\n\n" +
         "Exit status: 0 head has no errors, 1 head has errors, 2 usage error.",
     )
     .option("--repo <path|url>", "repository: a local path or an http(s) URL (required)")
@@ -56,17 +64,25 @@ export function registerDiff(program: Command, io: CliIo): void {
     .option("--max-comment-chars <n>", "maximum characters of one Markdown comment body", "65000")
     .option("--out-dir <dir>", "write comment-<n>.md files and report.json here instead of printing")
     .option("--token-env <name>", "environment variable holding the Git token for a remote --repo", "GITMESH_GIT_TOKEN")
-    .addHelpText("after", "\nExamples:\n  gitmesh diff --repo . --base origin/main --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base HEAD~1 --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base origin/main...HEAD --head HEAD   # from where the branch forked\n  gitmesh diff --repo https://github.com/org/mesh.git --base main --head pr-42 --out-dir diff/")
+    .option("--post <platform>", "post the report as a sticky pull-request comment and a commit status: github or gitlab")
+    .option("--pr <number>", "with --post: the pull request (GitHub) or merge request iid (GitLab); default from the CI environment")
+    .addHelpText("after", "\nExamples:\n  gitmesh diff --repo . --base origin/main --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base HEAD~1 --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base origin/main...HEAD --head HEAD   # from where the branch forked\n  gitmesh diff --repo https://github.com/org/mesh.git --base main --head pr-42 --out-dir diff/\n  gitmesh diff --repo . --base origin/main --head HEAD --post github   # in a pull_request workflow")
     .action(async (flags: DiffFlags) => {
       if (flags.repo === undefined || flags.base === undefined || flags.head === undefined) throw new UsageError("diff: --repo, --base and --head are required");
       if (flags.format !== "markdown" && flags.format !== "json") throw new UsageError(`diff: --format must be markdown or json, not ${JSON.stringify(flags.format)}`);
       if (flags.discovery !== undefined && flags.discoveryFromAudit === true) throw new UsageError("diff: use either --discovery or --discovery-from-audit");
+      if (flags.post !== undefined && flags.post !== "github" && flags.post !== "gitlab") throw new UsageError(`diff: --post must be github or gitlab, not ${JSON.stringify(flags.post)}`);
+      if (flags.post !== undefined && flags.format !== "markdown") throw new UsageError("diff: --post posts the Markdown report; drop --format json");
+      if (flags.pr !== undefined && flags.post === undefined) throw new UsageError("diff: --pr goes with --post");
+      const pr = flags.pr === undefined ? undefined : Number(flags.pr);
+      if (pr !== undefined && (!Number.isInteger(pr) || pr < 1)) throw new UsageError(`diff: --pr must be a pull request number, not ${JSON.stringify(flags.pr)}`);
+      const env = io.env ?? process.env;
       const maxChars = Number.parseInt(flags.maxCommentChars, 10);
       if (!Number.isInteger(maxChars) || maxChars < 1000) throw new UsageError("diff: --max-comment-chars must be a number of at least 1000");
       const logger = createLogger({ name: "gitmesh.diff", level: "warn", format: "human", write: (line) => io.err(line + "\n") });
       const temp: string[] = [];
       try {
-        const location = await locate(flags.repo, flags.tokenEnv, temp);
+        const location = await locate(flags.repo, env[flags.tokenEnv], temp);
         const revision = async (spec: string) => {
           try {
             // A local repository takes every revision spelling (HEAD~1, origin/main, A...B, short SHAs);
@@ -81,6 +97,19 @@ export function registerDiff(program: Command, io: CliIo): void {
           }
         };
         const [base, head] = [await revision(flags.base), await revision(flags.head)];
+        // Where to post is settled before rendering: a missing token is a usage error (exit 2), at once.
+        let target: CiContext | undefined;
+        // The platform clients (@octokit/rest, @gitbeaker/rest: ~200 ms to load) only when posting.
+        const host = flags.post === undefined ? undefined : await import("../git-host/index.js");
+        if (host !== undefined && (flags.post === "github" || flags.post === "gitlab")) {
+          const { ciContextFromEnv, GitHostConfigError } = host;
+          try {
+            target = ciContextFromEnv(flags.post, env, { headCommit: head.commit.oid, readText: (p) => readFileSync(p, "utf8"), ...(pr === undefined ? {} : { pr }) });
+          } catch (err) {
+            if (err instanceof GitHostConfigError) throw new UsageError(`diff ${err.message}`);
+            throw err;
+          }
+        }
         const baseLoad = loadDesiredState(base.files);
         const headLoad = loadDesiredState(head.files);
 
@@ -124,8 +153,18 @@ export function registerDiff(program: Command, io: CliIo): void {
           if (flags.outDir !== undefined) {
             await writeOut(flags.outDir, bodies, renderJson(report));
             io.err(`wrote ${bodies.length} comment bod${bodies.length === 1 ? "y" : "ies"} and report.json to ${flags.outDir}\n`);
-          } else {
+          } else if (target === undefined) {
             io.out(bodies.join("\n"));
+          }
+          if (target !== undefined && host !== undefined) {
+            // A refusal (GitHostApiError) propagates: main prints it and exits 1.
+            const status = host.statusOfReport(report);
+            const posted = await host.createReporter(target).post({ bodies, headSha: target.headSha, ...status });
+            const where = target.platform === "github" ? `${target.owner}/${target.repo}#${target.pullNumber}` : `!${target.mergeRequestIid}`;
+            io.err(
+              `posted to ${where}: ${posted.created} comment(s) created, ${posted.updated} updated, ${posted.deleted} deleted` +
+                `${posted.url === undefined ? "" : ` (${posted.url})`}; status gitmesh/diff ${status.state} on ${target.headSha.slice(0, 12)}\n`,
+            );
           }
         }
         io.err(`${report.clusters.length} cluster(s) change; head: ${report.headErrors} error(s), ${report.introduced.length} diagnostic(s) introduced, ${report.fixed.length} fixed\n`);
@@ -136,11 +175,10 @@ export function registerDiff(program: Command, io: CliIo): void {
     });
 }
 
-async function locate(repo: string, tokenEnv: string, temp: string[]): Promise<GitLocation> {
+async function locate(repo: string, token: string | undefined, temp: string[]): Promise<GitLocation> {
   if (/^https?:\/\//i.test(repo)) {
     const cacheDir = await mkdtemp(join(tmpdir(), "gitmesh-diff-"));
     temp.push(cacheDir);
-    const token = process.env[tokenEnv];
     return { kind: "remote", url: repo, cacheDir, depth: null, ...(token ? { auth: { token } } : {}) };
   }
   const info = await stat(repo).catch(() => undefined);

@@ -12,6 +12,8 @@ export interface CliIo {
   readonly version: string;
   /** Commands set this instead of calling process.exit. */
   exitCode: ExitCode;
+  /** The environment commands read (process.env in the real CLI; tests pass their own). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** Thrown for bad flags or arguments: exit status 2. */
@@ -26,6 +28,7 @@ export function createIo(): CliIo {
     isTty: process.stdout.isTTY,
     version: packageVersion(),
     exitCode: ExitCode.Ok,
+    env: process.env,
   };
 }
 
