@@ -98,8 +98,10 @@ interface Status {
   commit: { sha: string } | null;
   clusters: ClusterView[];
 }
+/** The read token the server generated (the API needs one). */
+const readAuth = () => ({ authorization: `Bearer ${server?.apiTokens?.read ?? ""}` });
 const status = async (): Promise<Status> => {
-  const res = await fetch(`http://127.0.0.1:${String(httpPort)}/api/status`, { signal: AbortSignal.timeout(10_000) });
+  const res = await fetch(`http://127.0.0.1:${String(httpPort)}/api/status`, { signal: AbortSignal.timeout(10_000), headers: readAuth() });
   if (!res.ok) throw new Error(`status: HTTP ${String(res.status)}`);
   return (await res.json()) as Status;
 };
@@ -227,7 +229,10 @@ describe("completeness per dependency: what is pruned, what is held and said (se
     }
     // gitmesh check says so, and exits 1.
     const check = await new Promise<{ code: number | null; out: string }>((resolve) => {
-      const child = spawn(process.execPath, ["bin/gitmesh.js", "check", "--server", `http://127.0.0.1:${String(httpPort)}`], { stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(process.execPath, ["bin/gitmesh.js", "check", "--server", `http://127.0.0.1:${String(httpPort)}`], {
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, GITMESH_API_TOKEN: server?.apiTokens?.read ?? "" },
+      });
       let out = "";
       child.stdout.on("data", (d: Buffer) => (out += d.toString()));
       child.stderr.on("data", (d: Buffer) => (out += d.toString()));
@@ -294,7 +299,7 @@ describe("completeness per dependency: what is pruned, what is held and said (se
     });
     for (const t of gone) expect(has("cluster2", "apps", t), t).toBe(true);
     // What each agent was told: the options entry of the output (the API shows it too).
-    const optionsOf = async (c: string) => ((await (await fetch(`http://127.0.0.1:${String(httpPort)}/api/clusters/${c}/output`)).json()) as { options?: unknown }).options;
+    const optionsOf = async (c: string) => ((await (await fetch(`http://127.0.0.1:${String(httpPort)}/api/clusters/${c}/output`, { headers: readAuth() })).json()) as { options?: unknown }).options;
     expect(await optionsOf("cluster1")).toEqual({ allowMassDeletion: true });
     expect(await optionsOf("cluster2")).toBeUndefined();
     expect(deletions.filter((d) => d.startsWith("cluster2/"))).toEqual([]);
