@@ -24,6 +24,7 @@ import {
   createKubernetesSecretStore,
   createManagementServer,
   createMemorySecretStore,
+  createRedisRecordStore,
   createRedisSecretStore,
   parseServerConfig,
   SERVER_ENV,
@@ -218,7 +219,9 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   // API tokens live beside the relay token; standalone, in the data directory (a file an operator can read).
   let apiTokens: ApiTokenStore;
   if (config.pkiDir !== undefined) {
-    secrets = createDirectorySecretStore(config.pkiDir);
+    // Identity records (credentials, live certificates, revocations) must be shared by every replica:
+    // with Redis and a PKI directory, they go to Redis.
+    secrets = redis ? { ...createDirectorySecretStore(config.pkiDir), records: createRedisRecordStore(redis, config.redisPrefix) } : createDirectorySecretStore(config.pkiDir);
     apiTokens = createDirectoryApiTokenStore(config.pkiDir);
   } else if (config.kubernetesSecrets) {
     const kc = new KubeConfig();

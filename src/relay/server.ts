@@ -15,7 +15,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import type { Registry } from "prom-client";
-import { describeError, type Logger } from "../core/index.js";
+import { describeError, TransientError, type Logger } from "../core/index.js";
 import { REJECTION_REASONS, RELAY_DEFAULTS, type RejectionReason } from "./constants.js";
 import { RelayRejectedError, toServiceError } from "./errors.js";
 import { createClusterIdentities, createMemoryRecordStore, type ClusterIdentities, type ClusterIdentityRecord } from "./identity.js";
@@ -316,9 +316,26 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     );
   const isRevoked = (r: ClusterIdentityRecord, issuedAtMs: number) => r.revokedBeforeMs !== undefined && issuedAtMs <= r.revokedBeforeMs;
 
+  /**
+   * The identity record of a cluster for checking a certificate. When the store cannot be read (Redis
+   * down), the last record this replica saw is used (none: nothing known revoked), so connected fleets
+   * keep working; registration, which must consume atomically, fails instead (UNAVAILABLE).
+   */
+  const seen = new Map<string, ClusterIdentityRecord>();
+  async function recordFor(cluster: string): Promise<ClusterIdentityRecord> {
+    try {
+      const r = await identities.read(cluster);
+      seen.set(cluster, r);
+      return r;
+    } catch (err) {
+      log.warn("identity store unreachable; checking the certificate against the last record seen", { cluster, store: identities.describe, error: describeError(err) });
+      return seen.get(cluster) ?? {};
+    }
+  }
+
   async function checkClusterAllowed(cluster: string, issuedAtMs?: number): Promise<void> {
     if (issuedAtMs !== undefined) {
-      const r = await identities.read(cluster);
+      const r = await recordFor(cluster);
       if (isRevoked(r, issuedAtMs)) throw revokedError(cluster, r);
     }
     if (!(await options.isClusterRegistered(cluster))) {
@@ -458,7 +475,9 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         const presented = req.token.trim();
         const fleet = fleetTokenMatches(presented);
         await checkClusterAllowed(req.cluster);
-        const decision = await identities.register(req.cluster, presented, fleet, lifetimeMs);
+        const decision = await identities.register(req.cluster, presented, fleet, lifetimeMs).catch((err: unknown) => {
+          throw new TransientError(`cannot register now: the identity store (${identities.describe}) is unreachable; the agent retries`, { cause: err });
+        });
         if (!decision.ok && decision.why === "bad_credential") {
           throw reject(
             REJECTION_REASONS.badToken,
@@ -921,6 +940,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     const clusters = new Set([...pushSessions.keys(), ...pullSessions.keys()]);
     if (clusters.size === 0) return;
     const records = await identities.list();
+    for (const [c, r] of records) seen.set(c, r);
     for (const cluster of clusters) {
       const r = records.get(cluster);
       if (r) closeWith(cluster, revokedError(cluster, r), (s) => isRevoked(r, s.issuedAtMs));
