@@ -114,7 +114,7 @@ export interface RelayServerOptions {
    * function returning the current one. Absent or "": only per-cluster credentials (minted in
    * `identities`) register. Either way a cluster holding a live certificate is not re-registered.
    */
-  readonly token?: string | (() => string);
+  readonly token?: string | (() => string) | undefined;
   /**
    * Per-cluster credentials, live identities and revocations, in the store shared by every replica
    * (default: in memory, for one process only — revocations are then lost on restart).
