@@ -46,7 +46,7 @@ export function snapshotFromRelayState(
   }
   if (head !== undefined && (head as { cluster?: unknown }).cluster !== cluster) {
     const named = (head as { cluster?: unknown }).cluster;
-    return { ok: false, message: `the discovery snapshot names cluster ${JSON.stringify(named) ?? "(none)"} but was sent with the certificate of cluster "${cluster}"` };
+    return { ok: false, message: `the discovery snapshot names cluster ${named === undefined ? "(none)" : JSON.stringify(named)} but was sent with the certificate of cluster "${cluster}"` };
   }
   try {
     return { ok: true, snapshot: snapshotFromEntries(entries) };

@@ -64,10 +64,16 @@ export function parseIdentityRecord(value: string | undefined): ClusterIdentityR
   if (value === undefined) return {};
   try {
     const r = JSON.parse(value) as unknown;
-    return typeof r === "object" && r !== null && !Array.isArray(r) ? (r as ClusterIdentityRecord) : {};
+    return typeof r === "object" && r !== null && !Array.isArray(r) ? r : {};
   } catch {
     return {};
   }
+}
+
+/** Whether `presented` is the record's unexpired per-cluster credential (constant-time comparison). */
+export function credentialMatches(r: ClusterIdentityRecord, presented: string, nowMs: number): boolean {
+  const c = r.credential;
+  return c !== undefined && c.expiresAtMs > nowMs && presented !== "" && secretMatchesHash(presented, c.sha256);
 }
 
 /** true while the record's latest certificate is unexpired and not revoked. */
@@ -181,8 +187,7 @@ export function createClusterIdentities(store: ClusterRecordStore, options: { re
     register(cluster, presented, fleetTokenOk, lifetimeMs) {
       return mutate<RegistrationDecision>(cluster, (r) => {
         const t = now();
-        const c = r.credential;
-        const perCluster = c !== undefined && c.expiresAtMs > t && presented !== "" && secretMatchesHash(presented, c.sha256);
+        const perCluster = credentialMatches(r, presented, t);
         if (!perCluster && !fleetTokenOk) return { next: undefined, result: { ok: false, why: "bad_credential", record: r } };
         if (holdsLiveIdentity(r, t)) return { next: undefined, result: { ok: false, why: "live_identity", record: r } };
         const issuedAtMs = issueTime(r);

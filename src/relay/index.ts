@@ -7,6 +7,7 @@ export { RelayRejectedError, toServiceError, isPermanentStatus, reasonOf, REASON
 export {
   createClusterIdentities,
   createMemoryRecordStore,
+  credentialMatches,
   holdsLiveIdentity,
   parseIdentityRecord,
   secretMatchesHash,

@@ -213,7 +213,7 @@ export function checkClientCsr(csrPem: string): Forge.pki.CertificateSigningRequ
     throw new InvalidCsrError(`the CSR is not a PEM PKCS#10 request with an RSA key (${err instanceof Error ? err.message : String(err)})`);
   }
   const key = csr.publicKey as Forge.pki.rsa.PublicKey | null;
-  if (!key || typeof key.n?.bitLength !== "function") throw new InvalidCsrError("the CSR carries no RSA public key");
+  if (!key || typeof (key.n as { bitLength?: unknown } | undefined)?.bitLength !== "function") throw new InvalidCsrError("the CSR carries no RSA public key");
   const bits = key.n.bitLength();
   if (bits < MIN_RSA_BITS) throw new InvalidCsrError(`the CSR's RSA key has ${bits} bits; at least ${MIN_RSA_BITS} are required`);
   let verified = false;

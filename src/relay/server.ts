@@ -18,7 +18,7 @@ import type { Registry } from "prom-client";
 import { describeError, TransientError, type Logger } from "../core/index.js";
 import { REJECTION_REASONS, RELAY_DEFAULTS, type RejectionReason } from "./constants.js";
 import { RelayRejectedError, toServiceError } from "./errors.js";
-import { createClusterIdentities, createMemoryRecordStore, type ClusterIdentities, type ClusterIdentityRecord } from "./identity.js";
+import { createClusterIdentities, createMemoryRecordStore, credentialMatches, type ClusterIdentities, type ClusterIdentityRecord } from "./identity.js";
 import {
   DiscoveryUpdate,
   OutputAck,
@@ -474,17 +474,20 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         // Tolerate the newline a token file or `kubectl create secret --from-file` leaves behind.
         const presented = req.token.trim();
         const fleet = fleetTokenMatches(presented);
-        await checkClusterAllowed(req.cluster);
-        const decision = await identities.register(req.cluster, presented, fleet, lifetimeMs).catch((err: unknown) => {
+        const unreachable = (err: unknown) => {
           throw new TransientError(`cannot register now: the identity store (${identities.describe}) is unreachable; the agent retries`, { cause: err });
-        });
-        if (!decision.ok && decision.why === "bad_credential") {
-          throw reject(
+        };
+        const badCredential = () =>
+          reject(
             REJECTION_REASONS.badToken,
             grpc.status.UNAUTHENTICATED,
             `the bootstrap credential is not valid for cluster "${req.cluster}" (unknown, already used, expired, or minted for another cluster); mint a new one with \`gitmesh cluster register ${req.cluster}\` (or \`gitmesh cluster reissue ${req.cluster}\` if the cluster was registered before), which writes it to secret relay-identity-token-secret in the agent's namespace`,
           );
-        }
+        // The credential first (read-only), so that nothing about the cluster is told to a caller without one.
+        if (!fleet && !credentialMatches(await identities.read(req.cluster).catch(unreachable), presented, now())) throw badCredential();
+        await checkClusterAllowed(req.cluster);
+        const decision = await identities.register(req.cluster, presented, fleet, lifetimeMs).catch(unreachable);
+        if (!decision.ok && decision.why === "bad_credential") throw badCredential();
         if (!decision.ok) {
           const until = decision.record.issued ? new Date(decision.record.issued.notAfterMs).toISOString() : "?";
           throw reject(

@@ -25,7 +25,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CoreV1Api, V1ObjectMeta, V1Secret, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, V1DeleteOptions, V1ObjectMeta, V1Preconditions, V1Secret, type KubeConfig } from "@kubernetes/client-node";
 import type { Redis } from "ioredis";
 import { createMemoryRecordStore, isValidClusterName, relayPkiFromSecrets, relayPkiToSecrets, RELAY_SECRETS, type ClusterRecordStore, type RelayPki, type RelayPkiStorage, type StoredRecord } from "../relay/index.js";
 
@@ -177,7 +177,9 @@ export function createKubernetesRecordStore(kc: KubeConfig, namespace: string): 
       try {
         if (next === undefined) {
           if (expected === undefined) return (await this.get(cluster)) === undefined;
-          await api.deleteNamespacedSecret({ name, namespace, body: { preconditions: { resourceVersion: expected } } });
+          const options = new V1DeleteOptions();
+          options.preconditions = Object.assign(new V1Preconditions(), { resourceVersion: expected });
+          await api.deleteNamespacedSecret({ name, namespace, body: options });
         } else if (expected === undefined) {
           await api.createNamespacedSecret({ namespace, body: body(cluster, next) });
         } else {

@@ -51,7 +51,7 @@ const relayPackage = (grpc.loadPackageDefinition(definition) as unknown as { git
 const channelOptions = { "grpc.ssl_target_name_override": "gitmesh-server.gitmesh", "grpc.default_authority": "gitmesh-server.gitmesh" };
 
 function attacker(service: "Registration" | "Relay", address: string, creds: grpc.ChannelCredentials): RawClient {
-  return new relayPackage[service]!(address, creds, channelOptions) as unknown as RawClient;
+  return new relayPackage[service]!(address, creds, channelOptions);
 }
 function callUnary(fn: Unary | undefined, client: grpc.Client, req: Record<string, unknown>): Promise<{ err: grpc.ServiceError | null; res?: Record<string, unknown> }> {
   return new Promise((resolve) => fn!.call(client, req, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (err, res) => resolve({ err, ...(res ? { res } : {}) })));
@@ -167,10 +167,10 @@ for (const mode of ["per-cluster", "fleet-token"] as const) {
 
     afterAll(async () => {
       for (const a of agents.values()) await a.stop();
-      await server?.stop();
+      await server.stop();
       for (const k of kubes.values()) await k.stop();
-      await git?.stop();
-      await redis?.stop();
+      await git.stop();
+      await redis.stop();
       rmSync(tmp, { recursive: true, force: true });
     }, 60_000);
 
