@@ -30,6 +30,8 @@ function serverCalls(ns: string, generate: boolean): Set<Grant> {
   const g = new Set<Grant>();
   const scope = `ns:${ns}`;
   for (const n of Object.values(RELAY)) for (const v of ["get", "watch"]) g.add(grant(scope, "", "secrets", v, n));
+  // Cluster identity records relay-identity-<cluster> (compare-and-swap; no name-prefix RBAC for Secrets).
+  for (const v of ["get", "list", "create", "update", "delete"]) g.add(grant(scope, "", "secrets", v));
   if (generate) {
     g.add(grant(scope, "", "secrets", "create"));
     for (const n of [RELAY.root, RELAY.server, RELAY.signing]) g.add(grant(scope, "", "secrets", "update", n));
@@ -100,7 +102,7 @@ describe("gitmesh-server chart", () => {
     expect(secretData(given.manifests, "gitmesh-server-webhook").secret).toBe("hook-secret");
   });
 
-  it("RBAC: only its relay secrets, in its own namespace", async () => {
+  it("RBAC: only secrets, in its own namespace", async () => {
     const { manifests } = await renderOk(CHART, BASE);
     expect(ofKind(manifests, "ClusterRole")).toEqual([]);
     expect([...grantsOf(manifests, { name: "gitmesh-server", namespace: "gitmesh" })].sort()).toEqual([...serverCalls("gitmesh", true)].sort());
