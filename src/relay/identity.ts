@@ -104,6 +104,12 @@ export interface ClusterIdentities {
   register(cluster: string, presented: string, fleetTokenOk: boolean, lifetimeMs: number): Promise<RegistrationDecision>;
   /** Renew (or any issue for an authenticated caller): records the new certificate; returns its issue time. */
   recordRenewal(cluster: string, lifetimeMs: number): Promise<number>;
+  /**
+   * A valid, unrevoked certificate was presented: record it as the cluster's live identity when the
+   * record does not know it yet (certificates issued before records existed, or by a store that was lost),
+   * so that one live identity holds for them too.
+   */
+  observeCertificate(cluster: string, issuedAtMs: number, notAfterMs: number): Promise<void>;
   /** Revokes every certificate of `cluster` issued so far (and an unused credential). */
   revoke(cluster: string, reason: string): Promise<number>;
 }
@@ -201,6 +207,12 @@ export function createClusterIdentities(store: ClusterRecordStore, options: { re
       return mutate(cluster, (r) => {
         const issuedAtMs = issueTime(r);
         return { next: { ...r, issued: { issuedAtMs, notAfterMs: notAfterOf(issuedAtMs, lifetimeMs) } }, result: issuedAtMs };
+      });
+    },
+    observeCertificate(cluster, issuedAtMs, notAfterMs) {
+      return mutate(cluster, (r) => {
+        if ((r.issued && r.issued.issuedAtMs >= issuedAtMs) || issuedAtMs <= (r.revokedBeforeMs ?? -1)) return { next: undefined, result: undefined };
+        return { next: { ...r, issued: { issuedAtMs, notAfterMs } }, result: undefined };
       });
     },
     revoke(cluster, reason) {

@@ -367,7 +367,12 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     }
     fields.cluster = id.cluster;
     await checkClusterAllowed(id.cluster, id.issuedAtMs);
-    return { cluster: id.cluster, notAfterMs: Date.parse(peer.valid_to), issuedAtMs: id.issuedAtMs };
+    const notAfterMs = Date.parse(peer.valid_to);
+    const known = seen.get(id.cluster)?.issued;
+    if (!known || known.issuedAtMs < id.issuedAtMs) {
+      await identities.observeCertificate(id.cluster, id.issuedAtMs, notAfterMs).catch((err: unknown) => log.debug("could not record the presented certificate as the live identity", { cluster: id.cluster, error: describeError(err) }));
+    }
+    return { cluster: id.cluster, notAfterMs, issuedAtMs: id.issuedAtMs };
   }
 
   /**

@@ -15,7 +15,7 @@ import { createDirectoryRecordStore, createKubernetesRecordStore, createRedisRec
 import { forge } from "../../src/relay/x509.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { clientKey, metricValue, rejectionsLogged, state, statusOf, testPki, until, useRelayCleanup } from "./helpers.js";
+import { certFor, clientKey, metricValue, rejectionsLogged, state, statusOf, testPki, until, useRelayCleanup } from "./helpers.js";
 
 const { server, client, rawClient } = useRelayCleanup();
 
@@ -101,6 +101,18 @@ describe("per-cluster bootstrap credentials", () => {
     // renewal needs only the current certificate
     await agent.renew();
     expect(await metricValue(s.registry, RELAY_METRICS.certificatesIssued, { kind: "renew" })).toBe(1);
+  });
+
+  it("a certificate the store never recorded (issued before it existed, or the store was lost) becomes the live identity when it connects", async () => {
+    const s = await server({ identities: createClusterIdentities(redisStore("observe")) });
+    const call = rawClient(s.address, certFor("beta")).pullOutput();
+    call.on("error", () => undefined);
+    call.write({ cluster: "beta", version: 0, ack: false, errors: [], resync: false });
+    await until(() => s.server.connectedClusters().some((c) => c.cluster === "beta" && c.pull), "beta connected");
+    const err = await grpcErr(client(s.address, "beta").register());
+    expect(err?.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(rejectionsLogged(s, REJECTION_REASONS.identityInUse)).toHaveLength(1);
+    call.end();
   });
 
   it("a credential is consumed once even when two replicas race for it", async () => {
