@@ -30,7 +30,7 @@ import {
   type SyncOutcome,
   type SyncTrigger,
 } from "../git-sync/index.js";
-import { createClusterIdentities, createRelayServer, loadOrCreateRelayPki, snapshotFromRelayState, type ClusterIdentities, type RelayServer } from "../relay/index.js";
+import { createClusterIdentities, createRelayServer, isValidClusterName, loadOrCreateRelayPki, snapshotFromRelayState, type ClusterIdentities, type RelayServer } from "../relay/index.js";
 import { createFileMeshRootStorage, createMeshCa, findIssuedCertificate, loadOrCreateMeshRoot, type MeshCa } from "../mesh-ca/index.js";
 import type { SnapshotStore } from "../store/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
@@ -38,7 +38,7 @@ import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store
 import { frozenTables, pruneHeldView, relayResources } from "./completeness.js";
 import type { ServerConfig } from "./config.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
-import { createServerHttp, type ServerApi, type ServerHttp } from "./http.js";
+import { createServerHttp, HttpError, type Route, type ServerApi, type ServerHttp } from "./http.js";
 import { createServerMetrics } from "./metrics.js";
 import type { PipelineOutput, PipelinePort } from "./pipeline-port.js";
 import { generateToken, type RelaySecretStore } from "./pki-storage.js";
@@ -439,6 +439,45 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     const refusal = relay?.refusals().get(name);
     return refusal ? `relay refused the agent at ${new Date(refusal.atMs).toISOString()}: ${refusal.reason}: ${refusal.message}` : null;
   };
+  /**
+   * POST /api/clusters/<name>/reissue (admin role): revokes the cluster's certificates (its streams close
+   * here at once, on other replicas within 15 s) and mints a fresh single-use bootstrap credential. The
+   * answer carries that credential — the one API answer with a secret in it, on purpose: the operator
+   * writes it into the workload cluster (relay-identity-token-secret, key token), where the agent picks
+   * it up without a restart. It is bound to this one cluster and is useless once used.
+   */
+  const reissueRoute: Route = {
+    method: "POST",
+    pattern: /^\/api\/clusters\/([^/]+)\/reissue$/,
+    access: "admin",
+    handler: async (_req, res, [name]) => {
+      if (name === undefined || !isValidClusterName(name)) throw new HttpError(400, `"${name ?? ""}" is not a valid cluster name`);
+      if (!registered.some((r) => r.name === name)) throw new HttpError(404, `no KubernetesCluster "${name}" in the desired state; add it to the configuration repository first`);
+      const minted = await identitiesApi.mintCredential(name, { reissue: true });
+      log.warn("cluster identity re-issued through the API", { cluster: name, credentialExpires: new Date(minted.expiresAtMs).toISOString() });
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+      res.end(
+        JSON.stringify(
+          {
+            cluster: name,
+            revoked: true,
+            credential: minted.credential,
+            expiresAt: new Date(minted.expiresAtMs).toISOString(),
+            next: `write the credential into the workload cluster: kubectl -n <agent namespace> create secret generic relay-identity-token-secret --from-literal=token=<credential> (or use gitmesh cluster reissue ${name}); the agent registers with it without a restart`,
+          },
+          null,
+          2,
+        ) + "\n",
+      );
+    },
+  };
+  const identitiesApi = {
+    mintCredential: async (cluster: string, opts: { readonly reissue?: boolean; readonly ttlMs?: number } = {}) => {
+      if (opts.reissue && relay) return relay.reissue(cluster, opts.ttlMs === undefined ? {} : { ttlMs: opts.ttlMs });
+      const m = await identities.mintCredential(cluster, { ...(opts.reissue ? { reissue: true } : {}), ...(opts.ttlMs === undefined ? {} : { ttlMs: opts.ttlMs }) });
+      return { credential: m.credential, expiresAtMs: m.expiresAtMs };
+    },
+  };
   const clusterNames = async () => {
     const names = new Set<string>([...registered.map((r) => r.name), ...connected.keys()]);
     for (const o of await store().listOutputs()) names.add(o.cluster);
@@ -552,13 +591,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       return token;
     },
     identities,
-    async mintCredential(cluster, opts = {}) {
-      if (opts.reissue) {
-        if (relay) return relay.reissue(cluster, opts.ttlMs === undefined ? {} : { ttlMs: opts.ttlMs });
-      }
-      const m = await identities.mintCredential(cluster, { ...(opts.reissue ? { reissue: true } : {}), ...(opts.ttlMs === undefined ? {} : { ttlMs: opts.ttlMs }) });
-      return { credential: m.credential, expiresAtMs: m.expiresAtMs };
-    },
+    mintCredential: identitiesApi.mintCredential,
     get rootCaPem() {
       return rootCaPem;
     },
@@ -712,6 +745,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         logger: log.child("http"),
         host: config.httpHost,
         port: config.httpPort,
+        routes: [reissueRoute],
       });
       await http.start();
       log.info("gitmesh server started", {

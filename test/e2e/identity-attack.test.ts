@@ -241,9 +241,19 @@ for (const mode of ["per-cluster", "fleet-token"] as const) {
     });
 
     if (mode === "per-cluster") {
-      it("re-issue revokes the live certificate; the agent registers with the new credential without a restart", async () => {
+      it("re-issue (admin API) revokes the live certificate; the agent registers with the new credential without a restart", async () => {
         const issued = await metric("relay_certificates_issued_total", 'kind="register"');
-        const { credential } = await server.server.mintCredential("cluster1", { reissue: true });
+        // the admin API: no token 401, the read token 403, the admin token re-issues
+        const url = `${base}/api/clusters/cluster1/reissue`;
+        const tokens = server.server.apiTokens!;
+        expect((await fetch(url, { method: "POST", headers: { connection: "close" } })).status).toBe(401);
+        expect((await fetch(url, { method: "POST", headers: { connection: "close", authorization: `Bearer ${tokens.read}` } })).status).toBe(403);
+        expect(await view("cluster1")).toMatchObject({ connected: true, inSync: true });
+        const res = await fetch(url, { method: "POST", headers: { connection: "close", authorization: `Bearer ${tokens.admin}` } });
+        expect(res.status).toBe(200);
+        const { credential } = (await res.json()) as { credential: string; expiresAt: string };
+        expect(credential).toMatch(/^gmbc_/);
+        expect(mem.text()).not.toContain(credential);
         // the old certificate is refused at once: the agent's streams end, status says why
         await poll("cluster1 cut off", async () => {
           const v = await view("cluster1");
