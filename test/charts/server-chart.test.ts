@@ -188,12 +188,16 @@ describe("gitmesh-server chart", () => {
     expect(three.stderr).toContain("replicas > 1 needs a shared Redis");
   });
 
-  it("NOTES explain how to fetch the root CA and token for the agents", async () => {
+  it("NOTES explain how agents register (per-cluster credentials; the root CA and fleet token with the opt-in)", async () => {
     const r = await render(CHART, [...BASE, "--notes"]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain("kubectl -n gitmesh get secret relay-root-tls-secret -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.crt");
-    expect(r.stdout).toContain("kubectl -n gitmesh get secret relay-identity-token-secret -o jsonpath='{.data.token}' | base64 -d > token");
-    expect(r.stdout).toContain("gitmesh cluster register <name>");
+    expect(r.stdout).toContain("gitmesh cluster register <name> --mgmt-context");
+    expect(r.stdout).toContain("gitmesh cluster reissue <name>");
+    expect(r.stdout).not.toContain("jsonpath='{.data.token}'");
+    const fleet = await render(CHART, [...BASE, "--notes", "--set", "relay.bootstrap=fleet-token"]);
+    expect(fleet.stdout).toContain("kubectl -n gitmesh get secret relay-root-tls-secret -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.crt");
+    expect(fleet.stdout).toContain("kubectl -n gitmesh get secret relay-identity-token-secret -o jsonpath='{.data.token}' | base64 -d > token");
+    expect(fleet.stdout).toContain("gitmesh cluster register <name> --fleet-token");
     expect(r.stdout).toContain("kubectl -n gitmesh get secret gitmesh-api-tokens -o jsonpath='{.data.read}' | base64 -d > api-token");
     expect(r.stdout).toContain("gitmesh check --server http://localhost:9091 --token-file api-token");
     const tls = await render(CHART, [...BASE, "--notes", "--set", "http.tls.secretName=gitmesh-http-tls"]);
