@@ -74,7 +74,7 @@ async function fleet(clusters: number, log: (m: string) => void): Promise<{ affe
     const base = `http://127.0.0.1:${String(httpPort)}`;
     server = spawn(
       process.execPath,
-      ["bin/gitmesh.js", "server", "--redis-url", redis.url, "--git-url", git.url("mesh"), "--relay-host", "127.0.0.1", "--relay-port", String(relayPort), "--http-host", "127.0.0.1", "--http-port", String(httpPort), "--pki-dir", join(root, "pki"), "--relay-token", TOKEN, "--additional-sans", "127.0.0.1", "--warming-window", "120", "--poll-interval", "300", "--data-dir", join(root, "data"), "--log-level", process.env.GITMESH_BENCH_LOG_LEVEL ?? "warn", "--log-format", "json"],
+      ["bin/gitmesh.js", "server", "--redis-url", redis.url, "--git-url", git.url("mesh"), "--relay-host", "127.0.0.1", "--relay-port", String(relayPort), "--http-host", "127.0.0.1", "--http-port", String(httpPort), "--pki-dir", join(root, "pki"), "--bootstrap", "fleet-token", "--relay-token", TOKEN, "--additional-sans", "127.0.0.1", "--warming-window", "120", "--poll-interval", "300", "--data-dir", join(root, "data"), "--log-level", process.env.GITMESH_BENCH_LOG_LEVEL ?? "warn", "--log-format", "json"],
       { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, GITMESH_WEBHOOK_SECRET: SECRET } },
     );
     const child = server;

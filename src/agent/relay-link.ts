@@ -134,11 +134,20 @@ export function createRelayLinkFactory(options: RelayLinkOptions): RelayLinkFact
         `secret ${options.namespace}/${secrets.rootTls} with key ${RELAY_SECRETS.rootTls.keys.caCrt} is missing: copy the relay root CA into the agent namespace (helm value or gitmesh cluster register)`,
       );
     }
-    const token = (await secretData(options.reader, options.namespace, secrets.token))?.[RELAY_SECRETS.identityToken.keys.token];
+    // The bootstrap credential is read again on every registration attempt: a corrected or re-issued one
+    // (the Secret is replaced by `gitmesh cluster reissue`) is used without restarting the agent. A
+    // trailing newline (token files, `kubectl create secret --from-file`) is not part of it.
+    const readToken = async (): Promise<string | undefined> => {
+      const t = (await secretData(options.reader, options.namespace, secrets.token))?.[RELAY_SECRETS.identityToken.keys.token]?.trim();
+      return t === "" ? undefined : t;
+    };
+    const token = await readToken();
     const credentials = await loadClientCredentials(options.reader, options.namespace, Date.now(), options.secretNames);
     if (!credentials && !token) {
-      throw new NeedsHumanError(
-        `no valid client certificate in ${secrets.clientTls} and no bootstrap token in ${options.namespace}/${secrets.token}: the agent cannot register`,
+      // Not fatal: the client retries with backoff and reads the Secret again on each attempt.
+      log.error(
+        `no valid client certificate in ${secrets.clientTls} and no bootstrap credential in ${options.namespace}/${secrets.token}: the agent cannot register until one is written (gitmesh cluster register / reissue)`,
+        { cluster: options.cluster },
       );
     }
     log.info(credentials ? "reusing the stored relay client certificate" : "no stored client certificate: registering with the bootstrap token", {
@@ -151,7 +160,7 @@ export function createRelayLinkFactory(options: RelayLinkOptions): RelayLinkFact
       cluster: options.cluster,
       rootCaPem,
       ...(options.authority === undefined ? {} : { authority: options.authority }),
-      ...(token === undefined ? {} : { token }),
+      token: readToken,
       ...(credentials ? { credentials } : {}),
       ...options.client,
       logger: log.child("relay"),

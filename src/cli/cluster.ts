@@ -3,14 +3,27 @@
  * would otherwise do by hand to join a workload cluster (DESIGN.md "helm install of agents"; the
  * flow of Gloo's `meshctl cluster register`), one printed line per step:
  *
- *   register:   read the root CA and bootstrap token from the management cluster → create the agent
- *               namespace in the remote cluster → copy the root CA (ca.crt only, never the CA key)
- *               and the token there → add clusters/<name>.yaml (KubernetesCluster) to the
- *               configuration repository (commit + push, or print it for a pull request) → helm
- *               upgrade --install the agent chart (or print the command) → wait for the agent's
- *               client certificate → remove the bootstrap token.
- *   deregister: helm uninstall (or print) → delete the relay secrets in the remote cluster → remove
- *               clusters/<name>.yaml (the server then deregisters the cluster and refuses its certificate).
+ *   register:   read the root CA from the management cluster → create the agent namespace in the
+ *               remote cluster → copy the root CA (ca.crt only, never the CA key) → mint a single-use
+ *               bootstrap credential bound to this cluster (24 h) and write it there → add
+ *               clusters/<name>.yaml (KubernetesCluster) to the configuration repository (commit +
+ *               push, or print it for a pull request) → helm upgrade --install the agent chart (or
+ *               print the command) → wait for the agent's client certificate → remove the credential.
+ *   reissue:    revoke the cluster's certificates and mint a new credential (explicit operator action:
+ *               one live identity per cluster) → write it into the remote cluster → wait for the agent's
+ *               new certificate (it re-registers on its own, no restart) → remove the credential.
+ *   deregister: helm uninstall (or print) → delete the relay secrets in the remote cluster → revoke
+ *               the cluster's certificates → remove clusters/<name>.yaml.
+ *
+ * Where the credential is minted: the CLI writes it (its sha256 only, never the value) straight into
+ * the server's identity store — the per-cluster Secret relay-identity-<name> in the server's
+ * namespace, the same Secret the server reads, written with a resourceVersion precondition — through
+ * the management-cluster context it already uses to read the root CA. So no server API credential is
+ * needed, the plaintext travels only from the operator's machine into the workload cluster, and who may
+ * mint is decided by Kubernetes RBAC on secrets in the server's namespace (already the root of trust
+ * for the relay PKI). Servers that keep identities in Redis or a directory mint through the admin API
+ * (POST /api/clusters/<name>/reissue). `--fleet-token` copies the shared token instead (servers run
+ * with the `--bootstrap fleet-token` opt-in).
  *
  * Every step is idempotent: what already exists is reported as unchanged. Secret values are never
  * printed (the root CA is shown by subject and fingerprint). Exit 0 done, 1 a step failed, 2 usage.
@@ -23,7 +36,8 @@ import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { redact, stripCredentials } from "../core/index.js";
 import { createKubeClient, KINDS, loadClientCredentials, type KubeReader, type KubeWriter } from "../agent/index.js";
 import { DEFAULT_ADMIN_NAMESPACE, loadDesiredState } from "../config/index.js";
-import { CLUSTER_URI_PREFIX, isValidClusterName, RELAY_SECRETS } from "../relay/index.js";
+import { CLUSTER_URI_PREFIX, createClusterIdentities, isValidClusterName, LiveIdentityError, RELAY_SECRETS } from "../relay/index.js";
+import { createKubernetesRecordStore } from "../server/index.js";
 import { splitCredentials } from "../git-sync/index.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
 import { bundledAgentChart, findHelm, helmInstallArgs, helmUninstallArgs, runHelm, shellQuote, type AgentInstall } from "./cluster-helm.js";
@@ -59,10 +73,14 @@ interface CommonFlags {
   readonly dryRun?: boolean;
 }
 
-interface RegisterFlags extends CommonFlags {
-  readonly relayServerAddress: string;
+interface MgmtFlags {
   readonly mgmtContext?: string;
   readonly mgmtNamespace: string;
+}
+
+interface RegisterFlags extends CommonFlags, MgmtFlags {
+  readonly relayServerAddress: string;
+  readonly fleetToken?: boolean;
   readonly relayAuthority?: string;
   readonly chart?: string;
   readonly clusterDomain: string;
@@ -119,14 +137,28 @@ export function registerCluster(program: Command, io: CliIo): void {
     .option("--mgmt-context <ctx>", "kubeconfig context of the management cluster (default: the current context)")
     .option("--mgmt-namespace <ns>", "namespace of the server in the management cluster", CLUSTER_DEFAULTS.serverNamespace)
     .option("--relay-authority <name>", "TLS name of the relay server (chart relay.authority; default: the chart's)")
+    .option("--fleet-token", "copy the shared fleet token (servers run with --bootstrap fleet-token) instead of minting a single-use credential for this cluster")
     .option("--chart <path|ref>", "agent chart (default: the bundled charts/gitmesh-agent)")
     .option("--cluster-domain <domain>", "spec.clusterDomain of the KubernetesCluster", CLUSTER_DEFAULTS.clusterDomain)
     .option("--timeout <duration>", "how long to wait for the agent's client certificate (e.g. 90s, 5m)", CLUSTER_DEFAULTS.timeout)
     .action((name: string, flags: RegisterFlags) => runSteps(io, () => register(name, flags, io)));
 
-  common(cluster.command("deregister <name>").description("Undo register: helm uninstall, delete the relay secrets in the workload cluster, remove clusters/<name>.yaml from the repository.")).action(
-    (name: string, flags: CommonFlags) => runSteps(io, () => deregister(name, flags, io)),
-  );
+  cluster
+    .command("reissue <name>")
+    .description("Re-issue a cluster's identity (operator action): revoke its client certificates, mint a new single-use bootstrap credential, write it into the workload cluster, wait for the agent's new certificate, remove the credential.")
+    .requiredOption("--remote-context <ctx>", "kubeconfig context of the workload cluster")
+    .option("--kubeconfig <path>", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    .option("--agent-namespace <ns>", "namespace of the agent in the workload cluster", CLUSTER_DEFAULTS.agentNamespace)
+    .option("--mgmt-context <ctx>", "kubeconfig context of the management cluster (default: the current context)")
+    .option("--mgmt-namespace <ns>", "namespace of the server in the management cluster", CLUSTER_DEFAULTS.serverNamespace)
+    .option("--timeout <duration>", "how long to wait for the agent's new client certificate", CLUSTER_DEFAULTS.timeout)
+    .option("--dry-run", "read and report, change nothing")
+    .action((name: string, flags: ReissueFlags) => runSteps(io, () => reissue(name, flags, io)));
+
+  common(cluster.command("deregister <name>").description("Undo register: helm uninstall, delete the relay secrets in the workload cluster, revoke its certificates, remove clusters/<name>.yaml from the repository."))
+    .option("--mgmt-context <ctx>", "kubeconfig context of the management cluster, where the certificates are revoked (default: the current context)")
+    .option("--mgmt-namespace <ns>", "namespace of the server in the management cluster", CLUSTER_DEFAULTS.serverNamespace)
+    .action((name: string, flags: CommonFlags & MgmtFlags) => runSteps(io, () => deregister(name, flags, io)));
 
   for (const c of [cluster, ...cluster.commands]) c.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
 }
@@ -175,6 +207,8 @@ interface ClusterClient {
   readonly context: string;
   readonly server: string;
   readonly kube: KubeReader & KubeWriter;
+  /** A kubeconfig of this one context (for the identity store's CoreV1Api). */
+  readonly kc: KubeConfig;
 }
 
 function loadKubeconfig(path: string | undefined): KubeConfig {
@@ -199,7 +233,7 @@ function clientFor(kc: KubeConfig, context: string, role: string): ClusterClient
   }
   const one = new KubeConfig();
   one.loadFromOptions({ clusters: kc.clusters, users: kc.users, contexts: kc.contexts, currentContext: context });
-  return { role, context, server: one.getCurrentCluster()?.server ?? "?", kube: createKubeClient(one) };
+  return { role, context, server: one.getCurrentCluster()?.server ?? "?", kube: createKubeClient(one), kc: one };
 }
 
 function statusOf(err: unknown): number | undefined {
@@ -358,14 +392,18 @@ async function register(name: string, flags: RegisterFlags, io: CliIo): Promise<
     throw new StepError(`secret ${mns}/${S.rootTls.name} ${S.rootTls.keys.caCrt} in the management cluster is not a PEM certificate`);
   }
   steps.ok(`read root CA ${S.rootTls.name} from ${at(mgmt, mns)}: ${caInfo}`);
-  const token = await secretValue(mgmt, mns, S.identityToken.name, S.identityToken.keys.token);
-  if (token.value === undefined || token.value === "") {
-    throw new StepError(
-      `${token.exists ? `secret ${mns}/${S.identityToken.name} has no ${S.identityToken.keys.token}` : `secret ${mns}/${S.identityToken.name} not found`} in the management cluster (context ${mgmt.context})`,
-      `${serverHint}\nor create one: kubectl --context ${mgmt.context} -n ${mns} create secret generic ${S.identityToken.name} --from-literal=${S.identityToken.keys.token}="$(openssl rand -hex 32)" (and restart the server)`,
-    );
+  let fleetToken: string | undefined;
+  if (flags.fleetToken === true) {
+    const token = await secretValue(mgmt, mns, S.identityToken.name, S.identityToken.keys.token);
+    if (token.value === undefined || token.value.trim() === "") {
+      throw new StepError(
+        `${token.exists ? `secret ${mns}/${S.identityToken.name} has no ${S.identityToken.keys.token}` : `secret ${mns}/${S.identityToken.name} not found`} in the management cluster (context ${mgmt.context})`,
+        `${serverHint}\nthe fleet token exists only on servers run with --bootstrap fleet-token; without --fleet-token, register mints a credential for this cluster`,
+      );
+    }
+    fleetToken = token.value.trim();
+    steps.ok(`read the fleet bootstrap token ${S.identityToken.name} from ${at(mgmt, mns)} (value not shown)`);
   }
-  steps.ok(`read bootstrap token ${S.identityToken.name} from ${at(mgmt, mns)} (value not shown)`);
 
   // 2. Agent namespace in the remote cluster.
   const nsObject = await call(remote, `reading namespace ${ns}`, () => remote.kube.get(KINDS.Namespace, undefined, ns));
@@ -385,10 +423,11 @@ async function register(name: string, flags: RegisterFlags, io: CliIo): Promise<
   steps.ok(`root CA ${S.rootTls.name} in ${at(remote, ns)}: ${verb(caResult)}`);
   const held = nsObject === undefined ? undefined : await call(remote, `reading ${S.clientTls.name}`, () => loadClientCredentials(remote.kube, ns));
   if (held !== undefined) {
-    steps.ok(`bootstrap token not needed: the agent already holds a client certificate (${S.clientTls.name}, valid until ${new Date(held.notAfterMs).toISOString()})`);
+    steps.ok(`bootstrap credential not needed: the agent already holds a client certificate (${S.clientTls.name}, valid until ${new Date(held.notAfterMs).toISOString()})`);
   } else {
-    const tokenResult = nsObject === undefined && dryRun ? "created" : await ensureSecret(remote, ns, S.identityToken.name, S.identityToken.keys.token, token.value, dryRun);
-    steps.ok(`bootstrap token ${S.identityToken.name} in ${at(remote, ns)}: ${verb(tokenResult)}`);
+    const credential = fleetToken ?? (await mintCredential(mgmt, mns, name, false, dryRun, steps));
+    const tokenResult = nsObject === undefined && dryRun ? "created" : await ensureSecret(remote, ns, S.identityToken.name, S.identityToken.keys.token, credential, dryRun);
+    steps.ok(`bootstrap credential ${S.identityToken.name} in ${at(remote, ns)}: ${verb(tokenResult)}`);
   }
 
   // 4. KubernetesCluster in the configuration repository.
@@ -469,7 +508,7 @@ async function register(name: string, flags: RegisterFlags, io: CliIo): Promise<
     const now = Date.now();
     if (now - started >= timeoutMs) {
       throw new StepError(
-        `no client certificate from the agent after ${formatDuration(timeoutMs)}; the bootstrap token is left in place`,
+        `no client certificate from the agent after ${formatDuration(timeoutMs)}; the bootstrap credential is left in place (single use, it expires after 24 h)`,
         [
           `check the agent: kubectl --context ${remote.context} -n ${ns} get pods; kubectl --context ${remote.context} -n ${ns} logs deploy/${flags.release}`,
           `check that ${flags.relayServerAddress} is reachable from the cluster and that relay.authority matches the server certificate`,
@@ -485,16 +524,16 @@ async function register(name: string, flags: RegisterFlags, io: CliIo): Promise<
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
 
-  // 7. The token has done its job.
+  // 7. The credential has done its job (used once; the server refuses it from now on anyway).
   const removed = await deleteSecret(remote, ns, S.identityToken.name, false);
-  steps.ok(`bootstrap token ${S.identityToken.name} ${removed ? "removed from" : "already absent in"} ${at(remote, ns)}`);
+  steps.ok(`bootstrap credential ${S.identityToken.name} ${removed ? "removed from" : "already absent in"} ${at(remote, ns)}`);
   io.out(`Cluster ${name} is registered.\n`);
 }
 
 // ---------------------------------------------------------------------------------------------
 // deregister
 
-async function deregister(name: string, flags: CommonFlags, io: CliIo): Promise<void> {
+async function deregister(name: string, flags: CommonFlags & MgmtFlags, io: CliIo): Promise<void> {
   checkCommon(name, flags);
   const env = process.env;
   const dryRun = flags.dryRun === true;
@@ -527,7 +566,20 @@ async function deregister(name: string, flags: CommonFlags, io: CliIo): Promise<
     steps.ok(`secret ${secret} ${deleted ? (dryRun ? "would be deleted from" : "deleted from") : "already absent in"} ${at}`);
   }
 
-  // 3. The KubernetesCluster: once it is gone the server deregisters the cluster and refuses its certificate.
+  // 3. Revoke its certificates in the server's identity store: a copy of the client certificate kept
+  //    somewhere cannot come back if the cluster is registered again later, and a new registration of
+  //    the name needs no re-issue.
+  const mgmtContext = flags.mgmtContext ?? kc.getCurrentContext();
+  if (mgmtContext === "") throw new StepError("no management context: the kubeconfig has no current context", "pass --mgmt-context <ctx>");
+  const mgmt = clientFor(kc, mgmtContext, "management");
+  if (dryRun) steps.ok(`certificates of ${name} would be revoked in ${flags.mgmtNamespace} (context ${mgmt.context})`);
+  else {
+    const ids = createClusterIdentities(createKubernetesRecordStore(mgmt.kc, flags.mgmtNamespace));
+    await call(mgmt, `revoking the certificates of ${name}`, () => ids.revoke(name, "deregistered with gitmesh cluster deregister"));
+    steps.ok(`certificates of ${name} revoked in ${flags.mgmtNamespace} (context ${mgmt.context}); every server replica closes its streams within 15 s`);
+  }
+
+  // 4. The KubernetesCluster: once it is gone the server refuses the cluster.
   const path = clusterFilePath(name);
   const target = repoTarget(flags, env);
   if (target === undefined) {
@@ -554,6 +606,96 @@ async function deregister(name: string, flags: CommonFlags, io: CliIo): Promise<
     else steps.ok(`KubernetesCluster ${name} ${path} in ${where}: ${result.before === undefined ? "already absent" : "would be removed"}`);
   }
   io.out(`Cluster ${name} is deregistered${dryRun ? " (dry run)" : ""}. The namespace ${ns} is left in place.\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// credentials and reissue
+
+interface ReissueFlags extends MgmtFlags {
+  readonly remoteContext: string;
+  readonly kubeconfig?: string;
+  readonly agentNamespace: string;
+  readonly timeout: string;
+  readonly dryRun?: boolean;
+}
+
+/**
+ * Mints a single-use bootstrap credential for `name` in the server's identity store (the Secret
+ * relay-identity-<name> in the management cluster; only the sha256 is stored). With `reissue`, the
+ * cluster's certificates are revoked first; without it, a cluster holding a live certificate is refused.
+ */
+async function mintCredential(mgmt: ClusterClient, mns: string, name: string, reissue: boolean, dryRun: boolean, steps: Steps): Promise<string> {
+  const where = `${mns} (context ${mgmt.context})`;
+  if (dryRun) {
+    steps.ok(`${reissue ? "certificates of " + name + " would be revoked and a" : "a"} single-use bootstrap credential for ${name} would be minted in ${where}`);
+    return "(dry run)";
+  }
+  const ids = createClusterIdentities(createKubernetesRecordStore(mgmt.kc, mns));
+  const minted = await call(mgmt, `writing the identity record of ${name} in ${mns}`, () =>
+    ids.mintCredential(name, { reissue, ...(reissue ? { reason: "re-issued with gitmesh cluster reissue" } : {}) }).catch((err: unknown) => {
+      if (err instanceof LiveIdentityError) return err;
+      throw err;
+    }),
+  );
+  if (minted instanceof LiveIdentityError) {
+    throw new StepError(minted.message, `if its agent lost that certificate (reinstalled, secret deleted), re-issue: gitmesh cluster reissue ${name} --remote-context <ctx>`);
+  }
+  steps.ok(
+    `${reissue ? `certificates of ${name} revoked; ` : ""}single-use bootstrap credential for ${name} minted in ${where}, valid until ${new Date(minted.expiresAtMs).toISOString()} (value not shown)`,
+  );
+  return minted.credential;
+}
+
+async function reissue(name: string, flags: ReissueFlags, io: CliIo): Promise<void> {
+  if (!isValidClusterName(name)) throw new UsageError(`cluster name "${name}" is not valid: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit`);
+  if (!DNS_LABEL.test(flags.agentNamespace)) throw new UsageError(`--agent-namespace "${flags.agentNamespace}" is not a valid namespace name`);
+  if (!DNS_LABEL.test(flags.mgmtNamespace)) throw new UsageError(`--mgmt-namespace "${flags.mgmtNamespace}" is not a valid namespace name`);
+  const timeoutMs = parseDuration(flags.timeout);
+  if (timeoutMs === undefined) throw new UsageError(`--timeout must be a duration like 90s or 5m, got "${flags.timeout}"`);
+  const dryRun = flags.dryRun === true;
+  const steps = createSteps(io);
+  const ns = flags.agentNamespace;
+  const S = RELAY_SECRETS;
+  io.out(`Re-issuing the identity of cluster ${name}${dryRun ? " (dry run: nothing is changed)" : ""}\n`);
+  const kc = loadKubeconfig(flags.kubeconfig);
+  const mgmtContext = flags.mgmtContext ?? kc.getCurrentContext();
+  if (mgmtContext === "") throw new StepError("no management context: the kubeconfig has no current context", "pass --mgmt-context <ctx>");
+  const mgmt = clientFor(kc, mgmtContext, "management");
+  const remote = clientFor(kc, flags.remoteContext, "remote");
+  const at = `${ns} (context ${remote.context})`;
+  // Reachability of the remote cluster first: a revocation nobody can recover from is worse than none.
+  if ((await call(remote, `reading namespace ${ns}`, () => remote.kube.get(KINDS.Namespace, undefined, ns))) === undefined) {
+    throw new StepError(`namespace ${ns} not found in the remote cluster (context ${remote.context})`, `is the agent installed there? gitmesh cluster register ${name} …`);
+  }
+  const before = await call(remote, `reading ${S.clientTls.name}`, () => loadClientCredentials(remote.kube, ns));
+  const credential = await mintCredential(mgmt, flags.mgmtNamespace, name, true, dryRun, steps);
+  const written = await ensureSecret(remote, ns, S.identityToken.name, S.identityToken.keys.token, credential, dryRun);
+  steps.ok(`bootstrap credential ${S.identityToken.name} in ${at}: ${written === "unchanged" ? "unchanged" : dryRun ? `would be ${written}` : written}`);
+  if (dryRun) return;
+
+  // The agent's streams are closed (at once on the replica that sees the revocation first, within 15 s
+  // on the others); it drops the revoked certificate, reads the new credential and registers.
+  const started = Date.now();
+  steps.note(`waiting up to ${formatDuration(timeoutMs)} for the agent's new client certificate in ${at}…`);
+  for (;;) {
+    const creds = await call(remote, `reading ${S.clientTls.name}`, () => loadClientCredentials(remote.kube, ns));
+    if (creds !== undefined && creds.certPem !== before?.certPem) {
+      const san = new X509Certificate(creds.certPem).subjectAltName ?? "";
+      if (!san.includes(`URI:${CLUSTER_URI_PREFIX}${name}`)) throw new StepError(`${S.clientTls.name} in ${at} is not a certificate for cluster ${name} (${san || "no SAN"})`);
+      steps.ok(`agent registered again: new client certificate for ${name}, valid until ${new Date(creds.notAfterMs).toISOString()} (after ${formatDuration(Date.now() - started)})`);
+      break;
+    }
+    if (Date.now() - started >= timeoutMs) {
+      throw new StepError(
+        `no new client certificate from the agent after ${formatDuration(timeoutMs)}; the old one is revoked and the new bootstrap credential is left in place`,
+        `check the agent: kubectl --context ${remote.context} -n ${ns} logs deploy/gitmesh-agent; then run this command again`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+  const removed = await deleteSecret(remote, ns, S.identityToken.name, false);
+  steps.ok(`bootstrap credential ${S.identityToken.name} ${removed ? "removed from" : "already absent in"} ${at}`);
+  io.out(`Cluster ${name} holds a new identity; its previous certificates are refused.\n`);
 }
 
 function lastLines(text: string): string {

@@ -6,7 +6,8 @@
  * - Git: examples/repo-layout pushed to a bare repository served over smart HTTP by a local
  *   `git http-backend` bridge; every push to it posts a signed webhook to the server;
  * - two emulated Kubernetes clusters (cluster1, cluster2) seeded from examples/discovery, with the
- *   relay root CA and bootstrap token secrets an operator would copy into each cluster;
+ *   relay root CA and a single-use bootstrap credential per cluster (what `gitmesh cluster register`
+ *   writes into each cluster);
  * - the management server and one agent per cluster (in-process);
  * - progress as clusters register, warm, translate and apply; a summary; how to push a change.
  *
@@ -186,7 +187,8 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
       emulator.seed([
         { apiVersion: "v1", kind: "Namespace", metadata: { name: "gitmesh" } },
         { apiVersion: "v1", kind: "Secret", metadata: { name: RELAY_SECRETS.rootTls.name, namespace: "gitmesh" }, data: { [RELAY_SECRETS.rootTls.keys.caCrt]: b64(server.server.rootCaPem ?? "") } },
-        { apiVersion: "v1", kind: "Secret", metadata: { name: RELAY_SECRETS.identityToken.name, namespace: "gitmesh" }, data: { [RELAY_SECRETS.identityToken.keys.token]: b64(server.server.token ?? "") } },
+        // A single-use credential bound to this cluster, as `gitmesh cluster register` mints it.
+        { apiVersion: "v1", kind: "Secret", metadata: { name: RELAY_SECRETS.identityToken.name, namespace: "gitmesh" }, data: { [RELAY_SECRETS.identityToken.keys.token]: b64((await server.server.mintCredential(cluster)).credential) } },
       ]);
       await emulator.writeKubeconfig(join(root, `${cluster}.kubeconfig`));
       step(`${cluster}: Kubernetes API emulator on ${emulator.url}, ${String(seeded)} objects seeded, relay secrets created`);

@@ -24,6 +24,7 @@ import {
   createKubernetesSecretStore,
   createManagementServer,
   createMemorySecretStore,
+  createRedisRecordStore,
   createRedisSecretStore,
   parseServerConfig,
   SERVER_ENV,
@@ -52,6 +53,7 @@ interface ServerFlags {
   readonly httpPort?: string;
   readonly httpHost?: string;
   readonly relayToken?: string;
+  readonly bootstrap?: string;
   readonly authority?: string;
   readonly additionalSans?: string;
   readonly pkiDir?: string;
@@ -105,7 +107,8 @@ export function registerServer(program: Command, io: CliIo): void {
     .option("--no-api-auth", `serve /api without tokens to anyone who reaches the port (trials only) [${SERVER_ENV.apiAuth}=false]`)
     .option("--http-tls-cert <file>", `serve the HTTP port over TLS with this PEM certificate chain [${SERVER_ENV.httpTlsCert}]`)
     .option("--http-tls-key <file>", `PEM private key of --http-tls-cert [${SERVER_ENV.httpTlsKey}]`)
-    .option("--relay-token <token>", `bootstrap token agents present [${SERVER_ENV.relayToken}] (default: from ${SERVER_ENV.tokenSecret} / the PKI storage, generated once)`)
+    .option("--bootstrap <mode>", `how agents register [${SERVER_ENV.bootstrap}]: per-cluster (default: single-use credential per cluster, minted by \`gitmesh cluster register\`) or fleet-token (opt-in: one shared token)`)
+    .option("--relay-token <token>", `fleet bootstrap token, with --bootstrap fleet-token [${SERVER_ENV.relayToken}] (default: from ${SERVER_ENV.tokenSecret} / the PKI storage, generated once)`)
     .option("--authority <name>", `name in the relay server certificate [${SERVER_ENV.relayAuthority}] (default gitmesh-server.gitmesh)`)
     .option("--additional-sans <a,b>", `more DNS names/IPs for the relay certificate [${SERVER_ENV.relayAdditionalSans}]`)
     .option("--pki-dir <dir>", "keep relay PKI and token in this directory (default: Kubernetes secrets in a pod, else Redis, else memory)")
@@ -166,6 +169,7 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     signingTlsSecret: e("signingTlsSecret"),
     tokenSecret: e("tokenSecret"),
     relayToken: flags.relayToken ?? e("relayToken"),
+    bootstrap: flags.bootstrap ?? e("bootstrap"),
     warmingWindowSeconds: flags.warmingWindow ?? e("warmingWindowSeconds"),
     apiAuth: flags.apiAuth === false ? "false" : e("apiAuth"),
     apiTokenFile: flags.apiTokenFile ?? e("apiTokenFile"),
@@ -215,7 +219,9 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   // API tokens live beside the relay token; standalone, in the data directory (a file an operator can read).
   let apiTokens: ApiTokenStore;
   if (config.pkiDir !== undefined) {
-    secrets = createDirectorySecretStore(config.pkiDir);
+    // Identity records (credentials, live certificates, revocations) must be shared by every replica:
+    // with Redis and a PKI directory, they go to Redis.
+    secrets = redis ? { ...createDirectorySecretStore(config.pkiDir), records: createRedisRecordStore(redis, config.redisPrefix) } : createDirectorySecretStore(config.pkiDir);
     apiTokens = createDirectoryApiTokenStore(config.pkiDir);
   } else if (config.kubernetesSecrets) {
     const kc = new KubeConfig();

@@ -7,7 +7,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { describeError, type Logger } from "../core/index.js";
 import { RELAY_DEFAULTS } from "./constants.js";
-import { isPermanentStatus } from "./errors.js";
+import { REJECTION_REASONS } from "./constants.js";
+import { isPermanentStatus, reasonOf } from "./errors.js";
 import {
   RegistrationClient,
   RelayClient as GrpcRelayClient,
@@ -61,8 +62,12 @@ export interface RelayClientOptions {
   readonly rootCaPem: string;
   /** TLS server name / :authority (default `gitmesh-server.gitmesh`). */
   readonly authority?: string;
-  /** Bootstrap token (relay-identity-token-secret token); needed to register. */
-  readonly token?: string;
+  /**
+   * Bootstrap credential (relay-identity-token-secret `token`): the per-cluster credential, or the fleet
+   * token. A function is called on every registration attempt, so a corrected or re-issued credential
+   * is picked up without a restart. Surrounding whitespace (a trailing newline) is ignored.
+   */
+  readonly token?: string | (() => string | undefined | Promise<string | undefined>);
   /** Existing client certificate (relay-client-tls-secret). */
   readonly credentials?: RelayClientCredentials;
   /** Key to put in CSRs (default: a fresh RSA key per registration/renewal). */
@@ -189,12 +194,19 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   const unary = <Req, Res>(fn: (req: Req, cb: (err: grpc.ServiceError | null, res: Res) => void) => unknown, req: Req) =>
     new Promise<Res>((resolve, reject) => fn(req, (err, res) => (err ? reject(err) : resolve(res))));
 
+  async function currentToken(): Promise<string | undefined> {
+    const t = typeof options.token === "function" ? await options.token() : options.token;
+    const trimmed = t?.trim();
+    return trimmed === "" ? undefined : trimmed;
+  }
+
   async function register(): Promise<RelayClientCredentials> {
-    if (!options.token) throw new Error("cannot register: no bootstrap token (relay-identity-token-secret) configured");
+    const token = await currentToken();
+    if (!token) throw new Error("cannot register: no bootstrap credential (secret relay-identity-token-secret, key token) configured");
     const { csrPem, keyPem } = createCsr(options.cluster, options.keyPem);
     const client = new RegistrationClient(options.address, grpc.credentials.createSsl(Buffer.from(options.rootCaPem)), channelOptions);
     try {
-      const res = await unary<Parameters<typeof client.register>[0], CertificateResponse>((r, cb) => client.register(r, cb), { cluster: options.cluster, token: options.token, csrPem });
+      const res = await unary<Parameters<typeof client.register>[0], CertificateResponse>((r, cb) => client.register(r, cb), { cluster: options.cluster, token, csrPem });
       log.info("registered with the relay server", { cluster: options.cluster, notAfter: new Date(res.notAfterMs).toISOString() });
       return await adopt(res, keyPem);
     } finally {
@@ -298,6 +310,12 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     s.grpcClient.close();
     if (session === s) session = undefined;
     const se = err as Partial<grpc.ServiceError> | undefined;
+    if (reasonOf(err) === REJECTION_REASONS.certificateRevoked && credentials) {
+      // Re-issued by an operator: this certificate is refused for good; register again with the new credential.
+      log.warn("the client certificate was revoked; registering again with the bootstrap credential", { cluster: options.cluster });
+      credentials = undefined;
+      if (renewTimer) clearTimeout(renewTimer);
+    }
     if (se && typeof se.code === "number" && se.code !== grpc.status.CANCELLED) {
       lastError = { code: se.code, details: se.details ?? "" };
       const level = isPermanentStatus(se.code) ? "error" : "warn";
@@ -323,8 +341,10 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   async function startSession() {
     if (closed || session) return;
     try {
-      if ((!credentials || credentials.notAfterMs <= Date.now()) && options.token) await register();
-      if (!credentials) throw new Error("no client certificate and no bootstrap token: configure relay-client-tls-secret or relay-identity-token-secret");
+      if (!credentials || credentials.notAfterMs <= Date.now()) {
+        if (options.token !== undefined) await register();
+        else throw new Error("no valid client certificate and no bootstrap credential: configure relay-client-tls-secret or relay-identity-token-secret");
+      }
     } catch (err) {
       const se = err as Partial<grpc.ServiceError>;
       if (typeof se.code === "number") lastError = { code: se.code, details: se.details ?? "" };
@@ -334,7 +354,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       return;
     }
     // close() may have run while registering.
-    if ((closed as boolean)) return;
+    if ((closed as boolean) || !credentials) return;
     const grpcClient = mtlsClient(credentials);
     const s: Session = { id: ++sessionCount, grpcClient, push: grpcClient.pushDiscovery(), pull: grpcClient.pullOutput(), sentVersion: 0, fullVersion: 0, synced: false, dead: false };
     session = s;

@@ -7,7 +7,11 @@
 export const RELAY_SECRETS = {
   /** mgmt + copied to each workload cluster: the root CA that signs the server certificate. */
   rootTls: { name: "relay-root-tls-secret", keys: { caCrt: "ca.crt", tlsKey: "tls.key" } },
-  /** mgmt + copied to each workload cluster: the shared bootstrap token. */
+  /**
+   * workload cluster (and, for the fleet-token opt-in, mgmt): the bootstrap credential the agent registers
+   * with — by default a single-use credential bound to this cluster (gitmesh cluster register / reissue),
+   * deleted once the agent holds its certificate; with `--bootstrap fleet-token`, the shared token.
+   */
   identityToken: { name: "relay-identity-token-secret", keys: { token: "token" } },
   /** workload cluster, written by the agent: the client certificate issued by the server. */
   clientTls: { name: "relay-client-tls-secret", keys: { tlsCrt: "tls.crt", tlsKey: "tls.key", caCrt: "ca.crt" } },
@@ -38,6 +42,13 @@ export const RELAY_DEFAULTS = {
   backoff: { initialMs: 500, maxMs: 30_000, factor: 2, jitter: 0.2 },
   /** Renew when this fraction of the certificate lifetime has passed. */
   renewAtFraction: 2 / 3,
+  /** Largest discovery state one cluster may hold on the server, decompressed (64 MiB). */
+  maxDiscoveryBytes: 64 * 1024 * 1024,
+  /** Largest decompressed/compressed ratio of one update, checked once it exceeds `ratioFloorBytes`. */
+  maxCompressionRatio: 200,
+  ratioFloorBytes: 1024 * 1024,
+  /** How often open streams are checked against the shared store's revocations (15 s). */
+  revalidateIntervalMs: 15_000,
 } as const;
 
 /** URI SAN prefix carrying the cluster identity: spiffe://gitmesh/cluster/<name>. */
@@ -74,9 +85,13 @@ export const RELAY_METRICS = {
 /** Values of the `reason` label of relay_rejections_total (and of RelayRejectedError.reason). */
 export const REJECTION_REASONS = {
   invalidRequest: "invalid_request",
+  /** Register with a bootstrap credential that is unknown, used, expired, or bound to another cluster (UNAUTHENTICATED). */
   badToken: "bad_token",
+  /** Register for a cluster that holds a valid, unrevoked certificate: one live identity per cluster (PERMISSION_DENIED). */
+  identityInUse: "identity_in_use",
   clusterNotRegistered: "cluster_not_registered",
-  clusterDeregistered: "cluster_deregistered",
+  /** A certificate issued before the cluster's last revocation (re-issue, or an operator's revoke) (PERMISSION_DENIED). */
+  certificateRevoked: "certificate_revoked",
   clientCertificateInvalid: "client_certificate_invalid",
   /** An open stream reached its client certificate's notAfter and was closed. */
   certificateExpired: "certificate_expired",

@@ -40,9 +40,13 @@ export function snapshotFromRelayState(
       return { ok: false, message: `discovery entry ${JSON.stringify(key)} is not UTF-8 JSON (${describeError(err)})` };
     }
   }
-  const head = entries.get(HEADER_KEY) as { cluster?: unknown } | undefined;
-  if (head !== undefined && head.cluster !== cluster) {
-    return { ok: false, message: `the discovery snapshot names cluster ${JSON.stringify(head.cluster)} but was sent with the certificate of cluster "${cluster}"` };
+  const head = entries.get(HEADER_KEY);
+  if (head !== undefined && (typeof head !== "object" || head === null || Array.isArray(head))) {
+    return { ok: false, message: `the discovery header (key ${JSON.stringify(HEADER_KEY)}) must be an object naming the cluster, got ${head === null ? "null" : Array.isArray(head) ? "an array" : typeof head}` };
+  }
+  if (head !== undefined && (head as { cluster?: unknown }).cluster !== cluster) {
+    const named = (head as { cluster?: unknown }).cluster;
+    return { ok: false, message: `the discovery snapshot names cluster ${named === undefined ? "(none)" : JSON.stringify(named)} but was sent with the certificate of cluster "${cluster}"` };
   }
   try {
     return { ok: true, snapshot: snapshotFromEntries(entries) };

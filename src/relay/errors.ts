@@ -27,7 +27,21 @@ export function toServiceError(err: unknown): Partial<ServiceError> & { code: Gr
   else if (err instanceof GitmeshError) code = err.reaction === Reaction.NeedsHuman ? status.FAILED_PRECONDITION : status.UNAVAILABLE;
   else code = status.INTERNAL;
   const details = code === status.INTERNAL ? `internal relay error: ${describeError(err)}` : err instanceof Error ? err.message : String(err);
-  return { code, details, message: details, metadata: new Metadata(), name: "RelayError" };
+  const metadata = new Metadata();
+  // Machine-readable reason in the trailers: the client reacts to `certificate_revoked` by dropping its certificate.
+  if (err instanceof RelayRejectedError) metadata.set(REASON_METADATA_KEY, err.reason);
+  return { code, details, message: details, metadata, name: "RelayError" };
+}
+
+/** Trailer carrying a rejection's reason (REJECTION_REASONS value). */
+export const REASON_METADATA_KEY = "gitmesh-relay-reason";
+
+/** The rejection reason a status carries in its trailers, if any. */
+export function reasonOf(err: unknown): string | undefined {
+  const md = (err as { metadata?: unknown } | undefined)?.metadata;
+  if (!(md instanceof Metadata)) return undefined;
+  const v = md.get(REASON_METADATA_KEY)[0];
+  return typeof v === "string" ? v : undefined;
 }
 
 /** gRPC status codes after which retrying with the same credentials cannot succeed. */

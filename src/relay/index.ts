@@ -3,9 +3,26 @@
  * wire format in proto/gitmesh/relay/v1/relay.proto).
  */
 export { CLUSTER_URI_PREFIX, REJECTION_REASONS, RELAY_DEFAULTS, RELAY_METRICS, RELAY_SECRETS, type RejectionReason } from "./constants.js";
-export { RelayRejectedError, toServiceError, isPermanentStatus } from "./errors.js";
+export { RelayRejectedError, toServiceError, isPermanentStatus, reasonOf, REASON_METADATA_KEY } from "./errors.js";
+export {
+  createClusterIdentities,
+  createMemoryRecordStore,
+  credentialMatches,
+  holdsLiveIdentity,
+  parseIdentityRecord,
+  secretMatchesHash,
+  CREDENTIAL_TTL_MS,
+  IdentityConflictError,
+  LiveIdentityError,
+  type ClusterIdentities,
+  type ClusterIdentityRecord,
+  type ClusterRecordStore,
+  type RegistrationDecision,
+  type StoredRecord,
+} from "./identity.js";
 export {
   certificateNotAfterMs,
+  checkClientCsr,
   createCsr,
   createSelfSignedCa,
   generateKeyPem,
@@ -13,6 +30,7 @@ export {
   isValidClusterName,
   issueServerCertificate,
   loadOrCreateRelayPki,
+  MIN_RSA_BITS,
   relayPkiFromSecrets,
   relayPkiToSecrets,
   signClientCertificate,

@@ -188,7 +188,7 @@ export interface ClientCertificateOptions {
   readonly now?: number;
 }
 
-/** Thrown for a CSR that cannot be parsed or whose signature does not verify. */
+/** Thrown for a CSR that cannot be parsed, whose key is too weak, or whose signature does not verify. */
 export class InvalidCsrError extends Error {
   readonly code = "InvalidCsrError";
 }
@@ -197,18 +197,41 @@ export class InvalidCsrError extends Error {
  * Signs a client certificate for `cluster` with the signing CA. Only the CSR's public key is used
  * (after checking the CSR's self-signature); the identity comes from the caller, never from the CSR.
  */
-export function signClientCertificate(signingCa: KeyPairPem, options: ClientCertificateOptions): { certPem: string; notAfterMs: number } {
+/** Smallest RSA modulus accepted in a client CSR. */
+export const MIN_RSA_BITS = 2048;
+
+/**
+ * Parses a client CSR and checks it: PEM PKCS#10, an RSA key of at least 2048 bits, and a
+ * self-signature that verifies. Throws InvalidCsrError (never anything else) for a bad CSR.
+ * ECDSA keys are not accepted: node-forge, which builds the certificates, reads RSA keys only.
+ */
+export function checkClientCsr(csrPem: string): Forge.pki.CertificateSigningRequest {
   let csr: Forge.pki.CertificateSigningRequest;
   try {
-    csr = forge.pki.certificationRequestFromPem(options.csrPem);
+    csr = forge.pki.certificationRequestFromPem(csrPem);
   } catch (err) {
     throw new InvalidCsrError(`the CSR is not a PEM PKCS#10 request with an RSA key (${err instanceof Error ? err.message : String(err)})`);
   }
-  if (!csr.publicKey || !csr.verify()) throw new InvalidCsrError("the CSR's signature does not verify against its own public key");
+  const key = csr.publicKey as Forge.pki.rsa.PublicKey | null;
+  if (!key || typeof (key.n as { bitLength?: unknown } | undefined)?.bitLength !== "function") throw new InvalidCsrError("the CSR carries no RSA public key");
+  const bits = key.n.bitLength();
+  if (bits < MIN_RSA_BITS) throw new InvalidCsrError(`the CSR's RSA key has ${bits} bits; at least ${MIN_RSA_BITS} are required`);
+  let verified = false;
+  try {
+    verified = csr.verify();
+  } catch {
+    verified = false;
+  }
+  if (!verified) throw new InvalidCsrError("the CSR's signature does not verify against its own public key");
+  return csr;
+}
+
+export function signClientCertificate(signingCa: KeyPairPem, options: ClientCertificateOptions): { certPem: string; notAfterMs: number } {
+  const csr = checkClientCsr(options.csrPem);
   const now = options.now ?? Date.now();
   const caCert = parsedCertificate(signingCa.certPem);
   const cert = forge.pki.createCertificate();
-  cert.publicKey = csr.publicKey;
+  cert.publicKey = csr.publicKey!;
   cert.serialNumber = randomSerial(now);
   cert.validity.notBefore = new Date(now - NOT_BEFORE_BACKDATE_MS);
   const notAfterMs = Math.floor((now + options.lifetimeMs) / 1000) * 1000;

@@ -15,9 +15,10 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import type { Registry } from "prom-client";
-import { describeError, type Logger } from "../core/index.js";
+import { describeError, TransientError, type Logger } from "../core/index.js";
 import { REJECTION_REASONS, RELAY_DEFAULTS, type RejectionReason } from "./constants.js";
 import { RelayRejectedError, toServiceError } from "./errors.js";
+import { createClusterIdentities, createMemoryRecordStore, credentialMatches, type ClusterIdentities, type ClusterIdentityRecord } from "./identity.js";
 import {
   DiscoveryUpdate,
   OutputAck,
@@ -32,7 +33,7 @@ import {
   type OutputUpdate,
 } from "./gen/gitmesh/relay/v1/relay.js";
 import { createRelayMetrics } from "./metrics.js";
-import { clusterOfPeerCertificate, InvalidCsrError, isValidClusterName, signClientCertificate, type RelayPki } from "./pki.js";
+import { checkClientCsr, clusterOfPeerCertificate, InvalidCsrError, isValidClusterName, signClientCertificate, type RelayPki } from "./pki.js";
 import { applyStateDelta, createChunkAssembler, diffStates, encodeChunks, stateChecksum, WireError, type RelayState, type StateDelta } from "./wire.js";
 
 /** A rendered output snapshot for one cluster. */
@@ -108,8 +109,23 @@ export type SignIntermediateFn = (cluster: string, request: IntermediateCsr) => 
 export interface RelayServerOptions {
   /** CA, server certificate and signing CA (see loadOrCreateRelayPki). */
   readonly pki: RelayPki;
-  /** The bootstrap token (relay-identity-token-secret `token`), or a function returning the current one. */
-  readonly token: string | (() => string);
+  /**
+   * Opt-in fleet-wide bootstrap token (Gloo-style installs; the server's `--bootstrap fleet-token`), or a
+   * function returning the current one. Absent or "": only per-cluster credentials (minted in
+   * `identities`) register. Either way a cluster holding a live certificate is not re-registered.
+   */
+  readonly token?: string | (() => string) | undefined;
+  /**
+   * Per-cluster credentials, live identities and revocations, in the store shared by every replica
+   * (default: in memory, for one process only — revocations are then lost on restart).
+   */
+  readonly identities?: ClusterIdentities;
+  /** How often open streams are re-checked against the store's revocations and registration (default 15 s). */
+  readonly revalidateIntervalMs?: number;
+  /** Largest discovery state (decompressed) one cluster may hold (default 64 MiB). */
+  readonly maxDiscoveryBytes?: number;
+  /** Largest decompressed/compressed ratio of one update once it exceeds 1 MiB (default 200). */
+  readonly maxCompressionRatio?: number;
   /** Whether a cluster may connect: a KubernetesCluster of that name exists in the desired state. */
   readonly isClusterRegistered: (cluster: string) => boolean | Promise<boolean>;
   readonly logger: Logger;
@@ -135,8 +151,6 @@ export interface RelayServerOptions {
    * connection to drain, and newer publications replace the version waiting to be sent.
    */
   readonly sendBufferBytes?: number;
-  /** Clusters deregistered earlier (cluster → time ms): their certificates issued before that time stay refused. */
-  readonly revokedBefore?: ReadonlyMap<string, number>;
   readonly onDiscovery?: (event: DiscoveryEvent) => void | Promise<void>;
   readonly onAck?: (event: OutputAckEvent) => void;
   readonly onNack?: (event: OutputNackEvent) => void;
@@ -165,12 +179,23 @@ export interface RelayServer {
   appliedVersions(): ReadonlyMap<string, AppliedVersion>;
   /** The last accepted discovery state of a cluster (kept after disconnects). */
   discoveryState(cluster: string): { version: number; checksum: string; state: RelayState } | undefined;
-  /** Cuts a cluster off: closes its streams, refuses its certificates (issued until now) and registration until reinstate. */
-  deregister(cluster: string): void;
-  /** Allows registration of a deregistered cluster again (its old certificates stay refused). */
-  reinstate(cluster: string): void;
-  /** Deregistration times, for the composition root to persist. */
-  revokedBefore(): ReadonlyMap<string, number>;
+  /**
+   * Closes a cluster's streams (e.g. its KubernetesCluster left Git) without revoking anything: while
+   * `isClusterRegistered` says no, its reconnects are refused; once it says yes again, the same
+   * certificate works (the agent recovers on its own).
+   */
+  disconnect(cluster: string, message: string): void;
+  /**
+   * Revokes every certificate of the cluster issued so far, in the shared store (survives restarts,
+   * applies on every replica within revalidateIntervalMs), and closes its streams here.
+   */
+  revoke(cluster: string, reason: string): Promise<void>;
+  /** Re-issue (operator action): revokes like `revoke` and mints a fresh single-use credential for the cluster. */
+  reissue(cluster: string, options?: { readonly ttlMs?: number }): Promise<{ credential: string; expiresAtMs: number }>;
+  /** The identities store (mint credentials, read records for status). */
+  readonly identities: ClusterIdentities;
+  /** The last refusal of each cluster's agent since it last connected (status: why a cluster is cut off). */
+  refusals(): ReadonlyMap<string, { reason: string; message: string; atMs: number }>;
 }
 
 const MALFORMED = Symbol("malformed");
@@ -193,6 +218,7 @@ function tolerant<T>(decode: (b: Buffer) => T): (b: Buffer) => T | Malformed {
 
 interface PushSession {
   readonly cluster: string;
+  readonly issuedAtMs: number;
   readonly call: grpc.ServerDuplexStream<DiscoveryUpdate | Malformed, DiscoveryAck>;
   closed: boolean;
   awaitingFull: boolean;
@@ -203,6 +229,7 @@ interface PushSession {
 
 interface PullSession {
   readonly cluster: string;
+  readonly issuedAtMs: number;
   readonly call: grpc.ServerDuplexStream<OutputAck | Malformed, OutputUpdate>;
   closed: boolean;
   subscribed: boolean;
@@ -244,7 +271,14 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   const maxMessageBytes = options.maxMessageBytes ?? RELAY_DEFAULTS.maxMessageBytes;
   const chunkBytes = Math.max(1024, Math.min(options.chunkBytes ?? RELAY_DEFAULTS.chunkBytes, Math.floor(maxMessageBytes * 0.9)));
   const sendBufferBytes = Math.max(1, options.sendBufferBytes ?? 2 * chunkBytes);
-  const limits = { maxChunkBytes: maxMessageBytes, maxStateBytes: options.maxStateBytes ?? RELAY_DEFAULTS.maxStateBytes };
+  const limits = {
+    maxChunkBytes: maxMessageBytes,
+    maxStateBytes: options.maxStateBytes ?? RELAY_DEFAULTS.maxStateBytes,
+    maxRatio: options.maxCompressionRatio ?? RELAY_DEFAULTS.maxCompressionRatio,
+    ratioFloorBytes: RELAY_DEFAULTS.ratioFloorBytes,
+  };
+  const maxDiscoveryBytes = options.maxDiscoveryBytes ?? RELAY_DEFAULTS.maxDiscoveryBytes;
+  const identities = options.identities ?? createClusterIdentities(createMemoryRecordStore(), { now });
   const lifetimeMs = options.certificateLifetimeMs ?? RELAY_DEFAULTS.certificateLifetimeMs;
   const signingCa = { certPem: options.pki.signingCaCertPem, keyPem: options.pki.signingCaKeyPem };
 
@@ -253,9 +287,8 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   const outputs = new Map<string, OutputSnapshot>();
   const applied = new Map<string, AppliedVersion>();
   const discovery = new Map<string, { version: number; checksum: string; state: RelayState }>();
-  const revoked = new Map<string, number>(options.revokedBefore ?? []);
-  const blocked = new Set<string>();
-  let lastIssuedAt = 0;
+  const lastRefusal = new Map<string, { reason: string; message: string; atMs: number }>();
+  let revalidateTimer: NodeJS.Timeout | undefined;
   let server: grpc.Server | undefined;
   let boundPort: number | undefined;
 
@@ -266,6 +299,8 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     const se = toServiceError(err);
     if (err instanceof RelayRejectedError) {
       metrics.rejections.inc({ reason: err.reason });
+      const cluster = fields.cluster;
+      if (typeof cluster === "string" && fields.rpc !== "Register") lastRefusal.set(cluster, { reason: err.reason, message: err.message, atMs: now() });
       log.warn("relay rejected a request", { reason: err.reason, code: grpc.status[se.code], message: se.details, ...fields });
     } else {
       log.error("relay request failed", { error: describeError(err), ...fields });
@@ -273,26 +308,47 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     answer(se);
   }
 
+  const revokedError = (cluster: string, r: ClusterIdentityRecord) =>
+    reject(
+      REJECTION_REASONS.certificateRevoked,
+      grpc.status.PERMISSION_DENIED,
+      `the client certificate of cluster "${cluster}" was revoked${r.revocation ? ` at ${new Date(r.revocation.atMs).toISOString()} (${r.revocation.reason})` : ""}; the agent registers again with the new bootstrap credential of \`gitmesh cluster reissue ${cluster}\` (secret relay-identity-token-secret in its namespace)`,
+    );
+  const isRevoked = (r: ClusterIdentityRecord, issuedAtMs: number) => r.revokedBeforeMs !== undefined && issuedAtMs <= r.revokedBeforeMs;
+
+  /**
+   * The identity record of a cluster for checking a certificate. When the store cannot be read (Redis
+   * down), the last record this replica saw is used (none: nothing known revoked), so connected fleets
+   * keep working; registration, which must consume atomically, fails instead (UNAVAILABLE).
+   */
+  const seen = new Map<string, ClusterIdentityRecord>();
+  async function recordFor(cluster: string): Promise<ClusterIdentityRecord> {
+    try {
+      const r = await identities.read(cluster);
+      seen.set(cluster, r);
+      return r;
+    } catch (err) {
+      log.warn("identity store unreachable; checking the certificate against the last record seen", { cluster, store: identities.describe, error: describeError(err) });
+      return seen.get(cluster) ?? {};
+    }
+  }
+
   async function checkClusterAllowed(cluster: string, issuedAtMs?: number): Promise<void> {
-    const revokedAt = revoked.get(cluster);
-    if (blocked.has(cluster) || (issuedAtMs !== undefined && revokedAt !== undefined && issuedAtMs <= revokedAt)) {
-      throw reject(
-        REJECTION_REASONS.clusterDeregistered,
-        grpc.status.PERMISSION_DENIED,
-        `cluster "${cluster}" was deregistered and its certificate is refused; to bring it back, restore its KubernetesCluster and re-register the agent with the bootstrap token`,
-      );
+    if (issuedAtMs !== undefined) {
+      const r = await recordFor(cluster);
+      if (isRevoked(r, issuedAtMs)) throw revokedError(cluster, r);
     }
     if (!(await options.isClusterRegistered(cluster))) {
       throw reject(
         REJECTION_REASONS.clusterNotRegistered,
         grpc.status.PERMISSION_DENIED,
-        `cluster "${cluster}" is not registered: add a KubernetesCluster named "${cluster}" in the admin namespace of the configuration repository (e.g. clusters/${cluster}.yaml), or fix relay.cluster in the agent's values`,
+        `cluster "${cluster}" is not registered: add a KubernetesCluster named "${cluster}" in the admin namespace of the configuration repository (e.g. clusters/${cluster}.yaml), or fix relay.cluster in the agent's values; an agent whose cluster is restored in Git reconnects on its own with its certificate`,
       );
     }
   }
 
   /** The cluster identity of a stream or mTLS call, from the verified peer certificate only. */
-  async function identify(call: { getAuthContext(): { sslPeerCertificate?: import("node:tls").PeerCertificate } }): Promise<{ cluster: string; notAfterMs: number }> {
+  async function identify(call: { getAuthContext(): { sslPeerCertificate?: import("node:tls").PeerCertificate } }, fields: Record<string, unknown>): Promise<{ cluster: string; notAfterMs: number; issuedAtMs: number }> {
     const peer = call.getAuthContext().sslPeerCertificate;
     if (!peer) {
       throw reject(
@@ -309,8 +365,14 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         "the client certificate carries no valid cluster identity (subject CN and URI SAN spiffe://gitmesh/cluster/<name> must name the same cluster); use the certificate issued at registration",
       );
     }
+    fields.cluster = id.cluster;
     await checkClusterAllowed(id.cluster, id.issuedAtMs);
-    return { cluster: id.cluster, notAfterMs: Date.parse(peer.valid_to) };
+    const notAfterMs = Date.parse(peer.valid_to);
+    const known = seen.get(id.cluster)?.issued;
+    if (!known || known.issuedAtMs < id.issuedAtMs) {
+      await identities.observeCertificate(id.cluster, id.issuedAtMs, notAfterMs).catch((err: unknown) => log.debug("could not record the presented certificate as the live identity", { cluster: id.cluster, error: describeError(err) }));
+    }
+    return { cluster: id.cluster, notAfterMs, issuedAtMs: id.issuedAtMs };
   }
 
   /**
@@ -370,27 +432,37 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
 
   // ---- registration and renewal -------------------------------------------------------------
 
-  function issue(cluster: string, csrPem: string, kind: "register" | "renew"): CertificateResponse {
+  /** Validates a CSR before anything is consumed (a bad CSR never burns a single-use credential). */
+  function validateCsr(csrPem: string): void {
     try {
-      // Strictly increasing issue times (ms, in the serial number): a certificate issued after a deregistration is never refused by it.
-      const issuedAt = Math.max(now(), lastIssuedAt + 1);
-      lastIssuedAt = issuedAt;
+      checkClientCsr(csrPem);
+    } catch (err) {
+      if (err instanceof InvalidCsrError) {
+        throw reject(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `${err.message}; send a PEM PKCS#10 CSR signed with an RSA key of at least 2048 bits`);
+      }
+      throw err;
+    }
+  }
+
+  /** Signs a client certificate whose issue time (ms, in the serial number) was recorded in the identity store. */
+  function issue(cluster: string, csrPem: string, kind: "register" | "renew", issuedAt: number): CertificateResponse {
+    try {
       const { certPem, notAfterMs } = signClientCertificate(signingCa, { cluster, csrPem, lifetimeMs, now: issuedAt });
       metrics.certificatesIssued.inc({ kind });
       log.info(kind === "register" ? "registered cluster" : "renewed client certificate", { cluster, notAfter: new Date(notAfterMs).toISOString() });
       return { certificatePem: certPem, caPem: options.pki.rootCaCertPem, notAfterMs };
     } catch (err) {
       if (err instanceof InvalidCsrError) {
-        throw reject(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `${err.message}; send a PEM PKCS#10 CSR signed with an RSA key`);
+        throw reject(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `${err.message}; send a PEM PKCS#10 CSR signed with an RSA key of at least 2048 bits`);
       }
       throw err;
     }
   }
 
-  const tokenMatches = (given: string): boolean => {
-    const expected = typeof options.token === "function" ? options.token() : options.token;
+  const fleetTokenMatches = (given: string): boolean => {
+    const expected = (typeof options.token === "function" ? options.token() : options.token) ?? "";
     // Equal-length digests, compared in constant time: neither the token nor its length leaks.
-    return expected.length > 0 && timingSafeEqual(digest(given), digest(expected));
+    return expected.length > 0 && given.length > 0 && timingSafeEqual(digest(given), digest(expected));
   };
 
   const registration = {
@@ -403,15 +475,33 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         if (!isValidClusterName(req.cluster)) {
           throw reject(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `cluster name ${JSON.stringify(req.cluster)} is not a valid KubernetesCluster name (lowercase DNS-1123 subdomain); fix relay.cluster`);
         }
-        if (!tokenMatches(req.token)) {
-          throw reject(
+        validateCsr(req.csrPem);
+        // Tolerate the newline a token file or `kubectl create secret --from-file` leaves behind.
+        const presented = req.token.trim();
+        const fleet = fleetTokenMatches(presented);
+        const unreachable = (err: unknown) => {
+          throw new TransientError(`cannot register now: the identity store (${identities.describe}) is unreachable; the agent retries`, { cause: err });
+        };
+        const badCredential = () =>
+          reject(
             REJECTION_REASONS.badToken,
             grpc.status.UNAUTHENTICATED,
-            "the bootstrap token does not match the server's; copy key `token` of secret relay-identity-token-secret from the management cluster to the workload cluster",
+            `the bootstrap credential is not valid for cluster "${req.cluster}" (unknown, already used, expired, or minted for another cluster); mint a new one with \`gitmesh cluster register ${req.cluster}\` (or \`gitmesh cluster reissue ${req.cluster}\` if the cluster was registered before), which writes it to secret relay-identity-token-secret in the agent's namespace`,
+          );
+        // The credential first (read-only), so that nothing about the cluster is told to a caller without one.
+        if (!fleet && !credentialMatches(await identities.read(req.cluster).catch(unreachable), presented, now())) throw badCredential();
+        await checkClusterAllowed(req.cluster);
+        const decision = await identities.register(req.cluster, presented, fleet, lifetimeMs).catch(unreachable);
+        if (!decision.ok && decision.why === "bad_credential") throw badCredential();
+        if (!decision.ok) {
+          const until = decision.record.issued ? new Date(decision.record.issued.notAfterMs).toISOString() : "?";
+          throw reject(
+            REJECTION_REASONS.identityInUse,
+            grpc.status.PERMISSION_DENIED,
+            `cluster "${req.cluster}" already holds a valid client certificate (until ${until}); one live identity per cluster: its agent renews with that certificate, and a new registration needs an explicit re-issue by an operator (\`gitmesh cluster reissue ${req.cluster}\` or POST /api/clusters/${req.cluster}/reissue), which revokes the current certificate`,
           );
         }
-        await checkClusterAllowed(req.cluster);
-        return issue(req.cluster, req.csrPem, "register");
+        return issue(req.cluster, req.csrPem, "register", decision.issuedAtMs);
       })().then(
         (res) => callback(null, res),
         (err: unknown) => refuse(err, fields, (se) => callback(se)),
@@ -423,11 +513,12 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     const req = call.request;
     const fields: Record<string, unknown> = { rpc: "Renew", peer: call.getPeer() };
     void (async () => {
-      const { cluster } = await identify(call);
+      const { cluster } = await identify(call, fields);
       fields.cluster = cluster;
       if (isMalformed(req)) throw malformed("RenewRequest", req[MALFORMED]);
       checkNamedCluster(cluster, req.cluster);
-      return issue(cluster, req.csrPem, "renew");
+      validateCsr(req.csrPem);
+      return issue(cluster, req.csrPem, "renew", await identities.recordRenewal(cluster, lifetimeMs));
     })().then(
       (res) => callback(null, res),
       (err: unknown) => refuse(err, fields, (se) => callback(se)),
@@ -446,7 +537,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     const req = call.request;
     const fields: Record<string, unknown> = { rpc: "SignIntermediate", peer: call.getPeer() };
     void (async () => {
-      const { cluster } = await identify(call);
+      const { cluster } = await identify(call, fields);
       fields.cluster = cluster;
       if (isMalformed(req)) throw malformed("SignIntermediateRequest", req[MALFORMED]);
       checkNamedCluster(cluster, req.cluster);
@@ -534,6 +625,15 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         if (msg.baseVersion !== prev.version) return resync(`delta is based on version ${msg.baseVersion} but the server has version ${prev.version}`);
         state = applyStateDelta(prev.state, delta);
       }
+      let size = 0;
+      for (const [k, v] of state) size += k.length + v.length;
+      if (size > maxDiscoveryBytes) {
+        throw reject(
+          REJECTION_REASONS.messageTooLarge,
+          grpc.status.RESOURCE_EXHAUSTED,
+          `the discovery state of cluster "${s.cluster}" would be ${size} bytes decompressed, above the server's limit of ${maxDiscoveryBytes} bytes per cluster (maxDiscoveryBytes); narrow the agent's discovery selectors, or raise the limit`,
+        );
+      }
       const checksum = stateChecksum(state);
       if (checksum !== msg.checksum) {
         if (msg.full) {
@@ -596,12 +696,13 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     });
     closeWhenStreamEnds(call, close);
 
-    identify(call).then(
-      ({ cluster, notAfterMs }) => {
+    identify(call, fields).then(
+      ({ cluster, notAfterMs, issuedAtMs }) => {
         if (call.cancelled) return;
         fields.cluster = cluster;
+        lastRefusal.delete(cluster);
         const old = pushSessions.get(cluster);
-        session = { cluster, call, closed: false, awaitingFull: true, warmed: false, stopExpiry: closeAtExpiry(notAfterMs, fields, call) };
+        session = { cluster, issuedAtMs, call, closed: false, awaitingFull: true, warmed: false, stopExpiry: closeAtExpiry(notAfterMs, fields, call) };
         pushSessions.set(cluster, session);
         if (old) {
           old.closed = true;
@@ -750,12 +851,13 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     });
     closeWhenStreamEnds(call, close);
 
-    identify(call).then(
-      ({ cluster, notAfterMs }) => {
+    identify(call, fields).then(
+      ({ cluster, notAfterMs, issuedAtMs }) => {
         if (call.cancelled) return;
         fields.cluster = cluster;
+        lastRefusal.delete(cluster);
         const old = pullSessions.get(cluster);
-        session = { cluster, call, closed: false, subscribed: false, sent: undefined, sentVersions: new Map(), pending: undefined, sending: false, buffered: 0, wakeups: [], stopExpiry: closeAtExpiry(notAfterMs, fields, call) };
+        session = { cluster, issuedAtMs, call, closed: false, subscribed: false, sent: undefined, sentVersions: new Map(), pending: undefined, sending: false, buffered: 0, wakeups: [], stopExpiry: closeAtExpiry(notAfterMs, fields, call) };
         pullSessions.set(cluster, session);
         if (old) {
           old.closed = true;
@@ -827,6 +929,34 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       endWithError(s.call, { code, details });
     }
   };
+  /** Ends the streams of `cluster` (those whose certificate `which` selects) with a logged, counted rejection. */
+  const closeWith = (cluster: string, err: RelayRejectedError, which: (s: { issuedAtMs: number }) => boolean = () => true) => {
+    let closed = 0;
+    for (const s of [...pushSessions.values(), ...pullSessions.values()]) {
+      if (s.cluster !== cluster || !which(s)) continue;
+      closed++;
+      refuse(err, { rpc: "stream", cluster }, (se) => endWithError(s.call, se));
+    }
+    return closed;
+  };
+
+  /**
+   * Revocations and deregistrations decided elsewhere (another replica's re-issue, an operator's revoke,
+   * the cluster leaving this replica's desired state) end the streams they concern here too.
+   */
+  async function revalidate(): Promise<void> {
+    const clusters = new Set([...pushSessions.keys(), ...pullSessions.keys()]);
+    if (clusters.size === 0) return;
+    const records = await identities.list();
+    for (const [c, r] of records) seen.set(c, r);
+    for (const cluster of clusters) {
+      const r = records.get(cluster);
+      if (r) closeWith(cluster, revokedError(cluster, r), (s) => isRevoked(r, s.issuedAtMs));
+      if (!(await options.isClusterRegistered(cluster))) {
+        closeWith(cluster, reject(REJECTION_REASONS.clusterNotRegistered, grpc.status.PERMISSION_DENIED, `cluster "${cluster}" is no longer registered (no KubernetesCluster in the desired state); it reconnects on its own once restored`));
+      }
+    }
+  }
 
   return {
     get port() {
@@ -860,13 +990,19 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         srv.bindAsync(`${host}:${options.port ?? RELAY_DEFAULTS.port}`, credentials(), (err, port) => (err ? rejectBind(err) : resolve(port)));
       });
       server = srv;
-      log.info("relay server listening", { host, port: boundPort });
+      const every = options.revalidateIntervalMs ?? RELAY_DEFAULTS.revalidateIntervalMs;
+      revalidateTimer = setInterval(() => {
+        revalidate().catch((err: unknown) => log.warn("could not re-check open streams against the identity store", { store: identities.describe, error: describeError(err) }));
+      }, every);
+      revalidateTimer.unref();
+      log.info("relay server listening", { host, port: boundPort, identities: identities.describe, fleetToken: options.token !== undefined });
       return boundPort;
     },
     async stop() {
       const srv = server;
       if (!srv) return;
       server = undefined;
+      clearInterval(revalidateTimer);
       closeAll(undefined, grpc.status.UNAVAILABLE, "the relay server is shutting down; reconnect");
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -896,20 +1032,22 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     },
     appliedVersions: () => applied,
     discoveryState: (cluster) => discovery.get(cluster),
-    deregister(cluster) {
-      // Covers every certificate issued so far (issue times are in ms and strictly increasing).
-      const at = Math.max(now(), lastIssuedAt);
-      lastIssuedAt = at;
-      revoked.set(cluster, at);
-      blocked.add(cluster);
-      discovery.delete(cluster);
-      outputs.delete(cluster);
-      log.info("cluster deregistered; closing its streams", { cluster });
-      closeAll(cluster, grpc.status.PERMISSION_DENIED, `cluster "${cluster}" was deregistered; its certificate is no longer accepted`);
+    disconnect(cluster, message) {
+      log.info("closing a cluster's streams (not revoked)", { cluster, why: message });
+      closeWith(cluster, reject(REJECTION_REASONS.clusterNotRegistered, grpc.status.PERMISSION_DENIED, message));
     },
-    reinstate(cluster) {
-      blocked.delete(cluster);
+    async revoke(cluster, reason) {
+      const before = await identities.revoke(cluster, reason);
+      log.warn("revoked the certificates of a cluster", { cluster, reason, issuedUpTo: new Date(before).toISOString() });
+      closeWith(cluster, revokedError(cluster, await identities.read(cluster)));
     },
-    revokedBefore: () => revoked,
+    async reissue(cluster, opts = {}) {
+      const minted = await identities.mintCredential(cluster, { reissue: true, reason: "re-issued by an operator", ...(opts.ttlMs === undefined ? {} : { ttlMs: opts.ttlMs }) });
+      log.warn("re-issued a cluster's identity: its certificates are revoked and a new bootstrap credential was minted", { cluster, credentialExpires: new Date(minted.expiresAtMs).toISOString() });
+      closeWith(cluster, revokedError(cluster, await identities.read(cluster)));
+      return { credential: minted.credential, expiresAtMs: minted.expiresAtMs };
+    },
+    identities,
+    refusals: () => lastRefusal,
   };
 }

@@ -97,6 +97,12 @@ export interface AssemblerLimits {
   readonly maxChunkBytes: number;
   /** Largest assembled (decompressed) update. */
   readonly maxStateBytes: number;
+  /**
+   * Largest decompressed/compressed ratio of one update (a gzip bomb spread over many small chunks),
+   * checked once the update has decompressed to more than `ratioFloorBytes` (default: no limit).
+   */
+  readonly maxRatio?: number;
+  readonly ratioFloorBytes?: number;
 }
 
 /**
@@ -110,12 +116,14 @@ export function createChunkAssembler<H>(limits: AssemblerLimits, sameHeader: (a:
   let count = 0;
   let pieces: Buffer[] = [];
   let total = 0;
+  let compressed = 0;
   const reset = () => {
     header = undefined;
     expected = 0;
     count = 0;
     pieces = [];
     total = 0;
+    compressed = 0;
   };
   return {
     /** true while an update is partially received. */
@@ -148,6 +156,15 @@ export function createChunkAssembler<H>(limits: AssemblerLimits, sameHeader: (a:
         throw new WireError("malformed", "a chunk payload is not valid gzip data; each chunk payload must be gzip-compressed on its own");
       }
       total += piece.length;
+      compressed += chunk.payload.length;
+      if (limits.maxRatio !== undefined && total > (limits.ratioFloorBytes ?? 0) && total > limits.maxRatio * compressed) {
+        const ratio = Math.round(total / Math.max(1, compressed));
+        reset();
+        throw new WireError(
+          "too_large",
+          `the update decompresses ${ratio} times its compressed size, above the limit of ${limits.maxRatio} (a compression bomb?); send real discovery state, or raise the server's maxCompressionRatio`,
+        );
+      }
       if (total > limits.maxStateBytes) {
         reset();
         throw new WireError("too_large", `the update is larger than ${limits.maxStateBytes} bytes decompressed; reduce what is sent (discovery selectors) or raise the server's maxStateBytes`);

@@ -59,7 +59,14 @@ export interface ServerConfig {
   /** Use Kubernetes secrets in `namespace` for the relay PKI/token (in a pod, or with --kubeconfig). */
   readonly kubernetesSecrets: boolean;
   readonly kubeconfig: string | undefined;
-  /** Bootstrap token given directly (`--relay-token` / GITMESH_RELAY_TOKEN); wins over stored ones. */
+  /**
+   * How agents register (`--bootstrap` / GITMESH_RELAY_BOOTSTRAP): `per-cluster` (default) — a single-use,
+   * expiring credential bound to one cluster, minted by `gitmesh cluster register` / reissue; or
+   * `fleet-token` — the explicit opt-in for Gloo-style installs: one token shared by every cluster
+   * (relay-identity-token-secret). Both keep one live identity per cluster.
+   */
+  readonly bootstrap: "per-cluster" | "fleet-token";
+  /** Fleet token given directly (`--relay-token` / GITMESH_RELAY_TOKEN); wins over stored ones; only with `bootstrap: fleet-token`. */
   readonly relayToken: string | undefined;
   /** Warming window: after a restart that lost state, publish nothing for at most this long (default 60 s). */
   readonly warmingWindowMs: number;
@@ -118,6 +125,7 @@ export const SERVER_ENV = {
   signingTlsSecret: "GITMESH_RELAY_SIGNING_TLS_SECRET",
   tokenSecret: "GITMESH_RELAY_TOKEN_SECRET",
   relayToken: "GITMESH_RELAY_TOKEN",
+  bootstrap: "GITMESH_RELAY_BOOTSTRAP",
   warmingWindowSeconds: "GITMESH_WARMING_WINDOW_SECONDS",
   apiAuth: "GITMESH_API_AUTH",
   apiTokenFile: "GITMESH_API_TOKEN_FILE",
@@ -155,6 +163,11 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
 
   const relayToken = input.relayToken || undefined;
   if (relayToken !== undefined && relayToken.length < 16) problems.push(`the relay token must be at least 16 characters (--relay-token or ${SERVER_ENV.relayToken})`);
+  const bootstrap = input.bootstrap || "per-cluster";
+  if (bootstrap !== "per-cluster" && bootstrap !== "fleet-token") problems.push(`bootstrap "${bootstrap}" must be per-cluster or fleet-token (--bootstrap or ${SERVER_ENV.bootstrap})`);
+  if (relayToken !== undefined && bootstrap !== "fleet-token") {
+    problems.push(`--relay-token (${SERVER_ENV.relayToken}) is a fleet-wide token: it needs the explicit opt-in --bootstrap fleet-token (${SERVER_ENV.bootstrap}=fleet-token); by default each cluster registers with its own single-use credential (gitmesh cluster register)`);
+  }
 
   const httpTlsCert = input.httpTlsCert || undefined;
   const httpTlsKey = input.httpTlsKey || undefined;
@@ -195,6 +208,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     kubernetesSecrets: input.pkiDir ? false : Boolean(input.inCluster) || Boolean(input.kubeconfig),
     kubeconfig: input.kubeconfig || undefined,
     relayToken,
+    bootstrap: bootstrap === "fleet-token" ? "fleet-token" : "per-cluster",
     warmingWindowMs: warmingSeconds * 1000,
     skipWarming,
     dataDir: input.dataDir || undefined,

@@ -273,6 +273,7 @@ export const API_ENDPOINTS = [
   "GET /api/commits",
   "GET /api/commits/<sha>",
   "GET /api/diagnostics",
+  "POST /api/clusters/<cluster>/reissue (admin: revoke the cluster's certificates, answer a new single-use bootstrap credential)",
 ] as const;
 
 function counterOf(registry: Registry): Counter<"reason"> {

@@ -34,8 +34,13 @@ export { createQueuePipeline, type DesiredInput, type PipelineOutput, type Pipel
 export { createRedisPresence, type PresenceRegistry, type RedisPresenceOptions } from "./presence.js";
 export { createLeadership, type Leadership, type LeadershipOptions, type LeaseLock } from "./leadership.js";
 export {
+  createDirectoryRecordStore,
   createDirectorySecretStore,
+  createKubernetesRecordStore,
   createKubernetesSecretStore,
+  createRedisRecordStore,
+  identitySecretName,
+  IDENTITY_SECRET_LABEL,
   createMemorySecretStore,
   createRedisSecretStore,
   generateToken,

@@ -9,13 +9,25 @@
  * - Redis (shared by every replica): one key, written with SET NX so that replicas starting together
  *   agree on one PKI;
  * - memory (standalone trials only): regenerated on every start, so agents re-register.
+ *
+ * Each store also holds the cluster identity records (`records`, src/relay ClusterRecordStore: the hash
+ * of each cluster's single-use bootstrap credential, its live certificate, its revocations), written only
+ * by compare-and-swap so that replicas agree:
+ *
+ * - Kubernetes: one Secret `relay-identity-<cluster>` per cluster (label gitmesh.io/relay-identity),
+ *   replaced with a resourceVersion precondition, created with create (409 = lost the race), deleted with
+ *   a resourceVersion precondition. `gitmesh cluster register` writes the same Secrets with its
+ *   management-cluster context;
+ * - Redis: hash `<prefix>:relay:identities`, field = cluster, changed by a Lua compare-and-swap;
+ * - directory: `identities/<cluster>.json`, one writer process (compare-and-swap inside the process);
+ * - memory: lost on restart (standalone trials).
  */
-import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CoreV1Api, V1ObjectMeta, V1Secret, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, V1DeleteOptions, V1ObjectMeta, V1Preconditions, V1Secret, type KubeConfig } from "@kubernetes/client-node";
 import type { Redis } from "ioredis";
-import { relayPkiFromSecrets, relayPkiToSecrets, RELAY_SECRETS, type RelayPki, type RelayPkiStorage } from "../relay/index.js";
+import { createMemoryRecordStore, isValidClusterName, relayPkiFromSecrets, relayPkiToSecrets, RELAY_SECRETS, type ClusterRecordStore, type RelayPki, type RelayPkiStorage, type StoredRecord } from "../relay/index.js";
 
 /** PKI storage plus the bootstrap token. */
 export interface RelaySecretStore extends RelayPkiStorage {
@@ -24,6 +36,162 @@ export interface RelaySecretStore extends RelayPkiStorage {
   loadToken(): Promise<string | undefined>;
   /** Stores a token only if none is stored; returns the stored one. */
   saveTokenIfAbsent(token: string): Promise<string>;
+  /** Cluster identity records (credentials, live certificates, revocations) in the same storage. */
+  readonly records: ClusterRecordStore;
+}
+
+/** Serialises compare-and-swap inside one process (directory store). */
+function createMutex() {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+/** Identity records as files `<dir>/<cluster>.json` (one server process writes them). */
+export function createDirectoryRecordStore(dir: string): ClusterRecordStore {
+  const exclusive = createMutex();
+  const file = (cluster: string) => {
+    if (!isValidClusterName(cluster)) throw new Error(`invalid cluster name ${JSON.stringify(cluster)}`);
+    return join(dir, `${cluster}.json`);
+  };
+  const read = (cluster: string) => readFile(file(cluster), "utf8").catch(() => undefined);
+  const record = (value: string | undefined): StoredRecord | undefined => (value === undefined ? undefined : { value, revision: value });
+  return {
+    describe: `directory ${dir}`,
+    get: async (cluster) => record(await read(cluster)),
+    async list() {
+      const out = new Map<string, StoredRecord>();
+      const names = await readdir(dir).catch(() => [] as string[]);
+      for (const n of names) {
+        if (!n.endsWith(".json")) continue;
+        const c = n.slice(0, -5);
+        const v = isValidClusterName(c) ? await read(c) : undefined;
+        if (v !== undefined) out.set(c, { value: v, revision: v });
+      }
+      return out;
+    },
+    swap: (cluster, expected, next) =>
+      exclusive(async () => {
+        if ((await read(cluster)) !== expected) return false;
+        if (next === undefined) await rm(file(cluster), { force: true });
+        else {
+          await mkdir(dir, { recursive: true, mode: 0o700 });
+          const tmp = `${file(cluster)}.${randomBytes(4).toString("hex")}.tmp`;
+          await writeFile(tmp, next, { mode: 0o600 });
+          await rename(tmp, file(cluster));
+        }
+        return true;
+      }),
+  };
+}
+
+/**
+ * Identity records in one Redis hash. The compare-and-swap runs as a Lua script (atomic on the server),
+ * so replicas never need WATCH on a shared connection.
+ */
+const REDIS_SWAP = `
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if ARGV[2] == '0' then
+  if cur then return 0 end
+else
+  if (not cur) or cur ~= ARGV[3] then return 0 end
+end
+if ARGV[4] == '0' then redis.call('HDEL', KEYS[1], ARGV[1]) else redis.call('HSET', KEYS[1], ARGV[1], ARGV[5]) end
+return 1`;
+
+export function createRedisRecordStore(redis: Redis, prefix: string): ClusterRecordStore {
+  const key = `${prefix}:relay:identities`;
+  return {
+    describe: `Redis hash ${key}`,
+    async get(cluster) {
+      const v = await redis.hget(key, cluster);
+      return v === null ? undefined : { value: v, revision: v };
+    },
+    async list() {
+      const all = await redis.hgetall(key);
+      return new Map(Object.entries(all).map(([c, v]) => [c, { value: v, revision: v }]));
+    },
+    async swap(cluster, expected, next) {
+      const r = await redis.eval(REDIS_SWAP, 1, key, cluster, expected === undefined ? "0" : "1", expected ?? "", next === undefined ? "0" : "1", next ?? "");
+      return r === 1;
+    },
+  };
+}
+
+/** Label on the per-cluster identity Secrets (for listing them in one call). */
+export const IDENTITY_SECRET_LABEL = "gitmesh.io/relay-identity";
+
+/** Name of a cluster's identity Secret: `relay-identity-<cluster>`, or a hash for very long names. */
+export function identitySecretName(cluster: string): string {
+  const name = `relay-identity-${cluster}`;
+  return name.length <= 253 ? name : `relay-identity-${createHash("sha256").update(cluster).digest("hex").slice(0, 32)}`;
+}
+
+/** Identity records as one Secret per cluster; writes carry a resourceVersion precondition. */
+export function createKubernetesRecordStore(kc: KubeConfig, namespace: string): ClusterRecordStore {
+  const api = kc.makeApiClient(CoreV1Api);
+  const codeOf = (err: unknown) => (err as { code?: number }).code;
+  const valueOf = (s: V1Secret): StoredRecord | undefined => {
+    const raw = s.data?.record;
+    const rv = s.metadata?.resourceVersion;
+    return raw === undefined || rv === undefined ? undefined : { value: Buffer.from(raw, "base64").toString("utf8"), revision: rv };
+  };
+  const body = (cluster: string, value: string, resourceVersion?: string) => {
+    const b = new V1Secret();
+    b.metadata = Object.assign(new V1ObjectMeta(), {
+      name: identitySecretName(cluster),
+      namespace,
+      labels: { "app.kubernetes.io/managed-by": "gitmesh-server", [IDENTITY_SECRET_LABEL]: "true" },
+      annotations: { "gitmesh.io/cluster": cluster },
+      ...(resourceVersion === undefined ? {} : { resourceVersion }),
+    });
+    b.type = "Opaque";
+    b.data = { record: Buffer.from(value).toString("base64") };
+    return b;
+  };
+  return {
+    describe: `Kubernetes secrets relay-identity-<cluster> in namespace ${namespace}`,
+    async get(cluster) {
+      try {
+        return valueOf(await api.readNamespacedSecret({ name: identitySecretName(cluster), namespace }));
+      } catch (err) {
+        if (codeOf(err) === 404) return undefined;
+        throw err;
+      }
+    },
+    async list() {
+      const out = new Map<string, StoredRecord>();
+      const list = await api.listNamespacedSecret({ namespace, labelSelector: `${IDENTITY_SECRET_LABEL}=true` });
+      for (const s of list.items) {
+        const c = s.metadata?.annotations?.["gitmesh.io/cluster"];
+        const v = valueOf(s);
+        if (c !== undefined && v !== undefined) out.set(c, v);
+      }
+      return out;
+    },
+    async swap(cluster, expected, next) {
+      const name = identitySecretName(cluster);
+      try {
+        if (next === undefined) {
+          if (expected === undefined) return (await this.get(cluster)) === undefined;
+          const options = new V1DeleteOptions();
+          options.preconditions = Object.assign(new V1Preconditions(), { resourceVersion: expected });
+          await api.deleteNamespacedSecret({ name, namespace, body: options });
+        } else if (expected === undefined) {
+          await api.createNamespacedSecret({ namespace, body: body(cluster, next) });
+        } else {
+          await api.replaceNamespacedSecret({ name, namespace, body: body(cluster, next, expected) });
+        }
+        return true;
+      } catch (err) {
+        if (codeOf(err) === 409 || codeOf(err) === 404) return false;
+        throw err;
+      }
+    },
+  };
 }
 
 export function generateToken(): string {
@@ -40,6 +208,7 @@ const FILES = {
 } as const;
 
 export function createDirectorySecretStore(dir: string): RelaySecretStore {
+  const records = createDirectoryRecordStore(join(dir, "identities"));
   const read = (name: string) => readFile(join(dir, name), "utf8").catch(() => undefined);
   const write = async (name: string, content: string, exclusive = false) => {
     await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -47,6 +216,7 @@ export function createDirectorySecretStore(dir: string): RelaySecretStore {
   };
   return {
     describe: `directory ${dir}`,
+    records,
     async load() {
       const [rootCaCertPem, rootCaKeyPem, serverCertPem, serverKeyPem, signingCaCertPem, signingCaKeyPem] = await Promise.all(Object.values(FILES).map(read));
       if (!rootCaCertPem || !serverCertPem || !serverKeyPem || !signingCaCertPem || !signingCaKeyPem) return undefined;
@@ -75,6 +245,7 @@ export function createRedisSecretStore(redis: Redis, prefix: string): RelaySecre
   const tokenKey = `${prefix}:relay:token`;
   return {
     describe: `Redis key ${pkiKey}`,
+    records: createRedisRecordStore(redis, prefix),
     async load() {
       const raw = await redis.get(pkiKey);
       return raw ? (JSON.parse(raw) as RelayPki) : undefined;
@@ -97,6 +268,7 @@ export function createMemorySecretStore(): RelaySecretStore {
   let token: string | undefined;
   return {
     describe: "memory (regenerated on every start; use --pki-dir or Redis to keep it)",
+    records: createMemoryRecordStore(),
     load: () => Promise.resolve(pki),
     save: (p) => {
       pki ??= p;
@@ -149,6 +321,7 @@ export function createKubernetesSecretStore(kc: KubeConfig, namespace: string, n
   };
   return {
     describe: `Kubernetes secrets ${names.root}, ${names.server}, ${names.signing}, ${names.token} in namespace ${namespace}`,
+    records: createKubernetesRecordStore(kc, namespace),
     async load() {
       const secrets: Record<string, Record<string, string> | undefined> = {};
       for (const [canonical, actual] of Object.entries(byDefault)) secrets[canonical] = await readSecret(actual);

@@ -30,7 +30,7 @@ import {
   type SyncOutcome,
   type SyncTrigger,
 } from "../git-sync/index.js";
-import { createRelayServer, loadOrCreateRelayPki, snapshotFromRelayState, type RelayServer } from "../relay/index.js";
+import { createClusterIdentities, createRelayServer, isValidClusterName, loadOrCreateRelayPki, snapshotFromRelayState, type ClusterIdentities, type RelayServer } from "../relay/index.js";
 import { createFileMeshRootStorage, createMeshCa, findIssuedCertificate, loadOrCreateMeshRoot, type MeshCa } from "../mesh-ca/index.js";
 import type { SnapshotStore } from "../store/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
@@ -38,7 +38,7 @@ import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store
 import { frozenTables, pruneHeldView, relayResources } from "./completeness.js";
 import type { ServerConfig } from "./config.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
-import { createServerHttp, type ServerApi, type ServerHttp } from "./http.js";
+import { createServerHttp, HttpError, type Route, type ServerApi, type ServerHttp } from "./http.js";
 import { createServerMetrics } from "./metrics.js";
 import type { PipelineOutput, PipelinePort } from "./pipeline-port.js";
 import { generateToken, type RelaySecretStore } from "./pki-storage.js";
@@ -77,8 +77,16 @@ export interface ManagementServer {
   stop(): Promise<void>;
   readonly relayPort: number | undefined;
   readonly httpPort: number | undefined;
-  /** The bootstrap token agents must present (for the demo, which copies it into clusters). */
+  /** The fleet bootstrap token (only with `bootstrap: fleet-token`; undefined otherwise). */
   readonly token: string | undefined;
+  /** Per-cluster credentials, live identities and revocations in the shared store (available before start). */
+  readonly identities: ClusterIdentities;
+  /**
+   * Mints a single-use bootstrap credential for a cluster (what `gitmesh cluster register` writes into
+   * the workload cluster). Refused while the cluster holds a live certificate unless `reissue`, which
+   * revokes it first (and closes its streams).
+   */
+  mintCredential(cluster: string, options?: { readonly reissue?: boolean; readonly ttlMs?: number }): Promise<{ credential: string; expiresAtMs: number }>;
   /** The relay root CA certificate (public; agents verify the server against it). */
   readonly rootCaPem: string | undefined;
   /** The API tokens in force (undefined before start or with --no-api-auth); for the demo, never logged. */
@@ -110,6 +118,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   let token: string | undefined;
   let rootCaPem: string | undefined;
   let apiTokens: ApiTokens | undefined;
+  const identities = createClusterIdentities(options.secrets.records, { now });
   let desired: { state: DesiredState; commit: string; committedAt: number } | undefined;
   let registered: readonly RegisteredCluster[] = [];
   let stopped = false;
@@ -220,9 +229,13 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     // The outputs of this commit may all have arrived before it was adopted here.
     scheduleAudit();
     updateWarmedGauge();
-    // A cluster removed from Git is cut off; one added back may register again.
-    for (const c of connected.keys()) if (!registered.some((r) => r.name === c)) relay?.deregister(c);
-    for (const r of registered) if (relay?.revokedBefore().has(r.name)) relay.reinstate(r.name);
+    // A cluster removed from Git is cut off, not revoked: its reconnects are refused while it is absent,
+    // and once it is restored its agent reconnects with the certificate it holds (README "Trust model").
+    for (const c of connected.keys()) {
+      if ((connected.get(c)?.size ?? 0) > 0 && !registered.some((r) => r.name === c)) {
+        relay?.disconnect(c, `cluster "${c}" was removed from the configuration repository (no KubernetesCluster "${c}" in commit ${commit.slice(0, 12)}); its agent keeps its configuration and reconnects on its own once the KubernetesCluster is restored`);
+      }
+    }
   };
 
   /**
@@ -389,6 +402,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     const st = gate?.status();
     const pub = publishedComplete.get(name);
     const held = pruneHeldView(out, out?.atMs ?? now());
+    const cutOff = await cutOffReason(name, reg !== undefined, here);
     return {
       name,
       registered: reg !== undefined,
@@ -406,8 +420,63 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       // Deletions held back (a failing workspace, a cluster without discovery, a frozen route table).
       pruneHeld: held,
       frozen: frozenTables(out),
-      inSync: applied !== undefined && out !== undefined && applied.version >= out.version && held === null,
+      /** Why the relay refuses this cluster's agent (removed from Git, certificate revoked), or null. */
+      cutOff,
+      inSync: cutOff === null && applied !== undefined && out !== undefined && applied.version >= out.version && held === null,
     };
+  };
+  /**
+   * A cluster whose agent the relay refuses is not in sync, whatever it applied last: removed from Git
+   * (refused until restored), or its certificate revoked (until the agent registers with a new credential).
+   */
+  const cutOffReason = async (name: string, isRegistered: boolean, connectedHere: boolean): Promise<string | null> => {
+    if (!isRegistered) return `no KubernetesCluster "${name}" in the desired state: the relay refuses its agent until the KubernetesCluster is restored in Git (the agent then reconnects on its own)`;
+    if (connectedHere) return null;
+    const record = await identities.read(name).catch(() => undefined);
+    if (record?.revocation && record.revokedBeforeMs !== undefined && !(record.issued && record.issued.issuedAtMs > record.revokedBeforeMs)) {
+      return `certificate revoked at ${new Date(record.revocation.atMs).toISOString()} (${record.revocation.reason}); waiting for the agent to register with its new bootstrap credential`;
+    }
+    const refusal = relay?.refusals().get(name);
+    return refusal ? `relay refused the agent at ${new Date(refusal.atMs).toISOString()}: ${refusal.reason}: ${refusal.message}` : null;
+  };
+  /**
+   * POST /api/clusters/<name>/reissue (admin role): revokes the cluster's certificates (its streams close
+   * here at once, on other replicas within 15 s) and mints a fresh single-use bootstrap credential. The
+   * answer carries that credential — the one API answer with a secret in it, on purpose: the operator
+   * writes it into the workload cluster (relay-identity-token-secret, key token), where the agent picks
+   * it up without a restart. It is bound to this one cluster and is useless once used.
+   */
+  const reissueRoute: Route = {
+    method: "POST",
+    pattern: /^\/api\/clusters\/([^/]+)\/reissue$/,
+    access: "admin",
+    handler: async (_req, res, [name]) => {
+      if (name === undefined || !isValidClusterName(name)) throw new HttpError(400, `"${name ?? ""}" is not a valid cluster name`);
+      if (!registered.some((r) => r.name === name)) throw new HttpError(404, `no KubernetesCluster "${name}" in the desired state; add it to the configuration repository first`);
+      const minted = await identitiesApi.mintCredential(name, { reissue: true });
+      log.warn("cluster identity re-issued through the API", { cluster: name, credentialExpires: new Date(minted.expiresAtMs).toISOString() });
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+      res.end(
+        JSON.stringify(
+          {
+            cluster: name,
+            revoked: true,
+            credential: minted.credential,
+            expiresAt: new Date(minted.expiresAtMs).toISOString(),
+            next: `write the credential into the workload cluster: kubectl -n <agent namespace> create secret generic relay-identity-token-secret --from-literal=token=<credential> (or use gitmesh cluster reissue ${name}); the agent registers with it without a restart`,
+          },
+          null,
+          2,
+        ) + "\n",
+      );
+    },
+  };
+  const identitiesApi = {
+    mintCredential: async (cluster: string, opts: { readonly reissue?: boolean; readonly ttlMs?: number } = {}) => {
+      if (opts.reissue && relay) return relay.reissue(cluster, opts.ttlMs === undefined ? {} : { ttlMs: opts.ttlMs });
+      const m = await identities.mintCredential(cluster, { ...(opts.reissue ? { reissue: true } : {}), ...(opts.ttlMs === undefined ? {} : { ttlMs: opts.ttlMs }) });
+      return { credential: m.credential, expiresAtMs: m.expiresAtMs };
+    },
   };
   const clusterNames = async () => {
     const names = new Set<string>([...registered.map((r) => r.name), ...connected.keys()]);
@@ -521,6 +590,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     get token() {
       return token;
     },
+    identities,
+    mintCredential: identitiesApi.mintCredential,
     get rootCaPem() {
       return rootCaPem;
     },
@@ -541,7 +612,10 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         log.info("relay PKI generated", { storage: options.secrets.describe });
       }
       rootCaPem = pki.rootCaCertPem;
-      token = config.relayToken ?? (await options.secrets.loadToken()) ?? (await options.secrets.saveTokenIfAbsent(generateToken()));
+      // The fleet-wide token is an explicit opt-in; by default only per-cluster credentials register.
+      if (config.bootstrap === "fleet-token") {
+        token = config.relayToken ?? (await options.secrets.loadToken()) ?? (await options.secrets.saveTokenIfAbsent(generateToken()));
+      }
       // API tokens and HTTPS material: a bad file stops the start here, before anything listens.
       const access = await prepareHttpAccess(config, options.apiTokens ?? createMemoryApiTokenStore(), log.child("http"));
       apiTokens = access.tokens;
@@ -614,7 +688,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
           });
           return (await meshCa).signIntermediate(cluster, request);
         },
-        token: () => token ?? "",
+        ...(config.bootstrap === "fleet-token" ? { token: () => token ?? "" } : {}),
+        identities,
         isClusterRegistered: (c) => registered.some((r) => r.name === c),
         logger: log.child("relay"),
         registry: options.registry,
@@ -670,6 +745,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         logger: log.child("http"),
         host: config.httpHost,
         port: config.httpPort,
+        routes: [reissueRoute],
       });
       await http.start();
       log.info("gitmesh server started", {

@@ -30,6 +30,8 @@ function serverCalls(ns: string, generate: boolean): Set<Grant> {
   const g = new Set<Grant>();
   const scope = `ns:${ns}`;
   for (const n of Object.values(RELAY)) for (const v of ["get", "watch"]) g.add(grant(scope, "", "secrets", v, n));
+  // Cluster identity records relay-identity-<cluster> (compare-and-swap; no name-prefix RBAC for Secrets).
+  for (const v of ["get", "list", "create", "update", "delete"]) g.add(grant(scope, "", "secrets", v));
   if (generate) {
     g.add(grant(scope, "", "secrets", "create"));
     for (const n of [RELAY.root, RELAY.server, RELAY.signing]) g.add(grant(scope, "", "secrets", "update", n));
@@ -100,7 +102,7 @@ describe("gitmesh-server chart", () => {
     expect(secretData(given.manifests, "gitmesh-server-webhook").secret).toBe("hook-secret");
   });
 
-  it("RBAC: only its relay secrets, in its own namespace", async () => {
+  it("RBAC: only secrets, in its own namespace", async () => {
     const { manifests } = await renderOk(CHART, BASE);
     expect(ofKind(manifests, "ClusterRole")).toEqual([]);
     expect([...grantsOf(manifests, { name: "gitmesh-server", namespace: "gitmesh" })].sort()).toEqual([...serverCalls("gitmesh", true)].sort());
@@ -186,12 +188,16 @@ describe("gitmesh-server chart", () => {
     expect(three.stderr).toContain("replicas > 1 needs a shared Redis");
   });
 
-  it("NOTES explain how to fetch the root CA and token for the agents", async () => {
+  it("NOTES explain how agents register (per-cluster credentials; the root CA and fleet token with the opt-in)", async () => {
     const r = await render(CHART, [...BASE, "--notes"]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain("kubectl -n gitmesh get secret relay-root-tls-secret -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.crt");
-    expect(r.stdout).toContain("kubectl -n gitmesh get secret relay-identity-token-secret -o jsonpath='{.data.token}' | base64 -d > token");
-    expect(r.stdout).toContain("gitmesh cluster register <name>");
+    expect(r.stdout).toContain("gitmesh cluster register <name> --mgmt-context");
+    expect(r.stdout).toContain("gitmesh cluster reissue <name>");
+    expect(r.stdout).not.toContain("jsonpath='{.data.token}'");
+    const fleet = await render(CHART, [...BASE, "--notes", "--set", "relay.bootstrap=fleet-token"]);
+    expect(fleet.stdout).toContain("kubectl -n gitmesh get secret relay-root-tls-secret -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.crt");
+    expect(fleet.stdout).toContain("kubectl -n gitmesh get secret relay-identity-token-secret -o jsonpath='{.data.token}' | base64 -d > token");
+    expect(fleet.stdout).toContain("gitmesh cluster register <name> --fleet-token");
     expect(r.stdout).toContain("kubectl -n gitmesh get secret gitmesh-api-tokens -o jsonpath='{.data.read}' | base64 -d > api-token");
     expect(r.stdout).toContain("gitmesh check --server http://localhost:9091 --token-file api-token");
     const tls = await render(CHART, [...BASE, "--notes", "--set", "http.tls.secretName=gitmesh-http-tls"]);

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { silentLogger } from "../../src/core/index.js";
-import { createRelayServer, generateKeyPem, generateRelayPki, relayPkiToSecrets, type RelayPki, type RelayServer } from "../../src/relay/index.js";
+import { createClusterIdentities, createRelayServer, generateKeyPem, generateRelayPki, relayPkiToSecrets, type RelayPki, type RelayServer } from "../../src/relay/index.js";
+import { createKubernetesRecordStore } from "../../src/server/index.js";
 import { createKubeClient, createRelayLinkFactory, withFieldOwner, type RelayLink } from "../../src/agent/index.js";
 import { loadDesiredState } from "../../src/config/index.js";
 import { main } from "../../src/cli/main.js";
@@ -77,10 +78,13 @@ beforeAll(async () => {
   await git.createRepo("config");
   await git.commitFiles("config", { "README.md": "mesh config\n", "gitmesh.yaml": "adminNamespace: gloo-mesh\n" }, "initial");
 
-  // The relay accepts a cluster only when its KubernetesCluster is on main (as the server does from Git).
+  // The relay accepts a cluster only when its KubernetesCluster is on main (as the server does from Git),
+  // and registers it only with the credential `cluster register` minted in the management cluster's
+  // identity store (the Secrets relay-identity-<cluster> the server reads in Kubernetes).
   relay = createRelayServer({
     pki,
-    token: TOKEN,
+    identities: createClusterIdentities(createKubernetesRecordStore(mgmt.newKubeConfig(), "gitmesh")),
+    revalidateIntervalMs: 300,
     isClusterRegistered: (c) => git.git("config", ["cat-file", "-e", `main:clusters/${c}.yaml`]).then(() => true, () => false),
     logger: silentLogger,
     registry: new Registry(),
@@ -124,13 +128,15 @@ const setValue = (args: readonly string[], key: string) => args.find((a) => a.st
  * relay link in the remote cluster with the values helm got (root CA and token from the secrets
  * that register copied); it registers with the real relay and stores relay-client-tls-secret.
  */
-async function agentAfterHelm(cluster: string, tokenSeen: { present: boolean }): Promise<void> {
+async function agentAfterHelm(cluster: string, tokenSeen: { present: boolean; value?: string }): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     const call = helmCalls().find((c) => c[0] === "upgrade" && setValue(c, "relay.cluster") === cluster);
     if (call) {
       const ns = call[call.indexOf("--namespace") + 1]!;
-      tokenSeen.present = remote.emulator.get("v1", "Secret", ns, "relay-identity-token-secret") !== undefined;
+      const tokenSecret = remote.emulator.get("v1", "Secret", ns, "relay-identity-token-secret") as { data?: Record<string, string> } | undefined;
+      tokenSeen.present = tokenSecret !== undefined;
+      if (tokenSecret?.data?.token !== undefined) tokenSeen.value = unb64(tokenSecret.data.token);
       const client = createKubeClient(remote.newKubeConfig());
       const link = await createRelayLinkFactory({
         reader: client,
@@ -184,7 +190,7 @@ describe("gitmesh cluster register / deregister", () => {
   it("registers a cluster end to end: secrets, KubernetesCluster pushed, helm, agent certificate, token removed", async () => {
     process.env.PATH = `${stubBin}${delimiter}${originalPath ?? ""}`;
     process.env.GITMESH_GIT_PASSWORD = GIT_TOKEN;
-    const tokenSeen = { present: false };
+    const tokenSeen: { present: boolean; value?: string } = { present: false };
     const agent = agentAfterHelm("cluster1", tokenSeen);
     const r = await run(registerArgs("cluster1", ["--repo", git.url("config"), "--timeout", "30s"]));
     await agent;
@@ -194,17 +200,24 @@ describe("gitmesh cluster register / deregister", () => {
     expect(lines.every((l) => l.startsWith("✓"))).toBe(true);
     expect(lines.map((l) => l.slice(2, 30))).toEqual([
       "read root CA relay-root-tls-",
-      "read bootstrap token relay-i",
       "namespace gitmesh created in",
       "root CA relay-root-tls-secre",
-      "bootstrap token relay-identi",
+      "single-use bootstrap credent",
+      "bootstrap credential relay-i",
       "KubernetesCluster cluster1 c",
       `agent chart ${chart.slice(0, 16)}`,
       "agent registered: client cer",
-      "bootstrap token relay-identi",
+      "bootstrap credential relay-i",
     ]);
     expect(r.out).toContain("Cluster cluster1 is registered.");
     expectNoSecrets(r.all);
+    // A credential bound to cluster1 was minted in the management cluster: only its hash is stored there.
+    expect(tokenSeen.value).toMatch(/^gmbc_/);
+    expect(r.all).not.toContain(tokenSeen.value);
+    const record = mgmt.emulator.get("v1", "Secret", "gitmesh", "relay-identity-cluster1") as { data: { record: string } };
+    expect(unb64(record.data.record)).not.toContain(tokenSeen.value);
+    expect(JSON.parse(unb64(record.data.record))).toMatchObject({ issued: { issuedAtMs: expect.any(Number) } });
+    expect(JSON.parse(unb64(record.data.record)).credential).toBeUndefined();
 
     // Remote cluster: namespace, root CA without the CA key, client certificate; the token is gone.
     expect(remote.emulator.get("v1", "Namespace", undefined, "gitmesh")).toBeDefined();
@@ -253,10 +266,10 @@ describe("gitmesh cluster register / deregister", () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain("namespace gitmesh exists in the remote cluster (context remote): unchanged");
     expect(r.out).toContain("root CA relay-root-tls-secret in gitmesh (context remote): unchanged");
-    expect(r.out).toMatch(/bootstrap token not needed: the agent already holds a client certificate/);
+    expect(r.out).toMatch(/bootstrap credential not needed: the agent already holds a client certificate/);
     expect(r.out).toContain("clusters/cluster1.yaml in");
     expect(r.out).toContain("exists, kept as is: unchanged");
-    expect(r.out).toContain("bootstrap token relay-identity-token-secret already absent in gitmesh (context remote)");
+    expect(r.out).toContain("bootstrap credential relay-identity-token-secret already absent in gitmesh (context remote)");
     expectNoSecrets(r.all);
     expect(await git.revParse("config", "refs/heads/main")).toBe(tip);
     expect(secret("gitmesh", "relay-identity-token-secret")).toBeUndefined();
@@ -267,6 +280,32 @@ describe("gitmesh cluster register / deregister", () => {
     expect(calls[1]).toEqual(calls[0]);
   }, 60_000);
 
+  it("reissue revokes the certificate, the running agent registers with the new credential, which is then removed", async () => {
+    const before = secret("gitmesh", "relay-client-tls-secret");
+    const r = await run(["cluster", "reissue", "cluster1", "--kubeconfig", kubeconfig, "--remote-context", "remote", "--timeout", "30s"]);
+    expect(r.err).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/✓ certificates of cluster1 revoked; single-use bootstrap credential for cluster1 minted in gitmesh \(context mgmt\)/);
+    expect(r.out).toContain("✓ agent registered again: new client certificate for cluster1");
+    expect(r.out).toContain("Cluster cluster1 holds a new identity");
+    expectNoSecrets(r.all);
+    expect(secret("gitmesh", "relay-client-tls-secret")).not.toEqual(before);
+    expect(secret("gitmesh", "relay-identity-token-secret")).toBeUndefined();
+  }, 60_000);
+
+  it("register refuses to mint a credential while the cluster holds a live certificate, naming reissue", async () => {
+    const kept = secret("gitmesh", "relay-client-tls-secret");
+    remote.emulator.remove("v1", "Secret", "gitmesh", "relay-client-tls-secret");
+    try {
+      const r = await run(registerArgs("cluster1", ["--repo", git.url("config"), "--timeout", "5s"]));
+      expect(r.code).toBe(1);
+      expect(r.out).toMatch(/✗ cluster "cluster1" holds a valid client certificate \(until .*gitmesh cluster reissue cluster1/);
+      expect(secret("gitmesh", "relay-identity-token-secret")).toBeUndefined();
+    } finally {
+      remote.emulator.seed([{ apiVersion: "v1", kind: "Secret", metadata: { name: "relay-client-tls-secret", namespace: "gitmesh" }, type: "kubernetes.io/tls", data: kept!.data }]);
+    }
+  }, 60_000);
+
   it("deregister uninstalls, deletes the secrets and commits the removal; again is a no-op", async () => {
     const r = await run(["cluster", "deregister", "cluster1", "--kubeconfig", kubeconfig, "--remote-context", "remote", "--repo", git.url("config")]);
     expect(r.err).toBe("");
@@ -275,6 +314,7 @@ describe("gitmesh cluster register / deregister", () => {
     expect(helmCalls()[2]).toEqual(["uninstall", "gitmesh-agent", "--namespace", "gitmesh", "--kube-context", "remote", "--kubeconfig", kubeconfig]);
     for (const s of ["relay-client-tls-secret", "relay-identity-token-secret", "relay-root-tls-secret"]) expect(secret("gitmesh", s)).toBeUndefined();
     expect(r.out).toContain("secret relay-client-tls-secret deleted from gitmesh (context remote)");
+    expect(r.out).toContain("certificates of cluster1 revoked in gitmesh (context mgmt)");
     expect(await repoFile("clusters/cluster1.yaml")).toBeUndefined();
     expect(await git.git("config", ["log", "-1", "--format=%s", "main"])).toBe("Deregister cluster cluster1\n");
     expect(await git.git("config", ["log", "-1", "--name-status", "--format=", "main"])).toBe("D\tclusters/cluster1.yaml\n");
@@ -304,7 +344,7 @@ describe("gitmesh cluster register / deregister", () => {
     expect(r.out).toContain("Cluster cluster2 is not registered yet");
     expect(helmCalls()).toHaveLength(callsBefore);
     // Secrets are in place for the agent; the token stays until it has registered.
-    expect(unb64(secret("gm2", "relay-identity-token-secret")?.data?.token)).toBe(TOKEN);
+    expect(unb64(secret("gm2", "relay-identity-token-secret")?.data?.token)).toMatch(/^gmbc_[A-Za-z0-9_-]{43}$/);
     expect(secret("gm2", "relay-root-tls-secret")).toBeDefined();
   }, 60_000);
 
@@ -313,7 +353,7 @@ describe("gitmesh cluster register / deregister", () => {
     const r = await run(registerArgs("cluster3", ["--agent-namespace", "gm3", "--repo", git.repoPath("config"), "--timeout", "1s"]));
     expect(r.code).toBe(1);
     expectNoSecrets(r.all);
-    expect(r.out).toContain("✗ no client certificate from the agent after 1s; the bootstrap token is left in place");
+    expect(r.out).toContain("✗ no client certificate from the agent after 1s; the bootstrap credential is left in place");
     expect(r.out).toContain("kubectl --context remote -n gm3 get pods");
     expect(r.out).toContain(`check that ${relayAddress} is reachable`);
     expect(secret("gm3", "relay-identity-token-secret")).toBeDefined();

@@ -112,7 +112,7 @@ function startReplica(r: Replica): void {
   r.proc = start(`server ${r.name}`, [
     "server", "--identity", r.name, "--redis-url", redis.url, "--git-url", git.url("mesh"),
     "--relay-host", "127.0.0.1", "--relay-port", String(r.relayPort), "--http-host", "127.0.0.1", "--http-port", String(r.httpPort),
-    "--pki-dir", join(tmp, "pki"), "--relay-token", TOKEN, "--additional-sans", "127.0.0.1",
+    "--pki-dir", join(tmp, "pki"), "--bootstrap", "fleet-token", "--relay-token", TOKEN, "--additional-sans", "127.0.0.1",
     "--warming-window", "90", "--poll-interval", "2", "--data-dir", join(tmp, `data-${r.name}`), "--log-format", "json",
   ]);
 }

@@ -29,8 +29,13 @@ export const protobufFileName = "gitmesh/relay/v1/relay.proto";
  *
  * Flow:
  *  1. Registration (simple TLS, server verified against relay-root-tls-secret ca.crt):
- *     Registration.Register(cluster, bootstrap token, CSR) -> client certificate whose subject CN and
- *     URI SAN (spiffe://gitmesh/cluster/<name>) carry the cluster identity.
+ *     Registration.Register(cluster, bootstrap credential, CSR) -> client certificate whose subject CN
+ *     and URI SAN (spiffe://gitmesh/cluster/<name>) carry the cluster identity. The credential is by
+ *     default bound to that one cluster, single-use and expiring (minted by `gitmesh cluster register`
+ *     / `reissue`; the server stores only its sha256); a fleet-wide token is an explicit server opt-in.
+ *     One live identity per cluster: while the cluster holds a valid, unrevoked certificate, Register
+ *     is refused (PERMISSION_DENIED, identity_in_use) whatever the credential; re-issue is an operator
+ *     action that revokes it. Revocations live in the server's shared store and survive restarts.
  *  2. Every other RPC is mTLS with that certificate. The server takes the cluster identity from the
  *     verified peer certificate only; a `cluster` field that names another cluster is rejected.
  *  3. Relay.PushDiscovery: the agent sends a FULL snapshot on every (re)connect, then deltas. Every
@@ -39,7 +44,8 @@ export const protobufFileName = "gitmesh/relay/v1/relay.proto";
  *  4. Relay.PullOutput: the agent subscribes; the server sends the latest output snapshot in full,
  *     then deltas; each is marked complete or not and carries its source commit; the agent ACKs or
  *     NACKs each version (NACK with per-resource apply errors), or asks for a full resend.
- *  5. Relay.Renew: a fresh certificate for the caller's own identity, before the old one expires.
+ *  5. Relay.Renew: a fresh certificate for the caller's own identity, before the old one expires; the
+ *     current certificate is the only credential (no bootstrap credential involved).
  *  6. Relay.SignIntermediate: the agent generates an Istio intermediate CA key IN ITS CLUSTER and sends
  *     only a PKCS#10 CSR for an IssuedCertificate of its output (rendered from a RootTrustPolicy). The
  *     server signs it with the mesh root CA only if the caller's cluster (from its certificate) has a
@@ -62,9 +68,12 @@ export const protobufFileName = "gitmesh/relay/v1/relay.proto";
 export interface RegisterRequest {
   /** The cluster's name: the name of its KubernetesCluster in the configuration repository. */
   cluster: string;
-  /** The shared bootstrap token (relay-identity-token-secret, key `token`). */
+  /**
+   * The bootstrap credential (relay-identity-token-secret, key `token`): the single-use credential bound
+   * to `cluster`, or the fleet token when the server opted in to it. Surrounding whitespace is ignored.
+   */
   token: string;
-  /** PEM PKCS#10 certificate signing request; only its public key is used. */
+  /** PEM PKCS#10 certificate signing request (RSA >= 2048 bits); only its public key is used. */
   csrPem: string;
 }
 
@@ -1159,7 +1168,14 @@ export const OutputAck: MessageFns<OutputAck> = {
 
 export type RegistrationService = typeof RegistrationService;
 export const RegistrationService = {
-  /** Bootstrap: token + CSR in, signed client certificate out. No client certificate needed. */
+  /**
+   * Bootstrap: credential + CSR in, signed client certificate out. No client certificate needed.
+   * UNAUTHENTICATED (bad_token): the credential is unknown, used, expired or bound to another cluster.
+   * PERMISSION_DENIED: cluster_not_registered (no KubernetesCluster), identity_in_use (a live certificate
+   * exists: `gitmesh cluster reissue <name>`). INVALID_ARGUMENT: bad name, or a CSR that does not parse,
+   * whose signature does not verify, or whose RSA key is below 2048 bits.
+   * Failures carry their reason in the trailer `gitmesh-relay-reason`.
+   */
   register: {
     path: "/gitmesh.relay.v1.Registration/Register" as const,
     requestStream: false as const,
@@ -1172,12 +1188,26 @@ export const RegistrationService = {
 } as const;
 
 export interface RegistrationServer extends UntypedServiceImplementation {
-  /** Bootstrap: token + CSR in, signed client certificate out. No client certificate needed. */
+  /**
+   * Bootstrap: credential + CSR in, signed client certificate out. No client certificate needed.
+   * UNAUTHENTICATED (bad_token): the credential is unknown, used, expired or bound to another cluster.
+   * PERMISSION_DENIED: cluster_not_registered (no KubernetesCluster), identity_in_use (a live certificate
+   * exists: `gitmesh cluster reissue <name>`). INVALID_ARGUMENT: bad name, or a CSR that does not parse,
+   * whose signature does not verify, or whose RSA key is below 2048 bits.
+   * Failures carry their reason in the trailer `gitmesh-relay-reason`.
+   */
   register: handleUnaryCall<RegisterRequest, CertificateResponse>;
 }
 
 export interface RegistrationClient extends Client {
-  /** Bootstrap: token + CSR in, signed client certificate out. No client certificate needed. */
+  /**
+   * Bootstrap: credential + CSR in, signed client certificate out. No client certificate needed.
+   * UNAUTHENTICATED (bad_token): the credential is unknown, used, expired or bound to another cluster.
+   * PERMISSION_DENIED: cluster_not_registered (no KubernetesCluster), identity_in_use (a live certificate
+   * exists: `gitmesh cluster reissue <name>`). INVALID_ARGUMENT: bad name, or a CSR that does not parse,
+   * whose signature does not verify, or whose RSA key is below 2048 bits.
+   * Failures carry their reason in the trailer `gitmesh-relay-reason`.
+   */
   register(
     request: RegisterRequest,
     callback: (error: ServiceError | null, response: CertificateResponse) => void,
