@@ -174,17 +174,69 @@ function translateListener(
       diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `${path}/tls/mode`, `unknown TLS mode "${mode}"; use one of ${TLS_MODES.join(", ")}. The listener is skipped.`));
       return undefined;
     }
-    diagnostics.push(...reportUnsupported(ctx, vg, tls, `${path}/tls`, ["mode", "secretName"]));
+    diagnostics.push(...reportUnsupported(ctx, vg, tls, `${path}/tls`, ["mode", "secretName", "parameters"]));
     const secret = asString(tls.secretName);
     if ((mode === "SIMPLE" || mode === "MUTUAL") && secret === undefined) {
       diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `${path}/tls/secretName`, `TLS mode ${mode} needs tls.secretName (a Secret in the gateway namespace holding the certificate); the listener is skipped.`));
       return undefined;
     }
-    server.tls = { mode, ...(secret === undefined ? {} : { credentialName: secret }) };
+    const params = tlsParameters(ctx, vg, mode, tls.parameters, `${path}/tls/parameters`, diagnostics);
+    if (params === undefined) return undefined;
+    server.tls = { mode, ...(secret === undefined ? {} : { credentialName: secret }), ...params };
   } else if (l.httpsRedirect === true) {
     server.tls = { httpsRedirect: true };
   }
   return server;
+}
+
+/** Gloo `TLSConfig.Parameters.ProtocolVersion` → Istio `ServerTLSSettings.TLSProtocol`, in increasing order (TLS_AUTO first). */
+const TLS_VERSIONS: Readonly<Record<string, string>> = { TLS_AUTO: "TLS_AUTO", TLSv1_0: "TLSV1_0", TLSv1_1: "TLSV1_1", TLSv1_2: "TLSV1_2", TLSv1_3: "TLSV1_3" };
+const VERSION_ORDER = ["TLSv1_0", "TLSv1_1", "TLSv1_2", "TLSv1_3"];
+
+/**
+ * Listener `tls.parameters` → Istio `servers[].tls.{minProtocolVersion, maxProtocolVersion, cipherSuites}`.
+ * Returns undefined (listener skipped, error reported) when the parameters cannot be enforced as
+ * written: a gateway that should refuse old TLS versions must not come up accepting them.
+ * - Gloo's CRD requires `cipherSuites` when the minimum is TLSv1_0 or TLSv1_1 (virtual_gateway.proto
+ *   CEL rules on `Parameters`); Istio documents the same requirement ("TLS protocol versions below
+ *   TLSV1_2 require setting compatible ciphers").
+ * - A maximum below the minimum accepts no connection at all.
+ * - PASSTHROUGH / AUTO_PASSTHROUGH: the gateway does not terminate TLS, so it cannot enforce versions
+ *   or ciphers; reported as an error (a security setting that is not enforced), the listener is kept.
+ */
+function tlsParameters(ctx: WorkspaceContext, vg: InputObject, mode: string, raw: unknown, path: string, diagnostics: Diagnostic[]): Record<string, unknown> | undefined {
+  if (raw === undefined || raw === null) return {};
+  const p = asRecord(raw);
+  diagnostics.push(...reportUnsupported(ctx, vg, p, path, ["minimumProtocolVersion", "maximumProtocolVersion", "cipherSuites"]));
+  const min = asString(p.minimumProtocolVersion);
+  const max = asString(p.maximumProtocolVersion);
+  const ciphers = asArray(p.cipherSuites).filter((c): c is string => typeof c === "string" && c !== "");
+  if (mode === "PASSTHROUGH" || mode === "AUTO_PASSTHROUGH") {
+    if (min !== undefined || max !== undefined || ciphers.length > 0)
+      diagnostics.push(
+        ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, path, `TLS mode ${mode} does not terminate TLS at the gateway, so tls.parameters (protocol versions, cipher suites) cannot be enforced there and are NOT applied. Terminate TLS at the gateway (mode SIMPLE or MUTUAL) or enforce them on the backend, and remove tls.parameters.`),
+      );
+    return {};
+  }
+  for (const [k, v] of [["minimumProtocolVersion", min], ["maximumProtocolVersion", max]] as const) {
+    if (v !== undefined && TLS_VERSIONS[v] === undefined) {
+      diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `${path}/${k}`, `unknown TLS protocol version "${v}"; use one of ${Object.keys(TLS_VERSIONS).join(", ")}. The listener is skipped.`));
+      return undefined;
+    }
+  }
+  if ((min === "TLSv1_0" || min === "TLSv1_1") && ciphers.length === 0) {
+    diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `${path}/cipherSuites`, `minimumProtocolVersion ${min} needs cipherSuites (versions below TLSv1_2 have no compatible default ciphers); the listener is skipped. Set cipherSuites or raise the minimum.`));
+    return undefined;
+  }
+  if (min !== undefined && max !== undefined && VERSION_ORDER.includes(min) && VERSION_ORDER.includes(max) && VERSION_ORDER.indexOf(max) < VERSION_ORDER.indexOf(min)) {
+    diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `${path}/maximumProtocolVersion`, `maximumProtocolVersion ${max} is below minimumProtocolVersion ${min}: no client could connect. The listener is skipped; fix the range.`));
+    return undefined;
+  }
+  return {
+    ...(min === undefined ? {} : { minProtocolVersion: TLS_VERSIONS[min] }),
+    ...(max === undefined ? {} : { maxProtocolVersion: TLS_VERSIONS[max] }),
+    ...(ciphers.length === 0 ? {} : { cipherSuites: [...new Set(ciphers)] }),
+  };
 }
 
 function dedupe(list: readonly Diagnostic[]): Diagnostic[] {
