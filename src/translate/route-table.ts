@@ -68,8 +68,7 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
     if (hosts.length === 0) continue; // a delegated child: rendered through its parents
     diagnostics.push(...flat(rt).diagnostics);
     diagnostics.push(...checkGatewayRefs(ctx, rt));
-    const vgs = asArray(spec.virtualGateways);
-    if (vgs.length > 0 && spec.workloadSelectors === undefined) continue;
+    if (gatewayOnly(spec)) continue;
     const r = eastWest(ctx, rt, flat(rt).routes);
     resources.push(...r.resources);
     diagnostics.push(...r.diagnostics);
@@ -95,6 +94,18 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
   const p = routePolicyDiagnostics(ctx, policyRoutes);
   diagnostics.push(...p.diagnostics);
   return { resources, diagnostics: dedupe(diagnostics) };
+}
+
+/**
+ * Whether a route table applies to its virtual gateways only (no sidecar routing). route_table.proto
+ * (gloo-mesh-v2.6.x), on `virtualGateways`: "applies to the `my-gateway` virtual gateway … and no
+ * sidecars: set `virtualGateways.name` … and `workloadSelectors` to `[]`", while `workloadSelectors`
+ * `{}` adds "sidecars of all the workloads"; on `workloadSelectors`: "If you specify a virtual
+ * gateway, workloads are not automatically selected for east-west routing." So with gateways, only
+ * a non-empty `workloadSelectors` list adds east-west routing; omitted, `null` and `[]` do not.
+ */
+export function gatewayOnly(spec: Record<string, unknown>): boolean {
+  return asArray(spec.virtualGateways).length > 0 && asArray(spec.workloadSelectors).length === 0;
 }
 
 function eastWest(ctx: WorkspaceContext, rt: InputObject, routes: readonly FlatRoute[]): TranslatorOutput {
@@ -241,12 +252,16 @@ function forwardTo(ctx: WorkspaceContext, root: InputObject, fr: FlatRoute, targ
   }
   let dests = asArray(f.destinations).map((d, i) => ({ raw: d, path: `${path}/destinations/${i}`, owner: t }));
   if (dests.length === 0) {
-    const def = asRecord(root.spec).defaultDestination;
-    if (def === undefined) {
+    // route_table.proto: "Routes that do not specify a destination forward traffic to this
+    // destination" — the defaultDestination of the table that defines the route (a delegated
+    // child's own; Gloo's CRD requires it there). A child without one falls back to the root's.
+    const owner = isSet(asRecord(t.spec).defaultDestination) ? t : root;
+    const def = asRecord(owner.spec).defaultDestination;
+    if (!isSet(def)) {
       err(TranslateCode.InvalidField, `${path}/destinations`, `forwardTo has no destinations and the route table has no defaultDestination; add one of them`);
       return undefined;
     }
-    dests = [{ raw: def, path: "/spec/defaultDestination", owner: root }];
+    dests = [{ raw: def, path: "/spec/defaultDestination", owner }];
   }
   const weights = splitWeights(dests.map((d) => asNumber(asRecord(d.raw).weight)));
   if (typeof weights === "string") {
@@ -444,6 +459,10 @@ function hostAllowed(pattern: string, host: string): boolean {
   if (p === "*") return true;
   if (p.startsWith("*.")) return host.endsWith(p.slice(1));
   return p === host;
+}
+
+function isSet(v: unknown): boolean {
+  return v !== undefined && v !== null;
 }
 
 function dedupe(list: readonly Diagnostic[]): Diagnostic[] {
