@@ -29,6 +29,8 @@ import { gatewayBindings } from "./virtual-gateway.js";
 const RT_FIELDS = ["hosts", "virtualGateways", "workloadSelectors", "defaultDestination", "http", "weight", "failureMode", "virtualServiceAnnotations"];
 const FORWARD_FIELDS = ["destinations", "pathRewrite", "regexRewrite", "hostRewrite"];
 const DEST_FIELDS = ["ref", "kind", "port", "subset", "weight"];
+/** AWS Lambda destinations: `awsLambda` (Gloo ≥ 2.3) or `kind: CLOUD_PROVIDER` + `function` (Gloo 2.2/2.3). */
+const LAMBDA_FIELDS = ["awsLambda", "function"];
 const REDIRECT_CODES: Readonly<Record<string, number>> = { MOVED_PERMANENTLY: 301, FOUND: 302, SEE_OTHER: 303, TEMPORARY_REDIRECT: 307, PERMANENT_REDIRECT: 308 };
 export const REPLACEMENT_BODY = "gitmesh: this route could not be translated; see the diagnostics of its route table";
 
@@ -273,7 +275,7 @@ function forwardTo(ctx: WorkspaceContext, root: InputObject, fr: FlatRoute, targ
   let ok = true;
   for (const [i, d] of dests.entries()) {
     const raw = asRecord(d.raw);
-    for (const k of Object.keys(raw)) if (!DEST_FIELDS.includes(k)) err(TranslateCode.UnsupportedField, `${d.path}/${k}`, `destination field "${k}" is not supported by gitmesh`);
+    for (const k of Object.keys(raw)) if (!DEST_FIELDS.includes(k) && !LAMBDA_FIELDS.includes(k)) err(TranslateCode.UnsupportedField, `${d.path}/${k}`, `destination field "${k}" is not supported by gitmesh`);
     const res = resolveDestination(ctx, d.owner, raw, d.path, cluster);
     if ("error" in res) {
       err(res.code, res.path, res.error);
@@ -345,6 +347,14 @@ type Resolved = { readonly host: string; readonly port?: number; readonly servic
 
 /** A DestinationReference (Service, VirtualDestination or ExternalService) → Istio host and port, in one cluster. */
 export function resolveDestination(ctx: WorkspaceContext, owner: InputObject, raw: Record<string, unknown>, path: string, cluster: string): Resolved {
+  if (raw.awsLambda !== undefined || raw.function !== undefined || raw.kind === "CLOUD_PROVIDER") {
+    const at = raw.awsLambda !== undefined ? `${path}/awsLambda` : raw.function !== undefined ? `${path}/function` : `${path}/kind`;
+    return {
+      code: TranslateCode.NeedsGlooDataPlane,
+      path: at,
+      error: `this destination is an AWS Lambda function (CloudProvider). Gloo invokes Lambdas from its own Envoy build (Gloo's data plane, with AWS request signing); upstream Istio cannot, so gitmesh cannot translate it. Route to a Service, VirtualDestination or ExternalService (e.g. an API Gateway in front of the function), or leave this route table to Gloo Gateway`,
+    };
+  }
   const ref = asRecord(raw.ref);
   const name = asString(ref.name);
   const ns = asString(ref.namespace) ?? owner.metadata.namespace ?? ctx.index.adminNamespace;

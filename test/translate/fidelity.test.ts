@@ -63,3 +63,19 @@ describe("VirtualGateway listener tls.parameters", () => {
     expect(diags.filter((d) => d.path?.includes("/tls/parameters") === true).map((d) => d.severity)).toEqual(["error", "error", "error"]);
   });
 });
+
+describe("AWS Lambda destinations", () => {
+  it("load without schema errors and are reported as needing Gloo's data plane, the route answering 500", () => {
+    const c = loadCase("lambda-destinations");
+    expect(c.inputDiagnostics).toEqual([]);
+    const { result } = runCase(c);
+    expect(result.diagnostics.filter((d) => d.code === "NEEDS_GLOO_DATA_PLANE").map((d) => [d.severity, d.path])).toEqual([
+      ["error", "/spec/http/0/forwardTo/destinations/0/function"],
+      ["error", "/spec/http/1/forwardTo/destinations/0/awsLambda"],
+    ]);
+    const r = result.clusters.get("cluster1")!.resources;
+    const gateway = "istio-gateways/virtualgateway-north-south-gw-istio-gateways-cluster1-gateways";
+    expect(evaluate(r, { host: "x.example.com", path: "/lambda-22", gateway })).toMatchObject({ kind: "direct", status: 500 });
+    expect(evaluate(r, { host: "x.example.com", path: "/other", gateway })).toMatchObject({ kind: "route", route: "productpage-lambda" });
+  });
+});
