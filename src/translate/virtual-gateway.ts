@@ -5,7 +5,7 @@
  * `credentialName` = `secretName`, hosts come from `allowedRouteTables[].host` or `*`.
  */
 import { Severity, type Diagnostic } from "../core/index.js";
-import { reportUnsupported, type WorkspaceContext } from "./context.js";
+import { reportUnsupported, type WorkspaceContext, type WorkspaceInfo } from "./context.js";
 import type { DiscoveredGateway, DiscoveredPort, InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { sanitizeName, stableName } from "./names.js";
@@ -24,11 +24,17 @@ export interface GatewayBinding {
   readonly ref: string;
   /** Labels common to the selected gateway pods (the Gateway's selector). */
   readonly podLabels: Labels;
+  /** The selected gateway Services (same namespace), sorted by name. */
+  readonly gateways: readonly DiscoveredGateway[];
 }
 
-/** The discovered gateways a VirtualGateway selects in the workspace's clusters, grouped per (cluster, namespace). */
-export function gatewayBindings(ctx: WorkspaceContext, vg: InputObject): GatewayBinding[] {
-  const ws = ctx.workspace;
+/**
+ * The discovered gateways a VirtualGateway selects in the clusters of its workspace (`ws`, default
+ * the current one), grouped per (cluster, namespace). Ingress gateways, and egress gateways when the
+ * VirtualGateway's `workloads` select them explicitly (an egress VirtualGateway selects
+ * `istio: egressgateway`; a VirtualGateway without `workloads` stays on the ingress gateways).
+ */
+export function gatewayBindings(ctx: WorkspaceContext, vg: InputObject, ws: WorkspaceInfo = ctx.workspace): GatewayBinding[] {
   const vgNs = vg.metadata.namespace ?? ctx.index.adminNamespace;
   const selectors = asArray(asRecord(vg.spec).workloads).map((w) => asRecord(asRecord(w).selector));
   const out: GatewayBinding[] = [];
@@ -36,7 +42,7 @@ export function gatewayBindings(ctx: WorkspaceContext, vg: InputObject): Gateway
     const owned = ws.namespaces.get(cluster) ?? [];
     const gws = (ctx.snapshot(cluster)?.gateways ?? []).filter(
       (g) =>
-        g.kind === "ingress" &&
+        (g.kind === "ingress" || (g.kind === "egress" && selectors.length > 0)) &&
         owned.includes(g.namespace) &&
         (selectors.length === 0 ||
           selectors.some((s) =>
@@ -51,7 +57,7 @@ export function gatewayBindings(ctx: WorkspaceContext, vg: InputObject): Gateway
     for (const ns of [...byNs.keys()].sort()) {
       const list = byNs.get(ns)!;
       const name = stableName("virtualgateway", vg.metadata.name, vgNs, cluster, ws.name);
-      out.push({ cluster, namespace: ns, name, ref: `${ns}/${name}`, podLabels: commonLabels(list.map((g) => g.podLabels)) });
+      out.push({ cluster, namespace: ns, name, ref: `${ns}/${name}`, podLabels: commonLabels(list.map((g) => g.podLabels)), gateways: [...list].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) });
     }
   }
   return out;
@@ -132,7 +138,7 @@ function translateListener(
   gateways: readonly DiscoveredGateway[],
   diagnostics: Diagnostic[],
 ): Record<string, unknown> | undefined {
-  diagnostics.push(...reportUnsupported(ctx, vg, l, path, ["port", "tls", "http", "tcp", "httpsRedirect", "allowedRouteTables"]));
+  diagnostics.push(...reportUnsupported(ctx, vg, l, path, ["port", "tls", "http", "tcp", "httpsRedirect", "allowedRouteTables", "exposedExternalServices"]));
   const portSel = asRecord(l.port);
   const number = asNumber(portSel.number);
   const pname = asString(portSel.name);
@@ -160,7 +166,9 @@ function translateListener(
   if (l.tcp !== undefined) protocol = mode === undefined ? "TCP" : "TLS";
   else if (mode === "PASSTHROUGH" || mode === "AUTO_PASSTHROUGH") protocol = "TLS";
   else protocol = mode === undefined ? "HTTP" : "HTTPS";
-  const hosts = asArray(l.allowedRouteTables)
+  // An egress listener serves the hosts of the ExternalServices it exposes (exposedExternalServices).
+  const hostSource = asArray(l.allowedRouteTables).length > 0 ? l.allowedRouteTables : l.exposedExternalServices;
+  const hosts = asArray(hostSource)
     .map((a) => asString(asRecord(a).host))
     .filter((h): h is string => h !== undefined && h !== "")
     .map((h) => (h.includes("/") ? h : `*/${h}`));

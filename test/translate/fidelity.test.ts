@@ -3,6 +3,7 @@
  * cases. Each case's input.yaml quotes the Gloo passage it follows.
  */
 import { describe, expect, it } from "vitest";
+import { discoveryFromFiles } from "../../src/discovery/index.js";
 import type { IstioResource } from "../../src/translate/index.js";
 import { evaluate } from "./evaluator.js";
 import { loadCase, runCase } from "./golden.js";
@@ -77,5 +78,66 @@ describe("AWS Lambda destinations", () => {
     const gateway = "istio-gateways/virtualgateway-north-south-gw-istio-gateways-cluster1-gateways";
     expect(evaluate(r, { host: "x.example.com", path: "/lambda-22", gateway })).toMatchObject({ kind: "direct", status: 500 });
     expect(evaluate(r, { host: "x.example.com", path: "/other", gateway })).toMatchObject({ kind: "route", route: "productpage-lambda" });
+  });
+});
+
+/**
+ * Istio's authorization for one workload (istio.io, "Authorization Policy": DENY policies first; then,
+ * if any ALLOW policy selects the workload, the request must match one of their rules). Enough of it
+ * for the rendered rules: principals, hosts and methods.
+ */
+function authorized(resources: readonly IstioResource[], req: { namespace: string; podLabels: Record<string, string>; principal: string; host: string; method: string }): boolean {
+  type Rule = { from?: { source: { principals?: string[] } }[]; to?: { operation: { hosts?: string[]; methods?: string[] } }[] };
+  const selects = (p: IstioResource): boolean => {
+    const ml = ((p.spec.selector as { matchLabels?: Record<string, string> } | undefined)?.matchLabels ?? {});
+    return p.metadata.namespace === req.namespace && Object.entries(ml).every(([k, v]) => req.podLabels[k] === v) && p.metadata.annotations?.["istio.io/dry-run"] !== "true";
+  };
+  const matches = (r: Rule): boolean =>
+    (r.from ?? [{ source: {} }]).some((f) => f.source.principals === undefined || f.source.principals.includes(req.principal)) &&
+    (r.to ?? [{ operation: {} }]).some((t) => (t.operation.hosts === undefined || t.operation.hosts.includes(req.host)) && (t.operation.methods === undefined || t.operation.methods.includes(req.method)));
+  const policies = resources.filter((r) => r.kind === "AuthorizationPolicy" && selects(r));
+  if (policies.some((p) => p.spec.action === "DENY" && ((p.spec.rules ?? []) as Rule[]).some(matches))) return false;
+  const allow = policies.filter((p) => (p.spec.action ?? "ALLOW") === "ALLOW");
+  return allow.length === 0 || allow.some((p) => ((p.spec.rules ?? []) as Rule[]).some(matches));
+}
+
+describe("egress gateways and AccessPolicy on ExternalServices", () => {
+  const r = output("egress-gateway");
+  const egressGw = "istio-gateways/virtualgateway-egress-gw-istio-gateways-cluster1-gateways";
+  const gwPod = { namespace: "istio-gateways", podLabels: { app: "istio-egressgateway", istio: "egressgateway" } };
+
+  it("a Service labelled istio: egressgateway is discovered as an egress gateway", () => {
+    const manifest = [
+      "apiVersion: v1",
+      "kind: Service",
+      "metadata: {name: istio-egressgateway, namespace: istio-gateways, labels: {app: istio-egressgateway, istio: egressgateway}}",
+      "spec: {type: ClusterIP, selector: {app: istio-egressgateway, istio: egressgateway}, ports: [{name: https, port: 443, targetPort: 8443, protocol: TCP}]}",
+    ].join("\n");
+    const { snapshots } = discoveryFromFiles([{ path: "cluster1/gw.yaml", content: manifest }]);
+    expect(snapshots.get("cluster1")?.gateways).toMatchObject([{ kind: "egress", name: "istio-egressgateway", podLabels: { istio: "egressgateway" } }]);
+  });
+
+  it("sidecars send the ExternalService's traffic (portMatch 80) to the egress gateway, which forwards it to the external host", () => {
+    expect(evaluate(r, { host: "httpbin.org", path: "/get", port: 80 })).toMatchObject({ kind: "route", destinations: [{ host: "istio-egressgateway.istio-gateways.svc.cluster.local", port: 443, subset: "egress-httpbin-org" }] });
+    expect(evaluate(r, { host: "httpbin.org", path: "/get", port: 8443, gateway: egressGw })).toMatchObject({ kind: "route", destinations: [{ host: "httpbin.org", port: 443 }] });
+    const gw = r.find((o) => o.kind === "Gateway" && o.metadata.name === "virtualgateway-egress-gw-istio-gateways-cluster1-gateways");
+    expect(gw?.spec).toMatchObject({ selector: { istio: "egressgateway" }, servers: [{ hosts: ["*/httpbin.org"], port: { number: 8443 }, tls: { mode: "ISTIO_MUTUAL" } }] });
+  });
+
+  it("the egress gateway lets only the allowed client through to the external host, with the allowed method", () => {
+    const productpage = "cluster1.local/ns/bookinfo-frontends/sa/bookinfo-productpage";
+    const reviews = "cluster1.local/ns/bookinfo-backends/sa/bookinfo-reviews";
+    expect(authorized(r, { ...gwPod, principal: productpage, host: "httpbin.org", method: "GET" })).toBe(true);
+    expect(authorized(r, { ...gwPod, principal: productpage, host: "httpbin.org", method: "POST" })).toBe(false);
+    expect(authorized(r, { ...gwPod, principal: reviews, host: "httpbin.org", method: "GET" })).toBe(false);
+  });
+
+  it("an access policy Istio cannot enforce is an error, never skipped silently", () => {
+    const diags = runCase(loadCase("egress-gateway")).result.diagnostics.filter((d) => d.code === "ACCESS_NOT_ENFORCED");
+    expect(diags).toHaveLength(2);
+    expect(diags.every((d) => d.severity === "error")).toBe(true);
+    expect(diags.map((d) => d.message)).toEqual([expect.stringContaining('"cluster2"'), expect.stringContaining("direct-api is reached directly")]);
+    // nothing is rendered for the ExternalService without an egress gateway
+    expect(r.filter((o) => o.kind === "AuthorizationPolicy").map((o) => o.metadata.labels["gitmesh.io/parent-name"])).toEqual(["allow-get-httpbin"]);
   });
 });

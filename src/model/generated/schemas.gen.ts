@@ -1423,7 +1423,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
         }
       },
       "gateways": {
-        "description": "East-west and ingress gateways, sorted by (namespace, name). Identified by their Service: label `istio: eastwestgateway` or `topology.istio.io/network` (east-west), label `istio: ingressgateway` (ingress).",
+        "description": "East-west, ingress and egress gateways, sorted by (namespace, name). Identified by their Service: label `istio: eastwestgateway` or `topology.istio.io/network` (east-west), label `istio: ingressgateway` (ingress), label `istio: egressgateway` (egress).",
         "type": "array",
         "items": {
           "$ref": "#/$defs/DiscoveredGateway"
@@ -1769,11 +1769,12 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
         ],
         "properties": {
           "kind": {
-            "description": "`east-west`: Service labelled `istio: eastwestgateway` or carrying `topology.istio.io/network`; `ingress`: Service labelled `istio: ingressgateway`.",
+            "description": "`east-west`: Service labelled `istio: eastwestgateway` or carrying `topology.istio.io/network`; `ingress`: Service labelled `istio: ingressgateway`; `egress`: Service labelled `istio: egressgateway` (an egress VirtualGateway's workload).",
             "type": "string",
             "enum": [
               "east-west",
-              "ingress"
+              "ingress",
+              "egress"
             ]
           },
           "name": {
