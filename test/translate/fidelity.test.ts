@@ -141,3 +141,19 @@ describe("egress gateways and AccessPolicy on ExternalServices", () => {
     expect(r.filter((o) => o.kind === "AuthorizationPolicy").map((o) => o.metadata.labels["gitmesh.io/parent-name"])).toEqual(["allow-get-httpbin"]);
   });
 });
+
+describe("VirtualDestination WorkloadEntries of remote clusters", () => {
+  // A published Gloo-generated WorkloadEntry (solo-io workshop notes, `kubectl get workloadentry
+  // vd-productpage-global-bookinfo-app-productpage-172-23-0-6 -oyaml`): `spec.locality: us-east-1`
+  // (region only) and `ports: {http-9080: 15443}`; the tlsMode label is the one Istio's own
+  // multi-network WorkloadEntries carry (`security.istio.io/tlsMode: istio`).
+  it("carry the tlsMode label and the gateway's region only", () => {
+    const we = output("dest-vd-local-and-remote").filter((o) => o.kind === "WorkloadEntry");
+    expect(we.length).toBeGreaterThan(0);
+    for (const w of we) {
+      expect(w.spec.labels).toMatchObject({ app: "reviews", "security.istio.io/tlsMode": "istio" });
+      expect(w.spec.locality).toMatch(/^[a-z0-9-]+$/);
+      expect(Object.values(w.spec.ports as Record<string, number>)).toEqual([15443]);
+    }
+  });
+});
