@@ -1,7 +1,7 @@
 /**
  * RouteTable → VirtualService (+ DestinationRule subsets).
  *
- * - East-west (no `virtualGateways`, or `workloadSelectors` set): one VirtualService per cluster
+ * - East-west (no `virtualGateways`, or a non-empty `workloadSelectors`; see `gatewayOnly`): one VirtualService per cluster
  *   of the owning workspace where the table's namespace exists, in that namespace, `gateways:
  *   [mesh]`, `exportTo` = the workspace's namespaces there, `workloadSelectors` labels →
  *   `match[].sourceLabels`.
