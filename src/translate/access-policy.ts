@@ -136,6 +136,13 @@ function externalServiceTargets(ctx: WorkspaceContext, ap: InputObject, d: Recor
       diagnostics.push(ctx.diag(ap, DestinationCode.AccessNotEnforced, Severity.Error, path, `ExternalService ${esName} is reached directly from the clients' sidecars (no ports[].egressGatewayRoutes to an egress gateway), and Istio enforces an AuthorizationPolicy only on the workload that receives a request: this access policy is NOT enforced for it. Route the ExternalService through an egress VirtualGateway (ports[].egressGatewayRoutes), as Gloo requires for access policies on external services.`));
       continue;
     }
+    const directPorts = asArray(asRecord(es.spec).ports)
+      .map(asRecord)
+      .filter((p) => p.egressGatewayRoutes === undefined || p.egressGatewayRoutes === null)
+      .map((p) => String(p.number));
+    if (directPorts.length > 0) {
+      diagnostics.push(ctx.diag(ap, DestinationCode.AccessNotEnforced, Severity.Error, path, `port(s) ${directPorts.join(", ")} of ExternalService ${esName} have no egressGatewayRoutes: clients reach them directly and this access policy is NOT enforced on them. Route every port through the egress gateway, or remove the port.`));
+    }
     if (unguarded.length > 0) {
       diagnostics.push(ctx.diag(ap, DestinationCode.AccessNotEnforced, Severity.Error, path, `ExternalService ${esName} has no egress gateway in cluster(s) ${unguarded.map((c) => `"${c}"`).join(", ")}: sidecars there reach it directly and this access policy is NOT enforced there. Run an egress gateway of the referenced VirtualGateway in those clusters.`));
     }

@@ -129,23 +129,36 @@ function translateOne(ctx: WorkspaceContext, es: InputObject): TranslatorOutput 
     const namespace = exportTo.includes(esNs) ? esNs : exportTo[0];
     if (namespace === undefined) continue;
     const meta = (name: string) => outputMetadata(name, namespace, cluster, ws, parent);
-    resources.push({
+    const serviceEntry = (name: string, sePorts: readonly Record<string, unknown>[], seExport: readonly string[]): Emitted => ({
       cluster,
       resource: {
         apiVersion: "networking.istio.io/v1",
         kind: "ServiceEntry",
-        metadata: meta(baseName),
+        metadata: meta(name),
         spec: {
           hosts,
           ...(addresses.length > 0 ? { addresses } : {}),
-          ports: withClientPorts(ports.map((p) => p.se), routes),
+          ports: sePorts,
           location: "MESH_EXTERNAL",
           resolution: wildcard ? "NONE" : "DNS",
           ...(sans.length > 0 ? { subjectAltNames: sans } : {}),
-          exportTo,
+          exportTo: seExport,
         },
       },
     });
+    if (routes.length === 0) {
+      resources.push(serviceEntry(baseName, ports.map((p) => p.se), exportTo));
+    } else {
+      // Clients see the ports they send to (portMatch, and ports not routed through a gateway); only
+      // the egress gateways see the ports the external host is reached on, so a client cannot skip
+      // the gateway (and its access policy) by calling the external port itself (with
+      // outboundTrafficPolicy REGISTRY_ONLY; with ALLOW_ANY nothing in Istio stops a direct call).
+      const gatewayNs = [...new Set(routes.map((r) => r.binding.namespace))].sort(cmpStr);
+      const routed = new Set(routes.map((r) => r.esPort));
+      const clientExport = exportTo.filter((n) => !gatewayNs.includes(n));
+      if (clientExport.length > 0) resources.push(serviceEntry(baseName, withClientPorts(ports.filter((p) => !routed.has(p.number)).map((p) => p.se), routes), clientExport));
+      resources.push(serviceEntry(stableName(baseName, "egress-gateway"), ports.map((p) => p.se), gatewayNs));
+    }
     for (const host of hosts) {
       const trafficPolicy = perHost.get(host);
       if (trafficPolicy === undefined) continue;
@@ -159,7 +172,8 @@ function translateOne(ctx: WorkspaceContext, es: InputObject): TranslatorOutput 
         },
       });
     }
-    for (const r of egressResources(baseName, hosts, routes, exportTo)) resources.push({ cluster, resource: { ...r, metadata: meta(r.metadata.name) } });
+    const direct = ports.map((p) => p.number).filter((n) => !routes.some((r) => r.esPort === n));
+    for (const r of egressResources(baseName, hosts, routes, direct, exportTo)) resources.push({ cluster, resource: { ...r, metadata: meta(r.metadata.name) } });
   }
   return { resources, diagnostics };
 }
@@ -176,12 +190,13 @@ function withClientPorts(sePorts: readonly Record<string, unknown>[], routes: re
 /**
  * Istio's egress-gateway pattern (istio.io, "Egress Gateways"), per external host in one cluster:
  * a VirtualService bound to `mesh` and to the egress Gateway(s) — from sidecars, requests on
- * `portMatch` go to the egress gateway Service (load-balanced over the referenced gateways); at the
- * gateway, requests on the listener port go to the external host on the ExternalService port —
+ * `portMatch` go to the egress gateway Service (load-balanced over the referenced gateways), requests
+ * on ports not routed through a gateway go straight to the host; at the gateway, requests on the
+ * listener port go to the external host on the ExternalService port —
  * and, for ISTIO_MUTUAL listeners, a DestinationRule subset per gateway that sends Istio mTLS with
  * the external host as SNI (the gateway server matches it). Metadata is completed by the caller.
  */
-function egressResources(baseName: string, hosts: readonly string[], routes: readonly EgressRoute[], exportTo: readonly string[]): { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, unknown> }[] {
+function egressResources(baseName: string, hosts: readonly string[], routes: readonly EgressRoute[], directPorts: readonly number[], exportTo: readonly string[]): { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, unknown> }[] {
   if (routes.length === 0) return [];
   const out: { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, unknown> }[] = [];
   const gatewayRefs = [...new Set(routes.map((r) => r.binding.ref))].sort(cmpStr);
@@ -209,6 +224,12 @@ function egressResources(baseName: string, hosts: readonly string[], routes: rea
           route: [{ destination: { host, port: { number: r.esPort } } }],
         });
       }
+    }
+    // A VirtualService covers every port of its host: ports not routed through a gateway keep going
+    // straight to the host (without these routes their requests would find no route: 404).
+    for (const n of directPorts) {
+      if (routes.some((r) => r.portMatch === n)) continue;
+      http.push({ name: `mesh-to-${sanitizeName(host)}-${n}`, match: [{ gateways: ["mesh"], port: n }], route: [{ destination: { host, port: { number: n } } }] });
     }
     out.push({ apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name }, spec: { exportTo, gateways: ["mesh", ...gatewayRefs], hosts: [host], http } });
     const mutual = new Map<string, EgressRoute[]>();

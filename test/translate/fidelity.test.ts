@@ -117,9 +117,23 @@ describe("egress gateways and AccessPolicy on ExternalServices", () => {
     expect(snapshots.get("cluster1")?.gateways).toMatchObject([{ kind: "egress", name: "istio-egressgateway", podLabels: { istio: "egressgateway" } }]);
   });
 
+  it("clients see only the ports they send to; the external port is visible to the egress gateway only", () => {
+    const ses = r.filter((o) => o.kind === "ServiceEntry" && o.metadata.labels["gitmesh.io/parent-name"] === "httpbin");
+    const ports = (o: IstioResource) => (o.spec.ports as { number: number }[]).map((p) => p.number);
+    expect(ses.map((o) => [o.spec.exportTo, ports(o)])).toEqual(
+      expect.arrayContaining([
+        [["bookinfo-backends", "bookinfo-frontends"], [8080, 80]],
+        [["istio-gateways"], [443, 8080]],
+      ]),
+    );
+    expect(ses).toHaveLength(2);
+  });
+
   it("sidecars send the ExternalService's traffic (portMatch 80) to the egress gateway, which forwards it to the external host", () => {
     expect(evaluate(r, { host: "httpbin.org", path: "/get", port: 80 })).toMatchObject({ kind: "route", destinations: [{ host: "istio-egressgateway.istio-gateways.svc.cluster.local", port: 443, subset: "egress-httpbin-org" }] });
     expect(evaluate(r, { host: "httpbin.org", path: "/get", port: 8443, gateway: egressGw })).toMatchObject({ kind: "route", destinations: [{ host: "httpbin.org", port: 443 }] });
+    // a port without egressGatewayRoutes still reaches the host directly (the VirtualService must not 404 it)
+    expect(evaluate(r, { host: "httpbin.org", path: "/get", port: 8080 })).toMatchObject({ kind: "route", destinations: [{ host: "httpbin.org", port: 8080 }] });
     const gw = r.find((o) => o.kind === "Gateway" && o.metadata.name === "virtualgateway-egress-gw-istio-gateways-cluster1-gateways");
     expect(gw?.spec).toMatchObject({ selector: { istio: "egressgateway" }, servers: [{ hosts: ["*/httpbin.org"], port: { number: 8443 }, tls: { mode: "ISTIO_MUTUAL" } }] });
   });
@@ -134,9 +148,12 @@ describe("egress gateways and AccessPolicy on ExternalServices", () => {
 
   it("an access policy Istio cannot enforce is an error, never skipped silently", () => {
     const diags = runCase(loadCase("egress-gateway")).result.diagnostics.filter((d) => d.code === "ACCESS_NOT_ENFORCED");
-    expect(diags).toHaveLength(2);
     expect(diags.every((d) => d.severity === "error")).toBe(true);
-    expect(diags.map((d) => d.message)).toEqual([expect.stringContaining('"cluster2"'), expect.stringContaining("direct-api is reached directly")]);
+    expect(diags.map((d) => d.message)).toEqual([
+      expect.stringContaining('"cluster2"'),
+      expect.stringContaining("port(s) 8080 of ExternalService bookinfo-frontends/httpbin have no egressGatewayRoutes"),
+      expect.stringContaining("direct-api is reached directly"),
+    ]);
     // nothing is rendered for the ExternalService without an egress gateway
     expect(r.filter((o) => o.kind === "AuthorizationPolicy").map((o) => o.metadata.labels["gitmesh.io/parent-name"])).toEqual(["allow-get-httpbin"]);
   });
