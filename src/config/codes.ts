@@ -25,6 +25,7 @@ export const ConfigCode = {
   MISSING_NAMESPACE: "MISSING_NAMESPACE",
   INVALID_METADATA: "INVALID_METADATA",
   SCHEMA_VIOLATION: "SCHEMA_VIOLATION",
+  NULL_FIELD_DROPPED: "NULL_FIELD_DROPPED",
   DUPLICATE_OBJECT: "DUPLICATE_OBJECT",
   DUPLICATE_WORKSPACE_SETTINGS: "DUPLICATE_WORKSPACE_SETTINGS",
   ADMIN_NAMESPACE_REQUIRED: "ADMIN_NAMESPACE_REQUIRED",
@@ -85,6 +86,11 @@ export const CONFIG_CODES: Readonly<Record<ConfigCode, CodeInfo>> = {
   SCHEMA_VIOLATION: {
     severity: Severity.Error,
     description: "The object does not match the JSON Schema of its kind (one diagnostic per violation, at the offending line). The object is not loaded.",
+  },
+  NULL_FIELD_DROPPED: {
+    severity: Severity.Warning,
+    description:
+      "A field of `spec` is `null` (e.g. `labels:` or `matchers:` with nothing after it). It is dropped before validation, as the Kubernetes API server prunes null values of non-nullable fields, so it means the same as leaving the field out.",
   },
   DUPLICATE_OBJECT: {
     severity: Severity.Error,

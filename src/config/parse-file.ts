@@ -224,7 +224,13 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
   };
   const clusterAnnotation = annotations[CLUSTER_ANNOTATION];
   const cluster = clusterAnnotation !== undefined && clusterAnnotation !== "" ? clusterAnnotation : undefined;
-  const spec = value.spec;
+  const dropped: string[] = [];
+  const meta = isRecord(rawMeta) ? dropNulls(rawMeta, "/metadata", dropped) : rawMeta;
+  const spec = value.spec === undefined ? undefined : dropNulls(value.spec, "/spec", dropped);
+  for (const pointer of dropped) {
+    out.push(diag(ConfigCode.NULL_FIELD_DROPPED, file, at(pointer), `${kind} ${namespace}/${name}: ${pointer} is null and is dropped (as Kubernetes does); remove the empty key or give it a value`, pointer));
+  }
+  const raw = spec === value.spec && meta === rawMeta ? value : { ...value, metadata: meta, spec };
   const object: LoadedObject = {
     key: objectKey(kind, cluster, namespace, name),
     apiVersion,
@@ -236,7 +242,38 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
     digest: sha256(stableJson({ apiVersion, kind, metadata, spec })),
     positions: doc.positions,
   };
-  return { object, raw: value };
+  return { object, raw };
+}
+
+/**
+ * `value` without the map entries whose value is `null`, at any depth (list items are kept: a null
+ * item is an error the schema reports). Kubernetes does the same for CRD fields that are not
+ * nullable ("null values for fields that either don't specify the nullable flag, or give it a false
+ * value, will be pruned before defaulting happens" — Kubernetes docs, CustomResourceDefinition
+ * defaulting and nullable), so `labels:` with nothing after it means the field is not set.
+ * Returns `value` itself when it has no null entry (no copy).
+ */
+function dropNulls(value: unknown, pointer: string, dropped: string[]): unknown {
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    value.forEach((item, i) => {
+      const v = dropNulls(item, `${pointer}/${i}`, dropped);
+      if (v !== item) (out ??= [...(value as unknown[])])[i] = v;
+    });
+    return out ?? value;
+  }
+  if (!isRecord(value)) return value;
+  const entries = Object.entries(value);
+  const at = (k: string): string => `${pointer}/${k.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+  // Copy only from the first changed entry on: most documents have no null and allocate nothing.
+  let out: Record<string, unknown> | undefined;
+  for (const [i, [k, item]] of entries.entries()) {
+    if (item === null) dropped.push(at(k));
+    const v = item === null || typeof item !== "object" ? item : dropNulls(item, at(k), dropped);
+    if (out === undefined && (item === null || v !== item)) out = Object.fromEntries(entries.slice(0, i));
+    if (out !== undefined && item !== null) out[k] = v;
+  }
+  return out ?? value;
 }
 
 function stringMap(

@@ -581,6 +581,7 @@ export function gatewayKind(svc: DiscoveredService): DiscoveredGateway["kind"] |
   const istio = svc.labels.istio ?? svc.selector.istio;
   if (istio === "eastwestgateway") return "east-west";
   if (istio === "ingressgateway") return "ingress";
+  if (istio === "egressgateway") return "egress";
   if (svc.labels[NETWORK_LABEL] !== undefined) return "east-west";
   return undefined;
 }
@@ -648,7 +649,7 @@ export function readWorkload(r: Reporter, obj: KubeObject, kind: WorkloadKind, p
 }
 
 /**
- * The gateway a Service stands for (east-west or ingress), or undefined. `workloads` are the
+ * The gateway a Service stands for (east-west, ingress or egress), or undefined. `workloads` are the
  * workloads of the Service's namespace; pods and workloads are considered in name order.
  */
 export function readGateway(r: Reporter, o: KubeObject, svc: DiscoveredService, pods: PodIndex, workloads: Iterable<DiscoveredWorkload>, localityOf: LocalityOf): DiscoveredGateway | undefined {

@@ -17,12 +17,13 @@
  */
 import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
-import { DestinationCode, cmpStr, objectSelector, selectServices, trustDomainOf, workloadsIn } from "./destination-common.js";
+import { DestinationCode, cmpStr, consumersOf, objectSelector, selectServices, trustDomainOf, workloadsIn } from "./destination-common.js";
+import { egressRoutes } from "./egress.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
 import { asArray, asRecord, asString, globMatch, labelsMatch, type Labels } from "./selectors.js";
-import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
+import { TranslateCode, type Emitted, type IstioMetadata, type IstioResource, type TranslatorOutput } from "./types.js";
 
 const TLS_MODES = ["DISABLE", "PERMISSIVE", "STRICT"] as const;
 
@@ -33,6 +34,8 @@ interface Target {
   readonly matchLabels: Labels;
   /** Distinguishes targets of one policy in one namespace. */
   readonly id: string;
+  /** An ExternalService's hosts: the target is its egress gateway, and every rule is limited to these hosts. */
+  readonly hosts?: readonly string[];
 }
 
 export function translateAccessPolicies(ctx: WorkspaceContext): TranslatorOutput {
@@ -81,8 +84,13 @@ function targetsOf(ctx: WorkspaceContext, ap: InputObject, diagnostics: Diagnost
     const path = raw === undefined ? "/spec" : `/spec/applyToDestinations/${i}`;
     const d = asRecord(raw);
     const kind = asString(d.kind) ?? "SERVICE";
+    if (kind === "EXTERNAL_SERVICE") {
+      out.push(...externalServiceTargets(ctx, ap, d, path, diagnostics));
+      return;
+    }
     if (kind !== "SERVICE") {
-      diagnostics.push(ctx.diag(ap, TranslateCode.UnsupportedField, Severity.Warning, `${path}/kind`, `AccessPolicy applies to Services (or workloads) only; ${kind} destinations are not supported and are skipped.`));
+      // A security policy that is not enforced is an error, never a warning.
+      diagnostics.push(ctx.diag(ap, DestinationCode.AccessNotEnforced, Severity.Error, `${path}/kind`, `AccessPolicy cannot be applied to ${kind} destinations (Gloo does not support it either); this entry is NOT enforced. Select the backing Services or their workloads (applyToWorkloads) instead.`));
       return;
     }
     let n = 0;
@@ -99,6 +107,60 @@ function targetsOf(ctx: WorkspaceContext, ap: InputObject, diagnostics: Diagnost
     if (n === 0) diagnostics.push(ctx.diag(ap, TranslateCode.SelectsNothing, Severity.Warning, path, `selects no Service owned by workspace "${ws.name}"; check the selector.`));
   });
   return out;
+}
+
+/**
+ * An AccessPolicy on ExternalServices is enforced on the egress gateway(s) their traffic goes
+ * through (Gloo, "Block egress traffic with an egress gateway": "Route all egress traffic for an
+ * external service through an egress gateway and ensure that only certain services in the mesh can
+ * send requests to the external endpoint"): one target per gateway, rules limited to the
+ * ExternalService's hosts. Without an egress gateway (ports[].egressGatewayRoutes), or in a client
+ * cluster where none runs, the sidecars reach the host directly and Istio has no workload on which
+ * an AuthorizationPolicy could check the request: an error (ACCESS_NOT_ENFORCED), never a skip.
+ */
+function externalServiceTargets(ctx: WorkspaceContext, ap: InputObject, d: Record<string, unknown>, path: string, diagnostics: Diagnostic[]): Target[] {
+  const out: Target[] = [];
+  const selected = ctx.select("ExternalService", objectSelector(d.selector));
+  if (selected.length === 0) {
+    diagnostics.push(ctx.diag(ap, TranslateCode.SelectsNothing, Severity.Warning, path, `selects no ExternalService visible to workspace "${ctx.workspace.name}"; check the selector (and that the ExternalService is exported to this workspace and imported).`));
+    return out;
+  }
+  for (const es of selected) {
+    const esName = `${es.metadata.namespace ?? ""}/${es.metadata.name}`;
+    const hosts = asArray(asRecord(es.spec).hosts).filter((h): h is string => typeof h === "string" && h !== "");
+    const routes = egressRoutes(ctx, es);
+    const clients = new Set<string>();
+    for (const w of [ctx.ownerOf(es), ...consumersOf(ctx, ctx.selectable(es))]) for (const c of ctx.index.workspaces.get(w)?.clusters ?? []) clients.add(c);
+    const unguarded = [...clients].filter((c) => !routes.some((r) => r.binding.cluster === c)).sort(cmpStr);
+    if (routes.length === 0) {
+      diagnostics.push(ctx.diag(ap, DestinationCode.AccessNotEnforced, Severity.Error, path, `ExternalService ${esName} is reached directly from the clients' sidecars (no ports[].egressGatewayRoutes to an egress gateway), and Istio enforces an AuthorizationPolicy only on the workload that receives a request: this access policy is NOT enforced for it. Route the ExternalService through an egress VirtualGateway (ports[].egressGatewayRoutes), as Gloo requires for access policies on external services.`));
+      continue;
+    }
+    const directPorts = asArray(asRecord(es.spec).ports)
+      .map(asRecord)
+      .filter((p) => p.egressGatewayRoutes === undefined || p.egressGatewayRoutes === null)
+      .map((p) => String(p.number));
+    if (directPorts.length > 0) {
+      diagnostics.push(ctx.diag(ap, DestinationCode.AccessNotEnforced, Severity.Error, path, `port(s) ${directPorts.join(", ")} of ExternalService ${esName} have no egressGatewayRoutes: clients reach them directly and this access policy is NOT enforced on them. Route every port through the egress gateway, or remove the port.`));
+    }
+    if (unguarded.length > 0) {
+      diagnostics.push(ctx.diag(ap, DestinationCode.AccessNotEnforced, Severity.Error, path, `ExternalService ${esName} has no egress gateway in cluster(s) ${unguarded.map((c) => `"${c}"`).join(", ")}: sidecars there reach it directly and this access policy is NOT enforced there. Run an egress gateway of the referenced VirtualGateway in those clusters.`));
+    }
+    const seen = new Set<string>();
+    for (const r of routes) {
+      const key = `${r.binding.cluster}|${r.binding.namespace}|${r.binding.name}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push({ cluster: r.binding.cluster, namespace: r.binding.namespace, matchLabels: r.binding.podLabels, id: `${es.metadata.name}-${es.metadata.namespace ?? ""}-egress`, hosts });
+    }
+  }
+  return out;
+}
+
+/** A rule limited to requests for `hosts` (the Host header the egress gateway sees is the external host). */
+function forHosts(rule: Record<string, unknown>, hosts: readonly string[]): Record<string, unknown> {
+  const op = asRecord(asRecord(asArray(rule.to)[0]).operation);
+  return { ...rule, to: [{ operation: { ...op, hosts: [...hosts] } }] };
 }
 
 const principalMemo = new WeakMap<object, Map<string, string[]>>();
@@ -224,32 +286,19 @@ function translateOne(ctx: WorkspaceContext, ap: InputObject): TranslatorOutput 
   const apNs = ap.metadata.namespace ?? ctx.index.adminNamespace;
   const parent = ctx.parentOf(ap);
   const resources: Emitted[] = [];
+  if (tlsMode !== undefined && targets.some((t) => t.hosts !== undefined)) {
+    diagnostics.push(ctx.diag(ap, TranslateCode.UnsupportedField, Severity.Warning, "/spec/config/authn", "authn.tlsMode does not apply to ExternalService destinations (the mTLS between sidecars and the egress gateway is set by the egress listener's tls.mode); no PeerAuthentication is rendered for them."));
+  }
   for (const t of targets) {
     const name = stableName("accesspolicy", ap.metadata.name, apNs, t.id, ws);
     const selector = Object.keys(t.matchLabels).length > 0 ? { selector: { matchLabels: t.matchLabels } } : {};
     if (hasAuthz && anyEnforced) {
-      resources.push({
-        cluster: t.cluster,
-        resource: {
-          apiVersion: "security.istio.io/v1",
-          kind: "AuthorizationPolicy",
-          metadata: outputMetadata(name, t.namespace, t.cluster, ws, parent),
-          spec: { action: "ALLOW", ...(enforced.length > 0 ? { rules: enforced } : {}), ...selector },
-        },
-      });
+      resources.push({ cluster: t.cluster, resource: authorizationPolicy(outputMetadata(name, t.namespace, t.cluster, ws, parent), enforced, t.hosts, selector) });
     }
     if (hasAuthz && anyDry) {
-      resources.push({
-        cluster: t.cluster,
-        resource: {
-          apiVersion: "security.istio.io/v1",
-          kind: "AuthorizationPolicy",
-          metadata: outputMetadata(stableName(name, "dry-run"), t.namespace, t.cluster, ws, parent, { "istio.io/dry-run": "true" }),
-          spec: { action: "ALLOW", ...(dry.length > 0 ? { rules: dry } : {}), ...selector },
-        },
-      });
+      resources.push({ cluster: t.cluster, resource: authorizationPolicy(outputMetadata(stableName(name, "dry-run"), t.namespace, t.cluster, ws, parent, { "istio.io/dry-run": "true" }), dry, t.hosts, selector) });
     }
-    if (tlsMode !== undefined) {
+    if (tlsMode !== undefined && t.hosts === undefined) {
       resources.push({
         cluster: t.cluster,
         resource: {
@@ -262,4 +311,17 @@ function translateOne(ctx: WorkspaceContext, ap: InputObject): TranslatorOutput 
     }
   }
   return { resources, diagnostics };
+}
+
+/**
+ * ALLOW with the rules (none: allow nothing). On an egress gateway (`hosts`), rules are limited to
+ * the ExternalService's hosts, and "allow nothing" is a DENY for those hosts: an ALLOW policy without
+ * rules would deny every request through the gateway, for every external host.
+ */
+function authorizationPolicy(metadata: IstioMetadata, rules: readonly Record<string, unknown>[], hosts: readonly string[] | undefined, selector: Record<string, unknown>): IstioResource {
+  if (hosts !== undefined && rules.length === 0) {
+    return { apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata, spec: { action: "DENY", rules: [{ to: [{ operation: { hosts: [...hosts] } }] }], ...selector } };
+  }
+  const scoped = hosts === undefined ? rules : rules.map((r) => forHosts(r, hosts));
+  return { apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata, spec: { action: "ALLOW", ...(scoped.length > 0 ? { rules: scoped } : {}), ...selector } };
 }

@@ -27,6 +27,8 @@ export const DestinationCode = {
   NamedTargetPort: "NAMED_TARGET_PORT",
   /** An AccessPolicy rule whose allowed clients resolve to no service account: the rule is dropped (fails closed). */
   NoAllowedClients: "NO_ALLOWED_CLIENTS",
+  /** An AccessPolicy (or part of one) that Istio cannot enforce for the selected destination: not rendered, an error. */
+  AccessNotEnforced: "ACCESS_NOT_ENFORCED",
   /** A RootTrustPolicy selects no discovered mesh, or two policies select one mesh (oldest wins). */
   RootTrustConflict: "ROOT_TRUST_CONFLICT",
 } as const;

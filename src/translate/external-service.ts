@@ -15,7 +15,8 @@ import { consumersOf, cmpStr, istioProtocol, namespacesIn, portName } from "./de
 import { destinationTrafficPolicy, type TrafficPolicy } from "./destination-policies.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
-import { stableName } from "./names.js";
+import { egressRoutes, type EgressRoute } from "./egress.js";
+import { sanitizeName, stableName } from "./names.js";
 import { asArray, asNumber, asRecord, asString } from "./selectors.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
@@ -52,7 +53,7 @@ function translateOne(ctx: WorkspaceContext, es: InputObject): TranslatorOutput 
   asArray(spec.ports).forEach((raw, i) => {
     const p = asRecord(raw);
     const path = `/spec/ports/${i}`;
-    diagnostics.push(...reportUnsupported(ctx, es, p, path, ["number", "targetPort", "name", "protocol", "clientsideTls"]));
+    diagnostics.push(...reportUnsupported(ctx, es, p, path, ["number", "targetPort", "name", "protocol", "clientsideTls", "egressGatewayRoutes"]));
     const number = asNumber(p.number);
     if (number === undefined) {
       diagnostics.push(ctx.diag(es, TranslateCode.InvalidField, Severity.Error, `${path}/number`, "an ExternalService port needs a number; the port is skipped."));
@@ -112,29 +113,52 @@ function translateOne(ctx: WorkspaceContext, es: InputObject): TranslatorOutput 
     perHost.set(host, trafficPolicy);
   }
 
+  const egress = egressRoutes(ctx, es, diagnostics);
+  const egressClusters = new Set(egress.map((r) => r.binding.cluster));
+  const routedPorts = [...new Set(egress.map((r) => r.portIndex))];
+  const direct = [...clients].filter((c) => !egressClusters.has(c)).sort(cmpStr);
+  if (routedPorts.length > 0 && direct.length > 0) {
+    diagnostics.push(ctx.diag(es, TranslateCode.GatewayNotFound, Severity.Warning, `/spec/ports/${routedPorts[0]!}/egressGatewayRoutes`, `no egress gateway of the referenced VirtualGateway(s) runs in cluster(s) ${direct.map((c) => `"${c}"`).join(", ")}: sidecars there reach ${hosts.join(", ")} directly, not through an egress gateway.`));
+  }
+
   const resources: Emitted[] = [];
   for (const cluster of [...clients].sort(cmpStr)) {
-    const exportTo = namespacesIn(ctx.index, cluster, [ws, ...consumers]);
+    const routes = egress.filter((r) => r.binding.cluster === cluster);
+    // The egress gateway needs the ServiceEntry and the TLS settings of the final hop, and the routes.
+    const exportTo = [...new Set([...namespacesIn(ctx.index, cluster, [ws, ...consumers]), ...routes.map((r) => r.binding.namespace)])].sort(cmpStr);
     const namespace = exportTo.includes(esNs) ? esNs : exportTo[0];
     if (namespace === undefined) continue;
     const meta = (name: string) => outputMetadata(name, namespace, cluster, ws, parent);
-    resources.push({
+    const serviceEntry = (name: string, sePorts: readonly Record<string, unknown>[], seExport: readonly string[]): Emitted => ({
       cluster,
       resource: {
         apiVersion: "networking.istio.io/v1",
         kind: "ServiceEntry",
-        metadata: meta(baseName),
+        metadata: meta(name),
         spec: {
           hosts,
           ...(addresses.length > 0 ? { addresses } : {}),
-          ports: ports.map((p) => p.se),
+          ports: sePorts,
           location: "MESH_EXTERNAL",
           resolution: wildcard ? "NONE" : "DNS",
           ...(sans.length > 0 ? { subjectAltNames: sans } : {}),
-          exportTo,
+          exportTo: seExport,
         },
       },
     });
+    if (routes.length === 0) {
+      resources.push(serviceEntry(baseName, ports.map((p) => p.se), exportTo));
+    } else {
+      // Clients see the ports they send to (portMatch, and ports not routed through a gateway); only
+      // the egress gateways see the ports the external host is reached on, so a client cannot skip
+      // the gateway (and its access policy) by calling the external port itself (with
+      // outboundTrafficPolicy REGISTRY_ONLY; with ALLOW_ANY nothing in Istio stops a direct call).
+      const gatewayNs = [...new Set(routes.map((r) => r.binding.namespace))].sort(cmpStr);
+      const routed = new Set(routes.map((r) => r.esPort));
+      const clientExport = exportTo.filter((n) => !gatewayNs.includes(n));
+      if (clientExport.length > 0) resources.push(serviceEntry(baseName, withClientPorts(ports.filter((p) => !routed.has(p.number)).map((p) => p.se), routes), clientExport));
+      resources.push(serviceEntry(stableName(baseName, "egress-gateway"), ports.map((p) => p.se), gatewayNs));
+    }
     for (const host of hosts) {
       const trafficPolicy = perHost.get(host);
       if (trafficPolicy === undefined) continue;
@@ -148,6 +172,77 @@ function translateOne(ctx: WorkspaceContext, es: InputObject): TranslatorOutput 
         },
       });
     }
+    const direct = ports.map((p) => p.number).filter((n) => !routes.some((r) => r.esPort === n));
+    for (const r of egressResources(baseName, hosts, routes, direct, exportTo)) resources.push({ cluster, resource: { ...r, metadata: meta(r.metadata.name) } });
   }
   return { resources, diagnostics };
+}
+
+/** The ServiceEntry also lists each `portMatch` clients send to (HTTP, as Gloo routes it), so that their sidecars capture it. */
+function withClientPorts(sePorts: readonly Record<string, unknown>[], routes: readonly EgressRoute[]): Record<string, unknown>[] {
+  const out = [...sePorts];
+  for (const n of [...new Set(routes.map((r) => r.portMatch))].sort((a, b) => a - b)) {
+    if (!out.some((p) => p.number === n)) out.push({ name: portName("HTTP", n), number: n, protocol: "HTTP" });
+  }
+  return out;
+}
+
+/**
+ * Istio's egress-gateway pattern (istio.io, "Egress Gateways"), per external host in one cluster:
+ * a VirtualService bound to `mesh` and to the egress Gateway(s) — from sidecars, requests on
+ * `portMatch` go to the egress gateway Service (load-balanced over the referenced gateways), requests
+ * on ports not routed through a gateway go straight to the host; at the gateway, requests on the
+ * listener port go to the external host on the ExternalService port —
+ * and, for ISTIO_MUTUAL listeners, a DestinationRule subset per gateway that sends Istio mTLS with
+ * the external host as SNI (the gateway server matches it). Metadata is completed by the caller.
+ */
+function egressResources(baseName: string, hosts: readonly string[], routes: readonly EgressRoute[], directPorts: readonly number[], exportTo: readonly string[]): { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, unknown> }[] {
+  if (routes.length === 0) return [];
+  const out: { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, unknown> }[] = [];
+  const gatewayRefs = [...new Set(routes.map((r) => r.binding.ref))].sort(cmpStr);
+  const portIndexes = [...new Set(routes.map((r) => r.portIndex))].sort((a, b) => a - b);
+  for (const host of hosts) {
+    const name = hosts.length === 1 ? stableName(baseName, "egress") : stableName(baseName, "egress", host);
+    const subset = sanitizeName(`egress-${host}`);
+    const http: Record<string, unknown>[] = [];
+    for (const pi of portIndexes) {
+      const rs = routes.filter((r) => r.portIndex === pi);
+      const first = rs[0]!;
+      const share = Math.floor(100 / rs.length);
+      http.push({
+        name: `mesh-to-egress-gateway-${first.portMatch}`,
+        match: [{ gateways: ["mesh"], port: first.portMatch }],
+        route: rs.map((r, i) => ({
+          destination: { host: r.gatewayHost, port: { number: r.servicePort }, ...(r.istioMutual ? { subset } : {}) },
+          ...(rs.length > 1 ? { weight: i === 0 ? 100 - share * (rs.length - 1) : share } : {}),
+        })),
+      });
+      for (const r of rs) {
+        http.push({
+          name: sanitizeName(`egress-gateway-to-${host}-${r.esPort}-${r.binding.namespace}`),
+          match: [{ gateways: [r.binding.ref], port: r.listenerPort }],
+          route: [{ destination: { host, port: { number: r.esPort } } }],
+        });
+      }
+    }
+    // A VirtualService covers every port of its host: ports not routed through a gateway keep going
+    // straight to the host (without these routes their requests would find no route: 404).
+    for (const n of directPorts) {
+      if (routes.some((r) => r.portMatch === n)) continue;
+      http.push({ name: `mesh-to-${sanitizeName(host)}-${n}`, match: [{ gateways: ["mesh"], port: n }], route: [{ destination: { host, port: { number: n } } }] });
+    }
+    out.push({ apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name }, spec: { exportTo, gateways: ["mesh", ...gatewayRefs], hosts: [host], http } });
+    const mutual = new Map<string, EgressRoute[]>();
+    for (const r of routes.filter((x) => x.istioMutual)) mutual.set(r.gatewayHost, [...(mutual.get(r.gatewayHost) ?? []), r]);
+    for (const gwHost of [...mutual.keys()].sort(cmpStr)) {
+      const ports = [...new Set(mutual.get(gwHost)!.map((r) => r.servicePort))].sort((a, b) => a - b);
+      out.push({
+        apiVersion: "networking.istio.io/v1",
+        kind: "DestinationRule",
+        metadata: { name: stableName(name, gwHost) },
+        spec: { exportTo, host: gwHost, subsets: [{ name: subset, trafficPolicy: { portLevelSettings: ports.map((number) => ({ port: { number }, tls: { mode: "ISTIO_MUTUAL", sni: host } })) } }] },
+      });
+    }
+  }
+  return out;
 }

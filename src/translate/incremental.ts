@@ -5,6 +5,8 @@
  *   and after the change, and every workspace that can see it through import/export; a route
  *   policy also touches the workspaces that see the owner's route tables (they render them on
  *   their gateways, with the owner's policies).
+ * - A VirtualGateway also touches the owners of the ExternalServices whose egressGatewayRoutes name
+ *   it, and the workspaces that see those ExternalServices (their AccessPolicies).
  * - An object no workspace owns (admin namespace): a RootTrustPolicy touches the workspaces that
  *   render RootTrustPolicies (the first with namespaces in each cluster, and the first of the
  *   fleet); any other unowned object touches every workspace.
@@ -15,6 +17,7 @@
  */
 import { indexOf, shared, sharingRules, type TranslationIndex } from "./context.js";
 import { toDesiredInput, type Desired, type DiscoveryMap, type InputObject } from "./input.js";
+import { asArray, asRecord, asString } from "./selectors.js";
 
 export interface InputChange {
   /** Keys (`<kind>/<cluster>/<namespace>/<name>`) of objects added, modified or removed. */
@@ -55,6 +58,18 @@ export function affectedWorkspaces(
       if (ROUTE_POLICY_KINDS.has(obj.kind)) {
         for (const rt of idx.byKind.get("RouteTable") ?? []) if (idx.owner.get(rt.key) === owner) for (const w of consumers(idx, rt, owner)) out.add(w);
       }
+      // An egress VirtualGateway shapes the egress routing of the ExternalServices that name it
+      // (egressGatewayRoutes), rendered by their owners, and the AccessPolicies on them, rendered by
+      // workspaces that see those ExternalServices.
+      if (obj.kind === "VirtualGateway") {
+        for (const es of idx.byKind.get("ExternalService") ?? []) {
+          if (!namesGateway(idx, es, obj)) continue;
+          const esOwner = idx.owner.get(es.key) ?? "";
+          if (esOwner === "") continue;
+          out.add(esOwner);
+          for (const w of consumers(idx, es, esOwner)) out.add(w);
+        }
+      }
     }
   }
   for (const cluster of change.discoveryClusters ?? []) {
@@ -73,6 +88,17 @@ export function affectedWorkspaces(
 function consumers(idx: TranslationIndex, obj: InputObject, owner: string): string[] {
   const sel = { kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace ?? idx.adminNamespace, cluster: obj.cluster ?? "", labels: obj.metadata.labels ?? {}, workspace: owner };
   return idx.workspaceNames.filter((w) => w !== owner && shared(idx, owner, w, sel));
+}
+
+/** Whether an ExternalService's egressGatewayRoutes reference VirtualGateway `vg` (namespace defaults to the ExternalService's). */
+function namesGateway(idx: TranslationIndex, es: InputObject, vg: InputObject): boolean {
+  const esNs = es.metadata.namespace ?? idx.adminNamespace;
+  return asArray(asRecord(es.spec).ports).some((p) =>
+    asArray(asRecord(asRecord(p).egressGatewayRoutes).virtualGatewayRefs).some((r) => {
+      const ref = asRecord(r);
+      return asString(ref.name) === vg.metadata.name && (asString(ref.namespace) ?? esNs) === (vg.metadata.namespace ?? idx.adminNamespace);
+    }),
+  );
 }
 
 function hasImports(idx: TranslationIndex, workspace: string): boolean {

@@ -1,7 +1,7 @@
 /**
  * RouteTable → VirtualService (+ DestinationRule subsets).
  *
- * - East-west (no `virtualGateways`, or `workloadSelectors` set): one VirtualService per cluster
+ * - East-west (no `virtualGateways`, or a non-empty `workloadSelectors`; see `gatewayOnly`): one VirtualService per cluster
  *   of the owning workspace where the table's namespace exists, in that namespace, `gateways:
  *   [mesh]`, `exportTo` = the workspace's namespaces there, `workloadSelectors` labels →
  *   `match[].sourceLabels`.
@@ -30,6 +30,8 @@ import { gatewayBindings } from "./virtual-gateway.js";
 const RT_FIELDS = ["hosts", "virtualGateways", "workloadSelectors", "defaultDestination", "http", "weight", "failureMode", "virtualServiceAnnotations"];
 const FORWARD_FIELDS = ["destinations", "pathRewrite", "regexRewrite", "hostRewrite"];
 const DEST_FIELDS = ["ref", "kind", "port", "subset", "weight"];
+/** AWS Lambda destinations: `awsLambda` (Gloo ≥ 2.3) or `kind: CLOUD_PROVIDER` + `function` (Gloo 2.2/2.3). */
+const LAMBDA_FIELDS = ["awsLambda", "function"];
 const REDIRECT_CODES: Readonly<Record<string, number>> = { MOVED_PERMANENTLY: 301, FOUND: 302, SEE_OTHER: 303, TEMPORARY_REDIRECT: 307, PERMANENT_REDIRECT: 308 };
 export const REPLACEMENT_BODY = "gitmesh: this route could not be translated; see the diagnostics of its route table";
 
@@ -70,8 +72,7 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
     if (hosts.length === 0) continue; // a delegated child: rendered through its parents
     diagnostics.push(...flat(rt).diagnostics);
     diagnostics.push(...checkGatewayRefs(ctx, rt));
-    const vgs = asArray(spec.virtualGateways);
-    if (vgs.length > 0 && spec.workloadSelectors === undefined) continue;
+    if (gatewayOnly(spec)) continue;
     const r = eastWest(ctx, rt, flat(rt).routes);
     resources.push(...r.resources);
     diagnostics.push(...r.diagnostics);
@@ -99,6 +100,18 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
   const p = routePolicyDiagnostics(ctx, policyRoutes);
   diagnostics.push(...p.diagnostics);
   return { resources, diagnostics: dedupe(diagnostics), ...(frozen.length > 0 ? { frozen } : {}) };
+}
+
+/**
+ * Whether a route table applies to its virtual gateways only (no sidecar routing). route_table.proto
+ * (gloo-mesh-v2.6.x), on `virtualGateways`: "applies to the `my-gateway` virtual gateway … and no
+ * sidecars: set `virtualGateways.name` … and `workloadSelectors` to `[]`", while `workloadSelectors`
+ * `{}` adds "sidecars of all the workloads"; on `workloadSelectors`: "If you specify a virtual
+ * gateway, workloads are not automatically selected for east-west routing." So with gateways, only
+ * a non-empty `workloadSelectors` list adds east-west routing; omitted, `null` and `[]` do not.
+ */
+export function gatewayOnly(spec: Record<string, unknown>): boolean {
+  return asArray(spec.virtualGateways).length > 0 && asArray(spec.workloadSelectors).length === 0;
 }
 
 function eastWest(ctx: WorkspaceContext, rt: InputObject, routes: readonly FlatRoute[]): TranslatorOutput {
@@ -253,12 +266,16 @@ function forwardTo(ctx: WorkspaceContext, root: InputObject, fr: FlatRoute, targ
   }
   let dests = asArray(f.destinations).map((d, i) => ({ raw: d, path: `${path}/destinations/${i}`, owner: t }));
   if (dests.length === 0) {
-    const def = asRecord(root.spec).defaultDestination;
-    if (def === undefined) {
+    // route_table.proto: "Routes that do not specify a destination forward traffic to this
+    // destination" — the defaultDestination of the table that defines the route (a delegated
+    // child's own; Gloo's CRD requires it there). A child without one falls back to the root's.
+    const owner = isSet(asRecord(t.spec).defaultDestination) ? t : root;
+    const def = asRecord(owner.spec).defaultDestination;
+    if (!isSet(def)) {
       err(TranslateCode.InvalidField, `${path}/destinations`, `forwardTo has no destinations and the route table has no defaultDestination; add one of them`);
       return undefined;
     }
-    dests = [{ raw: def, path: "/spec/defaultDestination", owner: root }];
+    dests = [{ raw: def, path: "/spec/defaultDestination", owner }];
   }
   const weights = splitWeights(dests.map((d) => asNumber(asRecord(d.raw).weight)));
   if (typeof weights === "string") {
@@ -270,7 +287,7 @@ function forwardTo(ctx: WorkspaceContext, root: InputObject, fr: FlatRoute, targ
   let ok = true;
   for (const [i, d] of dests.entries()) {
     const raw = asRecord(d.raw);
-    for (const k of Object.keys(raw)) if (!DEST_FIELDS.includes(k)) err(TranslateCode.UnsupportedField, `${d.path}/${k}`, `destination field "${k}" is not supported by gitmesh`);
+    for (const k of Object.keys(raw)) if (!DEST_FIELDS.includes(k) && !LAMBDA_FIELDS.includes(k)) err(TranslateCode.UnsupportedField, `${d.path}/${k}`, `destination field "${k}" is not supported by gitmesh`);
     const res = resolveDestination(ctx, d.owner, raw, d.path, cluster);
     if ("error" in res) {
       err(res.code, res.path, res.error);
@@ -342,6 +359,14 @@ type Resolved = { readonly host: string; readonly port?: number; readonly servic
 
 /** A DestinationReference (Service, VirtualDestination or ExternalService) → Istio host and port, in one cluster. */
 export function resolveDestination(ctx: WorkspaceContext, owner: InputObject, raw: Record<string, unknown>, path: string, cluster: string): Resolved {
+  if (raw.awsLambda !== undefined || raw.function !== undefined || raw.kind === "CLOUD_PROVIDER") {
+    const at = raw.awsLambda !== undefined ? `${path}/awsLambda` : raw.function !== undefined ? `${path}/function` : `${path}/kind`;
+    return {
+      code: TranslateCode.NeedsGlooDataPlane,
+      path: at,
+      error: `this destination is an AWS Lambda function (CloudProvider). Gloo invokes Lambdas from its own Envoy build (Gloo's data plane, with AWS request signing); upstream Istio cannot, so gitmesh cannot translate it. Route to a Service, VirtualDestination or ExternalService (e.g. an API Gateway in front of the function), or leave this route table to Gloo Gateway`,
+    };
+  }
   const ref = asRecord(raw.ref);
   const name = asString(ref.name);
   const ns = asString(ref.namespace) ?? owner.metadata.namespace ?? ctx.index.adminNamespace;
@@ -456,6 +481,10 @@ function hostAllowed(pattern: string, host: string): boolean {
   if (p === "*") return true;
   if (p.startsWith("*.")) return host.endsWith(p.slice(1));
   return p === host;
+}
+
+function isSet(v: unknown): boolean {
+  return v !== undefined && v !== null;
 }
 
 function dedupe(list: readonly Diagnostic[]): Diagnostic[] {

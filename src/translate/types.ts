@@ -120,5 +120,7 @@ export const TranslateCode = {
   InvalidOutput: "INVALID_OUTPUT",
   /** A field value is invalid for translation (e.g. a bad regex, a missing required field). */
   InvalidField: "INVALID_FIELD",
+  /** A Gloo feature only Solo's own data plane implements (AWS Lambda destinations); upstream Istio cannot. */
+  NeedsGlooDataPlane: "NEEDS_GLOO_DATA_PLANE",
 } as const;
 export type TranslateCode = (typeof TranslateCode)[keyof typeof TranslateCode];

@@ -12,7 +12,8 @@
  * - C has a backing Service: the ServiceEntry lives in that Service's namespace and selects its
  *   pods (`workloadSelector` = the Service's selector); every other backing cluster becomes a
  *   WorkloadEntry with the same labels, pointing at that cluster's east-west gateway
- *   (`<name>-<cluster>-<address>`, ports → 15443, locality region/zone).
+ *   (`<name>-<cluster>-<address>`, ports → 15443, locality = the gateway's region only, label
+ *   `security.istio.io/tlsMode: istio`; see `TLS_MODE_LABEL`).
  * - otherwise: `endpoints` on the ServiceEntry (one per east-west gateway address of each backing
  *   cluster), resolution STATIC when all addresses are IPs, DNS otherwise; the entry lives in the
  *   VirtualDestination's namespace when present in C, else the first consuming namespace.
@@ -198,7 +199,7 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
             apiVersion: "networking.istio.io/v1",
             kind: "WorkloadEntry",
             metadata: meta(stableName(baseName, ep.cluster, ep.address)),
-            spec: { address: ep.address, labels: selector, ...(ep.locality === undefined ? {} : { locality: ep.locality }), ports: gwPorts(ep) },
+            spec: { address: ep.address, labels: { ...selector, [TLS_MODE_LABEL]: "istio" }, ...(ep.locality === undefined ? {} : { locality: regionOf(ep.locality) }), ports: gwPorts(ep) },
           },
         });
       }
@@ -221,6 +222,20 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
       `backing cluster "${c}" has no east-west gateway with a ${tlsTermination ? '"https"' : '"tls" (15443)'} port and an address, so other clusters cannot reach its endpoints. Install an east-west gateway there or set eastWestGateways in WorkspaceSettings.`));
   }
   return { resources, diagnostics };
+}
+
+/**
+ * WorkloadEntries of remote backing clusters, as Gloo renders them (a published Gloo-generated
+ * WorkloadEntry, solo-io workshop notes: `locality: us-east-1`, ports `http-9080: 15443`): the
+ * locality is the region only — the east-west gateway's zone says nothing about the zone of the pods
+ * behind it, which the gateway load-balances over — and the endpoint carries Istio's
+ * `security.istio.io/tlsMode: istio` label, as Istio's own multi-network WorkloadEntries do, so that
+ * sidecars use Istio mTLS to it (auto mTLS) even where a DestinationRule sets no TLS.
+ */
+const TLS_MODE_LABEL = "security.istio.io/tlsMode";
+
+function regionOf(locality: string): string {
+  return locality.split("/")[0] ?? locality;
 }
 
 /** The backing Service's target port for a VirtualDestination port (by target name/number, else by the port number). */

@@ -5,7 +5,7 @@
  * `credentialName` = `secretName`, hosts come from `allowedRouteTables[].host` or `*`.
  */
 import { Severity, type Diagnostic } from "../core/index.js";
-import { reportUnsupported, type WorkspaceContext } from "./context.js";
+import { reportUnsupported, type WorkspaceContext, type WorkspaceInfo } from "./context.js";
 import type { DiscoveredGateway, DiscoveredPort, InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { sanitizeName, stableName } from "./names.js";
@@ -24,11 +24,17 @@ export interface GatewayBinding {
   readonly ref: string;
   /** Labels common to the selected gateway pods (the Gateway's selector). */
   readonly podLabels: Labels;
+  /** The selected gateway Services (same namespace), sorted by name. */
+  readonly gateways: readonly DiscoveredGateway[];
 }
 
-/** The discovered gateways a VirtualGateway selects in the workspace's clusters, grouped per (cluster, namespace). */
-export function gatewayBindings(ctx: WorkspaceContext, vg: InputObject): GatewayBinding[] {
-  const ws = ctx.workspace;
+/**
+ * The discovered gateways a VirtualGateway selects in the clusters of its workspace (`ws`, default
+ * the current one), grouped per (cluster, namespace). Ingress gateways, and egress gateways when the
+ * VirtualGateway's `workloads` select them explicitly (an egress VirtualGateway selects
+ * `istio: egressgateway`; a VirtualGateway without `workloads` stays on the ingress gateways).
+ */
+export function gatewayBindings(ctx: WorkspaceContext, vg: InputObject, ws: WorkspaceInfo = ctx.workspace): GatewayBinding[] {
   const vgNs = vg.metadata.namespace ?? ctx.index.adminNamespace;
   const selectors = asArray(asRecord(vg.spec).workloads).map((w) => asRecord(asRecord(w).selector));
   const out: GatewayBinding[] = [];
@@ -36,7 +42,7 @@ export function gatewayBindings(ctx: WorkspaceContext, vg: InputObject): Gateway
     const owned = ws.namespaces.get(cluster) ?? [];
     const gws = (ctx.snapshot(cluster)?.gateways ?? []).filter(
       (g) =>
-        g.kind === "ingress" &&
+        (g.kind === "ingress" || (g.kind === "egress" && selectors.length > 0)) &&
         owned.includes(g.namespace) &&
         (selectors.length === 0 ||
           selectors.some((s) =>
@@ -51,7 +57,7 @@ export function gatewayBindings(ctx: WorkspaceContext, vg: InputObject): Gateway
     for (const ns of [...byNs.keys()].sort()) {
       const list = byNs.get(ns)!;
       const name = stableName("virtualgateway", vg.metadata.name, vgNs, cluster, ws.name);
-      out.push({ cluster, namespace: ns, name, ref: `${ns}/${name}`, podLabels: commonLabels(list.map((g) => g.podLabels)) });
+      out.push({ cluster, namespace: ns, name, ref: `${ns}/${name}`, podLabels: commonLabels(list.map((g) => g.podLabels)), gateways: [...list].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) });
     }
   }
   return out;
@@ -132,7 +138,7 @@ function translateListener(
   gateways: readonly DiscoveredGateway[],
   diagnostics: Diagnostic[],
 ): Record<string, unknown> | undefined {
-  diagnostics.push(...reportUnsupported(ctx, vg, l, path, ["port", "tls", "http", "tcp", "httpsRedirect", "allowedRouteTables"]));
+  diagnostics.push(...reportUnsupported(ctx, vg, l, path, ["port", "tls", "http", "tcp", "httpsRedirect", "allowedRouteTables", "exposedExternalServices"]));
   const portSel = asRecord(l.port);
   const number = asNumber(portSel.number);
   const pname = asString(portSel.name);
@@ -160,7 +166,9 @@ function translateListener(
   if (l.tcp !== undefined) protocol = mode === undefined ? "TCP" : "TLS";
   else if (mode === "PASSTHROUGH" || mode === "AUTO_PASSTHROUGH") protocol = "TLS";
   else protocol = mode === undefined ? "HTTP" : "HTTPS";
-  const hosts = asArray(l.allowedRouteTables)
+  // An egress listener serves the hosts of the ExternalServices it exposes (exposedExternalServices).
+  const hostSource = asArray(l.allowedRouteTables).length > 0 ? l.allowedRouteTables : l.exposedExternalServices;
+  const hosts = asArray(hostSource)
     .map((a) => asString(asRecord(a).host))
     .filter((h): h is string => h !== undefined && h !== "")
     .map((h) => (h.includes("/") ? h : `*/${h}`));
@@ -174,17 +182,69 @@ function translateListener(
       diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `${path}/tls/mode`, `unknown TLS mode "${mode}"; use one of ${TLS_MODES.join(", ")}. The listener is skipped.`));
       return undefined;
     }
-    diagnostics.push(...reportUnsupported(ctx, vg, tls, `${path}/tls`, ["mode", "secretName"]));
+    diagnostics.push(...reportUnsupported(ctx, vg, tls, `${path}/tls`, ["mode", "secretName", "parameters"]));
     const secret = asString(tls.secretName);
     if ((mode === "SIMPLE" || mode === "MUTUAL") && secret === undefined) {
       diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `${path}/tls/secretName`, `TLS mode ${mode} needs tls.secretName (a Secret in the gateway namespace holding the certificate); the listener is skipped.`));
       return undefined;
     }
-    server.tls = { mode, ...(secret === undefined ? {} : { credentialName: secret }) };
+    const params = tlsParameters(ctx, vg, mode, tls.parameters, `${path}/tls/parameters`, diagnostics);
+    if (params === undefined) return undefined;
+    server.tls = { mode, ...(secret === undefined ? {} : { credentialName: secret }), ...params };
   } else if (l.httpsRedirect === true) {
     server.tls = { httpsRedirect: true };
   }
   return server;
+}
+
+/** Gloo `TLSConfig.Parameters.ProtocolVersion` → Istio `ServerTLSSettings.TLSProtocol`, in increasing order (TLS_AUTO first). */
+const TLS_VERSIONS: Readonly<Record<string, string>> = { TLS_AUTO: "TLS_AUTO", TLSv1_0: "TLSV1_0", TLSv1_1: "TLSV1_1", TLSv1_2: "TLSV1_2", TLSv1_3: "TLSV1_3" };
+const VERSION_ORDER = ["TLSv1_0", "TLSv1_1", "TLSv1_2", "TLSv1_3"];
+
+/**
+ * Listener `tls.parameters` → Istio `servers[].tls.{minProtocolVersion, maxProtocolVersion, cipherSuites}`.
+ * Returns undefined (listener skipped, error reported) when the parameters cannot be enforced as
+ * written: a gateway that should refuse old TLS versions must not come up accepting them.
+ * - Gloo's CRD requires `cipherSuites` when the minimum is TLSv1_0 or TLSv1_1 (virtual_gateway.proto
+ *   CEL rules on `Parameters`); Istio documents the same requirement ("TLS protocol versions below
+ *   TLSV1_2 require setting compatible ciphers").
+ * - A maximum below the minimum accepts no connection at all.
+ * - PASSTHROUGH / AUTO_PASSTHROUGH: the gateway does not terminate TLS, so it cannot enforce versions
+ *   or ciphers; reported as an error (a security setting that is not enforced), the listener is kept.
+ */
+function tlsParameters(ctx: WorkspaceContext, vg: InputObject, mode: string, raw: unknown, path: string, diagnostics: Diagnostic[]): Record<string, unknown> | undefined {
+  if (raw === undefined || raw === null) return {};
+  const p = asRecord(raw);
+  diagnostics.push(...reportUnsupported(ctx, vg, p, path, ["minimumProtocolVersion", "maximumProtocolVersion", "cipherSuites"]));
+  const min = asString(p.minimumProtocolVersion);
+  const max = asString(p.maximumProtocolVersion);
+  const ciphers = asArray(p.cipherSuites).filter((c): c is string => typeof c === "string" && c !== "");
+  if (mode === "PASSTHROUGH" || mode === "AUTO_PASSTHROUGH") {
+    if (min !== undefined || max !== undefined || ciphers.length > 0)
+      diagnostics.push(
+        ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, path, `TLS mode ${mode} does not terminate TLS at the gateway, so tls.parameters (protocol versions, cipher suites) cannot be enforced there and are NOT applied. Terminate TLS at the gateway (mode SIMPLE or MUTUAL) or enforce them on the backend, and remove tls.parameters.`),
+      );
+    return {};
+  }
+  for (const [k, v] of [["minimumProtocolVersion", min], ["maximumProtocolVersion", max]] as const) {
+    if (v !== undefined && TLS_VERSIONS[v] === undefined) {
+      diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `${path}/${k}`, `unknown TLS protocol version "${v}"; use one of ${Object.keys(TLS_VERSIONS).join(", ")}. The listener is skipped.`));
+      return undefined;
+    }
+  }
+  if ((min === "TLSv1_0" || min === "TLSv1_1") && ciphers.length === 0) {
+    diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `${path}/cipherSuites`, `minimumProtocolVersion ${min} needs cipherSuites (versions below TLSv1_2 have no compatible default ciphers); the listener is skipped. Set cipherSuites or raise the minimum.`));
+    return undefined;
+  }
+  if (min !== undefined && max !== undefined && VERSION_ORDER.includes(min) && VERSION_ORDER.includes(max) && VERSION_ORDER.indexOf(max) < VERSION_ORDER.indexOf(min)) {
+    diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `${path}/maximumProtocolVersion`, `maximumProtocolVersion ${max} is below minimumProtocolVersion ${min}: no client could connect. The listener is skipped; fix the range.`));
+    return undefined;
+  }
+  return {
+    ...(min === undefined ? {} : { minProtocolVersion: TLS_VERSIONS[min] }),
+    ...(max === undefined ? {} : { maxProtocolVersion: TLS_VERSIONS[max] }),
+    ...(ciphers.length === 0 ? {} : { cipherSuites: [...new Set(ciphers)] }),
+  };
 }
 
 function dedupe(list: readonly Diagnostic[]): Diagnostic[] {

@@ -1,7 +1,7 @@
 /**
  * A small model of Istio's HTTP routing for produced VirtualServices: pick the VirtualService by
  * host and gateway, then the first http route (in order) with a matching match block (any match
- * of the list; every condition inside one match). Used by behavioural tests.
+ * of the list; every condition inside one match, including the match's own `gateways`). Used by behavioural tests.
  */
 import type { IstioResource } from "../../src/translate/index.js";
 
@@ -42,6 +42,7 @@ function stringMatch(m: Rec | undefined, value: string | undefined, ignoreCase =
 }
 
 function matchOne(m: Rec, req: Request): boolean {
+  if (Array.isArray(m.gateways) && !(m.gateways as string[]).includes(req.gateway ?? "mesh")) return false;
   if (!stringMatch(m.uri, req.path.split("?")[0], m.ignoreUriCase === true)) return false;
   if (m.method && !stringMatch(m.method, req.method ?? "GET")) return false;
   if (m.port !== undefined && m.port !== req.port) return false;

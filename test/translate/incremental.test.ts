@@ -115,6 +115,26 @@ describe("incremental translation", () => {
     for (const [cluster, out] of full.clusters) if (out.resources.some((r) => r.kind === "IssuedCertificate")) expect(reassembled).toContain(cluster);
   });
 
+  it("an egress VirtualGateway change re-runs the owners of the ExternalServices routed through it (and who sees them), equal to a full run", () => {
+    // bookinfo does not import from gateways here: it cannot see the VirtualGateway, yet its ExternalService is routed through it
+    const original = readFileSync(join(FIXTURES, "egress-gateway", "input.yaml"), "utf8");
+    const input = original.replace("  importFrom:\n  - workspaces: [{name: gateways}]\n", "");
+    expect(input).not.toBe(original);
+    const c = loadCase("egress-gateway");
+    const before = loadDesiredState([{ path: "input.yaml", content: input }]).state;
+    const prev = translateAll(before, c.discovery);
+    // the listener moves from the gateway Service's port 443 to 80: the routes of bookinfo's ExternalService follow
+    const edited = input.replace("    port: {number: 443}\n    tls: {mode: ISTIO_MUTUAL}", "    port: {number: 80}\n    tls: {mode: ISTIO_MUTUAL}");
+    expect(edited).not.toBe(input);
+    const update = updateDesiredState(before, [{ path: "input.yaml", content: edited }], []);
+    expect([...update.changedKeys]).toEqual(["VirtualGateway//istio-gateways/egress-gw"]);
+    const affected = affectedWorkspaces({ desired: before, discovery: c.discovery }, { desired: update.state, discovery: c.discovery }, { changedKeys: update.changedKeys });
+    expect(affected).toEqual(["bookinfo", "gateways"]);
+    const { result } = retranslate(prev, update.state, c.discovery, affected);
+    expect(renderOutput(result)).toBe(renderOutput(translateAll(update.state, c.discovery)));
+    expect(renderOutput(result)).not.toBe(renderOutput(prev));
+  });
+
   it("an unowned object of another kind re-runs every workspace", () => {
     const c = loadCase("cross-workspace");
     const same = { desired: c.desired, discovery: c.discovery };

@@ -84,9 +84,13 @@ export interface DestinationReference {
    */
   awsLambda?: AWSLambdaReference;
   /**
+   * Gloo 2.2/2.3 form of a cloud-function destination: with `kind: CLOUD_PROVIDER` and `ref` naming the CloudProvider.
+   */
+  function?: FunctionDestinationSpec;
+  /**
    * The kind of destination referenced. Default `SERVICE`.
    */
-  kind?: DestinationKind;
+  kind?: DestinationReferenceKind;
   /**
    * The port on the destination. Required if the destination has more than one port.
    */
@@ -102,6 +106,11 @@ export interface DestinationReference {
    */
   weight?: number;
 }
+
+/**
+ * The kind of object a route destination references. Default `SERVICE`. `CLOUD_PROVIDER` (Gloo 2.2/2.3: a CloudProvider `ref` plus `function`) is accepted so that such routes are reported as needing Gloo's data plane, not rejected.
+ */
+export type DestinationReferenceKind = "SERVICE" | "VIRTUAL_DESTINATION" | "EXTERNAL_SERVICE" | "CLOUD_PROVIDER";
 
 /**
  * Selects routable destinations (Services, VirtualDestinations or ExternalServices).
@@ -138,6 +147,20 @@ export interface EnforcementLayers {
    * Enforce in the mesh (Istio).
    */
   mesh?: boolean;
+}
+
+/**
+ * Gloo 2.2/2.3 cloud-function call of a `CLOUD_PROVIDER` destination (accepted, not translated: AWS Lambda needs Gloo's data plane).
+ */
+export interface FunctionDestinationSpec {
+  /**
+   * The logical name of the function in the CloudProvider's CloudResources.
+   */
+  logicalName?: string;
+  /**
+   * AWS Lambda options (not interpreted by gitmesh).
+   */
+  awsLambda?: {};
 }
 
 /**

@@ -39,7 +39,7 @@ export interface DiscoverySnapshot {
    */
   meshes: DiscoveredMesh[];
   /**
-   * East-west and ingress gateways, sorted by (namespace, name). Identified by their Service: label `istio: eastwestgateway` or `topology.istio.io/network` (east-west), label `istio: ingressgateway` (ingress).
+   * East-west, ingress and egress gateways, sorted by (namespace, name). Identified by their Service: label `istio: eastwestgateway` or `topology.istio.io/network` (east-west), label `istio: ingressgateway` (ingress), label `istio: egressgateway` (egress).
    */
   gateways: DiscoveredGateway[];
   /**
@@ -53,9 +53,9 @@ export interface DiscoverySnapshot {
  */
 export interface DiscoveredGateway {
   /**
-   * `east-west`: Service labelled `istio: eastwestgateway` or carrying `topology.istio.io/network`; `ingress`: Service labelled `istio: ingressgateway`.
+   * `east-west`: Service labelled `istio: eastwestgateway` or carrying `topology.istio.io/network`; `ingress`: Service labelled `istio: ingressgateway`; `egress`: Service labelled `istio: egressgateway` (an egress VirtualGateway's workload).
    */
-  kind: "east-west" | "ingress";
+  kind: "east-west" | "ingress" | "egress";
   /**
    * Name of the gateway Service.
    */

@@ -422,6 +422,17 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
         "description": "The kind of destination. Default `SERVICE` (a Kubernetes Service).",
         "default": "SERVICE"
       },
+      "DestinationReferenceKind": {
+        "type": "string",
+        "enum": [
+          "SERVICE",
+          "VIRTUAL_DESTINATION",
+          "EXTERNAL_SERVICE",
+          "CLOUD_PROVIDER"
+        ],
+        "description": "The kind of object a route destination references. Default `SERVICE`. `CLOUD_PROVIDER` (Gloo 2.2/2.3: a CloudProvider `ref` plus `function`) is accepted so that such routes are reported as needing Gloo's data plane, not rejected.",
+        "default": "SERVICE"
+      },
       "DestinationSelector": {
         "type": "object",
         "description": "Selects routable destinations (Services, VirtualDestinations or ExternalServices).",
@@ -466,6 +477,21 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
           }
         }
       },
+      "FunctionDestinationSpec": {
+        "type": "object",
+        "description": "Gloo 2.2/2.3 cloud-function call of a `CLOUD_PROVIDER` destination (accepted, not translated: AWS Lambda needs Gloo's data plane).",
+        "additionalProperties": false,
+        "properties": {
+          "logicalName": {
+            "type": "string",
+            "description": "The logical name of the function in the CloudProvider's CloudResources."
+          },
+          "awsLambda": {
+            "type": "object",
+            "description": "AWS Lambda options (not interpreted by gitmesh)."
+          }
+        }
+      },
       "DestinationReference": {
         "type": "object",
         "description": "A route target. Set exactly one of `ref` or `awsLambda` (proto oneof `ref_kind`).",
@@ -479,8 +505,12 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             "$ref": "#/$defs/AWSLambdaReference",
             "description": "Reference to an AWS Lambda function."
           },
+          "function": {
+            "$ref": "#/$defs/FunctionDestinationSpec",
+            "description": "Gloo 2.2/2.3 form of a cloud-function destination: with `kind: CLOUD_PROVIDER` and `ref` naming the CloudProvider."
+          },
           "kind": {
-            "$ref": "#/$defs/DestinationKind",
+            "$ref": "#/$defs/DestinationReferenceKind",
             "description": "The kind of destination referenced. Default `SERVICE`.",
             "default": "SERVICE"
           },
@@ -1393,7 +1423,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
         }
       },
       "gateways": {
-        "description": "East-west and ingress gateways, sorted by (namespace, name). Identified by their Service: label `istio: eastwestgateway` or `topology.istio.io/network` (east-west), label `istio: ingressgateway` (ingress).",
+        "description": "East-west, ingress and egress gateways, sorted by (namespace, name). Identified by their Service: label `istio: eastwestgateway` or `topology.istio.io/network` (east-west), label `istio: ingressgateway` (ingress), label `istio: egressgateway` (egress).",
         "type": "array",
         "items": {
           "$ref": "#/$defs/DiscoveredGateway"
@@ -1739,11 +1769,12 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
         ],
         "properties": {
           "kind": {
-            "description": "`east-west`: Service labelled `istio: eastwestgateway` or carrying `topology.istio.io/network`; `ingress`: Service labelled `istio: ingressgateway`.",
+            "description": "`east-west`: Service labelled `istio: eastwestgateway` or carrying `topology.istio.io/network`; `ingress`: Service labelled `istio: ingressgateway`; `egress`: Service labelled `istio: egressgateway` (an egress VirtualGateway's workload).",
             "type": "string",
             "enum": [
               "east-west",
-              "ingress"
+              "ingress",
+              "egress"
             ]
           },
           "name": {
