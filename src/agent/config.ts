@@ -36,6 +36,8 @@ export interface AgentConfig {
   readonly retryPeriodMs: number;
   /** Quiet time before a discovery flush (default 100 ms; a flush is incremental, milliseconds). */
   readonly debounceMs: number;
+  /** RootTrustPolicy autoRestartPods: restart istiod and injected workloads after writing cacerts (chart autoRestartPods grants the RBAC; default false). */
+  readonly autoRestartPods: boolean;
 }
 
 /** Raw values: flags win over environment variables (the root merges them). */
@@ -55,6 +57,7 @@ export interface AgentConfigInput {
   readonly renewDeadlineMs?: string | undefined;
   readonly retryPeriodMs?: string | undefined;
   readonly debounceMs?: string | undefined;
+  readonly autoRestartPods?: string | undefined;
 }
 
 /** Environment variables the root reads (chart: relay.serverAddress → GITMESH_RELAY_SERVER_ADDRESS, …). */
@@ -68,6 +71,7 @@ export const AGENT_ENV = {
   istioNamespace: "GITMESH_ISTIO_NAMESPACE",
   maxPruneFraction: "GITMESH_MAX_PRUNE_FRACTION",
   httpPort: "GITMESH_AGENT_HTTP_PORT",
+  autoRestartPods: "GITMESH_AUTO_RESTART_PODS",
 } as const;
 
 function parseSelector(text: string): LabelSelector | string {
@@ -113,6 +117,7 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     renewDeadlineMs: read.number(input.renewDeadlineMs, "renew deadline", 10_000, (n) => n >= 500, "milliseconds ≥ 500"),
     retryPeriodMs: read.number(input.retryPeriodMs, "retry period", 2_000, (n) => n >= 100, "milliseconds ≥ 100"),
     debounceMs: read.number(input.debounceMs, "discovery debounce", 100, (n) => n >= 0, "milliseconds ≥ 0"),
+    autoRestartPods: read.bool(input.autoRestartPods, `auto restart pods (${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`, false),
   };
   if (config.renewDeadlineMs >= config.leaseDurationMs) problems.push("renew deadline must be shorter than the lease duration");
   if (config.retryPeriodMs >= config.renewDeadlineMs) problems.push("retry period must be shorter than the renew deadline");

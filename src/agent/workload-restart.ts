@@ -139,6 +139,7 @@ export function createWorkloadRestarter(options: WorkloadRestarterOptions): Work
 
   return {
     request(mesh) {
+      stopped = false;
       const key = `${mesh.namespace}/${mesh.revision}`;
       const queued = pending.get(key);
       if (queued) return queued.promise;

@@ -25,6 +25,7 @@ interface AgentFlags {
   readonly maxPruneFraction?: string;
   readonly pruneAlwaysAllowed?: string;
   readonly httpPort?: string;
+  readonly autoRestartPods?: boolean;
   readonly logLevel: string;
 }
 
@@ -44,6 +45,7 @@ export function registerAgent(program: Command, io: CliIo): void {
     .option("--max-prune-fraction <0..1>", `largest share of owned objects one output may delete (env ${AGENT_ENV.maxPruneFraction}; default 0.5)`)
     .option("--prune-always-allowed <n>", "deletions always allowed whatever the share (default 2)")
     .option("--http-port <n>", `HTTP port (env ${AGENT_ENV.httpPort}; default 9977)`)
+    .option("--auto-restart-pods", `restart istiod and injected workloads after writing cacerts, for RootTrustPolicies with autoRestartPods (env ${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`)
     .option("--log-level <level>", "debug | info | warn | error", "info")
     .action(async (flags: AgentFlags) => {
       const env = process.env;
@@ -60,6 +62,7 @@ export function registerAgent(program: Command, io: CliIo): void {
           maxPruneFraction: flags.maxPruneFraction ?? env[AGENT_ENV.maxPruneFraction],
           pruneAlwaysAllowed: flags.pruneAlwaysAllowed,
           httpPort: flags.httpPort ?? env[AGENT_ENV.httpPort],
+          autoRestartPods: flags.autoRestartPods === true ? "true" : env[AGENT_ENV.autoRestartPods],
         },
         { identity: hostname() },
       );

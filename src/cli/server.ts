@@ -12,10 +12,15 @@ import type { Command } from "commander";
 import { Redis } from "ioredis";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createLogger, describeError, type Logger } from "../core/index.js";
+import { createFileMeshRootStorage } from "../mesh-ca/index.js";
 import { createLeaderLock } from "../queue/index.js";
 import {
+  createDirectoryCaSecretReader,
   createDirectorySecretStore,
+  createKubernetesCaSecretReader,
+  createKubernetesMeshRootStorage,
   createLeadership,
+  createRedisMeshRootStorage,
   createQueuePipeline,
   createRedisPresence,
   createKubernetesSecretStore,
@@ -25,6 +30,7 @@ import {
   parseServerConfig,
   SERVER_ENV,
   type ManagementServer,
+  type ManagementServerOptions,
   type PipelinePort,
   type RelaySecretStore,
   type ServerConfig,
@@ -57,6 +63,7 @@ interface ServerFlags {
   readonly warmingWindow?: string;
   readonly skipWarming?: string[];
   readonly dataDir?: string;
+  readonly meshCaSecretDir?: string;
   readonly logLevel?: string;
   readonly logFormat?: string;
 }
@@ -94,6 +101,7 @@ export function registerServer(program: Command, io: CliIo): void {
     .option("--warming-window <seconds>", `after a restart that lost state, hold output at most this long [${SERVER_ENV.warmingWindowSeconds}] (default 60)`)
     .option("--skip-warming <cluster>", "never wait for this cluster while warming (repeatable; also KubernetesCluster spec.skipWarming)", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .option("--data-dir <dir>", "working directory for Git caches (default: a temporary directory)")
+    .option("--mesh-ca-secret-dir <dir>", "without Kubernetes: RootTrustPolicy mgmtServerCa.secretRef Secrets as files, <dir>/<namespace>/<name>/ca-cert.pem|ca-key.pem|root-cert.pem")
     .option("--log-level <level>", `debug | info | warn | error [${SERVER_ENV.logLevel}] (default info)`)
     .option("--log-format <format>", "json | human (default: human on a terminal, json otherwise)")
     .addHelpText(
@@ -149,6 +157,8 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     pkiDir: flags.pkiDir,
     kubeconfig: flags.kubeconfig,
     dataDir: flags.dataDir,
+    meshRootSecret: e("meshRootSecret"),
+    meshCaSecretDir: flags.meshCaSecretDir,
     inCluster: env.KUBERNETES_SERVICE_HOST !== undefined,
   };
 }
@@ -156,6 +166,29 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
 export interface RunningServer {
   readonly server: ManagementServer;
   stop(): Promise<void>;
+}
+
+/**
+ * Where the mesh root and secretRef Secrets live (src/server/mesh-root-storage.ts): one generated root
+ * for the whole management plane — a Kubernetes Secret with Kubernetes access, else Redis (shared by
+ * replicas), else `--pki-dir`/mesh-ca; undefined = the server's data directory (standalone).
+ */
+function meshCaWiring(config: ServerConfig, kc: KubeConfig | undefined, redis: Redis | undefined): ManagementServerOptions["meshCa"] {
+  const storage = kc
+    ? createKubernetesMeshRootStorage(kc, config.namespace, config.meshRootSecret)
+    : redis
+      ? createRedisMeshRootStorage(redis, config.redisPrefix)
+      : config.pkiDir !== undefined
+        ? createFileMeshRootStorage(join(config.pkiDir, "mesh-ca"))
+        : undefined;
+  const readSecret = config.meshCaSecretDir !== undefined ? createDirectoryCaSecretReader(config.meshCaSecretDir) : kc ? createKubernetesCaSecretReader(kc) : undefined;
+  const describeSecrets = config.meshCaSecretDir !== undefined ? `directory ${config.meshCaSecretDir}` : kc ? "Kubernetes" : undefined;
+  if (!storage && !readSecret) return undefined;
+  return {
+    ...(storage ? { storage } : {}),
+    ...(readSecret ? { readSecret } : {}),
+    ...(describeSecrets ? { describeSecrets } : {}),
+  };
 }
 
 /** Waits until a Redis client is connected, at most `ms` (a Redis that is down is the pipeline's degraded mode, not an error). */
@@ -183,14 +216,18 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
     logger.warn("no REDIS_URL: running standalone in memory (one replica; state is lost on restart)");
   }
   let secrets: RelaySecretStore;
-  if (config.pkiDir !== undefined) secrets = createDirectorySecretStore(config.pkiDir);
-  else if (config.kubernetesSecrets) {
-    const kc = new KubeConfig();
+  // Kubernetes access (in a pod, or --kubeconfig): relay secrets (unless --pki-dir), the mesh root, secretRef Secrets.
+  let kc: KubeConfig | undefined;
+  if (config.kubernetesSecrets || config.kubeconfig !== undefined) {
+    kc = new KubeConfig();
     if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
     else kc.loadFromCluster();
-    secrets = createKubernetesSecretStore(kc, config.namespace, config.secrets);
-  } else if (redis) secrets = createRedisSecretStore(redis, config.redisPrefix);
+  }
+  if (config.pkiDir !== undefined) secrets = createDirectorySecretStore(config.pkiDir);
+  else if (config.kubernetesSecrets && kc) secrets = createKubernetesSecretStore(kc, config.namespace, config.secrets);
+  else if (redis) secrets = createRedisSecretStore(redis, config.redisPrefix);
   else secrets = createMemorySecretStore();
+  const meshCa = meshCaWiring(config, kc, redis);
 
   const pipeline: PipelinePort = createQueuePipeline({
     ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
@@ -210,7 +247,7 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   await leadership.start();
   const dataDir = config.dataDir ?? (await mkdtemp(join(tmpdir(), "gitmesh-server-")));
   const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${config.redisPrefix}:`, replica: config.identity });
-  const server = createManagementServer({ config, pipeline, secrets, registry, logger, dataDir, singleton: leadership, ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  const server = createManagementServer({ config, pipeline, secrets, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
   try {
     await server.start();
   } catch (err) {

@@ -67,6 +67,10 @@ export interface ServerConfig {
   readonly skipWarming: readonly string[];
   /** Working directory for Git caches (default: a temp directory). */
   readonly dataDir: string | undefined;
+  /** Secret (in `namespace`) holding the generated mesh root when Kubernetes is used (default gitmesh-mesh-root-ca). */
+  readonly meshRootSecret: string;
+  /** Without Kubernetes: directory of `mgmtServerCa.secretRef` Secrets, `<dir>/<namespace>/<name>/<key>` (--mesh-ca-secret-dir). */
+  readonly meshCaSecretDir: string | undefined;
   /** Debounce of webhook bursts (default 50 ms: one push sends one hint; a burst of pushes still coalesces). */
   readonly webhookDebounceMs: number;
 }
@@ -79,6 +83,7 @@ export type ServerConfigInput = { readonly [K in keyof typeof SERVER_ENV]?: stri
   readonly pkiDir?: string | undefined;
   readonly kubeconfig?: string | undefined;
   readonly dataDir?: string | undefined;
+  readonly meshCaSecretDir?: string | undefined;
   readonly relayHost?: string | undefined;
   readonly httpHost?: string | undefined;
   readonly webhookDebounceMs?: string | undefined;
@@ -111,6 +116,7 @@ export const SERVER_ENV = {
   tokenSecret: "GITMESH_RELAY_TOKEN_SECRET",
   relayToken: "GITMESH_RELAY_TOKEN",
   warmingWindowSeconds: "GITMESH_WARMING_WINDOW_SECONDS",
+  meshRootSecret: "GITMESH_MESH_ROOT_SECRET",
 } as const;
 
 export function parseServerConfig(input: ServerConfigInput, defaults: { identity: string }): { config?: ServerConfig; problems: string[] } {
@@ -178,6 +184,8 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     warmingWindowMs: warmingSeconds * 1000,
     skipWarming,
     dataDir: input.dataDir || undefined,
+    meshRootSecret: input.meshRootSecret || "gitmesh-mesh-root-ca",
+    meshCaSecretDir: input.meshCaSecretDir || undefined,
     webhookDebounceMs: read.number(input.webhookDebounceMs, "webhook debounce", 50, (n) => n >= 0, "milliseconds ≥ 0"),
   };
   return configResult(config, problems);

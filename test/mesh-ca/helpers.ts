@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Registry } from "prom-client";
 import { createMemoryLogger } from "../../src/core/index.js";
-import { createMeshCa, findIssuedCertificate, type MeshCa, type MeshRoot } from "../../src/mesh-ca/index.js";
+import { createMeshCa, findIssuedCertificate, type MeshCa, type MeshRoot, type ResolveMeshRoot } from "../../src/mesh-ca/index.js";
 import { createRelayServer, forgePublicKeyOf, randomSerial, signNatively, type IntermediateCsr, type SignIntermediateFn } from "../../src/relay/index.js";
 
 const forge = createRequire(import.meta.url)("node-forge") as typeof Forge;
@@ -38,13 +38,13 @@ export function issuedCertificate(cluster: string, opts: { revision?: string; tr
 export const meshCaFitsRelayOption = (ca: MeshCa): SignIntermediateFn => ca.signIntermediate;
 
 /** A relay server whose SignIntermediate is the mesh CA, as the server wires it (README "Wiring in the server"). */
-export async function startMeshCaRelay(root: MeshRoot | undefined, outputs: Map<string, readonly unknown[]>, clusters: readonly string[] = ["alpha", "beta"]) {
+export async function startMeshCaRelay(root: MeshRoot | ResolveMeshRoot | undefined, outputs: Map<string, readonly unknown[]>, clusters: readonly string[] = ["alpha", "beta"]) {
   const mem = createMemoryLogger("relay");
   const registry = new Registry();
   /** Every request the server's signer was handed (decoded from the wire). */
   const received: { cluster: string; request: IntermediateCsr }[] = [];
   const meshCa = root
-    ? createMeshCa({ root, isIssuanceAllowed: (cluster, request) => findIssuedCertificate(outputs.get(cluster) ?? [], request), logger: mem.logger.child("mesh-ca") })
+    ? createMeshCa({ ...(typeof root === "function" ? { resolveRoot: root } : { root }), isIssuanceAllowed: (cluster, request) => findIssuedCertificate(outputs.get(cluster) ?? [], request), logger: mem.logger.child("mesh-ca") })
     : undefined;
   const server = createRelayServer({
     pki: testPki(),
