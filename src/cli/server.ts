@@ -170,17 +170,19 @@ export interface RunningServer {
 
 /**
  * Where the mesh root and secretRef Secrets live (src/server/mesh-root-storage.ts): one generated root
- * for the whole management plane — a Kubernetes Secret with Kubernetes access, else Redis (shared by
- * replicas), else `--pki-dir`/mesh-ca; undefined = the server's data directory (standalone).
+ * for the whole management plane, kept where the relay PKI is — `--pki-dir`/mesh-ca, else a
+ * Kubernetes Secret (in a pod or with --kubeconfig), else Redis (shared by replicas); undefined = the
+ * server's data directory (standalone).
  */
 function meshCaWiring(config: ServerConfig, kc: KubeConfig | undefined, redis: Redis | undefined): ManagementServerOptions["meshCa"] {
-  const storage = kc
-    ? createKubernetesMeshRootStorage(kc, config.namespace, config.meshRootSecret)
-    : redis
-      ? createRedisMeshRootStorage(redis, config.redisPrefix)
-      : config.pkiDir !== undefined
-        ? createFileMeshRootStorage(join(config.pkiDir, "mesh-ca"))
-        : undefined;
+  const storage =
+    config.pkiDir !== undefined
+      ? createFileMeshRootStorage(join(config.pkiDir, "mesh-ca"))
+      : kc
+        ? createKubernetesMeshRootStorage(kc, config.namespace, config.meshRootSecret)
+        : redis
+          ? createRedisMeshRootStorage(redis, config.redisPrefix)
+          : undefined;
   const readSecret = config.meshCaSecretDir !== undefined ? createDirectoryCaSecretReader(config.meshCaSecretDir) : kc ? createKubernetesCaSecretReader(kc) : undefined;
   const describeSecrets = config.meshCaSecretDir !== undefined ? `directory ${config.meshCaSecretDir}` : kc ? "Kubernetes" : undefined;
   if (!storage && !readSecret) return undefined;
