@@ -30,8 +30,10 @@ function serverCalls(ns: string, generate: boolean): Set<Grant> {
   const g = new Set<Grant>();
   const scope = `ns:${ns}`;
   for (const n of Object.values(RELAY)) for (const v of ["get", "watch"]) g.add(grant(scope, "", "secrets", v, n));
+  // the mesh root (src/server/mesh-root-storage.ts): read, created once (meshCa.generateRoot, default true)
+  g.add(grant(scope, "", "secrets", "get", "gitmesh-mesh-root-ca"));
+  g.add(grant(scope, "", "secrets", "create"));
   if (generate) {
-    g.add(grant(scope, "", "secrets", "create"));
     for (const n of [RELAY.root, RELAY.server, RELAY.signing]) g.add(grant(scope, "", "secrets", "update", n));
   }
   return g;
