@@ -20,6 +20,7 @@ import { createKubeClient, withFieldOwner, type FieldOwnerWriter, type KubeReade
 import { createLeaderElector, type LeaderElector } from "./leader.js";
 import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
 import type { RelayLink, RelayLinkFactory } from "./relay-link.js";
+import { createWorkloadRestarter, RESTART_FIELD_MANAGER } from "./workload-restart.js";
 import { createRunnableManager, type BackoffOptions, type Runnable, type RunnableManager } from "./runnable.js";
 
 export interface AgentOptions {
@@ -55,8 +56,9 @@ export function createAgent(options: AgentOptions): Agent {
   const writer: FieldOwnerWriter = withFieldOwner(client);
   let leaderParts: { manager: RunnableManager; discovery: Discovery; applier: Applier; link: () => RelayLink | undefined } | undefined;
 
+  const restarter = config.autoRestartPods ? createWorkloadRestarter({ reader, writer: withFieldOwner(client, RESTART_FIELD_MANAGER), logger: logger.child("restart") }) : undefined;
   const cacerts = options.signer && config.writeCacerts
-    ? createCacerts({ cluster: config.cluster, reader, writer, signer: options.signer, metrics, logger: logger.child("cacerts") })
+    ? createCacerts({ cluster: config.cluster, reader, writer, signer: options.signer, metrics, ...(restarter ? { restarter } : {}), logger: logger.child("cacerts") })
     : undefined;
 
   async function startLeading(signal: AbortSignal) {
@@ -131,6 +133,7 @@ export function createAgent(options: AgentOptions): Agent {
     const parts = leaderParts;
     leaderParts = undefined;
     await parts?.manager.stop();
+    restarter?.stop();
   }
 
   const elector: LeaderElector = createLeaderElector({

@@ -8,15 +8,36 @@
  * The CSR is signed by an IntermediateSigner (owned by src/relay: createRelayIntermediateSigner calls
  * Relay.SignIntermediate); `createAgent` only handles requests when a signer is configured
  * (otherwise it NACKs them with a clear message).
+ *
+ * The key is generated off the event loop (node:crypto generateKeyPair runs in libuv's thread pool:
+ * a 4096-bit RSA key takes seconds of CPU, during which Lease renewals must go on), and the CSR is
+ * signed with node:crypto too.
+ *
+ * Re-issue: when the certificate passed `renewAt` of its lifetime, when the hosts differ, or when the
+ * IssuedCertificate names other roots (`ca`, `passiveCas`: a root rotation) than the ones the secret
+ * was issued for (annotation `gitmesh.io/issued-for`, a digest of them). `root-cert.pem` is the
+ * trust bundle the mesh CA returned (the signing root first, then the passive roots during a
+ * rotation); `cert-chain.pem` ends with the one root that issued the chain.
+ *
+ * `autoRestartPods: true` on the IssuedCertificate: after writing, istiod and the injected workloads
+ * of that mesh are restarted (workload-restart.ts), when a restarter is configured.
  */
-import { createPublicKey, generateKeyPairSync, X509Certificate } from "node:crypto";
+import { createHash, createPublicKey, generateKeyPair, X509Certificate } from "node:crypto";
 import { createRequire } from "node:module";
+import { promisify } from "node:util";
 import type * as Forge from "node-forge";
 import { describeError, type Logger } from "../core/index.js";
+import { signNatively } from "../relay/index.js";
 import type { ResourceError } from "./applier.js";
 import { KINDS, messageOf, objectKey, type FieldOwnerWriter, type KubeObject, type KubeReader } from "./kube.js";
 import type { AgentMetrics } from "./metrics.js";
 import type { IntermediateSigner, IntermediateSigningRequest, SignedIntermediate } from "../relay/index.js";
+import type { WorkloadRestarter } from "./workload-restart.js";
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+/** Annotation on `cacerts`: digest of the hosts and roots (ca, passiveCas) the secret was issued for. */
+export const ISSUED_FOR_ANNOTATION = "gitmesh.io/issued-for";
 
 // node-forge is CommonJS with a dynamically built export object: load it with require.
 const forge = createRequire(import.meta.url)("node-forge") as typeof Forge;
@@ -32,6 +53,8 @@ export interface CacertsOptions {
   /** Renew when this fraction of the certificate's lifetime has passed (default: the request's secretRotationGracePeriodRatio, else 2/3). */
   readonly renewAtFraction?: number;
   readonly metrics?: AgentMetrics;
+  /** Restarts istiod and injected workloads after a write, for requests with autoRestartPods (absent: such requests are only logged). */
+  readonly restarter?: WorkloadRestarter;
   readonly now?: () => number;
   readonly logger: Logger;
 }
@@ -46,7 +69,34 @@ interface RequestSpec {
   secret?: { name?: string; namespace?: string };
   certOptions?: { ttlDays?: number; rsaKeySizeBytes?: number; orgName?: string; secretRotationGracePeriodRatio?: number };
   rootTrustPolicy?: { name?: string; namespace?: string };
+  ca?: unknown;
+  passiveCas?: unknown;
+  mesh?: { namespace?: string; revision?: string };
+  autoRestartPods?: boolean;
 }
+
+/** Digest of what a secret is issued for: hosts and roots. A change means re-issue. */
+function issuedFor(spec: RequestSpec): string {
+  const canonical = JSON.stringify({ hosts: [...(spec.hosts ?? [])].sort(), ca: spec.ca ?? { generated: {} }, passiveCas: spec.passiveCas ?? [] }, (_k, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+  );
+  return createHash("sha256").update(canonical).digest("hex").slice(0, 32);
+}
+
+/** The certificate of `bundle` that issued `pem` (the root to end cert-chain.pem with); the first one when none did. */
+function issuerIn(bundle: readonly string[], pem: string): string | undefined {
+  const child = new X509Certificate(pem);
+  return bundle.find((r) => {
+    try {
+      const c = new X509Certificate(r);
+      return child.checkIssued(c) && child.verify(c.publicKey);
+    } catch {
+      return false;
+    }
+  }) ?? bundle[0];
+}
+
+const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
 
@@ -66,7 +116,7 @@ export function createIntermediateCsr(keyPem: string, hosts: readonly string[], 
       ],
     },
   ]);
-  csr.sign(key, forge.md.sha256.create());
+  signNatively(csr, keyPem);
   return forge.pki.certificationRequestToPem(csr);
 }
 
@@ -74,9 +124,11 @@ export function createCacerts(options: CacertsOptions): Cacerts {
   const log = options.logger;
   const now = options.now ?? Date.now;
 
-  async function current(namespace: string, name: string, hosts: readonly string[], renewAt: number): Promise<boolean> {
+  async function current(namespace: string, name: string, hosts: readonly string[], renewAt: number, digest: string): Promise<boolean> {
     const s = await options.reader.get(KINDS.Secret, namespace, name);
-    const pem = typeof (s?.data as Record<string, unknown> | undefined)?.["ca-cert.pem"] === "string" ? Buffer.from((s!.data as Record<string, string>)["ca-cert.pem"]!, "base64").toString() : undefined;
+    if (!s || s.metadata.annotations?.[ISSUED_FOR_ANNOTATION] !== digest) return false;
+    const encoded = (s.data as Record<string, unknown> | undefined)?.["ca-cert.pem"];
+    const pem = typeof encoded === "string" ? Buffer.from(encoded, "base64").toString() : undefined;
     if (!pem) return false;
     try {
       const cert = new X509Certificate(pem);
@@ -97,9 +149,10 @@ export function createCacerts(options: CacertsOptions): Cacerts {
     const name = spec.secret?.name ?? "cacerts";
     const opts = spec.certOptions ?? {};
     const renewAt = options.renewAtFraction ?? (opts.secretRotationGracePeriodRatio !== undefined ? 1 - opts.secretRotationGracePeriodRatio : 2 / 3);
-    if (await current(namespace, name, hosts, renewAt)) return;
+    const digest = issuedFor(spec);
+    if (await current(namespace, name, hosts, renewAt, digest)) return;
     const bits = opts.rsaKeySizeBytes ?? 4096;
-    const { privateKey } = generateKeyPairSync("rsa", { modulusLength: bits });
+    const { privateKey } = await generateKeyPairAsync("rsa", { modulusLength: bits });
     const keyPem = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
     const csrPem = createIntermediateCsr(keyPem, hosts, opts.orgName ?? "gloo-mesh");
     const signed = await options.signer.signIntermediate({
@@ -114,16 +167,29 @@ export function createCacerts(options: CacertsOptions): Cacerts {
     const certKey = new X509Certificate(signed.certPem).publicKey.export({ type: "spki", format: "pem" }).toString();
     const ourKey = createPublicKey(privateKey).export({ type: "spki", format: "pem" }).toString();
     if (certKey !== ourKey) throw new Error("the signer returned a certificate for another key");
-    const chain = [signed.certPem, ...signed.chainPems, signed.rootCertPem].map((p) => p.trim() + "\n").join("");
+    // rootCertPem is the trust bundle (one root, or several during a rotation).
+    const bundle = [...signed.rootCertPem.matchAll(PEM_CERT)].map((m) => m[0] + "\n");
+    const top = signed.chainPems.length > 0 ? signed.chainPems[signed.chainPems.length - 1]! : signed.certPem;
+    const root = issuerIn(bundle, top) ?? signed.rootCertPem;
+    const chain = [signed.certPem, ...signed.chainPems, root].map((p) => p.trim() + "\n").join("");
     await options.writer.apply({
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { name, namespace, labels: { "gitmesh.io/managed": "true", "gitmesh.io/cluster": options.cluster } },
+      metadata: { name, namespace, labels: { "gitmesh.io/managed": "true", "gitmesh.io/cluster": options.cluster }, annotations: { [ISSUED_FOR_ANNOTATION]: digest } },
       type: "Opaque",
       data: { "ca-cert.pem": b64(signed.certPem), "ca-key.pem": b64(keyPem), "cert-chain.pem": b64(chain), "root-cert.pem": b64(signed.rootCertPem) },
     });
     options.metrics?.cacertsWritten.inc();
-    log.info("wrote Istio intermediate CA secret", { secret: `${namespace}/${name}`, hosts, notAfter: new X509Certificate(signed.certPem).validTo });
+    log.info("wrote Istio intermediate CA secret", { secret: `${namespace}/${name}`, hosts, trustBundle: bundle.length, notAfter: new X509Certificate(signed.certPem).validTo });
+    if (spec.autoRestartPods === true) {
+      const mesh = { namespace: spec.mesh?.namespace ?? namespace, revision: spec.mesh?.revision ?? "" };
+      if (!options.restarter) {
+        log.warn("autoRestartPods is set but this agent was installed without it (agent chart autoRestartPods: true grants the RBAC): restart istiod and the injected workloads yourself", { secret: `${namespace}/${name}` });
+      } else {
+        // Not awaited: a round waits for istiod's rollout and the rate limit, the reconcile does not.
+        options.restarter.request(mesh).catch((err: unknown) => log.error("restarting workloads for the new cacerts failed", { mesh: mesh.namespace, error: describeError(err) }));
+      }
+    }
   }
 
   return {

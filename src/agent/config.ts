@@ -46,6 +46,8 @@ export interface AgentConfig {
   readonly inventoryName: string;
   /** Log level (default info; chart logLevel). */
   readonly logLevel: LogLevel;
+  /** RootTrustPolicy autoRestartPods: restart istiod and injected workloads after writing cacerts (chart autoRestartPods grants the RBAC; default false). */
+  readonly autoRestartPods: boolean;
 }
 
 /** Raw values: flags win over environment variables (the root merges them). */
@@ -74,6 +76,7 @@ export interface AgentConfigInput {
   readonly discoverySelectorsJson?: string | undefined;
   readonly inventoryName?: string | undefined;
   readonly logLevel?: string | undefined;
+  readonly autoRestartPods?: string | undefined;
 }
 
 /** Environment variables the root reads (chart: relay.serverAddress → GITMESH_RELAY_SERVER_ADDRESS, …). */
@@ -96,6 +99,7 @@ export const AGENT_ENV = {
   writeCacerts: "GITMESH_WRITE_CACERTS",
   inventoryName: "GITMESH_INVENTORY_CONFIGMAP",
   logLevel: "GITMESH_LOG_LEVEL",
+  autoRestartPods: "GITMESH_AUTO_RESTART_PODS",
 } as const;
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
@@ -197,6 +201,7 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     writeCacerts: writeCacertsText !== "false",
     inventoryName: name(input.inventoryName, "gitmesh-agent-inventory", "inventory ConfigMap name", AGENT_ENV.inventoryName),
     logLevel: isLogLevel(logLevel) ? logLevel : "info",
+    autoRestartPods: read.bool(input.autoRestartPods, `auto restart pods (${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`, false),
   };
   if (config.renewDeadlineMs >= config.leaseDurationMs) problems.push("renew deadline must be shorter than the lease duration");
   if (config.retryPeriodMs >= config.renewDeadlineMs) problems.push("retry period must be shorter than the renew deadline");

@@ -27,6 +27,7 @@ interface AgentFlags {
   readonly pruneAlwaysAllowed?: string;
   readonly httpPort?: string;
   readonly logLevel?: string;
+  readonly autoRestartPods?: boolean;
 }
 
 export function registerAgent(program: Command, io: CliIo): void {
@@ -45,6 +46,7 @@ export function registerAgent(program: Command, io: CliIo): void {
     .option("--max-prune-fraction <0..1>", `largest share of owned objects one output may delete (env ${AGENT_ENV.maxPruneFraction}; default 0.5)`)
     .option("--prune-always-allowed <n>", `deletions always allowed whatever the share (env ${AGENT_ENV.pruneAlwaysAllowed}; default 2)`)
     .option("--http-port <n>", `HTTP port (env ${AGENT_ENV.httpPort}; default 9977)`)
+    .option("--auto-restart-pods", `restart istiod and injected workloads after writing cacerts, for RootTrustPolicies with autoRestartPods (env ${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`)
     .option("--log-level <level>", `debug | info | warn | error (env ${AGENT_ENV.logLevel}; chart logLevel; default info)`)
     .action(async (flags: AgentFlags) => {
       const env = process.env;
@@ -69,6 +71,7 @@ export function registerAgent(program: Command, io: CliIo): void {
           writeCacerts: env[AGENT_ENV.writeCacerts],
           inventoryName: env[AGENT_ENV.inventoryName],
           logLevel: flags.logLevel ?? env[AGENT_ENV.logLevel],
+          autoRestartPods: flags.autoRestartPods === true ? "true" : env[AGENT_ENV.autoRestartPods],
         },
         { identity: hostname() },
       );

@@ -12,13 +12,18 @@ import type { Command } from "commander";
 import { Redis } from "ioredis";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createLogger, describeError, type Logger } from "../core/index.js";
+import { createFileMeshRootStorage } from "../mesh-ca/index.js";
 import { createLeaderLock } from "../queue/index.js";
 import {
   createDirectoryApiTokenStore,
   createKubernetesApiTokenStore,
   createRedisApiTokenStore,
+  createDirectoryCaSecretReader,
   createDirectorySecretStore,
+  createKubernetesCaSecretReader,
+  createKubernetesMeshRootStorage,
   createLeadership,
+  createRedisMeshRootStorage,
   createQueuePipeline,
   createRedisPresence,
   createKubernetesSecretStore,
@@ -30,6 +35,7 @@ import {
   SERVER_ENV,
   type ManagementServer,
   type ApiTokenStore,
+  type ManagementServerOptions,
   type PipelinePort,
   type RelaySecretStore,
   type ServerConfig,
@@ -63,6 +69,7 @@ interface ServerFlags {
   readonly warmingWindow?: string;
   readonly skipWarming?: string[];
   readonly dataDir?: string;
+  readonly meshCaSecretDir?: string;
   readonly logLevel?: string;
   readonly logFormat?: string;
   readonly apiAuth?: boolean;
@@ -118,6 +125,7 @@ export function registerServer(program: Command, io: CliIo): void {
     .option("--warming-window <seconds>", `after a restart that lost state, hold output at most this long [${SERVER_ENV.warmingWindowSeconds}] (default 60)`)
     .option("--skip-warming <cluster>", "never wait for this cluster while warming (repeatable; also KubernetesCluster spec.skipWarming)", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .option("--data-dir <dir>", "working directory for Git caches (default: a temporary directory)")
+    .option("--mesh-ca-secret-dir <dir>", "without Kubernetes: RootTrustPolicy mgmtServerCa.secretRef Secrets as files, <dir>/<namespace>/<name>/ca-cert.pem|ca-key.pem|root-cert.pem")
     .option("--log-level <level>", `debug | info | warn | error [${SERVER_ENV.logLevel}] (default info)`)
     .option("--log-format <format>", "json | human (default: human on a terminal, json otherwise)")
     .addHelpText(
@@ -181,6 +189,8 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     pkiDir: flags.pkiDir,
     kubeconfig: flags.kubeconfig,
     dataDir: flags.dataDir,
+    meshRootSecret: e("meshRootSecret"),
+    meshCaSecretDir: flags.meshCaSecretDir,
     inCluster: env.KUBERNETES_SERVICE_HOST !== undefined,
   };
 }
@@ -188,6 +198,31 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
 export interface RunningServer {
   readonly server: ManagementServer;
   stop(): Promise<void>;
+}
+
+/**
+ * Where the mesh root and secretRef Secrets live (src/server/mesh-root-storage.ts): one generated root
+ * for the whole management plane, kept where the relay PKI is — `--pki-dir`/mesh-ca, else a
+ * Kubernetes Secret (in a pod or with --kubeconfig), else Redis (shared by replicas); undefined = the
+ * server's data directory (standalone).
+ */
+function meshCaWiring(config: ServerConfig, kc: KubeConfig | undefined, redis: Redis | undefined): ManagementServerOptions["meshCa"] {
+  const storage =
+    config.pkiDir !== undefined
+      ? createFileMeshRootStorage(join(config.pkiDir, "mesh-ca"))
+      : kc
+        ? createKubernetesMeshRootStorage(kc, config.namespace, config.meshRootSecret)
+        : redis
+          ? createRedisMeshRootStorage(redis, config.redisPrefix)
+          : undefined;
+  const readSecret = config.meshCaSecretDir !== undefined ? createDirectoryCaSecretReader(config.meshCaSecretDir) : kc ? createKubernetesCaSecretReader(kc) : undefined;
+  const describeSecrets = config.meshCaSecretDir !== undefined ? `directory ${config.meshCaSecretDir}` : kc ? "Kubernetes" : undefined;
+  if (!storage && !readSecret) return undefined;
+  return {
+    ...(storage ? { storage } : {}),
+    ...(readSecret ? { readSecret } : {}),
+    ...(describeSecrets ? { describeSecrets } : {}),
+  };
 }
 
 /** Waits until a Redis client is connected, at most `ms` (a Redis that is down is the pipeline's degraded mode, not an error). */
@@ -216,6 +251,13 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   }
   const dataDir = config.dataDir ?? (await mkdtemp(join(tmpdir(), "gitmesh-server-")));
   let secrets: RelaySecretStore;
+  // Kubernetes access (in a pod, or --kubeconfig): relay secrets and API tokens (unless --pki-dir), the mesh root, secretRef Secrets.
+  let kc: KubeConfig | undefined;
+  if (config.kubernetesSecrets || config.kubeconfig !== undefined) {
+    kc = new KubeConfig();
+    if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
+    else kc.loadFromCluster();
+  }
   // API tokens live beside the relay token; standalone, in the data directory (a file an operator can read).
   let apiTokens: ApiTokenStore;
   if (config.pkiDir !== undefined) {
@@ -223,10 +265,7 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
     // with Redis and a PKI directory, they go to Redis.
     secrets = redis ? { ...createDirectorySecretStore(config.pkiDir), records: createRedisRecordStore(redis, config.redisPrefix) } : createDirectorySecretStore(config.pkiDir);
     apiTokens = createDirectoryApiTokenStore(config.pkiDir);
-  } else if (config.kubernetesSecrets) {
-    const kc = new KubeConfig();
-    if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
-    else kc.loadFromCluster();
+  } else if (config.kubernetesSecrets && kc) {
     secrets = createKubernetesSecretStore(kc, config.namespace, config.secrets);
     apiTokens = createKubernetesApiTokenStore(kc, config.namespace, config.apiTokenSecret);
   } else if (redis) {
@@ -236,6 +275,7 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
     secrets = createMemorySecretStore();
     apiTokens = createDirectoryApiTokenStore(join(dataDir, "api-tokens"));
   }
+  const meshCa = meshCaWiring(config, kc, redis);
 
   const pipeline: PipelinePort = createQueuePipeline({
     ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
@@ -254,7 +294,7 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   if (redis !== undefined) await waitReady(redis, 5_000);
   await leadership.start();
   const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${config.redisPrefix}:`, replica: config.identity });
-  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
   try {
     await server.start();
   } catch (err) {

@@ -17,6 +17,7 @@ export function createFileMeshRootStorage(dir: string): MeshRootStorage {
     }
   };
   return {
+    describe: `directory ${dir}`,
     async load() {
       const [certPem, keyPem] = await Promise.all([read(MESH_ROOT_KEYS.cert), read(MESH_ROOT_KEYS.key)]);
       return certPem && keyPem ? { certPem, keyPem } : undefined;

@@ -4,7 +4,8 @@
  * is generated once and persisted through a storage callback, or supplied by the user (secretRef).
  * See README.md, "Wiring in the server".
  */
-export { createMeshCa, type MeshCa, type MeshCaOptions } from "./mesh-ca.js";
+export { createMeshCa, type MeshCa, type MeshCaOptions, type ResolveMeshRoot } from "./mesh-ca.js";
+export { createMeshRootResolver, type MeshRootResolverOptions, type ReadCaSecret } from "./resolver.js";
 export {
   generateMeshRoot,
   loadOrCreateMeshRoot,
@@ -15,10 +16,12 @@ export {
   meshRootPemFromSecretData,
   meshRootPemToSecretData,
   splitPemCertificates,
+  topRootPem,
   type GenerateMeshRootOptions,
   type MeshRoot,
   type MeshRootPem,
   type MeshRootStorage,
 } from "./root.js";
-export { findIssuedCertificate, issuanceGrantOf, ISSUED_CERTIFICATE, type IsIssuanceAllowed, type IssuanceGrant, type IssuanceRequest } from "./issued.js";
+export { findIssuedCertificate, issuanceGrantOf, ISSUED_CERTIFICATE, trustDomainOfSpiffeId, type CaRef, type IsIssuanceAllowed, type IssuanceGrant, type IssuanceRequest } from "./issued.js";
 export { createFileMeshRootStorage } from "./file-storage.js";
+export { NAME_CONSTRAINTS_OID } from "./x509.js";

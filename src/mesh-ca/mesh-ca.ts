@@ -7,20 +7,31 @@
  *     (`isIssuanceAllowed`; else not_issued),
  *  3. its URI SANs are exactly that IssuedCertificate's hosts and it asks for nothing else (else
  *     san_mismatch).
+ * The IssuedCertificate is the server's own rendering of Git for that cluster (src/translate
+ * root-trust.ts: trust domain assigned in Git, never the agent's report); the request can only pick
+ * among the caller's own IssuedCertificates.
  * The certificate: CA:true with pathlen 0, key usage keyCertSign + cRLSign, URI SANs = the hosts,
- * O = the IssuedCertificate's orgName, lifetime = its ttlDays (never beyond the root's expiry).
+ * a critical name constraint permitting only URIs of the assigned trust domain, O = the
+ * IssuedCertificate's orgName, lifetime = its ttlDays (never beyond the root's expiry).
+ * The root: the one the IssuedCertificate names (`ca`, resolved by `resolveRoot`); the trust bundle
+ * returned as `rootCertPem` is that root followed by the passive roots (rotation).
  * `signIntermediate` has the relay's SignIntermediateFn shape: pass it as the relay server option.
  */
 import type * as Forge from "node-forge";
 import type { Logger } from "../core/index.js";
 import type { IntermediateCsr, IntermediateSigningResult } from "../relay/index.js";
-import { ISSUED_CERTIFICATE, type IsIssuanceAllowed } from "./issued.js";
-import type { MeshRoot } from "./root.js";
-import { forge, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively, subjectKeyIdBytes } from "./x509.js";
+import { ISSUED_CERTIFICATE, type CaRef, type IsIssuanceAllowed } from "./issued.js";
+import { topRootPem, type MeshRoot } from "./root.js";
+import { forge, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively, subjectKeyIdBytes, uriNameConstraintsExtension } from "./x509.js";
+
+/** The root for a CA reference (see createMeshRootResolver); throws MeshCaConfigError when unusable. */
+export type ResolveMeshRoot = (ref: CaRef) => Promise<MeshRoot>;
 
 export interface MeshCaOptions {
-  /** The signing root (loadOrCreateMeshRoot for `generated`, meshRootFromPem for `secretRef`). */
-  readonly root: MeshRoot;
+  /** Resolves the root an IssuedCertificate names (generated or secretRef). */
+  readonly resolveRoot?: ResolveMeshRoot;
+  /** One fixed root for every reference (tests, a single-root server); ignored when resolveRoot is given. */
+  readonly root?: MeshRoot;
   /** The matching IssuedCertificate of the caller's output, or undefined (see findIssuedCertificate). */
   readonly isIssuanceAllowed: IsIssuanceAllowed;
   /** Smallest RSA modulus accepted in a CSR (default 2048). */
@@ -31,9 +42,6 @@ export interface MeshCaOptions {
 }
 
 export interface MeshCa {
-  /** PEM of the top root every cluster's Istio trusts (root-cert.pem). */
-  readonly rootCertPem: string;
-  readonly source: MeshRoot["source"];
   /**
    * Signs an intermediate CSR for `cluster` (the caller's verified identity). Never throws for a bad
    * request: refusals are results. A function property (not a method), so it can be passed as the
@@ -86,12 +94,12 @@ export function createMeshCa(options: MeshCaOptions): MeshCa {
   const log = options.logger;
   const now = options.now ?? Date.now;
   const minKeyBits = options.minKeyBits ?? 2048;
-  const root = options.root;
-  const signingCert = forge.pki.certificateFromPem(root.certPem);
-  const signingKeyId = subjectKeyIdBytes(signingCert);
-  const signingNotAfterMs = signingCert.validity.notAfter.getTime();
-  const chainPems = root.chainPems.length === 0 ? [] : [root.certPem, ...root.chainPems.slice(0, -1)];
-  const rootCertPem = root.chainPems.length === 0 ? root.certPem : root.chainPems[root.chainPems.length - 1]!;
+  const fixed = options.root;
+  const resolveRoot: ResolveMeshRoot =
+    options.resolveRoot ??
+    (fixed
+      ? () => Promise.resolve(fixed)
+      : () => Promise.reject(new Error("createMeshCa needs resolveRoot or root")));
 
   async function signIntermediate(cluster: string, request: IntermediateCsr): Promise<IntermediateSigningResult> {
     const named = request.issuedCertificate !== "" ? `IssuedCertificate ${request.issuedCertificate}` : request.rootTrustPolicy !== "" ? `RootTrustPolicy ${request.rootTrustPolicy}` : "an IssuedCertificate";
@@ -105,6 +113,10 @@ export function createMeshCa(options: MeshCaOptions): MeshCa {
         message: `cluster "${cluster}" asked for ${named} but its output holds no matching ${ISSUED_CERTIFICATE.kind}: only meshes selected by a RootTrustPolicy (applyToMeshes) get an intermediate CA; check the policy, or wait until the cluster has received its current output`,
       };
     }
+    if (grant.cluster !== cluster) {
+      // Never happens with the server's own output (it is looked up by the caller's cluster); refuse anyway.
+      return { ok: false, refusal: "not_issued", message: `${ISSUED_CERTIFICATE.kind} ${grant.name} was rendered for cluster "${grant.cluster}", not for the caller "${cluster}"` };
+    }
     if (parsed.otherSans.length > 0 || !sameSet(parsed.sans, grant.hosts)) {
       return {
         ok: false,
@@ -112,9 +124,14 @@ export function createMeshCa(options: MeshCaOptions): MeshCa {
         message: `the CSR asks for SANs [${[...parsed.sans, ...parsed.otherSans].join(", ")}] but ${ISSUED_CERTIFICATE.kind} ${grant.name} allows exactly the URI SANs [${grant.hosts.join(", ")}] (istiod's SPIFFE ids); the agent must build the CSR from the IssuedCertificate's hosts`,
       };
     }
-    if (grant.ca && "secretRef" in grant.ca !== (root.source === "secretRef")) {
-      log.warn("the IssuedCertificate asks for another kind of root than this mesh CA has; signing with this one", { cluster, issuedCertificate: grant.name, wanted: grant.ca, have: root.source });
-    }
+    const root = await resolveRoot(grant.ca ?? { generated: true });
+    const passive = await Promise.all(grant.passiveCas.map((ref) => resolveRoot(ref)));
+    const signingCert = forge.pki.certificateFromPem(root.certPem);
+    const signingNotAfterMs = signingCert.validity.notAfter.getTime();
+    const chainPems = root.chainPems.length === 0 ? [] : [root.certPem, ...root.chainPems.slice(0, -1)];
+    // Trust bundle: the signing root first, then the passive roots (each once).
+    const bundle: string[] = [];
+    for (const pem of [topRootPem(root), ...passive.map(topRootPem)]) if (!bundle.some((b) => sameCert(b, pem))) bundle.push(/\n$/.test(pem) ? pem : pem + "\n");
     const t = now();
     const notAfterMs = Math.min(Math.floor((t + grant.ttlDays * DAY_MS) / 1000) * 1000, signingNotAfterMs);
     if (notAfterMs <= t) {
@@ -135,13 +152,16 @@ export function createMeshCa(options: MeshCaOptions): MeshCa {
       { name: "basicConstraints", cA: true, pathLenConstraint: 0, critical: true },
       { name: "keyUsage", keyCertSign: true, cRLSign: true, critical: true },
       { name: "subjectAltName", altNames: grant.hosts.map((h) => ({ type: 6, value: h })) },
+      uriNameConstraintsExtension([grant.trustDomain]),
       { name: "subjectKeyIdentifier" },
-      { name: "authorityKeyIdentifier", keyIdentifier: signingKeyId },
+      { name: "authorityKeyIdentifier", keyIdentifier: subjectKeyIdBytes(signingCert) },
     ]);
     signNatively(cert, root.keyPem);
-    log.info("signed an Istio intermediate CA", { cluster, issuedCertificate: grant.name, hosts: grant.hosts, notAfter: new Date(notAfterMs).toISOString() });
-    return { ok: true, certPem: forge.pki.certificateToPem(cert), chainPems, rootCertPem, notAfterMs };
+    log.info("signed an Istio intermediate CA", { cluster, issuedCertificate: grant.name, hosts: grant.hosts, trustDomain: grant.trustDomain, root: root.source, trustBundle: bundle.length, notAfter: new Date(notAfterMs).toISOString() });
+    return { ok: true, certPem: forge.pki.certificateToPem(cert), chainPems, rootCertPem: bundle.join(""), notAfterMs };
   }
 
-  return { rootCertPem, source: root.source, signIntermediate };
+  return { signIntermediate };
 }
+
+const sameCert = (a: string, b: string) => a.replace(/\s+/g, "") === b.replace(/\s+/g, "");

@@ -73,8 +73,14 @@ export async function generateMeshRoot(options: GenerateMeshRootOptions = {}): P
   return { certPem: forge.pki.certificateToPem(cert), keyPem, chainPems: [], source: "generated" };
 }
 
-/** Where a generated root is kept between restarts (the server decides: Kubernetes Secret, files, Redis). */
+/**
+ * Where the generated root is kept, shared by every replica (the server decides: a Kubernetes Secret,
+ * Redis, or a directory for a standalone server). `save` is create-if-absent: it never overwrites a
+ * stored root (it may throw or do nothing when one exists; loadOrCreateMeshRoot reloads either way).
+ */
 export interface MeshRootStorage {
+  /** Where it is kept, for logs (never a secret). */
+  readonly describe?: string;
   load(): Promise<MeshRootPem | undefined>;
   save(root: MeshRootPem): Promise<void>;
 }
@@ -87,17 +93,35 @@ export interface MeshRootPem {
   readonly chainPem?: string;
 }
 
+const samePem = (a: string, b: string) => a.replace(/\s+/g, "") === b.replace(/\s+/g, "");
+
 /**
  * The root from storage, or — on the very first start only — generated and saved. Never regenerated
- * when storage holds one (every cluster's Istio keeps trusting the same root across restarts); a
- * stored root that is unusable is an error for a human, not a reason to generate a new one.
+ * when storage holds one (every cluster's Istio keeps trusting the same root across restarts and
+ * replicas); a stored root that is unusable is an error for a human, not a reason to generate a new
+ * one. Replicas starting together on empty storage agree: each saves create-if-absent and then uses
+ * what storage holds, so the first one's root wins everywhere.
  */
 export async function loadOrCreateMeshRoot(storage: MeshRootStorage, options: GenerateMeshRootOptions = {}): Promise<{ root: MeshRoot; created: boolean }> {
+  const stored = (pem: MeshRootPem): MeshRoot => ({ ...meshRootFromPem(pem, `the stored mesh root CA (${storage.describe ?? "storage"})`), source: "generated" });
   const existing = await storage.load();
-  if (existing) return { root: { ...meshRootFromPem(existing, "the stored mesh root CA"), source: "generated" }, created: false };
+  if (existing) return { root: stored(existing), created: false };
   const root = await generateMeshRoot(options);
-  await storage.save({ certPem: root.certPem, keyPem: root.keyPem });
+  try {
+    await storage.save({ certPem: root.certPem, keyPem: root.keyPem });
+  } catch (err) {
+    const winner = await storage.load();
+    if (!winner) throw err;
+    return { root: stored(winner), created: false };
+  }
+  const winner = await storage.load();
+  if (winner && !samePem(winner.certPem, root.certPem)) return { root: stored(winner), created: false };
   return { root, created: true };
+}
+
+/** The top (self-signed) root of a MeshRoot: what workloads trust (root-cert.pem). */
+export function topRootPem(root: MeshRoot): string {
+  return root.chainPems.length === 0 ? root.certPem : root.chainPems[root.chainPems.length - 1]!;
 }
 
 const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----(\r?\n)?/g;
@@ -155,12 +179,18 @@ export function meshRootFromPem(pem: MeshRootPem, what = "the supplied mesh root
   return { certPem: certs[0]!, keyPem: pem.keyPem, chainPems: chain, source: "secretRef" };
 }
 
-/** A Secret's data (decoded strings) → MeshRootPem; accepts Istio cacerts keys and kubernetes.io/tls keys. */
+/**
+ * A Secret's data (decoded strings) → MeshRootPem. Accepts Istio's plug-in CA layout (the format Gloo
+ * documents for `mgmtServerCa.secretRef`: ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem) and
+ * kubernetes.io/tls keys (tls.crt, tls.key). The chain above the CA is cert-chain.pem, else
+ * root-cert.pem when it is not the CA itself.
+ */
 export function meshRootPemFromSecretData(data: Readonly<Record<string, string | undefined>>): MeshRootPem | undefined {
   const certPem = data[MESH_ROOT_KEYS.cert] ?? data["tls.crt"];
   const keyPem = data[MESH_ROOT_KEYS.key] ?? data["tls.key"];
   if (!certPem || !keyPem) return undefined;
-  const chainPem = data[MESH_ROOT_KEYS.chain];
+  const rootPem = data["root-cert.pem"];
+  const chainPem = data[MESH_ROOT_KEYS.chain] ?? (rootPem && !samePem(rootPem, certPem) ? rootPem : undefined);
   return { certPem, keyPem, ...(chainPem ? { chainPem } : {}) };
 }
 

@@ -27,3 +27,30 @@ export function subjectKeyIdBytes(cert: Forge.pki.Certificate): string {
   const ext = cert.getExtension("subjectKeyIdentifier") as { subjectKeyIdentifier?: string } | undefined;
   return ext?.subjectKeyIdentifier ? forge.util.hexToBytes(ext.subjectKeyIdentifier) : cert.generateSubjectKeyIdentifier().getBytes();
 }
+
+/** OID of the X.509 nameConstraints extension (RFC 5280 §4.2.1.10). */
+export const NAME_CONSTRAINTS_OID = "2.5.29.30";
+
+/**
+ * A critical nameConstraints extension permitting only URIs whose host is one of `trustDomains`
+ * (forge does not encode this extension: written here with forge.asn1).
+ *
+ *   NameConstraints ::= SEQUENCE { permittedSubtrees [0] IMPLICIT GeneralSubtrees }
+ *   GeneralSubtree  ::= SEQUENCE { base GeneralName }            -- minimum 0 (DEFAULT, omitted)
+ *   GeneralName     ::= uniformResourceIdentifier [6] IMPLICIT IA5String
+ *
+ * RFC 5280 matches a URI constraint against the URI's host, and OpenSSL, BoringSSL and Go do so: a
+ * constraint "cluster1" permits spiffe://cluster1/... and nothing else (a leading "." would permit
+ * sub-domains; SPIFFE trust domains are exact, so none is used). Other name types (DNS names of
+ * istiod's serving certificate) stay unconstrained.
+ */
+export function uriNameConstraintsExtension(trustDomains: readonly string[]): { id: string; critical: true; value: Forge.asn1.Asn1 } {
+  const { asn1 } = forge;
+  // Context-specific tags [6] (uniformResourceIdentifier) and [0] (permittedSubtrees) are plain numbers, not asn1.Type members.
+  const tag = (n: number) => n as unknown as Forge.asn1.Type;
+  const subtrees = trustDomains.map((td) =>
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [asn1.create(asn1.Class.CONTEXT_SPECIFIC, tag(6), false, forge.util.encodeUtf8(td))]),
+  );
+  const value = asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [asn1.create(asn1.Class.CONTEXT_SPECIFIC, tag(0), true, subtrees)]);
+  return { id: NAME_CONSTRAINTS_OID, critical: true, value };
+}

@@ -82,6 +82,10 @@ export interface ServerConfig {
   readonly apiTokenSecret: string;
   /** Serve the HTTP port over TLS with these PEM files (`--http-tls-cert`, `--http-tls-key`); undefined = plain HTTP. */
   readonly httpTls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  /** Secret (in `namespace`) holding the generated mesh root when Kubernetes is used (default gitmesh-mesh-root-ca). */
+  readonly meshRootSecret: string;
+  /** Without Kubernetes: directory of `mgmtServerCa.secretRef` Secrets, `<dir>/<namespace>/<name>/<key>` (--mesh-ca-secret-dir). */
+  readonly meshCaSecretDir: string | undefined;
   /** Debounce of webhook bursts (default 50 ms: one push sends one hint; a burst of pushes still coalesces). */
   readonly webhookDebounceMs: number;
 }
@@ -94,6 +98,7 @@ export type ServerConfigInput = { readonly [K in keyof typeof SERVER_ENV]?: stri
   readonly pkiDir?: string | undefined;
   readonly kubeconfig?: string | undefined;
   readonly dataDir?: string | undefined;
+  readonly meshCaSecretDir?: string | undefined;
   readonly relayHost?: string | undefined;
   readonly httpHost?: string | undefined;
   readonly webhookDebounceMs?: string | undefined;
@@ -133,6 +138,7 @@ export const SERVER_ENV = {
   apiTokenSecret: "GITMESH_API_TOKEN_SECRET",
   httpTlsCert: "GITMESH_HTTP_TLS_CERT_FILE",
   httpTlsKey: "GITMESH_HTTP_TLS_KEY_FILE",
+  meshRootSecret: "GITMESH_MESH_ROOT_SECRET",
 } as const;
 
 export function parseServerConfig(input: ServerConfigInput, defaults: { identity: string }): { config?: ServerConfig; problems: string[] } {
@@ -216,6 +222,8 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     apiTokenFiles: { read: input.apiTokenFile || undefined, admin: input.apiAdminTokenFile || undefined },
     apiTokenSecret,
     httpTls: httpTlsCert !== undefined && httpTlsKey !== undefined ? { certFile: httpTlsCert, keyFile: httpTlsKey } : undefined,
+    meshRootSecret: input.meshRootSecret || "gitmesh-mesh-root-ca",
+    meshCaSecretDir: input.meshCaSecretDir || undefined,
     webhookDebounceMs: read.number(input.webhookDebounceMs, "webhook debounce", 50, (n) => n >= 0, "milliseconds ≥ 0"),
   };
   return configResult(config, problems);

@@ -46,3 +46,4 @@ export {
   generateToken,
   type RelaySecretStore,
 } from "./pki-storage.js";
+export { createDirectoryCaSecretReader, createKubernetesCaSecretReader, createKubernetesMeshRootStorage, createRedisMeshRootStorage, MESH_ROOT_SECRET } from "./mesh-root-storage.js";

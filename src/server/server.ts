@@ -31,7 +31,7 @@ import {
   type SyncTrigger,
 } from "../git-sync/index.js";
 import { createClusterIdentities, createRelayServer, isValidClusterName, loadOrCreateRelayPki, snapshotFromRelayState, type ClusterIdentities, type RelayServer } from "../relay/index.js";
-import { createFileMeshRootStorage, createMeshCa, findIssuedCertificate, loadOrCreateMeshRoot, type MeshCa } from "../mesh-ca/index.js";
+import { createFileMeshRootStorage, createMeshCa, createMeshRootResolver, findIssuedCertificate, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
 import type { SnapshotStore } from "../store/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
 import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
@@ -63,6 +63,12 @@ export interface ManagementServerOptions {
   /** Directory for Git caches (remote source object cache, audit clone). */
   readonly dataDir: string;
   readonly singleton?: SingletonGuard;
+  /**
+   * The mesh CA's storage (src/server/mesh-root-storage.ts): the generated root shared by every
+   * replica, and the reader of `mgmtServerCa.secretRef` Secrets. Default: a directory under `dataDir`
+   * and no secretRef support (standalone trials).
+   */
+  readonly meshCa?: { readonly storage?: MeshRootStorage; readonly readSecret?: ReadCaSecret; readonly describeSecrets?: string };
   /** Who holds which agent across replicas (absent: only this replica's connections are known). */
   readonly presence?: PresenceRegistry;
   /** How often a follower reads the desired state the leader stored (default 1000 ms). */
@@ -663,31 +669,25 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         log.error("first Git sync failed; polling will retry", { error: describeError(err), source: sourceName });
       }
 
-      // RootTrustPolicy: the mesh root CA signs each cluster's Istio intermediate. It is loaded (or
-      // generated once, RSA 4096) on the first signing request, so servers whose configuration has no
-      // RootTrustPolicy never pay for it. Only a cluster whose output holds the matching
+      // RootTrustPolicy: the mesh CA signs each cluster's Istio intermediate with the root its
+      // IssuedCertificate names: the one generated root of the management plane (created once in
+      // shared storage on the first request, so servers without a RootTrustPolicy never pay for it),
+      // or the policy's secretRef Secret. Only a cluster whose output holds the matching
       // IssuedCertificate may ask (mTLS identity, never the message).
-      const meshCaDir = join(options.dataDir, "mesh-ca");
-      let meshCa: Promise<MeshCa> | undefined;
-      const loadMeshCa = async (): Promise<MeshCa> => {
-        await mkdir(options.dataDir, { recursive: true });
-        const { root, created } = await loadOrCreateMeshRoot(createFileMeshRootStorage(meshCaDir));
-        if (created) log.info("mesh root CA generated", { storage: meshCaDir });
-        return createMeshCa({
-          root,
-          isIssuanceAllowed: (cluster, request) => findIssuedCertificate(latest.get(cluster)?.resources ?? [], request),
+      const meshStorage = options.meshCa?.storage ?? createFileMeshRootStorage(join(options.dataDir, "mesh-ca"));
+      const meshCa = createMeshCa({
+        resolveRoot: createMeshRootResolver({
+          generated: meshStorage,
+          ...(options.meshCa?.readSecret ? { readSecret: options.meshCa.readSecret } : {}),
+          ...(options.meshCa?.describeSecrets ? { describeSecrets: options.meshCa.describeSecrets } : {}),
           logger: log.child("mesh-ca"),
-        });
-      };
+        }),
+        isIssuanceAllowed: (cluster, request) => findIssuedCertificate(latest.get(cluster)?.resources ?? [], request),
+        logger: log.child("mesh-ca"),
+      });
       relay = createRelayServer({
         pki,
-        signIntermediate: async (cluster, request) => {
-          meshCa ??= loadMeshCa().catch((err: unknown) => {
-            meshCa = undefined;
-            throw err;
-          });
-          return (await meshCa).signIntermediate(cluster, request);
-        },
+        signIntermediate: meshCa.signIntermediate,
         ...(config.bootstrap === "fleet-token" ? { token: () => token ?? "" } : {}),
         identities,
         isClusterRegistered: (c) => registered.some((r) => r.name === c),
@@ -760,6 +760,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         pipeline: (await pipeline.status()).mode,
         warming: gate.warming,
         pki: options.secrets.describe,
+        meshRoot: meshStorage.describe,
       });
     },
     async stop() {

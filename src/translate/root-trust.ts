@@ -8,6 +8,15 @@
  * request exactly once, the first workspace (by name) with namespaces in a cluster renders it; the
  * policy's diagnostics are reported by the first workspace of the fleet. `applyToMeshes` empty =
  * every mesh; two policies selecting one mesh: the oldest wins (ROOT_TRUST_CONFLICT).
+ *
+ * Identity comes from Git, never from discovery: a cluster's trust domain is the one its
+ * KubernetesCluster assigns (annotation `gitmesh.io/trust-domain`, default the cluster name — the
+ * trust domain Gloo's Istio installations give each cluster). Only clusters with a KubernetesCluster
+ * get an intermediate. A mesh whose discovered trust domain differs from the assigned one gets NO
+ * IssuedCertificate and an error (TRUST_DOMAIN_MISMATCH): an agent that reports another cluster's
+ * trust domain must not obtain a CA for it. Discovery still decides which meshes exist (namespace,
+ * revision, istiod's service account): those only name identities inside the assigned trust domain,
+ * which the mesh CA's name constraints enforce (src/mesh-ca).
  */
 import AjvModule from "ajv";
 import { Severity, type Diagnostic } from "../core/index.js";
@@ -22,6 +31,21 @@ import { TranslateCode, type Emitted, type IstioResource, type TranslatorOutput 
 export const ISSUED_CERTIFICATE_API_VERSION = "internal.gitmesh.io/v1";
 export const ISSUED_CERTIFICATE_KIND = "IssuedCertificate";
 export const CERT_DEFAULTS = { ttlDays: 365, rsaKeySizeBytes: 4096, orgName: "gloo-mesh" } as const;
+/** KubernetesCluster annotation that assigns a trust domain other than the cluster name. */
+export const TRUST_DOMAIN_ANNOTATION = "gitmesh.io/trust-domain";
+
+/** Diagnostic codes of this translator. */
+export const RootTrustCode = {
+  /** Discovery reports a trust domain other than the one Git assigns: no intermediate for that mesh. */
+  TrustDomainMismatch: "TRUST_DOMAIN_MISMATCH",
+  /** The assigned trust domain is not a valid SPIFFE trust domain. */
+  InvalidTrustDomain: "INVALID_TRUST_DOMAIN",
+  /** Two clusters are assigned the same trust domain: each one's intermediate can issue the other's identities. */
+  TrustDomainShared: "TRUST_DOMAIN_SHARED",
+} as const;
+
+/** SPIFFE trust domain: lowercase letters, digits, dots, dashes, underscores (spiffe-id spec §2.1). */
+const TRUST_DOMAIN_RE = /^[a-z0-9._-]{1,255}$/;
 
 const SCHEMA = {
   type: "object",
@@ -69,6 +93,19 @@ const SCHEMA = {
           required: ["cluster", "namespace", "revision", "trustDomain"],
           properties: { cluster: { type: "string" }, namespace: { type: "string" }, revision: { type: "string" }, trustDomain: { type: "string" } },
         },
+        passiveCas: {
+          type: "array",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            properties: {
+              generated: { type: "object" },
+              secretRef: { type: "object", required: ["name"], properties: { name: { type: "string" }, namespace: { type: "string" } } },
+            },
+            minProperties: 1,
+            maxProperties: 1,
+          },
+        },
         rootTrustPolicy: { type: "object", required: ["name", "namespace"], properties: { name: { type: "string" }, namespace: { type: "string" } } },
         autoRestartPods: { type: "boolean" },
       },
@@ -114,17 +151,53 @@ function assignments(ctx: WorkspaceContext): Assignments {
   return result;
 }
 
+/**
+ * The trust domain Git assigns to each cluster that has a KubernetesCluster: its
+ * `gitmesh.io/trust-domain` annotation, else the cluster name. Invalid ones are left out (error), and
+ * a trust domain assigned to several clusters is reported (warning).
+ */
+function assignedTrustDomains(ctx: WorkspaceContext, diagnostics: Diagnostic[]): Map<string, string> {
+  const out = new Map<string, string>();
+  const byDomain = new Map<string, string[]>();
+  const kcs = [...(ctx.index.byKind.get("KubernetesCluster") ?? [])].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+  for (const kc of kcs) {
+    const annotated = kc.metadata.annotations?.[TRUST_DOMAIN_ANNOTATION];
+    const td = annotated ?? kc.metadata.name;
+    if (!TRUST_DOMAIN_RE.test(td)) {
+      diagnostics.push(ctx.diag(kc, RootTrustCode.InvalidTrustDomain, Severity.Error, annotated !== undefined ? `/metadata/annotations/${TRUST_DOMAIN_ANNOTATION.replace("/", "~1")}` : "/metadata/name",
+        `"${td}" is not a SPIFFE trust domain (lowercase letters, digits, ".", "-", "_"); no Istio intermediate CA is issued for cluster "${kc.metadata.name}". Set the annotation ${TRUST_DOMAIN_ANNOTATION} to its Istio trust domain.`));
+      continue;
+    }
+    out.set(kc.metadata.name, td);
+    byDomain.set(td, [...(byDomain.get(td) ?? []), kc.metadata.name]);
+  }
+  for (const [td, clusters] of byDomain) {
+    if (clusters.length < 2) continue;
+    for (const c of clusters.slice(1)) {
+      const kc = kcs.find((k) => k.metadata.name === c)!;
+      diagnostics.push(ctx.diag(kc, RootTrustCode.TrustDomainShared, Severity.Warning, "/metadata/annotations",
+        `clusters ${clusters.map((x) => `"${x}"`).join(", ")} share the trust domain "${td}": each one's Istio intermediate CA can issue the others' workload identities. Give each cluster its own trust domain (annotation ${TRUST_DOMAIN_ANNOTATION}, default the cluster name).`));
+    }
+  }
+  return out;
+}
+
 function computeAssignments(ctx: WorkspaceContext): Assignments {
   const diagnostics: Diagnostic[] = [];
   const byMesh = new Map<string, { mesh: MeshRef; policy: InputObject }>();
   const policies = [...(ctx.index.byKind.get("RootTrustPolicy") ?? [])].sort(olderFirst);
+  const assigned = policies.length > 0 ? assignedTrustDomains(ctx, diagnostics) : new Map<string, string>();
+  const reported = new Set<string>();
   for (const p of policies) {
     const selectors = asArray(asRecord(p.spec).applyToMeshes).map((m) => asRecord(asRecord(m).istio));
     let n = 0;
     for (const cluster of ctx.index.clusters) {
       const clusterLabels = ctx.index.clusterLabels.get(cluster) ?? {};
+      const trustDomain = assigned.get(cluster);
+      // Not registered in Git (discovery only), or an invalid assignment (reported above): nothing to issue.
+      if (trustDomain === undefined) continue;
       for (const m of ctx.snapshot(cluster)?.meshes ?? []) {
-        const mesh: MeshRef = { cluster, namespace: m.namespace, revision: m.revision ?? "", trustDomain: m.trustDomain, istiodServiceAccount: m.istiodServiceAccount ?? "istiod" };
+        const mesh: MeshRef = { cluster, namespace: m.namespace, revision: m.revision ?? "", trustDomain, istiodServiceAccount: m.istiodServiceAccount ?? "istiod" };
         const ok =
           selectors.length === 0 ||
           selectors.some((s) => {
@@ -134,6 +207,15 @@ function computeAssignments(ctx: WorkspaceContext): Assignments {
           });
         if (!ok) continue;
         n++;
+        if (m.trustDomain !== trustDomain) {
+          const key = `${cluster}/${m.namespace}/${mesh.revision}`;
+          if (!reported.has(key)) {
+            reported.add(key);
+            diagnostics.push(ctx.diag(p, RootTrustCode.TrustDomainMismatch, Severity.Error, "/spec/applyToMeshes",
+              `cluster "${cluster}" reports the trust domain "${m.trustDomain}" for its mesh ${m.namespace} (revision "${mesh.revision}"), but Git assigns it "${trustDomain}" (KubernetesCluster ${cluster}: annotation ${TRUST_DOMAIN_ANNOTATION}, default the cluster name); no Istio intermediate CA is issued for that mesh. Set meshConfig.trustDomain to "${trustDomain}" in that cluster's Istio, or assign its real trust domain with the annotation.`));
+          }
+          continue;
+        }
         const key = `${cluster}/${mesh.namespace}/${mesh.revision}`;
         const prev = byMesh.get(key);
         if (prev === undefined) byMesh.set(key, { mesh, policy: p });
@@ -156,6 +238,13 @@ function safeRegex(s: string): RegExp {
   }
 }
 
+/** A MgmtServerCertificateAuthority as the IssuedCertificate names it (secretRef namespace: the policy's, as Gloo). */
+function caRef(ca: Record<string, unknown>, policyNamespace: string): Record<string, unknown> {
+  if (ca.secretRef === undefined) return { generated: asRecord(ca.generated) };
+  const ref = asRecord(ca.secretRef);
+  return { secretRef: { name: asString(ref.name) ?? "", namespace: asString(ref.namespace) || policyNamespace } };
+}
+
 export function translateRootTrust(ctx: WorkspaceContext): TranslatorOutput {
   const index = ctx.index;
   const policies = index.byKind.get("RootTrustPolicy") ?? [];
@@ -167,7 +256,7 @@ export function translateRootTrust(ctx: WorkspaceContext): TranslatorOutput {
   if (reporter) {
     for (const p of policies) {
       const config = asRecord(asRecord(p.spec).config);
-      diagnostics.push(...reportUnsupported(ctx, p, config, "/spec/config", ["mgmtServerCa", "intermediateCertOptions", "autoRestartPods"]));
+      diagnostics.push(...reportUnsupported(ctx, p, config, "/spec/config", ["mgmtServerCa", "intermediateCertOptions", "autoRestartPods", "passiveCertificateAuthorities"]));
       if (config.mgmtServerCa === undefined) diagnostics.push(ctx.diag(p, TranslateCode.InvalidField, Severity.Warning, "/spec/config", "no mgmtServerCa given; a generated root CA (mgmtServerCa.generated) is assumed."));
     }
   }
@@ -179,8 +268,8 @@ export function translateRootTrust(ctx: WorkspaceContext): TranslatorOutput {
     const config = asRecord(asRecord(policy.spec).config);
     const opts = asRecord(config.intermediateCertOptions);
     const ratio = asNumber(opts.secretRotationGracePeriodRatio);
-    const ca = asRecord(config.mgmtServerCa);
-    const secretRef = asRecord(ca.secretRef);
+    const policyNamespace = policy.metadata.namespace ?? index.adminNamespace;
+    const passiveCas = asArray(config.passiveCertificateAuthorities).map((p) => caRef(asRecord(p), policyNamespace));
     const resource: IstioResource = {
       apiVersion: ISSUED_CERTIFICATE_API_VERSION,
       kind: ISSUED_CERTIFICATE_KIND,
@@ -194,9 +283,10 @@ export function translateRootTrust(ctx: WorkspaceContext): TranslatorOutput {
           orgName: asString(opts.orgName) || CERT_DEFAULTS.orgName,
           ...(ratio !== undefined && ratio > 0 ? { secretRotationGracePeriodRatio: ratio } : {}),
         },
-        ca: ca.secretRef !== undefined ? { secretRef: { name: asString(secretRef.name) ?? "", namespace: asString(secretRef.namespace) ?? index.adminNamespace } } : { generated: asRecord(ca.generated) },
+        ca: caRef(asRecord(config.mgmtServerCa), policyNamespace),
+        ...(passiveCas.length > 0 ? { passiveCas } : {}),
         mesh: { cluster: mesh.cluster, namespace: mesh.namespace, revision: mesh.revision, trustDomain: mesh.trustDomain },
-        rootTrustPolicy: { name: policy.metadata.name, namespace: policy.metadata.namespace ?? index.adminNamespace },
+        rootTrustPolicy: { name: policy.metadata.name, namespace: policyNamespace },
         ...(config.autoRestartPods === true ? { autoRestartPods: true } : {}),
       },
     };

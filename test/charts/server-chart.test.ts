@@ -32,8 +32,9 @@ function serverCalls(ns: string, generate: boolean): Set<Grant> {
   for (const n of Object.values(RELAY)) for (const v of ["get", "watch"]) g.add(grant(scope, "", "secrets", v, n));
   // Cluster identity records relay-identity-<cluster> (compare-and-swap; no name-prefix RBAC for Secrets).
   for (const v of ["get", "list", "create", "update", "delete"]) g.add(grant(scope, "", "secrets", v));
+  // the mesh root (src/server/mesh-root-storage.ts): read, created once (meshCa.generateRoot, default true)
+  g.add(grant(scope, "", "secrets", "get", "gitmesh-mesh-root-ca"));
   if (generate) {
-    g.add(grant(scope, "", "secrets", "create"));
     for (const n of [RELAY.root, RELAY.server, RELAY.signing]) g.add(grant(scope, "", "secrets", "update", n));
   }
   return g;

@@ -6,8 +6,9 @@
 //
 // The tests run in order and share the fleet (starting it costs most of the time on a 2-core machine).
 // Waits poll the replicas' status API with generous, bounded deadlines.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { X509Certificate } from "node:crypto";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -206,12 +207,14 @@ const allObjects = () => new Map(CLUSTERS.map((c) => [c, objects(c)]));
 /** The objects of a cluster are exactly its output's resources (nothing missing, nothing extra). */
 async function expectMatchesOutput(cluster: string): Promise<void> {
   const out = await outputOf(cluster);
-  for (const r of out.resources) {
+  // IssuedCertificates are requests the agent acts on (the cacerts Secret), not objects it applies.
+  const applied = out.resources.filter((r) => r.kind !== "IssuedCertificate");
+  for (const r of applied) {
     const kinds = kindsSeen.get(r.apiVersion) ?? new Set<string>();
     kinds.add(r.kind);
     kindsSeen.set(r.apiVersion, kinds);
   }
-  const want = out.resources.map((r) => `${r.kind}/${r.metadata.namespace ?? ""}/${r.metadata.name}`).sort();
+  const want = applied.map((r) => `${r.kind}/${r.metadata.namespace ?? ""}/${r.metadata.name}`).sort();
   expect([...objects(cluster).keys()].sort(), `objects of ${cluster}`).toEqual(want);
 }
 /** Every gitmesh-managed object deleted in a workload cluster since the fleet started (none may be: no scenario removes config). */
@@ -225,6 +228,35 @@ const expectNothingPruned = () => expect(deletions, "gitmesh-managed objects del
 const expectUnchanged = (before: Map<string, Map<string, string>>) => {
   for (const c of CLUSTERS) expect(objects(c), `objects of ${c}`).toEqual(before.get(c));
 };
+
+// ---- Istio intermediates (RootTrustPolicy) ------------------------------------------------------
+const b64d = (v: unknown) => Buffer.from(String(v), "base64").toString("utf8");
+/** The cacerts Secret an agent wrote for its istiod (decoded), or undefined. */
+const cacertsOf = (cluster: string): Record<string, string> | undefined => {
+  const s = kubes.get(cluster)!.emulator.get("v1", "Secret", "istio-system", "cacerts");
+  return s ? Object.fromEntries(Object.entries(s.data as Record<string, string>).map(([k, v]) => [k, b64d(v)])) : undefined;
+};
+const sameCert = (a: string, b: string) => new X509Certificate(a).raw.equals(new X509Certificate(b).raw);
+/** `openssl verify -x509_strict` of an intermediate against a root. */
+function opensslVerify(rootPem: string, certPem: string): string {
+  const dir = mkdtempSync(join(tmp, "verify-"));
+  try {
+    writeFileSync(join(dir, "root.pem"), rootPem);
+    writeFileSync(join(dir, "cert.pem"), certPem);
+    return execFileSync("openssl", ["verify", "-x509_strict", "-CAfile", join(dir, "root.pem"), join(dir, "cert.pem")], { encoding: "utf8" });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+/** Every cluster's cacerts: issued for its own trust domain, signed by `rootPem` (the one mesh root). */
+function expectOneMeshRoot(rootPem: string): void {
+  for (const c of CLUSTERS) {
+    const data = cacertsOf(c)!;
+    expect(sameCert(data["root-cert.pem"]!, rootPem), `root-cert.pem of ${c}`).toBe(true);
+    expect(opensslVerify(rootPem, data["ca-cert.pem"]!), `ca-cert.pem of ${c}`).toContain("OK");
+    expect(new X509Certificate(data["ca-cert.pem"]!).subjectAltName).toBe(`URI:spiffe://${c}/ns/istio-system/sa/istiod-1-29`);
+  }
+}
 
 const pushHint = async (sha: string, r: Replica = alive()[0]!) => {
   const body = JSON.stringify({ ref: "refs/heads/main", sha });
@@ -248,9 +280,10 @@ beforeAll(async () => {
   redis = await startRedis({ outages: true });
   git = await startGitServer();
   await git.createRepo("mesh");
-  // The CLI agent has no intermediate CA signer yet (see src/agent/cacerts.ts): leave the RootTrustPolicy out.
+  // With the RootTrustPolicy: every agent obtains its istiod intermediate from whichever replica it
+  // is connected to, and all of them must be signed by the one mesh root (kept with the relay PKI in
+  // the shared --pki-dir).
   const repo = files("examples/repo-layout");
-  delete repo["clusters/root-trust-policy.yaml"];
   // cluster3: a third cluster that only the "*" workspace (gateways) selects.
   repo["clusters/cluster3.yaml"] = repo["clusters/cluster2.yaml"]!.replace(/cluster2/g, "cluster3").replace("us-west-2", "eu-west-1").replace("environment: prod", "environment: staging");
   await git.commitFiles("mesh", repo, "bookinfo on three clusters");
@@ -269,7 +302,11 @@ beforeAll(async () => {
   for (const cluster of CLUSTERS) {
     const dir = join("examples/discovery", cluster === "cluster3" ? "cluster2" : cluster);
     const kube = await startKube({});
-    for (const f of readdirSync(dir).filter((n) => n.endsWith(".yaml"))) await kube.emulator.seedFile(join(dir, f));
+    // cluster3 runs cluster2's discovery, with its own trust domain (the one Git assigns: its name).
+    for (const f of readdirSync(dir).filter((n) => n.endsWith(".yaml"))) {
+      if (cluster === "cluster3") kube.emulator.seed(readFileSync(join(dir, f), "utf8").replace(/trustDomain: cluster2/g, "trustDomain: cluster3"), f);
+      else await kube.emulator.seedFile(join(dir, f));
+    }
     kube.emulator.seed([
       { apiVersion: "v1", kind: "Namespace", metadata: { name: "gitmesh" } },
       { apiVersion: "v1", kind: "Secret", metadata: { name: "relay-root-tls-secret", namespace: "gitmesh" }, data: { "ca.crt": b64(rootCa) } },
@@ -293,6 +330,7 @@ afterAll(async () => {
 
 describe("two server replicas, three agents, real Redis and Git, in separate processes", () => {
   let first: string;
+  let meshRoot: string;
 
   it("converges the first commit on every cluster, one audit commit, each replica shows its own status", async () => {
     first = (await git.revParse("mesh", "refs/heads/main"))!;
@@ -308,6 +346,15 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     for (const c of CLUSTERS) expect(tree).toMatch(new RegExp(`^clusters/${c}/.+\\.yaml$`, "m"));
     expectNothingPruned();
   }, 180_000);
+
+  it("RootTrustPolicy: every cluster's istiod intermediate, signed by whichever replica its agent reached, chains to the one mesh root", async () => {
+    await poll("cacerts in every cluster", () => Promise.resolve(CLUSTERS.every((c) => cacertsOf(c) !== undefined)), 120_000);
+    meshRoot = readFileSync(join(tmp, "pki", "mesh-ca", "ca-cert.pem"), "utf8");
+    expectOneMeshRoot(meshRoot);
+    // the agents are spread over both replicas, so both signed with that root
+    const replicasOfAgents = new Set((await statuses()).flatMap((s) => s.clusters.filter((c) => c.connected).map((c) => c.replica)));
+    expect(replicasOfAgents.size).toBe(2);
+  }, 150_000);
 
   it("a push converges on the clusters it affects and nowhere else; the audit branch gets one commit", async () => {
     const before = allObjects();
@@ -511,6 +558,13 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     await poll("converged", converged({}), 60_000);
     const before = allObjects();
     await Promise.all(replicas.map((r) => r.proc!.kill("SIGKILL")));
+    // While no server runs, mark every cacerts as issued for other roots: each agent re-issues on the
+    // first output after the restart, from whichever restarted replica it reaches.
+    const issuedBefore = new Map(CLUSTERS.map((c) => [c, cacertsOf(c)!["ca-cert.pem"]!]));
+    for (const c of CLUSTERS) {
+      const s = kubes.get(c)!.emulator.get("v1", "Secret", "istio-system", "cacerts") as { metadata: { annotations?: Record<string, string> } };
+      kubes.get(c)!.emulator.seed([{ ...s, metadata: { ...s.metadata, annotations: { ...(s.metadata.annotations ?? {}), "gitmesh.io/issued-for": "before-the-restart" } } }]);
+    }
     await redis.stop();
     await redis.start();
     for (const r of replicas) startReplica(r);
@@ -524,5 +578,8 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     await poll("converged after the restart", converged({}), 90_000);
     expectUnchanged(before);
     expectNothingPruned();
+    // Re-issued after the restart of both replicas, by the same mesh root.
+    await poll("cacerts re-issued", () => Promise.resolve(CLUSTERS.every((c) => cacertsOf(c)!["ca-cert.pem"] !== issuedBefore.get(c))), 90_000);
+    expectOneMeshRoot(meshRoot);
   }, 300_000);
 });

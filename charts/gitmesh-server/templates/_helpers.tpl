@@ -69,3 +69,13 @@ value, else a random one. Arguments: dict "ctx" . "name" secretName "key" dataKe
 {{- randAlphaNum 48 | b64enc -}}
 {{- end -}}
 {{- end -}}
+
+{{/* meshCa.secretRefs grouped by namespace (YAML map namespace -> [names]); namespace defaults to gloo-mesh. */}}
+{{- define "gitmesh-server.meshCaSecretRefs" -}}
+{{- $by := dict -}}
+{{- range .Values.meshCa.secretRefs -}}
+{{- $ns := default "gloo-mesh" .namespace -}}
+{{- $_ := set $by $ns (append (get $by $ns | default list) .name) -}}
+{{- end -}}
+{{- toYaml $by -}}
+{{- end -}}
