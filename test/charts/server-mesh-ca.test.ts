@@ -29,9 +29,12 @@ describe("gitmesh-server chart: mesh CA", () => {
     expect(envOf(podSpec(find(manifests, "Deployment", "gitmesh-server")).containers[0]!).GITMESH_MESH_ROOT_SECRET).toBe("my-mesh-root");
   });
 
-  it("a brought-in PKI and mesh root: no create at all", async () => {
+  it("a brought-in PKI and mesh root: nothing created but the clusters' identity records", async () => {
     const { manifests } = await renderOk("gitmesh-server", [...BASE, "--set", "relay.tls.existingSecrets=true", "--set", "meshCa.generateRoot=false"]);
-    expect([...grantsOf(manifests, SA)].filter((g) => g.includes(" create "))).toEqual([]);
+    // Per-cluster identity records (relay-identity-<cluster>, src/relay/identity.ts) are Secrets the
+    // server creates by compare-and-swap; RBAC has no name prefixes, so that grant is namespace-wide.
+    // No other create: not the relay PKI, not the mesh root.
+    expect([...grantsOf(manifests, SA)].filter((g) => g.includes(" create "))).toEqual([grant("ns:gitmesh", "", "secrets", "create")]);
   });
 
   it("rejects a secretRef without a name", async () => {

@@ -57,6 +57,7 @@ async function startServer(): Promise<ManagementServer> {
       httpHost: "127.0.0.1",
       httpPort: String(httpPort),
       pollIntervalSeconds: "1",
+      bootstrap: "fleet-token",
       relayToken: TOKEN,
       relayAdditionalSans: "127.0.0.1",
       warmingWindowSeconds: "2",
