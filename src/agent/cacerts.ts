@@ -27,11 +27,10 @@ import { createRequire } from "node:module";
 import { promisify } from "node:util";
 import type * as Forge from "node-forge";
 import { describeError, type Logger } from "../core/index.js";
-import { signNatively } from "../relay/index.js";
 import type { ResourceError } from "./applier.js";
 import { KINDS, messageOf, objectKey, type FieldOwnerWriter, type KubeObject, type KubeReader } from "./kube.js";
 import type { AgentMetrics } from "./metrics.js";
-import type { IntermediateSigner, IntermediateSigningRequest, SignedIntermediate } from "../relay/index.js";
+import { signNatively, type IntermediateSigner, type IntermediateSigningRequest, type SignedIntermediate } from "../pki/index.js";
 import type { WorkloadRestarter } from "./workload-restart.js";
 
 const generateKeyPairAsync = promisify(generateKeyPair);
@@ -42,7 +41,7 @@ export const ISSUED_FOR_ANNOTATION = "gitmesh.io/issued-for";
 // node-forge is CommonJS with a dynamically built export object: load it with require.
 const forge = createRequire(import.meta.url)("node-forge") as typeof Forge;
 
-/** The signer types are owned by the relay (its createRelayIntermediateSigner is the real signer). */
+/** The signer types live in src/pki (the relay's createRelayIntermediateSigner is the real signer). */
 export type { IntermediateSigner, IntermediateSigningRequest, SignedIntermediate };
 
 export interface CacertsOptions {

@@ -6,7 +6,8 @@
  * next start), renewal by the relay client before expiry.
  */
 import { NeedsHumanError, type Logger } from "../core/index.js";
-import { certificateNotAfterMs, createRelayClient, createRelayIntermediateSigner, RELAY_SECRETS, type IntermediateSigner, type RelayClient, type RelayClientCredentials, type RelayClientOptions } from "../relay/index.js";
+import type { IntermediateSigner } from "../pki/index.js";
+import { certificateNotAfterMs, createRelayClient, createRelayIntermediateSigner, RELAY_SECRETS, type RelayClient, type RelayClientCredentials, type RelayClientOptions } from "../relay/index.js";
 import type { OutputVersion, ResourceError } from "./applier.js";
 import { KINDS, type FieldOwnerWriter, type KubeReader } from "./kube.js";
 

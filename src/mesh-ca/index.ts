@@ -24,4 +24,4 @@ export {
 } from "./root.js";
 export { findIssuedCertificate, issuanceGrantOf, ISSUED_CERTIFICATE, trustDomainOfSpiffeId, type CaRef, type IsIssuanceAllowed, type IssuanceGrant, type IssuanceRequest } from "./issued.js";
 export { createFileMeshRootStorage } from "./file-storage.js";
-export { NAME_CONSTRAINTS_OID } from "./x509.js";
+export { NAME_CONSTRAINTS_OID } from "../pki/index.js";

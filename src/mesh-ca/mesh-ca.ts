@@ -19,10 +19,10 @@
  */
 import type * as Forge from "node-forge";
 import type { Logger } from "../core/index.js";
-import type { IntermediateCsr, IntermediateSigningResult } from "../relay/index.js";
+import type { IntermediateCsr, IntermediateSigningResult } from "../pki/index.js";
 import { ISSUED_CERTIFICATE, type CaRef, type IsIssuanceAllowed } from "./issued.js";
 import { topRootPem, type MeshRoot } from "./root.js";
-import { forge, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively, subjectKeyIdBytes, uriNameConstraintsExtension } from "./x509.js";
+import { forge, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively, subjectKeyIdBytes, uriNameConstraintsExtension } from "../pki/index.js";
 
 /** The root for a CA reference (see createMeshRootResolver); throws MeshCaConfigError when unusable. */
 export type ResolveMeshRoot = (ref: CaRef) => Promise<MeshRoot>;

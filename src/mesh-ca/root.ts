@@ -5,7 +5,7 @@
  */
 import { createPrivateKey, createPublicKey, X509Certificate } from "node:crypto";
 import { NeedsHumanError } from "../core/index.js";
-import { forge, forgePublicKeyOf, generateRsaKeyPem, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively } from "./x509.js";
+import { forge, forgePublicKeyOf, generateRsaKeyPem, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively } from "../pki/index.js";
 
 /** Defaults of a generated root, as Gloo Mesh's `mgmtServerCa.generated`. */
 export const MESH_ROOT_DEFAULTS = {

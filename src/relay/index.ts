@@ -38,17 +38,12 @@ export {
   type RelayPki,
   type RelayPkiStorage,
 } from "./pki.js";
-export { forgePublicKeyOf, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively } from "./x509.js";
 export { applyStateDelta, diffStates, encodeChunks, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
 export { relayStateFromSnapshot, snapshotFromRelayState } from "./discovery-state.js";
 export {
   createRelayServer,
   type AppliedVersion,
   type DiscoveryEvent,
-  type IntermediateCsr,
-  type IntermediateRefusal,
-  type IntermediateSigningResult,
-  type SignIntermediateFn,
   type OutputAckEvent,
   type OutputNackEvent,
   type OutputSnapshot,
@@ -68,8 +63,5 @@ export {
 export {
   createRelayIntermediateSigner,
   IntermediateSigningError,
-  type IntermediateSigner,
-  type IntermediateSigningRequest,
   type RelayIntermediateSignerOptions,
-  type SignedIntermediate,
 } from "./intermediate-signer.js";

@@ -3,9 +3,8 @@
  * (src/agent/cacerts.ts) to get its Istio intermediate CA CSRs signed by the management server's mesh
  * root CA over the relay's mTLS channel.
  *
- * The relay owns the IntermediateSigner types (src/agent imports them from here and re-exports them;
- * src/agent imports src/relay, so the other way round would be a cycle). Only the CSR travels; the
- * intermediate key stays in the cluster.
+ * The signer contract (IntermediateSigner and its request/answer types) lives in src/pki, which the
+ * agent, the relay and the mesh CA share. Only the CSR travels; the intermediate key stays in the cluster.
  * Each call opens its own short-lived mTLS channel with the cluster's current client certificate
  * (read through `credentials()`, e.g. from relay-client-tls-secret), since signing is rare (once per
  * mesh per certificate lifetime) and the certificate may have been renewed since the last call.
@@ -15,33 +14,8 @@ import { GitmeshError, NeedsHumanError, Reaction, TransientError, type Logger } 
 import { RELAY_DEFAULTS } from "./constants.js";
 import { isPermanentStatus } from "./errors.js";
 import { RelayClient as GrpcRelayClient, type SignIntermediateRequest, type SignIntermediateResponse } from "./gen/gitmesh/relay/v1/relay.js";
+import type { IntermediateSigner } from "../pki/index.js";
 import type { RelayClientCredentials } from "./client.js";
-
-export interface IntermediateSigningRequest {
-  readonly cluster: string;
-  /** PKCS#10 PEM; the key stays with the agent. */
-  readonly csrPem: string;
-  /** SPIFFE ids of istiod (URI SANs). */
-  readonly hosts: readonly string[];
-  readonly ttlDays: number;
-  readonly orgName: string;
-  /** "<namespace>/<name>" of the RootTrustPolicy that asked for it. */
-  readonly rootTrustPolicy: string;
-  /** "<namespace>/<name>" of the IssuedCertificate, when the caller knows it. */
-  readonly issuedCertificate?: string;
-}
-
-export interface SignedIntermediate {
-  readonly certPem: string;
-  /** Certificates between the intermediate and the root (may be empty), PEM, leaf-most first. */
-  readonly chainPems: readonly string[];
-  readonly rootCertPem: string;
-}
-
-/** Signs intermediate CA CSRs (the management server's root CA, reached through the relay). */
-export interface IntermediateSigner {
-  signIntermediate(request: IntermediateSigningRequest): Promise<SignedIntermediate>;
-}
 
 export interface RelayIntermediateSignerOptions {
   /** host:port of the relay server (Helm relay.serverAddress). */

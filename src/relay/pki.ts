@@ -10,7 +10,7 @@ import { generateKeyPairSync, X509Certificate } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
 import type * as Forge from "node-forge";
 import { CLUSTER_URI_PREFIX, RELAY_DEFAULTS, RELAY_SECRETS } from "./constants.js";
-import { forge, forgePublicKeyOf, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively, STAMPED_SERIAL_MARKER } from "./x509.js";
+import { forge, forgePublicKeyOf, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively, STAMPED_SERIAL_MARKER } from "../pki/index.js";
 
 /** All the server-side PKI material, as PEM. */
 export interface RelayPki {

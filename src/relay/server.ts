@@ -16,6 +16,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import type { Registry } from "prom-client";
 import { describeError, TransientError, type Logger } from "../core/index.js";
+import type { SignIntermediateFn } from "../pki/index.js";
 import { REJECTION_REASONS, RELAY_DEFAULTS, type RejectionReason } from "./constants.js";
 import { RelayRejectedError, toServiceError } from "./errors.js";
 import { createClusterIdentities, createMemoryRecordStore, credentialMatches, type ClusterIdentities, type ClusterIdentityRecord } from "./identity.js";
@@ -75,36 +76,6 @@ export interface OutputNackEvent extends OutputAckEvent {
 
 export type StreamKind = "push" | "pull";
 
-/** What an agent asked SignIntermediate to sign (the cluster is passed separately, from its certificate). */
-export interface IntermediateCsr {
-  /** PEM PKCS#10 CSR of the intermediate CA; the key stays in the workload cluster. */
-  readonly csrPem: string;
-  /** "<namespace>/<name>" of the IssuedCertificate, or "" when the agent did not name it. */
-  readonly issuedCertificate: string;
-  /** "<namespace>/<name>" of the RootTrustPolicy, or "" when the agent did not name it. */
-  readonly rootTrustPolicy: string;
-}
-
-/**
- * Why an intermediate CSR was not signed; the relay maps each to a gRPC status once:
- * not_issued → PERMISSION_DENIED, invalid_csr / san_mismatch → INVALID_ARGUMENT.
- */
-export type IntermediateRefusal = "not_issued" | "invalid_csr" | "san_mismatch";
-
-/** The answer of a mesh CA to an intermediate CSR: signed material, or a refusal with a message for the agent's operator. */
-export type IntermediateSigningResult =
-  | {
-      readonly ok: true;
-      readonly certPem: string;
-      /** Certificates between the intermediate and the root, intermediate-most first (may be empty). */
-      readonly chainPems: readonly string[];
-      readonly rootCertPem: string;
-      readonly notAfterMs: number;
-    }
-  | { readonly ok: false; readonly refusal: IntermediateRefusal; readonly message: string };
-
-/** Signs an intermediate CSR for `cluster` (the verified identity of the caller); src/mesh-ca createMeshCa().signIntermediate fits. */
-export type SignIntermediateFn = (cluster: string, request: IntermediateCsr) => Promise<IntermediateSigningResult>;
 
 export interface RelayServerOptions {
   /** CA, server certificate and signing CA (see loadOrCreateRelayPki). */

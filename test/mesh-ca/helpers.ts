@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { Registry } from "prom-client";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { createMeshCa, findIssuedCertificate, type MeshCa, type MeshRoot, type ResolveMeshRoot } from "../../src/mesh-ca/index.js";
-import { createRelayServer, forgePublicKeyOf, randomSerial, signNatively, type IntermediateCsr, type SignIntermediateFn } from "../../src/relay/index.js";
+import { forgePublicKeyOf, randomSerial, signNatively, type IntermediateCsr, type SignIntermediateFn } from "../../src/pki/index.js";
+import { createRelayServer } from "../../src/relay/index.js";
 
 const forge = createRequire(import.meta.url)("node-forge") as typeof Forge;
 import { testPki } from "../relay/helpers.js";

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCsr, createClusterIdentities, generateKeyPem, REJECTION_REASONS, RELAY_METRICS, snapshotFromRelayState, type ClusterRecordStore } from "../../src/relay/index.js";
 import type { DiscoveryUpdate } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
 import { createDirectoryRecordStore, createKubernetesRecordStore, createRedisRecordStore } from "../../src/server/index.js";
-import { forge } from "../../src/relay/x509.js";
+import { forge } from "../../src/pki/index.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { certFor, clientKey, metricValue, rejectionsLogged, state, statusOf, testPki, until, useRelayCleanup } from "./helpers.js";
