@@ -61,11 +61,11 @@ describe("leader election", () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(other.isLeader).toBe(false);
 
-    // graceful stop releases the lease; the remaining standby takes over well before a lease duration
-    const t0 = Date.now();
+    // graceful stop releases the lease (holder cleared at once, not left to expire), so the remaining
+    // standby may take it without waiting out a lease duration
     await next.stop();
+    expect(["", next === b ? "agent-c" : "agent-b"]).toContain(holder());
     await eventually("other takes over", () => other.isLeader, 5000);
-    expect(Date.now() - t0).toBeLessThan(600);
     expect(log.filter((l) => l.endsWith("leads"))).toHaveLength(3);
     expect(log).toContain(`${next === b ? "agent-b" : "agent-c"} stops`);
     await other.stop();
