@@ -132,7 +132,3 @@ export const CONFIG_CODES: Readonly<Record<ConfigCode, CodeInfo>> = {
       "An incremental update changed gitmesh.yaml so that previously ignored files now count, but their contents were not handed in. Load the whole tree again.",
   },
 };
-
-export function codeSeverity(code: ConfigCode): Severity {
-  return CONFIG_CODES[code].severity;
-}

@@ -53,6 +53,5 @@ export {
   DISCOVERY_API_VERSION,
   DISCOVERY_KIND,
   emptySnapshot,
-  formatLocality,
   normalizeSnapshot,
 } from "./snapshot.js";

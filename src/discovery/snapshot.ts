@@ -75,11 +75,6 @@ const gatewayTuple = (g: DiscoveredGateway): string[] => [g.namespace, g.name];
 const istioTuple = (o: DiscoveredIstioObject): string[] => [apiGroup(o.apiVersion), o.kind, o.namespace, o.name];
 const portTuple = (p: DiscoveredServicePort | DiscoveredGatewayPort): (string | number)[] => [p.port, p.protocol, p.name];
 
-/** Formats a locality the way Istio writes it: `region/zone/subZone` (trailing empty parts dropped). */
-export function formatLocality(l: DiscoveredLocality): string {
-  return [l.region, l.zone, l.subZone].filter((p) => p !== undefined).join("/");
-}
-
 /**
  * The sections of a snapshot, each with its entry-key prefix and the identity of its items.
  * Entry keys: `namespace/<name>`, `service/<ns>/<name>`, `workload/<ns>/<kind>/<name>`,

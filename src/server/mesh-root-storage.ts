@@ -17,7 +17,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CoreV1Api, V1ObjectMeta, V1Secret, type KubeConfig } from "@kubernetes/client-node";
 import type { Redis } from "ioredis";
-import { MESH_ROOT_KEYS, type MeshRootPem, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
+import { meshRootPemFromSecretData, meshRootPemToSecretData, type MeshRootPem, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
 
 /** Default name of the Secret holding the generated mesh root (server namespace). */
 export const MESH_ROOT_SECRET = "gitmesh-mesh-root-ca";
@@ -56,8 +56,8 @@ export function createKubernetesMeshRootStorage(kc: KubeConfig, namespace: strin
     describe: `Kubernetes Secret ${namespace}/${name}`,
     async load() {
       try {
-        const data = decode((await api.readNamespacedSecret({ name, namespace })).data);
-        return { certPem: data[MESH_ROOT_KEYS.cert] ?? "", keyPem: data[MESH_ROOT_KEYS.key] ?? "" };
+        // A Secret without a usable pair is not "absent": meshRootFromPem reports it (never a silent new root).
+        return meshRootPemFromSecretData(decode((await api.readNamespacedSecret({ name, namespace })).data)) ?? { certPem: "", keyPem: "" };
       } catch (err) {
         if (notFound(err)) return undefined;
         throw err;
@@ -67,7 +67,7 @@ export function createKubernetesMeshRootStorage(kc: KubeConfig, namespace: strin
       const body = new V1Secret();
       body.metadata = Object.assign(new V1ObjectMeta(), { name, namespace, labels: { "app.kubernetes.io/managed-by": "gitmesh-server", "gitmesh.io/mesh-root-ca": "generated" } });
       body.type = "Opaque";
-      body.data = { [MESH_ROOT_KEYS.cert]: Buffer.from(root.certPem).toString("base64"), [MESH_ROOT_KEYS.key]: Buffer.from(root.keyPem).toString("base64") };
+      body.data = Object.fromEntries(Object.entries(meshRootPemToSecretData(root)).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
       try {
         await api.createNamespacedSecret({ namespace, body });
       } catch (err) {
