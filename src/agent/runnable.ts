@@ -54,23 +54,8 @@ export function createRunnableManager(runnables: readonly Runnable[], logger: Lo
   };
 }
 
-/** Exponential backoff with ± jitter: delay(attempt) for attempt = 0, 1, 2, … */
-export interface BackoffOptions {
-  /** First delay (default 200 ms). */
-  readonly initialMs?: number;
-  /** Cap (default 30 s). */
-  readonly maxMs?: number;
-  /** Growth factor (default 2). */
-  readonly factor?: number;
-  /** ± fraction of jitter (default 0.2). */
-  readonly jitter?: number;
-}
-
-export function backoffDelay(options: BackoffOptions, attempt: number, random: () => number = Math.random): number {
-  const initial = options.initialMs ?? 200;
-  const base = Math.min(options.maxMs ?? 30_000, initial * (options.factor ?? 2) ** attempt);
-  return Math.max(0, base * (1 + (options.jitter ?? 0.2) * (2 * random() - 1)));
-}
+// Backoff is shared with the relay client and git-sync (src/core/backoff.ts).
+export { backoffDelay, type BackoffOptions } from "../core/index.js";
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {

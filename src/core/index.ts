@@ -4,3 +4,4 @@ export * from "./logger.js";
 export * from "./redact.js";
 export * from "./canonical.js";
 export * from "./config-input.js";
+export * from "./backoff.js";

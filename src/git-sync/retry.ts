@@ -1,5 +1,5 @@
 /** Exponential backoff for infrastructure calls (fetch, push). Only transient errors are retried. */
-import { Reaction, reactionOf } from "../core/index.js";
+import { backoffDelay as exponentialDelay, Reaction, reactionOf } from "../core/index.js";
 
 export interface BackoffOptions {
   /** Total attempts including the first (default 5). */
@@ -16,9 +16,7 @@ export const defaultSleep = (ms: number): Promise<void> => new Promise((resolve)
 
 /** Delay before attempt `n` (1-based retries): initial · 2^(n-1), capped. Deterministic (no jitter) so tests can assert it. */
 export function backoffDelay(retry: number, options: BackoffOptions = {}): number {
-  const initial = options.initialDelayMs ?? 500;
-  const max = options.maxDelayMs ?? 30_000;
-  return Math.min(max, initial * 2 ** Math.max(0, retry - 1));
+  return exponentialDelay({ initialMs: options.initialDelayMs ?? 500, maxMs: options.maxDelayMs ?? 30_000, factor: 2, jitter: 0 }, Math.max(0, retry - 1));
 }
 
 /**

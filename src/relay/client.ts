@@ -5,7 +5,7 @@
  * and jitter; every new session starts with a full discovery snapshot and receives a full output.
  */
 import * as grpc from "@grpc/grpc-js";
-import { describeError, type Logger } from "../core/index.js";
+import { backoffDelay, describeError, type Logger } from "../core/index.js";
 import { RELAY_DEFAULTS } from "./constants.js";
 import { REJECTION_REASONS } from "./constants.js";
 import { isPermanentStatus, reasonOf } from "./errors.js";
@@ -329,8 +329,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
 
   function scheduleReconnect() {
     if (closed || reconnectTimer) return;
-    const base = Math.min(backoff.maxMs, backoff.initialMs * backoff.factor ** attempt);
-    const delay = Math.max(0, base * (1 + backoff.jitter * (2 * random() - 1)));
+    const delay = backoffDelay(backoff, attempt, random);
     attempt++;
     reconnectTimer = setTimeout(() => {
       reconnectTimer = undefined;
