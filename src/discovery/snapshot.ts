@@ -4,7 +4,7 @@
  * order. Two snapshots of equal clusters are byte-identical in canonical JSON, so checksums and
  * deltas are meaningful.
  */
-import { canonicalize } from "../core/index.js";
+import { canonicalize, compareCodeUnits, sortKeysDeep } from "../core/index.js";
 import type {
   DiscoveredGateway,
   DiscoveredGatewayPort,
@@ -39,10 +39,8 @@ export function emptySnapshot(cluster: string): DiscoverySnapshot {
   };
 }
 
-/** Code-unit string order (locale independent, like Go's and the canonical JSON's). */
-export function compareStrings(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
+/** Code-unit string order (locale independent, like Go's and the canonical JSON's): src/core's. */
+export const compareStrings = compareCodeUnits;
 
 function compareTuples(a: readonly (string | number)[], b: readonly (string | number)[]): number {
   for (let i = 0; i < Math.max(a.length, b.length); i++) {
@@ -120,20 +118,6 @@ function normalizeLocalities(list: readonly DiscoveredLocality[]): DiscoveredLoc
   return sortUnique(list, localityTuple);
 }
 
-/** Deep copy with object keys in code-unit order at every depth and `undefined` members dropped (canonicalize below the top level). */
-function sortKeysDeep(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeysDeep);
-  if (value === null || typeof value !== "object") return value;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj).sort(compareStrings);
-  const out: Record<string, unknown> = {};
-  for (const k of keys) {
-    const v = obj[k];
-    if (v !== undefined) out[k] = sortKeysDeep(v);
-  }
-  return out;
-}
-
 const ITEM_NORMALIZERS: { readonly [S in SectionName]: (item: SectionItem<S>) => SectionItem<S> } = {
   namespaces: (n) => n,
   services: (s) => ({ ...s, ports: sortUnique(s.ports, portTuple) }),
@@ -146,7 +130,7 @@ const ITEM_NORMALIZERS: { readonly [S in SectionName]: (item: SectionItem<S>) =>
 
 /** One item in the canonical form it has inside a normalised snapshot (inner lists sorted, keys in canonical order). */
 export function normalizeItem<S extends SectionName>(section: S, item: SectionItem<S>): SectionItem<S> {
-  return sortKeysDeep((ITEM_NORMALIZERS[section] as (i: SectionItem<S>) => SectionItem<S>)(item)) as SectionItem<S>;
+  return sortKeysDeep((ITEM_NORMALIZERS[section] as (i: SectionItem<S>) => SectionItem<S>)(item));
 }
 
 /**
