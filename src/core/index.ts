@@ -5,3 +5,4 @@ export * from "./redact.js";
 export * from "./canonical.js";
 export * from "./config-input.js";
 export * from "./backoff.js";
+export * from "./labels.js";

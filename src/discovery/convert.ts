@@ -21,7 +21,7 @@ import type {
   DiscoveredWorkload,
   DiscoverySnapshot,
 } from "../model/index.js";
-import { matchesLabels, matchesSelector, type LabelSelector, type LabelSelectorRequirement, type Labels } from "./labels.js";
+import { matchesLabels, matchesSelector, type LabelSelector, type LabelSelectorRequirement, type Labels } from "../core/index.js";
 import { apiGroup, DISCOVERY_API_VERSION, DISCOVERY_KIND, localityTuple, normalizeSnapshot } from "./snapshot.js";
 
 /** Stable diagnostic codes of the conversion and of readDiscoveryDirectory. */

@@ -48,7 +48,7 @@ import {
   type SnapshotOptions,
 } from "./convert.js";
 import { HEADER_KEY, snapshotFromEntries, type SnapshotDelta, type SnapshotEntry } from "./delta.js";
-import { matchesLabels, matchesSelector, type LabelSelector, type Labels } from "./labels.js";
+import { matchesLabels, matchesSelector, type LabelSelector, type Labels } from "../core/index.js";
 import { DISCOVERY_API_VERSION, DISCOVERY_KIND, compareStrings, itemKey, normalizeItem, type SectionItem, type SectionName } from "./snapshot.js";
 
 export type IncrementalSnapshotOptions = Pick<SnapshotOptions, "discoverySelectors" | "honorMeshDiscoverySelectors">;

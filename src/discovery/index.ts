@@ -40,7 +40,7 @@ export {
   type SnapshotHeader,
 } from "./delta.js";
 export { createIncrementalSnapshot, type IncrementalSnapshot, type IncrementalSnapshotOptions } from "./incremental.js";
-export { matchesLabels, matchesSelector, type LabelSelector, type LabelSelectorRequirement, type Labels } from "./labels.js";
+export { matchesLabels, matchesSelector, type LabelSelector, type LabelSelectorRequirement, type Labels } from "../core/index.js";
 export {
   discoveryFromFiles,
   readDiscoveryDirectory,

@@ -1,6 +1,7 @@
 /** Matching of Gloo selectors (ObjectSelector, WorkspaceSelector, label maps, globs). Pure helpers. */
+import { matchesLabels, type Labels } from "../core/index.js";
 
-export type Labels = Readonly<Record<string, string>>;
+export type { Labels };
 
 /** Glob with `*` wildcards (Gloo's cluster / namespace / workspace name globs). Empty or missing = match all. */
 export function globMatch(pattern: string | undefined, value: string): boolean {
@@ -16,9 +17,7 @@ function escapeRegExp(s: string): string {
 
 /** Every selector label is present with the same value (empty selector matches everything). */
 export function labelsMatch(selector: Labels | undefined, labels: Labels | undefined): boolean {
-  if (selector === undefined) return true;
-  for (const [k, v] of Object.entries(selector)) if (labels?.[k] !== v) return false;
-  return true;
+  return selector === undefined || matchesLabels(selector, labels ?? {});
 }
 
 /** Anything an ObjectSelector can be evaluated against. */

@@ -1,7 +1,8 @@
 /**
- * Label selectors as Kubernetes defines them (`matchLabels` + `matchExpressions`), used for
- * discovery selectors on namespace labels (Istio `meshConfig.discoverySelectors` semantics) and to
- * match pods to the workloads and gateway Services that select them.
+ * Label selectors as Kubernetes defines them (`matchLabels` + `matchExpressions`): the one label
+ * matcher of the project — discovery selectors on namespace labels (Istio `meshConfig.discoverySelectors`
+ * semantics), pods to the workloads and gateway Services that select them, and Gloo's label maps in
+ * translation (src/translate/selectors.ts).
  */
 
 export type Labels = Readonly<Record<string, string>>;
