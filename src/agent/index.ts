@@ -67,3 +67,4 @@ export {
 } from "./cacerts.js";
 export { AGENT_ENV, parseAgentConfig, type AgentConfig, type AgentConfigInput } from "./config.js";
 export { createAgent, type Agent, type AgentOptions } from "./agent.js";
+export { createRelayAgent, type RelayAgentOptions } from "./compose.js";

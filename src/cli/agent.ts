@@ -10,7 +10,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createLogger } from "../core/index.js";
-import { AGENT_ENV, createAgent, createKubeClient, createRelayLinkFactory, createRelaySigner, parseAgentConfig, withFieldOwner } from "../agent/index.js";
+import { AGENT_ENV, createRelayAgent, parseAgentConfig } from "../agent/index.js";
 import { UsageError, type CliIo } from "./io.js";
 import { untilStopSignal } from "./signals.js";
 
@@ -81,27 +81,9 @@ export function registerAgent(program: Command, io: CliIo): void {
       if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
       else if (env.KUBERNETES_SERVICE_HOST !== undefined) kc.loadFromCluster();
       else kc.loadFromDefault();
-      const client = createKubeClient(kc);
       const registry = new Registry();
       collectDefaultMetrics({ register: registry });
-      const agent = createAgent({
-        config,
-        kc,
-        relay: createRelayLinkFactory({
-          reader: client,
-          writer: withFieldOwner(client),
-          namespace: config.namespace,
-          address: config.relayAddress,
-          cluster: config.cluster,
-          authority: config.authority,
-          secretNames: config.relaySecrets,
-          logger,
-        }),
-        // Istio intermediate CAs (RootTrustPolicy): CSRs signed by the server over Relay.SignIntermediate.
-        signer: createRelaySigner({ reader: client, namespace: config.namespace, address: config.relayAddress, authority: config.authority, secretNames: config.relaySecrets, logger: logger.child("intermediate-signer") }),
-        registry,
-        logger,
-      });
+      const agent = createRelayAgent({ config, kc, registry, logger });
       await agent.start();
       io.out(`gitmesh agent for cluster ${config.cluster} running (HTTP :${String(agent.httpPort)})\n`);
       await untilStopSignal();

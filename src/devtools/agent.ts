@@ -1,12 +1,13 @@
 /**
  * An agent in this process against an emulated cluster, for the demo and benchmarks: the real agent
  * code (createAgent: discovery, apply, relay link) with short leader-election and debounce timings so
- * a trial converges quickly,; Istio intermediates are signed by the server over the relay.
+ * a trial converges quickly; the same composition as `gitmesh agent` (createRelayAgent), so Istio
+ * intermediates are signed by the server over the relay here too.
  */
 import { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import type { Logger } from "../core/index.js";
-import { createAgent, createKubeClient, createRelayLinkFactory, createRelaySigner, parseAgentConfig, withFieldOwner, type Agent } from "../agent/index.js";
+import { createRelayAgent, parseAgentConfig, type Agent } from "../agent/index.js";
 import type { KubeEmulator } from "../kube-emulator/index.js";
 
 export interface InProcessAgentOptions {
@@ -28,24 +29,6 @@ export function createInProcessAgent(options: InProcessAgentOptions): Agent {
   if (!config) throw new Error(`agent configuration: ${problems.join("; ")}`);
   const kc = new KubeConfig();
   kc.loadFromString(JSON.stringify(options.emulator.kubeconfigObject()));
-  const client = createKubeClient(kc);
-  return createAgent({
-    config,
-    kc,
-    relay: createRelayLinkFactory({
-      reader: client,
-      writer: withFieldOwner(client),
-      namespace: config.namespace,
-      address: config.relayAddress,
-      cluster,
-      authority: config.authority,
-      secretNames: config.relaySecrets,
-      client: { backoff: { initialMs: 100, maxMs: 1000 } },
-      logger,
-    }),
-    registry: new Registry(),
-    // The server signs Istio intermediates (RootTrustPolicy) over the relay, as for `gitmesh agent`.
-    signer: createRelaySigner({ reader: client, namespace: config.namespace, address: config.relayAddress, authority: config.authority, logger: logger.child("intermediate-signer") }),
-    logger,
-  });
+  // Shorter reconnect backoff than production so a trial converges quickly after a server restart.
+  return createRelayAgent({ config, kc, registry: new Registry(), logger, relayClient: { backoff: { initialMs: 100, maxMs: 1000 } } });
 }
