@@ -373,6 +373,28 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     await new Promise((r) => setTimeout(r, 3000));
     expect(await auditCommits()).toHaveLength(auditBefore + 1);
     expectNothingPruned();
+
+    // The read API tells the commit's journey (the real server, not a stub): accepted, applied on the
+    // clusters it changed, no NACK; listed as in force; a short SHA finds it; an unknown one is a 404.
+    const base = alive()[0]!.base;
+    const view = await poll("commit view shows both applies", async () => {
+      const v = await getJson<{ commit: string; inForce: boolean; applied: number; nacked: number; acceptedAt: string | null; clusters: Record<string, unknown> }>(`${base}/api/commits/${sha.slice(0, 12)}`);
+      return v.applied >= 2 ? v : undefined;
+    });
+    expect(view.commit).toBe(sha);
+    expect(view.inForce).toBe(true);
+    expect(view.nacked).toBe(0);
+    expect(Object.keys(view.clusters)).toEqual(expect.arrayContaining(["cluster1", "cluster2"]));
+    const list = await getJson<{ inForce: string; commits: { commit: string }[] }>(`${base}/api/commits`);
+    expect(list.inForce).toBe(sha);
+    expect(list.commits.map((c) => c.commit)).toContain(sha);
+    const unknown = await fetch(`${base}/api/commits/0123456789ab`, { headers: { authorization: `Bearer ${readToken()}` } });
+    expect(unknown.status).toBe(404);
+    // What the server knows of a cluster's discovery: the snapshot its agent sent, with its checksum.
+    const input = await getJson<{ cluster: string; checksum: string; snapshot: { services?: { name: string }[] } }>(`${base}/api/clusters/cluster1/input`);
+    expect(input.cluster).toBe("cluster1");
+    expect(input.checksum).toMatch(/\S/);
+    expect(input.snapshot.services?.map((s) => s.name)).toContain("reviews");
   }, 150_000);
 
   it("rejects a bad commit: nothing changes in any cluster, the status and gitmesh check say why", async () => {
@@ -388,6 +410,11 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     expect(s.commit!.sha).toBe(good);
     expect(inForce(await statuses())).toBe(good);
     expectUnchanged(before);
+    // /api/diagnostics groups the rejection under the file that caused it.
+    const diags = await getJson<{ rejected: string | null; files: { file: string; diagnostics: string[] }[] }>(`${leader.base}/api/diagnostics`);
+    expect(diags.rejected).toBe(bad);
+    const broken = diags.files.find((f) => f.file === "workspaces/broken.yaml");
+    expect(broken?.diagnostics.some((d) => d.startsWith(`rejected ${bad.slice(0, 12)}`))).toBe(true);
     // The API needs the read token: without it check says which flag and where the token is (exit 2).
     const anonymous = await run(["check", "--server", leader.base]);
     expect(anonymous.code).toBe(2);
