@@ -2,7 +2,8 @@
  * `gitmesh check --server http://host:9091`: the server's health as an operator wants to see it —
  * the commit in force, a rejected commit with its first diagnostics, warming, every cluster
  * (connected, warmed, applied output and commit), the pipeline — from GET /api/status. Exit 0 when
- * healthy, 1 when not (not ready, a rejected commit, a cluster stale or not applied), so it also
+ * healthy, 1 when not (not ready, a rejected commit, a cluster stale, waiting for its agent or not applied,
+ * an output applied with translation errors), so it also
  * serves as a scriptable probe. `--output json` prints the raw status.
  *
  * The API needs the server's read token (`--token-file`, `--token`, or GITMESH_API_TOKEN /
@@ -14,7 +15,7 @@ import { readFile } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Command } from "commander";
-import { ExitCode, UsageError, type CliIo } from "./io.js";
+import { ExitCode, secondsFlag, UsageError, type CliIo } from "./io.js";
 
 interface CheckFlags {
   readonly server: string;
@@ -45,6 +46,12 @@ interface ClusterStatus {
   readonly pruneHeld?: { reason: string; since: string; objects: string[]; incomplete?: string | null } | null;
   readonly frozen?: string[];
   readonly inSync: boolean;
+  /** Registered, and its agent never connected (absent from older servers). */
+  readonly waitingForAgent?: boolean;
+  /** The newest commit the cluster runs (absent from older servers: applied.sourceCommit). */
+  readonly commit?: string | null;
+  /** Translation errors in its output (absent from older servers). */
+  readonly errors?: { count: number; first: string[] };
 }
 
 interface Status {
@@ -80,8 +87,7 @@ export function registerCheck(program: Command, io: CliIo): void {
     .addHelpText("after", `\nThe token: --token, else --token-file, else ${CHECK_ENV.token}, else ${CHECK_ENV.tokenFile};\n  ${WHERE_TOKEN}.\n`)
     .action(async (flags: CheckFlags) => {
       if (flags.output !== "text" && flags.output !== "json") throw new UsageError(`--output must be text or json, got "${flags.output}"`);
-      const timeoutS = Number(flags.timeout);
-      if (!Number.isFinite(timeoutS) || timeoutS <= 0) throw new UsageError(`--timeout must be a number of seconds > 0, got "${flags.timeout}"`);
+      const timeoutS = secondsFlag("--timeout", flags.timeout);
       const base = serverUrl(flags.server);
       const token = await tokenOf(flags, process.env);
       const ca = flags.caFile === undefined ? undefined : await readFile(flags.caFile, "utf8").catch(() => {
@@ -125,6 +131,12 @@ export function assess(s: Status): string[] {
   if (s.source.lastError) problems.push(`Git: ${s.source.lastError.message}`);
   if (s.rejected) problems.push(`commit ${s.rejected.commit.slice(0, 12)} rejected with ${String(s.rejected.errors)} error(s); ${s.commit ? `${s.commit.sha.slice(0, 12)} stays in force` : "no desired state in force"}`);
   for (const c of s.clusters.filter((x) => x.registered)) {
+    // Applied with errors: the routes concerned answer HTTP 500 (Gloo's replacement route) — never healthy.
+    if (c.errors && c.errors.count > 0) problems.push(`cluster ${c.name}: applied with ${String(c.errors.count)} translation error(s): ${c.errors.first[0] ?? ""}`);
+    if (c.waitingForAgent) {
+      problems.push(`cluster ${c.name}: waiting for its agent (it never connected); install it: gitmesh cluster register ${c.name}`);
+      continue;
+    }
     // With replicas an agent holds its streams to one replica: held by another one is not a fault.
     if (!c.connected && !c.stale) continue;
     if (!c.connected) problems.push(`cluster ${c.name}: no agent connected to any replica${c.lastSeen ? ` (last seen ${c.lastSeen})` : ""}; it keeps its last applied config`);
@@ -155,7 +167,13 @@ function render(s: Status, problems: readonly string[]): string {
   for (const c of s.clusters) {
     const out = c.output ? `v${String(c.output.version)} (${String(c.output.resources)})${c.output.complete ? "" : "*"}` : "-";
     const applied = c.applied ? `v${String(c.applied.version)}` : "-";
-    lines.push(`  ${c.name.padEnd(16)} ${(c.connected ? "yes" : c.stale ? "STALE" : "no").padEnd(10)} ${(c.warmed ? "yes" : "no").padEnd(7)} ${out.padEnd(14)} ${applied.padEnd(14)} ${short(c.applied?.sourceCommit)}${c.registered ? "" : "  (not registered in Git)"}`);
+    const conn = c.connected ? "yes" : c.waitingForAgent ? "waiting" : c.stale ? "STALE" : "no";
+    const errors = c.errors && c.errors.count > 0 ? `  (${String(c.errors.count)} error${c.errors.count === 1 ? "" : "s"})` : "";
+    lines.push(`  ${c.name.padEnd(16)} ${conn.padEnd(10)} ${(c.warmed ? "yes" : "no").padEnd(7)} ${out.padEnd(14)} ${applied.padEnd(14)} ${short(c.commit ?? c.applied?.sourceCommit)}${c.registered ? "" : "  (not registered in Git)"}${errors}`);
+  }
+  for (const c of s.clusters.filter((x) => x.errors && x.errors.count > 0)) {
+    lines.push(`  ERRORS     ${c.name}: applied with ${String(c.errors!.count)} translation error(s)`);
+    for (const d of c.errors!.first.slice(0, 5)) lines.push(`             ${d}`);
   }
   if (s.clusters.some((c) => c.output && !c.output.complete)) lines.push("  * incomplete output: applied without pruning until the inputs it depends on are known");
   for (const c of s.clusters.filter((x) => x.pruneHeld)) {

@@ -27,7 +27,7 @@ import { signBody } from "../git-sync/index.js";
 import { createKubeEmulator, type KubeEmulator } from "../kube-emulator/index.js";
 import { RELAY_SECRETS } from "../relay/index.js";
 import { generateToken, parseServerConfig } from "../server/index.js";
-import { ExitCode, type CliIo } from "./io.js";
+import { ExitCode, secondsFlag, type CliIo } from "./io.js";
 import { startServerProcess, type RunningServer } from "./server.js";
 
 interface DemoFlags {
@@ -61,7 +61,8 @@ export function registerDemo(program: Command, io: CliIo): void {
     .option("--timeout <seconds>", "give up when convergence takes longer than this", "90")
     .option("--keep", "keep the temporary directory (repository, logs) after exit")
     .action(async (flags: DemoFlags) => {
-      io.exitCode = await runDemo(io, { exit: flags.exit === true, timeoutMs: Number(flags.timeout) * 1000, keep: flags.keep === true });
+      const timeoutMs = secondsFlag("--timeout", flags.timeout) * 1000;
+      io.exitCode = await runDemo(io, { exit: flags.exit === true, timeoutMs, keep: flags.keep === true });
     });
 }
 

@@ -21,6 +21,13 @@ export class UsageError extends Error {
   readonly code = "UsageError";
 }
 
+/** A duration flag in seconds (`--timeout 90`, `--timeout 2.5`): a number > 0, else a usage error naming the flag. */
+export function secondsFlag(flag: string, value: string): number {
+  const s = value.trim() === "" ? Number.NaN : Number(value);
+  if (!Number.isFinite(s) || s <= 0) throw new UsageError(`${flag} must be a number of seconds > 0 (e.g. ${flag} 30), got ${JSON.stringify(value)}`);
+  return s;
+}
+
 export function createIo(): CliIo {
   return {
     out: (t) => process.stdout.write(t),

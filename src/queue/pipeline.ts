@@ -360,7 +360,15 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     const complete = holds.incompleteReason === undefined;
     const held = holds.held.map(({ sinceMs: _since, ...h }) => h);
     const hash = sha(JSON.stringify({ resources: holds.resources, complete, options, held, incompleteReason: holds.incompleteReason }));
-    if (prev?.hash === hash) return;
+    if (prev?.hash === hash) {
+      // Same output as the cluster already has: nothing to send, but the commit did reach it (a revert,
+      // a commit that only touched comments): record that, so its convergence does not wait for an ACK
+      // that never comes.
+      if (prev.sourceCommit !== pointer.commit && (await store.getConvergence(pointer.commit))?.clusters[data.cluster] === undefined) {
+        await store.recordConvergence(pointer.commit, { cluster: data.cluster, version: prev.version, publishedAtMs: now(), unchangedFrom: prev.sourceCommit });
+      }
+      return;
+    }
     const record: OutputRecord = {
       cluster: data.cluster,
       version: (prev?.version ?? 0) + 1,
@@ -476,6 +484,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   // ---- inputs, debounce, flush ----
   let change = { all: false, keys: new Set<string>(), clusters: new Set<string>() };
   let flushed: { desired: DesiredState; discovery: DiscoveryMap } | undefined;
+  let flushedCommit: string | undefined;
   let debounceTimer: NodeJS.Timeout | undefined;
   let burstStart = 0;
   let chain: Promise<void> = Promise.resolve();
@@ -525,13 +534,18 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       }
     }
     const first = flushed === undefined;
+    // A new commit: every cluster's output is assembled again once its workspaces are translated (the
+    // cluster job waits for them), so that each cluster records that it runs this commit even where its
+    // output did not change (a revert, a comment, a workspace elsewhere): nothing is sent then.
+    const newCommit = flushedCommit !== undefined && flushedCommit !== pointer.commit;
+    flushedCommit = pointer.commit;
     flushed = { desired: desired.state, discovery: map };
     // Options (allowMassDeletion of this commit, ignoreDifferences) changed: every output carries them.
     const opts = optionsFingerprint(desired);
     const optionsChanged = opts !== flushedOptions;
     flushedOptions = opts;
     if (affected.length > 0) await store.addPending(pointer.commit, affected);
-    await reassess(store, `${pointer.commit}-${fingerprint}-${opts}`, first || optionsChanged);
+    await reassess(store, `${pointer.commit}-${fingerprint}-${opts}`, first || optionsChanged || newCommit);
     if (affected.length === 0) return;
     for (const ws of affected) {
       const id = `ws-${sha(`${ws}\n${pointer.commit}\n${fingerprint}`).slice(0, 24)}`;

@@ -14,7 +14,7 @@
 import { join } from "node:path";
 import { mkdir } from "node:fs/promises";
 import type { Registry } from "prom-client";
-import { describeError, formatDiagnostic, hasErrors, Severity, stripCredentials, type Diagnostic, type Logger } from "../core/index.js";
+import { describeError, formatDiagnostic, Severity, stripCredentials, type Diagnostic, type Logger } from "../core/index.js";
 import { diagnosticsOf, objectsOfKind, type DesiredState } from "../config/index.js";
 import {
   allowedDeletions,
@@ -30,9 +30,9 @@ import {
   type SyncOutcome,
   type SyncTrigger,
 } from "../git-sync/index.js";
-import { createClusterIdentities, createRelayServer, isValidClusterName, loadOrCreateRelayPki, snapshotFromRelayState, type ClusterIdentities, type RelayServer } from "../relay/index.js";
+import { createClusterIdentities, createRelayServer, isValidClusterName, loadOrCreateRelayPki, snapshotFromRelayState, type AppliedVersion, type ClusterIdentities, type RelayServer } from "../relay/index.js";
 import { createFileMeshRootStorage, createMeshCa, createMeshRootResolver, findIssuedCertificate, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
-import type { SnapshotStore } from "../store/index.js";
+import type { ClusterConvergence, SnapshotStore } from "../store/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
 import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
 import { frozenTables, pruneHeldView, relayResources } from "./completeness.js";
@@ -409,20 +409,28 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     const pub = publishedComplete.get(name);
     const held = pruneHeldView(out, out?.atMs ?? now());
     const cutOff = await cutOffReason(name, reg !== undefined, here);
+    // An agent that never registered is not "stale": nobody has installed it yet.
+    const waiting = reg !== undefined && holder === null && applied === undefined && disc === undefined && cutOff === null && (await identities.read(name).catch(() => undefined))?.issued === undefined;
+    const errors = [...(out?.diagnostics ?? []), ...((await workspaceErrorsByCluster()).get(name) ?? [])].filter((d) => d.severity === Severity.Error);
     return {
       name,
       registered: reg !== undefined,
       skipWarming: reg?.skipWarming ?? false,
       connected: conn !== undefined && conn.size > 0,
       streams: { push: conn?.has("push") ?? false, pull: conn?.has("pull") ?? false },
-      /** The replica holding the agent (this one, another one, or none: stale). */
+      /** The replica holding the agent (this one, another one, or none: stale, or waiting for an agent that never connected). */
       replica: holder,
-      stale: holder === null,
+      stale: holder === null && !waiting,
+      waitingForAgent: waiting,
       lastSeen: lastSeen.has(name) ? new Date(lastSeen.get(name)!).toISOString() : null,
       warmed: st?.discovered.includes(name) ?? disc !== undefined,
       discovery: disc ? { checksum: disc.checksum, at: new Date(disc.atMs).toISOString(), services: disc.snapshot.services.length, workloads: disc.snapshot.workloads.length } : null,
       output: out ? { version: out.version, sourceCommit: out.sourceCommit, complete: out.complete, resources: out.resources.length, published: pub ?? null, diagnostics: out.diagnostics.length } : null,
       applied: applied ? { version: applied.version, sourceCommit: applied.sourceCommit, at: new Date(applied.atMs).toISOString() } : null,
+      /** The newest commit the cluster runs: the one in force once it runs its output (also when that output did not change). */
+      commit: await runningCommit(name, applied),
+      /** Translation errors in the cluster's output (e.g. a route to a Service that does not exist: Gloo's HTTP 500 replacement route). */
+      errors: { count: errors.length, first: errors.slice(0, 10).map(formatDiagnostic) },
       // Deletions held back (a failing workspace, a cluster without discovery, a frozen route table).
       pruneHeld: held,
       frozen: frozenTables(out),
@@ -430,6 +438,46 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       cutOff,
       inSync: cutOff === null && applied !== undefined && out !== undefined && applied.version >= out.version && held === null,
     };
+  };
+  /**
+   * When a cluster ran a commit: its ACK; for a commit that left its output unchanged, the moment it
+   * ran that same output version (at once when it already had, or when its ACK of that version arrives).
+   */
+  /**
+   * Error diagnostics of each workspace's last translation, by the clusters its fragments go to (a
+   * route to a Service that does not exist renders as an HTTP 500 route there). Memoised for a second:
+   * one status answer asks it for every cluster.
+   */
+  let workspaceErrors: { atMs: number; value: Promise<Map<string, Diagnostic[]>> } | undefined;
+  const workspaceErrorsByCluster = (): Promise<Map<string, Diagnostic[]>> => {
+    if (workspaceErrors && now() - workspaceErrors.atMs < 1000) return workspaceErrors.value;
+    const value = (async () => {
+      const byCluster = new Map<string, Diagnostic[]>();
+      for (const w of await store().listWorkspaceStatus()) {
+        const errors = w.diagnostics.filter((d) => d.severity === Severity.Error);
+        if (errors.length === 0) continue;
+        for (const c of (await store().fragmentHashes(w.workspace)).keys()) byCluster.set(c, [...(byCluster.get(c) ?? []), ...errors]);
+      }
+      return byCluster;
+    })().catch(() => new Map<string, Diagnostic[]>());
+    workspaceErrors = { atMs: now(), value };
+    return value;
+  };
+  type Progress = Omit<ClusterConvergence, "nack"> & { readonly nack?: unknown; readonly latencyMs?: number };
+  const appliedAtOf = async (cluster: string, p: Progress): Promise<number | undefined> => {
+    if (p.appliedAtMs !== undefined || p.unchangedFrom === undefined || p.nack !== undefined) return p.appliedAtMs;
+    const acked = relay?.appliedVersions().get(cluster);
+    if (acked !== undefined && acked.version === p.version) return Math.max(p.publishedAtMs ?? acked.atMs, acked.atMs);
+    const origin = (await store().getConvergence(p.unchangedFrom).catch(() => undefined))?.clusters[cluster];
+    if (origin?.appliedAtMs !== undefined && origin.version === p.version) return Math.max(p.publishedAtMs ?? origin.appliedAtMs, origin.appliedAtMs);
+    return undefined;
+  };
+  const runningCommit = async (name: string, applied: AppliedVersion | undefined): Promise<string | null> => {
+    if (!applied) return null;
+    const inForce = desired?.commit;
+    if (inForce === undefined || applied.sourceCommit === inForce) return applied.sourceCommit;
+    const p = (await store().getConvergence(inForce).catch(() => undefined))?.clusters[name];
+    return p !== undefined && (await appliedAtOf(name, p)) !== undefined ? inForce : applied.sourceCommit;
   };
   /**
    * A cluster whose agent the relay refuses is not in sync, whatever it applied last: removed from Git
@@ -493,17 +541,27 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     const mine = convergence.get(sha);
     const shared = await store().getConvergence(sha).catch(() => undefined);
     if (!mine && !shared) return undefined;
+    const merged: Record<string, Progress> = {};
+    for (const [c, p] of Object.entries(shared?.clusters ?? {})) merged[c] = { ...p };
+    for (const [c, p] of Object.entries(mine?.clusters ?? {})) merged[c] = { ...merged[c], ...p };
+    const isRegistered = new Set(registered.map((r) => r.name));
     const clusters: Record<string, unknown> = {};
-    for (const [c, p] of Object.entries(shared?.clusters ?? {})) clusters[c] = { ...p };
-    for (const [c, p] of Object.entries(mine?.clusters ?? {})) clusters[c] = { ...(clusters[c] as object | undefined), ...p };
-    const list = Object.values(clusters) as { appliedAtMs?: number; nack?: unknown }[];
+    let appliedCount = 0;
+    let nacked = 0;
+    for (const [c, p] of Object.entries(merged)) {
+      const appliedAtMs = await appliedAtOf(c, p);
+      // A cluster removed from Git does not count towards the commit's convergence (listed, flagged).
+      if (isRegistered.has(c) && appliedAtMs !== undefined) appliedCount++;
+      if (isRegistered.has(c) && p.nack !== undefined) nacked++;
+      clusters[c] = { ...p, ...(appliedAtMs === undefined ? {} : { appliedAtMs }), ...(p.unchangedFrom === undefined ? {} : { unchanged: true }), registered: isRegistered.has(c) };
+    }
     return {
       commit: sha,
       acceptedAt: mine?.acceptedAtMs !== undefined ? new Date(mine.acceptedAtMs).toISOString() : null,
       inForce: desired?.commit === sha,
       audit: auditedCommits.get(sha) ?? null,
-      applied: list.filter((p) => p.appliedAtMs !== undefined).length,
-      nacked: list.filter((p) => p.nack !== undefined).length,
+      applied: appliedCount,
+      nacked,
       clusters,
     };
   };
@@ -566,8 +624,10 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     },
     async diagnostics() {
       const byFile: Record<string, string[]> = {};
+      let errorCount = 0;
       const add = (d: Diagnostic, origin: string) => {
         const file = d.file ?? "(no file)";
+        if (d.severity === Severity.Error) errorCount++;
         (byFile[file] ??= []).push(`${origin}: ${formatDiagnostic(d)}`);
       };
       const src = source.status();
@@ -579,7 +639,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       return {
         commit: desired?.commit ?? null,
         rejected: src.rejection?.commit ?? null,
-        errors: hasErrors(src.rejection?.diagnostics ?? []),
+        // Any error listed: a rejected commit, or translation errors of the commit in force (applied with errors).
+        errors: errorCount > 0,
+        errorCount,
         files: files.map((f) => ({ file: f, diagnostics: [...new Set(byFile[f])] })),
       };
     },

@@ -142,6 +142,11 @@ export interface ClusterConvergence {
   readonly publishedAtMs?: number;
   readonly appliedAtMs?: number;
   readonly nack?: { readonly message: string; readonly atMs: number };
+  /**
+   * The commit translated to exactly the output this cluster already had (`version`, published for
+   * this earlier commit): nothing is sent, and the cluster runs this commit once it runs that version.
+   */
+  readonly unchangedFrom?: string;
 }
 
 /** Per source commit: which clusters got it, applied it (ACK) or rejected it (NACK). */

@@ -24,6 +24,15 @@ describe("gitmesh command (lazy sub-commands)", () => {
     }
   });
 
+  it("a duration flag that is not a positive number is a usage error (exit 2) naming the flag, before anything starts", () => {
+    for (const [cmd, value] of [["demo", "abc"], ["check", "abc"], ["demo", "-5"], ["check", "0"]] as const) {
+      const r = gitmesh(cmd, "--timeout", value);
+      expect(r.code, `${cmd} --timeout ${value}`).toBe(2);
+      expect(r.err).toContain(`--timeout must be a number of seconds > 0 (e.g. --timeout 30), got "${value}"`);
+      expect(r.out + r.err).not.toMatch(/NaN|internal error|at .*\.ts:\d+/);
+    }
+  });
+
   it("--version and --help answer without loading the commands, and list every command", () => {
     const v = gitmesh("--version");
     expect(v.code).toBe(0);
