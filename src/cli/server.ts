@@ -6,6 +6,7 @@
  */
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import { existsSync, statSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
@@ -33,6 +34,7 @@ import {
   createRedisSecretStore,
   parseServerConfig,
   SERVER_ENV,
+  SERVER_ENV_HELP,
   type ManagementServer,
   type ApiTokenStore,
   type ManagementServerOptions,
@@ -84,18 +86,11 @@ export function registerServer(program: Command, io: CliIo): void {
     .command("server")
     .summary("run the management server (relay :9900, HTTP :9091)")
     .description(
-      "Run the management server: read the desired state from Git, translate it per workspace and cluster,\n" +
-        "deliver it to agents over the gRPC relay (:9900), commit rendered output to the audit branch, and\n" +
-        "serve /healthz, /readyz, /metrics, /webhooks/{github,gitlab,generic} and /api on :9091.\n\n" +
-        "With REDIS_URL several replicas share one Redis; without it one replica runs standalone in memory.\n" +
-        "Flags win over environment variables (shown in brackets; the Helm chart sets them).\n\n" +
-        "API authentication: /api/* needs \"Authorization: Bearer <token>\". The read token reads every GET\n" +
-        "/api endpoint (dashboards, gitmesh check); the admin token also runs actions (POST under /api).\n" +
-        "/healthz, /readyz, /metrics and the webhooks (HMAC) stay open. The tokens are generated once and\n" +
-        "kept where the relay token is (Secret gitmesh-api-tokens keys read/admin in Kubernetes, --pki-dir\n" +
-        "files api-token-read/api-token-admin, Redis, else <data-dir>/api-tokens), or given as files.\n" +
-        "Wrong or missing tokens answer 401 (403 when the role is too low), are logged without the token\n" +
-        "and counted in gitmesh_api_auth_failures_total. --http-tls-cert/--http-tls-key serve HTTPS.",
+      // One line per paragraph: commander wraps them to the terminal (80 columns when piped).
+      "Run the management server: read the desired state from Git, translate it per workspace and cluster, deliver it to agents over the gRPC relay (:9900), commit rendered output to the audit branch, and serve /healthz, /readyz, /metrics, /webhooks/{github,gitlab,generic} and /api on :9091.\n\n" +
+        "With REDIS_URL several replicas share one Redis; without it one replica runs standalone in memory. Flags win over environment variables (shown in brackets, all listed below; the Helm chart sets them).\n\n" +
+        "At start-up a repository, branch or credential that does not work stops the server with what to fix (exit 1); a Git server that cannot be reached is retried (logged as such).\n\n" +
+        'API authentication: /api/* needs "Authorization: Bearer <token>". The read token reads every GET /api endpoint (dashboards, gitmesh check); the admin token also runs actions (POST under /api). /healthz, /readyz, /metrics and the webhooks (HMAC) stay open. The tokens are generated once and kept where the relay token is (Secret gitmesh-api-tokens keys read/admin in Kubernetes, --pki-dir files api-token-read/api-token-admin, Redis, else <data-dir>/api-tokens), or given as files. Wrong or missing tokens answer 401 (403 when the role is too low), are logged without the token and counted in gitmesh_api_auth_failures_total. --http-tls-cert/--http-tls-key serve HTTPS.',
     )
     .option("--git-url <url>", `configuration repository, http(s) [${SERVER_ENV.gitUrl}]`)
     .option("--git-local <path>", "configuration repository on disk (read in place; for trials and the demo)")
@@ -130,7 +125,10 @@ export function registerServer(program: Command, io: CliIo): void {
     .option("--log-format <format>", "json | human (default: human on a terminal, json otherwise)")
     .addHelpText(
       "after",
-      "\nExamples:\n" +
+      `\nEnvironment variables:\n${Object.entries(SERVER_ENV_HELP)
+        .map(([key, text]) => `  ${SERVER_ENV[key as keyof typeof SERVER_ENV]}\n      ${text}`)
+        .join("\n")}\n` +
+        "\nExamples:\n" +
         "  gitmesh server --git-url https://github.com/acme/mesh-config.git --redis-url redis://redis:6379\n" +
         "  gitmesh server --git-local ./mesh-config --pki-dir ./pki --relay-token $TOKEN --log-format human\n" +
         "  gitmesh check --server localhost:9091 --token-file ./pki/api-token-read   # what an operator wants to see\n" +
@@ -139,12 +137,19 @@ export function registerServer(program: Command, io: CliIo): void {
     .action(async (flags: ServerFlags) => {
       const { config, problems } = parseServerConfig(configInput(flags, process.env, io.isTty), { identity: hostname() });
       if (!config) throw new UsageError(`invalid server configuration:\n  ${problems.join("\n  ")}`);
+      if (config.git.kind === "local") checkLocalRepository(config.git.path);
       const logger = createLogger({ name: "server", level: config.logLevel, format: config.logFormat });
       const running = await startServerProcess(config, logger);
       io.out(`gitmesh server ${config.identity} running (relay :${String(running.server.relayPort)}, HTTP :${String(running.server.httpPort)})\n`);
       await untilStopSignal();
       await running.stop();
     });
+}
+
+/** `--git-local`: a directory holding a Git repository (work tree or bare), else a usage error saying which. */
+function checkLocalRepository(path: string): void {
+  if (!existsSync(path) || !statSync(path).isDirectory()) throw new UsageError(`--git-local ${path}: no such directory; give the path of a Git repository (git init, or a clone)`);
+  if (!existsSync(join(path, ".git")) && !existsSync(join(path, "HEAD"))) throw new UsageError(`--git-local ${path}: not a Git repository (no .git); run \`git init\` there and commit the configuration, or give the repository's path`);
 }
 
 export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: boolean): ServerConfigInput {

@@ -141,6 +141,46 @@ export const SERVER_ENV = {
   meshRootSecret: "GITMESH_MESH_ROOT_SECRET",
 } as const;
 
+/**
+ * What each environment variable sets (`gitmesh server --help` prints this table and the README carries
+ * it; a test checks both, so a setting cannot go undocumented). Typed by SERVER_ENV: a new variable
+ * without a description does not compile.
+ */
+export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string } = {
+  namespace: "namespace of the relay, API-token and mesh-root Secrets (default gitmesh; --namespace)",
+  identity: "replica name in status, logs and leases (default: the hostname; --identity)",
+  redisUrl: "Redis shared by the replicas (unset: one standalone replica, in memory; --redis-url)",
+  redisPrefix: "key prefix in Redis, to share one Redis between installations (default gitmesh)",
+  relayPort: "gRPC relay port (default 9900; --relay-port)",
+  httpPort: "HTTP port: API, webhooks, health, metrics (default 9091; --http-port)",
+  logLevel: "debug | info | warn | error (default info; --log-level)",
+  gitUrl: "configuration repository over http(s) (--git-url); credentials in GITMESH_GIT_USERNAME / GITMESH_GIT_PASSWORD, not in the URL",
+  gitBranch: "branch, tag or commit to follow (default main; --branch)",
+  gitPath: "sub-directory of the repository holding the configuration (default: all; --path)",
+  pollIntervalSeconds: "Git poll interval, the backstop of webhooks (default 30; 0 = off; --poll-interval)",
+  gitUsername: "Git HTTP user name (default git when a password is set)",
+  gitPassword: "Git HTTP password or access token (never logged; the chart reads it from a Secret)",
+  auditBranch: "branch of the rendered output (default gitmesh/rendered; --audit-branch; empty or --no-audit: off)",
+  webhookSecret: "secret of /webhooks/github (HMAC), /webhooks/gitlab (token) and /webhooks/generic (HMAC); unset: the webhook endpoints answer 404 and polling alone brings commits",
+  relayAuthority: "DNS name in the relay server certificate, the agents' relay.authority (default gitmesh-server.gitmesh; --authority)",
+  relayAdditionalSans: "more DNS names / IPs for the relay certificate, comma-separated (--additional-sans)",
+  generateCa: "false: never generate the relay PKI, use the existing Secrets (default true)",
+  rootTlsSecret: "Secret of the relay root CA (default relay-root-tls-secret)",
+  serverTlsSecret: "Secret of the relay server certificate (default relay-server-tls-secret)",
+  signingTlsSecret: "Secret of the CA that signs agent certificates (default relay-tls-signing-secret)",
+  tokenSecret: "Secret holding the fleet bootstrap token, with GITMESH_RELAY_BOOTSTRAP=fleet-token (default relay-identity-token-secret)",
+  relayToken: "the fleet bootstrap token itself (--relay-token; prefer the Secret)",
+  bootstrap: "per-cluster (default: single-use credentials from `gitmesh cluster register`) or fleet-token (--bootstrap)",
+  warmingWindowSeconds: "after a restart that lost state, hold output at most this long for discovery (default 60; --warming-window)",
+  apiAuth: "false: serve /api without tokens (trials only; --no-api-auth)",
+  apiTokenFile: "file holding the read-role API token (default: stored, generated once; --api-token-file)",
+  apiAdminTokenFile: "file holding the admin-role API token (default: stored, generated once; --api-admin-token-file)",
+  apiTokenSecret: "Secret holding the generated API tokens (default gitmesh-api-tokens, keys read and admin)",
+  httpTlsCert: "serve the HTTP port over TLS with this PEM certificate chain (--http-tls-cert)",
+  httpTlsKey: "PEM private key of the HTTP certificate (--http-tls-key)",
+  meshRootSecret: "Secret of the generated mesh root CA for RootTrustPolicy (default gitmesh-mesh-root-ca)",
+};
+
 export function parseServerConfig(input: ServerConfigInput, defaults: { identity: string }): { config?: ServerConfig; problems: string[] } {
   const read = createConfigReader();
   const { problems } = read;

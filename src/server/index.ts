@@ -3,7 +3,7 @@
  * pipeline (src/queue), the relay server, the audit writer, warming, convergence tracking and the
  * HTTP edge (health, readiness, metrics, webhooks, JSON API). `gitmesh server` is its composition root.
  */
-export { parseServerConfig, SERVER_ENV, type GitSourceConfig, type ServerConfig, type ServerConfigInput } from "./config.js";
+export { parseServerConfig, SERVER_ENV, SERVER_ENV_HELP, type GitSourceConfig, type ServerConfig, type ServerConfigInput } from "./config.js";
 export { createManagementServer, type ManagementServer, type ManagementServerOptions, type SingletonGuard } from "./server.js";
 export { createServerHttp, HttpError, API_ENDPOINTS, type Route, type RouteHandler, type ServerApi, type ServerHttp, type ServerHttpOptions } from "./http.js";
 export {

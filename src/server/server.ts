@@ -14,7 +14,7 @@
 import { join } from "node:path";
 import { mkdir } from "node:fs/promises";
 import type { Registry } from "prom-client";
-import { describeError, formatDiagnostic, Severity, stripCredentials, type Diagnostic, type Logger } from "../core/index.js";
+import { describeError, formatDiagnostic, NeedsHumanError, Reaction, reactionOf, Severity, stripCredentials, type Diagnostic, type Logger } from "../core/index.js";
 import { diagnosticsOf, objectsOfKind, type DesiredState } from "../config/index.js";
 import {
   allowedDeletions,
@@ -36,7 +36,7 @@ import type { ClusterConvergence, SnapshotStore } from "../store/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
 import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
 import { frozenTables, pruneHeldView, relayResources } from "./completeness.js";
-import type { ServerConfig } from "./config.js";
+import { SERVER_ENV, type ServerConfig } from "./config.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
 import { createServerHttp, HttpError, type Route, type ServerApi, type ServerHttp } from "./http.js";
 import { createServerMetrics } from "./metrics.js";
@@ -725,10 +725,18 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       for (const rec of await store().listOutputs()) onOutput(rec);
 
       // First sync before the relay opens: registration needs the KubernetesClusters.
+      // A repository, branch or credential that does not work will not fix itself: stop with what to
+      // fix (fail fast, before anything listens). A Git server that cannot be reached is retried.
       try {
         await onOutcome(await source.sync());
       } catch (err) {
-        log.error("first Git sync failed; polling will retry", { error: describeError(err), source: sourceName });
+        if (reactionOf(err) === Reaction.NeedsHuman) {
+          throw new NeedsHumanError(
+            `cannot start: the configuration repository ${sourceName} (ref ${config.gitBranch}): ${err instanceof Error ? err.message : String(err)}; fix --git-url / --git-local, --branch (${SERVER_ENV.gitBranch}) or the Git credentials (${SERVER_ENV.gitUsername}, ${SERVER_ENV.gitPassword}) and start again`,
+            { cause: err },
+          );
+        }
+        log.warn("first Git sync failed: the Git server could not be reached; retrying at every poll", { error: describeError(err), source: sourceName, pollIntervalSeconds: config.pollIntervalMs / 1000 });
       }
 
       // RootTrustPolicy: the mesh CA signs each cluster's Istio intermediate with the root its
