@@ -14,12 +14,13 @@
  * `--exit` stops after the first full convergence (for scripts and CI).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir, hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
+import { Redis } from "ioredis";
 import { createLogger, describeError, type Logger } from "../core/index.js";
 import type { Agent } from "../agent/index.js";
 import { createBareRepo, createInProcessAgent, runGit, startGitHttpServer, type GitHttpServer } from "../devtools/index.js";
@@ -37,16 +38,6 @@ interface DemoFlags {
 }
 
 const CLUSTERS = ["cluster1", "cluster2"] as const;
-const ISTIO_KINDS = [
-  ["networking.istio.io/v1", "VirtualService"],
-  ["networking.istio.io/v1", "DestinationRule"],
-  ["networking.istio.io/v1", "ServiceEntry"],
-  ["networking.istio.io/v1", "Gateway"],
-  ["networking.istio.io/v1", "Sidecar"],
-  ["networking.istio.io/v1", "WorkloadEntry"],
-  ["security.istio.io/v1", "AuthorizationPolicy"],
-  ["security.istio.io/v1", "PeerAuthentication"],
-] as const;
 
 export function registerDemo(program: Command, io: CliIo): void {
   program
@@ -111,8 +102,21 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
   try {
     // ---- Redis ---------------------------------------------------------------------------------
     let redisUrl = process.env.REDIS_URL;
-    if (redisUrl) step(`Redis: using REDIS_URL (${redisUrl.replace(/\/\/[^@]*@/, "//***@")})`);
-    else {
+    const redisPrefix = `gitmesh-demo-${String(process.pid)}`;
+    if (redisUrl) {
+      const shown = redisUrl.replace(/\/\/[^@]*@/, "//***@");
+      const unreachable = await redisUnreachable(redisUrl);
+      if (unreachable === undefined) {
+        step(`Redis: using REDIS_URL (${shown}); the demo's keys (prefix ${redisPrefix}) are removed when it stops`);
+        const external = redisUrl;
+        // The demo must leave nothing in a Redis it does not own: no keys, no relay CA key or tokens.
+        stack.push({ name: "demo keys in Redis", stop: () => removeKeys(external, redisPrefix) });
+      } else {
+        step(`Redis: REDIS_URL (${shown}) cannot be reached (${unreachable}); using a private redis-server instead`);
+        redisUrl = undefined;
+      }
+    }
+    if (!redisUrl) {
       const started = await startPrivateRedis(join(root, "redis")).catch(() => undefined);
       if (started) {
         redisUrl = started.url;
@@ -148,7 +152,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
       {
         gitUrl: git.url("mesh-config"),
         redisUrl,
-        redisPrefix: `gitmesh-demo-${String(process.pid)}`,
+        redisPrefix,
         relayHost: "127.0.0.1",
         relayPort: String(relayPort),
         httpHost: "127.0.0.1",
@@ -215,27 +219,36 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
       else await sleep(100);
     }
     io.out(`\nConverged in ${elapsed().trim()}: commit ${first.commit.slice(0, 12)} applied on every cluster.\n\n`);
-    io.out("  cluster    resources applied   output version   status\n");
+    io.out("  cluster    Istio objects   in the cluster   output version   status\n");
+    const notes: string[] = [];
     for (const cluster of CLUSTERS) {
+      // Every Istio object of the output, looked up in the cluster: the counts differ only when one is
+      // missing (named below). Other resources are instructions the agent carries out itself.
       const emulator = emulators.get(cluster)!;
-      let managed = 0;
-      for (const [apiVersion, kind] of ISTIO_KINDS) managed += emulator.list(apiVersion, kind).filter((o) => (o.metadata as { labels?: Record<string, string> }).labels?.["gitmesh.io/managed"] === "true").length;
+      const output = await get<{ resources: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }[] }>(`/api/clusters/${cluster}/output`);
+      const istio = output.resources.filter((r) => r.apiVersion.split("/")[0]!.endsWith("istio.io"));
+      const missing = istio.filter((r) => emulator.get(r.apiVersion, r.kind, r.metadata.namespace ?? "", r.metadata.name) === undefined);
       const c = first.clusters.find((x) => x.name === cluster);
-      io.out(`  ${cluster.padEnd(10)} ${String(managed).padStart(17)}   ${String(c?.applied?.version ?? "-").padStart(14)}   ${c?.connected ? "connected, applied" : "not connected"}\n`);
+      io.out(`  ${cluster.padEnd(10)} ${String(istio.length).padStart(13)}   ${String(istio.length - missing.length).padStart(14)}   ${String(c?.applied?.version ?? "-").padStart(14)}   ${c?.connected ? "connected, applied" : "not connected"}\n`);
+      for (const r of missing.slice(0, 5)) io.out(`             not in the cluster: ${r.kind} ${r.metadata.namespace ? `${r.metadata.namespace}/` : ""}${r.metadata.name}\n`);
+      for (const r of output.resources.filter((x) => !istio.includes(x))) {
+        notes.push(`  ${cluster}: also ${r.kind} ${r.metadata.name}${r.kind === "IssuedCertificate" ? ": the agent turns it into istiod's intermediate CA (Secret istio-system/cacerts), signed by the server" : ""}`);
+      }
     }
+    if (notes.length > 0) io.out(`${notes.join("\n")}\n`);
     io.out(`\n  audit branch ${config.auditBranch}: ${audit ? audit.slice(0, 12) : "(not written yet)"}\n`);
     io.out(`  server API:   curl -H "Authorization: Bearer $(cat ${tokenFile})" ${base}/api/status\n`);
     io.out(`                gitmesh check --server ${base} --token-file ${tokenFile}\n`);
     io.out(`  kubectl:      kubectl --kubeconfig ${join(root, "cluster1.kubeconfig")} get virtualservices -A\n`);
-    io.out(
-      `\nPush a change and watch it converge:\n` +
-        `  cd ${work}\n` +
-        `  sed -i 's/timeout: 5s/timeout: 7s/' workspaces/*/*.yaml   # or edit any policy\n` +
-        `  git commit -qam "tune timeouts" && git push -q origin HEAD:main\n`,
-    );
-    if (opts.exit) return ExitCode.Ok;
+    if (opts.exit) {
+      // The demo directory goes away with the demo: a hint naming it would point nowhere.
+      io.out("\nRun `npm run demo` (without --exit) to push a change and watch it converge.\n");
+      return ExitCode.Ok;
+    }
+    io.out(`\nPush a change and watch it converge (in another terminal):\n${await pushHint(work)}`);
     io.out("\nRunning; Ctrl-C to stop.\n");
     let inForce = first.commit;
+    let rejected: string | undefined;
     while (!interrupted) {
       await sleep(500);
       const st = await get<Status>("/api/status").catch(() => undefined);
@@ -245,9 +258,10 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
         const done = await watchConvergence(get, step, opts.timeoutMs, () => interrupted, inForce);
         if (done) step(`commit ${inForce.slice(0, 12)} converged on ${done.clusters.map((c) => c.name).join(", ")}`);
       }
-      if (st?.rejected && st.rejected.commit !== inForce) {
-        step(`commit ${st.rejected.commit.slice(0, 12)} REJECTED (${String(st.rejected.errors)} errors); ${st.rejected.diagnostics[0] ?? ""}`);
-        inForce = st.rejected.commit;
+      // A rejected commit is said once (the last good one stays in force), not at every poll.
+      if (st?.rejected && st.rejected.commit !== rejected) {
+        rejected = st.rejected.commit;
+        step(`commit ${rejected.slice(0, 12)} REJECTED (${String(st.rejected.errors)} errors); ${inForce.slice(0, 12)} stays in force. ${st.rejected.diagnostics[0] ?? ""}`);
       }
     }
     return ExitCode.Ok;
@@ -296,7 +310,7 @@ async function watchConvergence(get: <T>(path: string) => Promise<T>, step: (m: 
       for (const c of st.clusters) {
         if (c.connected) say(`conn:${c.name}`, `${c.name}: agent connected`);
         if (c.warmed) say(`warm:${c.name}`, `${c.name}: discovery received (warmed)`);
-        if (c.output && c.output.resources > 0 && c.output.complete) say(`out:${c.name}:${String(c.output.version)}`, `${c.name}: output v${String(c.output.version)} translated (${String(c.output.resources)} Istio resources)`);
+        if (c.output && c.output.resources > 0 && c.output.complete) say(`out:${c.name}:${String(c.output.version)}`, `${c.name}: output v${String(c.output.version)} translated (${String(c.output.resources)} resources)`);
         if (c.applied && c.output && c.applied.version >= c.output.version) say(`applied:${c.name}:${String(c.applied.version)}`, `${c.name}: output v${String(c.applied.version)} applied (ACK)`);
       }
       if (!st.ready) say(`ready:${st.readiness}`, `Server: ${st.readiness}`);
@@ -314,6 +328,49 @@ async function watchConvergence(get: <T>(path: string) => Promise<T>, step: (m: 
     await sleep(200);
   }
   return undefined;
+}
+
+/** The commands that change a policy and push it, runnable as printed (the demo's test runs them). */
+async function pushHint(work: string): Promise<string> {
+  const file = "workspaces/gateways/retry-timeout-httpbin.yaml";
+  const found = /requestTimeout: (\d+)s/.exec(await readFile(join(work, file), "utf8").catch(() => ""));
+  const edit = found
+    ? `  sed -i 's/requestTimeout: ${found[1]!}s/requestTimeout: ${String(Number(found[1]) + 2)}s/' ${file}\n`
+    : "  $EDITOR workspaces/gateways/*.yaml   # change any policy\n";
+  return `  cd ${work}\n${edit}  git commit -qam "longer httpbin timeout" && git push -q origin HEAD:main\n`;
+}
+
+/** Why a Redis URL cannot be used (undefined: it answers PING). */
+async function redisUnreachable(url: string): Promise<string | undefined> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 2000, retryStrategy: () => null });
+  let cause: string | undefined;
+  client.on("error", (err: Error) => (cause ??= err.message));
+  try {
+    await client.connect();
+    await client.ping();
+    return undefined;
+  } catch (err) {
+    // The socket error (ECONNREFUSED …) says more than the driver's "Connection is closed."
+    return cause ?? (err instanceof Error ? err.message : String(err));
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Removes every key of the demo (its prefix) from a Redis it does not own. */
+async function removeKeys(url: string, prefix: string): Promise<void> {
+  const client = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: () => null });
+  client.on("error", () => undefined);
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
+      cursor = next;
+      if (keys.length > 0) await client.del(...keys);
+    } while (cursor !== "0");
+  } finally {
+    client.disconnect();
+  }
 }
 
 async function notifyPush(bareRepo: string, url: string | undefined, secret: string): Promise<void> {
