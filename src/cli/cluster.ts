@@ -456,7 +456,7 @@ async function register(name: string, flags: RegisterFlags, io: CliIo): Promise<
       if (err instanceof StepError) throw err;
       throw new StepError(`configuration repository ${where}: ${safeMessage(err)}`);
     });
-    const pushed = isRemoteLocation(target.location) ? " pushed" : "";
+    const pushed = isRemoteLocation(target.location) ? " pushed" : ` (a local repository: committed, not pushed; push it to the remote the server reads, e.g. git -C ${target.location} push)`;
     if (result.commit !== undefined) steps.ok(`KubernetesCluster ${name} committed as ${path} to ${where}: ${result.commit.slice(0, 12)}${pushed}`);
     else steps.ok(`KubernetesCluster ${name} ${path} in ${where}: ${kept || (dryRun ? "would be committed" : "unchanged")}`);
   }
@@ -479,17 +479,25 @@ async function register(name: string, flags: RegisterFlags, io: CliIo): Promise<
     return;
   }
   if (helm === undefined) {
-    steps.note("helm is not on PATH; install the agent with:");
-    io.out(`    ${shellQuote(["helm", ...args])}\n`);
-    steps.note(`then run this command again: it waits for the agent's client certificate and removes the bootstrap token.`);
-    io.out(`Cluster ${name} is not registered yet: the agent chart is not installed.\n`);
-    return;
+    // Without helm the chart is installed by hand (the printed command); a re-run must then go on to
+    // the certificate and the credential's removal instead of stopping here again.
+    const deployed = await call(remote, `reading deployment ${ns}/${flags.release}`, () => remote.kube.get(KINDS.Deployment, ns, flags.release));
+    const registered = await call(remote, `reading ${S.clientTls.name}`, () => loadClientCredentials(remote.kube, ns));
+    if (deployed === undefined && registered === undefined) {
+      steps.note("helm is not on PATH; install the agent with:");
+      io.out(`    ${shellQuote(["helm", ...args])}\n`);
+      steps.note(`then run this command again: it finds the agent, waits for its client certificate and removes the bootstrap credential.`);
+      io.out(`Cluster ${name} is not registered yet: pending step "agent chart" (done: secrets${target === undefined ? "" : ", KubernetesCluster in Git"}).\n`);
+      return;
+    }
+    steps.ok(`agent chart: helm is not on PATH; ${deployed !== undefined ? `Deployment ${ns}/${flags.release} found (installed by hand)` : "the agent already registered"}`);
+  } else {
+    const ran = await runHelm(helm, args, env);
+    if (ran.code !== 0) {
+      throw new StepError(`helm upgrade --install failed (exit ${String(ran.code)}): ${lastLines(ran.stderr)}`, `command: ${shellQuote(["helm", ...args])}`);
+    }
+    steps.ok(`agent chart ${chart} installed as release ${ns}/${flags.release} in context ${remote.context} (helm upgrade --install)`);
   }
-  const ran = await runHelm(helm, args, env);
-  if (ran.code !== 0) {
-    throw new StepError(`helm upgrade --install failed (exit ${String(ran.code)}): ${lastLines(ran.stderr)}`, `command: ${shellQuote(["helm", ...args])}`);
-  }
-  steps.ok(`agent chart ${chart} installed as release ${ns}/${flags.release} in context ${remote.context} (helm upgrade --install)`);
 
   // 6. Wait for the client certificate the agent stores after registering.
   const started = Date.now();
@@ -601,7 +609,7 @@ async function deregister(name: string, flags: CommonFlags & MgmtFlags, io: CliI
       if (err instanceof StepError) throw err;
       throw new StepError(`configuration repository ${where}: ${safeMessage(err)}`);
     });
-    const pushed = isRemoteLocation(target.location) ? " pushed" : "";
+    const pushed = isRemoteLocation(target.location) ? " pushed" : ` (a local repository: committed, not pushed; push it, e.g. git -C ${target.location} push)`;
     if (result.commit !== undefined) steps.ok(`KubernetesCluster ${name} removed: ${path} deleted in ${where}, ${result.commit.slice(0, 12)}${pushed}`);
     else steps.ok(`KubernetesCluster ${name} ${path} in ${where}: ${result.before === undefined ? "already absent" : "would be removed"}`);
   }

@@ -137,23 +137,30 @@ async function agentAfterHelm(cluster: string, tokenSeen: { present: boolean; va
       const tokenSecret = remote.emulator.get("v1", "Secret", ns, "relay-identity-token-secret") as { data?: Record<string, string> } | undefined;
       tokenSeen.present = tokenSecret !== undefined;
       if (tokenSecret?.data?.token !== undefined) tokenSeen.value = unb64(tokenSecret.data.token);
-      const client = createKubeClient(remote.newKubeConfig());
-      const link = await createRelayLinkFactory({
-        reader: client,
-        writer: withFieldOwner(client),
-        namespace: ns,
-        address: setValue(call, "relay.serverAddress")!,
-        cluster: setValue(call, "relay.cluster")!,
-        client: { backoff: { initialMs: 50, maxMs: 300 }, keyPem: clientKey },
-        logger: silentLogger,
-      })({ onOutput: () => Promise.resolve({ ack: true, errors: [] }) });
-      links.push(link);
+      await startLink(ns, setValue(call, "relay.cluster")!, setValue(call, "relay.serverAddress")!);
       return;
     }
     if (Date.now() > deadline) throw new Error(`helm was not asked to install ${cluster}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** The agent's real relay link for `cluster` in namespace `ns` of the remote cluster (what the installed chart runs). */
+async function startLink(ns: string, cluster: string, address: string): Promise<void> {
+  const client = createKubeClient(remote.newKubeConfig());
+  const link = await createRelayLinkFactory({
+    reader: client,
+    writer: withFieldOwner(client),
+    namespace: ns,
+    address,
+    cluster,
+    client: { backoff: { initialMs: 50, maxMs: 300 }, keyPem: clientKey },
+    logger: silentLogger,
+  })({ onOutput: () => Promise.resolve({ ack: true, errors: [] }) });
+  links.push(link);
+}
+
+const clusterYaml = (name: string) => `apiVersion: admin.gloo.solo.io/v2\nkind: KubernetesCluster\nmetadata:\n  name: ${name}\n  namespace: gloo-mesh\nspec:\n  clusterDomain: cluster.local\n`;
 
 async function run(args: readonly string[]) {
   const io = createCapturingIo();
@@ -346,7 +353,21 @@ describe("gitmesh cluster register / deregister", () => {
     // Secrets are in place for the agent; the token stays until it has registered.
     expect(unb64(secret("gm2", "relay-identity-token-secret")?.data?.token)).toMatch(/^gmbc_[A-Za-z0-9_-]{43}$/);
     expect(secret("gm2", "relay-root-tls-secret")).toBeDefined();
-  }, 60_000);
+    expect(r.out).toContain('pending step "agent chart" (done: secrets)');
+
+    // The operator runs the printed helm command by hand and merges the file; running register again
+    // (still no helm) finds the agent, waits for its certificate and removes the credential.
+    await git.commitFiles("config", { "clusters/cluster2.yaml": clusterYaml("cluster2") }, "add cluster2");
+    remote.emulator.seed([{ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "gitmesh-agent", namespace: "gm2" }, spec: { selector: { matchLabels: { app: "gitmesh-agent" } }, template: { metadata: { labels: { app: "gitmesh-agent" } }, spec: { containers: [{ name: "agent", image: "gitmesh" }] } } } }]);
+    await startLink("gm2", "cluster2", relayAddress);
+    for (let i = 0; i < 200 && secret("gm2", "relay-client-tls-secret") === undefined; i++) await new Promise((r) => setTimeout(r, 50));
+    const again = await run(registerArgs("cluster2", ["--agent-namespace", "gm2", "--timeout", "30s"]));
+    expect(again.code, again.all).toBe(0);
+    expect(again.out).toContain("agent chart: helm is not on PATH; Deployment gm2/gitmesh-agent found (installed by hand)");
+    expect(again.out).toContain("Cluster cluster2 is registered.");
+    expect(secret("gm2", "relay-identity-token-secret")).toBeUndefined();
+    expect(helmCalls()).toHaveLength(callsBefore);
+  }, 90_000);
 
   it("times out with what to check when no certificate appears, leaving the token; commits to a local bare repository", async () => {
     process.env.PATH = `${stubBin}${delimiter}${originalPath ?? ""}`;
@@ -354,6 +375,7 @@ describe("gitmesh cluster register / deregister", () => {
     expect(r.code).toBe(1);
     expectNoSecrets(r.all);
     expect(r.out).toContain("✗ no client certificate from the agent after 1s; the bootstrap credential is left in place");
+    expect(r.out).toMatch(/\(a local repository: committed, not pushed; push it to the remote the server reads, e\.g\. git -C \S+ push\)/);
     expect(r.out).toContain("kubectl --context remote -n gm3 get pods");
     expect(r.out).toContain(`check that ${relayAddress} is reachable`);
     expect(secret("gm3", "relay-identity-token-secret")).toBeDefined();
@@ -368,7 +390,7 @@ describe("gitmesh cluster register / deregister", () => {
     const inTree = (args: readonly string[]) => git.git("config", ["--git-dir", join(wt, ".git"), "--work-tree", wt, ...args]);
     const r = await run(registerArgs("cluster7", ["--agent-namespace", "gm7", "--repo", wt]));
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/KubernetesCluster cluster7 committed as clusters\/cluster7.yaml to .*worktree \(branch main\): [0-9a-f]{12}\n/);
+    expect(r.out).toMatch(/KubernetesCluster cluster7 committed as clusters\/cluster7.yaml to .*worktree \(branch main\): [0-9a-f]{12} \(a local repository: committed, not pushed; push it to the remote the server reads, e\.g\. git -C \S+worktree push\)\n/);
     expect(readFileSync(join(wt, "clusters", "cluster7.yaml"), "utf8")).toContain("name: cluster7");
     expect(await inTree(["log", "-1", "--format=%s"])).toBe("Register cluster cluster7\n");
     expect(await inTree(["status", "--porcelain"])).toBe("");
