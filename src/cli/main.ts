@@ -69,6 +69,15 @@ async function loadDevelopmentCommand(name: string, specifier: string, exported:
   }
 }
 
+/**
+ * Joins the lines of each paragraph of a description so that commander wraps it cleanly at the
+ * terminal width (80 columns when piped) instead of breaking it twice. Blank lines separate
+ * paragraphs; a line starting with a space or "- " (an example, a list item) keeps its line break.
+ */
+export function asParagraphs(text: string): string {
+  return text.replace(/([^\n])\n(?!\s|- )/g, "$1 ");
+}
+
 /** The command argv runs (`gitmesh <name> …` or `gitmesh help <name>`), if it names one. */
 function commandOf(argv: readonly string[]): CommandEntry | undefined {
   const first = argv[0] === "help" ? argv[1] : argv[0];
@@ -97,6 +106,8 @@ export async function main(argv: readonly string[], io: CliIo = createIo()): Pro
       return ExitCode.Failed;
     }
   }
+  // Descriptions are written as source lines; help shows them as paragraphs wrapped to the terminal.
+  for (const c of [program, ...program.commands, ...program.commands.flatMap((s) => s.commands)]) c.description(asParagraphs(c.description()));
   // Every other command is listed by name and summary only (top-level help, "did you mean").
   for (const c of COMMANDS) if (c !== chosen) program.command(c.name).summary(c.summary);
   program.commands.forEach((c) => c.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }));

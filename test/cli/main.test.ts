@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { createCapturingIo } from "../../src/cli/io.js";
-import { COMMANDS } from "../../src/cli/main.js";
+import { asParagraphs, COMMANDS } from "../../src/cli/main.js";
 
 const bin = fileURLToPath(new URL("../../bin/gitmesh.js", import.meta.url));
 const version = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -31,6 +31,27 @@ describe("gitmesh command (lazy sub-commands)", () => {
       expect(r.err).toContain(`--timeout must be a number of seconds > 0 (e.g. --timeout 30), got "${value}"`);
       expect(r.out + r.err).not.toMatch(/NaN|internal error|at .*\.ts:\d+/);
     }
+  });
+
+  it("help paragraphs wrap once, at 80 columns when piped (no line break of the source text left in them)", () => {
+    expect(asParagraphs("one\ntwo\n\nthree\n  example\n- item\n--flag")).toBe("one two\n\nthree\n  example\n- item --flag");
+    for (const cmd of ["validate", "server", "diff", "check", "agent"]) {
+      const r = gitmesh(cmd, "--help");
+      expect(r.code, cmd).toBe(0);
+      const [, ...rest] = r.out.split("\n\n");
+      const description = rest.slice(0, rest.findIndex((p) => /^(Arguments|Options):/.test(p)));
+      for (const paragraph of description) {
+        const lines = paragraph.split("\n");
+        // Wrapped by commander: a line ends only where the next word would not fit in 80 columns (a
+        // break left from the source text would end it early).
+        lines.slice(0, -1).forEach((line, i) => {
+          const nextWord = lines[i + 1]!.trimStart().split(" ")[0]!;
+          expect(line.length + 1 + nextWord.length, `${cmd}: "${line}" / "${nextWord}"`).toBeGreaterThan(80);
+        });
+        for (const line of lines) expect(line.length, `${cmd}: "${line}"`).toBeLessThanOrEqual(80);
+      }
+    }
+    expect(gitmesh("validate", "--help").out).toContain("<dir>/gitmesh.yaml) and report YAML syntax errors, schema violations,");
   });
 
   it("--version and --help answer without loading the commands, and list every command", () => {
