@@ -7,12 +7,13 @@
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { existsSync, statSync } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, readFile } from "node:fs/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { Redis } from "ioredis";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createLogger, describeError, type Logger } from "../core/index.js";
+import { createCommitStatusPoster, type CommitStatusPoster } from "../git-host/index.js";
 import { createFileMeshRootStorage } from "../mesh-ca/index.js";
 import { createLeaderLock } from "../queue/index.js";
 import {
@@ -47,6 +48,10 @@ import { UsageError, type CliIo } from "./io.js";
 import { untilStopSignal } from "./signals.js";
 
 interface ServerFlags {
+  readonly commitStatus?: string;
+  readonly commitStatusApiUrl?: string;
+  readonly commitStatusRepository?: string;
+  readonly commitStatusTokenFile?: string;
   readonly gitUrl?: string;
   readonly gitLocal?: string;
   readonly branch?: string;
@@ -121,6 +126,10 @@ export function registerServer(program: Command, io: CliIo): void {
     .option("--skip-warming <cluster>", "never wait for this cluster while warming (repeatable; also KubernetesCluster spec.skipWarming)", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .option("--data-dir <dir>", "working directory for Git caches (default: a temporary directory)")
     .option("--mesh-ca-secret-dir <dir>", "without Kubernetes: RootTrustPolicy mgmtServerCa.secretRef Secrets as files, <dir>/<namespace>/<name>/ca-cert.pem|ca-key.pem|root-cert.pem")
+    .option("--commit-status <host>", `post commit statuses gitmesh/apply to github | gitlab [${SERVER_ENV.commitStatus}] (default off)`)
+    .option("--commit-status-api-url <url>", `API of the Git host [${SERVER_ENV.commitStatusApiUrl}] (default https://api.github.com / https://gitlab.com/api/v4)`)
+    .option("--commit-status-repository <repo>", `GitHub owner/repo or GitLab project [${SERVER_ENV.commitStatusRepository}]`)
+    .option("--commit-status-token-file <file>", `file holding the Git host token for statuses [${SERVER_ENV.commitStatusTokenFile}]`)
     .option("--log-level <level>", `debug | info | warn | error [${SERVER_ENV.logLevel}] (default info)`)
     .option("--log-format <format>", "json | human (default: human on a terminal, json otherwise)")
     .addHelpText(
@@ -195,6 +204,10 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     kubeconfig: flags.kubeconfig,
     dataDir: flags.dataDir,
     meshRootSecret: e("meshRootSecret"),
+    commitStatus: flags.commitStatus ?? e("commitStatus"),
+    commitStatusApiUrl: flags.commitStatusApiUrl ?? e("commitStatusApiUrl"),
+    commitStatusRepository: flags.commitStatusRepository ?? e("commitStatusRepository"),
+    commitStatusTokenFile: flags.commitStatusTokenFile ?? e("commitStatusTokenFile"),
     meshCaSecretDir: flags.meshCaSecretDir,
     inCluster: env.KUBERNETES_SERVICE_HOST !== undefined,
   };
@@ -228,6 +241,15 @@ function meshCaWiring(config: ServerConfig, kc: KubeConfig | undefined, redis: R
     ...(readSecret ? { readSecret } : {}),
     ...(describeSecrets ? { describeSecrets } : {}),
   };
+}
+
+/** The Git host client for commit statuses; its token is read from a file once (never from a flag, never logged). */
+async function commitStatusPoster(c: NonNullable<ServerConfig["commitStatus"]>): Promise<CommitStatusPoster> {
+  const token = (await readFile(c.tokenFile, "utf8").catch((err: unknown) => {
+    throw new UsageError(`cannot read the commit-status token file ${c.tokenFile}: ${(err as { code?: string }).code ?? "error"} (--commit-status-token-file or ${SERVER_ENV.commitStatusTokenFile})`);
+  })).trim();
+  if (token === "" || /\s/.test(token)) throw new UsageError(`the commit-status token file ${c.tokenFile} must hold one token`);
+  return createCommitStatusPoster({ platform: c.platform, apiUrl: c.apiUrl, repository: c.repository, token });
 }
 
 /** Waits until a Redis client is connected, at most `ms` (a Redis that is down is the pipeline's degraded mode, not an error). */
@@ -299,7 +321,8 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   if (redis !== undefined) await waitReady(redis, 5_000);
   await leadership.start();
   const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${config.redisPrefix}:`, replica: config.identity });
-  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  const commitStatus = config.commitStatus === undefined ? undefined : await commitStatusPoster(config.commitStatus);
+  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(commitStatus ? { commitStatus } : {}), ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
   try {
     await server.start();
   } catch (err) {

@@ -19,3 +19,4 @@ import type { Reporter } from "./reporter.js";
 export function createReporter(context: CiContext): Reporter {
   return context.platform === "github" ? createGitHubReporter({ context }) : createGitLabReporter({ context });
 }
+export { APPLY_STATUS_CONTEXT, CommitStatusRefusedError, createCommitStatusPoster, type CommitState, type CommitStatusPoster, type CommitStatusTarget } from "./commit-status.js";

@@ -88,6 +88,8 @@ export interface ServerConfig {
   readonly meshCaSecretDir: string | undefined;
   /** Debounce of webhook bursts (default 50 ms: one push sends one hint; a burst of pushes still coalesces). */
   readonly webhookDebounceMs: number;
+  /** Commit statuses on the Git host (opt-in): where, and the file holding the token. */
+  readonly commitStatus: { readonly platform: "github" | "gitlab"; readonly apiUrl: string; readonly repository: string; readonly tokenFile: string } | undefined;
 }
 
 /** Raw values: flags win over environment variables (the root merges them). */
@@ -139,6 +141,10 @@ export const SERVER_ENV = {
   httpTlsCert: "GITMESH_HTTP_TLS_CERT_FILE",
   httpTlsKey: "GITMESH_HTTP_TLS_KEY_FILE",
   meshRootSecret: "GITMESH_MESH_ROOT_SECRET",
+  commitStatus: "GITMESH_COMMIT_STATUS",
+  commitStatusApiUrl: "GITMESH_COMMIT_STATUS_API_URL",
+  commitStatusRepository: "GITMESH_COMMIT_STATUS_REPOSITORY",
+  commitStatusTokenFile: "GITMESH_COMMIT_STATUS_TOKEN_FILE",
 } as const;
 
 /**
@@ -179,7 +185,28 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   httpTlsCert: "serve the HTTP port over TLS with this PEM certificate chain (--http-tls-cert)",
   httpTlsKey: "PEM private key of the HTTP certificate (--http-tls-key)",
   meshRootSecret: "Secret of the generated mesh root CA for RootTrustPolicy (default gitmesh-mesh-root-ca)",
+  commitStatus: "github | gitlab: post a commit status gitmesh/apply on each commit that comes into force: pending, success when every cluster applied it, failure on a NACK or a rejection (--commit-status; default off)",
+  commitStatusApiUrl: "API of the Git host (default https://api.github.com, https://gitlab.com/api/v4; --commit-status-api-url)",
+  commitStatusRepository: "GitHub owner/repo, or GitLab project id or path (--commit-status-repository)",
+  commitStatusTokenFile: "file holding the host token: GitHub statuses: write, GitLab api scope and Developer (--commit-status-token-file; never logged)",
 };
+
+function commitStatusConfig(input: ServerConfigInput, problems: string[]): ServerConfig["commitStatus"] {
+  const platform = input.commitStatus || undefined;
+  if (platform === undefined) return undefined;
+  if (platform !== "github" && platform !== "gitlab") {
+    problems.push(`commit statuses: ${JSON.stringify(platform)} is not github or gitlab (--commit-status or ${SERVER_ENV.commitStatus})`);
+    return undefined;
+  }
+  const apiUrl = input.commitStatusApiUrl || (platform === "github" ? "https://api.github.com" : "https://gitlab.com/api/v4");
+  if (!/^https?:\/\//.test(apiUrl)) problems.push(`commit statuses: the API URL must be http(s) (--commit-status-api-url or ${SERVER_ENV.commitStatusApiUrl})`);
+  const repository = input.commitStatusRepository || "";
+  if (repository === "") problems.push(`commit statuses: name the repository (--commit-status-repository or ${SERVER_ENV.commitStatusRepository}: ${platform === "github" ? "owner/repo" : "the project id or group/project"})`);
+  else if (platform === "github" && !/^[^/\s]+\/[^/\s]+$/.test(repository)) problems.push(`commit statuses: a GitHub repository is owner/repo, got ${JSON.stringify(repository)}`);
+  const tokenFile = input.commitStatusTokenFile || "";
+  if (tokenFile === "") problems.push(`commit statuses: give the token in a file (--commit-status-token-file or ${SERVER_ENV.commitStatusTokenFile}); tokens are never taken from flags`);
+  return { platform, apiUrl, repository, tokenFile };
+}
 
 export function parseServerConfig(input: ServerConfigInput, defaults: { identity: string }): { config?: ServerConfig; problems: string[] } {
   const read = createConfigReader();
@@ -265,6 +292,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     meshRootSecret: input.meshRootSecret || "gitmesh-mesh-root-ca",
     meshCaSecretDir: input.meshCaSecretDir || undefined,
     webhookDebounceMs: read.number(input.webhookDebounceMs, "webhook debounce", 50, (n) => n >= 0, "milliseconds ≥ 0"),
+    commitStatus: commitStatusConfig(input, problems),
   };
   return configResult(config, problems);
 }

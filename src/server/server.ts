@@ -33,10 +33,12 @@ import {
 import { createClusterIdentities, createRelayServer, isValidClusterName, loadOrCreateRelayPki, snapshotFromRelayState, type AppliedVersion, type ClusterIdentities, type RelayServer } from "../relay/index.js";
 import { createFileMeshRootStorage, createMeshCa, createMeshRootResolver, findIssuedCertificate, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
 import type { ClusterConvergence, SnapshotStore } from "../store/index.js";
+import type { CommitStatusPoster } from "../git-host/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
 import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
 import { frozenTables, pruneHeldView, relayResources } from "./completeness.js";
 import { SERVER_ENV, type ServerConfig } from "./config.js";
+import { createCommitStatusReporter } from "./commit-status.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
 import { createServerHttp, HttpError, type Route, type ServerApi, type ServerHttp } from "./http.js";
 import { createServerMetrics } from "./metrics.js";
@@ -71,6 +73,8 @@ export interface ManagementServerOptions {
   readonly meshCa?: { readonly storage?: MeshRootStorage; readonly readSecret?: ReadCaSecret; readonly describeSecrets?: string };
   /** Who holds which agent across replicas (absent: only this replica's connections are known). */
   readonly presence?: PresenceRegistry;
+  /** Commit statuses on the Git host (opt-in, the leader posts them). */
+  readonly commitStatus?: CommitStatusPoster;
   /** How often a follower reads the desired state the leader stored (default 1000 ms). */
   readonly followIntervalMs?: number;
   /** Quiet time after the last output of a commit before the audit commit (default 300 ms). */
@@ -263,7 +267,10 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       for (const cluster of (await store().discoveryChecksums()).keys()) gate.discovered(cluster);
       updateWarmedGauge();
     }
-    if (singleton.isLeader()) return;
+    if (singleton.isLeader()) {
+      await reportCommitStatuses().catch((err: unknown) => log.warn("could not evaluate commit statuses", { error: describeError(err) }));
+      return;
+    }
     const pointer = await store().getDesiredPointer();
     if (pointer === undefined || pointer.commit === desired?.commit) return;
     const rec = await store().getDesired(pointer.commit);
@@ -471,6 +478,28 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     const origin = (await store().getConvergence(p.unchangedFrom).catch(() => undefined))?.clusters[cluster];
     if (origin?.appliedAtMs !== undefined && origin.version === p.version) return Math.max(p.publishedAtMs ?? origin.appliedAtMs, origin.appliedAtMs);
     return undefined;
+  };
+  // ---- commit statuses on the Git host (opt-in; the leader reports) -------------------------------
+  const statusReporter = options.commitStatus
+    ? createCommitStatusReporter({ poster: options.commitStatus, logger: log.child("commit-status"), now })
+    : undefined;
+  const reportCommitStatuses = async (): Promise<void> => {
+    if (!statusReporter) return;
+    const rejection = source.status().rejection;
+    if (rejection) {
+      const first = rejection.diagnostics.find((d) => d.severity === Severity.Error);
+      await statusReporter.rejected(rejection.commit, first ? formatDiagnostic(first) : "the commit was rejected");
+    }
+    if (!desired) return;
+    const view = await commitView(desired.commit);
+    if (!view) return;
+    const applied = new Map<string, number>();
+    const nacks: { cluster: string; message: string }[] = [];
+    for (const [cluster, p] of Object.entries(view.clusters as Record<string, { appliedAtMs?: number; nack?: { message?: string; errors?: { key: string; message: string }[] } }>)) {
+      if (p.appliedAtMs !== undefined) applied.set(cluster, p.appliedAtMs);
+      if (p.nack) nacks.push({ cluster, message: p.nack.message ?? p.nack.errors?.map((e) => `${e.key}: ${e.message}`).join("; ") ?? "NACK" });
+    }
+    await statusReporter.inForce({ commit: desired.commit, acceptedAtMs: view.acceptedAt === null ? undefined : Date.parse(view.acceptedAt), expected: registered.map((r) => r.name), applied, nacks });
   };
   const runningCommit = async (name: string, applied: AppliedVersion | undefined): Promise<string | null> => {
     if (!applied) return null;

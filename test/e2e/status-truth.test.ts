@@ -10,7 +10,11 @@
 //   (c) a route to a Service that does not exist (an HTTP 500 route in every cluster) makes the commit
 //       "applied with errors": /api/status per cluster, /api/diagnostics `errors: true`, check exit 1
 //       naming the file:line;
-//   (d) a cluster removed from Git no longer counts towards a commit's convergence.
+//   (d) a cluster removed from Git no longer counts towards a commit's convergence;
+//   (e) the Git host (a local GitHub that validates every request against GitHub's OpenAPI description)
+//       shows each commit's journey as the status gitmesh/apply: pending while a cluster has not applied
+//       it, success once every registered cluster did, failure for a rejected commit (file:line) and
+//       for a NACK (which cluster).
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -20,17 +24,29 @@ import type { Agent } from "../../src/agent/index.js";
 import { silentLogger } from "../../src/core/index.js";
 import { createInProcessAgent } from "../../src/devtools/index.js";
 import { RELAY_SECRETS } from "../../src/relay/index.js";
+import { createCommitStatusPoster } from "../../src/git-host/index.js";
 import { createManagementServer, createMemorySecretStore, createQueuePipeline, parseServerConfig, type ManagementServer } from "../../src/server/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
 import { freePort } from "../helpers/ports.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { startFakeGitHub, type FakeGitHub } from "../git-host/fake-github.js";
 
 const TOKEN = "status-truth-bootstrap-token-0123";
 const LIVE = ["cluster1", "cluster2"] as const;
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 
 let git: GitServer;
+let gh: FakeGitHub;
+/** Commits the fake GitHub knows (it answers 422 for a status on any other, as GitHub does). */
+const knownCommits: string[] = [];
+const GH_TOKEN = "ghs_status_token_0123456789abcdef";
+/** Commits files and tells the fake GitHub about the new commit (a push to GitHub would). */
+const commit = async (files: Record<string, string | null>, message: string) => {
+  const sha = await git.commitFiles("mesh", files, message);
+  knownCommits.push(sha);
+  return sha;
+};
 const tempDir = useTempDirs("gitmesh-status-truth-");
 let tmp = "";
 let httpPort: number;
@@ -115,7 +131,8 @@ beforeAll(async () => {
   await git.createRepo("mesh");
   const repo = files("examples/repo-layout");
   repo["clusters/cluster9.yaml"] = repo["clusters/cluster2.yaml"]!.replace(/cluster2/g, "cluster9");
-  await git.commitFiles("mesh", repo, "bookinfo; cluster9 registered, its agent not installed yet");
+  gh = await startFakeGitHub({ token: GH_TOKEN, owner: "acme", repo: "mesh", pulls: {}, commits: knownCommits });
+  await commit(repo, "bookinfo; cluster9 registered, its agent not installed yet");
   const relayPort = await freePort();
   httpPort = await freePort();
   const { config, problems } = parseServerConfig(
@@ -137,7 +154,8 @@ beforeAll(async () => {
   );
   if (!config) throw new Error(problems.join("; "));
   const pipeline = createQueuePipeline({ logger: silentLogger, debounceMs: 20 });
-  server = createManagementServer({ config, pipeline, secrets: createMemorySecretStore(), registry: new Registry(), logger: silentLogger, dataDir: join(tmp, "data") });
+  const commitStatus = createCommitStatusPoster({ platform: "github", apiUrl: gh.url, repository: "acme/mesh", token: GH_TOKEN });
+  server = createManagementServer({ config, pipeline, secrets: createMemorySecretStore(), registry: new Registry(), logger: silentLogger, dataDir: join(tmp, "data"), commitStatus });
   await server.start();
   for (const cluster of LIVE) {
     const kube = await startKube({});
@@ -160,6 +178,7 @@ afterAll(async () => {
   await server?.stop().catch(() => undefined);
   for (const k of kubes.values()) await k.stop();
   await git.stop();
+  await gh.close();
 }, 60_000);
 
 describe("status that tells the truth", () => {
@@ -181,7 +200,7 @@ describe("status that tells the truth", () => {
   it("a commit that leaves every output unchanged is applied at once: both clusters counted, both run the new commit", async () => {
     const path = "workspaces/bookinfo-backends/resilience.yaml";
     const text = readFileSync(join("examples/repo-layout", path), "utf8");
-    const sha = await git.commitFiles("mesh", { [path]: `# reviewed by the platform team\n${text}` }, "a comment only");
+    const sha = await commit({ [path]: `# reviewed by the platform team\n${text}` }, "a comment only");
     const s = await poll("new commit in force, both clusters run it", async () => {
       const st = await status();
       return st.commit?.sha === sha && LIVE.every((c) => view(st, c).commit === sha) ? st : undefined;
@@ -200,7 +219,7 @@ describe("status that tells the truth", () => {
     const text = readFileSync(join("examples/repo-layout", path), "utf8");
     const typo = text.replace(/( {4}- name: ratings\n[\s\S]*?name: )ratings/, "$1ratngs");
     expect(typo).toContain("ratngs");
-    const sha = await git.commitFiles("mesh", { [path]: typo }, "ratings: a typo in the Service name");
+    const sha = await commit({ [path]: typo }, "ratings: a typo in the Service name");
     await settled(sha);
     const s = await poll("cluster errors visible", async () => {
       const st = await status();
@@ -224,10 +243,43 @@ describe("status that tells the truth", () => {
     expect(counted.clusters.cluster2?.registered).toBe(true);
     const appliedBefore = counted.applied;
     expect(appliedBefore).toBe(2);
-    const sha = await git.commitFiles("mesh", { "clusters/cluster2.yaml": null }, "cluster2 leaves the fleet");
+    const sha = await commit({ "clusters/cluster2.yaml": null }, "cluster2 leaves the fleet");
     await poll("removal in force", async () => ((await status()).commit?.sha === sha ? true : undefined));
     const after = await getJson<CommitView>(`/api/commits/${before}`);
     expect(after.clusters.cluster2?.registered).toBe(false);
     expect(after.applied).toBe(appliedBefore - 1);
   }, 120_000);
+
+  it("the Git host shows each commit's journey: pending, success once every registered cluster applied it, failure for a rejection and for a NACK", async () => {
+    const statuses = (sha: string) => (gh.statuses.get(sha) ?? []).filter((s) => s.context === "gitmesh/apply");
+    // cluster9 never had an agent: the first commit stayed pending (never a false success).
+    expect(statuses(first).map((s) => s.state)).toEqual(["pending"]);
+    expect(statuses(first)[0]!.description).toMatch(/^accepted; applied on [0-2] of 3 clusters$/);
+
+    // Without cluster9 (never installed) every registered cluster applies the next commit: success.
+    const ok = await commit({ "clusters/cluster9.yaml": null }, "cluster9 will not join after all");
+    const success = await poll("success status", () => Promise.resolve(statuses(ok).find((s) => s.state === "success")));
+    expect(success.description).toMatch(/^applied on 1 cluster in \d+\.\d s$/);
+
+    // A rejected commit: failure with the first file:line error.
+    const bad = await commit({ "workspaces/broken.yaml": "apiVersion: networking.gloo.solo.io/v2\nkind: RouteTable\nmetadata: {name: [oops\n" }, "broken yaml");
+    const failure = await poll("failure status of the rejected commit", () => Promise.resolve(statuses(bad).find((s) => s.state === "failure")));
+    expect(failure.description).toMatch(/^rejected: workspaces\/broken\.yaml:\d+/);
+
+    // A NACK: cluster1 cannot write VirtualServices; the agent reports the failure, the status says which cluster.
+    kubes.get("cluster1")!.emulator.faults.failRequests(undefined, { methods: ["PATCH", "POST", "PUT"], path: "/virtualservices/" });
+    try {
+      const path = "workspaces/bookinfo-backends/route-table-reviews.yaml";
+      const text = readFileSync(join("examples/repo-layout", path), "utf8").replace("route: reviews", "route: reviews-v2");
+      const nacked = await commit({ "workspaces/broken.yaml": null, [path]: text }, "reviews: relabel the route");
+      const nackStatus = await poll("failure status of the NACKed commit", () => Promise.resolve(statuses(nacked).find((s) => s.state === "failure")), 90_000);
+      expect(nackStatus.description).toMatch(/^cluster1 rejected the output: /);
+    } finally {
+      kubes.get("cluster1")!.emulator.faults.clear();
+    }
+    // Every request the server made was a valid GitHub API call.
+    expect(gh.violations).toEqual([]);
+    // At most one post per commit and state.
+    for (const sha of [first, ok, bad]) expect(new Set(statuses(sha).map((s) => s.state)).size).toBe(statuses(sha).length);
+  }, 180_000);
 });
