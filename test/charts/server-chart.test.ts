@@ -163,6 +163,24 @@ describe("gitmesh-server chart", () => {
     expect(notes.stdout).toContain("is OPEN (api.auth.enabled=false)");
   });
 
+  it("commitStatus: the host, repository and a token file from the Secret (never an environment value); off by default", async () => {
+    const off = await renderOk(CHART, BASE);
+    expect(envOf(podSpec(find(off.manifests, "Deployment", "gitmesh-server")).containers[0]!)).not.toHaveProperty("GITMESH_COMMIT_STATUS");
+    const { manifests } = await renderOk(CHART, [...BASE, "--set", "commitStatus.platform=github", "--set", "commitStatus.repository=acme/mesh-config", "--set", "commitStatus.tokenSecret=gh-status-token"]);
+    validateAll(manifests);
+    const dep = find(manifests, "Deployment", "gitmesh-server");
+    const container = podSpec(dep).containers[0]!;
+    const env = envOf(container);
+    expect(env).toMatchObject({ GITMESH_COMMIT_STATUS: "github", GITMESH_COMMIT_STATUS_REPOSITORY: "acme/mesh-config", GITMESH_COMMIT_STATUS_TOKEN_FILE: "/etc/gitmesh/commit-status/token" });
+    expect(env).not.toHaveProperty("GITMESH_COMMIT_STATUS_API_URL");
+    expect(container.volumeMounts).toContainEqual({ name: "commit-status-token", mountPath: "/etc/gitmesh/commit-status", readOnly: true });
+    expect(podSpec(dep).volumes).toContainEqual({ name: "commit-status-token", secret: { secretName: "gh-status-token", items: [{ key: "token", path: "token" }], defaultMode: 288 } });
+    // Opting in without a repository or token Secret is refused by the values schema.
+    const incomplete = await render(CHART, [...BASE, "--set", "commitStatus.platform=gitlab"]);
+    expect(incomplete.code).toBe(1);
+    expect(incomplete.stderr).toContain("commitStatus");
+  });
+
   it("external Redis by URL and inline Git credentials become chart-owned secrets", async () => {
     const { manifests } = await renderOk(CHART, [
       ...BASE,
