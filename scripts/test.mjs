@@ -14,6 +14,7 @@ const prerequisites = [
   { ok: () => Boolean(process.env.REDIS_URL) || has("redis-server"), what: "redis-server (or REDIS_URL)", pkg: "redis-server" },
   { ok: () => has("protoc"), what: "protoc (relay code generation check)", pkg: "protobuf-compiler" },
   { ok: () => has("kubectl"), what: "kubectl (the emulator's kubectl test)", pkg: "kubernetes-client" },
+  { ok: () => has("ssh-keygen") && has("gpg"), what: "ssh-keygen and gpg (signed-commit tests sign with the real tools)", pkg: "openssh-client gnupg" },
   {
     ok: () => has("go") && existsSync("/usr/share/gocode/src/github.com/Masterminds/sprig") && existsSync("/usr/share/gocode/src/github.com/xeipuuv/gojsonschema"),
     what: "Go with sprig and gojsonschema (the chart renderer)",

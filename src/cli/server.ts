@@ -14,6 +14,7 @@ import { Redis } from "ioredis";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createLogger, describeError, type Logger } from "../core/index.js";
 import { createCommitStatusPoster, type CommitStatusPoster } from "../git-host/index.js";
+import { createCommitVerifier, type CommitVerifier } from "../git-sync/index.js";
 import { createFileMeshRootStorage } from "../mesh-ca/index.js";
 import { createLeaderLock } from "../queue/index.js";
 import {
@@ -48,6 +49,8 @@ import { UsageError, type CliIo } from "./io.js";
 import { untilStopSignal } from "./signals.js";
 
 interface ServerFlags {
+  readonly verifyCommitsAllowedSigners?: string;
+  readonly verifyCommitsOpenpgpKeys?: string;
   readonly commitStatus?: string;
   readonly commitStatusApiUrl?: string;
   readonly commitStatusRepository?: string;
@@ -126,6 +129,8 @@ export function registerServer(program: Command, io: CliIo): void {
     .option("--skip-warming <cluster>", "never wait for this cluster while warming (repeatable; also KubernetesCluster spec.skipWarming)", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .option("--data-dir <dir>", "working directory for Git caches (default: a temporary directory)")
     .option("--mesh-ca-secret-dir <dir>", "without Kubernetes: RootTrustPolicy mgmtServerCa.secretRef Secrets as files, <dir>/<namespace>/<name>/ca-cert.pem|ca-key.pem|root-cert.pem")
+    .option("--verify-commits-allowed-signers <file>", `signed commits only: trusted SSH keys, git allowed-signers format [${SERVER_ENV.verifyAllowedSigners}]`)
+    .option("--verify-commits-openpgp-keys <file>", `signed commits only: trusted armored OpenPGP public keys [${SERVER_ENV.verifyOpenpgpKeys}]`)
     .option("--commit-status <host>", `post commit statuses gitmesh/apply to github | gitlab [${SERVER_ENV.commitStatus}] (default off)`)
     .option("--commit-status-api-url <url>", `API of the Git host [${SERVER_ENV.commitStatusApiUrl}] (default https://api.github.com / https://gitlab.com/api/v4)`)
     .option("--commit-status-repository <repo>", `GitHub owner/repo or GitLab project [${SERVER_ENV.commitStatusRepository}]`)
@@ -205,6 +210,8 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     dataDir: flags.dataDir,
     meshRootSecret: e("meshRootSecret"),
     commitStatus: flags.commitStatus ?? e("commitStatus"),
+    verifyAllowedSigners: flags.verifyCommitsAllowedSigners ?? e("verifyAllowedSigners"),
+    verifyOpenpgpKeys: flags.verifyCommitsOpenpgpKeys ?? e("verifyOpenpgpKeys"),
     commitStatusApiUrl: flags.commitStatusApiUrl ?? e("commitStatusApiUrl"),
     commitStatusRepository: flags.commitStatusRepository ?? e("commitStatusRepository"),
     commitStatusTokenFile: flags.commitStatusTokenFile ?? e("commitStatusTokenFile"),
@@ -250,6 +257,23 @@ async function commitStatusPoster(c: NonNullable<ServerConfig["commitStatus"]>):
   })).trim();
   if (token === "" || /\s/.test(token)) throw new UsageError(`the commit-status token file ${c.tokenFile} must hold one token`);
   return createCommitStatusPoster({ platform: c.platform, apiUrl: c.apiUrl, repository: c.repository, token });
+}
+
+/** The trusted keys of --verify-commits, read once; a file that cannot be read or parsed stops the start. */
+async function commitVerifier(c: NonNullable<ServerConfig["verifyCommits"]>): Promise<CommitVerifier> {
+  const read = async (file: string | undefined, flag: string) =>
+    file === undefined
+      ? undefined
+      : await readFile(file, "utf8").catch((err: unknown) => {
+          throw new UsageError(`cannot read ${flag} ${file}: ${(err as { code?: string }).code ?? "error"}`);
+        });
+  const allowedSigners = await read(c.allowedSignersFile, "--verify-commits-allowed-signers");
+  const openpgpKeys = await read(c.openpgpKeysFile, "--verify-commits-openpgp-keys");
+  try {
+    return await createCommitVerifier({ ...(allowedSigners === undefined ? {} : { allowedSigners }), ...(openpgpKeys === undefined ? {} : { openpgpKeys }) });
+  } catch (err) {
+    throw new UsageError(`--verify-commits: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 /** Waits until a Redis client is connected, at most `ms` (a Redis that is down is the pipeline's degraded mode, not an error). */
@@ -322,7 +346,8 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   await leadership.start();
   const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${config.redisPrefix}:`, replica: config.identity });
   const commitStatus = config.commitStatus === undefined ? undefined : await commitStatusPoster(config.commitStatus);
-  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(commitStatus ? { commitStatus } : {}), ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  const verifier = config.verifyCommits === undefined ? undefined : await commitVerifier(config.verifyCommits);
+  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(commitStatus ? { commitStatus } : {}), ...(verifier ? { verifier } : {}), ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
   try {
     await server.start();
   } catch (err) {

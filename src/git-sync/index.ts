@@ -75,3 +75,4 @@ export {
   type ResourceId,
 } from "./diff-report.js";
 export { ALLOW_DELETION_TRAILER, allowedDeletions, commitTrailers } from "./trailers.js";
+export { createCommitVerifier, parseAllowedSigners, splitSignedCommit, verifySshSignature, type CommitVerifier, type CommitVerifierOptions, type Verdict } from "./signatures.js";

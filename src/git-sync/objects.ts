@@ -75,6 +75,13 @@ export async function readCommitSummary(store: ObjectStore, oid: string): Promis
   return { oid, tree: commit.tree, parents: commit.parent, timestamp: commit.committer.timestamp, message: commit.message };
 }
 
+/** The raw text of a commit object (what its signature covers, with the gpgsig header). */
+export function readRawCommit(store: ObjectStore, oid: string): string {
+  const obj = store.reader.read(oid);
+  if (obj.type !== "commit") throw new Error(`object ${oid} is a ${obj.type}, not a commit`);
+  return obj.content.toString("utf8");
+}
+
 /** The tree at `subPath` inside `treeOid` (`""` = the tree itself); undefined when missing or not a tree. */
 export async function subtreeOid(store: ObjectStore, treeOid: string, subPath: string): Promise<string | undefined> {
   let cur = treeOid;

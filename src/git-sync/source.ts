@@ -11,8 +11,9 @@ import type { FsClient, GitAuth, HttpClient } from "isomorphic-git";
 import nodeHttp from "isomorphic-git/http/node";
 import { formatDiagnostic, hasErrors, Severity, stripCredentials, sortDiagnostics, describeError, type Diagnostic, type Logger } from "../core/index.js";
 import { classifyGitError, CommitNotYetVisibleError, GitRefNotFoundError } from "./errors.js";
-import { diffTrees, hasObject as hasStoredObject, listBlobs, openObjectStore, peelToCommit, readBlobContent, readCommitSummary, subtreeOid, type BlobEntry, type CommitSummary, type ObjectStore, type PathFilter } from "./objects.js";
+import { diffTrees, hasObject as hasStoredObject, listBlobs, openObjectStore, peelToCommit, readBlobContent, readCommitSummary, readRawCommit, subtreeOid, type BlobEntry, type CommitSummary, type ObjectStore, type PathFilter } from "./objects.js";
 import { withBackoff, type BackoffOptions } from "./retry.js";
+import { splitSignedCommit, type CommitVerifier } from "./signatures.js";
 
 /** A file handed to the loader; structurally a `SourceFile` of src/config. */
 export interface GitSourceFile {
@@ -69,6 +70,8 @@ export interface GitSourceOptions<S> {
   readonly fs?: FsClient;
   readonly http?: HttpClient;
   readonly now?: () => number;
+  /** Only commits signed by a trusted key come into force (`--verify-commits`); others are rejected. */
+  readonly verifier?: CommitVerifier;
 }
 
 export interface SyncHint {
@@ -127,6 +130,8 @@ export interface GitSource<S> {
 /** Diagnostic codes produced by git-sync itself. */
 export const GitSyncCode = {
   SubPathMissing: "GIT_SUBPATH_MISSING",
+  /** --verify-commits: the commit is unsigned, or signed by a key that is not trusted. */
+  UntrustedCommit: "UNTRUSTED_COMMIT",
 } as const;
 
 export const defaultInclude: PathFilter = (path) => /\.ya?ml$/i.test(path);
@@ -289,6 +294,20 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
     const commit = await readCommitSummary(store, target);
     if (good && good.commit.oid === target) return { kind: "unchanged", commit, state: good.state };
     if (rejection?.commit === target) return { kind: "rejected", commit, rejection, state: good?.state };
+    if (options.verifier) {
+      const { payload, signature } = splitSignedCommit(readRawCommit(store, target));
+      const verdict = await options.verifier.verify(payload, signature);
+      if (!verdict.ok) {
+        return reject(commit, [
+          {
+            code: GitSyncCode.UntrustedCommit,
+            severity: Severity.Error,
+            message: `commit ${target.slice(0, 12)} is not trusted: ${verdict.reason}; the last verified commit stays in force — sign commits with a key the server trusts (${options.verifier.describe})`,
+          },
+        ]);
+      }
+      log.info("commit signature verified", { commit: target, signer: verdict.signer });
+    }
 
     const tree = await subtreeOid(store, commit.tree, subPath);
     if (tree === undefined) {

@@ -41,6 +41,9 @@ export interface SyncTrigger {
   idle(): Promise<void>;
 }
 
+/** How many times a hinted commit that is not on the branch yet is waited for (about 10 s with the source's 2 s). */
+const MAX_DEFERRALS = 5;
+
 export function createSyncTrigger<S>(options: SyncTriggerOptions<S>): SyncTrigger {
   const { source, logger: log } = options;
   const pollMs = options.pollIntervalMs ?? 60_000;
@@ -56,6 +59,8 @@ export function createSyncTrigger<S>(options: SyncTriggerOptions<S>): SyncTrigge
   let debounceTimer: NodeJS.Timeout | undefined;
   let pollTimer: NodeJS.Timeout | undefined;
   const retryTimers = new Set<NodeJS.Timeout>();
+  /** Hinted commits waited for, and how many times. */
+  const deferrals = new Map<string, number>();
 
   const runOnce = async (sha: string | undefined): Promise<void> => {
     try {
@@ -63,6 +68,17 @@ export function createSyncTrigger<S>(options: SyncTriggerOptions<S>): SyncTrigge
       await options.onOutcome?.(outcome);
     } catch (err) {
       if (err instanceof RetryLaterError && running) {
+        // A hinted commit not on the branch yet (replica lag) is waited for a few times; one that never
+        // appears there (a commit of another branch that descends from the tip) is dropped: the branch
+        // tip stays in force and polling goes on.
+        const tries = sha === undefined ? 0 : (deferrals.get(sha) ?? 0) + 1;
+        if (sha !== undefined && tries > MAX_DEFERRALS) {
+          deferrals.delete(sha);
+          log.warn("the commit a push hint named never appeared on the followed branch; hint dropped, the branch tip stays", { commit: sha, ref: wantedRef });
+          request();
+          return;
+        }
+        if (sha !== undefined) deferrals.set(sha, tries);
         log.warn("sync deferred", { error: describeError(err), retryAfterMs: err.retryAfterMs });
         const t = setTimeout(() => {
           retryTimers.delete(t);

@@ -89,6 +89,8 @@ export interface ServerConfig {
   /** Debounce of webhook bursts (default 50 ms: one push sends one hint; a burst of pushes still coalesces). */
   readonly webhookDebounceMs: number;
   /** Commit statuses on the Git host (opt-in): where, and the file holding the token. */
+  /** --verify-commits: files of trusted keys (either set turns verification on). */
+  readonly verifyCommits: { readonly allowedSignersFile: string | undefined; readonly openpgpKeysFile: string | undefined } | undefined;
   readonly commitStatus: { readonly platform: "github" | "gitlab"; readonly apiUrl: string; readonly repository: string; readonly tokenFile: string } | undefined;
 }
 
@@ -145,6 +147,8 @@ export const SERVER_ENV = {
   commitStatusApiUrl: "GITMESH_COMMIT_STATUS_API_URL",
   commitStatusRepository: "GITMESH_COMMIT_STATUS_REPOSITORY",
   commitStatusTokenFile: "GITMESH_COMMIT_STATUS_TOKEN_FILE",
+  verifyAllowedSigners: "GITMESH_VERIFY_ALLOWED_SIGNERS_FILE",
+  verifyOpenpgpKeys: "GITMESH_VERIFY_OPENPGP_KEYS_FILE",
 } as const;
 
 /**
@@ -189,6 +193,8 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   commitStatusApiUrl: "API of the Git host (default https://api.github.com, https://gitlab.com/api/v4; --commit-status-api-url)",
   commitStatusRepository: "GitHub owner/repo, or GitLab project id or path (--commit-status-repository)",
   commitStatusTokenFile: "file holding the host token: GitHub statuses: write, GitLab api scope and Developer (--commit-status-token-file; never logged)",
+  verifyAllowedSigners: "signed commits only: git allowed-signers file of trusted SSH keys (--verify-commits-allowed-signers); an unsigned or untrusted commit is rejected",
+  verifyOpenpgpKeys: "signed commits only: armored OpenPGP public keys trusted to sign commits (--verify-commits-openpgp-keys)",
 };
 
 function commitStatusConfig(input: ServerConfigInput, problems: string[]): ServerConfig["commitStatus"] {
@@ -293,6 +299,8 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     meshCaSecretDir: input.meshCaSecretDir || undefined,
     webhookDebounceMs: read.number(input.webhookDebounceMs, "webhook debounce", 50, (n) => n >= 0, "milliseconds ≥ 0"),
     commitStatus: commitStatusConfig(input, problems),
+    verifyCommits:
+      input.verifyAllowedSigners || input.verifyOpenpgpKeys ? { allowedSignersFile: input.verifyAllowedSigners || undefined, openpgpKeysFile: input.verifyOpenpgpKeys || undefined } : undefined,
   };
   return configResult(config, problems);
 }

@@ -24,6 +24,7 @@ import {
   createSyncTrigger,
   createWebhookHandlers,
   type AuditWriter,
+  type CommitVerifier,
   type RenderedResource,
   type GitLocation,
   type GitSource,
@@ -73,6 +74,8 @@ export interface ManagementServerOptions {
   readonly meshCa?: { readonly storage?: MeshRootStorage; readonly readSecret?: ReadCaSecret; readonly describeSecrets?: string };
   /** Who holds which agent across replicas (absent: only this replica's connections are known). */
   readonly presence?: PresenceRegistry;
+  /** Signed commits only (--verify-commits): others are rejected, the last verified commit stays in force. */
+  readonly verifier?: CommitVerifier;
   /** Commit statuses on the Git host (opt-in, the leader posts them). */
   readonly commitStatus?: CommitStatusPoster;
   /** How often a follower reads the desired state the leader stored (default 1000 ms). */
@@ -160,6 +163,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     ...(config.gitPath ? { subPath: config.gitPath } : {}),
     loader: createConfigLoader(),
     logger: log.child("git"),
+    ...(options.verifier ? { verifier: options.verifier } : {}),
   });
   const sourceName = config.git.kind === "local" ? config.git.path : stripCredentials(config.git.url);
 
@@ -180,6 +184,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       .map((o) => ({ name: o.metadata.name, skipWarming: (o.spec as { skipWarming?: boolean } | undefined)?.skipWarming === true }))
       .sort((a, b) => a.name.localeCompare(b.name));
 
+  let lastRejected: string | undefined;
   const onOutcome = async (outcome: SyncOutcome<DesiredState>): Promise<void> => {
     if (outcome.kind === "unchanged") {
       metrics.commits.inc({ result: "unchanged" });
@@ -195,8 +200,11 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       return;
     }
     if (outcome.kind === "rejected") {
-      metrics.commits.inc({ result: "rejected" });
       metrics.rejectedCommit.set(1);
+      // Every poll answers the same rejection until a new commit arrives: count and log it once.
+      if (outcome.commit.oid === lastRejected) return;
+      lastRejected = outcome.commit.oid;
+      metrics.commits.inc({ result: "rejected" });
       const errors = outcome.rejection.diagnostics.filter((d) => d.severity === Severity.Error);
       log.warn("commit rejected; the last good desired state stays in force", {
         commit: outcome.commit.oid,
