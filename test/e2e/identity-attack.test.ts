@@ -8,7 +8,7 @@
 // connected, nothing is pruned in any cluster and no output or certificate reaches the attacker. Then the
 // operator flows: re-issue (the agent picks up the new credential without a restart) and a cluster
 // removed from Git by mistake, restored, recovering on its own.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir, hostname } from "node:os";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -23,20 +23,11 @@ import { startServerProcess, type RunningServer } from "../../src/cli/server.js"
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
 import { freePort } from "../helpers/ports.js";
+import { repoFiles } from "../helpers/repo-files.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 const CLUSTERS = ["cluster1", "cluster2"] as const;
 const b64 = (s: string) => Buffer.from(s).toString("base64");
-
-function files(dir: string, prefix = ""): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const e of readdirSync(join(dir, prefix), { withFileTypes: true })) {
-    const rel = prefix ? `${prefix}/${e.name}` : e.name;
-    if (e.isDirectory()) Object.assign(out, files(dir, rel));
-    else out[rel] = readFileSync(join(dir, rel), "utf8");
-  }
-  return out;
-}
 
 // ---- the attacker's own client, from the .proto ----------------------------------------------------
 type Unary = (req: Record<string, unknown>, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Record<string, unknown>) => void) => void;
@@ -113,7 +104,7 @@ for (const mode of ["per-cluster", "fleet-token"] as const) {
       redis = await startRedis();
       git = await startGitServer();
       await git.createRepo("mesh");
-      const repo = files("examples/repo-layout");
+      const repo = repoFiles("examples/repo-layout");
       delete repo["clusters/root-trust-policy.yaml"];
       await git.commitFiles("mesh", repo, "bookinfo on two clusters");
       const relayPort = await freePort();
@@ -280,7 +271,7 @@ for (const mode of ["per-cluster", "fleet-token"] as const) {
         return v && !v.connected && !v.inSync && v.cutOff !== null && /removed|no KubernetesCluster/.test(v.cutOff) ? v : undefined;
       });
       expect(removed).toMatch(/^[0-9a-f]{40}$/);
-      const restoredFile = files("examples/repo-layout")["clusters/cluster2.yaml"]!;
+      const restoredFile = repoFiles("examples/repo-layout")["clusters/cluster2.yaml"]!;
       await git.commitFiles("mesh", { "clusters/cluster2.yaml": restoredFile }, "restore cluster2");
       // no secret deleted, no agent restarted: the agent's reconnect loop (backoff ≤ 1 s here, 30 s by default) brings it back
       await poll("cluster2 recovered", synced("cluster2"), 60_000);

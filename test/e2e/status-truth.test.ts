@@ -29,6 +29,7 @@ import { createManagementServer, createMemorySecretStore, createQueuePipeline, p
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
 import { freePort } from "../helpers/ports.js";
+import { repoFiles } from "../helpers/repo-files.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeGitHub, type FakeGitHub } from "../git-host/fake-github.js";
 
@@ -53,16 +54,6 @@ let httpPort: number;
 let server: ManagementServer | undefined;
 const kubes = new Map<string, StartedKube>();
 const agents: Agent[] = [];
-
-function files(dir: string, prefix = ""): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const e of readdirSync(join(dir, prefix), { withFileTypes: true })) {
-    const rel = prefix ? `${prefix}/${e.name}` : e.name;
-    if (e.isDirectory()) Object.assign(out, files(dir, rel));
-    else out[rel] = readFileSync(join(dir, rel), "utf8");
-  }
-  return out;
-}
 
 interface ClusterView {
   name: string;
@@ -129,7 +120,7 @@ beforeAll(async () => {
   tmp = tempDir();
   git = await startGitServer();
   await git.createRepo("mesh");
-  const repo = files("examples/repo-layout");
+  const repo = repoFiles("examples/repo-layout");
   repo["clusters/cluster9.yaml"] = repo["clusters/cluster2.yaml"]!.replace(/cluster2/g, "cluster9");
   gh = await startFakeGitHub({ token: GH_TOKEN, owner: "acme", repo: "mesh", pulls: {}, commits: knownCommits });
   await commit(repo, "bookinfo; cluster9 registered, its agent not installed yet");
