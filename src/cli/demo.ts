@@ -237,14 +237,14 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     }
     if (notes.length > 0) io.out(`${notes.join("\n")}\n`);
     io.out(`\n  audit branch ${config.auditBranch}: ${audit ? audit.slice(0, 12) : "(not written yet)"}\n`);
+    if (opts.exit) {
+      // The demo's directory, server and clusters go away with it: commands naming them would point nowhere.
+      io.out("\nRun `npm run demo` (without --exit) to query the server, the clusters, and push a change and watch it converge.\n");
+      return ExitCode.Ok;
+    }
     io.out(`  server API:   curl -H "Authorization: Bearer $(cat ${tokenFile})" ${base}/api/status\n`);
     io.out(`                gitmesh check --server ${base} --token-file ${tokenFile}\n`);
     io.out(`  kubectl:      kubectl --kubeconfig ${join(root, "cluster1.kubeconfig")} get virtualservices -A\n`);
-    if (opts.exit) {
-      // The demo directory goes away with the demo: a hint naming it would point nowhere.
-      io.out("\nRun `npm run demo` (without --exit) to push a change and watch it converge.\n");
-      return ExitCode.Ok;
-    }
     io.out(`\nPush a change and watch it converge (in another terminal):\n${await pushHint(work)}`);
     io.out("\nRunning; Ctrl-C to stop.\n");
     let inForce = first.commit;

@@ -68,10 +68,11 @@ describe("gitmesh demo", () => {
     // The one resource that is not an Istio object says what it is for.
     expect(stdout).toMatch(/cluster1: also IssuedCertificate \S+: the agent turns it into istiod's intermediate CA/);
     expect(stdout).toMatch(/audit branch gitmesh\/rendered: [0-9a-f]{12}/);
-    // The demo directory is gone after --exit: no hint pointing into it.
+    // The demo directory, server and clusters are gone after --exit: no command pointing at them.
     expect(stdout).not.toContain("git commit -qam");
-    expect(stdout).toContain("Run `npm run demo` (without --exit) to push a change");
-    expect(stdout).toMatch(/curl -H "Authorization: Bearer \$\(cat \S+\/api-token\)" http:\/\/127\.0\.0\.1:\d+\/api\/status/);
+    expect(stdout).not.toContain("curl -H");
+    expect(stdout).not.toContain("--kubeconfig");
+    expect(stdout).toContain("Run `npm run demo` (without --exit) to query the server, the clusters, and push a change");
     expect(stdout).toMatch(/cluster1: agent connected/);
     expect(stdout).toMatch(/discovery received \(warmed\)/);
   }, 150_000);
@@ -80,6 +81,9 @@ describe("gitmesh demo", () => {
     const demo = startDemo([]);
     try {
       await demo.waitFor(/Running; Ctrl-C to stop\./, 150_000);
+      // How to call the API with the demo's read token (kept in a file, never printed), while it runs.
+      expect(demo.output()).toMatch(/curl -H "Authorization: Bearer \$\(cat \S+\/api-token\)" http:\/\/127\.0\.0\.1:\d+\/api\/status/);
+      expect(demo.output()).toMatch(/gitmesh check --server http:\/\/127\.0\.0\.1:\d+ --token-file \S+\/api-token/);
       const hint = (await demo.waitFor(/Push a change and watch it converge \(in another terminal\):\n((?: {2}.+\n)+)/, 1000))[1]!;
       const commands = hint
         .split("\n")
