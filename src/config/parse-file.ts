@@ -226,7 +226,9 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
   const cluster = clusterAnnotation !== undefined && clusterAnnotation !== "" ? clusterAnnotation : undefined;
   const dropped: string[] = [];
   const meta = isRecord(rawMeta) ? dropNulls(rawMeta, "/metadata", dropped) : rawMeta;
-  const spec = value.spec === undefined ? undefined : dropNulls(value.spec, "/spec", dropped);
+  // No spec (or `spec:` with nothing under it) is an empty spec, as for any CRD: the schema then
+  // judges the fields the kind needs, and translation reports what an empty object cannot render.
+  const spec = value.spec === undefined || value.spec === null ? {} : dropNulls(value.spec, "/spec", dropped);
   for (const pointer of dropped) {
     out.push(diag(ConfigCode.NULL_FIELD_DROPPED, file, at(pointer), `${kind} ${namespace}/${name}: ${pointer} is null and is dropped (as Kubernetes does); remove the empty key or give it a value`, pointer));
   }

@@ -230,6 +230,8 @@ export function convertHttpRoute(ctx: WorkspaceContext, root: InputObject, fr: F
     const status = asNumber(d.status);
     if (status === undefined || status < 200 || status > 599) err(TranslateCode.InvalidField, `${fr.path}/directResponse/status`, `directResponse.status must be a number 200–599`);
     else action = { directResponse: { status, ...(asString(d.body) === undefined ? {} : { body: { string: asString(d.body) } }) } };
+  } else if (r.graphql === undefined) {
+    err(TranslateCode.InvalidField, fr.path, `this route has no action; set one of forwardTo, redirect, directResponse or delegate (a route that only carries labels for policies still needs somewhere to send its requests)`);
   } else {
     err(TranslateCode.UnsupportedField, fr.path, `this route has no action gitmesh can translate (supported: forwardTo, redirect, directResponse, delegate)`);
   }

@@ -199,10 +199,10 @@ describe("line and column accuracy", () => {
   });
 
   it("points a missing required field at the object that lacks it", () => {
-    const text = ["apiVersion: networking.gloo.solo.io/v2", "kind: VirtualDestination", "metadata:", "  name: reviews", "  namespace: web", "spec:", "  hosts: [reviews.global]", ""].join("\n");
+    const text = ["apiVersion: networking.gloo.solo.io/v2", "kind: VirtualDestination", "metadata:", "  name: reviews", "  namespace: web", "spec:", "  hosts: [reviews.global]", "  ports:", "  - protocol: HTTP", ""].join("\n");
     const { diagnostics } = load(withFile("vd.yaml", text));
-    expect(where(diagnostics)).toEqual(["vd.yaml:6:1 SCHEMA_VIOLATION"]);
-    expect(diagnostics[0]!.path).toBe("/spec");
+    expect(where(diagnostics)).toEqual(["vd.yaml:9:5 SCHEMA_VIOLATION"]);
+    expect(diagnostics[0]!.path).toBe("/spec/ports/0");
   });
 
   it("maps any pointer inside an object to its line with locate()", () => {

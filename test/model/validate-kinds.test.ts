@@ -42,7 +42,7 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
     { name: "unknown mesh selector field", edit: (d) => (d.spec.applyToMeshes[0].istio.revisions = "1-20"), expect: [["/spec/applyToMeshes/0/istio/revisions", "additionalProperties"]], message: ["did you mean `revision`?"] },
   ],
   VirtualDestination: [
-    { name: "missing ports", edit: (d) => delete d.spec.ports, expect: [["/spec", "required"]], message: ["`ports`"] },
+    { name: "port without number", edit: (d) => delete d.spec.ports[0].number, expect: [["/spec/ports/0", "required"]], message: ["`number`"] },
     { name: "empty ports", edit: (d) => (d.spec.ports = []), expect: [["/spec/ports", "minItems"]] },
     { name: "wrong protocol", edit: (d) => (d.spec.ports[0].protocol = "http"), expect: [["/spec/ports/0/protocol", "enum"]], message: ['did you mean "HTTP"'] },
     { name: "port number as string", edit: (d) => (d.spec.ports[0].number = "9080"), expect: [["/spec/ports/0/number", "type"]], message: ["remove the quotes"] },
@@ -50,8 +50,7 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
   ],
   RouteTable: [
     { name: "typo forwardto", edit: (d) => { d.spec.http[0].forwardto = d.spec.http[0].forwardTo; delete d.spec.http[0].forwardTo; }, expect: [["/spec/http/0/forwardto", "additionalProperties"]], message: ["unknown field `forwardto`; did you mean `forwardTo`?"] },
-    { name: "no action", edit: (d) => delete d.spec.http[2].redirect, expect: [["/spec/http/2", "oneOf"]], message: ["set exactly one of `forwardTo`, `delegate`, `redirect`, `directResponse`, `graphql`"] },
-    { name: "two actions", edit: (d) => (d.spec.http[3].forwardTo = { destinations: [] }), expect: [["/spec/http/3", "oneOf"]], message: ["`forwardTo` and `directResponse` are both set"] },
+    { name: "two actions", edit: (d) => (d.spec.http[3].forwardTo = { destinations: [] }), expect: [["/spec/http/3", "oneOf"]], message: ["`forwardTo` and `directResponse` are set together; set at most one of `forwardTo`, `delegate`, `redirect`, `directResponse`, `graphql`"] },
     { name: "wrong enum", edit: (d) => (d.spec.failureMode = "FREEZE"), expect: [["/spec/failureMode", "enum"]], message: ['"ROUTE_REPLACEMENT", "FREEZE_CONFIG"'] },
     { name: "two uri matchers", edit: (d) => (d.spec.http[0].matchers[0].uri.prefix = "/"), expect: [["/spec/http/0/matchers/0/uri", "oneOf"]], message: ["`exact` and `prefix`"] },
     { name: "destination without ref", edit: (d) => delete d.spec.http[0].forwardTo.destinations[0].ref, expect: [["/spec/http/0/forwardTo/destinations/0", "oneOf"]], message: ["`ref`, `awsLambda`"] },

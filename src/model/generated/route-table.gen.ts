@@ -144,7 +144,7 @@ export interface GraphQLAction {
 }
 
 /**
- * An HTTP route: matchers plus exactly one action (`forwardTo`, `delegate`, `redirect`, `directResponse` or `graphql`).
+ * An HTTP route: matchers plus at most one action (`forwardTo`, `delegate`, `redirect`, `directResponse` or `graphql`). Like Gloo's CRD, a route without an action is accepted; translation reports it (the route answers 500, failureMode ROUTE_REPLACEMENT).
  */
 export interface HTTPRoute {
   /**

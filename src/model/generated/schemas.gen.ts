@@ -3482,7 +3482,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
       },
       "HTTPRoute": {
         "type": "object",
-        "description": "An HTTP route: matchers plus exactly one action (`forwardTo`, `delegate`, `redirect`, `directResponse` or `graphql`).",
+        "description": "An HTTP route: matchers plus at most one action (`forwardTo`, `delegate`, `redirect`, `directResponse` or `graphql`). Like Gloo's CRD, a route without an action is accepted; translation reports it (the route answers 500, failureMode ROUTE_REPLACEMENT).",
         "additionalProperties": false,
         "properties": {
           "name": {
@@ -3524,33 +3524,70 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             "description": "Handle as a GraphQL request (accepted, not translated by gitmesh)."
           }
         },
-        "oneOf": [
-          {
-            "required": [
-              "forwardTo"
-            ]
-          },
-          {
-            "required": [
-              "delegate"
-            ]
-          },
-          {
-            "required": [
-              "redirect"
-            ]
-          },
-          {
-            "required": [
-              "directResponse"
-            ]
-          },
-          {
-            "required": [
-              "graphql"
-            ]
-          }
-        ]
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "forwardTo",
+                "delegate"
+              ]
+            },
+            {
+              "required": [
+                "forwardTo",
+                "redirect"
+              ]
+            },
+            {
+              "required": [
+                "forwardTo",
+                "directResponse"
+              ]
+            },
+            {
+              "required": [
+                "forwardTo",
+                "graphql"
+              ]
+            },
+            {
+              "required": [
+                "delegate",
+                "redirect"
+              ]
+            },
+            {
+              "required": [
+                "delegate",
+                "directResponse"
+              ]
+            },
+            {
+              "required": [
+                "delegate",
+                "graphql"
+              ]
+            },
+            {
+              "required": [
+                "redirect",
+                "directResponse"
+              ]
+            },
+            {
+              "required": [
+                "redirect",
+                "graphql"
+              ]
+            },
+            {
+              "required": [
+                "directResponse",
+                "graphql"
+              ]
+            }
+          ]
+        }
       },
       "TCPRoute": {
         "type": "object",
@@ -3980,10 +4017,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             "$ref": "common.schema.json#/$defs/ClientMode",
             "description": "How the VirtualDestination is translated. Omitted: inherited from WorkspaceSettings."
           }
-        },
-        "required": [
-          "ports"
-        ]
+        }
       },
       "VirtualDestinationPort": {
         "type": "object",

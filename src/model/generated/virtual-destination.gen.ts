@@ -77,7 +77,7 @@ export interface VirtualDestinationSpec {
    *
    * @minItems 1
    */
-  ports: [VirtualDestinationPort, ...VirtualDestinationPort[]];
+  ports?: [VirtualDestinationPort, ...VirtualDestinationPort[]];
   /**
    * How the VirtualDestination is translated. Omitted: inherited from WorkspaceSettings.
    */

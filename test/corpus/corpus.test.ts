@@ -1,0 +1,67 @@
+// The real-world corpus (issue #15): every document judged, every source repository translated.
+// test/fixtures/corpus/baseline.json records the verdict counts per kind and every rejected document
+// with its first error; a count that moves (either way) or a newly rejected document fails, so a
+// regression is caught and an improvement is recorded on purpose. `UPDATE_GOLDEN=1` rewrites the
+// baseline; review its diff (a rejection must be a genuine mistake in the source that Gloo's CRDs
+// reject too).
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { corpusSets, judgeDocument, translateSet, type DocumentVerdict, type Outcome } from "./corpus.js";
+
+const UPDATE = process.env.UPDATE_GOLDEN === "1";
+const BASELINE = join(import.meta.dirname, "../fixtures/corpus/baseline.json");
+
+interface Baseline {
+  readonly total: number;
+  readonly accepted: number;
+  readonly kinds: Record<string, Partial<Record<Outcome, number>>>;
+  readonly rejected: Record<string, string>;
+}
+
+const sets = corpusSets();
+const verdicts: DocumentVerdict[] = sets.flatMap((s) => s.files.map(judgeDocument));
+
+function summarise(all: readonly DocumentVerdict[]): Baseline {
+  const kinds: Record<string, Partial<Record<Outcome, number>>> = {};
+  const rejected: Record<string, string> = {};
+  for (const v of [...all].sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0))) {
+    const k = (kinds[v.kind] ??= {});
+    k[v.outcome] = (k[v.outcome] ?? 0) + 1;
+    if (v.outcome === "rejected") rejected[v.path] = v.reason ?? "";
+  }
+  return { total: all.length, accepted: all.filter((v) => v.outcome === "accepted").length, kinds, rejected: Object.fromEntries(Object.entries(rejected).sort()) };
+}
+
+describe("the real-world corpus", () => {
+  it("judges every document as the baseline records (no count regresses, no new rejection)", () => {
+    const now = summarise(verdicts);
+    if (UPDATE) {
+      mkdirSync(dirname(BASELINE), { recursive: true });
+      writeFileSync(BASELINE, `${JSON.stringify(now, null, 2)}\n`);
+    }
+    expect(existsSync(BASELINE), `the corpus baseline is missing: run UPDATE_GOLDEN=1 vitest run test/corpus and review ${BASELINE}`).toBe(true);
+    const base = JSON.parse(readFileSync(BASELINE, "utf8")) as Baseline;
+    const newlyRejected = Object.keys(now.rejected).filter((p) => !(p in base.rejected)).map((p) => `${p}: ${now.rejected[p] ?? ""}`);
+    expect(newlyRejected, "documents rejected now that the baseline accepted").toEqual([]);
+    for (const kind of Object.keys({ ...base.kinds, ...now.kinds }).sort()) {
+      const was = base.kinds[kind] ?? {};
+      const is = now.kinds[kind] ?? {};
+      const direction = (is.accepted ?? 0) < (was.accepted ?? 0) ? "regressed" : "changed (update the baseline with UPDATE_GOLDEN=1)";
+      expect(is, `${kind}: verdict counts ${direction}`).toEqual(was);
+    }
+    expect(now.rejected).toEqual(base.rejected);
+    console.log(
+      `corpus: ${String(now.total)} documents, ${String(now.accepted)} accepted and translated (${((100 * now.accepted) / now.total).toFixed(1)} %), ` +
+        `${String(Object.keys(now.rejected).length)} rejected, ${String(now.total - now.accepted - Object.keys(now.rejected).length)} recognised but not translated`,
+    );
+  });
+
+  for (const set of sets) {
+    it(`translates the ${set.name} set: no crash, every rendered object passes Istio's schemas`, () => {
+      const { invalid, diagnostics } = translateSet(set.files);
+      expect(invalid).toEqual([]);
+      expect(diagnostics.filter((d) => d.code === "INVALID_OUTPUT").map((d) => `${d.file ?? ""}: ${d.message}`)).toEqual([]);
+    });
+  }
+});
