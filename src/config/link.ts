@@ -10,7 +10,7 @@ import { diag, isRecord, objectRef, positionOf } from "./parse-file.js";
 import type { FileRecord, LoadedObject, ObjectLocation, RepoSettings } from "./types.js";
 
 /** Kinds that live only in the admin namespace and belong to no workspace. */
-export const ADMIN_ONLY_KINDS: ReadonlySet<string> = new Set(["Workspace", "KubernetesCluster", "RootTrustPolicy"]);
+export const ADMIN_ONLY_KINDS: ReadonlySet<string> = new Set(["Workspace", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager"]);
 export const GLOBAL_WORKSPACE_SETTINGS = "global";
 
 export interface LinkResult {

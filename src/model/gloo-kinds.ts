@@ -26,7 +26,6 @@ const entries = (apiVersion: string, reason: UntranslatedReason, kinds: readonly
 
 /** Every Gloo v2 kind gitmesh knows of but does not translate, by apiVersion. */
 export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([
-  ...entries("admin.gloo.solo.io/v2", "lifecycle", ["IstioLifecycleManager", "GatewayLifecycleManager"]),
   ...entries("admin.gloo.solo.io/v2alpha1", "lifecycle", ["WaypointLifecycleManager"]),
   ...entries("admin.gloo.solo.io/v2", "gloo-data-plane", ["ExtAuthServer", "RateLimitServerConfig", "RateLimitServerSettings", "Dashboard"]),
   ...entries("admin.gloo.solo.io/v2alpha1", "gloo-data-plane", ["InsightsConfig"]),

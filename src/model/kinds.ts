@@ -39,6 +39,8 @@ export const SUPPORTED_KINDS: readonly KindInfo[] = Object.freeze([
   define(ADMIN, "WorkspaceSettings"),
   define(ADMIN, "KubernetesCluster"),
   define(ADMIN, "RootTrustPolicy"),
+  define(ADMIN, "IstioLifecycleManager"),
+  define(ADMIN, "GatewayLifecycleManager"),
   define(NETWORKING, "VirtualDestination"),
   define(NETWORKING, "RouteTable"),
   define(NETWORKING, "VirtualGateway"),

@@ -7,7 +7,7 @@
  *   their gateways, with the owner's policies).
  * - A VirtualGateway also touches the owners of the ExternalServices whose egressGatewayRoutes name
  *   it, and the workspaces that see those ExternalServices (their AccessPolicies).
- * - An object no workspace owns (admin namespace): a RootTrustPolicy touches the workspaces that
+ * - An object no workspace owns (admin namespace): a RootTrustPolicy or lifecycle manager touches the workspaces that
  *   render RootTrustPolicies (the first with namespaces in each cluster, and the first of the
  *   fleet); any other unowned object touches every workspace.
  * - A change to a Workspace, WorkspaceSettings or KubernetesCluster can move ownership and
@@ -26,6 +26,8 @@ export interface InputChange {
   readonly discoveryClusters?: Iterable<string>;
 }
 
+/** Admin objects rendered per cluster by the first workspace with namespaces there (and reported by the first of the fleet). */
+const RENDERED_PER_CLUSTER: ReadonlySet<string> = new Set(["RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager"]);
 const GLOBAL_KINDS: ReadonlySet<string> = new Set(["Workspace", "WorkspaceSettings", "KubernetesCluster"]);
 const ROUTE_POLICY_KINDS: ReadonlySet<string> = new Set(["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy"]);
 
@@ -47,7 +49,7 @@ export function affectedWorkspaces(
       const owner = idx.owner.get(obj.key) ?? "";
       if (owner === "") {
         // No workspace owns it (an admin-namespace object): find who renders it.
-        if (obj.kind === "RootTrustPolicy") for (const w of rootTrustRenderers(idx)) out.add(w);
+        if (RENDERED_PER_CLUSTER.has(obj.kind)) for (const w of rootTrustRenderers(idx)) out.add(w);
         else return everything();
         continue;
       }
@@ -105,7 +107,7 @@ function hasImports(idx: TranslationIndex, workspace: string): boolean {
   return sharingRules(idx, workspace).importFrom.length > 0;
 }
 
-/** Workspaces that render RootTrustPolicies (root-trust.ts): the first by name with namespaces in each cluster, and the first of the fleet (it reports the policies' diagnostics). */
+/** Workspaces that render RootTrustPolicies (root-trust.ts) and lifecycle managers (lifecycle.ts): the first by name with namespaces in each cluster, and the first of the fleet (it reports the policies' diagnostics). */
 function rootTrustRenderers(idx: TranslationIndex): string[] {
   const out = new Set<string>();
   if (idx.workspaceNames[0] !== undefined) out.add(idx.workspaceNames[0]);

@@ -5,7 +5,14 @@
  */
 import { DestinationRule, Gateway, ServiceEntry, Sidecar, VirtualService, WorkloadEntry } from "@kubernetes-models/istio/networking.istio.io/v1";
 import { AuthorizationPolicy, PeerAuthentication } from "@kubernetes-models/istio/security.istio.io/v1";
+import { Deployment } from "kubernetes-models/apps/v1";
+import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
+import { Service, ServiceAccount } from "kubernetes-models/v1";
 import { Severity, type Diagnostic } from "../core/index.js";
+import { ANNOTATION_SOURCE_FILE } from "./labels.js";
+import { validateSailResource } from "./lifecycle.js";
 import { TranslateCode, type IstioResource } from "./types.js";
 
 interface Validatable {
@@ -22,6 +29,14 @@ const MODELS: Readonly<Record<string, ModelCtor>> = {
   "networking.istio.io/v1/WorkloadEntry": WorkloadEntry,
   "security.istio.io/v1/AuthorizationPolicy": AuthorizationPolicy,
   "security.istio.io/v1/PeerAuthentication": PeerAuthentication,
+  // Kubernetes kinds of a gateway installation (lifecycle.ts), validated with Kubernetes' own schemas.
+  "apps/v1/Deployment": Deployment,
+  "v1/Service": Service,
+  "v1/ServiceAccount": ServiceAccount,
+  "rbac.authorization.k8s.io/v1/Role": Role,
+  "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
+  "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
 };
 
 export interface IstioIssue {
@@ -56,6 +71,8 @@ function plainMetadata(m: IstioResource["metadata"]): boolean {
 
 /** Schema issues of one rendered object; an Istio apiVersion/kind gitmesh does not know is itself an issue. */
 export function validateIstioResource(r: IstioResource): IstioIssue[] {
+  const sail = validateSailResource(r);
+  if (sail !== undefined) return sail;
   const Model = MODELS[`${r.apiVersion}/${r.kind}`];
   if (Model === undefined) {
     return isIstioKind(r) ? [{ path: "/kind", message: `no schema for ${r.apiVersion} ${r.kind}` }] : [];
@@ -89,11 +106,13 @@ export function validateOutputs(cluster: string, resources: readonly IstioResour
       issueCache.set(r, issues);
     }
     for (const issue of issues) {
+      const file = r.metadata.annotations?.[ANNOTATION_SOURCE_FILE];
       out.push({
         code: TranslateCode.InvalidOutput,
         severity: Severity.Error,
+        ...(file === undefined ? {} : { file }),
         path: issue.path,
-        message: `rendered ${r.kind} ${r.metadata.namespace}/${r.metadata.name} for cluster "${cluster}" fails Istio's schema: ${issue.message}. Fix the value in the parent ${r.metadata.labels["gitmesh.io/parent-kind"] ?? "object"} or report a gitmesh bug.`,
+        message: `rendered ${r.kind} ${r.metadata.namespace === "" ? "" : `${r.metadata.namespace}/`}${r.metadata.name} for cluster "${cluster}" fails ${isIstioKind(r) ? "Istio's" : "its"} schema at ${issue.path}: ${issue.message}. Fix the value in the parent ${r.metadata.labels["gitmesh.io/parent-kind"] ?? "object"} or report a gitmesh bug.`,
         object: { apiVersion: r.apiVersion, kind: r.kind, name: r.metadata.name, namespace: r.metadata.namespace, cluster },
       });
     }

@@ -68,7 +68,7 @@ function kindFromName(path: string): string {
 export interface SetResult {
   readonly result: TranslationResult;
   readonly diagnostics: readonly Diagnostic[];
-  /** Rendered objects that fail Istio's schemas: `cluster kind ns/name: issue`. */
+  /** Rendered objects that fail their schemas, each as the INVALID_OUTPUT message names it: `Kind ns/name for cluster "c"`. */
   readonly invalid: string[];
   readonly objects: number;
 }
@@ -84,7 +84,7 @@ export function translateSet(files: readonly SourceFile[]): SetResult {
   for (const [cluster, out] of result.clusters) {
     for (const r of out.resources) {
       count++;
-      for (const issue of validateIstioResource(r)) invalid.push(`${cluster} ${r.kind} ${r.metadata.namespace}/${r.metadata.name}: ${issue.path} ${issue.message}`);
+      if (validateIstioResource(r).length > 0) invalid.push(`${r.kind} ${r.metadata.namespace === "" ? "" : `${r.metadata.namespace}/`}${r.metadata.name} for cluster "${cluster}"`);
     }
   }
   return { result, diagnostics: [...diagnostics, ...result.diagnostics], invalid, objects: count };

@@ -4,6 +4,8 @@
  * if a schema change breaks one of these, `tsc` fails as well as the tests.
  */
 import type {
+  GatewayLifecycleManager,
+  IstioLifecycleManager,
   AccessPolicy,
   ConnectionPolicy,
   CORSPolicy,
@@ -263,12 +265,62 @@ const loadBalancerPolicy: LoadBalancerPolicy = {
   },
 };
 
+const istioLifecycleManager: IstioLifecycleManager = {
+  apiVersion: "admin.gloo.solo.io/v2",
+  kind: "IstioLifecycleManager",
+  metadata: { name: "istiod-control-plane", namespace: "gloo-mesh" },
+  spec: {
+    installations: [
+      {
+        revision: "1-29",
+        clusters: [{ name: "cluster1", defaultRevision: true }],
+        istioOperatorSpec: {
+          profile: "minimal",
+          hub: "docker.io/istio",
+          tag: "1.29.0",
+          namespace: "istio-system",
+          meshConfig: { accessLogFile: "/dev/stdout" },
+          values: { global: { meshID: "mesh1", network: "cluster1" } },
+          components: { pilot: { k8s: { env: [{ name: "PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES", value: "false" }] } } },
+        },
+      },
+    ],
+  },
+};
+
+const gatewayLifecycleManager: GatewayLifecycleManager = {
+  apiVersion: "admin.gloo.solo.io/v2",
+  kind: "GatewayLifecycleManager",
+  metadata: { name: "istio-ingressgateway", namespace: "gloo-mesh" },
+  spec: {
+    installations: [
+      {
+        gatewayRevision: "1-29",
+        controlPlaneRevision: "1-29",
+        clusters: [{ name: "cluster1", activeGateway: true }],
+        istioOperatorSpec: {
+          profile: "empty",
+          hub: "docker.io/istio",
+          tag: "1.29.0",
+          components: {
+            ingressGateways: [
+              { name: "istio-ingressgateway", namespace: "istio-gateways", enabled: true, label: { istio: "ingressgateway" }, k8s: { service: { type: "LoadBalancer", ports: [{ name: "http2", port: 80, targetPort: 8080 }] } } },
+            ],
+          },
+        },
+      },
+    ],
+  },
+};
+
 /** A valid document for every supported kind. */
 export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   Workspace: workspace,
   WorkspaceSettings: workspaceSettings,
   KubernetesCluster: kubernetesCluster,
   RootTrustPolicy: rootTrustPolicy,
+  IstioLifecycleManager: istioLifecycleManager,
+  GatewayLifecycleManager: gatewayLifecycleManager,
   VirtualDestination: virtualDestination,
   RouteTable: routeTable,
   VirtualGateway: virtualGateway,

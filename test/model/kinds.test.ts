@@ -33,15 +33,15 @@ describe("SUPPORTED_KINDS", () => {
     }
   });
 
-  it("the 18 kinds of the Gloo v2 groups gitmesh supports", () => {
+  it("the 20 kinds of the Gloo v2 groups gitmesh supports", () => {
     expect(SUPPORTED_KINDS.map((k) => k.kind)).toEqual([
-      "Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy",
+      "Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager",
       "VirtualDestination", "RouteTable", "VirtualGateway", "ExternalService",
       "RetryTimeoutPolicy", "FaultInjectionPolicy", "FailoverPolicy", "OutlierDetectionPolicy", "ConnectionPolicy",
       "AccessPolicy", "CORSPolicy",
       "HeaderManipulationPolicy", "MirrorPolicy", "LoadBalancerPolicy",
     ]);
-    expect(SUPPORTED_KINDS.filter((k) => k.adminScoped).map((k) => k.kind)).toEqual(["Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy"]);
+    expect(SUPPORTED_KINDS.filter((k) => k.adminScoped).map((k) => k.kind)).toEqual(["Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager"]);
   });
 
   it("every object type in every schema rejects unknown fields", () => {

@@ -41,6 +41,17 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
     { name: "negative ttl", edit: (d) => (d.spec.config.mgmtServerCa.generated.ttlDays = -1), expect: [["/spec/config/mgmtServerCa/generated/ttlDays", "minimum"]] },
     { name: "unknown mesh selector field", edit: (d) => (d.spec.applyToMeshes[0].istio.revisions = "1-20"), expect: [["/spec/applyToMeshes/0/istio/revisions", "additionalProperties"]], message: ["did you mean `revision`?"] },
   ],
+  IstioLifecycleManager: [
+    { name: "cluster without name", edit: (d) => delete d.spec.installations[0].clusters[0].name, expect: [["/spec/installations/0/clusters/0", "required"]], message: ["`name`"] },
+    { name: "typo in operator spec", edit: (d) => (d.spec.installations[0].istioOperatorSpec.meshconfig = {}), expect: [["/spec/installations/0/istioOperatorSpec/meshconfig", "additionalProperties"]], message: ["did you mean `meshConfig`?"] },
+    { name: "env without name", edit: (d) => (d.spec.installations[0].istioOperatorSpec.components.pilot.k8s.env = [{ value: "x" }]), expect: [["/spec/installations/0/istioOperatorSpec/components/pilot/k8s/env/0", "required"]] },
+    { name: "defaultRevision as string", edit: (d) => (d.spec.installations[0].clusters[0].defaultRevision = "true"), expect: [["/spec/installations/0/clusters/0/defaultRevision", "type"]] },
+  ],
+  GatewayLifecycleManager: [
+    { name: "unknown component", edit: (d) => (d.spec.installations[0].istioOperatorSpec.components.ingressGateway = []), expect: [["/spec/installations/0/istioOperatorSpec/components/ingressGateway", "additionalProperties"]], message: ["did you mean `ingressGateways`?"] },
+    { name: "label not a string map", edit: (d) => (d.spec.installations[0].istioOperatorSpec.components.ingressGateways[0].label = { istio: 1 }), expect: [["/spec/installations/0/istioOperatorSpec/components/ingressGateways/0/label/istio", "type"]] },
+    { name: "port as string", edit: (d) => (d.spec.installations[0].istioOperatorSpec.components.ingressGateways[0].k8s.service.ports[0].port = "80"), expect: [["/spec/installations/0/istioOperatorSpec/components/ingressGateways/0/k8s/service/ports/0/port", "type"]] },
+  ],
   VirtualDestination: [
     { name: "port without number", edit: (d) => delete d.spec.ports[0].number, expect: [["/spec/ports/0", "required"]], message: ["`number`"] },
     { name: "empty ports", edit: (d) => (d.spec.ports = []), expect: [["/spec/ports", "minItems"]] },

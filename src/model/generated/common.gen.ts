@@ -234,6 +234,543 @@ export interface IdentitySelector {
 }
 
 /**
+ * The base component (CRDs, cluster roles).
+ */
+export interface IstioBaseComponentSpec {
+  /**
+   * Whether it is installed.
+   */
+  enabled?: boolean;
+  /**
+   * Kubernetes settings.
+   */
+  k8s?: KubernetesResourcesSpec;
+}
+
+/**
+ * Components to install.
+ */
+export interface IstioComponentSetSpec {
+  /**
+   * Base.
+   */
+  base?: IstioBaseComponentSpec;
+  /**
+   * istiod.
+   */
+  pilot?: IstioComponentSpec;
+  /**
+   * Istio CNI node agent.
+   */
+  cni?: IstioComponentSpec;
+  /**
+   * ztunnel (ambient).
+   */
+  ztunnel?: IstioComponentSpec;
+  /**
+   * Remote istiod config.
+   */
+  istiodRemote?: IstioComponentSpec;
+  /**
+   * Ingress gateways.
+   *
+   * Items: A gateway.
+   */
+  ingressGateways?: IstioGatewayComponentSpec[];
+  /**
+   * Egress gateways.
+   *
+   * Items: A gateway.
+   */
+  egressGateways?: IstioGatewayComponentSpec[];
+}
+
+/**
+ * An Istio component (pilot, cni, ztunnel, istiodRemote).
+ */
+export interface IstioComponentSpec {
+  /**
+   * Whether it is installed.
+   */
+  enabled?: boolean;
+  /**
+   * Namespace.
+   */
+  namespace?: string;
+  /**
+   * Image registry.
+   */
+  hub?: string;
+  /**
+   * Image tag.
+   */
+  tag?: string;
+  /**
+   * Raw component spec (deprecated in IstioOperator).
+   */
+  spec?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Kubernetes settings.
+   */
+  k8s?: KubernetesResourcesSpec;
+}
+
+/**
+ * An ingress or egress gateway.
+ */
+export interface IstioGatewayComponentSpec {
+  /**
+   * Whether it is installed (default true in a GatewayLifecycleManager).
+   */
+  enabled?: boolean;
+  /**
+   * Namespace; omitted: the operator spec's namespace, else `istio-system`.
+   */
+  namespace?: string;
+  /**
+   * Gateway name (Deployment and Service).
+   */
+  name?: string;
+  /**
+   * Pod labels, e.g. `istio: ingressgateway`.
+   */
+  label?: {
+    [k: string]: string;
+  };
+  /**
+   * Image registry.
+   */
+  hub?: string;
+  /**
+   * Image tag.
+   */
+  tag?: string;
+  /**
+   * Kubernetes settings.
+   */
+  k8s?: KubernetesResourcesSpec;
+}
+
+/**
+ * Where Gloo's controller fetches Istio charts (not used upstream).
+ */
+export interface IstioLifecycleHelmGlobals {
+  /**
+   * Chart repository URL.
+   */
+  repo?: string;
+  /**
+   * Credentials.
+   *
+   * Items: A Secret reference.
+   */
+  repoSecrets?: {
+    [k: string]: unknown;
+  }[];
+  /**
+   * Skip TLS verification.
+   */
+  repoSkipTlsVerify?: boolean;
+}
+
+/**
+ * An IstioOperator spec (Gloo common.gloo.solo.io IstioOperatorSpec).
+ */
+export interface IstioOperatorSpec {
+  /**
+   * Installation profile (minimal, default, demo, empty, ambient, preview, remote).
+   */
+  profile?: string;
+  /**
+   * Chart path (not used upstream).
+   */
+  installPackagePath?: string;
+  /**
+   * Image registry.
+   */
+  hub?: string;
+  /**
+   * Istio version tag, e.g. `1.29.0` or `1.22.1-solo`; gives the installed version.
+   */
+  tag?: string;
+  /**
+   * Deprecated.
+   */
+  resourceSuffix?: string;
+  /**
+   * Control plane namespace (default istio-system).
+   */
+  namespace?: string;
+  /**
+   * Revision (the installation's `revision` takes precedence).
+   */
+  revision?: string;
+  /**
+   * Make this the default revision.
+   */
+  defaultRevision?: boolean;
+  /**
+   * Istio MeshConfig.
+   */
+  meshConfig?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Components.
+   */
+  components?: IstioComponentSetSpec;
+  /**
+   * Deprecated add-ons.
+   */
+  addonComponents?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Helm values of the Istio charts.
+   */
+  values?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Helm values not validated by Istio.
+   */
+  unvalidatedValues?: {
+    [k: string]: unknown;
+  };
+}
+
+/**
+ * A container environment variable (Kubernetes EnvVar).
+ */
+export interface KubeEnvVar {
+  /**
+   * Variable name.
+   */
+  name: string;
+  /**
+   * Literal value.
+   */
+  value?: string;
+  /**
+   * Kubernetes EnvVarSource (passed through).
+   */
+  valueFrom?: {
+    [k: string]: unknown;
+  };
+}
+
+/**
+ * Autoscaling of the component (HorizontalPodAutoscaler).
+ */
+export interface KubeHPASpec {
+  /**
+   * Ignored: the component's Deployment.
+   */
+  scaleTargetRef?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Minimum replicas.
+   */
+  minReplicas?: number;
+  /**
+   * Maximum replicas.
+   */
+  maxReplicas?: number;
+  /**
+   * Metrics; omitted: 80 % CPU.
+   *
+   * Items: A Kubernetes MetricSpec (autoscaling/v2).
+   */
+  metrics?: {
+    [k: string]: unknown;
+  }[];
+  /**
+   * Scaling behaviour (autoscaling/v2).
+   */
+  behavior?: {
+    [k: string]: unknown;
+  };
+}
+
+/**
+ * A JSON patch Gloo's controller applies to a generated object (not translated by gitmesh).
+ */
+export interface KubeObjectOverlay {
+  /**
+   * Object apiVersion.
+   */
+  apiVersion?: string;
+  /**
+   * Object kind.
+   */
+  kind?: string;
+  /**
+   * Object name.
+   */
+  name?: string;
+  /**
+   * Patches.
+   *
+   * Items: One patch.
+   */
+  patches?: {
+    /**
+     * Path.
+     */
+    path?: string;
+    /**
+     * Value (any JSON).
+     */
+    value?: {
+      [k: string]: unknown;
+    };
+  }[];
+}
+
+/**
+ * Disruption budget of the component.
+ */
+export interface KubePDBSpec {
+  /**
+   * Minimum available (number or percentage).
+   */
+  minAvailable?: number | string;
+  /**
+   * Maximum unavailable (number or percentage).
+   */
+  maxUnavailable?: number | string;
+  /**
+   * Ignored: the component's pods.
+   */
+  selector?: {
+    [k: string]: unknown;
+  };
+}
+
+/**
+ * Compute resources (Kubernetes ResourceRequirements, string quantities).
+ */
+export interface KubeResources {
+  /**
+   * Limits, e.g. `cpu: 500m`.
+   */
+  limits?: {
+    [k: string]: string;
+  };
+  /**
+   * Requests, e.g. `memory: 128Mi`.
+   */
+  requests?: {
+    [k: string]: string;
+  };
+}
+
+/**
+ * A Service port.
+ */
+export interface KubeServicePort {
+  /**
+   * Port name (Istio reads the protocol from the prefix: http2, https, tls…).
+   */
+  name?: string;
+  /**
+   * TCP (default), UDP or SCTP.
+   */
+  protocol?: string;
+  /**
+   * Service port.
+   */
+  port?: number;
+  /**
+   * Container port (number or name).
+   */
+  targetPort?: number | string;
+  /**
+   * Node port (NodePort/LoadBalancer).
+   */
+  nodePort?: number;
+}
+
+/**
+ * The gateway Service (IstioOperator ServiceSpec).
+ */
+export interface KubeServiceSpec {
+  /**
+   * Ports; omitted: 15021/80/443 for an ingress gateway, 80/443 for an egress gateway.
+   *
+   * Items: A port.
+   */
+  ports?: KubeServicePort[];
+  /**
+   * Pod selector; omitted: the gateway's labels.
+   */
+  selector?: {
+    [k: string]: string;
+  };
+  /**
+   * Cluster IP.
+   */
+  clusterIP?: string;
+  /**
+   * ClusterIP, NodePort or LoadBalancer; omitted: LoadBalancer for ingress, ClusterIP for egress.
+   */
+  type?: string;
+  /**
+   * External IPs.
+   */
+  externalIPs?: string[];
+  /**
+   * Session affinity.
+   */
+  sessionAffinity?: string;
+  /**
+   * Load balancer IP.
+   */
+  loadBalancerIP?: string;
+  /**
+   * Allowed source ranges.
+   */
+  loadBalancerSourceRanges?: string[];
+  /**
+   * External name.
+   */
+  externalName?: string;
+  /**
+   * Cluster or Local.
+   */
+  externalTrafficPolicy?: string;
+  /**
+   * Health check node port.
+   */
+  healthCheckNodePort?: number;
+  /**
+   * Publish not-ready addresses.
+   */
+  publishNotReadyAddresses?: boolean;
+  /**
+   * Session affinity config.
+   */
+  sessionAffinityConfig?: {
+    [k: string]: unknown;
+  };
+}
+
+/**
+ * Kubernetes settings of an Istio component (IstioOperator KubernetesResourcesSpec).
+ */
+export interface KubernetesResourcesSpec {
+  /**
+   * Pod affinity (Kubernetes Affinity).
+   */
+  affinity?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Environment variables of the component's container.
+   *
+   * Items: A variable.
+   */
+  env?: KubeEnvVar[];
+  /**
+   * Autoscaling.
+   */
+  hpaSpec?: KubeHPASpec;
+  /**
+   * Image pull policy.
+   */
+  imagePullPolicy?: string;
+  /**
+   * Node selector.
+   */
+  nodeSelector?: {
+    [k: string]: string;
+  };
+  /**
+   * Disruption budget.
+   */
+  podDisruptionBudget?: KubePDBSpec;
+  /**
+   * Pod annotations.
+   */
+  podAnnotations?: {
+    [k: string]: string;
+  };
+  /**
+   * Priority class.
+   */
+  priorityClassName?: string;
+  /**
+   * Readiness probe.
+   */
+  readinessProbe?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Replicas (when not autoscaled).
+   */
+  replicaCount?: number;
+  /**
+   * Resources.
+   */
+  resources?: KubeResources;
+  /**
+   * The component's Service (gateways).
+   */
+  service?: KubeServiceSpec;
+  /**
+   * Deployment strategy.
+   */
+  strategy?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Tolerations.
+   *
+   * Items: A Kubernetes Toleration.
+   */
+  tolerations?: {
+    [k: string]: unknown;
+  }[];
+  /**
+   * Annotations of the component's Service.
+   */
+  serviceAnnotations?: {
+    [k: string]: string;
+  };
+  /**
+   * Pod security context.
+   */
+  securityContext?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Volumes.
+   *
+   * Items: A Kubernetes Volume.
+   */
+  volumes?: {
+    [k: string]: unknown;
+  }[];
+  /**
+   * Volume mounts.
+   *
+   * Items: A Kubernetes VolumeMount.
+   */
+  volumeMounts?: {
+    [k: string]: unknown;
+  }[];
+  /**
+   * JSON patches on generated objects (Gloo's controller only: reported, not translated).
+   *
+   * Items: An overlay.
+   */
+  overlays?: KubeObjectOverlay[];
+}
+
+/**
  * Selects a listener on a VirtualGateway.
  */
 export interface ListenerSelector {

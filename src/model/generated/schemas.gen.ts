@@ -1105,6 +1105,584 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             "description": "Time between keepalive probes."
           }
         }
+      },
+      "KubeEnvVar": {
+        "type": "object",
+        "description": "A container environment variable (Kubernetes EnvVar).",
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "Variable name."
+          },
+          "value": {
+            "type": "string",
+            "description": "Literal value."
+          },
+          "valueFrom": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Kubernetes EnvVarSource (passed through)."
+          }
+        },
+        "required": [
+          "name"
+        ]
+      },
+      "KubeResources": {
+        "type": "object",
+        "description": "Compute resources (Kubernetes ResourceRequirements, string quantities).",
+        "additionalProperties": false,
+        "properties": {
+          "limits": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Limits, e.g. `cpu: 500m`."
+          },
+          "requests": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Requests, e.g. `memory: 128Mi`."
+          }
+        }
+      },
+      "KubeServicePort": {
+        "type": "object",
+        "description": "A Service port.",
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "Port name (Istio reads the protocol from the prefix: http2, https, tls…)."
+          },
+          "protocol": {
+            "type": "string",
+            "description": "TCP (default), UDP or SCTP."
+          },
+          "port": {
+            "type": "integer",
+            "description": "Service port."
+          },
+          "targetPort": {
+            "type": [
+              "integer",
+              "string"
+            ],
+            "description": "Container port (number or name)."
+          },
+          "nodePort": {
+            "type": "integer",
+            "description": "Node port (NodePort/LoadBalancer)."
+          }
+        }
+      },
+      "KubeServiceSpec": {
+        "type": "object",
+        "description": "The gateway Service (IstioOperator ServiceSpec).",
+        "additionalProperties": false,
+        "properties": {
+          "ports": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/KubeServicePort",
+              "description": "A port."
+            },
+            "description": "Ports; omitted: 15021/80/443 for an ingress gateway, 80/443 for an egress gateway."
+          },
+          "selector": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Pod selector; omitted: the gateway's labels."
+          },
+          "clusterIP": {
+            "type": "string",
+            "description": "Cluster IP."
+          },
+          "type": {
+            "type": "string",
+            "description": "ClusterIP, NodePort or LoadBalancer; omitted: LoadBalancer for ingress, ClusterIP for egress."
+          },
+          "externalIPs": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "External IPs."
+          },
+          "sessionAffinity": {
+            "type": "string",
+            "description": "Session affinity."
+          },
+          "loadBalancerIP": {
+            "type": "string",
+            "description": "Load balancer IP."
+          },
+          "loadBalancerSourceRanges": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Allowed source ranges."
+          },
+          "externalName": {
+            "type": "string",
+            "description": "External name."
+          },
+          "externalTrafficPolicy": {
+            "type": "string",
+            "description": "Cluster or Local."
+          },
+          "healthCheckNodePort": {
+            "type": "integer",
+            "description": "Health check node port."
+          },
+          "publishNotReadyAddresses": {
+            "type": "boolean",
+            "description": "Publish not-ready addresses."
+          },
+          "sessionAffinityConfig": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Session affinity config."
+          }
+        }
+      },
+      "KubeObjectOverlay": {
+        "type": "object",
+        "description": "A JSON patch Gloo's controller applies to a generated object (not translated by gitmesh).",
+        "additionalProperties": false,
+        "properties": {
+          "apiVersion": {
+            "type": "string",
+            "description": "Object apiVersion."
+          },
+          "kind": {
+            "type": "string",
+            "description": "Object kind."
+          },
+          "name": {
+            "type": "string",
+            "description": "Object name."
+          },
+          "patches": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "description": "One patch.",
+              "additionalProperties": false,
+              "properties": {
+                "path": {
+                  "type": "string",
+                  "description": "Path."
+                },
+                "value": {
+                  "description": "Value (any JSON)."
+                }
+              }
+            },
+            "description": "Patches."
+          }
+        }
+      },
+      "KubeHPASpec": {
+        "type": "object",
+        "description": "Autoscaling of the component (HorizontalPodAutoscaler).",
+        "additionalProperties": false,
+        "properties": {
+          "scaleTargetRef": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Ignored: the component's Deployment."
+          },
+          "minReplicas": {
+            "type": "integer",
+            "description": "Minimum replicas."
+          },
+          "maxReplicas": {
+            "type": "integer",
+            "description": "Maximum replicas."
+          },
+          "metrics": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "additionalProperties": true,
+              "description": "A Kubernetes MetricSpec (autoscaling/v2)."
+            },
+            "description": "Metrics; omitted: 80 % CPU."
+          },
+          "behavior": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Scaling behaviour (autoscaling/v2)."
+          }
+        }
+      },
+      "KubePDBSpec": {
+        "type": "object",
+        "description": "Disruption budget of the component.",
+        "additionalProperties": false,
+        "properties": {
+          "minAvailable": {
+            "type": [
+              "integer",
+              "string"
+            ],
+            "description": "Minimum available (number or percentage)."
+          },
+          "maxUnavailable": {
+            "type": [
+              "integer",
+              "string"
+            ],
+            "description": "Maximum unavailable (number or percentage)."
+          },
+          "selector": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Ignored: the component's pods."
+          }
+        }
+      },
+      "KubernetesResourcesSpec": {
+        "type": "object",
+        "description": "Kubernetes settings of an Istio component (IstioOperator KubernetesResourcesSpec).",
+        "additionalProperties": false,
+        "properties": {
+          "affinity": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Pod affinity (Kubernetes Affinity)."
+          },
+          "env": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/KubeEnvVar",
+              "description": "A variable."
+            },
+            "description": "Environment variables of the component's container."
+          },
+          "hpaSpec": {
+            "$ref": "#/$defs/KubeHPASpec",
+            "description": "Autoscaling."
+          },
+          "imagePullPolicy": {
+            "type": "string",
+            "description": "Image pull policy."
+          },
+          "nodeSelector": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Node selector."
+          },
+          "podDisruptionBudget": {
+            "$ref": "#/$defs/KubePDBSpec",
+            "description": "Disruption budget."
+          },
+          "podAnnotations": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Pod annotations."
+          },
+          "priorityClassName": {
+            "type": "string",
+            "description": "Priority class."
+          },
+          "readinessProbe": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Readiness probe."
+          },
+          "replicaCount": {
+            "type": "integer",
+            "description": "Replicas (when not autoscaled)."
+          },
+          "resources": {
+            "$ref": "#/$defs/KubeResources",
+            "description": "Resources."
+          },
+          "service": {
+            "$ref": "#/$defs/KubeServiceSpec",
+            "description": "The component's Service (gateways)."
+          },
+          "strategy": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Deployment strategy."
+          },
+          "tolerations": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "additionalProperties": true,
+              "description": "A Kubernetes Toleration."
+            },
+            "description": "Tolerations."
+          },
+          "serviceAnnotations": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Annotations of the component's Service."
+          },
+          "securityContext": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Pod security context."
+          },
+          "volumes": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "additionalProperties": true,
+              "description": "A Kubernetes Volume."
+            },
+            "description": "Volumes."
+          },
+          "volumeMounts": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "additionalProperties": true,
+              "description": "A Kubernetes VolumeMount."
+            },
+            "description": "Volume mounts."
+          },
+          "overlays": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/KubeObjectOverlay",
+              "description": "An overlay."
+            },
+            "description": "JSON patches on generated objects (Gloo's controller only: reported, not translated)."
+          }
+        }
+      },
+      "IstioComponentSpec": {
+        "type": "object",
+        "description": "An Istio component (pilot, cni, ztunnel, istiodRemote).",
+        "additionalProperties": false,
+        "properties": {
+          "enabled": {
+            "type": "boolean",
+            "description": "Whether it is installed."
+          },
+          "namespace": {
+            "type": "string",
+            "description": "Namespace."
+          },
+          "hub": {
+            "type": "string",
+            "description": "Image registry."
+          },
+          "tag": {
+            "type": "string",
+            "description": "Image tag."
+          },
+          "spec": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Raw component spec (deprecated in IstioOperator)."
+          },
+          "k8s": {
+            "$ref": "#/$defs/KubernetesResourcesSpec",
+            "description": "Kubernetes settings."
+          }
+        }
+      },
+      "IstioBaseComponentSpec": {
+        "type": "object",
+        "description": "The base component (CRDs, cluster roles).",
+        "additionalProperties": false,
+        "properties": {
+          "enabled": {
+            "type": "boolean",
+            "description": "Whether it is installed."
+          },
+          "k8s": {
+            "$ref": "#/$defs/KubernetesResourcesSpec",
+            "description": "Kubernetes settings."
+          }
+        }
+      },
+      "IstioGatewayComponentSpec": {
+        "type": "object",
+        "description": "An ingress or egress gateway.",
+        "additionalProperties": false,
+        "properties": {
+          "enabled": {
+            "type": "boolean",
+            "description": "Whether it is installed (default true in a GatewayLifecycleManager)."
+          },
+          "namespace": {
+            "type": "string",
+            "description": "Namespace; omitted: the operator spec's namespace, else `istio-system`."
+          },
+          "name": {
+            "type": "string",
+            "description": "Gateway name (Deployment and Service)."
+          },
+          "label": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Pod labels, e.g. `istio: ingressgateway`."
+          },
+          "hub": {
+            "type": "string",
+            "description": "Image registry."
+          },
+          "tag": {
+            "type": "string",
+            "description": "Image tag."
+          },
+          "k8s": {
+            "$ref": "#/$defs/KubernetesResourcesSpec",
+            "description": "Kubernetes settings."
+          }
+        }
+      },
+      "IstioComponentSetSpec": {
+        "type": "object",
+        "description": "Components to install.",
+        "additionalProperties": false,
+        "properties": {
+          "base": {
+            "$ref": "#/$defs/IstioBaseComponentSpec",
+            "description": "Base."
+          },
+          "pilot": {
+            "$ref": "#/$defs/IstioComponentSpec",
+            "description": "istiod."
+          },
+          "cni": {
+            "$ref": "#/$defs/IstioComponentSpec",
+            "description": "Istio CNI node agent."
+          },
+          "ztunnel": {
+            "$ref": "#/$defs/IstioComponentSpec",
+            "description": "ztunnel (ambient)."
+          },
+          "istiodRemote": {
+            "$ref": "#/$defs/IstioComponentSpec",
+            "description": "Remote istiod config."
+          },
+          "ingressGateways": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/IstioGatewayComponentSpec",
+              "description": "A gateway."
+            },
+            "description": "Ingress gateways."
+          },
+          "egressGateways": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/IstioGatewayComponentSpec",
+              "description": "A gateway."
+            },
+            "description": "Egress gateways."
+          }
+        }
+      },
+      "IstioOperatorSpec": {
+        "type": "object",
+        "description": "An IstioOperator spec (Gloo common.gloo.solo.io IstioOperatorSpec).",
+        "additionalProperties": false,
+        "properties": {
+          "profile": {
+            "type": "string",
+            "description": "Installation profile (minimal, default, demo, empty, ambient, preview, remote)."
+          },
+          "installPackagePath": {
+            "type": "string",
+            "description": "Chart path (not used upstream)."
+          },
+          "hub": {
+            "type": "string",
+            "description": "Image registry."
+          },
+          "tag": {
+            "type": "string",
+            "description": "Istio version tag, e.g. `1.29.0` or `1.22.1-solo`; gives the installed version."
+          },
+          "resourceSuffix": {
+            "type": "string",
+            "description": "Deprecated."
+          },
+          "namespace": {
+            "type": "string",
+            "description": "Control plane namespace (default istio-system)."
+          },
+          "revision": {
+            "type": "string",
+            "description": "Revision (the installation's `revision` takes precedence)."
+          },
+          "defaultRevision": {
+            "type": "boolean",
+            "description": "Make this the default revision."
+          },
+          "meshConfig": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Istio MeshConfig."
+          },
+          "components": {
+            "$ref": "#/$defs/IstioComponentSetSpec",
+            "description": "Components."
+          },
+          "addonComponents": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Deprecated add-ons."
+          },
+          "values": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Helm values of the Istio charts."
+          },
+          "unvalidatedValues": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Helm values not validated by Istio."
+          }
+        }
+      },
+      "IstioLifecycleHelmGlobals": {
+        "type": "object",
+        "description": "Where Gloo's controller fetches Istio charts (not used upstream).",
+        "additionalProperties": false,
+        "properties": {
+          "repo": {
+            "type": "string",
+            "description": "Chart repository URL."
+          },
+          "repoSecrets": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "additionalProperties": true,
+              "description": "A Secret reference."
+            },
+            "description": "Credentials."
+          },
+          "repoSkipTlsVerify": {
+            "type": "boolean",
+            "description": "Skip TLS verification."
+          }
+        }
       }
     }
   },
@@ -2390,6 +2968,123 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
       }
     }
   },
+  "gateway-lifecycle-manager.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/gateway-lifecycle-manager.schema.json",
+    "title": "GatewayLifecycleManager",
+    "description": "Istio ingress and egress gateways to install in workload clusters; translated to the objects Istio's gateway chart renders (src/translate/LIFECYCLE.md).",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "admin.gloo.solo.io/v2"
+        ],
+        "description": "Always `admin.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "GatewayLifecycleManager"
+        ],
+        "description": "Always `GatewayLifecycleManager`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace (the admin namespace) are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/GatewayLifecycleManagerSpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "GatewayLifecycleManagerSpec": {
+        "type": "object",
+        "description": "GatewayLifecycleManager spec.",
+        "additionalProperties": false,
+        "properties": {
+          "installations": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/GatewayInstallation",
+              "description": "An installation."
+            },
+            "description": "Installations, one per gateway revision."
+          },
+          "helmGlobal": {
+            "$ref": "common.schema.json#/$defs/IstioLifecycleHelmGlobals",
+            "description": "Gloo's chart repository (not used upstream)."
+          }
+        }
+      },
+      "GatewayInstallation": {
+        "type": "object",
+        "description": "Gateways of one revision and the clusters they go to.",
+        "additionalProperties": false,
+        "properties": {
+          "controlPlaneRevision": {
+            "type": "string",
+            "description": "The istiod revision that injects the gateways (omitted: the default revision)."
+          },
+          "gatewayRevision": {
+            "type": "string",
+            "description": "Gateway revision (suffix of the Deployment name; omitted: the control plane revision)."
+          },
+          "clusters": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/GatewayClusterSelector",
+              "description": "A cluster."
+            },
+            "description": "Clusters to install into."
+          },
+          "istioOperatorSpec": {
+            "$ref": "common.schema.json#/$defs/IstioOperatorSpec",
+            "description": "The gateways (components.ingressGateways / egressGateways)."
+          },
+          "skipUpgradeValidation": {
+            "type": "boolean",
+            "description": "Gloo controller upgrade checks (no meaning upstream)."
+          }
+        }
+      },
+      "GatewayClusterSelector": {
+        "type": "object",
+        "description": "A target cluster.",
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "KubernetesCluster name."
+          },
+          "activeGateway": {
+            "type": "boolean",
+            "description": "The gateway Service of this cluster sends traffic to this revision."
+          },
+          "trustDomain": {
+            "type": "string",
+            "description": "Trust domain of the mesh in this cluster."
+          }
+        },
+        "required": [
+          "name"
+        ]
+      }
+    }
+  },
   "header-manipulation-policy.schema.json": {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": "https://gitmesh.io/schemas/header-manipulation-policy.schema.json",
@@ -2490,6 +3185,176 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
               "type": "string"
             },
             "description": "Headers added to requests."
+          }
+        }
+      }
+    }
+  },
+  "istio-lifecycle-manager.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/istio-lifecycle-manager.schema.json",
+    "title": "IstioLifecycleManager",
+    "description": "Istio control planes (istiod revisions) to install in workload clusters; translated to Sail operator `Istio` resources (src/translate/LIFECYCLE.md).",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "admin.gloo.solo.io/v2"
+        ],
+        "description": "Always `admin.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "IstioLifecycleManager"
+        ],
+        "description": "Always `IstioLifecycleManager`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace (the admin namespace) are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/IstioLifecycleManagerSpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "IstioLifecycleManagerSpec": {
+        "type": "object",
+        "description": "IstioLifecycleManager spec.",
+        "additionalProperties": false,
+        "properties": {
+          "installations": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/IstioInstallation",
+              "description": "An installation."
+            },
+            "description": "Installations, one per revision."
+          },
+          "helmGlobal": {
+            "$ref": "common.schema.json#/$defs/IstioLifecycleHelmGlobals",
+            "description": "Gloo's chart repository (not used upstream)."
+          }
+        }
+      },
+      "IstioInstallation": {
+        "type": "object",
+        "description": "One istiod revision and the clusters it goes to.",
+        "additionalProperties": false,
+        "properties": {
+          "revision": {
+            "type": "string",
+            "description": "Revision name, e.g. `1-29` (names the Sail Istio resource; omitted: `default`)."
+          },
+          "clusters": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/IstioClusterSelector",
+              "description": "A cluster."
+            },
+            "description": "Clusters to install into."
+          },
+          "istioOperatorSpec": {
+            "$ref": "common.schema.json#/$defs/IstioOperatorSpec",
+            "description": "What to install."
+          },
+          "istioController": {
+            "$ref": "#/$defs/IstioController",
+            "description": "Gloo's own controller settings (not used upstream)."
+          },
+          "skipUpgradeValidation": {
+            "type": "boolean",
+            "description": "Gloo controller upgrade checks (no meaning upstream)."
+          }
+        }
+      },
+      "IstioClusterSelector": {
+        "type": "object",
+        "description": "A target cluster.",
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "KubernetesCluster name."
+          },
+          "defaultRevision": {
+            "type": "boolean",
+            "description": "Make this revision the default (the `default` revision tag)."
+          },
+          "trustDomain": {
+            "type": "string",
+            "description": "Trust domain of the mesh in this cluster."
+          }
+        },
+        "required": [
+          "name"
+        ]
+      },
+      "IstioController": {
+        "type": "object",
+        "description": "Settings of Gloo's in-cluster Istio controller (replaced by the Sail operator upstream; reported, not translated).",
+        "additionalProperties": false,
+        "properties": {
+          "waitForResourcesTimeout": {
+            "type": "string",
+            "description": "Timeout."
+          },
+          "imagePullSecrets": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "additionalProperties": true,
+              "description": "A LocalObjectReference."
+            },
+            "description": "Pull secrets."
+          },
+          "resources": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Resources."
+          },
+          "securityContext": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Security context."
+          },
+          "labels": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Labels."
+          },
+          "annotations": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Annotations."
+          },
+          "envVars": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "additionalProperties": true,
+              "description": "An EnvVar."
+            },
+            "description": "Environment."
           }
         }
       }

@@ -1,0 +1,443 @@
+/**
+ * IstioLifecycleManager / GatewayLifecycleManager → what installs Istio upstream (design note:
+ * LIFECYCLE.md): per installation and cluster, a Sail operator `Istio` (plus the `default`
+ * `IstioRevisionTag` and an `IstioCNI` where asked), and for each gateway the objects Istio's
+ * `gateway` chart renders (ServiceAccount, Role, RoleBinding, Deployment with gateway injection,
+ * Service, HorizontalPodAutoscaler, PodDisruptionBudget).
+ *
+ * Lifecycle managers belong to no workspace: like RootTrustPolicy, a cluster's objects are rendered
+ * by the first workspace (by name) with namespaces in that cluster, and the managers' diagnostics by
+ * the first workspace of the fleet, so each is reported once.
+ */
+import AjvModule from "ajv";
+import { Severity, type Diagnostic } from "../core/index.js";
+import type { WorkspaceContext } from "./context.js";
+import type { InputObject } from "./input.js";
+import { outputMetadata } from "./labels.js";
+import { asArray, asNumber, asRecord, asString } from "./selectors.js";
+import { TranslateCode, type Emitted, type IstioResource, type TranslatorOutput } from "./types.js";
+
+export const SAIL_API_VERSION = "sailoperator.io/v1";
+/** Pod label that tells a gateway revision's pods apart; the active revision's Service selects it. */
+export const LABEL_GATEWAY_REVISION = "gitmesh.io/gateway-revision";
+const DEFAULT_NAMESPACE = "istio-system";
+const DEFAULT_CNI_NAMESPACE = "istio-cni";
+
+/** Gloo/IstioOperator profiles → Sail profiles (Sail never installs gateways, so `minimal` is its `default`). */
+const PROFILES: Readonly<Record<string, string>> = {
+  "": "default",
+  default: "default",
+  minimal: "default",
+  demo: "demo",
+  empty: "empty",
+  ambient: "ambient",
+  preview: "preview",
+  remote: "remote",
+  openshift: "openshift",
+  stable: "stable",
+};
+
+const POD_K8S_FIELDS = ["affinity", "env", "hpaSpec", "imagePullPolicy", "nodeSelector", "podDisruptionBudget", "podAnnotations", "priorityClassName", "readinessProbe", "replicaCount", "resources", "service", "strategy", "tolerations", "serviceAnnotations", "securityContext", "volumes", "volumeMounts"];
+const PILOT_K8S_FIELDS = ["affinity", "env", "hpaSpec", "nodeSelector", "podAnnotations", "replicaCount", "resources", "tolerations"];
+
+type Diag = (path: string, message: string, severity?: Diagnostic["severity"], code?: string) => void;
+
+export function translateLifecycle(ctx: WorkspaceContext): TranslatorOutput {
+  const index = ctx.index;
+  const istioManagers = index.byKind.get("IstioLifecycleManager") ?? [];
+  const gatewayManagers = index.byKind.get("GatewayLifecycleManager") ?? [];
+  if (istioManagers.length === 0 && gatewayManagers.length === 0) return { resources: [], diagnostics: [] };
+  const ws = ctx.workspace.name;
+  const reporter = index.workspaceNames[0] === ws;
+  const known = new Set(index.clusters);
+  const emitter = (cluster: string) => index.workspaceNames.find((w) => index.workspaces.get(w)?.namespaces.has(cluster));
+  const resources: Emitted[] = [];
+  const diagnostics: Diagnostic[] = [];
+
+  for (const manager of [...istioManagers, ...gatewayManagers]) {
+    const diag: Diag = (path, message, severity = Severity.Warning, code = TranslateCode.UnsupportedField) => {
+      if (reporter) diagnostics.push(ctx.diag(manager, code, severity, path, message));
+    };
+    const spec = asRecord(manager.spec);
+    if (spec.helmGlobal !== undefined) diag("/spec/helmGlobal", "helmGlobal (Gloo's chart repository) is not used: the Sail operator brings Istio's charts");
+    asArray(spec.installations).forEach((raw, i) => {
+      const inst = asRecord(raw);
+      const path = `/spec/installations/${String(i)}`;
+      const ios = asRecord(inst.istioOperatorSpec);
+      const targets = asArray(inst.clusters).map((c, j) => ({ entry: asRecord(c), path: `${path}/clusters/${String(j)}` }));
+      for (const { entry, path: cpath } of targets) {
+        const cluster = asString(entry.name) ?? "";
+        if (!known.has(cluster)) {
+          diag(`${cpath}/name`, `cluster "${cluster}" is not registered (no KubernetesCluster of that name) and sends no discovery; nothing is installed there`, Severity.Warning, TranslateCode.NoTargetCluster);
+        } else if (emitter(cluster) === undefined) {
+          diag(`${cpath}/name`, `no workspace has namespaces in cluster "${cluster}", and lifecycle output travels with a workspace's output: add the cluster to a Workspace's workloadClusters`, Severity.Warning, TranslateCode.NoTargetCluster);
+        }
+      }
+      const render = manager.kind === "IstioLifecycleManager" ? controlPlane(inst, ios, path, diag) : gateways(inst, ios, path, diag);
+      if (render === undefined) return;
+      for (const { entry } of targets) {
+        const cluster = asString(entry.name) ?? "";
+        if (!known.has(cluster) || emitter(cluster) !== ws) continue;
+        for (const r of render(cluster, entry)) resources.push({ cluster, resource: withMetadata(r, cluster, ws, ctx, manager) });
+      }
+    });
+  }
+  return { resources, diagnostics };
+}
+
+/** An object under construction: metadata (name, namespace) is completed by `withMetadata`. */
+interface Draft {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  /** `""` for cluster-scoped kinds (the Sail resources). */
+  readonly namespace: string;
+  readonly body: Record<string, unknown>;
+  /** Annotations of the object itself (a Service's `serviceAnnotations`). */
+  readonly annotations?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The rendered object with gitmesh's labels. ServiceAccount, Role and RoleBinding have no `spec` in
+ * Kubernetes; they are rendered as Kubernetes defines them (IstioResource's `spec` is absent there).
+ */
+function withMetadata(d: Draft, cluster: string, ws: string, ctx: WorkspaceContext, manager: InputObject): IstioResource {
+  return { apiVersion: d.apiVersion, kind: d.kind, metadata: outputMetadata(d.name, d.namespace, cluster, ws, ctx.parentOf(manager), d.annotations), ...d.body } as unknown as IstioResource;
+}
+
+/** `1.22.1-solo` / `v1.29.0` → `v1.22.1`; undefined when the tag names no version. */
+export function sailVersion(tag: string | undefined): string | undefined {
+  const m = /^v?(\d+\.\d+\.\d+)/.exec(tag ?? "");
+  return m ? `v${m[1]!}` : undefined;
+}
+
+function controlPlane(inst: Record<string, unknown>, ios: Record<string, unknown>, path: string, diag: Diag): ((cluster: string, entry: Record<string, unknown>) => Draft[]) | undefined {
+  const iosPath = `${path}/istioOperatorSpec`;
+  if (inst.istioController !== undefined) diag(`${path}/istioController`, "istioController configures Gloo's own Istio controller; upstream the Sail operator installs Istio, configured where it is deployed");
+  for (const k of ["installPackagePath", "resourceSuffix", "addonComponents"]) if (ios[k] !== undefined) diag(`${iosPath}/${k}`, `${k} is not supported by the Sail operator`);
+  const version = sailVersion(asString(ios.tag));
+  if (version === undefined) {
+    diag(`${iosPath}/tag`, "an Istio version tag is needed (e.g. `1.29.0` or `1.29.0-solo`): the Sail operator installs Istio by version; nothing is installed for this installation", Severity.Error, TranslateCode.InvalidField);
+    return undefined;
+  }
+  const profileIn = asString(ios.profile) ?? "";
+  let profile = PROFILES[profileIn];
+  if (profile === undefined) {
+    diag(`${iosPath}/profile`, `profile "${profileIn}" has no Sail operator equivalent; "default" is used`, Severity.Warning, TranslateCode.InvalidField);
+    profile = "default";
+  }
+  const components = asRecord(ios.components);
+  for (const k of ["ztunnel", "istiodRemote"]) if (asRecord(components[k]).enabled === true) diag(`${iosPath}/components/${k}`, `${k} is not translated by gitmesh`);
+  for (const k of ["ingressGateways", "egressGateways"]) {
+    if (asArray(components[k]).some((g) => asRecord(g).enabled !== false)) diag(`${iosPath}/components/${k}`, "gateways of an IstioLifecycleManager are not installed: install them with a GatewayLifecycleManager");
+  }
+  const pilot = asRecord(components.pilot);
+  const pilotK8s = asRecord(pilot.k8s);
+  for (const k of Object.keys(pilotK8s)) {
+    if (!PILOT_K8S_FIELDS.includes(k)) diag(`${iosPath}/components/pilot/k8s/${k}`, k === "overlays" ? "k8s.overlays (JSON patches on generated objects) are applied by Gloo's controller only; set the istiod chart value in istioOperatorSpec.values instead" : `components.pilot.k8s.${k} is not translated by gitmesh`);
+  }
+  const env: Record<string, string> = {};
+  asArray(pilotK8s.env).forEach((e, k) => {
+    const v = asRecord(e);
+    if (v.valueFrom !== undefined) diag(`${iosPath}/components/pilot/k8s/env/${String(k)}/valueFrom`, "istiod's chart takes env as literal values; valueFrom is not translated");
+    else if (typeof v.name === "string") env[v.name] = asString(v.value) ?? "";
+  });
+  const hpa = asRecord(pilotK8s.hpaSpec);
+  const pilotValues = compact({
+    ...(asString(pilot.hub) !== undefined ? { hub: pilot.hub } : {}),
+    ...(asString(pilot.tag) !== undefined ? { tag: pilot.tag } : {}),
+    ...(Object.keys(env).length > 0 ? { env } : {}),
+    resources: pilotK8s.resources,
+    nodeSelector: pilotK8s.nodeSelector,
+    tolerations: pilotK8s.tolerations,
+    affinity: pilotK8s.affinity,
+    podAnnotations: pilotK8s.podAnnotations,
+    replicaCount: pilotK8s.replicaCount,
+    ...(asNumber(hpa.minReplicas) !== undefined ? { autoscaleEnabled: true, autoscaleMin: hpa.minReplicas } : {}),
+    ...(asNumber(hpa.maxReplicas) !== undefined ? { autoscaleEnabled: true, autoscaleMax: hpa.maxReplicas } : {}),
+  });
+  const cni = asRecord(components.cni);
+  const withCni = cni.enabled === true;
+  if (asRecord(cni.k8s).overlays !== undefined) diag(`${iosPath}/components/cni/k8s/overlays`, "k8s.overlays (JSON patches on generated objects) are applied by Gloo's controller only");
+  const revision = asString(inst.revision) || asString(ios.revision) || "default";
+  const namespace = asString(ios.namespace) || DEFAULT_NAMESPACE;
+
+  return (_cluster, entry) => {
+    const values = deepMerge(deepMerge(asRecord(ios.unvalidatedValues), asRecord(ios.values)), compact({
+      global: compact({ hub: ios.hub, tag: ios.tag }),
+      meshConfig: deepMerge(asRecord(ios.meshConfig), compact({ trustDomain: entry.trustDomain })),
+      pilot: Object.keys(pilotValues).length > 0 || withCni ? { ...pilotValues, ...(withCni ? { cni: { enabled: true } } : {}) } : undefined,
+    }));
+    const out: Draft[] = [
+      {
+        apiVersion: SAIL_API_VERSION,
+        kind: "Istio",
+        name: revision,
+        namespace: "",
+        body: { spec: compact({ version, namespace, profile, updateStrategy: { type: "InPlace" }, values: Object.keys(values).length > 0 ? values : undefined }) },
+      },
+    ];
+    if (entry.defaultRevision === true || ios.defaultRevision === true) {
+      out.push({ apiVersion: SAIL_API_VERSION, kind: "IstioRevisionTag", name: "default", namespace: "", body: { spec: { targetRef: { kind: "Istio", name: revision } } } });
+    }
+    if (withCni) {
+      const cniValues = compact({ hub: cni.hub ?? ios.hub, tag: cni.tag ?? ios.tag });
+      out.push({
+        apiVersion: SAIL_API_VERSION,
+        kind: "IstioCNI",
+        name: "default",
+        namespace: "",
+        body: { spec: compact({ version, namespace: asString(cni.namespace) || DEFAULT_CNI_NAMESPACE, profile: profile === "ambient" ? "ambient" : undefined, values: Object.keys(cniValues).length > 0 ? { cni: cniValues } : undefined }) },
+      });
+    }
+    return out;
+  };
+}
+
+interface GatewayDef {
+  readonly name: string;
+  readonly namespace: string;
+  readonly ingress: boolean;
+  readonly labels: Record<string, string>;
+  readonly k8s: Record<string, unknown>;
+  readonly customService: boolean;
+}
+
+function gateways(inst: Record<string, unknown>, ios: Record<string, unknown>, path: string, diag: Diag): ((cluster: string, entry: Record<string, unknown>) => Draft[]) | undefined {
+  const iosPath = `${path}/istioOperatorSpec`;
+  const components = asRecord(ios.components);
+  for (const k of ["pilot", "cni", "ztunnel", "istiodRemote"]) {
+    if (asRecord(components[k]).enabled === true) diag(`${iosPath}/components/${k}`, `${k} is not installed by a GatewayLifecycleManager: install it with an IstioLifecycleManager`);
+  }
+  const gatewayValues = asRecord(asRecord(ios.values).gateways);
+  const defs: GatewayDef[] = [];
+  for (const [list, ingress] of [["ingressGateways", true], ["egressGateways", false]] as const) {
+    asArray(components[list]).forEach((raw, k) => {
+      const g = asRecord(raw);
+      const gpath = `${iosPath}/components/${list}/${String(k)}`;
+      if (g.enabled === false) return;
+      const name = asString(g.name);
+      if (name === undefined || name === "") {
+        diag(gpath, "a gateway needs a name (its Deployment and Service are named after it); it is not installed", Severity.Error, TranslateCode.InvalidField);
+        return;
+      }
+      const k8s = asRecord(g.k8s);
+      for (const f of Object.keys(k8s)) {
+        if (!POD_K8S_FIELDS.includes(f)) diag(`${gpath}/k8s/${f}`, f === "overlays" ? "k8s.overlays (JSON patches on generated objects) are applied by Gloo's controller only; set the field in k8s instead where it has one" : `k8s.${f} is not translated by gitmesh`);
+      }
+      if (g.hub !== undefined || g.tag !== undefined) diag(`${gpath}/${g.hub !== undefined ? "hub" : "tag"}`, "a gateway's image comes from its control plane revision's injector (image `auto`); hub/tag are not used");
+      const label = Object.fromEntries(Object.entries(asRecord(g.label)).filter((e): e is [string, string] => typeof e[1] === "string"));
+      defs.push({
+        name,
+        namespace: asString(g.namespace) || asString(ios.namespace) || DEFAULT_NAMESPACE,
+        ingress,
+        labels: { app: name, istio: ingress ? "ingressgateway" : "egressgateway", ...label },
+        k8s,
+        customService: asRecord(gatewayValues[name]).customService === true,
+      });
+    });
+  }
+  if (defs.length === 0) {
+    diag(`${iosPath}/components`, "no enabled gateway in components.ingressGateways or components.egressGateways: nothing is installed", Severity.Warning, TranslateCode.InvalidField);
+    return undefined;
+  }
+  const cpRevision = asString(inst.controlPlaneRevision) || asString(ios.revision) || "";
+  const gwRevision = asString(inst.gatewayRevision) || cpRevision;
+  const revisionLabel = gwRevision || "default";
+  return (_cluster, entry) => defs.flatMap((g) => gatewayObjects(g, cpRevision, gwRevision, revisionLabel, entry.activeGateway === true));
+}
+
+const DEFAULT_PORTS = {
+  ingress: [
+    { name: "status-port", port: 15021, targetPort: 15021, protocol: "TCP" },
+    { name: "http2", port: 80, targetPort: 80, protocol: "TCP" },
+    { name: "https", port: 443, targetPort: 443, protocol: "TCP" },
+  ],
+  egress: [
+    { name: "http2", port: 80, targetPort: 80, protocol: "TCP" },
+    { name: "https", port: 443, targetPort: 443, protocol: "TCP" },
+  ],
+} as const;
+
+function gatewayObjects(g: GatewayDef, cpRevision: string, gwRevision: string, revisionLabel: string, active: boolean): Draft[] {
+  const name = gwRevision ? `${g.name}-${gwRevision}` : g.name;
+  const selector = { ...g.labels, [LABEL_GATEWAY_REVISION]: revisionLabel };
+  const k8s = g.k8s;
+  const hpa = asRecord(k8s.hpaSpec);
+  const autoscaled = k8s.hpaSpec !== undefined;
+  const container = compact({
+    name: "istio-proxy",
+    image: "auto",
+    env: asArray(k8s.env).length > 0 ? k8s.env : undefined,
+    resources: k8s.resources,
+    imagePullPolicy: k8s.imagePullPolicy,
+    readinessProbe: k8s.readinessProbe,
+    volumeMounts: k8s.volumeMounts,
+  });
+  const objects: Draft[] = [
+    { apiVersion: "v1", kind: "ServiceAccount", name, namespace: g.namespace, body: {} },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      name,
+      namespace: g.namespace,
+      // What Istio's gateway chart grants: the gateway reads the TLS Secrets its Gateways name (credentialName).
+      body: { rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["get", "watch", "list"] }] },
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      name,
+      namespace: g.namespace,
+      body: { roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects: [{ kind: "ServiceAccount", name, namespace: g.namespace }] },
+    },
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      name,
+      namespace: g.namespace,
+      body: {
+        spec: compact({
+          replicas: autoscaled ? undefined : k8s.replicaCount,
+          selector: { matchLabels: selector },
+          strategy: k8s.strategy,
+          template: {
+            metadata: compact({
+              labels: { ...selector, "sidecar.istio.io/inject": "true", ...(cpRevision ? { "istio.io/rev": cpRevision } : {}) },
+              annotations: { "inject.istio.io/templates": "gateway", ...asRecord(k8s.podAnnotations) },
+            }),
+            spec: compact({
+              serviceAccountName: name,
+              containers: [container],
+              nodeSelector: k8s.nodeSelector,
+              tolerations: k8s.tolerations,
+              affinity: k8s.affinity,
+              priorityClassName: k8s.priorityClassName,
+              // As Istio's gateway chart: without a securityContext of its own, the gateway may bind ports below 1024.
+              securityContext: k8s.securityContext ?? { sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }] },
+              volumes: k8s.volumes,
+            }),
+          },
+        }),
+      },
+    },
+  ];
+  if (active && !g.customService) {
+    const svc = asRecord(k8s.service);
+    const ports = asArray(svc.ports).length > 0 ? svc.ports : DEFAULT_PORTS[g.ingress ? "ingress" : "egress"];
+    objects.push({
+      apiVersion: "v1",
+      kind: "Service",
+      name: g.name,
+      namespace: g.namespace,
+      ...(k8s.serviceAnnotations !== undefined ? { annotations: stringMap(k8s.serviceAnnotations) } : {}),
+      body: {
+        spec: compact({
+          type: asString(svc.type) || (g.ingress ? "LoadBalancer" : "ClusterIP"),
+          selector: { ...(svc.selector !== undefined ? asRecord(svc.selector) : g.labels), [LABEL_GATEWAY_REVISION]: revisionLabel },
+          ports,
+          externalTrafficPolicy: svc.externalTrafficPolicy,
+          loadBalancerIP: svc.loadBalancerIP,
+          loadBalancerSourceRanges: svc.loadBalancerSourceRanges,
+          externalIPs: svc.externalIPs,
+          sessionAffinity: svc.sessionAffinity,
+        }),
+      },
+    });
+  }
+  if (autoscaled) {
+    objects.push({
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      name,
+      namespace: g.namespace,
+      body: {
+        spec: compact({
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
+          minReplicas: asNumber(hpa.minReplicas) ?? 1,
+          maxReplicas: asNumber(hpa.maxReplicas) ?? 5,
+          metrics: asArray(hpa.metrics).length > 0 ? hpa.metrics : [{ type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 80 } } }],
+          behavior: hpa.behavior,
+        }),
+      },
+    });
+  }
+  if (k8s.podDisruptionBudget !== undefined) {
+    const pdb = asRecord(k8s.podDisruptionBudget);
+    objects.push({
+      apiVersion: "policy/v1",
+      kind: "PodDisruptionBudget",
+      name,
+      namespace: g.namespace,
+      body: { spec: compact({ minAvailable: pdb.minAvailable ?? (pdb.maxUnavailable === undefined ? 1 : undefined), maxUnavailable: pdb.maxUnavailable, selector: { matchLabels: selector } }) },
+    });
+  }
+  return objects;
+}
+
+function stringMap(v: unknown): Record<string, string> {
+  return Object.fromEntries(Object.entries(asRecord(v)).filter((e): e is [string, string] => typeof e[1] === "string"));
+}
+
+/** The object without undefined members (rendered output never carries them). */
+function compact(o: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== undefined && !(isPlain(v) && Object.keys(v).length === 0 && k !== "spec")) out[k] = v;
+  return out;
+}
+
+function isPlain(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** `b` merged into `a` (maps merged key by key, `b` winning scalars and lists). */
+function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) out[k] = isPlain(out[k]) && isPlain(v) ? deepMerge(out[k], v) : v;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation of the Sail operator resources (their CRDs are not part of Istio's; a documented
+// subset of sailoperator.io/v1: the fields gitmesh writes, with their types and required members).
+
+const Ajv = AjvModule.default;
+const ajv = new Ajv({ allErrors: true, strict: false });
+const versionSchema = { type: "string", pattern: "^v\\d+\\.\\d+\\.\\d+$" };
+const SAIL_SCHEMAS: Readonly<Record<string, object>> = {
+  Istio: {
+    type: "object",
+    additionalProperties: false,
+    required: ["version", "namespace"],
+    properties: {
+      version: versionSchema,
+      namespace: { type: "string", minLength: 1 },
+      profile: { type: "string" },
+      updateStrategy: { type: "object", properties: { type: { enum: ["InPlace", "RevisionBased"] } } },
+      values: { type: "object" },
+    },
+  },
+  IstioRevisionTag: {
+    type: "object",
+    additionalProperties: false,
+    required: ["targetRef"],
+    properties: { targetRef: { type: "object", additionalProperties: false, required: ["kind", "name"], properties: { kind: { enum: ["Istio", "IstioRevision"] }, name: { type: "string", minLength: 1 } } } },
+  },
+  IstioCNI: {
+    type: "object",
+    additionalProperties: false,
+    required: ["version", "namespace"],
+    properties: { version: versionSchema, namespace: { type: "string", minLength: 1 }, profile: { type: "string" }, values: { type: "object" } },
+  },
+};
+const sailValidators = new Map(Object.entries(SAIL_SCHEMAS).map(([k, s]) => [k, ajv.compile(s)]));
+
+/** Issues of a Sail operator resource (`[]` when valid); undefined when `r` is not one. */
+export function validateSailResource(r: IstioResource): { path: string; message: string }[] | undefined {
+  if (r.apiVersion !== SAIL_API_VERSION) return undefined;
+  const validate = sailValidators.get(r.kind);
+  if (validate === undefined) return [{ path: "/kind", message: `no schema for ${r.apiVersion} ${r.kind}` }];
+  if (r.metadata.namespace !== "") return [{ path: "/metadata/namespace", message: `${r.kind} is cluster-scoped` }];
+  if (validate(r.spec)) return [];
+  return (validate.errors ?? []).map((e) => ({ path: `/spec${e.instancePath}`, message: e.message ?? "invalid" }));
+}

@@ -1,0 +1,99 @@
+// Lifecycle managers (issue #15, src/translate/LIFECYCLE.md): beyond the golden files, what the
+// rendered installation does: which pods each gateway Service sends traffic to, that every pod runs
+// under an account allowed to read its TLS secrets, that the default tag names an installed revision,
+// and that a change to a manager re-renders it incrementally.
+import { describe, expect, it } from "vitest";
+import { loadDesiredState, updateDesiredState } from "../../src/config/index.js";
+import { affectedWorkspaces, retranslate, translateAll, type IstioResource } from "../../src/translate/index.js";
+import { loadCase, runCase } from "./golden.js";
+
+type Obj = IstioResource & Record<string, unknown>;
+const spec = (o: IstioResource) => o.spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+function cluster1(): Obj[] {
+  const { result } = runCase(loadCase("lifecycle"));
+  return (result.clusters.get("cluster1")?.resources ?? []) as Obj[];
+}
+
+const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+
+describe("lifecycle managers", () => {
+  it("each gateway Service sends traffic to the pods of the active revision only", () => {
+    const objects = cluster1();
+    const deployments = objects.filter((o) => o.kind === "Deployment");
+    const services = objects.filter((o) => o.kind === "Service");
+    expect(services.map((s) => s.metadata.name).sort()).toEqual(["istio-egressgateway", "istio-ingressgateway"]);
+    for (const svc of services) {
+      const selected = deployments.filter((d) => selects(spec(svc).selector, spec(d).template.metadata.labels)).map((d) => d.metadata.name);
+      // 1-29 is installed beside 1-28 (canary) but its cluster entry is not the active gateway.
+      expect(selected).toEqual([`${svc.metadata.name}-1-28`]);
+    }
+    // Every Deployment's pods are selected by its own selector, and injected by its control plane revision.
+    for (const d of deployments) {
+      expect(selects(spec(d).selector.matchLabels, spec(d).template.metadata.labels)).toBe(true);
+      expect(spec(d).template.metadata.labels["istio.io/rev"]).toBe(d.metadata.name.endsWith("1-29") ? "1-29" : "1-28");
+      expect(spec(d).template.metadata.annotations["inject.istio.io/templates"]).toBe("gateway");
+    }
+  });
+
+  it("every gateway runs under its own account, bound to a Role that reads Secrets in its namespace", () => {
+    const objects = cluster1();
+    for (const d of objects.filter((o) => o.kind === "Deployment")) {
+      const sa = spec(d).template.spec.serviceAccountName as string;
+      const ns = d.metadata.namespace;
+      expect(objects.some((o) => o.kind === "ServiceAccount" && o.metadata.name === sa && o.metadata.namespace === ns)).toBe(true);
+      const binding = objects.find((o) => o.kind === "RoleBinding" && o.metadata.namespace === ns && (o.subjects as { name: string }[]).some((s) => s.name === sa));
+      expect(binding).toBeDefined();
+      const role = objects.find((o) => o.kind === "Role" && o.metadata.namespace === ns && o.metadata.name === (binding!.roleRef as { name: string }).name);
+      expect(role?.rules).toEqual([{ apiGroups: [""], resources: ["secrets"], verbs: ["get", "watch", "list"] }]);
+      // Kubernetes kinds without a spec are rendered without one.
+      expect("spec" in role!).toBe(false);
+    }
+  });
+
+  it("renders one Sail Istio per installed revision, cluster-scoped, and a default tag that names one of them", () => {
+    const objects = cluster1();
+    const istios = objects.filter((o) => o.apiVersion === "sailoperator.io/v1" && o.kind === "Istio");
+    expect(istios.map((o) => [o.metadata.name, o.metadata.namespace, spec(o).version])).toEqual([
+      ["1-28", "", "v1.28.2"],
+      ["1-29", "", "v1.29.0"],
+    ]);
+    const tag = objects.find((o) => o.kind === "IstioRevisionTag");
+    expect(spec(tag!).targetRef).toEqual({ kind: "Istio", name: "1-28" });
+    // The broken installation (tag `latest`) renders nothing and is an error on its tag.
+    expect(istios.some((o) => o.metadata.name === "broken")).toBe(false);
+  });
+
+  it("a change to a lifecycle manager re-renders the workspace that carries it, equal to a full translation", () => {
+    const c = loadCase("lifecycle");
+    const source = loadDesiredState([{ path: "lm.yaml", content: LM("1.29.0") }]);
+    const next = updateDesiredState(source.state, [{ path: "lm.yaml", content: LM("1.29.1") }], []);
+    const ws = affectedWorkspaces({ desired: source.state, discovery: c.discovery }, { desired: next.state, discovery: c.discovery }, { changedKeys: next.changedKeys });
+    expect(ws).toEqual(["gateways"]);
+    const full = translateAll(next.state, c.discovery);
+    const { result } = retranslate(translateAll(source.state, c.discovery), next.state, c.discovery, ws);
+    expect([...result.clusters.get("cluster1")!.resources]).toEqual([...full.clusters.get("cluster1")!.resources]);
+    const istio = full.clusters.get("cluster1")!.resources.find((r) => r.kind === "Istio");
+    expect(spec(istio!).version).toBe("v1.29.1");
+  });
+});
+
+function LM(tag: string): string {
+  return [
+    "apiVersion: admin.gloo.solo.io/v2",
+    "kind: Workspace",
+    "metadata: {name: gateways, namespace: gloo-mesh}",
+    "spec:",
+    "  workloadClusters: [{name: '*', namespaces: [{name: istio-system}]}]",
+    "---",
+    "apiVersion: admin.gloo.solo.io/v2",
+    "kind: IstioLifecycleManager",
+    "metadata: {name: istiod, namespace: gloo-mesh}",
+    "spec:",
+    "  installations:",
+    "  - revision: 1-29",
+    "    clusters: [{name: cluster1, defaultRevision: true}]",
+    `    istioOperatorSpec: {profile: minimal, tag: ${tag}}`,
+    "",
+  ].join("\n");
+}
