@@ -28,12 +28,12 @@
  *
  * Unchanged objects are not applied again: the applier keeps a hash of the manifest it last
  * applied per object and skips an object when its desired manifest hashes the same AND the live
- * object still holds every field of it (sync.ts inSync: lists compared exactly).
+ * object still holds every field of it (sync.ts inSync: lists compared exactly, except server-defaulted fields inside list items of built-in kinds).
  */
 import { createHash } from "node:crypto";
 import { describeError, type Logger } from "../core/index.js";
 import { entryKey, type Inventory } from "./inventory.js";
-import { ISTIO_KINDS, messageOf, objectKey, statusOf, type FieldOwnerWriter, type KindRef, type KubeObject, type KubeReader } from "./kube.js";
+import { INSTALL_KINDS, ISTIO_KINDS, isInstallObject, messageOf, objectKey, statusOf, type FieldOwnerWriter, type KindRef, type KubeObject, type KubeReader } from "./kube.js";
 import type { AgentMetrics } from "./metrics.js";
 import { foreignManagers, inSync, pointerPath, withIgnoredPaths } from "./sync.js";
 
@@ -102,8 +102,14 @@ export interface ApplierOptions {
   readonly pruneAlwaysAllowed?: number;
   /** Parallel applies within one dependency rank (default 16). */
   readonly concurrency?: number;
-  /** Kinds that may hold owned objects (default: the Istio kinds). */
+  /** Kinds that may hold owned objects (default: the Istio kinds, and the install kinds when `manageIstioInstall`). */
   readonly kinds?: readonly KindRef[];
+  /**
+   * Whether this agent installs Istio (IstioLifecycleManager / GatewayLifecycleManager output: Sail
+   * resources, gateway Deployments, Services, Roles…). Default false: such objects are not applied,
+   * each is an error that says how to opt in, and everything else applies.
+   */
+  readonly manageIstioInstall?: boolean;
   readonly metrics?: AgentMetrics;
   readonly logger: Logger;
 }
@@ -144,7 +150,9 @@ function rankOf(kinds: readonly KindRef[], o: KubeObject): number {
 /** Only what the agent means to own: no server-populated metadata or status. */
 function forApply(o: KubeObject, cluster: string): KubeObject {
   const { status: _status, ...rest } = o;
-  const { resourceVersion: _rv, uid: _uid, creationTimestamp: _ct, managedFields: _mf, generation: _g, ...meta } = o.metadata;
+  const { resourceVersion: _rv, uid: _uid, creationTimestamp: _ct, managedFields: _mf, generation: _g, namespace, ...others } = o.metadata;
+  // A cluster-scoped object (a Sail Istio) is rendered with namespace "": it has none.
+  const meta = namespace === undefined || namespace === "" ? others : { ...others, namespace };
   return {
     ...rest,
     apiVersion: o.apiVersion,
@@ -163,7 +171,7 @@ async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) =
 
 const groupOf = (apiVersion: string) => (apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.lastIndexOf("/")) : "");
 const describe = (o: { kind: string; metadata: { namespace?: string | undefined; name: string } }) =>
-  `${o.kind} ${o.metadata.namespace === undefined ? "" : `${o.metadata.namespace}/`}${o.metadata.name}`;
+  `${o.kind} ${o.metadata.namespace === undefined || o.metadata.namespace === "" ? "" : `${o.metadata.namespace}/`}${o.metadata.name}`;
 const uidOf = (o: KubeObject | undefined) => (typeof o?.metadata.uid === "string" ? o.metadata.uid : undefined);
 
 /** Whether the agent's own field manager applied to this object (confirms an intent left by a crash). */
@@ -219,7 +227,8 @@ function parseOptions(value: unknown): { allowMassDeletion: boolean; ignore: Ign
 export function createApplier(options: ApplierOptions): Applier {
   const { cluster, reader, metrics, inventory } = options;
   const log = options.logger;
-  const kinds = options.kinds ?? ISTIO_KINDS;
+  const manageIstioInstall = options.manageIstioInstall === true;
+  const kinds = options.kinds ?? (manageIstioInstall ? [...INSTALL_KINDS, ...ISTIO_KINDS] : ISTIO_KINDS);
   const maxFraction = options.maxPruneFraction ?? 0.5;
   const alwaysAllowed = options.pruneAlwaysAllowed ?? 2;
   const concurrency = Math.max(1, options.concurrency ?? 16);
@@ -369,6 +378,15 @@ export function createApplier(options: ApplierOptions): Applier {
       }
       if (obj.apiVersion === ISSUED_CERTIFICATE.apiVersion && obj.kind === ISSUED_CERTIFICATE.kind) {
         certificateRequests.push(obj);
+        continue;
+      }
+      if (!manageIstioInstall && isInstallObject(obj)) {
+        errors.push({
+          key,
+          message:
+            `${describe(obj)} installs Istio (from ${obj.metadata.labels?.["gitmesh.io/parent-kind"] ?? "a lifecycle manager"}); this agent manages Istio's configuration only, so it is not applied. ` +
+            `To let gitmesh install Istio in cluster "${cluster}", install the agent with lifecycle.enabled=true (flag --manage-istio-install), which also grants the RBAC it needs`,
+        });
         continue;
       }
       wanted.set(objectKey(obj), { relayKey: key, obj: forApply(obj, cluster) });

@@ -48,6 +48,8 @@ export interface AgentConfig {
   readonly logLevel: LogLevel;
   /** RootTrustPolicy autoRestartPods: restart istiod and injected workloads after writing cacerts (chart autoRestartPods grants the RBAC; default false). */
   readonly autoRestartPods: boolean;
+  /** Install Istio from IstioLifecycleManager / GatewayLifecycleManager output (chart lifecycle.enabled grants the RBAC; default false). */
+  readonly manageIstioInstall: boolean;
 }
 
 /** Raw values: flags win over environment variables (the root merges them). */
@@ -77,6 +79,7 @@ export interface AgentConfigInput {
   readonly inventoryName?: string | undefined;
   readonly logLevel?: string | undefined;
   readonly autoRestartPods?: string | undefined;
+  readonly manageIstioInstall?: string | undefined;
 }
 
 /** Environment variables the root reads (chart: relay.serverAddress → GITMESH_RELAY_SERVER_ADDRESS, …). */
@@ -100,6 +103,7 @@ export const AGENT_ENV = {
   inventoryName: "GITMESH_INVENTORY_CONFIGMAP",
   logLevel: "GITMESH_LOG_LEVEL",
   autoRestartPods: "GITMESH_AUTO_RESTART_PODS",
+  manageIstioInstall: "GITMESH_MANAGE_ISTIO_INSTALL",
 } as const;
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
@@ -202,6 +206,7 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     inventoryName: name(input.inventoryName, "gitmesh-agent-inventory", "inventory ConfigMap name", AGENT_ENV.inventoryName),
     logLevel: isLogLevel(logLevel) ? logLevel : "info",
     autoRestartPods: read.bool(input.autoRestartPods, `auto restart pods (${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`, false),
+    manageIstioInstall: read.bool(input.manageIstioInstall, `manage Istio install (--manage-istio-install or ${AGENT_ENV.manageIstioInstall}; chart lifecycle.enabled)`, false),
   };
   if (config.renewDeadlineMs >= config.leaseDurationMs) problems.push("renew deadline must be shorter than the lease duration");
   if (config.retryPeriodMs >= config.renewDeadlineMs) problems.push("retry period must be shorter than the renew deadline");

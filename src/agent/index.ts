@@ -7,6 +7,8 @@ export {
   collectionPath,
   createKubeClient,
   FIELD_MANAGER,
+  INSTALL_KINDS,
+  isInstallObject,
   ISTIO_KINDS,
   KINDS,
   objectKey,

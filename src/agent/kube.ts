@@ -52,6 +52,35 @@ export const ISTIO_KINDS: readonly KindRef[] = [
   net("VirtualService", "virtualservices"),
 ];
 
+const cluster = (apiVersion: string, kind: string, plural: string): KindRef => ({ apiVersion, kind, plural, namespaced: false });
+
+/**
+ * What an Istio installation consists of (IstioLifecycleManager / GatewayLifecycleManager output,
+ * src/translate/LIFECYCLE.md), in apply order: the Sail operator's control planes first, then what
+ * a gateway needs before its Deployment. Written only by an agent that manages Istio's installation
+ * (`--manage-istio-install`, chart lifecycle.enabled).
+ */
+export const INSTALL_KINDS: readonly KindRef[] = [
+  cluster("sailoperator.io/v1", "Istio", "istios"),
+  cluster("sailoperator.io/v1", "IstioCNI", "istiocnis"),
+  cluster("sailoperator.io/v1", "IstioRevisionTag", "istiorevisiontags"),
+  core("ServiceAccount", "serviceaccounts"),
+  { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", plural: "roles", namespaced: true },
+  { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", plural: "rolebindings", namespaced: true },
+  core("Service", "services"),
+  apps("Deployment", "deployments"),
+  { apiVersion: "autoscaling/v2", kind: "HorizontalPodAutoscaler", plural: "horizontalpodautoscalers", namespaced: true },
+  { apiVersion: "policy/v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true },
+];
+
+/** Parent kinds whose output installs Istio (the label `gitmesh.io/parent-kind` the server puts on every object). */
+const INSTALL_PARENTS: ReadonlySet<string> = new Set(["IstioLifecycleManager", "GatewayLifecycleManager"]);
+
+/** Whether an output object belongs to an Istio installation rather than to Istio's configuration. */
+export function isInstallObject(o: { apiVersion: string; metadata: { labels?: Record<string, string> } }): boolean {
+  return o.apiVersion.startsWith("sailoperator.io/") || INSTALL_PARENTS.has(o.metadata.labels?.["gitmesh.io/parent-kind"] ?? "");
+}
+
 /** REST path of a collection (for watches): `/apis/apps/v1/deployments`, `/api/v1/namespaces/x/configmaps`. */
 export function collectionPath(ref: KindRef, namespace?: string): string {
   const base = ref.apiVersion.includes("/") ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;

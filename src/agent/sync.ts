@@ -27,13 +27,29 @@ function deepEqual(a: unknown, b: unknown): boolean {
   return ak.length === bk.length && ak.every((k) => deepEqual(am[k], bm[k]));
 }
 
-/** true when every field of `want` is present in `have` with the same value (maps may hold more; lists must be equal). */
-export function containsFields(have: unknown, want: unknown): boolean {
+/**
+ * true when every field of `want` is present in `have` with the same value (maps may hold more; lists
+ * must be equal). With `defaultedLists`, a list item may hold more too: the API server defaults fields
+ * inside list items of built-in kinds (a Service port's `protocol`, a container's
+ * `terminationMessagePath`…), and those are not drift. Custom resources (Istio's CRDs declare no
+ * defaults) keep exact lists, so a key another manager adds inside an owned list item is drift.
+ */
+export function containsFields(have: unknown, want: unknown, defaultedLists = false): boolean {
   if (want === null || typeof want !== "object") return have === want;
-  if (Array.isArray(want)) return deepEqual(have, want);
+  if (Array.isArray(want)) {
+    if (!defaultedLists) return deepEqual(have, want);
+    return Array.isArray(have) && have.length === want.length && want.every((w, i) => containsFields(have[i], w, true));
+  }
   if (have === null || typeof have !== "object" || Array.isArray(have)) return false;
   const h = have as Record<string, unknown>;
-  return Object.entries(want as Record<string, unknown>).every(([k, v]) => v === undefined || containsFields(h[k], v));
+  return Object.entries(want as Record<string, unknown>).every(([k, v]) => v === undefined || containsFields(h[k], v, defaultedLists));
+}
+
+/** Kubernetes' own API groups: objects the API server defaults (unlike Istio's custom resources). */
+const BUILT_IN_GROUPS: ReadonlySet<string> = new Set(["", "apps", "batch", "autoscaling", "policy", "rbac.authorization.k8s.io", "networking.k8s.io", "coordination.k8s.io"]);
+
+export function isBuiltInKind(apiVersion: string): boolean {
+  return BUILT_IN_GROUPS.has(apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.lastIndexOf("/")) : "");
 }
 
 /** JSON pointer (RFC 6901) → path segments. */
@@ -125,9 +141,10 @@ export function inSync(live: KubeObject, want: KubeObject, ignored: readonly (re
   const w = without(want, ignored);
   if (!containsFields(l.metadata.labels ?? {}, w.metadata.labels ?? {})) return false;
   if (!containsFields(l.metadata.annotations ?? {}, w.metadata.annotations ?? {})) return false;
+  const defaulted = isBuiltInKind(want.apiVersion);
   for (const [k, v] of Object.entries(w)) {
     if (k === "metadata" || k === "status" || k === "apiVersion" || k === "kind") continue;
-    if (!containsFields(l[k], v)) return false;
+    if (!containsFields(l[k], v, defaulted)) return false;
   }
   return true;
 }

@@ -28,6 +28,7 @@ interface AgentFlags {
   readonly httpPort?: string;
   readonly logLevel?: string;
   readonly autoRestartPods?: boolean;
+  readonly manageIstioInstall?: boolean;
 }
 
 export function registerAgent(program: Command, io: CliIo): void {
@@ -47,6 +48,7 @@ export function registerAgent(program: Command, io: CliIo): void {
     .option("--prune-always-allowed <n>", `deletions always allowed whatever the share (env ${AGENT_ENV.pruneAlwaysAllowed}; default 2)`)
     .option("--http-port <n>", `HTTP port (env ${AGENT_ENV.httpPort}; default 9977)`)
     .option("--auto-restart-pods", `restart istiod and injected workloads after writing cacerts, for RootTrustPolicies with autoRestartPods (env ${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`)
+    .option("--manage-istio-install", `install Istio from IstioLifecycleManager / GatewayLifecycleManager (Sail operator resources, gateway Deployments, Services, Roles); off: such output is refused with an error (env ${AGENT_ENV.manageIstioInstall}; chart lifecycle.enabled, which grants the RBAC)`)
     .option("--log-level <level>", `debug | info | warn | error (env ${AGENT_ENV.logLevel}; chart logLevel; default info)`)
     .action(async (flags: AgentFlags) => {
       const env = process.env;
@@ -72,6 +74,7 @@ export function registerAgent(program: Command, io: CliIo): void {
           inventoryName: env[AGENT_ENV.inventoryName],
           logLevel: flags.logLevel ?? env[AGENT_ENV.logLevel],
           autoRestartPods: flags.autoRestartPods === true ? "true" : env[AGENT_ENV.autoRestartPods],
+          manageIstioInstall: flags.manageIstioInstall === true ? "true" : env[AGENT_ENV.manageIstioInstall],
         },
         { identity: hostname() },
       );

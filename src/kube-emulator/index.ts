@@ -16,7 +16,7 @@ import { KubeApiError } from "./status.js";
 import { createAuthorizer, type ForbiddenRequest, type RbacOptions } from "./rbac.js";
 import { ObjectStore, type StoreEvent } from "./store.js";
 
-export { BUILT_IN_KINDS, ISTIO_KINDS, type ResourceKind } from "./kinds.js";
+export { BUILT_IN_KINDS, ISTIO_KINDS, SAIL_KINDS, type ResourceKind } from "./kinds.js";
 export { SeedCode } from "./seed.js";
 export { KubeApiError, type KubeStatus } from "./status.js";
 export { parseLabelSelector, matchesLabels } from "./selectors.js";

@@ -54,6 +54,20 @@ export const BUILT_IN_KINDS: readonly ResourceKind[] = [
   { group: "apps", version: "v1", kind: "StatefulSet", plural: "statefulsets", namespaced: true, shortNames: ["sts"], builtIn: true },
   { group: "apps", version: "v1", kind: "DaemonSet", plural: "daemonsets", namespaced: true, shortNames: ["ds"], builtIn: true },
   { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true, builtIn: true },
+  { group: "rbac.authorization.k8s.io", version: "v1", kind: "Role", plural: "roles", namespaced: true, builtIn: true },
+  { group: "rbac.authorization.k8s.io", version: "v1", kind: "RoleBinding", plural: "rolebindings", namespaced: true, builtIn: true },
+  { group: "autoscaling", version: "v2", kind: "HorizontalPodAutoscaler", plural: "horizontalpodautoscalers", namespaced: true, shortNames: ["hpa"], builtIn: true },
+  { group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true, shortNames: ["pdb"], builtIn: true },
+];
+
+/**
+ * The Sail operator's cluster-scoped kinds (sailoperator.io/v1), as if its CRDs were installed. Not
+ * registered by default (most clusters have no Sail operator); pass them in `kinds`.
+ */
+export const SAIL_KINDS: readonly ResourceKind[] = [
+  { group: "sailoperator.io", version: "v1", kind: "Istio", plural: "istios", namespaced: false },
+  { group: "sailoperator.io", version: "v1", kind: "IstioRevisionTag", plural: "istiorevisiontags", namespaced: false },
+  { group: "sailoperator.io", version: "v1", kind: "IstioCNI", plural: "istiocnis", namespaced: false },
 ];
 
 const istio = (group: string, kind: string, plural: string, shortNames: readonly string[] = []): ResourceKind => ({

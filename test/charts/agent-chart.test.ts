@@ -14,6 +14,8 @@ import { createRelayServer, generateRelayPki, type OutputAckEvent, type OutputNa
 import { AGENT_ENV, type KubeObject } from "../../src/agent/index.js";
 import { eventually, startKube } from "../helpers/kube.js";
 import { exampleObjects } from "../agent/helpers.js";
+import { loadCase, runCase } from "../translate/golden.js";
+import { SAIL_KINDS } from "../../src/kube-emulator/index.js";
 import { buildRenderer, render, renderOk } from "./helm-render.js";
 import { envOf, expectGolden, expectHardened, find, grant, grantsOf, podSpec, validateAll, type Grant } from "./checks.js";
 
@@ -108,6 +110,20 @@ describe("gitmesh-agent chart", () => {
     expect([...grants].filter((g) => g.includes("/secrets ") && (g.startsWith("cluster") || g.endsWith(" *")) && !g.includes(" create "))).toEqual([]);
   });
 
+  it("lifecycle.enabled adds the installation rights, writing only in the gateway namespaces", async () => {
+    const { manifests } = await renderOk(CHART, [...BASE, "--set", "lifecycle.enabled=true", "--set", "lifecycle.gatewayNamespaces={istio-ingress}"]);
+    const grants = [...grantsOf(manifests, { name: "gitmesh-agent", namespace: "gitmesh" })];
+    const base = grantsOf((await renderOk(CHART, BASE)).manifests, { name: "gitmesh-agent", namespace: "gitmesh" });
+    const added = grants.filter((g) => !base.has(g));
+    const writes = added.filter((g) => / (create|delete|patch|update) /.test(g));
+    // Cluster-wide writes: the Sail operator's cluster-scoped control planes only.
+    expect(writes.filter((g) => g.startsWith("cluster ")).map((g) => g.split(" ")[1]).sort()).toEqual([...new Set(["sailoperator.io/istiocnis", "sailoperator.io/istiorevisiontags", "sailoperator.io/istios"])].flatMap((r) => [r, r, r]).sort());
+    // Namespaced writes and Secret reads: in the gateway namespace only.
+    expect(new Set(writes.filter((g) => !g.startsWith("cluster ")).map((g) => g.split(" ")[0]))).toEqual(new Set(["ns:istio-ingress"]));
+    expect(added.filter((g) => g.includes("/secrets ")).sort()).toEqual(["ns:istio-ingress /secrets get *", "ns:istio-ingress /secrets list *", "ns:istio-ingress /secrets watch *"]);
+    expect(envOf(podSpec(find(manifests, "Deployment", "gitmesh-agent")).containers[0]!)).toMatchObject({ GITMESH_MANAGE_ISTIO_INSTALL: "true" });
+  });
+
   it("follows representative values: replicas, selectors, secret names, Istio namespace, no cacerts (golden)", async () => {
     const { text, manifests } = await renderOk(CHART, [
       "--name", "agent", "--namespace", "mesh-agent", ...REQUIRED,
@@ -187,7 +203,10 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
   const enc = new TextEncoder();
   const resources = (objs: readonly KubeObject[]) => new Map(objs.map((o) => [`${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`, enc.encode(JSON.stringify(o))]));
 
-  async function cycle(args: readonly string[], v: { release: string; ns: string; istioNs: string; secrets: { root: string; token: string; client: string }; lease: string; inventory: string }) {
+  async function cycle(
+    args: readonly string[],
+    v: { release: string; ns: string; istioNs: string; secrets: { root: string; token: string; client: string }; lease: string; inventory: string; lifecycle?: "enabled" | "refused" },
+  ) {
     const pki = generateRelayPki({ additionalSans: ["127.0.0.1"] });
     const acks: OutputAckEvent[] = [];
     const nacks: OutputNackEvent[] = [];
@@ -197,8 +216,12 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
     const rbacObjects = manifests.map((m) => m.object).filter((o) => ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"].includes(o.kind));
     const sa = find(manifests, "ServiceAccount", v.release === "gitmesh-agent" ? "gitmesh-agent" : `${v.release}-gitmesh-agent`).metadata as { name: string };
     const kube = await startKube({
+      ...(v.lifecycle ? { kinds: SAIL_KINDS } : {}),
       seed: [
-        ...(await exampleObjects("cluster1")),
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: "istio-gateways" } },
+        // The example cluster runs a Helm-installed ingress gateway in istio-gateways; a lifecycle run
+        // installs its own there instead (an existing object would be refused, never taken over).
+        ...(await exampleObjects("cluster1")).filter((o) => !v.lifecycle || (o as { metadata: { namespace?: string } }).metadata.namespace !== "istio-gateways"),
         { apiVersion: "v1", kind: "Namespace", metadata: { name: v.ns } },
         { apiVersion: "v1", kind: "Namespace", metadata: { name: v.istioNs } },
         { apiVersion: "v1", kind: "Namespace", metadata: { name: "bookinfo" } },
@@ -238,6 +261,32 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
       expect(kube.emulator.get("v1", "Secret", v.ns, v.secrets.client), why()).toBeDefined();
       expect(kube.emulator.get("v1", "ConfigMap", v.ns, v.inventory), why()).toBeDefined();
       expect((kube.emulator.get("coordination.k8s.io/v1", "Lease", v.ns, v.lease)?.spec as { holderIdentity?: string } | undefined)?.holderIdentity).toBe(`${sa.name}-abc12`);
+      if (v.lifecycle === "enabled") {
+        // The real translation of a canary installation (test/fixtures/translate/lifecycle), applied
+        // under the chart's RBAC: Sail control planes at cluster scope, gateways in their namespace.
+        const install = lifecycleOutput();
+        await publish(3, [agentVs("reviews", "v2"), agentDr("reviews"), ...install]);
+        expect(kube.emulator.get("sailoperator.io/v1", "Istio", undefined, "1-28"), why()).toBeDefined();
+        expect(kube.emulator.get("sailoperator.io/v1", "IstioRevisionTag", undefined, "default")?.spec).toEqual({ targetRef: { kind: "Istio", name: "1-28" } });
+        expect(kube.emulator.list("apps/v1", "Deployment", "istio-gateways").map((d) => (d.metadata as { name: string }).name).sort()).toEqual(["istio-egressgateway-1-28", "istio-ingressgateway-1-28", "istio-ingressgateway-1-29"]);
+        expect(kube.emulator.get("rbac.authorization.k8s.io/v1", "Role", "istio-gateways", "istio-ingressgateway-1-29")).toBeDefined();
+        // The canary is finished: revision 1-29's gateway goes, and only it.
+        const kept = install.filter((o) => !o.metadata.name.endsWith("-1-29") || o.kind === "Istio");
+        await publish(4, [agentVs("reviews", "v2"), agentDr("reviews"), ...kept]);
+        expect(kube.emulator.get("apps/v1", "Deployment", "istio-gateways", "istio-ingressgateway-1-29")).toBeUndefined();
+        expect(kube.emulator.get("v1", "ServiceAccount", "istio-gateways", "istio-ingressgateway-1-29")).toBeUndefined();
+        expect(kube.emulator.get("apps/v1", "Deployment", "istio-gateways", "istio-ingressgateway-1-28")).toBeDefined();
+        expect(kube.emulator.get("sailoperator.io/v1", "Istio", undefined, "1-29")).toBeDefined();
+      }
+      if (v.lifecycle === "refused") {
+        // An agent installed for configuration only refuses installation objects (it has no right to
+        // write them either), while the rest of the output applies.
+        server.publishOutput("cluster1", { version: 3, sourceCommit: "c3", complete: true, resources: resources([agentVs("reviews", "v3"), agentDr("reviews"), ...lifecycleOutput()]) });
+        const nack = await eventually("v3 NACKed", () => nacks.find((n) => n.version === 3), 30_000);
+        expect(JSON.stringify(nack)).toContain("lifecycle.enabled=true");
+        expect(JSON.stringify(kube.emulator.get("networking.istio.io/v1", "VirtualService", "bookinfo", "reviews")?.spec)).toContain("v3");
+        expect(kube.emulator.list("apps/v1", "Deployment", "istio-gateways")).toEqual([]);
+      }
       const code = new Promise<number | null>((resolve) => child.once("exit", (n) => resolve(n)));
       child.kill("SIGTERM");
       expect(await code, why()).toBe(0);
@@ -257,6 +306,14 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
     await cycle([], { release: "gitmesh-agent", ns: "gitmesh", istioNs: "istio-system", secrets: DEFAULT_SECRETS, lease: "gitmesh-agent", inventory: "gitmesh-agent-inventory" });
   }, 120_000);
 
+  it("lifecycle.enabled: the agent installs Istio (Sail resources, gateways) and prunes a finished canary; no request is forbidden", async () => {
+    await cycle(["--set", "lifecycle.enabled=true"], { release: "gitmesh-agent", ns: "gitmesh", istioNs: "istio-system", secrets: DEFAULT_SECRETS, lease: "gitmesh-agent", inventory: "gitmesh-agent-inventory", lifecycle: "enabled" });
+  }, 120_000);
+
+  it("lifecycle off (default): installation objects are refused with the value to set, the rest applies; no request is forbidden", async () => {
+    await cycle([], { release: "gitmesh-agent", ns: "gitmesh", istioNs: "istio-system", secrets: DEFAULT_SECRETS, lease: "gitmesh-agent", inventory: "gitmesh-agent-inventory", lifecycle: "refused" });
+  }, 120_000);
+
   it("non-default namespace, secret names, Lease, inventory, Istio namespace, selectors, log level, no cacerts: no request is forbidden", async () => {
     await cycle(
       [
@@ -272,6 +329,12 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
     );
   }, 120_000);
 });
+
+/** The Istio installation the lifecycle golden case renders for cluster1, as the relay carries it. */
+function lifecycleOutput(): KubeObject[] {
+  const { result } = runCase(loadCase("lifecycle"));
+  return (result.clusters.get("cluster1")?.resources ?? []).map((r) => JSON.parse(JSON.stringify(r)) as KubeObject);
+}
 
 function agentVs(name: string, subset = "v1"): KubeObject {
   return { apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name, namespace: "bookinfo", labels: { "gitmesh.io/managed": "true", "gitmesh.io/cluster": "cluster1" } }, spec: { hosts: [name], http: [{ route: [{ destination: { host: name, subset } }] }] } };
