@@ -4,7 +4,8 @@
 // and that a change to a manager re-renders it incrementally.
 import { describe, expect, it } from "vitest";
 import { loadDesiredState, updateDesiredState } from "../../src/config/index.js";
-import { affectedWorkspaces, retranslate, translateAll, type IstioResource } from "../../src/translate/index.js";
+import { renderedPath as auditPath } from "../../src/git-sync/index.js";
+import { affectedWorkspaces, renderedPath, retranslate, translateAll, type IstioResource } from "../../src/translate/index.js";
 import { loadCase, runCase } from "./golden.js";
 
 type Obj = IstioResource & Record<string, unknown>;
@@ -60,6 +61,9 @@ describe("lifecycle managers", () => {
     ]);
     const tag = objects.find((o) => o.kind === "IstioRevisionTag");
     expect(spec(tag!).targetRef).toEqual({ kind: "Istio", name: "1-28" });
+    // Cluster-scoped objects go to clusters/<c>/_cluster/ in `gitmesh render --out` and the audit branch alike.
+    expect(renderedPath("cluster1", istios[0]!)).toBe("clusters/cluster1/_cluster/istio/1-28.yaml");
+    for (const o of objects) expect(renderedPath("cluster1", o)).toBe(auditPath("cluster1", o));
     // The broken installation (tag `latest`) renders nothing and is an error on its tag.
     expect(istios.some((o) => o.metadata.name === "broken")).toBe(false);
   });
