@@ -21,6 +21,7 @@ export const ConfigCode = {
   UNKNOWN_GLOO_KIND: "UNKNOWN_GLOO_KIND",
   UNTRANSLATED_GLOO_KIND: "UNTRANSLATED_GLOO_KIND",
   IGNORED_KIND: "IGNORED_KIND",
+  DEPRECATED_API_VERSION: "DEPRECATED_API_VERSION",
   MISSING_NAME: "MISSING_NAME",
   MISSING_NAMESPACE: "MISSING_NAMESPACE",
   INVALID_METADATA: "INVALID_METADATA",
@@ -68,7 +69,12 @@ export const CONFIG_CODES: Readonly<Record<ConfigCode, CodeInfo>> = {
   UNTRANSLATED_GLOO_KIND: {
     severity: Severity.Error,
     description:
-      "A real Gloo kind that gitmesh does not translate (e.g. ExtAuthPolicy, RateLimitPolicy, IstioLifecycleManager): its policy would not be enforced, so the commit is rejected. If another tool applies it, list the kind under `ignoreKinds` in gitmesh.yaml.",
+      "A real Gloo kind that gitmesh does not translate (e.g. ExtAuthPolicy, RateLimitPolicy, JWTPolicy): its policy would not be enforced, so the commit is rejected. If another tool applies it, list the kind under `ignoreKinds` in gitmesh.yaml.",
+  },
+  DEPRECATED_API_VERSION: {
+    severity: Severity.Warning,
+    description:
+      "An apiVersion Gloo used before the kind settled in its current group (e.g. `security.gloo.solo.io/v2` AccessPolicy): the object is read as the current apiVersion. Update the apiVersion.",
   },
   IGNORED_KIND: {
     severity: Severity.Info,

@@ -3,7 +3,7 @@
  * validate one object. A seam, so the loader's own logic does not depend on how the model compiles
  * its validators.
  */
-import { kindInfo, SUPPORTED_KINDS, validateResource } from "../model/index.js";
+import { currentApiVersion, kindInfo, SUPPORTED_KINDS, validateResource } from "../model/index.js";
 
 export interface KindRegistryIssue {
   /** JSON pointer inside the object, e.g. `/spec/http/0/forwardTo`. */
@@ -15,6 +15,8 @@ export interface KindRegistry {
   /** `undefined` when gitmesh does not support this apiVersion/kind. */
   kindInfo(apiVersion: string, kind: string): { readonly adminScoped: boolean } | undefined;
   validate(obj: unknown): readonly KindRegistryIssue[];
+  /** The current apiVersion when `apiVersion` is a deprecated name of this kind's group, else undefined. */
+  currentApiVersion?(apiVersion: string, kind: string): string | undefined;
   /** `apiVersion/Kind` strings, for messages. */
   readonly supportedKinds: readonly string[];
 }
@@ -23,5 +25,6 @@ export interface KindRegistry {
 export const modelKindRegistry: KindRegistry = Object.freeze({
   kindInfo: (apiVersion: string, kind: string) => kindInfo(apiVersion, kind),
   validate: (obj: unknown) => validateResource(obj),
+  currentApiVersion: (apiVersion: string, kind: string) => currentApiVersion(apiVersion, kind),
   supportedKinds: Object.freeze(SUPPORTED_KINDS.map((k) => `${k.kind} (${k.apiVersion})`)),
 });

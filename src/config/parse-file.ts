@@ -159,6 +159,11 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
     ok = false;
   }
   if (!ok || typeof apiVersion !== "string" || typeof kind !== "string") return undefined;
+  const current = registry.currentApiVersion?.(apiVersion, kind);
+  if (current !== undefined) {
+    out.push(diag(ConfigCode.DEPRECATED_API_VERSION, file, at("/apiVersion"), `${kind}: \`${apiVersion}\` is a deprecated apiVersion of this kind and is read as \`${current}\`; update the apiVersion`, "/apiVersion"));
+    return documentToObject(file, { ...doc, value: { ...value, apiVersion: current } }, registry, out);
+  }
   const rawMeta = value.metadata;
   const metaRecord = isRecord(rawMeta) ? rawMeta : {};
   const name = typeof metaRecord.name === "string" ? metaRecord.name : undefined;

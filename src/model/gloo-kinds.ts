@@ -49,7 +49,6 @@ export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([
   ...entries("resilience.policy.gloo.solo.io/v2", "gloo-data-plane", ["AdaptiveRequestConcurrencyPolicy", "GraphQLPersistedQueryCachePolicy"]),
   ...entries("security.policy.gloo.solo.io/v2", "not-yet", ["JWTPolicy", "ExtAuthPolicy", "CSRFPolicy", "ClientTLSPolicy"]),
   ...entries("security.policy.gloo.solo.io/v2", "gloo-data-plane", ["WAFPolicy", "DLPPolicy", "GraphQLAllowedQueryPolicy"]),
-  ...entries("security.gloo.solo.io/v2", "not-yet", ["AccessPolicy"]),
   ...entries("trafficcontrol.policy.gloo.solo.io/v2", "not-yet", ["RateLimitPolicy", "RateLimitClientConfig", "ProxyProtocolPolicy", "HTTPBufferPolicy"]),
   ...entries("trafficcontrol.policy.gloo.solo.io/v2", "gloo-data-plane", ["TransformationPolicy"]),
 ]);
@@ -69,4 +68,15 @@ export function untranslatedGlooKind(apiVersion: string, kind: string): GlooKind
 export function isGlooApiVersion(apiVersion: string): boolean {
   const group = apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.indexOf("/")) : apiVersion;
   return glooGroups.has(group) || /(^|\.)solo\.io$/.test(group);
+}
+
+/**
+ * apiVersions Gloo used before a kind settled in its group, read as the current one (the loader warns
+ * with DEPRECATED_API_VERSION): `security.gloo.solo.io/v2` AccessPolicy (Gloo Mesh 2.0 previews).
+ */
+const API_VERSION_ALIASES: ReadonlyMap<string, string> = new Map([["security.gloo.solo.io/v2|AccessPolicy", "security.policy.gloo.solo.io/v2"]]);
+
+/** The current apiVersion of a deprecated one for this kind, or undefined. */
+export function currentApiVersion(apiVersion: string, kind: string): string | undefined {
+  return API_VERSION_ALIASES.get(`${apiVersion}|${kind}`);
 }

@@ -274,6 +274,18 @@ describe("kinds and metadata", () => {
     expect(where(back.diagnostics)).toEqual(["ext.yaml:2:1 IGNORED_KIND", "waf.yaml:2:1 UNTRANSLATED_GLOO_KIND"]);
   });
 
+  it("a deprecated apiVersion of a kind (security.gloo.solo.io/v2 AccessPolicy) is read as the current one, with a warning at its line", () => {
+    const ap = "# Gloo Mesh 2.0 preview group\napiVersion: security.gloo.solo.io/v2\nkind: AccessPolicy\nmetadata: {name: frontend, namespace: web}\nspec:\n  config:\n    authn: {tlsMode: STRICT}\n";
+    const { state, diagnostics } = load(withFile("ap.yaml", ap));
+    expect(where(diagnostics)).toEqual(["ap.yaml:2:1 DEPRECATED_API_VERSION"]);
+    expect(diagnostics[0]!.message).toContain("read as `security.policy.gloo.solo.io/v2`");
+    const obj = getObject(state, "AccessPolicy//web/frontend");
+    expect(obj?.apiVersion).toBe("security.policy.gloo.solo.io/v2");
+    // The schema of the current kind judges it: an old shape is an error like any other.
+    const old = ap.replace("authn: {tlsMode: STRICT}", "allowedClients: {serviceAccountSelector: [{namespace: web}]}");
+    expect(where(load(withFile("ap.yaml", old)).diagnostics)).toEqual(["ap.yaml:2:1 DEPRECATED_API_VERSION", "ap.yaml:7:5 SCHEMA_VIOLATION"]);
+  });
+
   it("ignoreKinds with the wrong apiVersion does not ignore the kind", () => {
     const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ExtAuthPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
     const settings = file("gitmesh.yaml", "ignoreKinds: [security.policy.gloo.solo.io/v1/ExtAuthPolicy]\n");
