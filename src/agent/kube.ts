@@ -48,6 +48,7 @@ export const ISTIO_KINDS: readonly KindRef[] = [
   net("DestinationRule", "destinationrules"),
   net("Sidecar", "sidecars"),
   sec("PeerAuthentication", "peerauthentications"),
+  sec("RequestAuthentication", "requestauthentications"),
   sec("AuthorizationPolicy", "authorizationpolicies"),
   net("VirtualService", "virtualservices"),
 ];

@@ -89,6 +89,7 @@ export const ISTIO_KINDS: readonly ResourceKind[] = [
   istio("networking.istio.io", "WorkloadEntry", "workloadentries", ["we"]),
   istio("security.istio.io", "AuthorizationPolicy", "authorizationpolicies", ["ap"]),
   istio("security.istio.io", "PeerAuthentication", "peerauthentications", ["pa"]),
+  istio("security.istio.io", "RequestAuthentication", "requestauthentications", ["ra"]),
 ];
 
 /** A mutable registry of kinds, looked up by URL parts or by apiVersion/kind. */

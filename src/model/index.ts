@@ -10,6 +10,7 @@ import type { GatewayLifecycleManager } from "./generated/gateway-lifecycle-mana
 import type { IstioLifecycleManager } from "./generated/istio-lifecycle-manager.gen.js";
 import type { FailoverPolicy } from "./generated/failover-policy.gen.js";
 import type { FaultInjectionPolicy } from "./generated/fault-injection-policy.gen.js";
+import type { JWTPolicy } from "./generated/jwt-policy.gen.js";
 import type { HeaderManipulationPolicy } from "./generated/header-manipulation-policy.gen.js";
 import type { KubernetesCluster } from "./generated/kubernetes-cluster.gen.js";
 import type { LoadBalancerPolicy } from "./generated/load-balancer-policy.gen.js";
@@ -46,6 +47,7 @@ export type * from "./generated/outlier-detection-policy.gen.js";
 export type * from "./generated/connection-policy.gen.js";
 export type * from "./generated/access-policy.gen.js";
 export type * from "./generated/cors-policy.gen.js";
+export type * from "./generated/jwt-policy.gen.js";
 export type * from "./generated/header-manipulation-policy.gen.js";
 export type * from "./generated/mirror-policy.gen.js";
 export type * from "./generated/load-balancer-policy.gen.js";
@@ -69,6 +71,7 @@ export interface ResourcesByKind {
   ConnectionPolicy: ConnectionPolicy;
   AccessPolicy: AccessPolicy;
   CORSPolicy: CORSPolicy;
+  JWTPolicy: JWTPolicy;
   HeaderManipulationPolicy: HeaderManipulationPolicy;
   MirrorPolicy: MirrorPolicy;
   LoadBalancerPolicy: LoadBalancerPolicy;

@@ -52,6 +52,7 @@ export const SUPPORTED_KINDS: readonly KindInfo[] = Object.freeze([
   define(RESILIENCE, "ConnectionPolicy"),
   define(SECURITY, "AccessPolicy"),
   define(SECURITY, "CORSPolicy"),
+  define(SECURITY, "JWTPolicy"),
   define(TRAFFIC, "HeaderManipulationPolicy"),
   define(TRAFFIC, "MirrorPolicy"),
   define(TRAFFIC, "LoadBalancerPolicy"),

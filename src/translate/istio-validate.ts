@@ -4,7 +4,7 @@
  * gitmesh bug or an input value Istio would reject; either way it is reported, never shipped silently.
  */
 import { DestinationRule, Gateway, ServiceEntry, Sidecar, VirtualService, WorkloadEntry } from "@kubernetes-models/istio/networking.istio.io/v1";
-import { AuthorizationPolicy, PeerAuthentication } from "@kubernetes-models/istio/security.istio.io/v1";
+import { AuthorizationPolicy, PeerAuthentication, RequestAuthentication } from "@kubernetes-models/istio/security.istio.io/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
@@ -29,6 +29,7 @@ const MODELS: Readonly<Record<string, ModelCtor>> = {
   "networking.istio.io/v1/WorkloadEntry": WorkloadEntry,
   "security.istio.io/v1/AuthorizationPolicy": AuthorizationPolicy,
   "security.istio.io/v1/PeerAuthentication": PeerAuthentication,
+  "security.istio.io/v1/RequestAuthentication": RequestAuthentication,
   // Kubernetes kinds of a gateway installation (lifecycle.ts), validated with Kubernetes' own schemas.
   "apps/v1/Deployment": Deployment,
   "v1/Service": Service,

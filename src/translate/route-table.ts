@@ -16,13 +16,14 @@
  *   layer (src/queue) keeps the objects it last published for that table in that cluster.
  */
 import { Severity, type Diagnostic } from "../core/index.js";
-import { reportUnsupported, type WorkspaceContext } from "./context.js";
+import { reportUnsupported, workspaceContext, type WorkspaceContext } from "./context.js";
 import { flattenRoutes, type FlatRoute } from "./delegation.js";
 import type { DiscoveredService, InputObject } from "./input.js";
+import { jwtSelectsRoutes, renderJwt, routeOperations, type Operation } from "./jwt-policy.js";
 import { LABEL_MANAGED, outputLabels, outputMetadata } from "./labels.js";
 import { serviceHost, stableName, subsetName } from "./names.js";
 import { createMatches } from "./route-matchers.js";
-import { applyRoutePolicies, routePolicyDiagnostics, winningPolicies, type DestinationResolver } from "./route-policies.js";
+import { applyRoutePolicies, olderPolicyFirst, policySelects, routePolicyDiagnostics, winningPolicies, type DestinationResolver } from "./route-policies.js";
 import { asArray, asLabels, asNumber, asRecord, asString, type Labels } from "./selectors.js";
 import { TranslateCode, type Emitted, type FrozenTable, type TranslatorOutput } from "./types.js";
 import { gatewayBindings } from "./virtual-gateway.js";
@@ -44,6 +45,8 @@ interface Target {
   readonly gateways: readonly string[];
   readonly sourceLabels: readonly Labels[];
   readonly exportTo: readonly string[];
+  /** North-south: the gateway pods that receive the requests (where a JWTPolicy is enforced). */
+  readonly enforce?: { readonly namespace: string; readonly labels: Labels };
 }
 
 export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
@@ -88,7 +91,7 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
         continue;
       }
       for (const b of bindings) {
-        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."] };
+        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."], enforce: { namespace: b.namespace, labels: b.podLabels } };
         const r = renderVirtualService(ctx, rt, flat(rt).routes, target);
         resources.push(...r.resources);
         diagnostics.push(...r.diagnostics);
@@ -153,6 +156,8 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   const http: Record<string, unknown>[] = [];
   let failed = false;
   const scoped: Target = { ...target, subsetNames: new Map() };
+  const hosts = asArray(spec.hosts).filter((h): h is string => typeof h === "string");
+  const jwt = new Map<InputObject, Operation[]>();
   for (const fr of routes) {
     const r = convertHttpRoute(ctx, rt, fr, scoped);
     diagnostics.push(...r.diagnostics);
@@ -162,6 +167,15 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     diagnostics.push(...applyRoutePolicies(r.route, winningPolicies(ctx, fr), resolver, (p, code, path, msg) => ctx.diag(p, code, Severity.Warning, path, msg)));
     http.push(r.route);
     resources.push(...r.subsets);
+    const policy = jwtPolicyOf(ctx, fr);
+    if (policy === undefined || r.failed) continue;
+    if (target.enforce === undefined) {
+      diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Error, "/spec/applyToRoutes", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name} is an east-west route; a JWTPolicy on east-west routes is not translated: select the destination with applyToDestinations instead`));
+      continue;
+    }
+    const { operations, widened } = routeOperations(hosts, r.route);
+    for (const w of widened) diagnostics.push(ctx.diag(rt, TranslateCode.InvalidField, Severity.Warning, fr.path, `JWTPolicy ${policy.metadata.namespace ?? ""}/${policy.metadata.name} on route "${fr.name}": an authorization rule cannot express ${w}`));
+    jwt.set(policy, [...(jwt.get(policy) ?? []), ...operations]);
   }
   if (failed && asString(spec.failureMode) === "FREEZE_CONFIG") {
     const causes = diagnostics.filter((d) => d.code !== TranslateCode.RouteReplacement);
@@ -170,6 +184,9 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   }
   if (http.length === 0) return { resources: [], diagnostics };
   const ws = ctx.workspace.name;
+  for (const [policy, operations] of jwt) {
+    resources.push(...renderJwt(ctx, policy, { cluster: target.cluster, namespace: target.enforce!.namespace, labels: target.enforce!.labels, operations, scope: [rt.metadata.name, rt.metadata.namespace ?? ""] }));
+  }
   const annotations = { ...(asLabels(spec.virtualServiceAnnotations) ?? {}), "cluster.solo.io/cluster": target.cluster };
   resources.push({
     cluster: target.cluster,
@@ -180,12 +197,19 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
       spec: {
         exportTo: target.exportTo,
         gateways: target.gateways,
-        hosts: asArray(spec.hosts).filter((h): h is string => typeof h === "string"),
+        hosts,
         http,
       },
     },
   });
   return { resources, diagnostics };
+}
+
+/** The JWTPolicy of a route: the oldest of the table owner's policies that select it. */
+function jwtPolicyOf(ctx: WorkspaceContext, fr: FlatRoute): InputObject | undefined {
+  const owner = workspaceContext(ctx.index, ctx.ownerOf(fr.table));
+  if (owner === undefined) return undefined;
+  return owner.own("JWTPolicy").filter((p) => jwtSelectsRoutes(p) && policySelects(owner, p, fr)).sort(olderPolicyFirst)[0];
 }
 
 /** What identifies a frozen table's objects in one cluster's output: the labels they all carry (but `managed`). */

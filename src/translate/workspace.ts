@@ -19,6 +19,7 @@ import { toDesiredInput, type Desired, type DiscoveryMap } from "./input.js";
 import { validateOutputs } from "./istio-validate.js";
 import { ANNOTATION_SOURCE_FILE } from "./labels.js";
 import { DESTINATION_TRANSLATORS } from "./destination-translators.js";
+import { translateJwtPolicies } from "./jwt-policy.js";
 import { translateLifecycle } from "./lifecycle.js";
 import { translateRouteTables } from "./route-table.js";
 import { translateVirtualGateways } from "./virtual-gateway.js";
@@ -44,6 +45,7 @@ export const KIND_TRANSLATORS: readonly KindTranslator[] = [
   { name: "VirtualGateway", translate: translateVirtualGateways },
   { name: "RouteTable", translate: translateRouteTables },
   ...DESTINATION_TRANSLATORS,
+  { name: "JWTPolicy", translate: translateJwtPolicies },
   { name: "Lifecycle", translate: translateLifecycle },
 ];
 

@@ -4,6 +4,7 @@
  * if a schema change breaks one of these, `tsc` fails as well as the tests.
  */
 import type {
+  JWTPolicy,
   GatewayLifecycleManager,
   IstioLifecycleManager,
   AccessPolicy,
@@ -313,6 +314,28 @@ const gatewayLifecycleManager: GatewayLifecycleManager = {
   },
 };
 
+const jwtPolicy: JWTPolicy = {
+  apiVersion: "security.policy.gloo.solo.io/v2",
+  kind: "JWTPolicy",
+  metadata: { name: "require-jwt", namespace: "bookinfo-frontends" },
+  spec: {
+    applyToRoutes: [{ route: { labels: { oauth: "true" } } }],
+    config: {
+      phase: { preAuthz: {} },
+      providers: {
+        keycloak: {
+          issuer: "https://keycloak.example.com/realms/workshop",
+          audiences: ["bookinfo"],
+          remote: { url: "https://keycloak.example.com/realms/workshop/protocol/openid-connect/certs", timeout: "5s" },
+          tokenSource: { headers: [{ name: "Authorization", prefix: "Bearer " }] },
+          claimsToHeaders: [{ claim: "email", header: "x-email" }],
+        },
+      },
+      claims: [{ key: "group", values: ["admins"] }],
+    },
+  },
+};
+
 /** A valid document for every supported kind. */
 export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   Workspace: workspace,
@@ -332,6 +355,7 @@ export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   ConnectionPolicy: connectionPolicy,
   AccessPolicy: accessPolicy,
   CORSPolicy: corsPolicy,
+  JWTPolicy: jwtPolicy,
   HeaderManipulationPolicy: headerManipulationPolicy,
   MirrorPolicy: mirrorPolicy,
   LoadBalancerPolicy: loadBalancerPolicy,

@@ -33,12 +33,12 @@ describe("SUPPORTED_KINDS", () => {
     }
   });
 
-  it("the 20 kinds of the Gloo v2 groups gitmesh supports", () => {
+  it("the 21 kinds of the Gloo v2 groups gitmesh supports", () => {
     expect(SUPPORTED_KINDS.map((k) => k.kind)).toEqual([
       "Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager",
       "VirtualDestination", "RouteTable", "VirtualGateway", "ExternalService",
       "RetryTimeoutPolicy", "FaultInjectionPolicy", "FailoverPolicy", "OutlierDetectionPolicy", "ConnectionPolicy",
-      "AccessPolicy", "CORSPolicy",
+      "AccessPolicy", "CORSPolicy", "JWTPolicy",
       "HeaderManipulationPolicy", "MirrorPolicy", "LoadBalancerPolicy",
     ]);
     expect(SUPPORTED_KINDS.filter((k) => k.adminScoped).map((k) => k.kind)).toEqual(["Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager"]);

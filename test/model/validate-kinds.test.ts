@@ -52,6 +52,12 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
     { name: "label not a string map", edit: (d) => (d.spec.installations[0].istioOperatorSpec.components.ingressGateways[0].label = { istio: 1 }), expect: [["/spec/installations/0/istioOperatorSpec/components/ingressGateways/0/label/istio", "type"]] },
     { name: "port as string", edit: (d) => (d.spec.installations[0].istioOperatorSpec.components.ingressGateways[0].k8s.service.ports[0].port = "80"), expect: [["/spec/installations/0/istioOperatorSpec/components/ingressGateways/0/k8s/service/ports/0/port", "type"]] },
   ],
+  JWTPolicy: [
+    { name: "local and remote keys", edit: (d) => (d.spec.config.providers.keycloak.local = { inline: "x" }), expect: [["/spec/config/providers/keycloak", "oneOf"]], message: ["`local` and `remote`"] },
+    { name: "remote without url", edit: (d) => delete d.spec.config.providers.keycloak.remote.url, expect: [["/spec/config/providers/keycloak/remote", "required"]], message: ["`url`"] },
+    { name: "unknown validation policy", edit: (d) => (d.spec.config.validationPolicy = "OPTIONAL"), expect: [["/spec/config/validationPolicy", "enum"]] },
+    { name: "claim without key", edit: (d) => delete d.spec.config.claims[0].key, expect: [["/spec/config/claims/0", "required"]], message: ["`key`"] },
+  ],
   VirtualDestination: [
     { name: "port without number", edit: (d) => delete d.spec.ports[0].number, expect: [["/spec/ports/0", "required"]], message: ["`number`"] },
     { name: "empty ports", edit: (d) => (d.spec.ports = []), expect: [["/spec/ports", "minItems"]] },

@@ -3360,6 +3360,390 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
       }
     }
   },
+  "jwt-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/jwt-policy.schema.json",
+    "title": "JWTPolicy",
+    "description": "Require and verify JSON Web Tokens on routes or destinations; translated to RequestAuthentication + a DENY AuthorizationPolicy.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "security.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `security.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "JWTPolicy"
+        ],
+        "description": "Always `JWTPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/JWTPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "JWTPolicySpec": {
+        "type": "object",
+        "description": "JWTPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToRoutes": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RouteSelector",
+              "description": "A route selector."
+            },
+            "description": "Routes to apply the policy to. `[]`: every route of the workspace. Omitted: every route, unless applyToDestinations is set."
+          },
+          "applyToDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationSelector",
+              "description": "A destination selector."
+            },
+            "description": "Kubernetes Services whose workloads require the JWT. Omitted: none."
+          },
+          "config": {
+            "$ref": "#/$defs/JWTPolicyConfig",
+            "description": "The providers and requirements."
+          }
+        }
+      },
+      "JWTPolicyConfig": {
+        "type": "object",
+        "description": "JWT verification and requirements.",
+        "additionalProperties": false,
+        "properties": {
+          "providers": {
+            "type": "object",
+            "additionalProperties": {
+              "$ref": "#/$defs/JWTProvider"
+            },
+            "description": "Token issuers by a name of your choice (the name has no effect)."
+          },
+          "phase": {
+            "$ref": "#/$defs/JWTPrioritizedPhase",
+            "description": "When the filter runs relative to Gloo's external auth (Gloo data plane only)."
+          },
+          "allowMissingOrFailed": {
+            "type": "boolean",
+            "description": "Deprecated: validationPolicy ALLOW_MISSING_OR_FAILED."
+          },
+          "clearRouteCache": {
+            "type": "string",
+            "enum": [
+              "AUTO",
+              "FALSE",
+              "TRUE"
+            ],
+            "description": "Whether routes are re-matched after the filter (Gloo data plane only)."
+          },
+          "claims": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/JWTClaimMatcher",
+              "description": "A claim requirement."
+            },
+            "description": "Claims the token must carry (all of them)."
+          },
+          "requiredScopes": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Scopes the `scope` claim must contain (all of them)."
+          },
+          "validationPolicy": {
+            "type": "string",
+            "enum": [
+              "REQUIRE_VALID",
+              "ALLOW_MISSING",
+              "ALLOW_MISSING_OR_FAILED"
+            ],
+            "description": "REQUIRE_VALID (default): only requests with a valid token pass; ALLOW_MISSING: requests without a token pass, invalid ones fail."
+          }
+        }
+      },
+      "JWTPrioritizedPhase": {
+        "type": "object",
+        "description": "A filter phase with an optional priority.",
+        "additionalProperties": false,
+        "properties": {
+          "preAuthz": {
+            "type": "object",
+            "description": "Before authorization.",
+            "additionalProperties": false,
+            "properties": {
+              "priority": {
+                "type": "integer",
+                "description": "Priority."
+              }
+            }
+          },
+          "postAuthz": {
+            "type": "object",
+            "description": "After authorization.",
+            "additionalProperties": false,
+            "properties": {
+              "priority": {
+                "type": "integer",
+                "description": "Priority."
+              }
+            }
+          }
+        },
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "preAuthz",
+                "postAuthz"
+              ]
+            }
+          ]
+        }
+      },
+      "JWTClaimMatcher": {
+        "type": "object",
+        "description": "A claim requirement.",
+        "additionalProperties": false,
+        "properties": {
+          "key": {
+            "type": "string",
+            "description": "Claim name."
+          },
+          "values": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Allowed values (any of them; `*` wildcards at either end)."
+          },
+          "notValues": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Values that are denied."
+          },
+          "nestedClaimDelimiter": {
+            "type": "string",
+            "description": "Delimiter of nested claim names, e.g. `.`."
+          }
+        },
+        "required": [
+          "key"
+        ]
+      },
+      "JWTProvider": {
+        "type": "object",
+        "description": "One token issuer.",
+        "additionalProperties": false,
+        "properties": {
+          "issuer": {
+            "type": "string",
+            "description": "Expected `iss` claim."
+          },
+          "audiences": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Accepted `aud` values (any of them)."
+          },
+          "tokenSource": {
+            "$ref": "#/$defs/JWTTokenSource",
+            "description": "Where the token is read (default: `Authorization: Bearer`, then `access_token`)."
+          },
+          "local": {
+            "$ref": "#/$defs/JWTLocalJWKS",
+            "description": "Keys given in the configuration."
+          },
+          "remote": {
+            "$ref": "#/$defs/JWTRemoteJWKS",
+            "description": "Keys fetched from a JWKS server."
+          },
+          "claimsToHeaders": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/JWTClaimToHeader",
+              "description": "A claim to copy."
+            },
+            "description": "Claims copied to request headers."
+          },
+          "keepToken": {
+            "type": "boolean",
+            "description": "Forward the token upstream."
+          },
+          "clockSkewSeconds": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Allowed clock skew (Gloo data plane only)."
+          },
+          "outputPayloadToHeader": {
+            "type": "string",
+            "description": "Header that receives the base64 payload."
+          }
+        },
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "local",
+                "remote"
+              ]
+            }
+          ]
+        }
+      },
+      "JWTTokenSource": {
+        "type": "object",
+        "description": "Token locations.",
+        "additionalProperties": false,
+        "properties": {
+          "headers": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "description": "A header.",
+              "additionalProperties": false,
+              "properties": {
+                "name": {
+                  "type": "string",
+                  "description": "Header name."
+                },
+                "prefix": {
+                  "type": "string",
+                  "description": "Prefix before the token, e.g. `Bearer `."
+                }
+              },
+              "required": [
+                "name"
+              ]
+            },
+            "description": "Headers."
+          },
+          "queryParams": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Query parameters."
+          }
+        }
+      },
+      "JWTLocalJWKS": {
+        "type": "object",
+        "description": "Keys in the configuration.",
+        "additionalProperties": false,
+        "properties": {
+          "secretRef": {
+            "type": "object",
+            "description": "A Secret key holding a PEM public key.",
+            "additionalProperties": false,
+            "properties": {
+              "objectRef": {
+                "$ref": "common.schema.json#/$defs/ObjectReference",
+                "description": "The Secret."
+              },
+              "key": {
+                "type": "string",
+                "description": "Data key."
+              }
+            }
+          },
+          "inline": {
+            "type": "string",
+            "description": "A PEM public key or a JWKS document."
+          }
+        },
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "secretRef",
+                "inline"
+              ]
+            }
+          ]
+        }
+      },
+      "JWTRemoteJWKS": {
+        "type": "object",
+        "description": "A JWKS server.",
+        "additionalProperties": false,
+        "properties": {
+          "url": {
+            "type": "string",
+            "description": "JWKS URL."
+          },
+          "destinationRef": {
+            "$ref": "common.schema.json#/$defs/DestinationReference",
+            "description": "Where the JWKS server runs (Gloo data plane only: Istio fetches the URL)."
+          },
+          "cacheDuration": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Cache lifetime (Gloo data plane only)."
+          },
+          "timeout": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Fetch timeout."
+          },
+          "enableAsyncFetch": {
+            "type": "boolean",
+            "description": "Fetch before listeners start (Gloo data plane only)."
+          }
+        },
+        "required": [
+          "url"
+        ]
+      },
+      "JWTClaimToHeader": {
+        "type": "object",
+        "description": "A claim copied to a header.",
+        "additionalProperties": false,
+        "properties": {
+          "claim": {
+            "type": "string",
+            "description": "Claim name."
+          },
+          "header": {
+            "type": "string",
+            "description": "Header name."
+          },
+          "append": {
+            "type": "boolean",
+            "description": "Append to an existing header (Gloo data plane only)."
+          }
+        },
+        "required": [
+          "claim",
+          "header"
+        ]
+      }
+    }
+  },
   "kubernetes-cluster.schema.json": {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": "https://gitmesh.io/schemas/kubernetes-cluster.schema.json",

@@ -1,0 +1,268 @@
+/**
+ * JWTPolicy → per enforcement point (the workloads that receive the requests) a RequestAuthentication
+ * (one `jwtRules` entry per provider: issuer, audiences, JWKS URL or inline keys, token locations,
+ * claims to headers) and a DENY AuthorizationPolicy that turns Istio's "verify a token if there is
+ * one" into Gloo's requirements: no valid token (validationPolicy REQUIRE_VALID, the default), a
+ * required claim missing or with another value, a denied claim value, a missing scope.
+ *
+ * Enforcement points:
+ * - routes (`applyToRoutes`; omitted with no `applyToDestinations` = every route of the workspace):
+ *   on a VirtualGateway, the gateway's pods in the gateway namespace, the DENY rules limited to the
+ *   route's hosts, paths and methods (route-table.ts calls `routeOperations` and `renderJwt`);
+ *   east-west routes are reported (not translated: use applyToDestinations);
+ * - destinations (`applyToDestinations`): the pods of each selected Service, in every cluster.
+ *
+ * Where a route matcher cannot be expressed as an authorization operation (a regex path, header or
+ * query matchers), the requirement covers more than the route (the host, or the path without the
+ * header condition): it fails closed, and says so.
+ */
+import { createPublicKey } from "node:crypto";
+import { Severity, type Diagnostic } from "../core/index.js";
+import type { WorkspaceContext } from "./context.js";
+import { objectSelector, selectServices } from "./destination-common.js";
+import type { InputObject } from "./input.js";
+import { outputMetadata } from "./labels.js";
+import { stableName } from "./names.js";
+import { asArray, asRecord, asString, type Labels } from "./selectors.js";
+import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
+
+/** An AuthorizationPolicy operation (`to[].operation`). */
+export interface Operation {
+  readonly hosts?: readonly string[];
+  readonly paths?: readonly string[];
+  readonly methods?: readonly string[];
+}
+
+interface Issue {
+  readonly path: string;
+  readonly message: string;
+  readonly severity: Diagnostic["severity"];
+  readonly code: string;
+}
+
+interface Compiled {
+  /** undefined when the policy cannot be rendered (its errors say why). */
+  readonly jwtRules?: readonly Record<string, unknown>[];
+  readonly denyRules: readonly Record<string, unknown>[];
+  readonly issues: readonly Issue[];
+}
+
+const compiled = new WeakMap<InputObject, Compiled>();
+
+/** Whether the policy applies to routes (Gloo: `applyToRoutes` given, or neither selector given). */
+export function jwtSelectsRoutes(policy: InputObject): boolean {
+  const spec = asRecord(policy.spec);
+  return spec.applyToRoutes !== undefined || spec.applyToDestinations === undefined;
+}
+
+/** The policy's rules, computed once per object. */
+function compile(policy: InputObject): Compiled {
+  const hit = compiled.get(policy);
+  if (hit !== undefined) return hit;
+  const issues: Issue[] = [];
+  const warn = (path: string, message: string) => issues.push({ path, message, severity: Severity.Warning, code: TranslateCode.UnsupportedField });
+  const fail = (path: string, message: string) => issues.push({ path, message, severity: Severity.Error, code: TranslateCode.InvalidField });
+  const config = asRecord(asRecord(policy.spec).config);
+  const base = "/spec/config";
+  const validation = config.allowMissingOrFailed === true ? "ALLOW_MISSING_OR_FAILED" : (asString(config.validationPolicy) ?? "REQUIRE_VALID");
+  if (asRecord(config.phase).postAuthz !== undefined) warn(`${base}/phase`, "phase postAuthz orders the filter after Gloo's external auth; Istio verifies tokens before any authorization, as preAuthz");
+  if (config.clearRouteCache !== undefined && config.clearRouteCache !== "AUTO") warn(`${base}/clearRouteCache`, "clearRouteCache is a setting of Gloo's data plane; Istio re-matches routes after the JWT filter when it adds claim headers");
+  let ok = true;
+  if (validation === "ALLOW_MISSING_OR_FAILED") {
+    fail(config.allowMissingOrFailed === true ? `${base}/allowMissingOrFailed` : `${base}/validationPolicy`, "Istio rejects every request that carries an invalid token, so letting failed tokens through cannot be expressed; nothing is rendered for this policy (use ALLOW_MISSING, or leave the token to another authentication)");
+    ok = false;
+  }
+  const providers = Object.entries(asRecord(config.providers)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (providers.length === 0) {
+    fail(`${base}/providers`, "a JWTPolicy needs at least one provider; nothing is rendered for it");
+    ok = false;
+  }
+  const needScopes = asArray(config.requiredScopes).length > 0;
+  const jwtRules: Record<string, unknown>[] = [];
+  for (const [name, raw] of providers) {
+    const p = asRecord(raw);
+    const path = `${base}/providers/${name.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+    const issuer = asString(p.issuer);
+    if (issuer === undefined || issuer === "") {
+      fail(`${path}/issuer`, "Istio verifies a token against its issuer (`iss`): set issuer; nothing is rendered for this policy");
+      ok = false;
+      continue;
+    }
+    const rule: Record<string, unknown> = { issuer };
+    const audiences = asArray(p.audiences).filter((a): a is string => typeof a === "string" && a !== "");
+    if (audiences.length > 0) rule.audiences = audiences;
+    const remote = asRecord(p.remote);
+    const local = asRecord(p.local);
+    if (p.remote !== undefined) {
+      rule.jwksUri = asString(remote.url);
+      if (asString(remote.timeout) !== undefined) rule.timeout = remote.timeout;
+      for (const k of ["cacheDuration", "enableAsyncFetch"]) if (remote[k] !== undefined && remote[k] !== false) warn(`${path}/remote/${k}`, `remote.${k} is a setting of Gloo's data plane; Istio caches and fetches JWKS itself`);
+      if (remote.destinationRef !== undefined) warn(`${path}/remote/destinationRef`, "Istio fetches the JWKS from its URL (istiod, or the proxy with PILOT_JWT_ENABLE_REMOTE_JWKS); destinationRef is not used: the URL must resolve from there");
+    } else if (typeof local.inline === "string") {
+      const jwks = toJwks(local.inline);
+      if (typeof jwks === "string") rule.jwks = jwks;
+      else {
+        fail(`${path}/local/inline`, `${jwks.error}; nothing is rendered for this policy`);
+        ok = false;
+      }
+    } else if (p.local !== undefined) {
+      fail(`${path}/local/secretRef`, "Istio's RequestAuthentication takes keys inline or by URL, not from a Secret: put the public key in local.inline (or serve a JWKS); nothing is rendered for this policy");
+      ok = false;
+    } else {
+      fail(path, "a provider needs keys: set remote.url or local.inline; nothing is rendered for this policy");
+      ok = false;
+    }
+    const source = asRecord(p.tokenSource);
+    const headers = asArray(source.headers).map(asRecord).filter((h) => typeof h.name === "string");
+    if (headers.length > 0) rule.fromHeaders = headers.map((h) => ({ name: h.name, ...(typeof h.prefix === "string" && h.prefix !== "" ? { prefix: h.prefix } : {}) }));
+    const params = asArray(source.queryParams).filter((q): q is string => typeof q === "string" && q !== "");
+    if (params.length > 0) rule.fromParams = params;
+    const claims = asArray(p.claimsToHeaders).map(asRecord);
+    claims.forEach((c, i) => {
+      if (c.append === true) warn(`${path}/claimsToHeaders/${String(i)}/append`, "Istio sets the header (it does not append); append is not translated");
+    });
+    if (claims.length > 0) rule.outputClaimToHeaders = claims.map((c) => ({ header: c.header, claim: c.claim }));
+    if (p.keepToken === true) rule.forwardOriginalToken = true;
+    if (typeof p.outputPayloadToHeader === "string" && p.outputPayloadToHeader !== "") rule.outputPayloadToHeader = p.outputPayloadToHeader;
+    if (p.clockSkewSeconds !== undefined) warn(`${path}/clockSkewSeconds`, "Istio allows a fixed clock skew (60 s); clockSkewSeconds is not translated");
+    if (needScopes) rule.spaceDelimitedClaims = ["scope"];
+    jwtRules.push(rule);
+  }
+
+  const denyRules: Record<string, unknown>[] = [];
+  if (validation === "REQUIRE_VALID") denyRules.push({ from: [{ source: { notRequestPrincipals: ["*"] } }] });
+  asArray(config.claims).forEach((raw) => {
+    const c = asRecord(raw);
+    const key = claimKey(asString(c.key) ?? "", asString(c.nestedClaimDelimiter));
+    const values = asArray(c.values).filter((v): v is string => typeof v === "string");
+    const notValues = asArray(c.notValues).filter((v): v is string => typeof v === "string");
+    if (values.length > 0) denyRules.push({ when: [{ key, notValues: values }] });
+    if (notValues.length > 0) denyRules.push({ when: [{ key, values: notValues }] });
+  });
+  for (const scope of asArray(config.requiredScopes)) if (typeof scope === "string") denyRules.push({ when: [{ key: "request.auth.claims[scope]", notValues: [scope] }] });
+
+  const out: Compiled = ok ? { jwtRules, denyRules, issues } : { denyRules, issues };
+  compiled.set(policy, out);
+  return out;
+}
+
+/** `a.b` with delimiter `.` → `request.auth.claims[a][b]` (Istio's nested claim syntax). */
+function claimKey(key: string, delimiter: string | undefined): string {
+  const parts = delimiter ? key.split(delimiter) : [key];
+  return `request.auth.claims${parts.map((p) => `[${p}]`).join("")}`;
+}
+
+/** A JWKS document from Gloo's inline key (a PEM public key, or already a JWKS). Pure: no I/O. */
+function toJwks(inline: string): string | { error: string } {
+  const text = inline.trim();
+  if (text.startsWith("{")) {
+    try {
+      const doc = JSON.parse(text) as { keys?: unknown };
+      return Array.isArray(doc.keys) ? JSON.stringify(doc) : { error: "local.inline is JSON but not a JWKS (no `keys` list)" };
+    } catch {
+      return { error: "local.inline is neither a PEM public key nor valid JSON" };
+    }
+  }
+  try {
+    const jwk = createPublicKey(text).export({ format: "jwk" });
+    return JSON.stringify({ keys: [{ ...jwk, use: "sig" }] });
+  } catch {
+    return { error: "local.inline is not a PEM public key Node can read" };
+  }
+}
+
+/**
+ * The authorization operations that cover an Istio HTTP route's matches on `hosts`. A match that an
+ * operation cannot express is widened (never narrowed: the requirement fails closed) and named.
+ */
+export function routeOperations(hosts: readonly string[], istioRoute: Record<string, unknown>): { operations: Operation[]; widened: string[] } {
+  const hostList = hosts.includes("*") ? undefined : hosts.flatMap((h) => (h.startsWith("*") ? [h] : [h, `${h}:*`]));
+  const widened: string[] = [];
+  const matches = asArray(istioRoute.match).map(asRecord);
+  if (matches.length === 0) return { operations: [{ ...(hostList ? { hosts: hostList } : {}) }], widened };
+  const operations = matches.map((m): Operation => {
+    const uri = asRecord(m.uri);
+    let paths: string[] | undefined;
+    if (typeof uri.exact === "string") paths = [uri.exact];
+    else if (typeof uri.prefix === "string") paths = uri.prefix === "/" || uri.prefix === "" ? undefined : [`${uri.prefix}*`];
+    else if (uri.regex !== undefined) widened.push("a regex path (the requirement covers every path of the host)");
+    if (m.ignoreUriCase === true && paths !== undefined) {
+      widened.push("a case-insensitive path (the requirement covers every path of the host)");
+      paths = undefined;
+    }
+    const method = asRecord(m.method);
+    let methods: string[] | undefined;
+    if (typeof method.exact === "string") methods = [method.exact];
+    else if (m.method !== undefined) widened.push("a method pattern (the requirement covers every method)");
+    if (m.headers !== undefined || m.queryParams !== undefined || m.withoutHeaders !== undefined) widened.push("header or query matchers (the requirement covers the path without them)");
+    return { ...(hostList ? { hosts: hostList } : {}), ...(paths ? { paths } : {}), ...(methods ? { methods } : {}) };
+  });
+  return { operations, widened };
+}
+
+/** Where a policy is enforced: the pods of `labels` in `namespace` of `cluster`, for `operations` (undefined: every request). */
+export interface Enforcement {
+  readonly cluster: string;
+  readonly namespace: string;
+  readonly labels: Labels;
+  readonly operations?: readonly Operation[];
+  /** Name parts that tell this enforcement point apart (route table, or Service). */
+  readonly scope: readonly string[];
+}
+
+/** RequestAuthentication + DENY AuthorizationPolicy of one policy at one enforcement point; nothing when the policy cannot be rendered. */
+export function renderJwt(ctx: WorkspaceContext, policy: InputObject, e: Enforcement): Emitted[] {
+  const c = compile(policy);
+  if (c.jwtRules === undefined) return [];
+  const ws = ctx.workspace.name;
+  const name = stableName("jwt", policy.metadata.name, policy.metadata.namespace ?? "", ...e.scope, e.cluster, ws);
+  const meta = outputMetadata(name, e.namespace, e.cluster, ws, ctx.parentOf(policy));
+  const selector = { matchLabels: e.labels };
+  const to = e.operations?.map((operation) => ({ operation }));
+  const out: Emitted[] = [{ cluster: e.cluster, resource: { apiVersion: "security.istio.io/v1", kind: "RequestAuthentication", metadata: meta, spec: { selector, jwtRules: c.jwtRules } } }];
+  if (c.denyRules.length > 0) {
+    out.push({
+      cluster: e.cluster,
+      resource: { apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata: meta, spec: { selector, action: "DENY", rules: c.denyRules.map((r) => (to ? { ...r, to } : r)) } },
+    });
+  }
+  return out;
+}
+
+/**
+ * The JWTPolicy translator of a workspace: each policy's own diagnostics (once, here), SELECTS_NOTHING,
+ * and the destination enforcement points (`applyToDestinations`). Route enforcement points are
+ * rendered with the routes (route-table.ts).
+ */
+export function translateJwtPolicies(ctx: WorkspaceContext): TranslatorOutput {
+  const resources: Emitted[] = [];
+  const diagnostics: Diagnostic[] = [];
+  for (const policy of ctx.own("JWTPolicy")) {
+    const c = compile(policy);
+    for (const i of c.issues) diagnostics.push(ctx.diag(policy, i.code, i.severity, i.path, i.message));
+    const spec = asRecord(policy.spec);
+    asArray(spec.applyToRoutes).forEach((r, i) => {
+      if (asRecord(r).route === undefined) diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Warning, `/spec/applyToRoutes/${String(i)}`, "only `route` selectors are translated (withDestinations is not)"));
+    });
+    if (spec.applyToDestinations === undefined) continue;
+    let selected = 0;
+    asArray(spec.applyToDestinations).forEach((raw, i) => {
+      const d = asRecord(raw);
+      const kind = asString(d.kind) ?? "SERVICE";
+      if (kind !== "SERVICE") {
+        diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Error, `/spec/applyToDestinations/${String(i)}/kind`, `a JWTPolicy applies to Kubernetes Services (${kind} is not supported, as in Gloo); nothing is rendered for this selector`));
+        return;
+      }
+      // Enforced where the requests arrive: the pods of the workspace's own Services.
+      for (const ref of selectServices(ctx, objectSelector(d.selector))) {
+        const svc = ref.service;
+        const labels = svc.selector ?? {};
+        if (ref.owner !== ctx.workspace.name || Object.keys(labels).length === 0) continue;
+        selected++;
+        resources.push(...renderJwt(ctx, policy, { cluster: ref.cluster, namespace: svc.namespace, labels, scope: [svc.name, svc.namespace] }));
+      }
+    });
+    if (selected === 0) diagnostics.push(ctx.diag(policy, TranslateCode.SelectsNothing, Severity.Warning, "/spec/applyToDestinations", "applyToDestinations selects no Service of this workspace with a pod selector; nothing is enforced for it"));
+  }
+  return { resources, diagnostics };
+}
