@@ -41,7 +41,7 @@ export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([
   ]),
   ...entries("infrastructure.gloo.solo.io/v2", "gloo-data-plane", ["CloudProvider", "CloudResources"]),
   ...entries("networking.gloo.solo.io/v2", "gloo-data-plane", ["CloudProvider", "CloudResources"]),
-  ...entries("networking.gloo.solo.io/v2", "not-yet", ["ExternalEndpoint", "ExternalWorkload"]),
+  ...entries("networking.gloo.solo.io/v2", "not-yet", ["ExternalWorkload"]),
   ...entries("networking.gloo.solo.io/v2alpha1", "not-yet", ["ExternalWorkload"]),
   ...entries("extensions.policy.gloo.solo.io/v2", "gloo-data-plane", ["WasmDeploymentPolicy", "LuaPolicy"]),
   ...entries("observability.policy.gloo.solo.io/v2", "not-yet", ["AccessLogPolicy"]),

@@ -5,6 +5,7 @@
 import type { AccessPolicy } from "./generated/access-policy.gen.js";
 import type { ConnectionPolicy } from "./generated/connection-policy.gen.js";
 import type { CORSPolicy } from "./generated/cors-policy.gen.js";
+import type { ExternalEndpoint } from "./generated/external-endpoint.gen.js";
 import type { ExternalService } from "./generated/external-service.gen.js";
 import type { GatewayLifecycleManager } from "./generated/gateway-lifecycle-manager.gen.js";
 import type { IstioLifecycleManager } from "./generated/istio-lifecycle-manager.gen.js";
@@ -40,6 +41,7 @@ export type * from "./generated/virtual-destination.gen.js";
 export type * from "./generated/route-table.gen.js";
 export type * from "./generated/virtual-gateway.gen.js";
 export type * from "./generated/external-service.gen.js";
+export type * from "./generated/external-endpoint.gen.js";
 export type * from "./generated/retry-timeout-policy.gen.js";
 export type * from "./generated/fault-injection-policy.gen.js";
 export type * from "./generated/failover-policy.gen.js";
@@ -64,6 +66,7 @@ export interface ResourcesByKind {
   RouteTable: RouteTable;
   VirtualGateway: VirtualGateway;
   ExternalService: ExternalService;
+  ExternalEndpoint: ExternalEndpoint;
   RetryTimeoutPolicy: RetryTimeoutPolicy;
   FaultInjectionPolicy: FaultInjectionPolicy;
   FailoverPolicy: FailoverPolicy;

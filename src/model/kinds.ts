@@ -45,6 +45,7 @@ export const SUPPORTED_KINDS: readonly KindInfo[] = Object.freeze([
   define(NETWORKING, "RouteTable"),
   define(NETWORKING, "VirtualGateway"),
   define(NETWORKING, "ExternalService"),
+  define(NETWORKING, "ExternalEndpoint"),
   define(RESILIENCE, "RetryTimeoutPolicy"),
   define(RESILIENCE, "FaultInjectionPolicy"),
   define(RESILIENCE, "FailoverPolicy"),

@@ -11,7 +11,7 @@
  */
 import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
-import { consumersOf, cmpStr, istioProtocol, namespacesIn, portName } from "./destination-common.js";
+import { consumersOf, cmpStr, isIpAddress, istioProtocol, namespacesIn, portName } from "./destination-common.js";
 import { destinationTrafficPolicy, type TrafficPolicy } from "./destination-policies.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
@@ -43,7 +43,7 @@ interface EsPort {
 function translateOne(ctx: WorkspaceContext, es: InputObject): TranslatorOutput {
   const ws = ctx.workspace.name;
   const spec = asRecord(es.spec);
-  const diagnostics: Diagnostic[] = reportUnsupported(ctx, es, spec, "/spec", ["hosts", "addresses", "ports", "subjectAltNames"]);
+  const diagnostics: Diagnostic[] = reportUnsupported(ctx, es, spec, "/spec", ["hosts", "addresses", "ports", "subjectAltNames", "selector"]);
   const hosts = asArray(spec.hosts).filter((h): h is string => typeof h === "string" && h !== "");
   if (hosts.length === 0) {
     diagnostics.push(ctx.diag(es, TranslateCode.InvalidField, Severity.Error, "/spec/hosts", "an ExternalService needs at least one host; nothing is rendered for it."));
@@ -103,6 +103,11 @@ function translateOne(ctx: WorkspaceContext, es: InputObject): TranslatorOutput 
   const addresses = asArray(spec.addresses).filter((a): a is string => typeof a === "string" && a !== "");
   const sans = asArray(spec.subjectAltNames).filter((s): s is string => typeof s === "string" && s !== "");
   const wildcard = hosts.some((h) => h.includes("*"));
+  const ep = spec.selector === undefined ? undefined : endpointsOf(ctx, es, ports.map((p) => asString(p.se.name) ?? ""), diagnostics);
+  if (ep !== undefined && wildcard) {
+    diagnostics.push(ctx.diag(es, TranslateCode.InvalidField, Severity.Error, "/spec/selector", "a wildcard host cannot be served by ExternalEndpoints (Istio resolves no endpoints for it); the selector is not used."));
+  }
+  const endpoints = ep !== undefined && !wildcard && ep.endpoints.length > 0 ? ep : undefined;
   const portNumbers = ports.map((p) => p.number);
   const perHost = new Map<string, TrafficPolicy | undefined>();
   for (const host of hosts) {
@@ -140,7 +145,8 @@ function translateOne(ctx: WorkspaceContext, es: InputObject): TranslatorOutput 
           ...(addresses.length > 0 ? { addresses } : {}),
           ports: sePorts,
           location: "MESH_EXTERNAL",
-          resolution: wildcard ? "NONE" : "DNS",
+          resolution: wildcard ? "NONE" : endpoints?.resolution ?? "DNS",
+          ...(endpoints !== undefined ? { endpoints: endpoints.endpoints } : {}),
           ...(sans.length > 0 ? { subjectAltNames: sans } : {}),
           exportTo: seExport,
         },
@@ -245,4 +251,51 @@ function egressResources(baseName: string, hosts: readonly string[], routes: rea
     }
   }
   return out;
+}
+
+/**
+ * `selector` → the ExternalEndpoints of the workspace whose labels it matches, as ServiceEntry
+ * endpoints (sorted by namespace and name): the address, its ports by the ExternalService port name
+ * they serve, its locality. Resolution STATIC when every address is an IP or a unix socket, else DNS.
+ */
+function endpointsOf(ctx: WorkspaceContext, es: InputObject, portNames: readonly string[], diagnostics: Diagnostic[]): { endpoints: Record<string, unknown>[]; resolution: string } {
+  const selector = Object.fromEntries(Object.entries(asRecord(asRecord(es.spec).selector)).filter((e): e is [string, string] => typeof e[1] === "string"));
+  const selected = ctx
+    .own("ExternalEndpoint")
+    .filter((ee) => Object.entries(selector).every(([k, v]) => ee.metadata.labels?.[k] === v))
+    .sort((a, b) => cmpStr(`${a.metadata.namespace ?? ""}/${a.metadata.name}`, `${b.metadata.namespace ?? ""}/${b.metadata.name}`));
+  if (selected.length === 0) {
+    diagnostics.push(ctx.diag(es, TranslateCode.SelectsNothing, Severity.Warning, "/spec/selector", "selector matches no ExternalEndpoint of this workspace; the hosts are resolved by DNS instead."));
+  }
+  const endpoints: Record<string, unknown>[] = [];
+  let dns = false;
+  for (const ee of selected) {
+    const spec = asRecord(ee.spec);
+    const address = asString(spec.address);
+    if (address === undefined || address === "") {
+      diagnostics.push(ctx.diag(ee, TranslateCode.InvalidField, Severity.Error, "/spec/address", "an ExternalEndpoint needs an address; it is not used."));
+      continue;
+    }
+    if (!isIpAddress(address) && !address.startsWith("unix://")) dns = true;
+    const eePorts = asArray(spec.ports).map(asRecord);
+    const ports: Record<string, number> = {};
+    eePorts.forEach((p, i) => {
+      const number = asNumber(p.number);
+      const name = asString(p.name);
+      if (number === undefined) return;
+      if (name === undefined && eePorts.length === 1 && portNames.length === 1) ports[portNames[0]!] = number;
+      else if (name !== undefined && portNames.includes(name)) ports[name] = number;
+      else diagnostics.push(ctx.diag(ee, TranslateCode.PortNotFound, Severity.Warning, `/spec/ports/${String(i)}`, `port ${name === undefined ? "without a name" : `"${name}"`} matches no port name of ExternalService ${es.metadata.namespace ?? ""}/${es.metadata.name} (${portNames.join(", ")}); name it after the port it serves. It is not used (the endpoint receives that port's traffic on the ExternalService port number).`));
+    });
+    const loc = asRecord(spec.locality);
+    const locality = [asString(loc.region), asString(loc.zone), asString(loc.subZone)].filter((x): x is string => x !== undefined && x !== "").join("/");
+    const labels = ee.metadata.labels ?? {};
+    endpoints.push({
+      address,
+      ...(Object.keys(ports).length > 0 ? { ports } : {}),
+      ...(locality !== "" ? { locality } : {}),
+      ...(Object.keys(labels).length > 0 ? { labels } : {}),
+    });
+  }
+  return { endpoints, resolution: dns ? "DNS" : "STATIC" };
 }

@@ -4,6 +4,7 @@
  * if a schema change breaks one of these, `tsc` fails as well as the tests.
  */
 import type {
+  ExternalEndpoint,
   JWTPolicy,
   GatewayLifecycleManager,
   IstioLifecycleManager,
@@ -336,6 +337,13 @@ const jwtPolicy: JWTPolicy = {
   },
 };
 
+const externalEndpoint: ExternalEndpoint = {
+  apiVersion: "networking.gloo.solo.io/v2",
+  kind: "ExternalEndpoint",
+  metadata: { name: "db-1", namespace: "bookinfo-backends", labels: { host: "db" } },
+  spec: { address: "10.0.0.5", ports: [{ name: "tcp", number: 5432 }], locality: { region: "us-east-1", zone: "us-east-1a" } },
+};
+
 /** A valid document for every supported kind. */
 export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   Workspace: workspace,
@@ -348,6 +356,7 @@ export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   RouteTable: routeTable,
   VirtualGateway: virtualGateway,
   ExternalService: externalService,
+  ExternalEndpoint: externalEndpoint,
   RetryTimeoutPolicy: retryTimeoutPolicy,
   FaultInjectionPolicy: faultInjectionPolicy,
   FailoverPolicy: failoverPolicy,

@@ -58,6 +58,11 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
     { name: "unknown validation policy", edit: (d) => (d.spec.config.validationPolicy = "OPTIONAL"), expect: [["/spec/config/validationPolicy", "enum"]] },
     { name: "claim without key", edit: (d) => delete d.spec.config.claims[0].key, expect: [["/spec/config/claims/0", "required"]], message: ["`key`"] },
   ],
+  ExternalEndpoint: [
+    { name: "port out of range", edit: (d) => (d.spec.ports[0].number = 70000), expect: [["/spec/ports/0/number", "maximum"]] },
+    { name: "port without number", edit: (d) => delete d.spec.ports[0].number, expect: [["/spec/ports/0", "required"]], message: ["`number`"] },
+    { name: "typo in locality", edit: (d) => (d.spec.locality.subzone = "a"), expect: [["/spec/locality/subzone", "additionalProperties"]], message: ["did you mean `subZone`?"] },
+  ],
   VirtualDestination: [
     { name: "port without number", edit: (d) => delete d.spec.ports[0].number, expect: [["/spec/ports/0", "required"]], message: ["`number`"] },
     { name: "empty ports", edit: (d) => (d.spec.ports = []), expect: [["/spec/ports", "minItems"]] },

@@ -2466,6 +2466,94 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
       }
     }
   },
+  "external-endpoint.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/external-endpoint.schema.json",
+    "title": "ExternalEndpoint",
+    "description": "A network address (IP, hostname or unix socket) that serves the ExternalServices whose `selector` matches its labels; translated to ServiceEntry `endpoints`.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "networking.gloo.solo.io/v2"
+        ],
+        "description": "Always `networking.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "ExternalEndpoint"
+        ],
+        "description": "Always `ExternalEndpoint`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels (what ExternalService selectors match) and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/ExternalEndpointSpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "ExternalEndpointSpec": {
+        "type": "object",
+        "description": "ExternalEndpoint spec.",
+        "additionalProperties": false,
+        "properties": {
+          "address": {
+            "type": "string",
+            "minLength": 1,
+            "description": "IP address, fully qualified host name (DNS resolution), or `unix:///path` socket; no port."
+          },
+          "ports": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/ExternalEndpointPort"
+            },
+            "description": "Ports the address receives traffic on, by the name of the ExternalService port they serve."
+          },
+          "locality": {
+            "$ref": "common.schema.json#/$defs/Locality",
+            "description": "Failure domain of the endpoint (locality-aware routing)."
+          }
+        }
+      },
+      "ExternalEndpointPort": {
+        "type": "object",
+        "description": "A port of the endpoint.",
+        "additionalProperties": false,
+        "required": [
+          "number"
+        ],
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "Name of the ExternalService port this port serves (required when there are several)."
+          },
+          "number": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 65535,
+            "description": "Port number."
+          }
+        }
+      }
+    }
+  },
   "external-service.schema.json": {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": "https://gitmesh.io/schemas/external-service.schema.json",
