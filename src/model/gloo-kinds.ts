@@ -45,7 +45,7 @@ export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([
   ...entries("networking.gloo.solo.io/v2alpha1", "not-yet", ["ExternalWorkload"]),
   ...entries("extensions.policy.gloo.solo.io/v2", "gloo-data-plane", ["WasmDeploymentPolicy", "LuaPolicy"]),
   ...entries("observability.policy.gloo.solo.io/v2", "not-yet", ["AccessLogPolicy"]),
-  ...entries("resilience.policy.gloo.solo.io/v2", "not-yet", ["ActiveHealthCheckPolicy", "ListenerConnectionPolicy", "TrimProxyConfigPolicy"]),
+  ...entries("resilience.policy.gloo.solo.io/v2", "not-yet", ["ActiveHealthCheckPolicy", "ListenerConnectionPolicy"]),
   ...entries("resilience.policy.gloo.solo.io/v2", "gloo-data-plane", ["AdaptiveRequestConcurrencyPolicy", "GraphQLPersistedQueryCachePolicy"]),
   ...entries("security.policy.gloo.solo.io/v2", "not-yet", ["ExtAuthPolicy", "CSRFPolicy", "ClientTLSPolicy"]),
   ...entries("security.policy.gloo.solo.io/v2", "gloo-data-plane", ["WAFPolicy", "DLPPolicy", "GraphQLAllowedQueryPolicy"]),

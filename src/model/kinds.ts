@@ -51,6 +51,7 @@ export const SUPPORTED_KINDS: readonly KindInfo[] = Object.freeze([
   define(RESILIENCE, "FailoverPolicy"),
   define(RESILIENCE, "OutlierDetectionPolicy"),
   define(RESILIENCE, "ConnectionPolicy"),
+  define(RESILIENCE, "TrimProxyConfigPolicy"),
   define(SECURITY, "AccessPolicy"),
   define(SECURITY, "CORSPolicy"),
   define(SECURITY, "JWTPolicy"),

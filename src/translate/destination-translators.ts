@@ -9,6 +9,7 @@ import { translateServiceDestinationPolicies } from "./destination-policies.js";
 import { translateExternalServices } from "./external-service.js";
 import { translateFederation } from "./federation.js";
 import { translateRootTrust } from "./root-trust.js";
+import { translateTrimProxyConfigPolicies } from "./trim-proxy-config.js";
 import type { TranslatorOutput } from "./types.js";
 import { translateVirtualDestinations } from "./virtual-destination.js";
 import { translateWorkspaceSettings } from "./workspace-settings.js";
@@ -19,6 +20,7 @@ export const DESTINATION_TRANSLATORS: readonly { readonly name: string; readonly
   { name: "DestinationPolicies", translate: translateServiceDestinationPolicies },
   { name: "AccessPolicy", translate: translateAccessPolicies },
   { name: "WorkspaceSettings", translate: translateWorkspaceSettings },
+  { name: "TrimProxyConfigPolicy", translate: translateTrimProxyConfigPolicies },
   { name: "Federation", translate: translateFederation },
   { name: "RootTrustPolicy", translate: translateRootTrust },
 ];

@@ -19,6 +19,7 @@ import { consumersOf, serviceVisibleTo, cmpStr, effectiveOptions, globalSettings
 import { outputMetadata, type ParentRef } from "./labels.js";
 import { serviceHost, stableName } from "./names.js";
 import { asArray, asRecord } from "./selectors.js";
+import { sidecarName, trimPolicySelects } from "./trim-proxy-config.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 export function translateWorkspaceSettings(ctx: WorkspaceContext): TranslatorOutput {
@@ -128,7 +129,9 @@ function trimmedSidecars(ctx: WorkspaceContext, source: { source: { file: string
     const egress = [{ hosts: [...hosts].sort(cmpStr) }];
     for (const w of snap?.workloads ?? []) {
       if (!owned.includes(w.namespace) || namespaceOwner(ctx.index, cluster, w.namespace) !== ws.name) continue;
-      const name = stableName("sidecar", w.name, w.namespace, cluster, ws.name);
+      // A TrimProxyConfigPolicy that selects the workload renders its one Sidecar (trim-proxy-config.ts).
+      if (trimPolicySelects(ctx, cluster, w)) continue;
+      const name = sidecarName(w, cluster, ws.name);
       out.push({
         cluster,
         resource: {

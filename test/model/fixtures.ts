@@ -4,6 +4,7 @@
  * if a schema change breaks one of these, `tsc` fails as well as the tests.
  */
 import type {
+  TrimProxyConfigPolicy,
   ExternalEndpoint,
   JWTPolicy,
   GatewayLifecycleManager,
@@ -344,6 +345,16 @@ const externalEndpoint: ExternalEndpoint = {
   spec: { address: "10.0.0.5", ports: [{ name: "tcp", number: 5432 }], locality: { region: "us-east-1", zone: "us-east-1a" } },
 };
 
+const trimProxyConfigPolicy: TrimProxyConfigPolicy = {
+  apiVersion: "resilience.policy.gloo.solo.io/v2",
+  kind: "TrimProxyConfigPolicy",
+  metadata: { name: "productpage-trim", namespace: "bookinfo-frontends" },
+  spec: {
+    applyToWorkloads: [{ selector: { labels: { app: "productpage" } } }],
+    config: { includedDestinations: [{ selector: { name: "reviews", namespace: "bookinfo-backends" } }, { kind: "EXTERNAL_SERVICE", selector: {} }] },
+  },
+};
+
 /** A valid document for every supported kind. */
 export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   Workspace: workspace,
@@ -362,6 +373,7 @@ export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   FailoverPolicy: failoverPolicy,
   OutlierDetectionPolicy: outlierDetectionPolicy,
   ConnectionPolicy: connectionPolicy,
+  TrimProxyConfigPolicy: trimProxyConfigPolicy,
   AccessPolicy: accessPolicy,
   CORSPolicy: corsPolicy,
   JWTPolicy: jwtPolicy,

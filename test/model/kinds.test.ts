@@ -33,11 +33,11 @@ describe("SUPPORTED_KINDS", () => {
     }
   });
 
-  it("the 22 kinds of the Gloo v2 groups gitmesh supports", () => {
+  it("the 23 kinds of the Gloo v2 groups gitmesh supports", () => {
     expect(SUPPORTED_KINDS.map((k) => k.kind)).toEqual([
       "Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager",
       "VirtualDestination", "RouteTable", "VirtualGateway", "ExternalService", "ExternalEndpoint",
-      "RetryTimeoutPolicy", "FaultInjectionPolicy", "FailoverPolicy", "OutlierDetectionPolicy", "ConnectionPolicy",
+      "RetryTimeoutPolicy", "FaultInjectionPolicy", "FailoverPolicy", "OutlierDetectionPolicy", "ConnectionPolicy", "TrimProxyConfigPolicy",
       "AccessPolicy", "CORSPolicy", "JWTPolicy",
       "HeaderManipulationPolicy", "MirrorPolicy", "LoadBalancerPolicy",
     ]);

@@ -63,6 +63,11 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
     { name: "port without number", edit: (d) => delete d.spec.ports[0].number, expect: [["/spec/ports/0", "required"]], message: ["`number`"] },
     { name: "typo in locality", edit: (d) => (d.spec.locality.subzone = "a"), expect: [["/spec/locality/subzone", "additionalProperties"]], message: ["did you mean `subZone`?"] },
   ],
+  TrimProxyConfigPolicy: [
+    { name: "unknown destination kind", edit: (d) => (d.spec.config.includedDestinations[1].kind = "SERVICES"), expect: [["/spec/config/includedDestinations/1/kind", "enum"]] },
+    { name: "typo in config", edit: (d) => (d.spec.config.includedDestination = []), expect: [["/spec/config/includedDestination", "additionalProperties"]], message: ["did you mean `includedDestinations`?"] },
+    { name: "selector not a mapping", edit: (d) => (d.spec.applyToWorkloads[0].selector = "productpage"), expect: [["/spec/applyToWorkloads/0/selector", "type"]] },
+  ],
   VirtualDestination: [
     { name: "port without number", edit: (d) => delete d.spec.ports[0].number, expect: [["/spec/ports/0", "required"]], message: ["`number`"] },
     { name: "empty ports", edit: (d) => (d.spec.ports = []), expect: [["/spec/ports", "minItems"]] },

@@ -5264,6 +5264,83 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
       }
     }
   },
+  "trim-proxy-config-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/trim-proxy-config-policy.schema.json",
+    "title": "TrimProxyConfigPolicy",
+    "description": "Limits the destinations in the proxy configuration of the selected workloads; translated to an Istio Sidecar per workload.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "resilience.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `resilience.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "TrimProxyConfigPolicy"
+        ],
+        "description": "Always `TrimProxyConfigPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/TrimProxyConfigPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "TrimProxyConfigPolicySpec": {
+        "type": "object",
+        "description": "TrimProxyConfigPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToWorkloads": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/WorkloadSelector"
+            },
+            "description": "Workloads whose proxy configuration is trimmed. Omitted: every workload of the workspace."
+          },
+          "config": {
+            "$ref": "#/$defs/TrimProxyConfig",
+            "description": "What stays in the configuration."
+          }
+        }
+      },
+      "TrimProxyConfig": {
+        "type": "object",
+        "description": "What stays in the trimmed configuration.",
+        "additionalProperties": false,
+        "properties": {
+          "includedDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationSelector"
+            },
+            "description": "Destinations kept (Services, VirtualDestinations, ExternalServices the workspace sees); `{}` selects every one of its kind. Omitted or matching nothing: no trimming."
+          }
+        }
+      }
+    }
+  },
   "virtual-destination.schema.json": {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": "https://gitmesh.io/schemas/virtual-destination.schema.json",
