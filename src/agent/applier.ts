@@ -143,7 +143,7 @@ const decoder = new TextDecoder();
 
 function rankOf(kinds: readonly KindRef[], o: KubeObject): number {
   const i = kinds.findIndex((k) => k.apiVersion === o.apiVersion && k.kind === o.kind);
-  // Unknown kinds go after what they may refer to but before VirtualServices (last rank).
+  // Unknown kinds go after what they may refer to, before the last kinds (VirtualServices, then the EnvoyFilters that patch their routes).
   return i >= 0 ? i : kinds.length - 1.5;
 }
 

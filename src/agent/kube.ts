@@ -50,7 +50,9 @@ export const ISTIO_KINDS: readonly KindRef[] = [
   sec("PeerAuthentication", "peerauthentications"),
   sec("RequestAuthentication", "requestauthentications"),
   sec("AuthorizationPolicy", "authorizationpolicies"),
+  // EnvoyFilters (CSRFPolicy) patch the routes of VirtualServices: after them. Istio serves them as v1alpha3 only.
   net("VirtualService", "virtualservices"),
+  { apiVersion: "networking.istio.io/v1alpha3", kind: "EnvoyFilter", plural: "envoyfilters", namespaced: true },
 ];
 
 const cluster = (apiVersion: string, kind: string, plural: string): KindRef => ({ apiVersion, kind, plural, namespaced: false });

@@ -87,6 +87,7 @@ export const ISTIO_KINDS: readonly ResourceKind[] = [
   istio("networking.istio.io", "Gateway", "gateways", ["gw"]),
   istio("networking.istio.io", "Sidecar", "sidecars"),
   istio("networking.istio.io", "WorkloadEntry", "workloadentries", ["we"]),
+  { group: "networking.istio.io", version: "v1alpha3", kind: "EnvoyFilter", plural: "envoyfilters", namespaced: true },
   istio("security.istio.io", "AuthorizationPolicy", "authorizationpolicies", ["ap"]),
   istio("security.istio.io", "PeerAuthentication", "peerauthentications", ["pa"]),
   istio("security.istio.io", "RequestAuthentication", "requestauthentications", ["ra"]),

@@ -47,7 +47,7 @@ export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([
   ...entries("observability.policy.gloo.solo.io/v2", "not-yet", ["AccessLogPolicy"]),
   ...entries("resilience.policy.gloo.solo.io/v2", "not-yet", ["ActiveHealthCheckPolicy", "ListenerConnectionPolicy"]),
   ...entries("resilience.policy.gloo.solo.io/v2", "gloo-data-plane", ["AdaptiveRequestConcurrencyPolicy", "GraphQLPersistedQueryCachePolicy"]),
-  ...entries("security.policy.gloo.solo.io/v2", "not-yet", ["ExtAuthPolicy", "CSRFPolicy", "ClientTLSPolicy"]),
+  ...entries("security.policy.gloo.solo.io/v2", "not-yet", ["ExtAuthPolicy", "ClientTLSPolicy"]),
   ...entries("security.policy.gloo.solo.io/v2", "gloo-data-plane", ["WAFPolicy", "DLPPolicy", "GraphQLAllowedQueryPolicy"]),
   ...entries("trafficcontrol.policy.gloo.solo.io/v2", "not-yet", ["RateLimitPolicy", "RateLimitClientConfig", "ProxyProtocolPolicy", "HTTPBufferPolicy"]),
   ...entries("trafficcontrol.policy.gloo.solo.io/v2", "gloo-data-plane", ["TransformationPolicy"]),

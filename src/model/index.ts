@@ -11,6 +11,7 @@ import type { GatewayLifecycleManager } from "./generated/gateway-lifecycle-mana
 import type { IstioLifecycleManager } from "./generated/istio-lifecycle-manager.gen.js";
 import type { FailoverPolicy } from "./generated/failover-policy.gen.js";
 import type { FaultInjectionPolicy } from "./generated/fault-injection-policy.gen.js";
+import type { CSRFPolicy } from "./generated/csrf-policy.gen.js";
 import type { JWTPolicy } from "./generated/jwt-policy.gen.js";
 import type { HeaderManipulationPolicy } from "./generated/header-manipulation-policy.gen.js";
 import type { KubernetesCluster } from "./generated/kubernetes-cluster.gen.js";
@@ -52,6 +53,7 @@ export type * from "./generated/trim-proxy-config-policy.gen.js";
 export type * from "./generated/access-policy.gen.js";
 export type * from "./generated/cors-policy.gen.js";
 export type * from "./generated/jwt-policy.gen.js";
+export type * from "./generated/csrf-policy.gen.js";
 export type * from "./generated/header-manipulation-policy.gen.js";
 export type * from "./generated/mirror-policy.gen.js";
 export type * from "./generated/load-balancer-policy.gen.js";
@@ -78,6 +80,7 @@ export interface ResourcesByKind {
   AccessPolicy: AccessPolicy;
   CORSPolicy: CORSPolicy;
   JWTPolicy: JWTPolicy;
+  CSRFPolicy: CSRFPolicy;
   HeaderManipulationPolicy: HeaderManipulationPolicy;
   MirrorPolicy: MirrorPolicy;
   LoadBalancerPolicy: LoadBalancerPolicy;

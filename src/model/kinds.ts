@@ -55,6 +55,7 @@ export const SUPPORTED_KINDS: readonly KindInfo[] = Object.freeze([
   define(SECURITY, "AccessPolicy"),
   define(SECURITY, "CORSPolicy"),
   define(SECURITY, "JWTPolicy"),
+  define(SECURITY, "CSRFPolicy"),
   define(TRAFFIC, "HeaderManipulationPolicy"),
   define(TRAFFIC, "MirrorPolicy"),
   define(TRAFFIC, "LoadBalancerPolicy"),

@@ -29,7 +29,7 @@ export interface InputChange {
 /** Admin objects rendered per cluster by the first workspace with namespaces there (and reported by the first of the fleet). */
 const RENDERED_PER_CLUSTER: ReadonlySet<string> = new Set(["RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager"]);
 const GLOBAL_KINDS: ReadonlySet<string> = new Set(["Workspace", "WorkspaceSettings", "KubernetesCluster"]);
-const ROUTE_POLICY_KINDS: ReadonlySet<string> = new Set(["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy", "JWTPolicy"]);
+const ROUTE_POLICY_KINDS: ReadonlySet<string> = new Set(["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy", "JWTPolicy", "CSRFPolicy"]);
 
 export function affectedWorkspaces(
   previous: { readonly desired: Desired; readonly discovery: DiscoveryMap },

@@ -4,6 +4,7 @@
  * gitmesh bug or an input value Istio would reject; either way it is reported, never shipped silently.
  */
 import { DestinationRule, Gateway, ServiceEntry, Sidecar, VirtualService, WorkloadEntry } from "@kubernetes-models/istio/networking.istio.io/v1";
+import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3";
 import { AuthorizationPolicy, PeerAuthentication, RequestAuthentication } from "@kubernetes-models/istio/security.istio.io/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
@@ -11,6 +12,7 @@ import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { Service, ServiceAccount } from "kubernetes-models/v1";
 import { Severity, type Diagnostic } from "../core/index.js";
+import { validateEnvoyPatches } from "./envoy-config.js";
 import { ANNOTATION_SOURCE_FILE } from "./labels.js";
 import { validateSailResource } from "./lifecycle.js";
 import { TranslateCode, type IstioResource } from "./types.js";
@@ -27,6 +29,8 @@ const MODELS: Readonly<Record<string, ModelCtor>> = {
   "networking.istio.io/v1/ServiceEntry": ServiceEntry,
   "networking.istio.io/v1/Sidecar": Sidecar,
   "networking.istio.io/v1/WorkloadEntry": WorkloadEntry,
+  // Istio serves EnvoyFilter as v1alpha3 only; the Envoy config in its patches is checked by envoy-config.ts.
+  "networking.istio.io/v1alpha3/EnvoyFilter": EnvoyFilter,
   "security.istio.io/v1/AuthorizationPolicy": AuthorizationPolicy,
   "security.istio.io/v1/PeerAuthentication": PeerAuthentication,
   "security.istio.io/v1/RequestAuthentication": RequestAuthentication,
@@ -47,7 +51,7 @@ export interface IstioIssue {
 
 /** Whether a kind is one of Istio's (validated) or a gitmesh-internal kind (not validated here). */
 export function isIstioKind(r: Pick<IstioResource, "apiVersion">): boolean {
-  return r.apiVersion.endsWith(".istio.io/v1");
+  return r.apiVersion.endsWith(".istio.io/v1") || r.apiVersion === "networking.istio.io/v1alpha3";
 }
 
 const METADATA_KEYS: ReadonlySet<string> = new Set(["name", "namespace", "labels", "annotations"]);
@@ -83,7 +87,7 @@ export function validateIstioResource(r: IstioResource): IstioIssue[] {
     // output never has); its validate() only runs the generated, non-mutating ajv function on
     // `this`. Calling it on the object itself validates the same data without the copy.
     Model.prototype.validate.call(plainMetadata(r.metadata) ? { ...r, metadata: { name: r.metadata.name, namespace: r.metadata.namespace } } : r);
-    return [];
+    return r.kind === "EnvoyFilter" ? validateEnvoyPatches(r.spec) : [];
   } catch (err) {
     const errors = (err as { errors?: readonly { instancePath?: string; message?: string }[] }).errors;
     if (errors === undefined) return [{ path: "", message: err instanceof Error ? err.message : String(err) }];

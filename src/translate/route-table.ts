@@ -19,6 +19,7 @@ import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, workspaceContext, type WorkspaceContext } from "./context.js";
 import { flattenRoutes, type FlatRoute } from "./delegation.js";
 import type { DiscoveredService, InputObject } from "./input.js";
+import { renderCsrf } from "./csrf-policy.js";
 import { jwtSelectsRoutes, renderJwt, routeOperations, type Operation } from "./jwt-policy.js";
 import { LABEL_MANAGED, outputLabels, outputMetadata } from "./labels.js";
 import { serviceHost, stableName, subsetName } from "./names.js";
@@ -158,6 +159,7 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   const scoped: Target = { ...target, subsetNames: new Map() };
   const hosts = asArray(spec.hosts).filter((h): h is string => typeof h === "string");
   const jwt = new Map<InputObject, Operation[]>();
+  const csrf = new Map<string, InputObject>();
   for (const fr of routes) {
     const r = convertHttpRoute(ctx, rt, fr, scoped);
     diagnostics.push(...r.diagnostics);
@@ -167,7 +169,12 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     diagnostics.push(...applyRoutePolicies(r.route, winningPolicies(ctx, fr), resolver, (p, code, path, msg) => ctx.diag(p, code, Severity.Warning, path, msg)));
     http.push(r.route);
     resources.push(...r.subsets);
-    const policy = jwtPolicyOf(ctx, fr);
+    const csrfPolicy = r.failed ? undefined : routePolicyOf(ctx, fr, "CSRFPolicy");
+    if (csrfPolicy !== undefined) {
+      if (target.enforce === undefined) diagnostics.push(ctx.diag(csrfPolicy, TranslateCode.UnsupportedField, Severity.Error, "/spec/applyToRoutes", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name} is an east-west route; a CSRFPolicy is translated for routes on a VirtualGateway only`));
+      else csrf.set(String(r.route.name), csrfPolicy);
+    }
+    const policy = routePolicyOf(ctx, fr, "JWTPolicy", jwtSelectsRoutes);
     if (policy === undefined || r.failed) continue;
     if (target.enforce === undefined) {
       diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Error, "/spec/applyToRoutes", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name} is an east-west route; a JWTPolicy on east-west routes is not translated: select the destination with applyToDestinations instead`));
@@ -184,6 +191,7 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   }
   if (http.length === 0) return { resources: [], diagnostics };
   const ws = ctx.workspace.name;
+  if (target.enforce !== undefined) resources.push(...renderCsrf(ctx, rt, { cluster: target.cluster, ...target.enforce }, csrf).resources);
   for (const [policy, operations] of jwt) {
     resources.push(...renderJwt(ctx, policy, { cluster: target.cluster, namespace: target.enforce!.namespace, labels: target.enforce!.labels, operations, scope: [rt.metadata.name, rt.metadata.namespace ?? ""] }));
   }
@@ -205,11 +213,11 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   return { resources, diagnostics };
 }
 
-/** The JWTPolicy of a route: the oldest of the table owner's policies that select it. */
-function jwtPolicyOf(ctx: WorkspaceContext, fr: FlatRoute): InputObject | undefined {
+/** The policy of `kind` on a route: the oldest of the table owner's policies that select it. */
+function routePolicyOf(ctx: WorkspaceContext, fr: FlatRoute, kind: string, applies: (p: InputObject) => boolean = () => true): InputObject | undefined {
   const owner = workspaceContext(ctx.index, ctx.ownerOf(fr.table));
   if (owner === undefined) return undefined;
-  return owner.own("JWTPolicy").filter((p) => jwtSelectsRoutes(p) && policySelects(owner, p, fr)).sort(olderPolicyFirst)[0];
+  return owner.own(kind).filter((p) => applies(p) && policySelects(owner, p, fr)).sort(olderPolicyFirst)[0];
 }
 
 /** What identifies a frozen table's objects in one cluster's output: the labels they all carry (but `managed`). */

@@ -44,7 +44,7 @@ function agentCalls(opts: { ns: string; istioNs: string; lease: string; inventor
   for (const r of ["deployments", "statefulsets", "daemonsets"]) for (const v of read) g.add(grant("cluster", "apps", r, v));
   const istio: [string, string][] = [
     ["networking.istio.io", "gateways"], ["networking.istio.io", "serviceentries"], ["networking.istio.io", "workloadentries"],
-    ["networking.istio.io", "destinationrules"], ["networking.istio.io", "sidecars"], ["networking.istio.io", "virtualservices"],
+    ["networking.istio.io", "destinationrules"], ["networking.istio.io", "envoyfilters"], ["networking.istio.io", "sidecars"], ["networking.istio.io", "virtualservices"],
     ["security.istio.io", "peerauthentications"], ["security.istio.io", "requestauthentications"], ["security.istio.io", "authorizationpolicies"],
   ];
   for (const [grp, r] of istio) for (const v of [...read, "create", "patch", "delete"]) g.add(grant("cluster", grp, r, v));

@@ -4,6 +4,7 @@
  * if a schema change breaks one of these, `tsc` fails as well as the tests.
  */
 import type {
+  CSRFPolicy,
   TrimProxyConfigPolicy,
   ExternalEndpoint,
   JWTPolicy,
@@ -355,6 +356,13 @@ const trimProxyConfigPolicy: TrimProxyConfigPolicy = {
   },
 };
 
+const csrfPolicy: CSRFPolicy = {
+  apiVersion: "security.policy.gloo.solo.io/v2",
+  kind: "CSRFPolicy",
+  metadata: { name: "csrf", namespace: "bookinfo-frontends" },
+  spec: { applyToRoutes: [{ route: { labels: { "csrf-enabled": "true" } } }], config: { filterEnabled: true, percentage: 50, additionalOrigins: [{ exact: "login.example.com" }] } },
+};
+
 /** A valid document for every supported kind. */
 export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   Workspace: workspace,
@@ -377,6 +385,7 @@ export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   AccessPolicy: accessPolicy,
   CORSPolicy: corsPolicy,
   JWTPolicy: jwtPolicy,
+  CSRFPolicy: csrfPolicy,
   HeaderManipulationPolicy: headerManipulationPolicy,
   MirrorPolicy: mirrorPolicy,
   LoadBalancerPolicy: loadBalancerPolicy,

@@ -33,12 +33,12 @@ describe("SUPPORTED_KINDS", () => {
     }
   });
 
-  it("the 23 kinds of the Gloo v2 groups gitmesh supports", () => {
+  it("the 24 kinds of the Gloo v2 groups gitmesh supports", () => {
     expect(SUPPORTED_KINDS.map((k) => k.kind)).toEqual([
       "Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager",
       "VirtualDestination", "RouteTable", "VirtualGateway", "ExternalService", "ExternalEndpoint",
       "RetryTimeoutPolicy", "FaultInjectionPolicy", "FailoverPolicy", "OutlierDetectionPolicy", "ConnectionPolicy", "TrimProxyConfigPolicy",
-      "AccessPolicy", "CORSPolicy", "JWTPolicy",
+      "AccessPolicy", "CORSPolicy", "JWTPolicy", "CSRFPolicy",
       "HeaderManipulationPolicy", "MirrorPolicy", "LoadBalancerPolicy",
     ]);
     expect(SUPPORTED_KINDS.filter((k) => k.adminScoped).map((k) => k.kind)).toEqual(["Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager"]);

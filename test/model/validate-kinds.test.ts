@@ -68,6 +68,11 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
     { name: "typo in config", edit: (d) => (d.spec.config.includedDestination = []), expect: [["/spec/config/includedDestination", "additionalProperties"]], message: ["did you mean `includedDestinations`?"] },
     { name: "selector not a mapping", edit: (d) => (d.spec.applyToWorkloads[0].selector = "productpage"), expect: [["/spec/applyToWorkloads/0/selector", "type"]] },
   ],
+  CSRFPolicy: [
+    { name: "percentage over 100", edit: (d) => (d.spec.config.percentage = 150), expect: [["/spec/config/percentage", "maximum"]] },
+    { name: "applyToDestinations (not in Gloo 2.6)", edit: (d) => (d.spec.applyToDestinations = [{ selector: {} }]), expect: [["/spec/applyToDestinations", "additionalProperties"]] },
+    { name: "origin with two matchers", edit: (d) => (d.spec.config.additionalOrigins[0].prefix = "login"), expect: [["/spec/config/additionalOrigins/0", "oneOf"]] },
+  ],
   VirtualDestination: [
     { name: "port without number", edit: (d) => delete d.spec.ports[0].number, expect: [["/spec/ports/0", "required"]], message: ["`number`"] },
     { name: "empty ports", edit: (d) => (d.spec.ports = []), expect: [["/spec/ports", "minItems"]] },

@@ -1930,6 +1930,97 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
       }
     }
   },
+  "csrf-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/csrf-policy.schema.json",
+    "title": "CSRFPolicy",
+    "description": "Cross-site request forgery protection on routes; translated to Envoy's csrf filter (EnvoyFilter) on the gateway that serves them.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata",
+      "spec"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "security.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `security.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "CSRFPolicy"
+        ],
+        "description": "Always `CSRFPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/CSRFPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "CSRFPolicySpec": {
+        "type": "object",
+        "description": "CSRFPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToRoutes": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RouteSelector"
+            },
+            "description": "Routes to protect. Empty or omitted: every route of the workspace."
+          },
+          "config": {
+            "$ref": "#/$defs/CSRFConfig",
+            "description": "How requests are checked."
+          }
+        }
+      },
+      "CSRFConfig": {
+        "type": "object",
+        "description": "Envoy CsrfPolicy settings.",
+        "additionalProperties": false,
+        "properties": {
+          "filterEnabled": {
+            "type": "boolean",
+            "description": "Enforce: a request whose Origin does not match its destination (or an additional origin) is rejected with 403."
+          },
+          "shadowEnabled": {
+            "type": "boolean",
+            "description": "Evaluate and count, without rejecting (when filterEnabled is false)."
+          },
+          "percentage": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 100,
+            "description": "Share of requests checked, in percent (default 100)."
+          },
+          "additionalOrigins": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/StringMatch"
+            },
+            "description": "Origins accepted besides the destination's own."
+          }
+        }
+      }
+    }
+  },
   "discovery-snapshot.schema.json": {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": "https://gitmesh.io/schemas/discovery-snapshot.schema.json",
