@@ -241,9 +241,6 @@ export function translateJwtPolicies(ctx: WorkspaceContext): TranslatorOutput {
     const c = compile(policy);
     for (const i of c.issues) diagnostics.push(ctx.diag(policy, i.code, i.severity, i.path, i.message));
     const spec = asRecord(policy.spec);
-    asArray(spec.applyToRoutes).forEach((r, i) => {
-      if (asRecord(r).route === undefined) diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Warning, `/spec/applyToRoutes/${String(i)}`, "only `route` selectors are translated (withDestinations is not)"));
-    });
     if (spec.applyToDestinations === undefined) continue;
     let selected = 0;
     asArray(spec.applyToDestinations).forEach((raw, i) => {

@@ -13,7 +13,8 @@ import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, workspaceContext, type WorkspaceContext } from "./context.js";
 import type { FlatRoute } from "./delegation.js";
 import type { InputObject } from "./input.js";
-import { asArray, asLabels, asNumber, asRecord, asString, globMatch, labelsMatch } from "./selectors.js";
+import { objectSelector, serviceIndex } from "./destination-common.js";
+import { asArray, asLabels, asNumber, asRecord, asString, globMatch, labelsMatch, objectSelectorMatches } from "./selectors.js";
 import { TranslateCode, type TranslatorOutput } from "./types.js";
 
 export const ROUTE_POLICY_KINDS = ["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy"] as const;
@@ -22,14 +23,15 @@ export type RoutePolicyKind = (typeof ROUTE_POLICY_KINDS)[number];
 /** Resolves a Gloo DestinationReference to `{host, port}` for mirror targets; provided by route-table.ts. */
 export type DestinationResolver = (ref: unknown, path: string, policy: InputObject) => { readonly host: string; readonly port?: number } | { readonly error: string; readonly path: string };
 
-/** Whether a policy selects a route (by route labels or table labels). */
-export function policySelects(ctx: WorkspaceContext, policy: InputObject, route: Pick<FlatRoute, "table" | "labels">): boolean {
+/** Whether a policy selects a route (by route labels or table labels, or by the destinations it forwards to). */
+export function policySelects(ctx: WorkspaceContext, policy: InputObject, route: Pick<FlatRoute, "table" | "labels" | "route">): boolean {
   const sels = asArray(asRecord(policy.spec).applyToRoutes);
   if (sels.length === 0) return true;
   const t = route.table;
   return sels.some((raw) => {
     const s = asRecord(raw);
-    if (s.route === undefined) return false; // withDestinations: reported as unsupported
+    if (s.withDestinations !== undefined) return forwardsTo(ctx, route, asRecord(s.withDestinations));
+    if (s.route === undefined) return false;
     const r = asRecord(s.route);
     const labels = asLabels(r.labels);
     return (
@@ -38,6 +40,35 @@ export function policySelects(ctx: WorkspaceContext, policy: InputObject, route:
       (asString(r.cluster) === undefined || t.cluster === undefined || globMatch(asString(r.cluster), t.cluster)) &&
       globMatch(asString(r.workspace), ctx.ownerOf(t))
     );
+  });
+}
+
+/**
+ * RouteSelector `withDestinations` (common/v2 selectors.proto): the route forwards to a destination the
+ * DestinationSelector matches — its kind (default SERVICE), and the selector's name, namespace (a
+ * ref without one is in the route table's namespace), cluster, workspace and labels (a Service's
+ * labels as discovered in any cluster; a VirtualDestination's or ExternalService's own).
+ */
+function forwardsTo(ctx: WorkspaceContext, route: Pick<FlatRoute, "table" | "route">, sel: Record<string, unknown>): boolean {
+  const kind = asString(sel.kind) ?? "SERVICE";
+  const spec = objectSelector(sel.selector);
+  const tableNs = route.table.metadata.namespace ?? ctx.index.adminNamespace;
+  return asArray(asRecord(route.route.forwardTo).destinations).some((raw) => {
+    const d = asRecord(raw);
+    if ((asString(d.kind) ?? "SERVICE") !== kind) return false;
+    const ref = asRecord(d.ref);
+    const name = asString(ref.name);
+    if (name === undefined) return false;
+    const namespace = asString(ref.namespace) ?? tableNs;
+    const cluster = asString(ref.cluster) ?? "";
+    if (kind === "SERVICE") {
+      const found = (serviceIndex(ctx.index).byNamespace.get(namespace) ?? []).filter((r) => r.service.name === name && (cluster === "" || r.cluster === cluster));
+      if (found.length === 0) return objectSelectorMatches(spec, { kind, name, namespace, cluster, labels: {}, workspace: "" });
+      return found.some((r) => objectSelectorMatches(spec, { kind, name, namespace, cluster: r.cluster, labels: r.service.labels ?? {}, workspace: r.owner }));
+    }
+    const k = kind === "VIRTUAL_DESTINATION" ? "VirtualDestination" : kind === "EXTERNAL_SERVICE" ? "ExternalService" : undefined;
+    const obj = k === undefined ? undefined : ctx.index.byKind.get(k)?.find((o) => o.metadata.name === name && (o.metadata.namespace ?? ctx.index.adminNamespace) === namespace);
+    return obj !== undefined && objectSelectorMatches(spec, ctx.selectable(obj));
   });
 }
 
@@ -172,7 +203,7 @@ export function routePolicyDiagnostics(ctx: WorkspaceContext, routes: readonly F
       const spec = asRecord(p.spec);
       diagnostics.push(...reportUnsupported(ctx, p, spec, "/spec", ["applyToRoutes", "config"]));
       asArray(spec.applyToRoutes).forEach((s, i) => {
-        diagnostics.push(...reportUnsupported(ctx, p, s, `/spec/applyToRoutes/${i}`, ["route"]));
+        diagnostics.push(...reportUnsupported(ctx, p, s, `/spec/applyToRoutes/${i}`, ["route", "withDestinations"]));
       });
     }
     const used = new Set<string>();
