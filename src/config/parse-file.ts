@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Diagnostic } from "../core/index.js";
+import { editDistance } from "../model/index.js";
 import { CONFIG_CODES, ConfigCode } from "./codes.js";
 import type { KindRegistry } from "./kinds.js";
 import type { FileRecord, LoadedObject, ObjectMetadata, Position, SourceFile, SourceLocation, UnsupportedObject } from "./types.js";
@@ -175,6 +176,7 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
     // the model's best hint (a wrong apiVersion for a known kind, a near-miss kind name) is kept here.
     const issue = registry.validate(value).find((i) => i.path === "/apiVersion" || i.path === "/kind");
     const position = issue ? at(issue.path) : undefined;
+    checkSpecFields(registry.untranslatedSpecFields?.(apiVersion, kind), value.spec, kind, file, at, out);
     return {
       unsupported: {
         apiVersion,
@@ -315,4 +317,23 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
 function describe(v: unknown): string {
   if (Array.isArray(v)) return "list";
   return typeof v;
+}
+
+/**
+ * The top-level spec fields of a Gloo kind gitmesh does not translate, checked against the kind's
+ * (`fields`, from its proto): an unknown one is a SCHEMA_VIOLATION with "did you mean", as for a
+ * translated kind. Nested fields are left to Gloo.
+ */
+function checkSpecFields(fields: readonly string[] | undefined, spec: unknown, kind: string, file: string, at: (pointer: string) => Position | undefined, out: Diagnostic[]): void {
+  if (fields === undefined || spec === undefined || spec === null) return;
+  if (!isRecord(spec)) {
+    out.push(diag(ConfigCode.SCHEMA_VIOLATION, file, at("/spec"), `${kind}: spec must be a mapping`, "/spec"));
+    return;
+  }
+  for (const key of Object.keys(spec)) {
+    if (fields.includes(key)) continue;
+    const guess = [...fields].sort((a, b) => editDistance(key, a) - editDistance(key, b))[0];
+    const hint = guess !== undefined && editDistance(key.toLowerCase(), guess.toLowerCase()) <= Math.max(2, Math.floor(guess.length / 3)) ? `did you mean \`${guess}\`?` : `allowed fields: ${fields.map((f) => `\`${f}\``).join(", ")}`;
+    out.push(diag(ConfigCode.SCHEMA_VIOLATION, file, at(`/spec/${key}`), `${kind}: unknown field \`${key}\`; ${hint}`, `/spec/${key}`));
+  }
 }

@@ -3,6 +3,8 @@
  * (gitmesh.yaml `ignoreKinds`), so they are made from the state, not kept per file:
  *
  * - a kind listed in `ignoreKinds`: IGNORED_KIND (info) — another tool applies it;
+ * - a Gloo kind that needs Gloo's own data plane: NEEDS_GLOO_DATA_PLANE (error); its spec's top-level
+ *   fields are checked against the kind's (SCHEMA_VIOLATION, parse-file.ts);
  * - a real Gloo kind gitmesh does not translate: UNTRANSLATED_GLOO_KIND (error) — its policy would not
  *   be enforced, so the commit is rejected;
  * - any other apiVersion/kind of Gloo's API groups: UNKNOWN_GLOO_KIND (error), with "did you mean";
@@ -38,13 +40,16 @@ export function unsupportedDiagnostic(u: UnsupportedObject, settings: RepoSettin
   }
   if (isGlooApiVersion(u.apiVersion)) {
     const entry = untranslatedGlooKind(u.apiVersion, u.kind);
+    if (entry?.reason === "gloo-data-plane") {
+      return make(
+        ConfigCode.NEEDS_GLOO_DATA_PLANE,
+        "/kind",
+        `${u.kind}${who} (${u.apiVersion}) needs Gloo's own data plane (Solo's Envoy build or its add-on services), which upstream Istio does not have: its policy would not be in force, so the commit is rejected. ` +
+          `Remove it, or add \`${u.kind}\` to ignoreKinds in gitmesh.yaml if Gloo's data plane applies it`,
+      );
+    }
     if (entry) {
-      const why =
-        entry.reason === "gloo-data-plane"
-          ? " (it needs Gloo's own data plane)"
-          : entry.reason === "lifecycle"
-            ? " (it installs Istio itself; gitmesh configures an installed Istio)"
-            : " yet";
+      const why = entry.reason === "lifecycle" ? " (it installs ambient waypoints, which gitmesh does not render)" : " yet";
       return make(
         ConfigCode.UNTRANSLATED_GLOO_KIND,
         "/kind",

@@ -20,9 +20,39 @@ export interface GlooKindEntry {
   readonly apiVersion: string;
   readonly kind: string;
   readonly reason: UntranslatedReason;
+  /**
+   * The fields of the kind's `spec` (lowerCamelCase, from its `<Kind>Spec` message in solo-apis
+   * gloo-mesh-v2.6.x), when known: the loader checks a document's spec against them (a documented
+   * subset of the schema: the top level; nested fields are Gloo's to judge).
+   */
+  readonly specFields?: readonly string[];
 }
 
-const entries = (apiVersion: string, reason: UntranslatedReason, kinds: readonly string[]): GlooKindEntry[] => kinds.map((kind) => ({ apiVersion, kind, reason }));
+const entries = (apiVersion: string, reason: UntranslatedReason, kinds: readonly string[]): GlooKindEntry[] =>
+  kinds.map((kind) => ({ apiVersion, kind, reason, ...(reason === "gloo-data-plane" && SPEC_FIELDS[kind] !== undefined ? { specFields: SPEC_FIELDS[kind] } : {}) }));
+
+/** Top-level spec fields of the kinds that need Gloo's data plane (solo-apis gloo-mesh-v2.6.x `<Kind>Spec`). */
+const SPEC_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  WAFPolicy: ["applyToRoutes", "config"],
+  DLPPolicy: ["applyToRoutes", "config"],
+  TransformationPolicy: ["applyToRoutes", "config"],
+  GraphQLAllowedQueryPolicy: ["applyToRoutes", "config"],
+  GraphQLPersistedQueryCachePolicy: ["applyToRoutes", "config"],
+  AdaptiveRequestConcurrencyPolicy: ["applyToDestinations", "config"],
+  WasmDeploymentPolicy: ["applyToWorkloads", "config"],
+  LuaPolicy: ["applyToRoutes", "applyToDestinations", "config"],
+  ApiDoc: ["servedBy", "openapi", "grpc", "graphql"],
+  ApiSchemaDiscovery: ["servedBy", "openapi", "graphql"],
+  GraphQLResolverMap: ["types", "extensions"],
+  GraphQLStitchedSchema: ["subschemas", "options"],
+  Portal: ["portalBackendSelectors", "apis", "apiProducts", "usagePlans", "domains", "visibility"],
+  CloudProvider: ["aws"],
+  ExtAuthServer: ["destinationServer", "httpService", "requestTimeout", "failureModeAllow", "requestBody", "clearRouteCache", "statusOnError", "transportApiVersion", "statPrefix"],
+  RateLimitServerConfig: ["destinationServers", "raw"],
+  RateLimitServerSettings: ["destinationServer", "requestTimeout", "denyOnFail"],
+  Dashboard: ["authn", "authz"],
+  InsightsConfig: ["disabledInsights"],
+};
 
 /** Every Gloo v2 kind gitmesh knows of but does not translate, by apiVersion. */
 export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([

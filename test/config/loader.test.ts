@@ -261,8 +261,8 @@ describe("kinds and metadata", () => {
     const waf = "apiVersion: security.policy.gloo.solo.io/v2\nkind: WAFPolicy\nmetadata: {name: waf, namespace: web}\nspec: {}\n";
     const files = [...withFile("ext.yaml", ext), file("waf.yaml", waf)];
     const rejected = load(files).diagnostics;
-    expect(where(rejected)).toEqual(["ext.yaml:2:1 UNTRANSLATED_GLOO_KIND", "waf.yaml:2:1 UNTRANSLATED_GLOO_KIND"]);
-    expect(rejected[0]!.severity).toBe("error");
+    expect(where(rejected)).toEqual(["ext.yaml:2:1 UNTRANSLATED_GLOO_KIND", "waf.yaml:2:1 NEEDS_GLOO_DATA_PLANE"]);
+    expect(rejected.every((d) => d.severity === "error")).toBe(true);
     expect(rejected[0]!.message).toContain("its policy would not be in force");
     expect(rejected[1]!.message).toContain("needs Gloo's own data plane");
     const settings = file("gitmesh.yaml", "ignoreKinds:\n  - ExtAuthPolicy\n  - security.policy.gloo.solo.io/v2/WAFPolicy\n");
@@ -271,7 +271,7 @@ describe("kinds and metadata", () => {
     expect(diagnostics.every((d) => d.severity === "info" && d.message.includes("ignored by configuration"))).toBe(true);
     // An incremental update of gitmesh.yaml alone re-judges the same objects.
     const back = updateDesiredState(state, [file("gitmesh.yaml", "ignoreKinds: [ExtAuthPolicy]\n")], []);
-    expect(where(back.diagnostics)).toEqual(["ext.yaml:2:1 IGNORED_KIND", "waf.yaml:2:1 UNTRANSLATED_GLOO_KIND"]);
+    expect(where(back.diagnostics)).toEqual(["ext.yaml:2:1 IGNORED_KIND", "waf.yaml:2:1 NEEDS_GLOO_DATA_PLANE"]);
   });
 
   it("a deprecated apiVersion of a kind (security.gloo.solo.io/v2 AccessPolicy) is read as the current one, with a warning at its line", () => {
@@ -284,6 +284,16 @@ describe("kinds and metadata", () => {
     // The schema of the current kind judges it: an old shape is an error like any other.
     const old = ap.replace("authn: {tlsMode: STRICT}", "allowedClients: {serviceAccountSelector: [{namespace: web}]}");
     expect(where(load(withFile("ap.yaml", old)).diagnostics)).toEqual(["ap.yaml:2:1 DEPRECATED_API_VERSION", "ap.yaml:7:5 SCHEMA_VIOLATION"]);
+  });
+
+  it("a kind that needs Gloo's data plane is still checked: an unknown spec field is a schema error with did-you-mean", () => {
+    const waf = "apiVersion: security.policy.gloo.solo.io/v2\nkind: WAFPolicy\nmetadata: {name: waf, namespace: web}\nspec:\n  applyToRoute: [{route: {labels: {waf: 'true'}}}]\n  config: {disableCoreRuleSet: true}\n";
+    const { diagnostics } = load(withFile("waf.yaml", waf));
+    expect(where(diagnostics)).toEqual(["waf.yaml:2:1 NEEDS_GLOO_DATA_PLANE", "waf.yaml:5:3 SCHEMA_VIOLATION"]);
+    expect(diagnostics[1]!.message).toContain("unknown field `applyToRoute`; did you mean `applyToRoutes`?");
+    // Ignored by configuration, it is still checked: a typo there is still a mistake in the repository.
+    const ignored = load([...withFile("waf.yaml", waf), file("gitmesh.yaml", "ignoreKinds: [WAFPolicy]\n")]).diagnostics;
+    expect(where(ignored)).toEqual(["waf.yaml:2:1 IGNORED_KIND", "waf.yaml:5:3 SCHEMA_VIOLATION"]);
   });
 
   it("ignoreKinds with the wrong apiVersion does not ignore the kind", () => {

@@ -55,7 +55,10 @@ export function judgeDocument(file: SourceFile): DocumentVerdict {
   const own = diagnostics.filter((d) => d.severity === "error" && !SET_CODES.has(d.code));
   const first = own[0];
   const reason = first ? `${first.code} at ${first.path ?? ""}` : undefined;
-  if (first && UNTRANSLATED_CODES.has(first.code)) return { path: file.path, kind, outcome: "untranslated", ...(reason ? { reason } : {}) };
+  // A recognised kind gitmesh does not translate is judged on its own fields too (a typo there is rejected).
+  const invalid = own.find((d) => !UNTRANSLATED_CODES.has(d.code));
+  if (first && UNTRANSLATED_CODES.has(first.code) && invalid === undefined) return { path: file.path, kind, outcome: "untranslated", ...(reason ? { reason } : {}) };
+  if (invalid !== undefined) return { path: file.path, kind, outcome: "rejected", reason: `${invalid.code} at ${invalid.path ?? ""}` };
   if (first) return { path: file.path, kind, outcome: "rejected", ...(reason ? { reason } : {}) };
   return { path: file.path, kind, outcome: "accepted" };
 }
