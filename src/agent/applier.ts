@@ -73,8 +73,8 @@ export interface ApplyOutcome {
   readonly pruned: number;
   /** Objects of the output that exist but are not the agent's (not applied; NACKed). */
   readonly refused: number;
-  /** Why pruning did not run (incomplete output, mass-deletion guard), if it did not. */
-  readonly pruneSkipped?: "incomplete" | "mass_deletion" | "list_failed";
+  /** Why pruning did not run (incomplete output, mass-deletion guard) or was partly held (a control plane's removal), if so. */
+  readonly pruneSkipped?: "incomplete" | "mass_deletion" | "list_failed" | "control_plane";
   /** Certificate requests found in the output (not applied to the cluster; see cacerts.ts). */
   readonly certificateRequests: readonly KubeObject[];
 }
@@ -169,6 +169,8 @@ async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) =
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** Sail operator objects: deleting one uninstalls a control plane, the CNI node agent or the default revision. */
+const isControlPlaneObject = (o: KubeObject) => o.apiVersion.startsWith("sailoperator.io/");
 const groupOf = (apiVersion: string) => (apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.lastIndexOf("/")) : "");
 const describe = (o: { kind: string; metadata: { namespace?: string | undefined; name: string } }) =>
   `${o.kind} ${o.metadata.namespace === undefined || o.metadata.namespace === "" ? "" : `${o.metadata.namespace}/`}${o.metadata.name}`;
@@ -559,8 +561,25 @@ export function createApplier(options: ApplierOptions): Applier {
         log.error("mass deletion refused", { version: output.version, sourceCommit: output.sourceCommit, stale: stale.length, owned, limit });
         errors.push({ key: "prune", message });
       } else {
-        stale.sort((a, b) => rankOf(kinds, b.obj) - rankOf(kinds, a.obj));
-        for (const s of stale) {
+        // Removing a control plane (a Sail Istio, IstioCNI or revision tag) uninstalls Istio for every
+        // workload it serves: like a mass deletion, it needs the commit's explicit allowance, however
+        // few objects go. A typo in a lifecycle manager's cluster name must not take a mesh down.
+        const protectedStale = allowMassDeletion ? [] : stale.filter((s) => isControlPlaneObject(s.obj));
+        if (protectedStale.length > 0) {
+          pruneSkipped = "control_plane";
+          metrics?.pruneRefused.inc({ reason: "control_plane" });
+          const what = protectedStale.map((s) => describe(s.obj)).join(", ");
+          log.error("control plane removal refused", { version: output.version, sourceCommit: output.sourceCommit, objects: what });
+          errors.push({
+            key: "prune",
+            message:
+              `refusing to delete ${what}: it uninstalls Istio (or its default revision) for the workloads it serves; the rest of the output was applied and pruned. ` +
+              `If this is intended (e.g. a finished canary), allow it from Git: add the trailer "Gitmesh-Allow-Deletion: ${cluster}" to the commit that removes it (git commit --trailer "Gitmesh-Allow-Deletion: ${cluster}").`,
+          });
+        }
+        const deletable = stale.filter((s) => !protectedStale.includes(s));
+        deletable.sort((a, b) => rankOf(kinds, b.obj) - rankOf(kinds, a.obj));
+        for (const s of deletable) {
           const o = s.obj;
           try {
             const existed = await writer.delete({ apiVersion: o.apiVersion, kind: o.kind, plural: "", namespaced: o.metadata.namespace !== undefined }, o.metadata.namespace, o.metadata.name, { uid: s.uid });

@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { createRelayServer, generateRelayPki, type OutputAckEvent, type OutputNackEvent } from "../../src/relay/index.js";
-import { AGENT_ENV, type KubeObject } from "../../src/agent/index.js";
+import { AGENT_ENV, OUTPUT_OPTIONS_KEY, type KubeObject } from "../../src/agent/index.js";
 import { eventually, startKube } from "../helpers/kube.js";
 import { exampleObjects } from "../agent/helpers.js";
 import { loadCase, runCase } from "../translate/golden.js";
@@ -271,12 +271,25 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
         expect(kube.emulator.list("apps/v1", "Deployment", "istio-gateways").map((d) => (d.metadata as { name: string }).name).sort()).toEqual(["istio-egressgateway-1-28", "istio-ingressgateway-1-28", "istio-ingressgateway-1-29"]);
         expect(kube.emulator.get("rbac.authorization.k8s.io/v1", "Role", "istio-gateways", "istio-ingressgateway-1-29")).toBeDefined();
         // The canary is finished: revision 1-29's gateway goes, and only it.
-        const kept = install.filter((o) => !o.metadata.name.endsWith("-1-29") || o.kind === "Istio");
+        const kept = install.filter((o) => !o.metadata.name.endsWith("-1-29") || o.apiVersion.startsWith("sailoperator.io/"));
         await publish(4, [agentVs("reviews", "v2"), agentDr("reviews"), ...kept]);
         expect(kube.emulator.get("apps/v1", "Deployment", "istio-gateways", "istio-ingressgateway-1-29")).toBeUndefined();
         expect(kube.emulator.get("v1", "ServiceAccount", "istio-gateways", "istio-ingressgateway-1-29")).toBeUndefined();
         expect(kube.emulator.get("apps/v1", "Deployment", "istio-gateways", "istio-ingressgateway-1-28")).toBeDefined();
         expect(kube.emulator.get("sailoperator.io/v1", "Istio", undefined, "1-29")).toBeDefined();
+        // Removing revision 1-29's control plane uninstalls it: refused without the commit's
+        // allowance (a typo in a cluster name must not take a mesh down), applied with it.
+        const without129 = kept.filter((o) => !(o.kind === "Istio" && o.metadata.name === "1-29"));
+        server.publishOutput("cluster1", { version: 5, sourceCommit: "c5", complete: true, resources: resources([agentVs("reviews", "v2"), agentDr("reviews"), ...without129]) });
+        const refusal = await eventually("v5 NACKed", () => nacks.find((n) => n.version === 5), 30_000);
+        expect(JSON.stringify(refusal)).toContain("Gitmesh-Allow-Deletion: cluster1");
+        expect(kube.emulator.get("sailoperator.io/v1", "Istio", undefined, "1-29")).toBeDefined();
+        const allowed = resources([agentVs("reviews", "v2"), agentDr("reviews"), ...without129]);
+        allowed.set(OUTPUT_OPTIONS_KEY, enc.encode(JSON.stringify({ allowMassDeletion: true })));
+        server.publishOutput("cluster1", { version: 6, sourceCommit: "c6", complete: true, resources: allowed });
+        await eventually("v6 acked", () => acks.find((a) => a.version === 6), 30_000);
+        expect(kube.emulator.get("sailoperator.io/v1", "Istio", undefined, "1-29")).toBeUndefined();
+        expect(kube.emulator.get("sailoperator.io/v1", "Istio", undefined, "1-28")).toBeDefined();
       }
       if (v.lifecycle === "refused") {
         // An agent installed for configuration only refuses installation objects (it has no right to
