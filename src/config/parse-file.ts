@@ -239,7 +239,10 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
   for (const pointer of dropped) {
     out.push(diag(ConfigCode.NULL_FIELD_DROPPED, file, at(pointer), `${kind} ${namespace}/${name}: ${pointer} is null and is dropped (as Kubernetes does); remove the empty key or give it a value`, pointer));
   }
-  const raw = spec === value.spec && meta === rawMeta ? value : { ...value, metadata: meta, spec };
+  // Validated as written: an object without spec is judged by its kind's schema (Gloo's CRDs do not
+  // require spec), while translation sees `{}`.
+  const { spec: _given, ...withoutSpec } = value;
+  const raw = value.spec === undefined || value.spec === null ? { ...withoutSpec, metadata: meta } : spec === value.spec && meta === rawMeta ? value : { ...value, metadata: meta, spec };
   const object: LoadedObject = {
     key: objectKey(kind, cluster, namespace, name),
     apiVersion,

@@ -191,7 +191,14 @@ function toIssue(e: ErrorObject): SchemaIssue | undefined {
     case "anyOf":
     case "allOf":
       // the failing branch's own errors are reported; this summary adds nothing
-      return e.keyword === "anyOf" ? { path: at, keyword: e.keyword, message: `must match at least one of the allowed forms; see the schema description of this field` } : undefined;
+      if (e.keyword !== "anyOf") return undefined;
+      {
+        // Alternatives that each require one field: "set at least one of …" (e.g. a VirtualDestination's backing).
+        const alts = Array.isArray(e.schema) ? (e.schema as unknown[]) : [];
+        const fields = alts.map((a) => (isRecord(a) && Array.isArray(a.required) && a.required.length === 1 ? String(a.required[0]) : undefined));
+        if (fields.length > 0 && fields.every((f) => f !== undefined)) return { path: at, keyword: e.keyword, message: `set at least one of ${fields.map((f) => `\`${f}\``).join(", ")} (a list must not be empty)` };
+        return { path: at, keyword: e.keyword, message: `must match at least one of the allowed forms; see the schema description of this field` };
+      }
     default:
       return { path: at, keyword: e.keyword, message: e.message ?? e.keyword };
   }

@@ -33,9 +33,9 @@ const badApiVersion: VirtualGateway = { apiVersion: "networking.gloo.solo.io/v1"
 function hostsOf(r: GlooResource): readonly string[] {
   switch (r.kind) {
     case "RouteTable":
-      return r.spec.hosts ?? []; // narrowed: r is RouteTable
+      return r.spec?.hosts ?? []; // narrowed: r is RouteTable
     case "VirtualDestination":
-      return r.spec.hosts ?? [];
+      return r.spec?.hosts ?? [];
     default:
       return [];
   }

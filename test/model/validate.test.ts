@@ -92,9 +92,14 @@ describe("validateResource: issue shape", () => {
     expect(validateResource(doc)).toEqual([]);
   });
 
-  it("allows an omitted spec only for the admin kinds that have nothing required", () => {
+  it("allows an omitted spec, as Gloo's CRDs do; a spec that is given is judged by its rules", () => {
     expect(validateResource({ apiVersion: "admin.gloo.solo.io/v2", kind: "Workspace", metadata: { name: "policies", namespace: "gloo-mesh" } })).toEqual([]);
-    expect(validateResource({ apiVersion: "networking.gloo.solo.io/v2", kind: "RouteTable", metadata: meta }).map((i) => [i.path, i.keyword])).toEqual([["", "required"]]);
+    expect(validateResource({ apiVersion: "networking.gloo.solo.io/v2", kind: "VirtualDestination", metadata: meta })).toEqual([]);
+    // virtual_destination.proto: ports is Required; at least one of hosts, services, externalServices, externalWorkloads.
+    const vd = (spec: unknown) => validateResource({ apiVersion: "networking.gloo.solo.io/v2", kind: "VirtualDestination", metadata: meta, spec }).map((i) => [i.path, i.keyword, i.message]);
+    expect(vd({ hosts: ["a.global"] })).toEqual([["/spec", "required", expect.stringContaining("`ports`")]]);
+    expect(vd({ ports: [{ number: 80 }] })).toEqual([["/spec", "anyOf", "set at least one of `hosts`, `services`, `externalServices`, `externalWorkloads` (a list must not be empty)"]]);
+    expect(vd({ services: [{ labels: { app: "a" } }], ports: [{ number: 80 }] })).toEqual([]);
   });
 
   it("accepts the Go duration forms and rejects the others", () => {

@@ -23,7 +23,7 @@ export interface AccessPolicy {
   /**
    * The desired configuration.
    */
-  spec: AccessPolicySpec;
+  spec?: AccessPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

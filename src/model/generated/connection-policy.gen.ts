@@ -23,7 +23,7 @@ export interface ConnectionPolicy {
   /**
    * The desired configuration.
    */
-  spec: ConnectionPolicySpec;
+  spec?: ConnectionPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

@@ -23,7 +23,7 @@ export interface CORSPolicy {
   /**
    * The desired configuration.
    */
-  spec: CORSPolicySpec;
+  spec?: CORSPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

@@ -23,7 +23,7 @@ export interface CSRFPolicy {
   /**
    * The desired configuration.
    */
-  spec: CSRFPolicySpec;
+  spec?: CSRFPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

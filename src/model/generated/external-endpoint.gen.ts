@@ -23,7 +23,7 @@ export interface ExternalEndpoint {
   /**
    * The desired configuration.
    */
-  spec: ExternalEndpointSpec;
+  spec?: ExternalEndpointSpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

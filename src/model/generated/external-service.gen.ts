@@ -23,7 +23,7 @@ export interface ExternalService {
   /**
    * The desired configuration.
    */
-  spec: ExternalServiceSpec;
+  spec?: ExternalServiceSpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

@@ -23,7 +23,7 @@ export interface FailoverPolicy {
   /**
    * The desired configuration.
    */
-  spec: FailoverPolicySpec;
+  spec?: FailoverPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

@@ -23,7 +23,7 @@ export interface FaultInjectionPolicy {
   /**
    * The desired configuration.
    */
-  spec: FaultInjectionPolicySpec;
+  spec?: FaultInjectionPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

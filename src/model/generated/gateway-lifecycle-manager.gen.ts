@@ -23,7 +23,7 @@ export interface GatewayLifecycleManager {
   /**
    * The desired configuration.
    */
-  spec: GatewayLifecycleManagerSpec;
+  spec?: GatewayLifecycleManagerSpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

@@ -23,7 +23,7 @@ export interface HeaderManipulationPolicy {
   /**
    * The desired configuration.
    */
-  spec: HeaderManipulationPolicySpec;
+  spec?: HeaderManipulationPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

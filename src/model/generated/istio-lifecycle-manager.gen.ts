@@ -23,7 +23,7 @@ export interface IstioLifecycleManager {
   /**
    * The desired configuration.
    */
-  spec: IstioLifecycleManagerSpec;
+  spec?: IstioLifecycleManagerSpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

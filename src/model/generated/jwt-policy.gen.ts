@@ -30,7 +30,7 @@ export interface JWTPolicy {
   /**
    * The desired configuration.
    */
-  spec: JWTPolicySpec;
+  spec?: JWTPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

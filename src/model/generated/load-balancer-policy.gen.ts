@@ -23,7 +23,7 @@ export interface LoadBalancerPolicy {
   /**
    * The desired configuration.
    */
-  spec: LoadBalancerPolicySpec;
+  spec?: LoadBalancerPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

@@ -23,7 +23,7 @@ export interface MirrorPolicy {
   /**
    * The desired configuration.
    */
-  spec: MirrorPolicySpec;
+  spec?: MirrorPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

@@ -23,7 +23,7 @@ export interface OutlierDetectionPolicy {
   /**
    * The desired configuration.
    */
-  spec: OutlierDetectionPolicySpec;
+  spec?: OutlierDetectionPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

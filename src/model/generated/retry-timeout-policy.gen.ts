@@ -23,7 +23,7 @@ export interface RetryTimeoutPolicy {
   /**
    * The desired configuration.
    */
-  spec: RetryTimeoutPolicySpec;
+  spec?: RetryTimeoutPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

@@ -23,7 +23,7 @@ export interface RootTrustPolicy {
   /**
    * The desired configuration.
    */
-  spec: RootTrustPolicySpec;
+  spec?: RootTrustPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

@@ -33,7 +33,7 @@ export interface RouteTable {
   /**
    * The desired configuration.
    */
-  spec: RouteTableSpec;
+  spec?: RouteTableSpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

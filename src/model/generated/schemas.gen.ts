@@ -14,8 +14,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -1696,8 +1695,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -1834,8 +1832,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -1940,8 +1937,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -2567,8 +2563,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -2655,8 +2650,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -2864,8 +2858,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -3033,8 +3026,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -3157,8 +3149,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -3274,8 +3265,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -3379,8 +3369,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -3549,8 +3538,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -3994,8 +3982,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -4179,8 +4166,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -4262,8 +4248,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -4362,8 +4347,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -4471,8 +4455,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -4786,8 +4769,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -5365,8 +5347,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -5442,8 +5423,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {
@@ -5477,7 +5457,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "$defs": {
       "VirtualDestinationSpec": {
         "type": "object",
-        "description": "VirtualDestination spec.",
+        "description": "VirtualDestination spec. As Gloo's CRD: `ports` is required, and at least one of hosts, services, externalServices or externalWorkloads.",
         "additionalProperties": false,
         "properties": {
           "hosts": {
@@ -5522,7 +5502,32 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             "$ref": "common.schema.json#/$defs/ClientMode",
             "description": "How the VirtualDestination is translated. Omitted: inherited from WorkspaceSettings."
           }
-        }
+        },
+        "required": [
+          "ports"
+        ],
+        "anyOf": [
+          {
+            "required": [
+              "hosts"
+            ]
+          },
+          {
+            "required": [
+              "services"
+            ]
+          },
+          {
+            "required": [
+              "externalServices"
+            ]
+          },
+          {
+            "required": [
+              "externalWorkloads"
+            ]
+          }
+        ]
       },
       "VirtualDestinationPort": {
         "type": "object",
@@ -5569,8 +5574,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "required": [
       "apiVersion",
       "kind",
-      "metadata",
-      "spec"
+      "metadata"
     ],
     "properties": {
       "apiVersion": {

@@ -23,7 +23,7 @@ export interface TrimProxyConfigPolicy {
   /**
    * The desired configuration.
    */
-  spec: TrimProxyConfigPolicySpec;
+  spec?: TrimProxyConfigPolicySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */

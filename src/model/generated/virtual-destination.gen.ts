@@ -23,7 +23,7 @@ export interface VirtualDestination {
   /**
    * The desired configuration.
    */
-  spec: VirtualDestinationSpec;
+  spec?: VirtualDestinationSpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */
@@ -51,7 +51,7 @@ export interface VirtualDestinationPort {
 }
 
 /**
- * VirtualDestination spec.
+ * VirtualDestination spec. As Gloo's CRD: `ports` is required, and at least one of hosts, services, externalServices or externalWorkloads.
  */
 export interface VirtualDestinationSpec {
   /**
@@ -77,7 +77,7 @@ export interface VirtualDestinationSpec {
    *
    * @minItems 1
    */
-  ports?: [VirtualDestinationPort, ...VirtualDestinationPort[]];
+  ports: [VirtualDestinationPort, ...VirtualDestinationPort[]];
   /**
    * How the VirtualDestination is translated. Omitted: inherited from WorkspaceSettings.
    */

@@ -23,7 +23,7 @@ export interface VirtualGateway {
   /**
    * The desired configuration.
    */
-  spec: VirtualGatewaySpec;
+  spec?: VirtualGatewaySpec;
   /**
    * Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates).
    */
