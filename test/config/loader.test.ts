@@ -369,7 +369,7 @@ describe("duplicates", () => {
 });
 
 describe("references", () => {
-  const rtWith = (spec: Record<string, unknown>) => routeTable("other", "web", { hosts: ["x.example.com"], ...spec });
+  const rtWith = (spec: Record<string, unknown>) => routeTable("other", "web", { hosts: ["x.example.com"], http: [{ name: "r", directResponse: { status: 200 } }], ...spec });
 
   it("reports a RouteTable virtualGateway that does not exist, at the reference", () => {
     const text = rtWith({ virtualGateways: [{ name: "north", namespace: "web-gw" }, { name: "south" }] });

@@ -273,7 +273,7 @@ export interface RegexMatchAndSubstitute {
 }
 
 /**
- * RouteTable spec.
+ * RouteTable spec. As Gloo's CRD (route_table.proto): at least one of http, tcp, tls.
  */
 export interface RouteTableSpec {
   /**

@@ -4803,7 +4803,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
     "$defs": {
       "RouteTableSpec": {
         "type": "object",
-        "description": "RouteTable spec.",
+        "description": "RouteTable spec. As Gloo's CRD (route_table.proto): at least one of http, tcp, tls.",
         "additionalProperties": false,
         "properties": {
           "hosts": {
@@ -4888,7 +4888,24 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             },
             "description": "Annotations added to the generated VirtualService (not on delegated children)."
           }
-        }
+        },
+        "anyOf": [
+          {
+            "required": [
+              "http"
+            ]
+          },
+          {
+            "required": [
+              "tcp"
+            ]
+          },
+          {
+            "required": [
+              "tls"
+            ]
+          }
+        ]
       },
       "HTTPRoute": {
         "type": "object",
