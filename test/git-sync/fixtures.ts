@@ -41,6 +41,7 @@ metadata:
   namespace: ${ns}
 spec:
   hosts: 5
+  http: []
 `;
 
 export interface RecordingLoader extends DesiredStateLoader<DesiredState> {
