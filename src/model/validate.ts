@@ -37,6 +37,7 @@ function instance(): Compiled {
   if (compiled) return compiled;
   const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true, allowMatchingProperties: true });
   addFormats(ajv);
+  ajv.addKeyword({ keyword: "x-gloo-rules", type: "object", schemaType: "array", errors: true, validate: checkGlooRules });
   for (const [file, schema] of Object.entries(SCHEMAS)) {
     // Schemas reference each other by file name relative to their $id; register each under a stable $id.
     const s = schema as { $id?: string };
@@ -106,6 +107,41 @@ function unsupportedKind(apiVersion: string, kind: string): SchemaIssue {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Gloo's CRD rules (the protos' `+kubebuilder:validation:XValidation` markers), declared in a schema as
+// `x-gloo-rules: [{when, requireAnyOf | forbid, message}]` and reported with Gloo's own message:
+// - `when`: `{field: value}` (the field equals the value) or `{absent: field}` (the field is not set);
+// - `requireAnyOf`: alternatives, each a list of dotted paths that must all be set;
+// - `forbid`: fields that must not be set.
+
+interface GlooRule {
+  readonly when: Readonly<Record<string, unknown>>;
+  readonly requireAnyOf?: readonly (readonly string[])[];
+  readonly forbid?: readonly string[];
+  readonly message: string;
+}
+
+const hasPath = (data: Record<string, unknown>, path: string): boolean => {
+  let cur: unknown = data;
+  for (const seg of path.split(".")) {
+    if (!isRecord(cur) || cur[seg] === undefined) return false;
+    cur = cur[seg];
+  }
+  return true;
+};
+
+function checkGlooRules(this: unknown, rules: readonly GlooRule[], data: Record<string, unknown>): boolean {
+  const failed: { keyword: string; message: string; params: Record<string, unknown> }[] = [];
+  for (const r of rules) {
+    const applies = Object.entries(r.when).every(([k, v]) => (k === "absent" ? data[String(v)] === undefined : data[k] === v));
+    if (!applies) continue;
+    const present = (r.forbid ?? []).find((f) => data[f] !== undefined);
+    if (present !== undefined) failed.push({ keyword: "x-gloo-rules", message: r.message, params: { field: present } });
+    else if (r.requireAnyOf !== undefined && !r.requireAnyOf.some((alt) => alt.every((p) => hasPath(data, p)))) failed.push({ keyword: "x-gloo-rules", message: r.message, params: {} });
+  }
+  (checkGlooRules as unknown as { errors: unknown[] }).errors = failed;
+  return failed.length === 0;
+}
+
 // ajv errors → SchemaIssues
 
 const escapePointer = (key: string): string => key.replace(/~/g, "~0").replace(/\//g, "~1");
@@ -164,6 +200,11 @@ function toIssue(e: ErrorObject): SchemaIssue | undefined {
         return { path: at, keyword: e.keyword, message: `${value} is not a valid Kubernetes name; use lower-case letters, digits and '-'${at.endsWith("/name") ? " (and '.')" : ""}, starting and ending with a letter or digit` };
       }
       return { path: at, keyword: e.keyword, message: `${value} does not match the pattern ${String(e.schema)}` };
+    }
+    case "x-gloo-rules": {
+      // A forbidden field is reported at the field itself; a missing one at the object that lacks it.
+      const field = typeof params.field === "string" ? params.field : undefined;
+      return { path: field === undefined ? at : `${at}/${escapePointer(field)}`, keyword: "rule", message: `${e.message ?? "violates a rule of Gloo's CRD"} (Gloo's CRD rule)` };
     }
     case "oneOf":
       return oneOfIssue(e);

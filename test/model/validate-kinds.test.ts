@@ -88,6 +88,8 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
     { name: "destination without ref", edit: (d) => delete d.spec.http[0].forwardTo.destinations[0].ref, expect: [["/spec/http/0/forwardTo/destinations/0", "oneOf"]], message: ["`ref`, `awsLambda`"] },
     { name: "status out of range", edit: (d) => (d.spec.http[3].directResponse.status = 700), expect: [["/spec/http/3/directResponse/status", "maximum"]] },
     { name: "hosts not a list", edit: (d) => (d.spec.hosts = "*"), expect: [["/spec/hosts", "type"]], message: ["expected a list", "write it as a list"] },
+    { name: "delegated table with failureMode (Gloo CRD rule)", edit: (d) => { delete d.spec.hosts; delete d.spec.virtualGateways; d.spec.failureMode = "FREEZE_CONFIG"; }, expect: [["/spec/failureMode", "rule"]], message: ["The failureMode field must be empty or unset for delegated RouteTables."] },
+    { name: "no routes at all (Gloo CRD rule)", edit: (d) => { delete d.spec.http; delete d.spec.tcp; delete d.spec.tls; }, expect: [["/spec", "anyOf"]], message: ["set at least one of `http`, `tcp`, `tls`"] },
   ],
   VirtualGateway: [
     { name: "missing listeners", edit: (d) => delete d.spec.listeners, expect: [["/spec", "required"]], message: ["`listeners`"] },
@@ -95,6 +97,8 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
     { name: "wrong tls mode", edit: (d) => (d.spec.listeners[1].tls.mode = "STRICT"), expect: [["/spec/listeners/1/tls/mode", "enum"]], message: ['"PASSTHROUGH"'] },
     { name: "missing port", edit: (d) => delete d.spec.listeners[0].port, expect: [["/spec/listeners/0", "required"]], message: ["`port`"] },
     { name: "port name and number", edit: (d) => (d.spec.listeners[0].port.name = "http"), expect: [["/spec/listeners/0/port", "oneOf"]] },
+    { name: "SIMPLE without a certificate (Gloo CRD rule)", edit: (d) => delete d.spec.listeners[1].tls.secretName, expect: [["/spec/listeners/1/tls", "rule"]], message: ["If mode is SIMPLE, either secretName or both files.serverCert and files.privateKey must be set."] },
+    { name: "ISTIO_MUTUAL with a secret (Gloo CRD rule)", edit: (d) => (d.spec.listeners[1].tls.mode = "ISTIO_MUTUAL"), expect: [["/spec/listeners/1/tls/secretName", "rule"]], message: ["If mode is ISTIO_MUTUAL, secretName must not be set."] },
   ],
   ExternalService: [
     { name: "hosts and addresses", edit: (d) => (d.spec.addresses = ["1.2.3.4"]), expect: [["/spec", "oneOf"]], message: ["`hosts` and `addresses`"] },

@@ -4905,6 +4905,35 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
               "tls"
             ]
           }
+        ],
+        "x-gloo-rules": [
+          {
+            "when": {
+              "absent": "hosts"
+            },
+            "forbid": [
+              "virtualGateways"
+            ],
+            "message": "The virtualGateways field must be empty or unset for delegated RouteTables."
+          },
+          {
+            "when": {
+              "absent": "hosts"
+            },
+            "forbid": [
+              "applyToDestinations"
+            ],
+            "message": "The applyToDestinations field must be empty or unset for delegated RouteTables."
+          },
+          {
+            "when": {
+              "absent": "hosts"
+            },
+            "forbid": [
+              "failureMode"
+            ],
+            "message": "The failureMode field must be empty or unset for delegated RouteTables."
+          }
         ]
       },
       "HTTPRoute": {
@@ -5842,7 +5871,58 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
               ]
             }
           ]
-        }
+        },
+        "x-gloo-rules": [
+          {
+            "when": {
+              "mode": "SIMPLE"
+            },
+            "requireAnyOf": [
+              [
+                "secretName"
+              ],
+              [
+                "files.serverCert",
+                "files.privateKey"
+              ]
+            ],
+            "message": "If mode is SIMPLE, either secretName or both files.serverCert and files.privateKey must be set."
+          },
+          {
+            "when": {
+              "mode": "MUTUAL"
+            },
+            "requireAnyOf": [
+              [
+                "secretName"
+              ],
+              [
+                "files.serverCert",
+                "files.privateKey",
+                "files.caCerts"
+              ]
+            ],
+            "message": "If mode is MUTUAL, you must either set secretName or set files and all of files.serverCert, files.privateKey and files.caCerts."
+          },
+          {
+            "when": {
+              "mode": "ISTIO_MUTUAL"
+            },
+            "forbid": [
+              "secretName"
+            ],
+            "message": "If mode is ISTIO_MUTUAL, secretName must not be set."
+          },
+          {
+            "when": {
+              "mode": "ISTIO_MUTUAL"
+            },
+            "forbid": [
+              "files"
+            ],
+            "message": "If mode is ISTIO_MUTUAL, files must not be set."
+          }
+        ]
       },
       "GatewayTLSFiles": {
         "type": "object",
