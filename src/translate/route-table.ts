@@ -29,7 +29,7 @@ import { asArray, asLabels, asNumber, asRecord, asString, type Labels } from "./
 import { TranslateCode, type Emitted, type FrozenTable, type TranslatorOutput } from "./types.js";
 import { gatewayBindings } from "./virtual-gateway.js";
 
-const RT_FIELDS = ["hosts", "virtualGateways", "workloadSelectors", "defaultDestination", "http", "weight", "failureMode", "virtualServiceAnnotations"];
+const RT_FIELDS = ["hosts", "virtualGateways", "workloadSelectors", "defaultDestination", "http", "tcp", "tls", "weight", "failureMode", "virtualServiceAnnotations"];
 const FORWARD_FIELDS = ["destinations", "pathRewrite", "regexRewrite", "hostRewrite"];
 const DEST_FIELDS = ["ref", "kind", "port", "subset", "weight"];
 /** AWS Lambda destinations: `awsLambda` (Gloo ≥ 2.3) or `kind: CLOUD_PROVIDER` + `function` (Gloo 2.2/2.3). */
@@ -189,7 +189,9 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     causes.push(ctx.diag(rt, TranslateCode.RouteTableFrozen, Severity.Error, "/spec/failureMode", `a route of this table failed and failureMode is FREEZE_CONFIG: nothing new is rendered for cluster "${target.cluster}" and the last applied version stays in place. Fix the errors above.`));
     return { resources: [], diagnostics: causes, frozen: [frozenTable(ctx, rt, target.cluster)] };
   }
-  if (http.length === 0) return { resources: [], diagnostics };
+  const streams = streamRoutes(ctx, rt, target, hosts);
+  diagnostics.push(...streams.diagnostics);
+  if (http.length === 0 && streams.tcp.length === 0 && streams.tls.length === 0) return { resources: [], diagnostics };
   const ws = ctx.workspace.name;
   if (target.enforce !== undefined) resources.push(...renderCsrf(ctx, rt, { cluster: target.cluster, ...target.enforce }, csrf).resources);
   for (const [policy, operations] of jwt) {
@@ -206,11 +208,67 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
         exportTo: target.exportTo,
         gateways: target.gateways,
         hosts,
-        http,
+        ...(http.length > 0 ? { http } : {}),
+        ...(streams.tcp.length > 0 ? { tcp: streams.tcp } : {}),
+        ...(streams.tls.length > 0 ? { tls: streams.tls } : {}),
       },
     },
   });
   return { resources, diagnostics };
+}
+
+/**
+ * RouteTable `tcp` and `tls` routes → the VirtualService's `tcp` and `tls` routes: matchers (port;
+ * SNI hosts, defaulting to the table's hosts, which Istio requires) and the forwardTo destinations
+ * with their weights. A TCP or TLS connection cannot be answered with a 500, so a route whose
+ * destinations cannot be resolved is left out, with an error.
+ */
+function streamRoutes(ctx: WorkspaceContext, rt: InputObject, target: Target, hosts: readonly string[]): { tcp: Record<string, unknown>[]; tls: Record<string, unknown>[]; diagnostics: Diagnostic[] } {
+  const spec = asRecord(rt.spec);
+  const diagnostics: Diagnostic[] = [];
+  const sources = target.sourceLabels.length > 0 ? target.sourceLabels : [undefined];
+  const render = (kind: "tcp" | "tls") =>
+    asArray(spec[kind]).flatMap((raw, i) => {
+      const route = asRecord(raw);
+      const path = `/spec/${kind}/${String(i)}`;
+      const dests = asArray(asRecord(route.forwardTo).destinations).map(asRecord);
+      if (dests.length === 0) {
+        diagnostics.push(ctx.diag(rt, TranslateCode.InvalidField, Severity.Error, `${path}/forwardTo`, `a ${kind.toUpperCase()} route needs forwardTo.destinations; it is left out`));
+        return [];
+      }
+      const resolved = dests.map((d, j) => ({ d, r: resolveDestination(ctx, rt, d, `${path}/forwardTo/destinations/${String(j)}`, target.cluster) }));
+      const failed = resolved.filter((x) => "error" in x.r);
+      for (const { r } of failed) if ("error" in r) diagnostics.push(ctx.diag(rt, r.code, Severity.Error, r.path, `${r.error}; this ${kind.toUpperCase()} route is left out for cluster "${target.cluster}"`));
+      if (failed.length > 0) return [];
+      const weights = splitWeights(dests.map((d) => asNumber(d.weight)));
+      if (typeof weights === "string") {
+        diagnostics.push(ctx.diag(rt, TranslateCode.InvalidWeights, Severity.Error, `${path}/forwardTo/destinations`, `${weights}; this ${kind.toUpperCase()} route is left out`));
+        return [];
+      }
+      const destinations = resolved.map(({ r }, j) => {
+        const ok = r as { host: string; port?: number };
+        return { destination: { host: ok.host, ...(ok.port !== undefined ? { port: { number: ok.port } } : {}) }, ...(dests.length > 1 ? { weight: weights[j] } : {}) };
+      });
+      const matchers = asArray(route.matchers).map(asRecord);
+      const base = (matchers.length > 0 ? matchers : [{}]).map((m) => ({
+        ...(kind === "tls" ? { sniHosts: asArray(m.sniHosts).length > 0 ? m.sniHosts : hosts.filter((h) => h !== "*") } : {}),
+        ...(asNumber(m.port) !== undefined ? { port: m.port } : {}),
+      }));
+      if (kind === "tls" && base.some((m) => asArray(m.sniHosts).length === 0)) {
+        diagnostics.push(ctx.diag(rt, TranslateCode.InvalidField, Severity.Error, `${path}/matchers`, "a TLS route needs SNI hosts (matchers[].sniHosts, or hosts other than `*` on the table); it is left out"));
+        return [];
+      }
+      // Istio (and Gloo: "The SNI value must be a subset of the corresponding virtual service's hosts").
+      const outside = base.flatMap((m) => asArray(m.sniHosts)).filter((sni): sni is string => typeof sni === "string" && !hosts.some((h) => h === "*" || h === sni || (h.startsWith("*.") && sni.endsWith(h.slice(1)))));
+      if (outside.length > 0) {
+        diagnostics.push(ctx.diag(rt, TranslateCode.InvalidField, Severity.Error, `${path}/matchers`, `SNI host(s) ${outside.join(", ")} are not among the route table's hosts (${hosts.join(", ")}); Istio rejects such a route. It is left out`));
+        return [];
+      }
+      const match = base.flatMap((m) => sources.map((labels) => ({ ...m, ...(labels !== undefined ? { sourceLabels: labels } : {}) })));
+      const hasMatch = match.some((m) => Object.keys(m).length > 0);
+      return [{ ...(hasMatch ? { match } : {}), route: destinations }];
+    });
+  return { tcp: render("tcp"), tls: render("tls"), diagnostics };
 }
 
 /** The policy of `kind` on a route: the oldest of the table owner's policies that select it. */
