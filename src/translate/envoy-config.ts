@@ -8,10 +8,7 @@
  * Covered messages (envoyproxy/envoy api/, v3): `envoy.extensions.filters.http.csrf.v3.CsrfPolicy`
  * (filter_enabled, shadow_enabled: RuntimeFractionalPercent; additional_origins: StringMatcher).
  */
-import AjvModule from "ajv";
-
-const Ajv = AjvModule.default;
-const ajv = new Ajv({ allErrors: true, strict: false });
+import { subsetValidator } from "./subset-schema.js";
 
 const fractionalPercent = {
   type: "object",
@@ -54,7 +51,7 @@ const MESSAGES: Readonly<Record<string, object>> = {
     },
   },
 };
-const validators = new Map(Object.entries(MESSAGES).map(([k, s]) => [k, ajv.compile(s)]));
+const validators = new Map(Object.entries(MESSAGES).map(([k, s]) => [k, subsetValidator(s)]));
 
 export interface EnvoyIssue {
   readonly path: string;
@@ -66,7 +63,7 @@ function typed(v: unknown, path: string, out: EnvoyIssue[]): void {
   const type = (v as Record<string, unknown>)["@type"];
   const validate = typeof type === "string" ? validators.get(type) : undefined;
   if (validate === undefined) return void out.push({ path: `${path}/@type`, message: `no schema for Envoy type ${JSON.stringify(type)}` });
-  if (!validate(v)) for (const e of validate.errors ?? []) out.push({ path: `${path}${e.instancePath}`, message: e.message ?? "invalid" });
+  for (const issue of validate(v)) out.push({ path: `${path}${issue.path}`, message: issue.message });
 }
 
 /** Issues of the Envoy configuration inside an EnvoyFilter's patches (`[]` when every embedded message is valid). */

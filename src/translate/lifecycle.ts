@@ -9,12 +9,12 @@
  * by the first workspace (by name) with namespaces in that cluster, and the managers' diagnostics by
  * the first workspace of the fleet, so each is reported once.
  */
-import AjvModule from "ajv";
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { asArray, asNumber, asRecord, asString } from "./selectors.js";
+import { subsetValidator } from "./subset-schema.js";
 import { TranslateCode, type Emitted, type IstioResource, type TranslatorOutput } from "./types.js";
 
 export const SAIL_API_VERSION = "sailoperator.io/v1";
@@ -401,8 +401,6 @@ function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Reco
 // Validation of the Sail operator resources (their CRDs are not part of Istio's; a documented
 // subset of sailoperator.io/v1: the fields gitmesh writes, with their types and required members).
 
-const Ajv = AjvModule.default;
-const ajv = new Ajv({ allErrors: true, strict: false });
 const versionSchema = { type: "string", pattern: "^v\\d+\\.\\d+\\.\\d+$" };
 const SAIL_SCHEMAS: Readonly<Record<string, object>> = {
   Istio: {
@@ -430,7 +428,7 @@ const SAIL_SCHEMAS: Readonly<Record<string, object>> = {
     properties: { version: versionSchema, namespace: { type: "string", minLength: 1 }, profile: { type: "string" }, values: { type: "object" } },
   },
 };
-const sailValidators = new Map(Object.entries(SAIL_SCHEMAS).map(([k, s]) => [k, ajv.compile(s)]));
+const sailValidators = new Map(Object.entries(SAIL_SCHEMAS).map(([k, s]) => [k, subsetValidator(s)]));
 
 /** Issues of a Sail operator resource (`[]` when valid); undefined when `r` is not one. */
 export function validateSailResource(r: IstioResource): { path: string; message: string }[] | undefined {
@@ -438,6 +436,5 @@ export function validateSailResource(r: IstioResource): { path: string; message:
   const validate = sailValidators.get(r.kind);
   if (validate === undefined) return [{ path: "/kind", message: `no schema for ${r.apiVersion} ${r.kind}` }];
   if (r.metadata.namespace !== "") return [{ path: "/metadata/namespace", message: `${r.kind} is cluster-scoped` }];
-  if (validate(r.spec)) return [];
-  return (validate.errors ?? []).map((e) => ({ path: `/spec${e.instancePath}`, message: e.message ?? "invalid" }));
+  return validate(r.spec).map((i) => ({ path: `/spec${i.path}`, message: i.message }));
 }

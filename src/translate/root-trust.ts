@@ -18,13 +18,13 @@
  * revision, istiod's service account): those only name identities inside the assigned trust domain,
  * which the mesh CA's name constraints enforce (src/mesh-ca).
  */
-import AjvModule from "ajv";
 import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
 import { DestinationCode, olderFirst, spiffe } from "./destination-common.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
+import { subsetValidator, type SubsetIssue } from "./subset-schema.js";
 import { asArray, asNumber, asRecord, asString, labelsMatch } from "./selectors.js";
 import { TranslateCode, type Emitted, type IstioResource, type TranslatorOutput } from "./types.js";
 
@@ -113,18 +113,8 @@ const SCHEMA = {
   },
 } as const;
 
-type ValidateFn = ((data: unknown) => boolean) & { errors?: { instancePath: string; message?: string }[] | null };
-let validator: ValidateFn | undefined;
-
-/** Schema issues of a rendered IssuedCertificate (compiled once). */
-export function validateIssuedCertificate(obj: unknown): { path: string; message: string }[] {
-  if (validator === undefined) {
-    const Ajv = AjvModule as unknown as new (opts: object) => { compile(s: object): ValidateFn };
-    validator = new Ajv({ allErrors: true, strict: false }).compile(SCHEMA);
-  }
-  if (validator(obj)) return [];
-  return (validator.errors ?? []).map((e) => ({ path: e.instancePath, message: e.message ?? "invalid" }));
-}
+/** Schema issues of a rendered IssuedCertificate (compiled once, on first use). */
+export const validateIssuedCertificate: (obj: unknown) => SubsetIssue[] = subsetValidator(SCHEMA);
 
 interface MeshRef {
   readonly cluster: string;
