@@ -9,10 +9,9 @@
  * `shadowEnabled` → `shadow_enabled` (only meaningful when not enforcing), `additionalOrigins` →
  * `additional_origins` (StringMatcher). East-west routes are reported (not translated).
  */
-import type { Diagnostic } from "../core/index.js";
 import { CSRF_TYPE } from "./envoy-config.js";
 import type { InputObject } from "./input.js";
-import { outputMetadata, type ParentRef } from "./labels.js";
+import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
 import { asArray, asNumber, asRecord, type Labels } from "./selectors.js";
 import type { Emitted } from "./types.js";
@@ -46,16 +45,16 @@ export function csrfRouteConfig(policy: InputObject): Record<string, unknown> {
   };
 }
 
-/** The gateway-wide EnvoyFilter that inserts the (disabled) csrf filter; identical for every table on that gateway. */
-function filterInsertion(ctx: WorkspaceContext, cluster: string, namespace: string, labels: Labels): Emitted {
+/** The gateway-wide EnvoyFilter that inserts the (disabled) csrf filter, owned by the VirtualGateway; identical for every table on that gateway. */
+function filterInsertion(ctx: WorkspaceContext, e: Enforcement): Emitted {
+  const { cluster, namespace, labels } = e;
   const ws = ctx.workspace.name;
-  const parent: ParentRef = { kind: "VirtualGateway", name: "csrf-filter", namespace, cluster };
   return {
     cluster,
     resource: {
       apiVersion: "networking.istio.io/v1alpha3",
       kind: "EnvoyFilter",
-      metadata: outputMetadata(stableName("csrf-filter", namespace, cluster, ws), namespace, cluster, ws, parent),
+      metadata: outputMetadata(stableName("csrf-filter", namespace, cluster, ws), namespace, cluster, ws, ctx.parentOf(e.gateway)),
       spec: {
         workloadSelector: { labels },
         configPatches: [
@@ -70,9 +69,17 @@ function filterInsertion(ctx: WorkspaceContext, cluster: string, namespace: stri
   };
 }
 
+/** Where the gateway's csrf filter lives: its pods, and the VirtualGateway that owns the filter. */
+interface Enforcement {
+  readonly cluster: string;
+  readonly namespace: string;
+  readonly labels: Labels;
+  readonly gateway: InputObject;
+}
+
 /** EnvoyFilters that turn CSRF protection on for `routes` (VirtualService route name → policy) of one route table on one gateway. */
-export function renderCsrf(ctx: WorkspaceContext, table: InputObject, e: { cluster: string; namespace: string; labels: Labels }, routes: ReadonlyMap<string, InputObject>): { resources: Emitted[]; diagnostics: Diagnostic[] } {
-  if (routes.size === 0) return { resources: [], diagnostics: [] };
+export function renderCsrf(ctx: WorkspaceContext, table: InputObject, e: Enforcement, routes: ReadonlyMap<string, InputObject>): Emitted[] {
+  if (routes.size === 0) return [];
   const ws = ctx.workspace.name;
   const configPatches = [...routes.keys()].sort().map((name) => ({
     applyTo: "HTTP_ROUTE",
@@ -80,8 +87,8 @@ export function renderCsrf(ctx: WorkspaceContext, table: InputObject, e: { clust
     patch: { operation: "MERGE", value: { typed_per_filter_config: { [FILTER]: csrfRouteConfig(routes.get(name)!) } } },
   }));
   const policies = [...new Set(routes.values())];
-  const resources: Emitted[] = [
-    filterInsertion(ctx, e.cluster, e.namespace, e.labels),
+  return [
+    filterInsertion(ctx, e),
     {
       cluster: e.cluster,
       resource: {
@@ -92,6 +99,5 @@ export function renderCsrf(ctx: WorkspaceContext, table: InputObject, e: { clust
       },
     },
   ];
-  return { resources, diagnostics: [] };
 }
 

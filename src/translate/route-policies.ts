@@ -83,14 +83,25 @@ export function olderPolicyFirst(a: InputObject, b: InputObject): number {
 
 /** The winning policy of each kind for a route, in the route table owner's workspace. */
 export function winningPolicies(ctx: WorkspaceContext, route: FlatRoute): Map<RoutePolicyKind, InputObject> {
-  const owner = workspaceContext(ctx.index, ctx.ownerOf(route.table));
   const out = new Map<RoutePolicyKind, InputObject>();
-  if (owner === undefined) return out;
   for (const kind of ROUTE_POLICY_KINDS) {
-    const win = owner.own(kind).filter((p) => policySelects(owner, p, route)).sort(olderPolicyFirst)[0];
+    const win = winningPolicy(ctx, route, kind);
     if (win !== undefined) out.set(kind, win);
   }
   return out;
+}
+
+/**
+ * The policy of `kind` on a route: the oldest of the route table owner's policies of that kind that
+ * select it (and that `applies`, e.g. a JWTPolicy that applies to routes at all). Route policies,
+ * JWTPolicy and CSRFPolicy all choose this way.
+ */
+export function winningPolicy(ctx: WorkspaceContext, route: FlatRoute, kind: string, applies: (p: InputObject) => boolean = () => true): InputObject | undefined {
+  const owner = workspaceContext(ctx.index, ctx.ownerOf(route.table));
+  if (owner === undefined) return undefined;
+  const candidates = owner.own(kind);
+  if (candidates.length === 0) return undefined;
+  return candidates.filter((p) => applies(p) && policySelects(owner, p, route)).sort(olderPolicyFirst)[0];
 }
 
 /** Sets the fields of the winning policies on one Istio HTTP route. Returns diagnostics (e.g. an unresolvable mirror). */

@@ -16,7 +16,7 @@
  *   layer (src/queue) keeps the objects it last published for that table in that cluster.
  */
 import { Severity, type Diagnostic } from "../core/index.js";
-import { reportUnsupported, workspaceContext, type WorkspaceContext } from "./context.js";
+import { reportUnsupported, type WorkspaceContext } from "./context.js";
 import { flattenRoutes, type FlatRoute } from "./delegation.js";
 import type { DiscoveredService, InputObject } from "./input.js";
 import { renderCsrf } from "./csrf-policy.js";
@@ -24,7 +24,7 @@ import { jwtSelectsRoutes, renderJwt, routeOperations, type Operation } from "./
 import { LABEL_MANAGED, outputLabels, outputMetadata } from "./labels.js";
 import { serviceHost, stableName, subsetName } from "./names.js";
 import { createMatches } from "./route-matchers.js";
-import { applyRoutePolicies, olderPolicyFirst, policySelects, routePolicyDiagnostics, winningPolicies, type DestinationResolver } from "./route-policies.js";
+import { applyRoutePolicies, routePolicyDiagnostics, winningPolicies, winningPolicy, type DestinationResolver } from "./route-policies.js";
 import { asArray, asLabels, asNumber, asRecord, asString, type Labels } from "./selectors.js";
 import { TranslateCode, type Emitted, type FrozenTable, type TranslatorOutput } from "./types.js";
 import { gatewayBindings } from "./virtual-gateway.js";
@@ -47,7 +47,7 @@ interface Target {
   readonly sourceLabels: readonly Labels[];
   readonly exportTo: readonly string[];
   /** North-south: the gateway pods that receive the requests (where a JWTPolicy is enforced). */
-  readonly enforce?: { readonly namespace: string; readonly labels: Labels };
+  readonly enforce?: { readonly namespace: string; readonly labels: Labels; readonly gateway: InputObject };
 }
 
 export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
@@ -92,7 +92,7 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
         continue;
       }
       for (const b of bindings) {
-        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."], enforce: { namespace: b.namespace, labels: b.podLabels } };
+        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."], enforce: { namespace: b.namespace, labels: b.podLabels, gateway: vg } };
         const r = renderVirtualService(ctx, rt, flat(rt).routes, target);
         resources.push(...r.resources);
         diagnostics.push(...r.diagnostics);
@@ -169,12 +169,12 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     diagnostics.push(...applyRoutePolicies(r.route, winningPolicies(ctx, fr), resolver, (p, code, path, msg) => ctx.diag(p, code, Severity.Warning, path, msg)));
     http.push(r.route);
     resources.push(...r.subsets);
-    const csrfPolicy = r.failed ? undefined : routePolicyOf(ctx, fr, "CSRFPolicy");
+    const csrfPolicy = r.failed ? undefined : winningPolicy(ctx, fr, "CSRFPolicy");
     if (csrfPolicy !== undefined) {
       if (target.enforce === undefined) diagnostics.push(ctx.diag(csrfPolicy, TranslateCode.UnsupportedField, Severity.Error, "/spec/applyToRoutes", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name} is an east-west route; a CSRFPolicy is translated for routes on a VirtualGateway only`));
       else csrf.set(String(r.route.name), csrfPolicy);
     }
-    const policy = routePolicyOf(ctx, fr, "JWTPolicy", jwtSelectsRoutes);
+    const policy = winningPolicy(ctx, fr, "JWTPolicy", jwtSelectsRoutes);
     if (policy === undefined || r.failed) continue;
     if (target.enforce === undefined) {
       diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Error, "/spec/applyToRoutes", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name} is an east-west route; a JWTPolicy on east-west routes is not translated: select the destination with applyToDestinations instead`));
@@ -193,7 +193,7 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   diagnostics.push(...streams.diagnostics);
   if (http.length === 0 && streams.tcp.length === 0 && streams.tls.length === 0) return { resources: [], diagnostics };
   const ws = ctx.workspace.name;
-  if (target.enforce !== undefined) resources.push(...renderCsrf(ctx, rt, { cluster: target.cluster, ...target.enforce }, csrf).resources);
+  if (target.enforce !== undefined) resources.push(...renderCsrf(ctx, rt, { cluster: target.cluster, ...target.enforce }, csrf));
   for (const [policy, operations] of jwt) {
     resources.push(...renderJwt(ctx, policy, { cluster: target.cluster, namespace: target.enforce!.namespace, labels: target.enforce!.labels, operations, scope: [rt.metadata.name, rt.metadata.namespace ?? ""] }));
   }
@@ -271,12 +271,6 @@ function streamRoutes(ctx: WorkspaceContext, rt: InputObject, target: Target, ho
   return { tcp: render("tcp"), tls: render("tls"), diagnostics };
 }
 
-/** The policy of `kind` on a route: the oldest of the table owner's policies that select it. */
-function routePolicyOf(ctx: WorkspaceContext, fr: FlatRoute, kind: string, applies: (p: InputObject) => boolean = () => true): InputObject | undefined {
-  const owner = workspaceContext(ctx.index, ctx.ownerOf(fr.table));
-  if (owner === undefined) return undefined;
-  return owner.own(kind).filter((p) => applies(p) && policySelects(owner, p, fr)).sort(olderPolicyFirst)[0];
-}
 
 /** What identifies a frozen table's objects in one cluster's output: the labels they all carry (but `managed`). */
 function frozenTable(ctx: WorkspaceContext, rt: InputObject, cluster: string): FrozenTable {

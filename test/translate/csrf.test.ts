@@ -26,6 +26,9 @@ describe("CSRFPolicy", () => {
     // The public route gets no per-route config: the inserted filter is disabled (0 %) by default.
     const inserted = filters.flatMap(patches).find((p) => p.applyTo === "HTTP_FILTER")!;
     expect(inserted.patch.value).toMatchObject({ name: "envoy.filters.http.csrf", typed_config: { filter_enabled: { default_value: { numerator: 0 } } } });
+    // Provenance names an object that exists: the VirtualGateway whose gateway carries the filter.
+    const insertion = filters.find((f) => patches(f).some((p) => p.applyTo === "HTTP_FILTER"))!;
+    expect([insertion.metadata.labels["gitmesh.io/parent-kind"], insertion.metadata.labels["gitmesh.io/parent-name"]]).toEqual(["VirtualGateway", "north-south-gw"]);
   });
 
   it("embedded Envoy configuration is validated: unknown types, unknown fields and bad enums are INVALID_OUTPUT issues", () => {
