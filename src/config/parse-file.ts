@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Diagnostic } from "../core/index.js";
-import { editDistance } from "../model/index.js";
+import { closest } from "../model/index.js";
 import { CONFIG_CODES, ConfigCode } from "./codes.js";
 import type { KindRegistry } from "./kinds.js";
 import type { FileRecord, LoadedObject, ObjectMetadata, Position, SourceFile, SourceLocation, UnsupportedObject } from "./types.js";
@@ -335,8 +335,8 @@ function checkSpecFields(fields: readonly string[] | undefined, spec: unknown, k
   }
   for (const key of Object.keys(spec)) {
     if (fields.includes(key)) continue;
-    const guess = [...fields].sort((a, b) => editDistance(key, a) - editDistance(key, b))[0];
-    const hint = guess !== undefined && editDistance(key.toLowerCase(), guess.toLowerCase()) <= Math.max(2, Math.floor(guess.length / 3)) ? `did you mean \`${guess}\`?` : `allowed fields: ${fields.map((f) => `\`${f}\``).join(", ")}`;
+    const guess = closest(key, fields);
+    const hint = guess !== undefined ? `did you mean \`${guess}\`?` : `allowed fields: ${fields.map((f) => `\`${f}\``).join(", ")}`;
     out.push(diag(ConfigCode.SCHEMA_VIOLATION, file, at(`/spec/${key}`), `${kind}: unknown field \`${key}\`; ${hint}`, `/spec/${key}`));
   }
 }

@@ -29,7 +29,7 @@ import type { WorkspaceSettings } from "./generated/workspace-settings.gen.js";
 
 export { SUPPORTED_KINDS, kindInfo, describeSupportedKinds, type KindInfo } from "./kinds.js";
 export { UNTRANSLATED_GLOO_KINDS, untranslatedGlooKind, isGlooApiVersion, currentApiVersion, type GlooKindEntry, type UntranslatedReason } from "./gloo-kinds.js";
-export { validateResource, validateDiscoverySnapshot, precompileValidators, editDistance, type SchemaIssue } from "./validate.js";
+export { validateResource, validateDiscoverySnapshot, precompileValidators, editDistance, closest, type SchemaIssue } from "./validate.js";
 
 export type * from "./generated/common.gen.js";
 export type * from "./generated/discovery-snapshot.gen.js";

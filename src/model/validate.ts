@@ -347,7 +347,7 @@ export function editDistance(a: string, b: string): number {
 }
 
 /** The candidate closest to `word` (case-insensitive first), if close enough to be a plausible typo. */
-function closest(word: string, candidates: readonly string[], caseInsensitiveOnly = false): string | undefined {
+export function closest(word: string, candidates: readonly string[], caseInsensitiveOnly = false): string | undefined {
   const lower = word.toLowerCase();
   const same = candidates.find((c) => c.toLowerCase() === lower || c.toLowerCase().replace(/[-_]/g, "") === lower.replace(/[-_]/g, ""));
   if (same) return same;

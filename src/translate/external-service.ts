@@ -17,7 +17,7 @@ import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { egressRoutes, type EgressRoute } from "./egress.js";
 import { sanitizeName, stableName } from "./names.js";
-import { asArray, asNumber, asRecord, asString } from "./selectors.js";
+import { asArray, asLabels, asNumber, asRecord, asString, labelsMatch } from "./selectors.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 const TLS_MODES = ["SIMPLE", "DISABLE", "MUTUAL", "ISTIO_MUTUAL"] as const;
@@ -259,10 +259,10 @@ function egressResources(baseName: string, hosts: readonly string[], routes: rea
  * they serve, its locality. Resolution STATIC when every address is an IP or a unix socket, else DNS.
  */
 function endpointsOf(ctx: WorkspaceContext, es: InputObject, portNames: readonly string[], diagnostics: Diagnostic[]): { endpoints: Record<string, unknown>[]; resolution: string } {
-  const selector = Object.fromEntries(Object.entries(asRecord(asRecord(es.spec).selector)).filter((e): e is [string, string] => typeof e[1] === "string"));
+  const selector = asLabels(asRecord(es.spec).selector) ?? {};
   const selected = ctx
     .own("ExternalEndpoint")
-    .filter((ee) => Object.entries(selector).every(([k, v]) => ee.metadata.labels?.[k] === v))
+    .filter((ee) => labelsMatch(selector, ee.metadata.labels))
     .sort((a, b) => cmpStr(`${a.metadata.namespace ?? ""}/${a.metadata.name}`, `${b.metadata.namespace ?? ""}/${b.metadata.name}`));
   if (selected.length === 0) {
     diagnostics.push(ctx.diag(es, TranslateCode.SelectsNothing, Severity.Warning, "/spec/selector", "selector matches no ExternalEndpoint of this workspace; the hosts are resolved by DNS instead."));

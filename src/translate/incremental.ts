@@ -49,7 +49,7 @@ export function affectedWorkspaces(
       const owner = idx.owner.get(obj.key) ?? "";
       if (owner === "") {
         // No workspace owns it (an admin-namespace object): find who renders it.
-        if (RENDERED_PER_CLUSTER.has(obj.kind)) for (const w of rootTrustRenderers(idx)) out.add(w);
+        if (RENDERED_PER_CLUSTER.has(obj.kind)) for (const w of perClusterRenderers(idx)) out.add(w);
         else return everything();
         continue;
       }
@@ -108,7 +108,7 @@ function hasImports(idx: TranslationIndex, workspace: string): boolean {
 }
 
 /** Workspaces that render RootTrustPolicies (root-trust.ts) and lifecycle managers (lifecycle.ts): the first by name with namespaces in each cluster, and the first of the fleet (it reports the policies' diagnostics). */
-function rootTrustRenderers(idx: TranslationIndex): string[] {
+function perClusterRenderers(idx: TranslationIndex): string[] {
   const out = new Set<string>();
   if (idx.workspaceNames[0] !== undefined) out.add(idx.workspaceNames[0]);
   for (const c of idx.clusters) {

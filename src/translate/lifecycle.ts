@@ -13,7 +13,7 @@ import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
-import { asArray, asNumber, asRecord, asString } from "./selectors.js";
+import { asArray, asLabels, asNumber, asRecord, asString, isRecord } from "./selectors.js";
 import { subsetValidator } from "./subset-schema.js";
 import { TranslateCode, type Emitted, type IstioResource, type TranslatorOutput } from "./types.js";
 
@@ -226,7 +226,7 @@ function gateways(inst: Record<string, unknown>, ios: Record<string, unknown>, p
         if (!POD_K8S_FIELDS.includes(f)) diag(`${gpath}/k8s/${f}`, f === "overlays" ? "k8s.overlays (JSON patches on generated objects) are applied by Gloo's controller only; set the field in k8s instead where it has one" : `k8s.${f} is not translated by gitmesh`);
       }
       if (g.hub !== undefined || g.tag !== undefined) diag(`${gpath}/${g.hub !== undefined ? "hub" : "tag"}`, "a gateway's image comes from its control plane revision's injector (image `auto`); hub/tag are not used");
-      const label = Object.fromEntries(Object.entries(asRecord(g.label)).filter((e): e is [string, string] => typeof e[1] === "string"));
+      const label = asLabels(g.label) ?? {};
       defs.push({
         name,
         namespace: asString(g.namespace) || asString(ios.namespace) || DEFAULT_NAMESPACE,
@@ -330,7 +330,7 @@ function gatewayObjects(g: GatewayDef, cpRevision: string, gwRevision: string, r
       kind: "Service",
       name: g.name,
       namespace: g.namespace,
-      ...(k8s.serviceAnnotations !== undefined ? { annotations: stringMap(k8s.serviceAnnotations) } : {}),
+      ...(k8s.serviceAnnotations !== undefined ? { annotations: asLabels(k8s.serviceAnnotations) ?? {} } : {}),
       body: {
         spec: compact({
           type: asString(svc.type) || (g.ingress ? "LoadBalancer" : "ClusterIP"),
@@ -375,25 +375,17 @@ function gatewayObjects(g: GatewayDef, cpRevision: string, gwRevision: string, r
   return objects;
 }
 
-function stringMap(v: unknown): Record<string, string> {
-  return Object.fromEntries(Object.entries(asRecord(v)).filter((e): e is [string, string] => typeof e[1] === "string"));
-}
-
 /** The object without undefined members (rendered output never carries them). */
 function compact(o: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(o)) if (v !== undefined && !(isPlain(v) && Object.keys(v).length === 0 && k !== "spec")) out[k] = v;
+  for (const [k, v] of Object.entries(o)) if (v !== undefined && !(isRecord(v) && Object.keys(v).length === 0 && k !== "spec")) out[k] = v;
   return out;
-}
-
-function isPlain(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 /** `b` merged into `a` (maps merged key by key, `b` winning scalars and lists). */
 function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...a };
-  for (const [k, v] of Object.entries(b)) out[k] = isPlain(out[k]) && isPlain(v) ? deepMerge(out[k], v) : v;
+  for (const [k, v] of Object.entries(b)) out[k] = isRecord(out[k]) && isRecord(v) ? deepMerge(out[k], v) : v;
   return out;
 }
 

@@ -27,7 +27,7 @@ export function sidecarName(w: Pick<DiscoveredWorkload, "name" | "namespace">, c
 
 /** Whether one of the workspace's TrimProxyConfigPolicies trims this workload (then it renders the workload's Sidecar). */
 export function trimPolicySelects(ctx: WorkspaceContext, cluster: string, w: DiscoveredWorkload): boolean {
-  return ctx.own("TrimProxyConfigPolicy").some((p) => selectsWorkload(ctx, p, cluster, w) && includedHosts(ctx, p, cluster, []) !== undefined);
+  return ctx.own("TrimProxyConfigPolicy").some((p) => selectsWorkload(ctx, p, cluster, w) && includedHosts(ctx, p, cluster).hosts !== undefined);
 }
 
 function selectsWorkload(ctx: WorkspaceContext, policy: InputObject, cluster: string, w: DiscoveredWorkload): boolean {
@@ -40,11 +40,28 @@ function selectsWorkload(ctx: WorkspaceContext, policy: InputObject, cluster: st
   });
 }
 
-/** Egress hosts of one policy's included destinations in one cluster (undefined: the policy trims nothing). */
-function includedHosts(ctx: WorkspaceContext, policy: InputObject, cluster: string, diagnostics: Diagnostic[]): Set<string> | undefined {
-  const included = asArray(asRecord(asRecord(policy.spec).config).includedDestinations);
+interface Included {
+  /** Egress hosts of the included destinations; undefined: the policy trims nothing there. */
+  readonly hosts: ReadonlySet<string> | undefined;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+/** Per workspace context (one index): policy key + cluster → its included destinations, computed once. */
+const includedMemo = new WeakMap<WorkspaceContext, Map<string, Included>>();
+
+/** One policy's included destinations in one cluster (asked by this translator and, per workload, by WorkspaceSettings' trimming). */
+function includedHosts(ctx: WorkspaceContext, policy: InputObject, cluster: string): Included {
+  let memo = includedMemo.get(ctx);
+  if (memo === undefined) {
+    memo = new Map();
+    includedMemo.set(ctx, memo);
+  }
+  const key = `${policy.key}\n${cluster}`;
+  const hit = memo.get(key);
+  if (hit !== undefined) return hit;
+  const diagnostics: Diagnostic[] = [];
   const hosts = new Set<string>();
-  included.forEach((raw, i) => {
+  asArray(asRecord(asRecord(policy.spec).config).includedDestinations).forEach((raw, i) => {
     const d = asRecord(raw);
     const kind = asString(d.kind) ?? "SERVICE";
     const sel = objectSelector(d.selector);
@@ -59,7 +76,9 @@ function includedHosts(ctx: WorkspaceContext, policy: InputObject, cluster: stri
       diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Warning, `/spec/config/includedDestinations/${String(i)}/kind`, `${kind} destinations are not translated`));
     }
   });
-  return hosts.size === 0 ? undefined : hosts;
+  const out: Included = { hosts: hosts.size === 0 ? undefined : hosts, diagnostics };
+  memo.set(key, out);
+  return out;
 }
 
 export function translateTrimProxyConfigPolicies(ctx: WorkspaceContext): TranslatorOutput {
@@ -73,7 +92,9 @@ export function translateTrimProxyConfigPolicies(ctx: WorkspaceContext): Transla
     const snap = ctx.snapshot(cluster);
     const owned = ws.namespaces.get(cluster) ?? [];
     const meshNs = snap?.meshes?.[0]?.namespace ?? "istio-system";
-    const hostsOf = new Map(policies.map((p) => [p, includedHosts(ctx, p, cluster, cluster === ws.clusters[0] ? diagnostics : [])] as const));
+    const hostsOf = new Map(policies.map((p) => [p, includedHosts(ctx, p, cluster).hosts] as const));
+    // The policy's own diagnostics are the same in every cluster: reported once.
+    if (cluster === ws.clusters[0]) for (const p of policies) diagnostics.push(...includedHosts(ctx, p, cluster).diagnostics);
     for (const w of snap?.workloads ?? []) {
       if (!owned.includes(w.namespace) || namespaceOwner(ctx.index, cluster, w.namespace) !== ws.name) continue;
       const mine = policies.filter((p) => selectsWorkload(ctx, p, cluster, w));

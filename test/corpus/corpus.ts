@@ -15,7 +15,7 @@ import { join, resolve } from "node:path";
 import { loadDesiredState, type SourceFile } from "../../src/config/index.js";
 import type { Diagnostic } from "../../src/core/index.js";
 import type { DiscoverySnapshot } from "../../src/model/index.js";
-import { translateAll, validateIstioResource, type TranslationResult } from "../../src/translate/index.js";
+import { translateAll, validateIstioResource } from "../../src/translate/index.js";
 
 export const CORPUS_DIR = resolve(import.meta.dirname, "../../../shared/corpus");
 
@@ -69,11 +69,9 @@ function kindFromName(path: string): string {
 }
 
 export interface SetResult {
-  readonly result: TranslationResult;
   readonly diagnostics: readonly Diagnostic[];
   /** Rendered objects that fail their schemas, each as the INVALID_OUTPUT message names it: `Kind ns/name for cluster "c"`. */
   readonly invalid: string[];
-  readonly objects: number;
 }
 
 /** Loads a whole set, synthesises discovery for it, translates it and validates every rendered object. */
@@ -83,14 +81,12 @@ export function translateSet(files: readonly SourceFile[]): SetResult {
   const discovery = synthesiseDiscovery(objects);
   const result = translateAll(state, discovery);
   const invalid: string[] = [];
-  let count = 0;
   for (const [cluster, out] of result.clusters) {
     for (const r of out.resources) {
-      count++;
       if (validateIstioResource(r).length > 0) invalid.push(`${r.kind} ${r.metadata.namespace === "" ? "" : `${r.metadata.namespace}/`}${r.metadata.name} for cluster "${cluster}"`);
     }
   }
-  return { result, diagnostics: [...diagnostics, ...result.diagnostics], invalid, objects: count };
+  return { diagnostics: [...diagnostics, ...result.diagnostics], invalid };
 }
 
 interface Loaded {
