@@ -11,7 +11,8 @@ import type { Command } from "commander";
 import { canonicalYaml, formatDiagnostic, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { loadDesiredState, readConfigDirectory } from "../config/index.js";
 import { readDiscoveryDirectory } from "../discovery/index.js";
-import { renderedPath, translateAll, type ClusterOutput } from "../translate/index.js";
+import { renderedPath } from "../git-sync/index.js";
+import { translateAll, type ClusterOutput } from "../translate/index.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
 
 interface RenderFlags {

@@ -256,9 +256,4 @@ function cmp(a: string, b: string): number {
 }
 
 /** Path of a rendered object in the audit layout: `clusters/<cluster>/<namespace>/<kind>/<name>.yaml` (kind lower-cased). */
-/** Directory of cluster-scoped objects (namespace `""`, e.g. a Sail `Istio`): no namespace can be named so. */
-export const CLUSTER_SCOPED_DIR = "_cluster";
 
-export function renderedPath(cluster: string, r: Pick<IstioResource, "kind" | "metadata">): string {
-  return `clusters/${cluster}/${r.metadata.namespace === "" ? CLUSTER_SCOPED_DIR : r.metadata.namespace}/${r.kind.toLowerCase()}/${r.metadata.name}.yaml`;
-}

@@ -35,7 +35,7 @@ export {
   type ParentRef,
 } from "./labels.js";
 export { indexOf, workspaceContext, type WorkspaceContext, type WorkspaceInfo, type TranslationIndex } from "./context.js";
-export { assembleCluster, compareResources, mergeResources, renderedPath, resourceKey } from "./assemble.js";
+export { assembleCluster, compareResources, mergeResources, resourceKey } from "./assemble.js";
 export {
   KIND_TRANSLATORS,
   fragmentsFor,

@@ -4,8 +4,14 @@
 // and that a change to a manager re-renders it incrementally.
 import { describe, expect, it } from "vitest";
 import { loadDesiredState, updateDesiredState } from "../../src/config/index.js";
-import { renderedPath as auditPath } from "../../src/git-sync/index.js";
-import { affectedWorkspaces, renderedPath, retranslate, translateAll, type IstioResource } from "../../src/translate/index.js";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createCapturingIo } from "../../src/cli/io.js";
+import { main } from "../../src/cli/main.js";
+import { renderedPath } from "../../src/git-sync/index.js";
+import { affectedWorkspaces, retranslate, translateAll, type IstioResource } from "../../src/translate/index.js";
+import { FIXTURES } from "./golden.js";
 import { loadCase, runCase } from "./golden.js";
 
 type Obj = IstioResource & Record<string, unknown>;
@@ -61,9 +67,8 @@ describe("lifecycle managers", () => {
     ]);
     const tag = objects.find((o) => o.kind === "IstioRevisionTag");
     expect(spec(tag!).targetRef).toEqual({ kind: "Istio", name: "1-28" });
-    // Cluster-scoped objects go to clusters/<c>/_cluster/ in `gitmesh render --out` and the audit branch alike.
+    // Cluster-scoped objects go to clusters/<c>/_cluster/ (the audit layout, also of `gitmesh render --out`).
     expect(renderedPath("cluster1", istios[0]!)).toBe("clusters/cluster1/_cluster/istio/1-28.yaml");
-    for (const o of objects) expect(renderedPath("cluster1", o)).toBe(auditPath("cluster1", o));
     // The broken installation (tag `latest`) renders nothing and is an error on its tag.
     expect(istios.some((o) => o.metadata.name === "broken")).toBe(false);
   });
@@ -79,6 +84,33 @@ describe("lifecycle managers", () => {
     expect([...result.clusters.get("cluster1")!.resources]).toEqual([...full.clusters.get("cluster1")!.resources]);
     const istio = full.clusters.get("cluster1")!.resources.find((r) => r.kind === "Istio");
     expect(spec(istio!).version).toBe("v1.29.1");
+  });
+});
+
+describe("gitmesh render --out with lifecycle managers", () => {
+  it("writes cluster-scoped Sail objects under clusters/<c>/_cluster/ and gateway objects under their namespace", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "gitmesh-lifecycle-render-"));
+    try {
+      const repo = join(dir, "repo");
+      const discovery = join(dir, "discovery", "cluster1");
+      await mkdir(repo, { recursive: true });
+      await mkdir(discovery, { recursive: true });
+      // The golden case without its deliberately broken installation (render refuses to write on errors).
+      const input = await readFile(join(FIXTURES, "lifecycle/input.yaml"), "utf8");
+      await writeFile(join(repo, "input.yaml"), input.replace(/  - revision: broken\n(?:    .*\n)+/, ""));
+      const first = (await readFile(join(FIXTURES, "lifecycle/discovery.yaml"), "utf8")).split("\n---\n")[0]!;
+      await writeFile(join(discovery, "snapshot.yaml"), `apiVersion: gitmesh.io/v1alpha1\nkind: DiscoverySnapshot\n${first.trimEnd()}\nlocalities: []\nistioObjects: []\n`);
+      const io = createCapturingIo();
+      const out = join(dir, "out");
+      const code = await main(["render", repo, "--discovery", join(dir, "discovery"), "--out", out], io);
+      expect(code, io.stderr()).toBe(0);
+      expect((await readdir(join(out, "clusters/cluster1/_cluster/istio"))).sort()).toEqual(["1-28.yaml", "1-29.yaml"]);
+      expect(await readdir(join(out, "clusters/cluster1/istio-gateways/deployment"))).toContain("istio-ingressgateway-1-28.yaml");
+      // No directory named after a kind at the namespace level (what an empty namespace used to produce).
+      expect(await readdir(join(out, "clusters/cluster1"))).not.toContain("istio");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
