@@ -16,7 +16,7 @@ import { createDiscovery, type Discovery } from "./discovery.js";
 import { createDriftWatcher } from "./drift.js";
 import { createAgentHttp } from "./http.js";
 import { createInventory } from "./inventory.js";
-import { createKubeClient, INSTALL_KINDS, ISTIO_KINDS, withFieldOwner, type FieldOwnerWriter, type KubeReader } from "./kube.js";
+import { createKubeClient, withFieldOwner, writableKinds, type FieldOwnerWriter, type KubeReader } from "./kube.js";
 import { createLeaderElector, type LeaderElector } from "./leader.js";
 import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
 import type { RelayLink, RelayLinkFactory } from "./relay-link.js";
@@ -74,6 +74,7 @@ export function createAgent(options: AgentOptions): Agent {
       maxPruneFraction: config.maxPruneFraction,
       pruneAlwaysAllowed: config.pruneAlwaysAllowed,
       manageIstioInstall: config.manageIstioInstall,
+      rateLimitConfigNamespaces: config.rateLimitConfigNamespaces,
       metrics,
       logger: logger.child("apply"),
     });
@@ -121,7 +122,7 @@ export function createAgent(options: AgentOptions): Agent {
         await l?.close();
       },
     };
-    const drift = createDriftWatcher({ kc: options.kc, reader, cluster: config.cluster, applier, ...(config.manageIstioInstall ? { kinds: [...INSTALL_KINDS, ...ISTIO_KINDS] } : {}), metrics, ...(options.backoff ? { backoff: options.backoff } : {}), logger: logger.child("drift") });
+    const drift = createDriftWatcher({ kc: options.kc, reader, cluster: config.cluster, applier, kinds: writableKinds(config), metrics, ...(options.backoff ? { backoff: options.backoff } : {}), logger: logger.child("drift") });
     const manager = createRunnableManager([discovery, relayPart, drift], logger);
     leaderParts = { manager, discovery, applier, link: () => link };
     signal.addEventListener("abort", () => void manager.stop(), { once: true });

@@ -33,7 +33,7 @@
 import { createHash } from "node:crypto";
 import { describeError, type Logger } from "../core/index.js";
 import { entryKey, type Inventory } from "./inventory.js";
-import { INSTALL_KINDS, ISTIO_KINDS, isInstallObject, messageOf, objectKey, statusOf, type FieldOwnerWriter, type KindRef, type KubeObject, type KubeReader } from "./kube.js";
+import { isInstallObject, isRateLimitConfig, writableKinds, messageOf, objectKey, statusOf, type FieldOwnerWriter, type KindRef, type KubeObject, type KubeReader } from "./kube.js";
 import type { AgentMetrics } from "./metrics.js";
 import { foreignManagers, inSync, pointerPath, withIgnoredPaths } from "./sync.js";
 
@@ -110,6 +110,11 @@ export interface ApplierOptions {
    * each is an error that says how to opt in, and everything else applies.
    */
   readonly manageIstioInstall?: boolean;
+  /**
+   * Namespaces where this agent writes rate limiters' configuration (RateLimitServerConfig
+   * ConfigMaps). Default none: such a ConfigMap elsewhere is an error that says how to opt in.
+   */
+  readonly rateLimitConfigNamespaces?: readonly string[];
   readonly metrics?: AgentMetrics;
   readonly logger: Logger;
 }
@@ -230,7 +235,8 @@ export function createApplier(options: ApplierOptions): Applier {
   const { cluster, reader, metrics, inventory } = options;
   const log = options.logger;
   const manageIstioInstall = options.manageIstioInstall === true;
-  const kinds = options.kinds ?? (manageIstioInstall ? [...INSTALL_KINDS, ...ISTIO_KINDS] : ISTIO_KINDS);
+  const rateLimitNamespaces = options.rateLimitConfigNamespaces ?? [];
+  const kinds = options.kinds ?? writableKinds({ manageIstioInstall, rateLimitConfigNamespaces: rateLimitNamespaces });
   const maxFraction = options.maxPruneFraction ?? 0.5;
   const alwaysAllowed = options.pruneAlwaysAllowed ?? 2;
   const concurrency = Math.max(1, options.concurrency ?? 16);
@@ -321,7 +327,7 @@ export function createApplier(options: ApplierOptions): Applier {
     await Promise.all(
       kinds.map(async (k) => {
         try {
-          for (const o of (await reader.list(k)).items) live.set(objectKey(o), o);
+          for (const namespace of k.namespaces ?? [undefined]) for (const o of (await reader.list(k, namespace === undefined ? {} : { namespace })).items) live.set(objectKey(o), o);
         } catch (err) {
           if (statusOf(err) === 404) return; // kind not installed in this cluster
           failed.set(`${k.apiVersion}/${k.kind}`, messageOf(err));
@@ -388,6 +394,15 @@ export function createApplier(options: ApplierOptions): Applier {
           message:
             `${describe(obj)} installs Istio (from ${obj.metadata.labels?.["gitmesh.io/parent-kind"] ?? "a lifecycle manager"}); this agent manages Istio's configuration only, so it is not applied. ` +
             `To let gitmesh install Istio in cluster "${cluster}", install the agent with lifecycle.enabled=true (flag --manage-istio-install), which also grants the RBAC it needs`,
+        });
+        continue;
+      }
+      if (isRateLimitConfig(obj) && !rateLimitNamespaces.includes(obj.metadata.namespace ?? "")) {
+        errors.push({
+          key,
+          message:
+            `${describe(obj)} is a rate limiter's configuration (from ${obj.metadata.labels?.["gitmesh.io/parent-kind"] ?? "RateLimitServerConfig"}); this agent writes it only in the namespaces it is given, so it is not applied. ` +
+            `To let gitmesh configure the rate limiter in namespace "${obj.metadata.namespace ?? ""}" of cluster "${cluster}", add it to the agent's rateLimit.configNamespaces (flag --rate-limit-config-namespaces), which also grants the RBAC it needs there`,
         });
         continue;
       }

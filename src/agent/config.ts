@@ -50,6 +50,8 @@ export interface AgentConfig {
   readonly autoRestartPods: boolean;
   /** Install Istio from IstioLifecycleManager / GatewayLifecycleManager output (chart lifecycle.enabled grants the RBAC; default false). */
   readonly manageIstioInstall: boolean;
+  /** Namespaces where the agent writes the rate limiter's configuration (RateLimitServerConfig ConfigMaps; chart rateLimit.configNamespaces grants the RBAC; default none: such output is refused). */
+  readonly rateLimitConfigNamespaces: readonly string[];
 }
 
 /** Raw values: flags win over environment variables (the root merges them). */
@@ -80,6 +82,8 @@ export interface AgentConfigInput {
   readonly logLevel?: string | undefined;
   readonly autoRestartPods?: string | undefined;
   readonly manageIstioInstall?: string | undefined;
+  /** Comma-separated namespace names. */
+  readonly rateLimitConfigNamespaces?: string | undefined;
 }
 
 /** Environment variables the root reads (chart: relay.serverAddress → GITMESH_RELAY_SERVER_ADDRESS, …). */
@@ -104,6 +108,7 @@ export const AGENT_ENV = {
   logLevel: "GITMESH_LOG_LEVEL",
   autoRestartPods: "GITMESH_AUTO_RESTART_PODS",
   manageIstioInstall: "GITMESH_MANAGE_ISTIO_INSTALL",
+  rateLimitConfigNamespaces: "GITMESH_RATE_LIMIT_CONFIG_NAMESPACES",
 } as const;
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
@@ -207,7 +212,11 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     logLevel: isLogLevel(logLevel) ? logLevel : "info",
     autoRestartPods: read.bool(input.autoRestartPods, `auto restart pods (${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`, false),
     manageIstioInstall: read.bool(input.manageIstioInstall, `manage Istio install (--manage-istio-install or ${AGENT_ENV.manageIstioInstall}; chart lifecycle.enabled)`, false),
+    rateLimitConfigNamespaces: [...new Set((input.rateLimitConfigNamespaces ?? "").split(",").map((n) => n.trim()).filter((n) => n !== ""))].sort(),
   };
+  for (const ns of config.rateLimitConfigNamespaces) {
+    if (!DNS1123_LABEL.test(ns)) problems.push(`rate-limit config namespace "${ns}" is not a namespace name (--rate-limit-config-namespaces or ${AGENT_ENV.rateLimitConfigNamespaces}; chart rateLimit.configNamespaces)`);
+  }
   if (config.renewDeadlineMs >= config.leaseDurationMs) problems.push("renew deadline must be shorter than the lease duration");
   if (config.retryPeriodMs >= config.renewDeadlineMs) problems.push("retry period must be shorter than the renew deadline");
   return configResult(config, problems);

@@ -118,11 +118,14 @@ export function createDriftWatcher(options: DriftWatcherOptions): DriftWatcher {
     timers.add(t);
   };
 
-  const informers = (options.kinds ?? ISTIO_KINDS).map((ref) =>
+  // A kind the agent may touch in some namespaces only is watched there only (its RBAC allows no more).
+  const watches = (options.kinds ?? ISTIO_KINDS).flatMap((ref) => (ref.namespaces ?? [undefined]).map((namespace) => ({ ref, namespace })));
+  const informers = watches.map(({ ref, namespace }) =>
     createSupervisedInformer({
       kc: options.kc,
       reader: options.reader,
       ref,
+      ...(namespace === undefined ? {} : { namespace }),
       onEvent: (event, live) => {
         if (!running) return;
         const key = objectKey(live);

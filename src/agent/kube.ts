@@ -20,6 +20,8 @@ export interface KindRef {
   readonly kind: string;
   readonly plural: string;
   readonly namespaced: boolean;
+  /** Only in these namespaces (listed and watched per namespace, for kinds the agent may touch in a few namespaces only). */
+  readonly namespaces?: readonly string[];
 }
 
 const core = (kind: string, plural: string, namespaced = true): KindRef => ({ apiVersion: "v1", kind, plural, namespaced });
@@ -82,6 +84,20 @@ const INSTALL_PARENTS: ReadonlySet<string> = new Set(["IstioLifecycleManager", "
 /** Whether an output object belongs to an Istio installation rather than to Istio's configuration. */
 export function isInstallObject(o: { apiVersion: string; metadata: { labels?: Record<string, string> } }): boolean {
   return o.apiVersion.startsWith("sailoperator.io/") || INSTALL_PARENTS.has(o.metadata.labels?.["gitmesh.io/parent-kind"] ?? "");
+}
+
+/** Parent kinds whose output is the rate limiter's configuration (rate-limit.ts: ConfigMaps beside the rate limiter). */
+const RATE_LIMIT_CONFIG_PARENTS: ReadonlySet<string> = new Set(["RateLimitServerConfig"]);
+
+/** Whether an output object is a rate limiter's configuration (written only in the namespaces the agent is given for it). */
+export function isRateLimitConfig(o: { kind: string; metadata: { labels?: Record<string, string> } }): boolean {
+  return o.kind === "ConfigMap" && RATE_LIMIT_CONFIG_PARENTS.has(o.metadata.labels?.["gitmesh.io/parent-kind"] ?? "");
+}
+
+/** The kinds an agent writes (and owns, prunes, repairs), in apply order, given what it was allowed beyond Istio's configuration. */
+export function writableKinds(options: { readonly manageIstioInstall?: boolean; readonly rateLimitConfigNamespaces?: readonly string[] }): readonly KindRef[] {
+  const namespaces = options.rateLimitConfigNamespaces ?? [];
+  return [...(options.manageIstioInstall === true ? INSTALL_KINDS : []), ...(namespaces.length > 0 ? [{ ...core("ConfigMap", "configmaps"), namespaces }] : []), ...ISTIO_KINDS];
 }
 
 /** REST path of a collection (for watches): `/apis/apps/v1/deployments`, `/api/v1/namespaces/x/configmaps`. */

@@ -29,6 +29,7 @@ interface AgentFlags {
   readonly logLevel?: string;
   readonly autoRestartPods?: boolean;
   readonly manageIstioInstall?: boolean;
+  readonly rateLimitConfigNamespaces?: string;
 }
 
 export function registerAgent(program: Command, io: CliIo): void {
@@ -49,6 +50,7 @@ export function registerAgent(program: Command, io: CliIo): void {
     .option("--http-port <n>", `HTTP port (env ${AGENT_ENV.httpPort}; default 9977)`)
     .option("--auto-restart-pods", `restart istiod and injected workloads after writing cacerts, for RootTrustPolicies with autoRestartPods (env ${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`)
     .option("--manage-istio-install", `install Istio from IstioLifecycleManager / GatewayLifecycleManager (Sail operator resources, gateway Deployments, Services, Roles); off: such output is refused with an error (env ${AGENT_ENV.manageIstioInstall}; chart lifecycle.enabled, which grants the RBAC)`)
+    .option("--rate-limit-config-namespaces <ns,...>", `namespaces where the agent writes rate limiters' configuration (RateLimitServerConfig → ConfigMap); elsewhere such output is refused with an error (env ${AGENT_ENV.rateLimitConfigNamespaces}; chart rateLimit.configNamespaces, which grants the RBAC there)`)
     .option("--log-level <level>", `debug | info | warn | error (env ${AGENT_ENV.logLevel}; chart logLevel; default info)`)
     .action(async (flags: AgentFlags) => {
       const env = process.env;
@@ -75,6 +77,7 @@ export function registerAgent(program: Command, io: CliIo): void {
           logLevel: flags.logLevel ?? env[AGENT_ENV.logLevel],
           autoRestartPods: flags.autoRestartPods === true ? "true" : env[AGENT_ENV.autoRestartPods],
           manageIstioInstall: flags.manageIstioInstall === true ? "true" : env[AGENT_ENV.manageIstioInstall],
+          rateLimitConfigNamespaces: flags.rateLimitConfigNamespaces ?? env[AGENT_ENV.rateLimitConfigNamespaces],
         },
         { identity: hostname() },
       );

@@ -48,8 +48,6 @@ const SPEC_FIELDS: Readonly<Record<string, readonly string[]>> = {
   Portal: ["portalBackendSelectors", "apis", "apiProducts", "usagePlans", "domains", "visibility"],
   CloudProvider: ["aws"],
   ExtAuthServer: ["destinationServer", "httpService", "requestTimeout", "failureModeAllow", "requestBody", "clearRouteCache", "statusOnError", "transportApiVersion", "statPrefix"],
-  RateLimitServerConfig: ["destinationServers", "raw"],
-  RateLimitServerSettings: ["destinationServer", "requestTimeout", "denyOnFail"],
   Dashboard: ["authn", "authz"],
   InsightsConfig: ["disabledInsights"],
 };
@@ -57,7 +55,7 @@ const SPEC_FIELDS: Readonly<Record<string, readonly string[]>> = {
 /** Every Gloo v2 kind gitmesh knows of but does not translate, by apiVersion. */
 export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([
   ...entries("admin.gloo.solo.io/v2alpha1", "lifecycle", ["WaypointLifecycleManager"]),
-  ...entries("admin.gloo.solo.io/v2", "gloo-data-plane", ["ExtAuthServer", "RateLimitServerConfig", "RateLimitServerSettings", "Dashboard"]),
+  ...entries("admin.gloo.solo.io/v2", "gloo-data-plane", ["ExtAuthServer", "Dashboard"]),
   ...entries("admin.gloo.solo.io/v2alpha1", "gloo-data-plane", ["InsightsConfig"]),
   ...entries("apimanagement.gloo.solo.io/v2", "gloo-data-plane", [
     "ApiDoc",
@@ -79,7 +77,7 @@ export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([
   ...entries("resilience.policy.gloo.solo.io/v2", "gloo-data-plane", ["AdaptiveRequestConcurrencyPolicy", "GraphQLPersistedQueryCachePolicy"]),
   ...entries("security.policy.gloo.solo.io/v2", "not-yet", ["ExtAuthPolicy", "ClientTLSPolicy"]),
   ...entries("security.policy.gloo.solo.io/v2", "gloo-data-plane", ["WAFPolicy", "DLPPolicy", "GraphQLAllowedQueryPolicy"]),
-  ...entries("trafficcontrol.policy.gloo.solo.io/v2", "not-yet", ["RateLimitPolicy", "RateLimitClientConfig", "ProxyProtocolPolicy", "HTTPBufferPolicy"]),
+  ...entries("trafficcontrol.policy.gloo.solo.io/v2", "not-yet", ["ProxyProtocolPolicy", "HTTPBufferPolicy"]),
   ...entries("trafficcontrol.policy.gloo.solo.io/v2", "gloo-data-plane", ["TransformationPolicy"]),
 ]);
 

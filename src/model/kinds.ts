@@ -41,6 +41,8 @@ export const SUPPORTED_KINDS: readonly KindInfo[] = Object.freeze([
   define(ADMIN, "RootTrustPolicy"),
   define(ADMIN, "IstioLifecycleManager"),
   define(ADMIN, "GatewayLifecycleManager"),
+  define(ADMIN, "RateLimitServerConfig"),
+  define(ADMIN, "RateLimitServerSettings"),
   define(NETWORKING, "VirtualDestination"),
   define(NETWORKING, "RouteTable"),
   define(NETWORKING, "VirtualGateway"),
@@ -59,6 +61,8 @@ export const SUPPORTED_KINDS: readonly KindInfo[] = Object.freeze([
   define(TRAFFIC, "HeaderManipulationPolicy"),
   define(TRAFFIC, "MirrorPolicy"),
   define(TRAFFIC, "LoadBalancerPolicy"),
+  define(TRAFFIC, "RateLimitPolicy"),
+  define(TRAFFIC, "RateLimitClientConfig"),
 ]);
 
 const byKey = new Map(SUPPORTED_KINDS.map((k) => [`${k.apiVersion}|${k.kind}`, k]));

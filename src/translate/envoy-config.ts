@@ -6,7 +6,12 @@
  * free-form Struct), so a mistake there would only surface as an Envoy NACK in the cluster.
  *
  * Covered messages (envoyproxy/envoy api/, v3): `envoy.extensions.filters.http.csrf.v3.CsrfPolicy`
- * (filter_enabled, shadow_enabled: RuntimeFractionalPercent; additional_origins: StringMatcher).
+ * (filter_enabled, shadow_enabled: RuntimeFractionalPercent; additional_origins: StringMatcher);
+ * `envoy.extensions.filters.http.ratelimit.v3.RateLimit` (domain, timeout, failure_mode_deny,
+ * rate_limit_service with an envoy_grpc cluster and transport_api_version V3); and the `rate_limits`
+ * of a route (`route.rate_limits`) or virtual host (`config.route.v3.RateLimit`: actions
+ * source_cluster, destination_cluster, request_headers, remote_address, generic_key,
+ * header_value_match with HeaderMatchers, metadata; `limit.dynamic_metadata`).
  */
 import { subsetValidator } from "./subset-schema.js";
 
@@ -36,6 +41,28 @@ const stringMatcher = {
   oneOf: ["exact", "prefix", "suffix", "contains", "safe_regex"].map((k) => ({ required: [k] })),
 };
 
+const obj = (properties: Record<string, unknown>, required: readonly string[] = []) => ({ type: "object", additionalProperties: false, required, properties });
+const nonEmpty = { type: "string", minLength: 1 };
+const metadataKey = obj({ key: nonEmpty, path: { type: "array", minItems: 1, items: obj({ key: nonEmpty }, ["key"]) } }, ["key", "path"]);
+const headerMatcher = obj({ name: nonEmpty, string_match: stringMatcher, range_match: obj({ start: { type: "integer" }, end: { type: "integer" } }), present_match: { type: "boolean" }, invert_match: { type: "boolean" } }, ["name"]);
+const ACTIONS = {
+  source_cluster: obj({}),
+  destination_cluster: obj({}),
+  remote_address: obj({}),
+  request_headers: obj({ header_name: nonEmpty, descriptor_key: nonEmpty, skip_if_absent: { type: "boolean" } }, ["header_name", "descriptor_key"]),
+  generic_key: obj({ descriptor_value: nonEmpty, descriptor_key: { type: "string" } }, ["descriptor_value"]),
+  header_value_match: obj({ descriptor_value: nonEmpty, expect_match: { type: "boolean" }, headers: { type: "array", minItems: 1, items: headerMatcher } }, ["descriptor_value", "headers"]),
+  metadata: obj({ descriptor_key: nonEmpty, metadata_key: metadataKey, default_value: { type: "string" }, source: { enum: ["DYNAMIC", "ROUTE_ENTRY"] } }, ["descriptor_key", "metadata_key"]),
+};
+const rateLimitAction = { ...obj(ACTIONS), oneOf: Object.keys(ACTIONS).map((k) => ({ required: [k] })) };
+/** `config.route.v3.RateLimit` entries: one descriptor's actions each (route or virtual host `rate_limits`). */
+const validateRateLimits = subsetValidator({
+  type: "array",
+  items: obj({ stage: { type: "integer", minimum: 0, maximum: 10 }, actions: { type: "array", minItems: 1, items: rateLimitAction }, limit: obj({ dynamic_metadata: obj({ metadata_key: metadataKey }, ["metadata_key"]) }) }, ["actions"]),
+});
+
+export const RATELIMIT_TYPE = "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit";
+
 export const CSRF_TYPE = "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy";
 
 const MESSAGES: Readonly<Record<string, object>> = {
@@ -50,6 +77,23 @@ const MESSAGES: Readonly<Record<string, object>> = {
       additional_origins: { type: "array", items: stringMatcher },
     },
   },
+  [RATELIMIT_TYPE]: obj(
+    {
+      "@type": { const: RATELIMIT_TYPE },
+      domain: nonEmpty,
+      stage: { type: "integer", minimum: 0, maximum: 10 },
+      timeout: { type: "string", pattern: "^[0-9]+(\\.[0-9]{1,9})?s$" },
+      failure_mode_deny: { type: "boolean" },
+      rate_limit_service: obj(
+        {
+          grpc_service: obj({ envoy_grpc: obj({ cluster_name: nonEmpty, authority: { type: "string" } }, ["cluster_name"]), timeout: { type: "string" } }, ["envoy_grpc"]),
+          transport_api_version: { const: "V3" },
+        },
+        ["grpc_service", "transport_api_version"],
+      ),
+    },
+    ["@type", "domain", "rate_limit_service"],
+  ),
 };
 const validators = new Map(Object.entries(MESSAGES).map(([k, s]) => [k, subsetValidator(s)]));
 
@@ -75,6 +119,10 @@ export function validateEnvoyPatches(spec: Record<string, unknown>): EnvoyIssue[
     if (value === undefined) return;
     const base = `/spec/configPatches/${String(i)}/patch/value`;
     if (value.typed_config !== undefined) typed(value.typed_config, `${base}/typed_config`, out);
+    const route = value.route as Record<string, unknown> | undefined;
+    for (const [at, limits] of [["/route/rate_limits", route?.rate_limits], ["/rate_limits", value.rate_limits]] as const) {
+      if (limits !== undefined) for (const issue of validateRateLimits(limits)) out.push({ path: `${base}${at}${issue.path}`, message: issue.message });
+    }
     const perFilter = value.typed_per_filter_config;
     if (typeof perFilter === "object" && perFilter !== null) {
       for (const [name, v] of Object.entries(perFilter)) typed(v, `${base}/typed_per_filter_config/${name}`, out);

@@ -29,7 +29,9 @@ export interface InputChange {
 /** Admin objects rendered per cluster by the first workspace with namespaces there (and reported by the first of the fleet). */
 const RENDERED_PER_CLUSTER: ReadonlySet<string> = new Set(["RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager"]);
 const GLOBAL_KINDS: ReadonlySet<string> = new Set(["Workspace", "WorkspaceSettings", "KubernetesCluster"]);
-const ROUTE_POLICY_KINDS: ReadonlySet<string> = new Set(["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy", "JWTPolicy", "CSRFPolicy"]);
+const ROUTE_POLICY_KINDS: ReadonlySet<string> = new Set(["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy", "JWTPolicy", "CSRFPolicy", "RateLimitPolicy"]);
+/** Objects policies of any workspace reference by name (RateLimitPolicy `config`): a change re-renders every workspace. */
+const REFERENCED_KINDS: ReadonlySet<string> = new Set(["RateLimitServerConfig", "RateLimitServerSettings", "RateLimitClientConfig"]);
 
 export function affectedWorkspaces(
   previous: { readonly desired: Desired; readonly discovery: DiscoveryMap },
@@ -42,7 +44,7 @@ export function affectedWorkspaces(
   const everything = (): string[] => [...new Set([...before.workspaceNames, ...after.workspaceNames])].sort();
   for (const key of change.changedKeys ?? []) {
     const kind = key.slice(0, key.indexOf("/"));
-    if (GLOBAL_KINDS.has(kind)) return everything();
+    if (GLOBAL_KINDS.has(kind) || REFERENCED_KINDS.has(kind)) return everything();
     for (const idx of [before, after]) {
       const obj = findByKey(idx, key);
       if (obj === undefined) continue;

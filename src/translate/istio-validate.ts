@@ -10,7 +10,7 @@ import { Deployment } from "kubernetes-models/apps/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
-import { Service, ServiceAccount } from "kubernetes-models/v1";
+import { ConfigMap, Service, ServiceAccount } from "kubernetes-models/v1";
 import { Severity, type Diagnostic } from "../core/index.js";
 import { validateEnvoyPatches } from "./envoy-config.js";
 import { ANNOTATION_SOURCE_FILE } from "./labels.js";
@@ -36,6 +36,7 @@ const MODELS: Readonly<Record<string, ModelCtor>> = {
   "security.istio.io/v1/RequestAuthentication": RequestAuthentication,
   // Kubernetes kinds of a gateway installation (lifecycle.ts), validated with Kubernetes' own schemas.
   "apps/v1/Deployment": Deployment,
+  "v1/ConfigMap": ConfigMap,
   "v1/Service": Service,
   "v1/ServiceAccount": ServiceAccount,
   "rbac.authorization.k8s.io/v1/Role": Role,

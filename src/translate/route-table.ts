@@ -20,6 +20,7 @@ import { reportUnsupported, type WorkspaceContext } from "./context.js";
 import { flattenRoutes, type FlatRoute } from "./delegation.js";
 import type { DiscoveredService, InputObject } from "./input.js";
 import { renderCsrf } from "./csrf-policy.js";
+import { rateLimitSelectsRoutes, renderRateLimitRoutes } from "./rate-limit.js";
 import { jwtSelectsRoutes, renderJwt, routeOperations, type Operation } from "./jwt-policy.js";
 import { LABEL_MANAGED, outputLabels, outputMetadata } from "./labels.js";
 import { serviceHost, stableName, subsetName } from "./names.js";
@@ -160,6 +161,7 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   const hosts = asArray(spec.hosts).filter((h): h is string => typeof h === "string");
   const jwt = new Map<InputObject, Operation[]>();
   const csrf = new Map<string, InputObject>();
+  const rateLimits = new Map<string, InputObject>();
   for (const fr of routes) {
     const r = convertHttpRoute(ctx, rt, fr, scoped);
     diagnostics.push(...r.diagnostics);
@@ -173,6 +175,11 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     if (csrfPolicy !== undefined) {
       if (target.enforce === undefined) diagnostics.push(ctx.diag(csrfPolicy, TranslateCode.UnsupportedField, Severity.Error, "/spec/applyToRoutes", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name} is an east-west route; a CSRFPolicy is translated for routes on a VirtualGateway only`));
       else csrf.set(String(r.route.name), csrfPolicy);
+    }
+    const rateLimit = r.failed ? undefined : winningPolicy(ctx, fr, "RateLimitPolicy", rateLimitSelectsRoutes);
+    if (rateLimit !== undefined) {
+      if (target.enforce === undefined) diagnostics.push(ctx.diag(rateLimit, TranslateCode.UnsupportedField, Severity.Error, "/spec/applyToRoutes", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name} is an east-west route; rate limits on east-west routes are not translated: select the destination with applyToDestinations instead`));
+      else rateLimits.set(String(r.route.name), rateLimit);
     }
     const policy = winningPolicy(ctx, fr, "JWTPolicy", jwtSelectsRoutes);
     if (policy === undefined || r.failed) continue;
@@ -193,7 +200,12 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   diagnostics.push(...streams.diagnostics);
   if (http.length === 0 && streams.tcp.length === 0 && streams.tls.length === 0) return { resources: [], diagnostics };
   const ws = ctx.workspace.name;
-  if (target.enforce !== undefined) resources.push(...renderCsrf(ctx, rt, { cluster: target.cluster, ...target.enforce }, csrf));
+  if (target.enforce !== undefined) {
+    resources.push(...renderCsrf(ctx, rt, { cluster: target.cluster, ...target.enforce }, csrf));
+    const limited = renderRateLimitRoutes(ctx, rt, { cluster: target.cluster, namespace: target.enforce.namespace, labels: target.enforce.labels, owner: target.enforce.gateway }, rateLimits);
+    resources.push(...limited.resources);
+    diagnostics.push(...limited.diagnostics);
+  }
   for (const [policy, operations] of jwt) {
     resources.push(...renderJwt(ctx, policy, { cluster: target.cluster, namespace: target.enforce!.namespace, labels: target.enforce!.labels, operations, scope: [rt.metadata.name, rt.metadata.namespace ?? ""] }));
   }

@@ -120,6 +120,8 @@ export const TranslateCode = {
   InvalidOutput: "INVALID_OUTPUT",
   /** A field value is invalid for translation (e.g. a bad regex, a missing required field). */
   InvalidField: "INVALID_FIELD",
+  /** A referenced configuration object (RateLimitServerConfig, RateLimitServerSettings, RateLimitClientConfig, ExtAuthServer) does not exist. */
+  ReferenceNotFound: "REFERENCE_NOT_FOUND",
   /** A Gloo feature only Solo's own data plane implements (AWS Lambda destinations); upstream Istio cannot. */
   NeedsGlooDataPlane: "NEEDS_GLOO_DATA_PLANE",
 } as const;

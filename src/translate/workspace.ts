@@ -20,6 +20,7 @@ import { validateOutputs } from "./istio-validate.js";
 import { ANNOTATION_SOURCE_FILE } from "./labels.js";
 import { DESTINATION_TRANSLATORS } from "./destination-translators.js";
 import { translateJwtPolicies } from "./jwt-policy.js";
+import { translateRateLimits } from "./rate-limit.js";
 import { translateLifecycle } from "./lifecycle.js";
 import { translateRouteTables } from "./route-table.js";
 import { translateVirtualGateways } from "./virtual-gateway.js";
@@ -46,6 +47,7 @@ export const KIND_TRANSLATORS: readonly KindTranslator[] = [
   { name: "RouteTable", translate: translateRouteTables },
   ...DESTINATION_TRANSLATORS,
   { name: "JWTPolicy", translate: translateJwtPolicies },
+  { name: "RateLimitPolicy", translate: translateRateLimits },
   { name: "Lifecycle", translate: translateLifecycle },
 ];
 

@@ -124,6 +124,18 @@ describe("gitmesh-agent chart", () => {
     expect(envOf(podSpec(find(manifests, "Deployment", "gitmesh-agent")).containers[0]!)).toMatchObject({ GITMESH_MANAGE_ISTIO_INSTALL: "true" });
   });
 
+  it("rateLimit.configNamespaces adds ConfigMap rights in those namespaces only", async () => {
+    const { manifests } = await renderOk(CHART, [...BASE, "--set", "rateLimit.configNamespaces={gloo-mesh-addons,rate-limit}"]);
+    const base = grantsOf((await renderOk(CHART, BASE)).manifests, { name: "gitmesh-agent", namespace: "gitmesh" });
+    const added = [...grantsOf(manifests, { name: "gitmesh-agent", namespace: "gitmesh" })].filter((g) => !base.has(g));
+    const verbs = ["create", "delete", "get", "list", "patch", "watch"];
+    expect(added.sort()).toEqual(["gloo-mesh-addons", "rate-limit"].flatMap((ns) => verbs.map((v) => `ns:${ns} /configmaps ${v} *`)).sort());
+    expect(envOf(podSpec(find(manifests, "Deployment", "gitmesh-agent")).containers[0]!)).toMatchObject({ GITMESH_RATE_LIMIT_CONFIG_NAMESPACES: "gloo-mesh-addons,rate-limit" });
+    const bad = await render(CHART, [...BASE, "--set", "rateLimit.configNamespaces={Not_A_Namespace}"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("configNamespaces");
+  });
+
   it("follows representative values: replicas, selectors, secret names, Istio namespace, no cacerts (golden)", async () => {
     const { text, manifests } = await renderOk(CHART, [
       "--name", "agent", "--namespace", "mesh-agent", ...REQUIRED,
@@ -205,7 +217,7 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
 
   async function cycle(
     args: readonly string[],
-    v: { release: string; ns: string; istioNs: string; secrets: { root: string; token: string; client: string }; lease: string; inventory: string; lifecycle?: "enabled" | "refused" },
+    v: { release: string; ns: string; istioNs: string; secrets: { root: string; token: string; client: string }; lease: string; inventory: string; lifecycle?: "enabled" | "refused"; rateLimit?: "enabled" | "refused" },
   ) {
     const pki = generateRelayPki({ additionalSans: ["127.0.0.1"] });
     const acks: OutputAckEvent[] = [];
@@ -225,6 +237,7 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
         { apiVersion: "v1", kind: "Namespace", metadata: { name: v.ns } },
         { apiVersion: "v1", kind: "Namespace", metadata: { name: v.istioNs } },
         { apiVersion: "v1", kind: "Namespace", metadata: { name: "bookinfo" } },
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: "gloo-mesh-addons" } },
         { apiVersion: "v1", kind: "Secret", metadata: { name: v.secrets.root, namespace: v.ns }, data: { "ca.crt": b64(pki.rootCaCertPem) } },
         { apiVersion: "v1", kind: "Secret", metadata: { name: v.secrets.token, namespace: v.ns }, data: { token: b64(TOKEN) } },
       ],
@@ -291,6 +304,27 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
         expect(kube.emulator.get("sailoperator.io/v1", "Istio", undefined, "1-29")).toBeUndefined();
         expect(kube.emulator.get("sailoperator.io/v1", "Istio", undefined, "1-28")).toBeDefined();
       }
+      if (v.rateLimit === "enabled") {
+        // The real translation of a RateLimitServerConfig (test/fixtures/translate/rate-limit): the
+        // rate limiter's configuration, written beside it under the namespace's Role only.
+        const config = rateLimitConfig();
+        await publish(3, [agentVs("reviews", "v2"), agentDr("reviews"), config]);
+        const live = kube.emulator.get("v1", "ConfigMap", "gloo-mesh-addons", config.metadata.name);
+        expect(live?.data, why()).toEqual(config.data);
+        // Someone edits it: drift repair (a watch in that namespace only) puts the rendered limits back.
+        kube.emulator.seed([{ ...live!, data: { "limits.gloo-mesh-addons.yaml": "domain: x\n" } }]);
+        await eventually("ConfigMap repaired", () => (JSON.stringify(kube.emulator.get("v1", "ConfigMap", "gloo-mesh-addons", config.metadata.name)?.data) === JSON.stringify(config.data) ? true : undefined), 30_000);
+        // The server config is gone from Git: its ConfigMap is pruned.
+        await publish(4, [agentVs("reviews", "v2"), agentDr("reviews")]);
+        expect(kube.emulator.get("v1", "ConfigMap", "gloo-mesh-addons", config.metadata.name), why()).toBeUndefined();
+      }
+      if (v.rateLimit === "refused") {
+        server.publishOutput("cluster1", { version: 3, sourceCommit: "c3", complete: true, resources: resources([agentVs("reviews", "v3"), agentDr("reviews"), rateLimitConfig()]) });
+        const nack = await eventually("v3 NACKed", () => nacks.find((n) => n.version === 3), 30_000);
+        expect(JSON.stringify(nack)).toContain("rateLimit.configNamespaces");
+        expect(JSON.stringify(kube.emulator.get("networking.istio.io/v1", "VirtualService", "bookinfo", "reviews")?.spec)).toContain("v3");
+        expect(kube.emulator.list("v1", "ConfigMap", "gloo-mesh-addons")).toEqual([]);
+      }
       if (v.lifecycle === "refused") {
         // An agent installed for configuration only refuses installation objects (it has no right to
         // write them either), while the rest of the output applies.
@@ -327,6 +361,14 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
     await cycle([], { release: "gitmesh-agent", ns: "gitmesh", istioNs: "istio-system", secrets: DEFAULT_SECRETS, lease: "gitmesh-agent", inventory: "gitmesh-agent-inventory", lifecycle: "refused" });
   }, 120_000);
 
+  it("rateLimit.configNamespaces: the agent writes, repairs and prunes the rate limiter's configuration there; no request is forbidden", async () => {
+    await cycle(["--set", "rateLimit.configNamespaces={gloo-mesh-addons}"], { release: "gitmesh-agent", ns: "gitmesh", istioNs: "istio-system", secrets: DEFAULT_SECRETS, lease: "gitmesh-agent", inventory: "gitmesh-agent-inventory", rateLimit: "enabled" });
+  }, 120_000);
+
+  it("rateLimit.configNamespaces empty (default): the rate limiter's configuration is refused with the value to set, the rest applies", async () => {
+    await cycle([], { release: "gitmesh-agent", ns: "gitmesh", istioNs: "istio-system", secrets: DEFAULT_SECRETS, lease: "gitmesh-agent", inventory: "gitmesh-agent-inventory", rateLimit: "refused" });
+  }, 120_000);
+
   it("non-default namespace, secret names, Lease, inventory, Istio namespace, selectors, log level, no cacerts: no request is forbidden", async () => {
     await cycle(
       [
@@ -347,6 +389,13 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
 function lifecycleOutput(): KubeObject[] {
   const { result } = runCase(loadCase("lifecycle"));
   return (result.clusters.get("cluster1")?.resources ?? []).map((r) => JSON.parse(JSON.stringify(r)) as KubeObject);
+}
+
+/** The rate limiter's configuration the rate-limit golden case renders for cluster1. */
+function rateLimitConfig(): KubeObject {
+  const { result } = runCase(loadCase("rate-limit"));
+  const cm = (result.clusters.get("cluster1")?.resources ?? []).find((r) => r.kind === "ConfigMap");
+  return JSON.parse(JSON.stringify(cm)) as KubeObject;
 }
 
 function agentVs(name: string, subset = "v1"): KubeObject {

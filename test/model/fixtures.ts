@@ -5,6 +5,10 @@
  */
 import type {
   CSRFPolicy,
+  RateLimitClientConfig,
+  RateLimitPolicy,
+  RateLimitServerConfig,
+  RateLimitServerSettings,
   TrimProxyConfigPolicy,
   ExternalEndpoint,
   JWTPolicy,
@@ -363,6 +367,45 @@ const csrfPolicy: CSRFPolicy = {
   spec: { applyToRoutes: [{ route: { labels: { "csrf-enabled": "true" } } }], config: { filterEnabled: true, percentage: 50, additionalOrigins: [{ exact: "login.example.com" }] } },
 };
 
+const rateLimitServerConfig: RateLimitServerConfig = {
+  apiVersion: "admin.gloo.solo.io/v2",
+  kind: "RateLimitServerConfig",
+  metadata: { name: "limits", namespace: "gloo-mesh-addons" },
+  spec: {
+    destinationServers: [{ ref: { name: "rate-limiter", namespace: "gloo-mesh-addons", cluster: "cluster-1" }, port: { name: "grpc" } }],
+    raw: { descriptors: [{ key: "generic_key", value: "counter", rateLimit: { requestsPerUnit: 10, unit: "MINUTE" }, descriptors: [{ key: "remote_address", rateLimit: { requestsPerUnit: 2, unit: "SECOND" } }] }] },
+  },
+};
+
+const rateLimitServerSettings: RateLimitServerSettings = {
+  apiVersion: "admin.gloo.solo.io/v2",
+  kind: "RateLimitServerSettings",
+  metadata: { name: "rate-limit-server", namespace: "bookinfo-frontends" },
+  spec: { destinationServer: { ref: { name: "rate-limiter", namespace: "gloo-mesh-addons", cluster: "cluster-1" }, port: { name: "grpc" } }, requestTimeout: "200ms", denyOnFail: true },
+};
+
+const rateLimitClientConfig: RateLimitClientConfig = {
+  apiVersion: "trafficcontrol.policy.gloo.solo.io/v2",
+  kind: "RateLimitClientConfig",
+  metadata: { name: "per-client", namespace: "bookinfo-frontends" },
+  spec: { raw: { rateLimits: [{ actions: [{ genericKey: { descriptorValue: "counter" } }, { remoteAddress: {} }] }, { actions: [{ requestHeaders: { headerName: "x-user", descriptorKey: "user" } }] }] } },
+};
+
+const rateLimitPolicy: RateLimitPolicy = {
+  apiVersion: "trafficcontrol.policy.gloo.solo.io/v2",
+  kind: "RateLimitPolicy",
+  metadata: { name: "limit-reviews", namespace: "bookinfo-frontends" },
+  spec: {
+    applyToRoutes: [{ route: { labels: { ratelimited: "true" } } }],
+    config: {
+      ratelimitServerConfig: { name: "limits", namespace: "gloo-mesh-addons" },
+      serverSettings: { name: "rate-limit-server" },
+      ratelimitClientConfig: { name: "per-client" },
+      phase: { postAuthz: { priority: 1 } },
+    },
+  },
+};
+
 /** A valid document for every supported kind. */
 export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   Workspace: workspace,
@@ -386,6 +429,10 @@ export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   CORSPolicy: corsPolicy,
   JWTPolicy: jwtPolicy,
   CSRFPolicy: csrfPolicy,
+  RateLimitPolicy: rateLimitPolicy,
+  RateLimitClientConfig: rateLimitClientConfig,
+  RateLimitServerConfig: rateLimitServerConfig,
+  RateLimitServerSettings: rateLimitServerSettings,
   HeaderManipulationPolicy: headerManipulationPolicy,
   MirrorPolicy: mirrorPolicy,
   LoadBalancerPolicy: loadBalancerPolicy,

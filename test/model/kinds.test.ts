@@ -33,15 +33,15 @@ describe("SUPPORTED_KINDS", () => {
     }
   });
 
-  it("the 24 kinds of the Gloo v2 groups gitmesh supports", () => {
+  it("the 28 kinds of the Gloo v2 groups gitmesh supports", () => {
     expect(SUPPORTED_KINDS.map((k) => k.kind)).toEqual([
-      "Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager",
+      "Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager", "RateLimitServerConfig", "RateLimitServerSettings",
       "VirtualDestination", "RouteTable", "VirtualGateway", "ExternalService", "ExternalEndpoint",
       "RetryTimeoutPolicy", "FaultInjectionPolicy", "FailoverPolicy", "OutlierDetectionPolicy", "ConnectionPolicy", "TrimProxyConfigPolicy",
       "AccessPolicy", "CORSPolicy", "JWTPolicy", "CSRFPolicy",
-      "HeaderManipulationPolicy", "MirrorPolicy", "LoadBalancerPolicy",
+      "HeaderManipulationPolicy", "MirrorPolicy", "LoadBalancerPolicy", "RateLimitPolicy", "RateLimitClientConfig",
     ]);
-    expect(SUPPORTED_KINDS.filter((k) => k.adminScoped).map((k) => k.kind)).toEqual(["Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager"]);
+    expect(SUPPORTED_KINDS.filter((k) => k.adminScoped).map((k) => k.kind)).toEqual(["Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager", "RateLimitServerConfig", "RateLimitServerSettings"]);
   });
 
   it("every object type in every schema rejects unknown fields", () => {

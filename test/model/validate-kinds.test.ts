@@ -73,6 +73,26 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
     { name: "applyToDestinations (not in Gloo 2.6)", edit: (d) => (d.spec.applyToDestinations = [{ selector: {} }]), expect: [["/spec/applyToDestinations", "additionalProperties"]] },
     { name: "origin with two matchers", edit: (d) => (d.spec.config.additionalOrigins[0].prefix = "login"), expect: [["/spec/config/additionalOrigins/0", "oneOf"]] },
   ],
+  RateLimitServerConfig: [
+    { name: "no destinationServers (required)", edit: (d) => delete d.spec.destinationServers, expect: [["/spec", "required"]], message: ["`destinationServers`"] },
+    { name: "unit not an enum value", edit: (d) => (d.spec.raw.descriptors[0].rateLimit.unit = "MINUTES"), expect: [["/spec/raw/descriptors/0/rateLimit/unit", "enum"]], message: ['did you mean "MINUTE"'] },
+    { name: "nested descriptor without key", edit: (d) => delete d.spec.raw.descriptors[0].descriptors[0].key, expect: [["/spec/raw/descriptors/0/descriptors/0", "required"]], message: ["`key`"] },
+  ],
+  RateLimitServerSettings: [
+    { name: "timeout not a duration", edit: (d) => (d.spec.requestTimeout = "fast"), expect: [["/spec/requestTimeout", "pattern"]] },
+    { name: "denyOnFail not a boolean", edit: (d) => (d.spec.denyOnFail = "yes"), expect: [["/spec/denyOnFail", "type"]] },
+    { name: "server without ref", edit: (d) => delete d.spec.destinationServer.ref, expect: [["/spec/destinationServer", "required"]], message: ["`ref`"] },
+  ],
+  RateLimitClientConfig: [
+    { name: "action with two kinds", edit: (d) => (d.spec.raw.rateLimits[0].actions[0].remoteAddress = {}), expect: [["/spec/raw/rateLimits/0/actions/0", "oneOf"]] },
+    { name: "requestHeaders without descriptorKey", edit: (d) => delete d.spec.raw.rateLimits[1].actions[0].requestHeaders.descriptorKey, expect: [["/spec/raw/rateLimits/1/actions/0/requestHeaders", "required"]], message: ["`descriptorKey`"] },
+    { name: "typo in raw", edit: (d) => (d.spec.raw.rateLimit = []), expect: [["/spec/raw/rateLimit", "additionalProperties"]], message: ["did you mean `rateLimits`?"] },
+  ],
+  RateLimitPolicy: [
+    { name: "raw and ratelimitClientConfig together", edit: (d) => (d.spec.config.raw = { rateLimits: [] }), expect: [["/spec/config", "oneOf"]] },
+    { name: "both phases", edit: (d) => (d.spec.config.phase.preAuthz = {}), expect: [["/spec/config/phase", "oneOf"]] },
+    { name: "server config reference without name", edit: (d) => delete d.spec.config.ratelimitServerConfig.name, expect: [["/spec/config/ratelimitServerConfig", "required"]], message: ["`name`"] },
+  ],
   VirtualDestination: [
     { name: "port without number", edit: (d) => delete d.spec.ports[0].number, expect: [["/spec/ports/0", "required"]], message: ["`number`"] },
     { name: "empty ports", edit: (d) => (d.spec.ports = []), expect: [["/spec/ports", "minItems"]] },

@@ -67,6 +67,21 @@ describe("incremental translation", () => {
     expect(result.diagnostics.filter((d) => d.code === "INVALID_OUTPUT")).toEqual([]);
   });
 
+  it("an object a policy references by name (RateLimitServerSettings) re-renders the policy's routes in the gateway's workspace", () => {
+    const base = loadCase("rate-limit");
+    const input = readFileSync(join(FIXTURES, "rate-limit", "input.yaml"), "utf8");
+    const before = loadDesiredState([{ path: "input.yaml", content: input }]).state;
+    const prev = translateAll(before, base.discovery);
+    const update = updateDesiredState(before, [{ path: "input.yaml", content: input.replace("requestTimeout: 200ms", "requestTimeout: 1s") }], []);
+    expect([...update.changedKeys]).toEqual(["RateLimitServerSettings//bookinfo-frontends/rate-limit-server"]);
+    const affected = affectedWorkspaces({ desired: before, discovery: base.discovery }, { desired: update.state, discovery: base.discovery }, { changedKeys: update.changedKeys });
+    // The settings live in bookinfo's namespace; the gateway filter that uses them is rendered by "gateways".
+    expect(affected).toEqual(expect.arrayContaining(["bookinfo", "gateways"]));
+    const { result } = retranslate(prev, update.state, base.discovery, affected);
+    expect(renderOutput(result)).toBe(renderOutput(translateAll(update.state, base.discovery)));
+    expect(renderOutput(result)).toContain("timeout: 1s");
+  });
+
   it("a cluster's discovery change touches the workspaces with namespaces there (and their importers)", () => {
     const c = loadCase("cross-workspace");
     const next = new Map(c.discovery);

@@ -973,6 +973,30 @@ export interface PortSelector {
 }
 
 /**
+ * Where a filter runs relative to authorization (Gloo `common.gloo.solo.io.PrioritizedPhase`): set at most one of `preAuthz` or `postAuthz`.
+ */
+export interface PrioritizedPhase {
+  /**
+   * Before authorization.
+   */
+  preAuthz?: {
+    /**
+     * Priority.
+     */
+    priority?: number;
+  };
+  /**
+   * After authorization.
+   */
+  postAuthz?: {
+    /**
+     * Priority.
+     */
+    priority?: number;
+  };
+}
+
+/**
  * Matches a URL query parameter.
  */
 export interface QueryParameterMatcher {
@@ -988,6 +1012,295 @@ export interface QueryParameterMatcher {
    * Treat `value` as a regular expression.
    */
   regex?: boolean;
+}
+
+/**
+ * One entry of the descriptor Envoy sends (`ratelimit.api.solo.io.Action`): set exactly one field.
+ */
+export interface RateLimitAction {
+  /**
+   * `source_cluster`: the calling cluster.
+   */
+  sourceCluster?: {};
+  /**
+   * `destination_cluster`: the upstream cluster.
+   */
+  destinationCluster?: {};
+  /**
+   * A request header's value.
+   */
+  requestHeaders?: {
+    /**
+     * Header.
+     */
+    headerName: string;
+    /**
+     * Descriptor key.
+     */
+    descriptorKey: string;
+  };
+  /**
+   * `remote_address`: the client address.
+   */
+  remoteAddress?: {};
+  /**
+   * A fixed `generic_key` entry.
+   */
+  genericKey?: {
+    /**
+     * Value.
+     */
+    descriptorValue: string;
+  };
+  /**
+   * `header_match` when the headers match (or not).
+   */
+  headerValueMatch?: {
+    /**
+     * Value.
+     */
+    descriptorValue: string;
+    /**
+     * Whether the headers must match (default true).
+     */
+    expectMatch?: boolean;
+    /**
+     * The conditions.
+     *
+     * @minItems 1
+     */
+    headers: [RateLimitHeaderMatcher, ...RateLimitHeaderMatcher[]];
+  };
+  /**
+   * A metadata value.
+   */
+  metadata?: RateLimitMetadataAction;
+}
+
+/**
+ * How Envoy builds one descriptor (`ratelimit.api.solo.io.RateLimitActions`).
+ */
+export interface RateLimitActions {
+  /**
+   * The descriptor's entries, in order (matched as a tree by the rate-limit service).
+   */
+  actions?: RateLimitAction[];
+  /**
+   * Gloo's set-style descriptor entries (need Gloo's rate limiter).
+   */
+  setActions?: RateLimitAction[];
+  /**
+   * Override the limit from dynamic metadata.
+   */
+  limit?: {
+    /**
+     * Metadata holding the limit.
+     */
+    dynamicMetadata?: {
+      /**
+       * Where.
+       */
+      metadataKey: RateLimitMetadataKey;
+    };
+  };
+}
+
+/**
+ * Client (Envoy) configuration in raw form.
+ */
+export interface RateLimitClientRaw {
+  /**
+   * The descriptors Envoy sends for each request.
+   */
+  rateLimits?: RateLimitActions[];
+}
+
+/**
+ * A descriptor of the rate-limit service's configuration (envoyproxy/ratelimit format, `ratelimit.api.solo.io.Descriptor`): a key, an optional value, a limit, nested descriptors.
+ */
+export interface RateLimitDescriptor {
+  /**
+   * The descriptor key (an action's `descriptorKey`, or `generic_key`, `remote_address`, `header_match`…).
+   */
+  key: string;
+  /**
+   * The value to match; omitted: every value of the key, each counted separately.
+   */
+  value?: string;
+  /**
+   * The limit for requests that match this descriptor.
+   */
+  rateLimit?: RateLimitValue;
+  /**
+   * Nested descriptors (the next entry of the request's descriptor).
+   */
+  descriptors?: RateLimitDescriptor[];
+  /**
+   * Gloo's rate limiter: priority among matching rules (not in envoyproxy/ratelimit).
+   */
+  weight?: number;
+  /**
+   * Gloo's rate limiter: evaluate even when a higher weight matched (not in envoyproxy/ratelimit).
+   */
+  alwaysApply?: boolean;
+}
+
+/**
+ * A header condition (Envoy HeaderMatcher, v3 field names).
+ */
+export interface RateLimitHeaderMatcher {
+  /**
+   * Header name.
+   */
+  name: string;
+  /**
+   * Exact value.
+   */
+  exactMatch?: string;
+  /**
+   * RE2 regular expression.
+   */
+  regexMatch?: string;
+  /**
+   * Integer range [start, end).
+   */
+  rangeMatch?: {
+    start?: number;
+    end?: number;
+  };
+  /**
+   * Present (true) or absent (false).
+   */
+  presentMatch?: boolean;
+  /**
+   * Prefix.
+   */
+  prefixMatch?: string;
+  /**
+   * Suffix.
+   */
+  suffixMatch?: string;
+  /**
+   * Invert the condition.
+   */
+  invertMatch?: boolean;
+}
+
+/**
+ * Descriptor entry from metadata.
+ */
+export interface RateLimitMetadataAction {
+  /**
+   * The descriptor key.
+   */
+  descriptorKey: string;
+  /**
+   * Where to read the value.
+   */
+  metadataKey: RateLimitMetadataKey;
+  /**
+   * Value when the metadata is absent.
+   */
+  defaultValue?: string;
+  /**
+   * Dynamic (request) metadata or the route's metadata.
+   */
+  source?: "DYNAMIC" | "ROUTE_ENTRY";
+}
+
+/**
+ * Where in the metadata to read.
+ */
+export interface RateLimitMetadataKey {
+  /**
+   * The filter namespace of the metadata.
+   */
+  key: string;
+  /**
+   * Path to the value.
+   *
+   * @minItems 1
+   *
+   * Items: One step.
+   */
+  path: [
+    {
+      /**
+       * Key.
+       */
+      key: string;
+    },
+    ...{
+      /**
+       * Key.
+       */
+      key: string;
+    }[],
+  ];
+}
+
+/**
+ * The rate-limit server: a Kubernetes Service and its gRPC port.
+ */
+export interface RateLimitServerRef {
+  /**
+   * The Service.
+   */
+  ref: ObjectReference;
+  /**
+   * Only Kubernetes Services.
+   */
+  kind?: "SERVICE";
+  /**
+   * Its gRPC port (default 8083, Gloo's rate limiter).
+   */
+  port?: PortSelector;
+}
+
+/**
+ * Gloo's set-style descriptor (matches regardless of order; needs Gloo's rate limiter).
+ */
+export interface RateLimitSetDescriptor {
+  /**
+   * The entries that must all be present.
+   */
+  simpleDescriptors?: RateLimitSimpleDescriptor[];
+  /**
+   * The limit.
+   */
+  rateLimit?: RateLimitValue;
+  /**
+   * Evaluate even when a higher weight matched.
+   */
+  alwaysApply?: boolean;
+}
+
+/**
+ * A key/value pair of a set descriptor.
+ */
+export interface RateLimitSimpleDescriptor {
+  /**
+   * Key.
+   */
+  key: string;
+  /**
+   * Value.
+   */
+  value?: string;
+}
+
+/**
+ * A limit: `requestsPerUnit` requests per `unit`.
+ */
+export interface RateLimitValue {
+  /**
+   * The time unit.
+   */
+  unit?: "UNKNOWN" | "SECOND" | "MINUTE" | "HOUR" | "DAY";
+  /**
+   * How many requests are allowed per unit.
+   */
+  requestsPerUnit?: number;
 }
 
 /**

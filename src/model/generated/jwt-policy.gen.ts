@@ -8,6 +8,7 @@ import type {
   Duration,
   ObjectMeta,
   ObjectReference,
+  PrioritizedPhase,
   RouteSelector,
 } from "./common.gen.js";
 
@@ -115,7 +116,7 @@ export interface JWTPolicyConfig {
   /**
    * When the filter runs relative to Gloo's external auth (Gloo data plane only).
    */
-  phase?: JWTPrioritizedPhase;
+  phase?: PrioritizedPhase;
   /**
    * Deprecated: validationPolicy ALLOW_MISSING_OR_FAILED.
    */
@@ -160,30 +161,6 @@ export interface JWTPolicySpec {
    * The providers and requirements.
    */
   config?: JWTPolicyConfig;
-}
-
-/**
- * A filter phase with an optional priority.
- */
-export interface JWTPrioritizedPhase {
-  /**
-   * Before authorization.
-   */
-  preAuthz?: {
-    /**
-     * Priority.
-     */
-    priority?: number;
-  };
-  /**
-   * After authorization.
-   */
-  postAuthz?: {
-    /**
-     * Priority.
-     */
-    priority?: number;
-  };
 }
 
 /**

@@ -1682,6 +1682,573 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             "description": "Skip TLS verification."
           }
         }
+      },
+      "PrioritizedPhase": {
+        "type": "object",
+        "description": "Where a filter runs relative to authorization (Gloo `common.gloo.solo.io.PrioritizedPhase`): set at most one of `preAuthz` or `postAuthz`.",
+        "additionalProperties": false,
+        "properties": {
+          "preAuthz": {
+            "type": "object",
+            "description": "Before authorization.",
+            "additionalProperties": false,
+            "properties": {
+              "priority": {
+                "type": "integer",
+                "description": "Priority."
+              }
+            }
+          },
+          "postAuthz": {
+            "type": "object",
+            "description": "After authorization.",
+            "additionalProperties": false,
+            "properties": {
+              "priority": {
+                "type": "integer",
+                "description": "Priority."
+              }
+            }
+          }
+        },
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "preAuthz",
+                "postAuthz"
+              ]
+            }
+          ]
+        }
+      },
+      "RateLimitValue": {
+        "type": "object",
+        "description": "A limit: `requestsPerUnit` requests per `unit`.",
+        "additionalProperties": false,
+        "properties": {
+          "unit": {
+            "enum": [
+              "UNKNOWN",
+              "SECOND",
+              "MINUTE",
+              "HOUR",
+              "DAY"
+            ],
+            "description": "The time unit."
+          },
+          "requestsPerUnit": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "How many requests are allowed per unit."
+          }
+        }
+      },
+      "RateLimitDescriptor": {
+        "type": "object",
+        "description": "A descriptor of the rate-limit service's configuration (envoyproxy/ratelimit format, `ratelimit.api.solo.io.Descriptor`): a key, an optional value, a limit, nested descriptors.",
+        "additionalProperties": false,
+        "properties": {
+          "key": {
+            "type": "string",
+            "description": "The descriptor key (an action's `descriptorKey`, or `generic_key`, `remote_address`, `header_match`…).",
+            "minLength": 1
+          },
+          "value": {
+            "type": "string",
+            "description": "The value to match; omitted: every value of the key, each counted separately."
+          },
+          "rateLimit": {
+            "$ref": "#/$defs/RateLimitValue",
+            "description": "The limit for requests that match this descriptor."
+          },
+          "descriptors": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/RateLimitDescriptor"
+            },
+            "description": "Nested descriptors (the next entry of the request's descriptor)."
+          },
+          "weight": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Gloo's rate limiter: priority among matching rules (not in envoyproxy/ratelimit)."
+          },
+          "alwaysApply": {
+            "type": "boolean",
+            "description": "Gloo's rate limiter: evaluate even when a higher weight matched (not in envoyproxy/ratelimit)."
+          }
+        },
+        "required": [
+          "key"
+        ]
+      },
+      "RateLimitSimpleDescriptor": {
+        "type": "object",
+        "description": "A key/value pair of a set descriptor.",
+        "additionalProperties": false,
+        "properties": {
+          "key": {
+            "type": "string",
+            "description": "Key.",
+            "minLength": 1
+          },
+          "value": {
+            "type": "string",
+            "description": "Value."
+          }
+        },
+        "required": [
+          "key"
+        ]
+      },
+      "RateLimitSetDescriptor": {
+        "type": "object",
+        "description": "Gloo's set-style descriptor (matches regardless of order; needs Gloo's rate limiter).",
+        "additionalProperties": false,
+        "properties": {
+          "simpleDescriptors": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/RateLimitSimpleDescriptor"
+            },
+            "description": "The entries that must all be present."
+          },
+          "rateLimit": {
+            "$ref": "#/$defs/RateLimitValue",
+            "description": "The limit."
+          },
+          "alwaysApply": {
+            "type": "boolean",
+            "description": "Evaluate even when a higher weight matched."
+          }
+        }
+      },
+      "RateLimitMetadataKey": {
+        "type": "object",
+        "description": "Where in the metadata to read.",
+        "additionalProperties": false,
+        "properties": {
+          "key": {
+            "type": "string",
+            "description": "The filter namespace of the metadata.",
+            "minLength": 1
+          },
+          "path": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+              "type": "object",
+              "description": "One step.",
+              "additionalProperties": false,
+              "properties": {
+                "key": {
+                  "type": "string",
+                  "description": "Key.",
+                  "minLength": 1
+                }
+              },
+              "required": [
+                "key"
+              ]
+            },
+            "description": "Path to the value."
+          }
+        },
+        "required": [
+          "key",
+          "path"
+        ]
+      },
+      "RateLimitHeaderMatcher": {
+        "type": "object",
+        "description": "A header condition (Envoy HeaderMatcher, v3 field names).",
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "Header name.",
+            "minLength": 1
+          },
+          "exactMatch": {
+            "type": "string",
+            "description": "Exact value."
+          },
+          "regexMatch": {
+            "type": "string",
+            "description": "RE2 regular expression.",
+            "maxLength": 1024
+          },
+          "rangeMatch": {
+            "type": "object",
+            "description": "Integer range [start, end).",
+            "additionalProperties": false,
+            "properties": {
+              "start": {
+                "type": "integer"
+              },
+              "end": {
+                "type": "integer"
+              }
+            }
+          },
+          "presentMatch": {
+            "type": "boolean",
+            "description": "Present (true) or absent (false)."
+          },
+          "prefixMatch": {
+            "type": "string",
+            "description": "Prefix.",
+            "minLength": 1
+          },
+          "suffixMatch": {
+            "type": "string",
+            "description": "Suffix.",
+            "minLength": 1
+          },
+          "invertMatch": {
+            "type": "boolean",
+            "description": "Invert the condition."
+          }
+        },
+        "required": [
+          "name"
+        ],
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "exactMatch",
+                "regexMatch"
+              ]
+            },
+            {
+              "required": [
+                "exactMatch",
+                "rangeMatch"
+              ]
+            },
+            {
+              "required": [
+                "exactMatch",
+                "presentMatch"
+              ]
+            },
+            {
+              "required": [
+                "exactMatch",
+                "prefixMatch"
+              ]
+            },
+            {
+              "required": [
+                "exactMatch",
+                "suffixMatch"
+              ]
+            },
+            {
+              "required": [
+                "regexMatch",
+                "rangeMatch"
+              ]
+            },
+            {
+              "required": [
+                "regexMatch",
+                "presentMatch"
+              ]
+            },
+            {
+              "required": [
+                "regexMatch",
+                "prefixMatch"
+              ]
+            },
+            {
+              "required": [
+                "regexMatch",
+                "suffixMatch"
+              ]
+            },
+            {
+              "required": [
+                "rangeMatch",
+                "presentMatch"
+              ]
+            },
+            {
+              "required": [
+                "rangeMatch",
+                "prefixMatch"
+              ]
+            },
+            {
+              "required": [
+                "rangeMatch",
+                "suffixMatch"
+              ]
+            },
+            {
+              "required": [
+                "presentMatch",
+                "prefixMatch"
+              ]
+            },
+            {
+              "required": [
+                "presentMatch",
+                "suffixMatch"
+              ]
+            },
+            {
+              "required": [
+                "prefixMatch",
+                "suffixMatch"
+              ]
+            }
+          ]
+        }
+      },
+      "RateLimitMetadataAction": {
+        "type": "object",
+        "description": "Descriptor entry from metadata.",
+        "additionalProperties": false,
+        "properties": {
+          "descriptorKey": {
+            "type": "string",
+            "description": "The descriptor key.",
+            "minLength": 1
+          },
+          "metadataKey": {
+            "$ref": "#/$defs/RateLimitMetadataKey",
+            "description": "Where to read the value."
+          },
+          "defaultValue": {
+            "type": "string",
+            "description": "Value when the metadata is absent."
+          },
+          "source": {
+            "enum": [
+              "DYNAMIC",
+              "ROUTE_ENTRY"
+            ],
+            "description": "Dynamic (request) metadata or the route's metadata."
+          }
+        },
+        "required": [
+          "descriptorKey",
+          "metadataKey"
+        ]
+      },
+      "RateLimitAction": {
+        "type": "object",
+        "description": "One entry of the descriptor Envoy sends (`ratelimit.api.solo.io.Action`): set exactly one field.",
+        "additionalProperties": false,
+        "properties": {
+          "sourceCluster": {
+            "type": "object",
+            "description": "`source_cluster`: the calling cluster.",
+            "additionalProperties": false,
+            "properties": {}
+          },
+          "destinationCluster": {
+            "type": "object",
+            "description": "`destination_cluster`: the upstream cluster.",
+            "additionalProperties": false,
+            "properties": {}
+          },
+          "requestHeaders": {
+            "type": "object",
+            "description": "A request header's value.",
+            "additionalProperties": false,
+            "properties": {
+              "headerName": {
+                "type": "string",
+                "description": "Header.",
+                "minLength": 1
+              },
+              "descriptorKey": {
+                "type": "string",
+                "description": "Descriptor key.",
+                "minLength": 1
+              }
+            },
+            "required": [
+              "headerName",
+              "descriptorKey"
+            ]
+          },
+          "remoteAddress": {
+            "type": "object",
+            "description": "`remote_address`: the client address.",
+            "additionalProperties": false,
+            "properties": {}
+          },
+          "genericKey": {
+            "type": "object",
+            "description": "A fixed `generic_key` entry.",
+            "additionalProperties": false,
+            "properties": {
+              "descriptorValue": {
+                "type": "string",
+                "description": "Value.",
+                "minLength": 1
+              }
+            },
+            "required": [
+              "descriptorValue"
+            ]
+          },
+          "headerValueMatch": {
+            "type": "object",
+            "description": "`header_match` when the headers match (or not).",
+            "additionalProperties": false,
+            "properties": {
+              "descriptorValue": {
+                "type": "string",
+                "description": "Value.",
+                "minLength": 1
+              },
+              "expectMatch": {
+                "type": "boolean",
+                "description": "Whether the headers must match (default true)."
+              },
+              "headers": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                  "$ref": "#/$defs/RateLimitHeaderMatcher"
+                },
+                "description": "The conditions."
+              }
+            },
+            "required": [
+              "descriptorValue",
+              "headers"
+            ]
+          },
+          "metadata": {
+            "$ref": "#/$defs/RateLimitMetadataAction",
+            "description": "A metadata value."
+          }
+        },
+        "oneOf": [
+          {
+            "required": [
+              "sourceCluster"
+            ]
+          },
+          {
+            "required": [
+              "destinationCluster"
+            ]
+          },
+          {
+            "required": [
+              "requestHeaders"
+            ]
+          },
+          {
+            "required": [
+              "remoteAddress"
+            ]
+          },
+          {
+            "required": [
+              "genericKey"
+            ]
+          },
+          {
+            "required": [
+              "headerValueMatch"
+            ]
+          },
+          {
+            "required": [
+              "metadata"
+            ]
+          }
+        ]
+      },
+      "RateLimitActions": {
+        "type": "object",
+        "description": "How Envoy builds one descriptor (`ratelimit.api.solo.io.RateLimitActions`).",
+        "additionalProperties": false,
+        "properties": {
+          "actions": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/RateLimitAction"
+            },
+            "description": "The descriptor's entries, in order (matched as a tree by the rate-limit service)."
+          },
+          "setActions": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/RateLimitAction"
+            },
+            "description": "Gloo's set-style descriptor entries (need Gloo's rate limiter)."
+          },
+          "limit": {
+            "type": "object",
+            "description": "Override the limit from dynamic metadata.",
+            "additionalProperties": false,
+            "properties": {
+              "dynamicMetadata": {
+                "type": "object",
+                "description": "Metadata holding the limit.",
+                "additionalProperties": false,
+                "properties": {
+                  "metadataKey": {
+                    "$ref": "#/$defs/RateLimitMetadataKey",
+                    "description": "Where."
+                  }
+                },
+                "required": [
+                  "metadataKey"
+                ]
+              }
+            }
+          }
+        }
+      },
+      "RateLimitClientRaw": {
+        "type": "object",
+        "description": "Client (Envoy) configuration in raw form.",
+        "additionalProperties": false,
+        "properties": {
+          "rateLimits": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/RateLimitActions"
+            },
+            "description": "The descriptors Envoy sends for each request."
+          }
+        }
+      },
+      "RateLimitServerRef": {
+        "type": "object",
+        "description": "The rate-limit server: a Kubernetes Service and its gRPC port.",
+        "additionalProperties": false,
+        "properties": {
+          "ref": {
+            "$ref": "#/$defs/ObjectReference",
+            "description": "The Service."
+          },
+          "kind": {
+            "enum": [
+              "SERVICE"
+            ],
+            "description": "Only Kubernetes Services."
+          },
+          "port": {
+            "$ref": "#/$defs/PortSelector",
+            "description": "Its gRPC port (default 8083, Gloo's rate limiter)."
+          }
+        },
+        "required": [
+          "ref"
+        ]
       }
     }
   },
@@ -3610,7 +4177,7 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             "description": "Token issuers by a name of your choice (the name has no effect)."
           },
           "phase": {
-            "$ref": "#/$defs/JWTPrioritizedPhase",
+            "$ref": "common.schema.json#/$defs/PrioritizedPhase",
             "description": "When the filter runs relative to Gloo's external auth (Gloo data plane only)."
           },
           "allowMissingOrFailed": {
@@ -3650,45 +4217,6 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             ],
             "description": "REQUIRE_VALID (default): only requests with a valid token pass; ALLOW_MISSING: requests without a token pass, invalid ones fail."
           }
-        }
-      },
-      "JWTPrioritizedPhase": {
-        "type": "object",
-        "description": "A filter phase with an optional priority.",
-        "additionalProperties": false,
-        "properties": {
-          "preAuthz": {
-            "type": "object",
-            "description": "Before authorization.",
-            "additionalProperties": false,
-            "properties": {
-              "priority": {
-                "type": "integer",
-                "description": "Priority."
-              }
-            }
-          },
-          "postAuthz": {
-            "type": "object",
-            "description": "After authorization.",
-            "additionalProperties": false,
-            "properties": {
-              "priority": {
-                "type": "integer",
-                "description": "Priority."
-              }
-            }
-          }
-        },
-        "not": {
-          "anyOf": [
-            {
-              "required": [
-                "preAuthz",
-                "postAuthz"
-              ]
-            }
-          ]
         }
       },
       "JWTClaimMatcher": {
@@ -4332,6 +4860,311 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
             "minimum": 0,
             "maximum": 4294967295,
             "description": "Gateway errors (502, 503, 504) in a row before ejection. Omitted: not used."
+          }
+        }
+      }
+    }
+  },
+  "rate-limit-client-config.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/rate-limit-client-config.schema.json",
+    "title": "RateLimitClientConfig",
+    "description": "The descriptors proxies send to the rate-limit server; translated to Envoy route `rate_limits` actions.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "trafficcontrol.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `trafficcontrol.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "RateLimitClientConfig"
+        ],
+        "description": "Always `RateLimitClientConfig`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/RateLimitClientConfigSpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "RateLimitClientConfigSpec": {
+        "type": "object",
+        "description": "RateLimitClientConfig spec.",
+        "additionalProperties": false,
+        "properties": {
+          "raw": {
+            "$ref": "common.schema.json#/$defs/RateLimitClientRaw"
+          }
+        }
+      }
+    }
+  },
+  "rate-limit-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/rate-limit-policy.schema.json",
+    "title": "RateLimitPolicy",
+    "description": "Rate limits on routes (on a VirtualGateway) or destinations (their sidecars); translated to Envoy's ratelimit filter and route actions (EnvoyFilters).",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "trafficcontrol.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `trafficcontrol.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "RateLimitPolicy"
+        ],
+        "description": "Always `RateLimitPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/RateLimitPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "RateLimitPolicySpec": {
+        "type": "object",
+        "description": "RateLimitPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToRoutes": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RouteSelector"
+            },
+            "description": "Routes to limit."
+          },
+          "applyToDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationSelector"
+            },
+            "description": "Destinations (Kubernetes Services) to limit, on their sidecars."
+          },
+          "config": {
+            "$ref": "#/$defs/RateLimitPolicyConfig",
+            "description": "What to limit and where the server is."
+          }
+        }
+      },
+      "RateLimitPolicyConfig": {
+        "type": "object",
+        "description": "The policy's configuration: the server's limits, how to reach it, and the descriptors to send (inline `raw` or a RateLimitClientConfig).",
+        "additionalProperties": false,
+        "properties": {
+          "phase": {
+            "$ref": "common.schema.json#/$defs/PrioritizedPhase",
+            "description": "Where the filter runs (reported: Istio orders filters itself)."
+          },
+          "ratelimitServerConfig": {
+            "$ref": "common.schema.json#/$defs/ObjectReference",
+            "description": "The RateLimitServerConfig (its domain); without it nothing is limited."
+          },
+          "serverSettings": {
+            "$ref": "common.schema.json#/$defs/ObjectReference",
+            "description": "The RateLimitServerSettings (default: Service `rate-limiter` in `gloo-mesh`, port 8083)."
+          },
+          "raw": {
+            "$ref": "common.schema.json#/$defs/RateLimitClientRaw",
+            "description": "The descriptors, inline."
+          },
+          "ratelimitClientConfig": {
+            "$ref": "common.schema.json#/$defs/ObjectReference",
+            "description": "The RateLimitClientConfig holding the descriptors."
+          }
+        },
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "raw",
+                "ratelimitClientConfig"
+              ]
+            }
+          ]
+        }
+      }
+    }
+  },
+  "rate-limit-server-config.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/rate-limit-server-config.schema.json",
+    "title": "RateLimitServerConfig",
+    "description": "The limits a rate-limit server enforces (its descriptors); translated to the envoyproxy/ratelimit configuration (a ConfigMap) for each destination server.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "admin.gloo.solo.io/v2"
+        ],
+        "description": "Always `admin.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "RateLimitServerConfig"
+        ],
+        "description": "Always `RateLimitServerConfig`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/RateLimitServerConfigSpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "RateLimitServerConfigSpec": {
+        "type": "object",
+        "description": "RateLimitServerConfig spec.",
+        "additionalProperties": false,
+        "properties": {
+          "raw": {
+            "type": "object",
+            "description": "The server's configuration in raw form.",
+            "additionalProperties": false,
+            "properties": {
+              "descriptors": {
+                "type": "array",
+                "items": {
+                  "$ref": "common.schema.json#/$defs/RateLimitDescriptor"
+                },
+                "description": "The descriptors (limits) of this domain."
+              },
+              "setDescriptors": {
+                "type": "array",
+                "items": {
+                  "$ref": "common.schema.json#/$defs/RateLimitSetDescriptor"
+                },
+                "description": "Gloo's set-style descriptors (need Gloo's rate limiter)."
+              }
+            }
+          },
+          "destinationServers": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RateLimitServerRef"
+            },
+            "description": "The rate-limit servers that enforce these descriptors (required)."
+          }
+        },
+        "required": [
+          "destinationServers"
+        ]
+      }
+    }
+  },
+  "rate-limit-server-settings.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/rate-limit-server-settings.schema.json",
+    "title": "RateLimitServerSettings",
+    "description": "How proxies reach a rate-limit server; translated to the settings of Envoy's ratelimit filter.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "admin.gloo.solo.io/v2"
+        ],
+        "description": "Always `admin.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "RateLimitServerSettings"
+        ],
+        "description": "Always `RateLimitServerSettings`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/RateLimitServerSettingsSpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "RateLimitServerSettingsSpec": {
+        "type": "object",
+        "description": "RateLimitServerSettings spec.",
+        "additionalProperties": false,
+        "properties": {
+          "destinationServer": {
+            "$ref": "common.schema.json#/$defs/RateLimitServerRef",
+            "description": "The rate-limit server (default: Service `rate-limiter` in `gloo-mesh`, port 8083)."
+          },
+          "requestTimeout": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Timeout of the rate-limit call (default 100ms)."
+          },
+          "denyOnFail": {
+            "type": "boolean",
+            "description": "Reject requests when the rate-limit server cannot be reached (default false: let them through)."
           }
         }
       }

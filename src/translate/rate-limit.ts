@@ -1,0 +1,634 @@
+/**
+ * RateLimitPolicy (with RateLimitServerConfig, RateLimitServerSettings, RateLimitClientConfig) →
+ * Envoy's global rate limiting on upstream Istio, as istio.io's "Enabling Rate Limits using Envoy"
+ * sets it up:
+ *
+ * - the **filter**: `envoy.filters.http.ratelimit` inserted before the router (EnvoyFilter
+ *   HTTP_FILTER) on the gateway pods that serve the selected routes, or on the sidecars (inbound, per
+ *   port) of the selected destinations; its `domain` is the RateLimitServerConfig's (`<name>.<namespace>`),
+ *   its gRPC service the RateLimitServerSettings' `destinationServer`
+ *   (`outbound|<port>||<host>`, default Service `rate-limiter` in `gloo-mesh`, port 8083), `timeout`
+ *   (default 100ms) and `failure_mode_deny` (`denyOnFail`). One filter per domain: a second domain on
+ *   the same proxy gets its own filter, and each filter asks its own domain (a descriptor the
+ *   rate-limit service has no rule for is allowed), so limits never mix;
+ * - the **actions**: the RateLimitClientConfig's (or the policy's inline) `raw.rateLimits` become
+ *   Envoy `rate_limits` — on each selected route (HTTP_ROUTE MERGE, matched by the VirtualService
+ *   route's name) or on the inbound virtual host of each selected destination port;
+ * - the **limits**: each RateLimitServerConfig renders the envoyproxy/ratelimit configuration of its
+ *   domain (`domain`, `descriptors` with `key`, `value`, `rate_limit {unit, requests_per_unit}`) as a
+ *   ConfigMap in each destination server's namespace and cluster, labelled
+ *   `gitmesh.io/ratelimit-server: <service>` for the rate limiter to mount. Agents write it only
+ *   when installed with `rateLimit.configNamespaces` (see the agent chart).
+ *
+ * Solo's extensions to the rate-limit API (`setDescriptors`, `setActions`, `weight`, `alwaysApply`)
+ * need Gloo's own rate limiter: reported where they are written, the rest still renders.
+ * `phase` is reported (Istio orders the filters itself: rate limiting runs after authorization).
+ * A filter is rendered only where its rate-limit Service is discovered: an Envoy ratelimit filter
+ * naming an unknown cluster is rejected by Envoy, taking the whole listener down with it.
+ */
+import { stringify } from "yaml";
+import { Severity, type Diagnostic } from "../core/index.js";
+import type { WorkspaceContext } from "./context.js";
+import { objectSelector, selectServices } from "./destination-common.js";
+import { RATELIMIT_TYPE } from "./envoy-config.js";
+import type { InputObject } from "./input.js";
+import { outputMetadata } from "./labels.js";
+import { serviceHost, stableName } from "./names.js";
+import { asArray, asNumber, asRecord, asString, type Labels } from "./selectors.js";
+import { TranslateCode, type Emitted, type IstioResource, type TranslatorOutput } from "./types.js";
+
+export const DEFAULT_RATE_LIMITER = {
+  name: "rate-limiter",
+  namespace: "gloo-mesh",
+  port: 8083,
+} as const;
+const FILTER = "envoy.filters.http.ratelimit";
+const LABEL_SERVER = "gitmesh.io/ratelimit-server";
+const routerMatch = (context: string, portNumber?: number) => ({
+  context,
+  listener: {
+    ...(portNumber !== undefined ? { portNumber } : {}),
+    filterChain: {
+      filter: {
+        name: "envoy.filters.network.http_connection_manager",
+        subFilter: { name: "envoy.filters.http.router" },
+      },
+    },
+  },
+});
+
+interface Issue {
+  readonly obj: InputObject;
+  readonly path: string;
+  readonly message: string;
+  readonly severity: Diagnostic["severity"];
+  readonly code: string;
+}
+
+/** What a policy needs from the objects it references, resolved once per workspace. */
+export interface RateLimitConfig {
+  readonly domain: string;
+  /** The rate-limit Service (name, namespace, port selector). */
+  readonly server: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly cluster?: string;
+    readonly port: Record<string, unknown>;
+  };
+  readonly timeout: string;
+  readonly denyOnFail: boolean;
+  /** Envoy RateLimit entries (route or virtual host `rate_limits`). */
+  readonly rateLimits: readonly Record<string, unknown>[];
+}
+
+/** Whether a RateLimitPolicy limits routes: only with `applyToRoutes` (Gloo: empty = no route). */
+export function rateLimitSelectsRoutes(policy: InputObject): boolean {
+  return asArray(asRecord(policy.spec).applyToRoutes).length > 0;
+}
+
+function byRef(ctx: WorkspaceContext, kind: string, ref: Record<string, unknown>, from: InputObject): InputObject | undefined {
+  const name = asString(ref.name);
+  const namespace = asString(ref.namespace) ?? from.metadata.namespace ?? ctx.index.adminNamespace;
+  const cluster = asString(ref.cluster);
+  return (ctx.index.byKind.get(kind) ?? []).find((o) => o.metadata.name === name && (o.metadata.namespace ?? ctx.index.adminNamespace) === namespace && (cluster === undefined || o.cluster === undefined || o.cluster === cluster));
+}
+
+const memo = new WeakMap<WorkspaceContext, Map<InputObject, { config?: RateLimitConfig; issues: Issue[] }>>();
+
+/** The policy's domain, server and actions (undefined when nothing can be enforced; the issues say why). */
+export function resolveRateLimit(ctx: WorkspaceContext, policy: InputObject): { config?: RateLimitConfig; issues: readonly Issue[] } {
+  let m = memo.get(ctx);
+  if (m === undefined) {
+    m = new Map<InputObject, { config?: RateLimitConfig; issues: Issue[] }>();
+    memo.set(ctx, m);
+  }
+  const hit = m.get(policy);
+  if (hit !== undefined) return hit;
+  const issues: Issue[] = [];
+  const issue = (obj: InputObject, path: string, message: string, severity: Diagnostic["severity"] = Severity.Error, code: string = TranslateCode.InvalidField) => issues.push({ obj, path, message, severity, code });
+  const c = asRecord(asRecord(policy.spec).config);
+  if (c.phase !== undefined)
+    issue(policy, "/spec/config/phase", "phase is a setting of Gloo's data plane; Istio runs the ratelimit filter where it is inserted (before the router, after authorization)", Severity.Warning, TranslateCode.UnsupportedField);
+  const out = (config?: RateLimitConfig) => {
+    const r = config === undefined ? { issues } : { config, issues };
+    m.set(policy, r);
+    return r;
+  };
+  if (c.ratelimitServerConfig === undefined) {
+    issue(policy, "/spec/config/ratelimitServerConfig", "without a ratelimitServerConfig nothing is limited (as in Gloo): name the RateLimitServerConfig that holds the limits");
+    return out();
+  }
+  const serverConfig = byRef(ctx, "RateLimitServerConfig", asRecord(c.ratelimitServerConfig), policy);
+  if (serverConfig === undefined) {
+    issue(policy, "/spec/config/ratelimitServerConfig", `RateLimitServerConfig ${refText(c.ratelimitServerConfig, policy)} does not exist; nothing is limited for this policy`, Severity.Error, TranslateCode.ReferenceNotFound);
+    return out();
+  }
+  let settingsObj: InputObject | undefined;
+  if (c.serverSettings !== undefined) {
+    settingsObj = byRef(ctx, "RateLimitServerSettings", asRecord(c.serverSettings), policy);
+    if (settingsObj === undefined) {
+      issue(policy, "/spec/config/serverSettings", `RateLimitServerSettings ${refText(c.serverSettings, policy)} does not exist; nothing is limited for this policy`, Severity.Error, TranslateCode.ReferenceNotFound);
+      return out();
+    }
+  }
+  let raw = asRecord(c.raw);
+  let rawOwner = policy;
+  let rawPath = "/spec/config/raw";
+  if (c.ratelimitClientConfig !== undefined) {
+    const client = byRef(ctx, "RateLimitClientConfig", asRecord(c.ratelimitClientConfig), policy);
+    if (client === undefined) {
+      issue(policy, "/spec/config/ratelimitClientConfig", `RateLimitClientConfig ${refText(c.ratelimitClientConfig, policy)} does not exist; nothing is limited for this policy`, Severity.Error, TranslateCode.ReferenceNotFound);
+      return out();
+    }
+    raw = asRecord(asRecord(client.spec).raw);
+    rawOwner = client;
+    rawPath = "/spec/raw";
+  }
+  const rateLimits: Record<string, unknown>[] = [];
+  asArray(raw.rateLimits).forEach((r, i) => {
+    const entry = asRecord(r);
+    const path = `${rawPath}/rateLimits/${String(i)}`;
+    if (asArray(entry.setActions).length > 0)
+      issue(
+        rawOwner,
+        `${path}/setActions`,
+        "setActions are Solo's extension, evaluated by Gloo's rate limiter only; they are not sent (use actions, and descriptors in the RateLimitServerConfig)",
+        Severity.Error,
+        TranslateCode.NeedsGlooDataPlane,
+      );
+    const actions = asArray(entry.actions).map(asRecord).map(envoyAction);
+    if (actions.length === 0) return;
+    const dyn = asRecord(asRecord(entry.limit).dynamicMetadata);
+    rateLimits.push({
+      actions,
+      ...(dyn.metadataKey !== undefined
+        ? {
+            limit: {
+              dynamic_metadata: { metadata_key: metadataKey(dyn.metadataKey) },
+            },
+          }
+        : {}),
+    });
+  });
+  if (rateLimits.length === 0) {
+    issue(rawOwner, `${rawPath}/rateLimits`, "no rateLimits with actions: Envoy would send no descriptor, so nothing is limited for this policy");
+    return out();
+  }
+  const settings = asRecord(settingsObj?.spec);
+  const dest = asRecord(settings.destinationServer);
+  const ref = asRecord(dest.ref);
+  const server =
+    dest.ref === undefined
+      ? {
+          name: DEFAULT_RATE_LIMITER.name,
+          namespace: DEFAULT_RATE_LIMITER.namespace,
+          port: { number: DEFAULT_RATE_LIMITER.port },
+        }
+      : {
+          name: asString(ref.name) ?? DEFAULT_RATE_LIMITER.name,
+          namespace: asString(ref.namespace) ?? settingsObj!.metadata.namespace ?? ctx.index.adminNamespace,
+          ...(asString(ref.cluster) !== undefined ? { cluster: asString(ref.cluster)! } : {}),
+          port: dest.port === undefined ? { number: DEFAULT_RATE_LIMITER.port } : asRecord(dest.port),
+        };
+  return out({
+    domain: domainOf(serverConfig),
+    server,
+    timeout: asString(settings.requestTimeout) ?? "0.100s",
+    denyOnFail: settings.denyOnFail === true,
+    rateLimits,
+  });
+}
+
+/** Where a server problem is reported: the serverSettings reference, or the config that leaves the default server. */
+function settingsPath(policy: InputObject): string {
+  return asRecord(asRecord(policy.spec).config).serverSettings === undefined ? "/spec/config" : "/spec/config/serverSettings";
+}
+
+function refText(ref: unknown, from: InputObject): string {
+  const r = asRecord(ref);
+  return `${asString(r.namespace) ?? from.metadata.namespace ?? ""}/${asString(r.name) ?? ""}`;
+}
+
+/** The rate-limit domain of a RateLimitServerConfig: unique per object. */
+export function domainOf(serverConfig: InputObject): string {
+  return `${serverConfig.metadata.name}.${serverConfig.metadata.namespace ?? ""}`;
+}
+
+function metadataKey(raw: unknown): Record<string, unknown> {
+  const k = asRecord(raw);
+  return {
+    key: asString(k.key),
+    path: asArray(k.path).map((p) => ({ key: asString(asRecord(p).key) })),
+  };
+}
+
+const HEADER_STRING: readonly (readonly [string, string])[] = [
+  ["exactMatch", "exact"],
+  ["prefixMatch", "prefix"],
+  ["suffixMatch", "suffix"],
+];
+
+/** One Gloo rate-limit action → Envoy's `config.route.v3.RateLimit.Action` (JSON, snake_case). */
+function envoyAction(a: Record<string, unknown>): Record<string, unknown> {
+  if (a.sourceCluster !== undefined) return { source_cluster: {} };
+  if (a.destinationCluster !== undefined) return { destination_cluster: {} };
+  if (a.remoteAddress !== undefined) return { remote_address: {} };
+  if (a.genericKey !== undefined)
+    return {
+      generic_key: {
+        descriptor_value: asString(asRecord(a.genericKey).descriptorValue),
+      },
+    };
+  if (a.requestHeaders !== undefined) {
+    const h = asRecord(a.requestHeaders);
+    return {
+      request_headers: {
+        header_name: asString(h.headerName),
+        descriptor_key: asString(h.descriptorKey),
+      },
+    };
+  }
+  if (a.headerValueMatch !== undefined) {
+    const h = asRecord(a.headerValueMatch);
+    const headers = asArray(h.headers)
+      .map(asRecord)
+      .map((m) => {
+        const out: Record<string, unknown> = { name: asString(m.name) };
+        for (const [from, to] of HEADER_STRING) if (typeof m[from] === "string") out.string_match = { [to]: m[from] };
+        if (typeof m.regexMatch === "string") out.string_match = { safe_regex: { regex: m.regexMatch } };
+        if (m.rangeMatch !== undefined)
+          out.range_match = {
+            start: asNumber(asRecord(m.rangeMatch).start) ?? 0,
+            end: asNumber(asRecord(m.rangeMatch).end) ?? 0,
+          };
+        if (typeof m.presentMatch === "boolean") out.present_match = m.presentMatch;
+        if (m.invertMatch === true) out.invert_match = true;
+        return out;
+      });
+    return {
+      header_value_match: {
+        descriptor_value: asString(h.descriptorValue),
+        ...(typeof h.expectMatch === "boolean" ? { expect_match: h.expectMatch } : {}),
+        headers,
+      },
+    };
+  }
+  const m = asRecord(a.metadata);
+  return {
+    metadata: {
+      descriptor_key: asString(m.descriptorKey),
+      metadata_key: metadataKey(m.metadataKey),
+      ...(typeof m.defaultValue === "string" ? { default_value: m.defaultValue } : {}),
+      ...(m.source === "ROUTE_ENTRY" ? { source: "ROUTE_ENTRY" } : {}),
+    },
+  };
+}
+
+/** Where a ratelimit filter goes: the proxies, and what owns the filter. */
+export interface RateLimitProxy {
+  readonly cluster: string;
+  readonly namespace: string;
+  readonly labels: Labels;
+  /** The object whose output the filter is (the VirtualGateway, or the policy for a destination). */
+  readonly owner: InputObject;
+  /** SIDECAR_INBOUND on this workload port, or GATEWAY when undefined. */
+  readonly inboundPort?: number;
+}
+
+/** The rate-limit Service's Envoy cluster as the proxies in `cluster` see it, or an error. */
+function serverCluster(ctx: WorkspaceContext, config: RateLimitConfig, cluster: string): { name: string } | { error: string } {
+  const s = config.server;
+  const svc = ctx.service(cluster, s.namespace, s.name);
+  const where = `rate-limit server ${s.namespace}/${s.name}`;
+  if (svc === undefined)
+    return {
+      error: `${where} is not discovered in cluster "${cluster}"; an Envoy ratelimit filter naming an unknown cluster would be rejected with the whole listener, so no filter is rendered there (deploy the rate limiter, or point serverSettings at it)`,
+    };
+  let port = asNumber(s.port.number);
+  const portName = asString(s.port.name);
+  if (portName !== undefined) port = svc.ports.find((p) => p.name === portName)?.port;
+  if (port === undefined)
+    return {
+      error: `${where} has no port named "${portName ?? ""}" in cluster "${cluster}"`,
+    };
+  return {
+    name: `outbound|${String(port)}||${serviceHost(s.name, s.namespace)}`,
+  };
+}
+
+/** The EnvoyFilter that inserts the ratelimit filter of one domain on one set of proxies. */
+function filterInsertion(ctx: WorkspaceContext, config: RateLimitConfig, proxy: RateLimitProxy, clusterName: string): Emitted {
+  const ws = ctx.workspace.name;
+  const context = proxy.inboundPort === undefined ? "GATEWAY" : "SIDECAR_INBOUND";
+  const scope = proxy.inboundPort === undefined ? [proxy.owner.metadata.name] : [proxy.owner.metadata.name, String(proxy.inboundPort)];
+  return {
+    cluster: proxy.cluster,
+    resource: {
+      apiVersion: "networking.istio.io/v1alpha3",
+      kind: "EnvoyFilter",
+      metadata: outputMetadata(stableName("ratelimit-filter", config.domain, ...scope, proxy.namespace, proxy.cluster, ws), proxy.namespace, proxy.cluster, ws, ctx.parentOf(proxy.owner)),
+      spec: {
+        workloadSelector: { labels: proxy.labels },
+        configPatches: [
+          {
+            applyTo: "HTTP_FILTER",
+            match: routerMatch(context, proxy.inboundPort),
+            patch: {
+              operation: "INSERT_BEFORE",
+              value: {
+                name: `${FILTER}.${config.domain}`,
+                typed_config: {
+                  "@type": RATELIMIT_TYPE,
+                  domain: config.domain,
+                  timeout: envoyDuration(config.timeout),
+                  failure_mode_deny: config.denyOnFail,
+                  rate_limit_service: {
+                    grpc_service: { envoy_grpc: { cluster_name: clusterName } },
+                    transport_api_version: "V3",
+                  },
+                },
+              },
+            },
+          },
+        ],
+      },
+    },
+  };
+}
+
+/** A Go duration (`100ms`, `1m30s`) in Envoy's proto-JSON form (`0.100s`). */
+export function envoyDuration(d: string): string {
+  if (/^\d+(\.\d+)?s$/.test(d)) return d;
+  const units: Readonly<Record<string, number>> = {
+    h: 3600,
+    m: 60,
+    s: 1,
+    ms: 0.001,
+    us: 0.000001,
+    µs: 0.000001,
+    ns: 0.000000001,
+  };
+  let total = 0;
+  for (const [, n, u] of d.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(n) * (units[u!] ?? 0);
+  return `${String(Math.round(total * 1000) / 1000)}s`;
+}
+
+/**
+ * EnvoyFilters that rate-limit `routes` (VirtualService route name → policy) of one route table on
+ * one gateway: the ratelimit filter of each domain, and the routes' `rate_limits`.
+ */
+export function renderRateLimitRoutes(ctx: WorkspaceContext, table: InputObject, proxy: RateLimitProxy, routes: ReadonlyMap<string, InputObject>): { resources: Emitted[]; diagnostics: Diagnostic[] } {
+  const resources: Emitted[] = [];
+  const diagnostics: Diagnostic[] = [];
+  const patches: Record<string, unknown>[] = [];
+  const domains = new Map<string, RateLimitConfig>();
+  const policies = new Set<InputObject>();
+  for (const name of [...routes.keys()].sort()) {
+    const policy = routes.get(name)!;
+    const { config } = resolveRateLimit(ctx, policy);
+    if (config === undefined) continue;
+    const server = serverCluster(ctx, config, proxy.cluster);
+    if ("error" in server) {
+      diagnostics.push(ctx.diag(policy, TranslateCode.DestinationNotFound, Severity.Error, settingsPath(policy), `route "${name}": ${server.error}`));
+      continue;
+    }
+    const first = domains.get(config.domain);
+    if (first === undefined) {
+      domains.set(config.domain, config);
+      resources.push(filterInsertion(ctx, config, proxy, server.name));
+    } else if (first.timeout !== config.timeout || first.denyOnFail !== config.denyOnFail || first.server.name !== config.server.name || first.server.namespace !== config.server.namespace) {
+      diagnostics.push(
+        ctx.diag(
+          policy,
+          TranslateCode.PolicyConflict,
+          Severity.Warning,
+          "/spec/config/serverSettings",
+          `routes of one gateway that use rate-limit domain "${config.domain}" share one ratelimit filter (as in Gloo, one server settings per gateway): route "${name}" uses the settings of the first route of that domain`,
+        ),
+      );
+    }
+    policies.add(policy);
+    patches.push({
+      applyTo: "HTTP_ROUTE",
+      match: {
+        context: "GATEWAY",
+        routeConfiguration: { vhost: { route: { name } } },
+      },
+      patch: {
+        operation: "MERGE",
+        value: { route: { rate_limits: config.rateLimits } },
+      },
+    });
+  }
+  if (patches.length === 0) return { resources, diagnostics };
+  const ws = ctx.workspace.name;
+  const owner = policies.size === 1 ? [...policies][0]! : table;
+  resources.push({
+    cluster: proxy.cluster,
+    resource: {
+      apiVersion: "networking.istio.io/v1alpha3",
+      kind: "EnvoyFilter",
+      metadata: outputMetadata(stableName("ratelimit", table.metadata.name, table.metadata.namespace ?? "", proxy.cluster, ws), proxy.namespace, proxy.cluster, ws, ctx.parentOf(owner)),
+      spec: {
+        workloadSelector: { labels: proxy.labels },
+        configPatches: patches,
+      },
+    },
+  });
+  return { resources, diagnostics };
+}
+
+/**
+ * The RateLimitPolicy translator of a workspace: each policy's issues (once), its destinations
+ * (`applyToDestinations`, or every destination of the workspace when neither selector is given),
+ * and the envoyproxy/ratelimit configuration of the workspace's RateLimitServerConfigs. Routes are
+ * rendered with their VirtualServices (route-table.ts).
+ */
+export function translateRateLimits(ctx: WorkspaceContext): TranslatorOutput {
+  const resources: Emitted[] = [];
+  const diagnostics: Diagnostic[] = [];
+  for (const policy of ctx.own("RateLimitPolicy")) {
+    const { config, issues } = resolveRateLimit(ctx, policy);
+    for (const i of issues) diagnostics.push(ctx.diag(i.obj, i.code, i.severity, i.path, i.message));
+    const spec = asRecord(policy.spec);
+    const selectsDestinations = spec.applyToDestinations !== undefined || spec.applyToRoutes === undefined;
+    if (config === undefined || !selectsDestinations) continue;
+    const selectors = spec.applyToDestinations === undefined ? [{}] : asArray(spec.applyToDestinations).map(asRecord);
+    let selected = 0;
+    selectors.forEach((d, i) => {
+      const path = spec.applyToDestinations === undefined ? "/spec" : `/spec/applyToDestinations/${String(i)}`;
+      const kind = asString(d.kind) ?? "SERVICE";
+      if (kind !== "SERVICE") {
+        diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Error, `${path}/kind`, `rate limits apply to Kubernetes Services (${kind} is not supported, as in Gloo); nothing is rendered for this selector`));
+        return;
+      }
+      const portSel = asRecord(d.port);
+      for (const ref of selectServices(ctx, objectSelector(d.selector))) {
+        const svc = ref.service;
+        const labels = svc.selector ?? {};
+        if (ref.owner !== ctx.workspace.name || Object.keys(labels).length === 0) continue;
+        const server = serverCluster(ctx, config, ref.cluster);
+        for (const p of svc.ports) {
+          if (portSel.number !== undefined && p.port !== portSel.number) continue;
+          if (portSel.name !== undefined && p.name !== portSel.name) continue;
+          const target = typeof p.targetPort === "number" ? p.targetPort : p.targetPort === undefined ? p.port : undefined;
+          if (target === undefined) {
+            diagnostics.push(
+              ctx.diag(
+                policy,
+                TranslateCode.UnsupportedField,
+                Severity.Warning,
+                path,
+                `port ${String(p.port)} of Service ${svc.namespace}/${svc.name} in cluster "${ref.cluster}" targets the named container port "${String(p.targetPort)}"; an inbound EnvoyFilter matches port numbers, so this port is not limited`,
+              ),
+            );
+            continue;
+          }
+          if ("error" in server) {
+            diagnostics.push(ctx.diag(policy, TranslateCode.DestinationNotFound, Severity.Error, settingsPath(policy), `Service ${svc.namespace}/${svc.name}: ${server.error}`));
+            break;
+          }
+          selected++;
+          resources.push(
+            ...renderDestination(
+              ctx,
+              policy,
+              config,
+              {
+                cluster: ref.cluster,
+                namespace: svc.namespace,
+                labels,
+                owner: policy,
+                inboundPort: target,
+              },
+              server.name,
+              svc.name,
+            ),
+          );
+        }
+      }
+    });
+    if (selected === 0)
+      diagnostics.push(
+        ctx.diag(
+          policy,
+          TranslateCode.SelectsNothing,
+          Severity.Warning,
+          spec.applyToDestinations === undefined ? "/spec" : "/spec/applyToDestinations",
+          "the policy selects no port of a Service of this workspace with a pod selector; no destination is limited",
+        ),
+      );
+  }
+  for (const sc of ctx.own("RateLimitServerConfig")) {
+    const r = renderServerConfig(ctx, sc);
+    resources.push(...r.resources);
+    diagnostics.push(...r.diagnostics);
+  }
+  return { resources, diagnostics };
+}
+
+function renderDestination(ctx: WorkspaceContext, policy: InputObject, config: RateLimitConfig, proxy: RateLimitProxy & { inboundPort: number }, clusterName: string, service: string): Emitted[] {
+  const ws = ctx.workspace.name;
+  return [
+    filterInsertion(ctx, config, proxy, clusterName),
+    {
+      cluster: proxy.cluster,
+      resource: {
+        apiVersion: "networking.istio.io/v1alpha3",
+        kind: "EnvoyFilter",
+        metadata: outputMetadata(stableName("ratelimit", policy.metadata.name, service, String(proxy.inboundPort), proxy.namespace, proxy.cluster, ws), proxy.namespace, proxy.cluster, ws, ctx.parentOf(policy)),
+        spec: {
+          workloadSelector: { labels: proxy.labels },
+          configPatches: [
+            {
+              applyTo: "VIRTUAL_HOST",
+              match: {
+                context: "SIDECAR_INBOUND",
+                routeConfiguration: { portNumber: proxy.inboundPort },
+              },
+              patch: {
+                operation: "MERGE",
+                value: { rate_limits: config.rateLimits },
+              },
+            },
+          ],
+        },
+      },
+    },
+  ];
+}
+
+/** A Gloo descriptor → envoyproxy/ratelimit's YAML form; Solo-only fields reported at their path. */
+function serviceDescriptor(raw: unknown, path: string, report: (path: string, message: string) => void): Record<string, unknown> {
+  const d = asRecord(raw);
+  const out: Record<string, unknown> = { key: asString(d.key) };
+  if (typeof d.value === "string") out.value = d.value;
+  if (d.rateLimit !== undefined) {
+    const rl = asRecord(d.rateLimit);
+    const unit = asString(rl.unit);
+    if (unit === undefined || unit === "UNKNOWN") report(`${path}/rateLimit/unit`, "a limit needs a unit (SECOND, MINUTE, HOUR or DAY); envoyproxy/ratelimit refuses the whole configuration without one");
+    out.rate_limit = {
+      unit: (unit ?? "UNKNOWN").toLowerCase(),
+      requests_per_unit: asNumber(rl.requestsPerUnit) ?? 0,
+    };
+  }
+  for (const k of ["weight", "alwaysApply"]) if (d[k] !== undefined) report(`${path}/${k}`, `${k} is Solo's extension, evaluated by Gloo's rate limiter only; envoyproxy/ratelimit ignores it`);
+  const nested = asArray(d.descriptors);
+  if (nested.length > 0) out.descriptors = nested.map((n, i) => serviceDescriptor(n, `${path}/descriptors/${String(i)}`, report));
+  return out;
+}
+
+/** A RateLimitServerConfig → its domain's envoyproxy/ratelimit configuration, one ConfigMap per destination server and cluster. */
+function renderServerConfig(ctx: WorkspaceContext, sc: InputObject): TranslatorOutput {
+  const diagnostics: Diagnostic[] = [];
+  const spec = asRecord(sc.spec);
+  const raw = asRecord(spec.raw);
+  if (asArray(raw.setDescriptors).length > 0)
+    diagnostics.push(
+      ctx.diag(
+        sc,
+        TranslateCode.NeedsGlooDataPlane,
+        Severity.Error,
+        "/spec/raw/setDescriptors",
+        "setDescriptors are Solo's extension, evaluated by Gloo's rate limiter only; they are not in the rendered configuration (write them as descriptors)",
+      ),
+    );
+  const reported: { path: string; message: string }[] = [];
+  const descriptors = asArray(raw.descriptors).map((d, i) => serviceDescriptor(d, `/spec/raw/descriptors/${String(i)}`, (path, message) => reported.push({ path, message })));
+  for (const { path, message } of reported) {
+    const unit = path.endsWith("/unit");
+    diagnostics.push(ctx.diag(sc, unit ? TranslateCode.InvalidField : TranslateCode.NeedsGlooDataPlane, unit ? Severity.Error : Severity.Warning, path, message));
+  }
+  // envoyproxy/ratelimit refuses a whole configuration with one bad unit: render none rather than one it rejects.
+  if (reported.some((r) => r.path.endsWith("/unit"))) return { resources: [], diagnostics };
+  const domain = domainOf(sc);
+  const data = stringify({ domain, descriptors }, { lineWidth: 0 });
+  const ws = ctx.workspace.name;
+  const resources: Emitted[] = [];
+  asArray(spec.destinationServers).forEach((raw, i) => {
+    const ref = asRecord(asRecord(raw).ref);
+    const name = asString(ref.name) ?? DEFAULT_RATE_LIMITER.name;
+    const namespace = asString(ref.namespace) ?? sc.metadata.namespace ?? ctx.index.adminNamespace;
+    const wanted = asString(ref.cluster);
+    const clusters = ctx.workspace.clusters.filter((c) => (wanted === undefined || c === wanted) && ctx.service(c, namespace, name) !== undefined);
+    if (clusters.length === 0) {
+      diagnostics.push(
+        ctx.diag(
+          sc,
+          TranslateCode.DestinationNotFound,
+          Severity.Warning,
+          `/spec/destinationServers/${String(i)}/ref`,
+          `rate-limit server ${namespace}/${name} is not discovered in ${wanted === undefined ? "any cluster" : `cluster "${wanted}"`} of workspace "${ws}"; its configuration is not rendered`,
+        ),
+      );
+      return;
+    }
+    for (const cluster of clusters) {
+      const m = outputMetadata(stableName("ratelimit", sc.metadata.name, sc.metadata.namespace ?? "", name, cluster, ws), namespace, cluster, ws, ctx.parentOf(sc));
+      // A ConfigMap has `data`, not `spec` (rendered as Kubernetes defines it, as lifecycle.ts does).
+      const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { ...m, labels: { ...m.labels, [LABEL_SERVER]: name } }, data: { [`${domain}.yaml`]: data } };
+      resources.push({ cluster, resource: configMap as unknown as IstioResource });
+    }
+  });
+  return { resources, diagnostics };
+}
