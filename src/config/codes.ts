@@ -70,12 +70,12 @@ export const CONFIG_CODES: Readonly<Record<ConfigCode, CodeInfo>> = {
   UNTRANSLATED_GLOO_KIND: {
     severity: Severity.Error,
     description:
-      "A real Gloo kind that gitmesh does not translate (e.g. ExtAuthPolicy, RateLimitPolicy, JWTPolicy): its policy would not be enforced, so the commit is rejected. If another tool applies it, list the kind under `ignoreKinds` in gitmesh.yaml.",
+      "A real Gloo kind that gitmesh does not translate (e.g. ClientTLSPolicy, AccessLogPolicy, ActiveHealthCheckPolicy): its policy would not be enforced, so the commit is rejected. If another tool applies it, list the kind under `ignoreKinds` in gitmesh.yaml.",
   },
   NEEDS_GLOO_DATA_PLANE: {
     severity: Severity.Error,
     description:
-      "A Gloo kind that only Gloo's own data plane can enforce (WAFPolicy, DLPPolicy, TransformationPolicy, GraphQL and portal kinds, CloudProvider/CloudResources, ExtAuthServer…): upstream Istio has no equivalent, so the commit is rejected rather than the policy silently not applied. Its spec's top-level fields are still checked. If Gloo's data plane applies it, list the kind under `ignoreKinds` in gitmesh.yaml.",
+      "A Gloo kind that only Gloo's own data plane can enforce (WAFPolicy, DLPPolicy, TransformationPolicy, GraphQL and portal kinds, CloudProvider/CloudResources, Dashboard…): upstream Istio has no equivalent, so the commit is rejected rather than the policy silently not applied. Its spec's top-level fields are still checked. If Gloo's data plane applies it, list the kind under `ignoreKinds` in gitmesh.yaml.",
   },
   DEPRECATED_API_VERSION: {
     severity: Severity.Warning,

@@ -8,7 +8,7 @@
  * adminNamespace: gloo-mesh   # namespace of Workspace, KubernetesCluster, RootTrustPolicy (default gloo-mesh)
  * auditBranch: gitmesh/rendered   # branch that receives rendered Istio output (default gitmesh/rendered)
  * ignoreKinds:            # Gloo kinds another tool applies: ignored instead of rejecting the commit
- *   - ExtAuthPolicy                                   # any apiVersion
+ *   - ClientTLSPolicy                                   # any apiVersion
  *   - security.policy.gloo.solo.io/v2/WAFPolicy       # this apiVersion only
  * ignoreDifferences:      # fields of owned objects the agents leave to other controllers (default none)
  *   - group: networking.istio.io   # optional (any group)
@@ -100,7 +100,7 @@ export function parseSettings(content: string | Uint8Array | undefined, defaults
         const i = list ? list.findIndex((k) => typeof k !== "string" || !KIND_REF.test(k)) : -1;
         bad(
           i >= 0 ? `${pointer}/${i}` : pointer,
-          "`ignoreKinds` must be a list of kinds, each `Kind` or `apiVersion/Kind` (e.g. ExtAuthPolicy, security.policy.gloo.solo.io/v2/WAFPolicy); nothing is ignored",
+          "`ignoreKinds` must be a list of kinds, each `Kind` or `apiVersion/Kind` (e.g. ClientTLSPolicy, security.policy.gloo.solo.io/v2/WAFPolicy); nothing is ignored",
           doc.positions,
         );
       }

@@ -21,7 +21,7 @@ export interface RepoSettings {
   readonly auditBranch: string;
   /**
    * Gloo kinds the repository knowingly leaves to another tool (`Kind` or `apiVersion/Kind`, e.g.
-   * `ExtAuthPolicy`, `security.policy.gloo.solo.io/v2/WAFPolicy`): reported as ignored by configuration
+   * `ClientTLSPolicy`, `security.policy.gloo.solo.io/v2/WAFPolicy`): reported as ignored by configuration
    * instead of rejecting the commit. Default: none.
    */
   readonly ignoreKinds: readonly string[];

@@ -47,7 +47,6 @@ const SPEC_FIELDS: Readonly<Record<string, readonly string[]>> = {
   GraphQLStitchedSchema: ["subschemas", "options"],
   Portal: ["portalBackendSelectors", "apis", "apiProducts", "usagePlans", "domains", "visibility"],
   CloudProvider: ["aws"],
-  ExtAuthServer: ["destinationServer", "httpService", "requestTimeout", "failureModeAllow", "requestBody", "clearRouteCache", "statusOnError", "transportApiVersion", "statPrefix"],
   Dashboard: ["authn", "authz"],
   InsightsConfig: ["disabledInsights"],
 };
@@ -55,7 +54,7 @@ const SPEC_FIELDS: Readonly<Record<string, readonly string[]>> = {
 /** Every Gloo v2 kind gitmesh knows of but does not translate, by apiVersion. */
 export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([
   ...entries("admin.gloo.solo.io/v2alpha1", "lifecycle", ["WaypointLifecycleManager"]),
-  ...entries("admin.gloo.solo.io/v2", "gloo-data-plane", ["ExtAuthServer", "Dashboard"]),
+  ...entries("admin.gloo.solo.io/v2", "gloo-data-plane", ["Dashboard"]),
   ...entries("admin.gloo.solo.io/v2alpha1", "gloo-data-plane", ["InsightsConfig"]),
   ...entries("apimanagement.gloo.solo.io/v2", "gloo-data-plane", [
     "ApiDoc",
@@ -75,7 +74,7 @@ export const UNTRANSLATED_GLOO_KINDS: readonly GlooKindEntry[] = Object.freeze([
   ...entries("observability.policy.gloo.solo.io/v2", "not-yet", ["AccessLogPolicy"]),
   ...entries("resilience.policy.gloo.solo.io/v2", "not-yet", ["ActiveHealthCheckPolicy", "ListenerConnectionPolicy"]),
   ...entries("resilience.policy.gloo.solo.io/v2", "gloo-data-plane", ["AdaptiveRequestConcurrencyPolicy", "GraphQLPersistedQueryCachePolicy"]),
-  ...entries("security.policy.gloo.solo.io/v2", "not-yet", ["ExtAuthPolicy", "ClientTLSPolicy"]),
+  ...entries("security.policy.gloo.solo.io/v2", "not-yet", ["ClientTLSPolicy"]),
   ...entries("security.policy.gloo.solo.io/v2", "gloo-data-plane", ["WAFPolicy", "DLPPolicy", "GraphQLAllowedQueryPolicy"]),
   ...entries("trafficcontrol.policy.gloo.solo.io/v2", "not-yet", ["ProxyProtocolPolicy", "HTTPBufferPolicy"]),
   ...entries("trafficcontrol.policy.gloo.solo.io/v2", "gloo-data-plane", ["TransformationPolicy"]),

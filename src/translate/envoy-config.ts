@@ -11,7 +11,11 @@
  * rate_limit_service with an envoy_grpc cluster and transport_api_version V3); and the `rate_limits`
  * of a route (`route.rate_limits`) or virtual host (`config.route.v3.RateLimit`: actions
  * source_cluster, destination_cluster, request_headers, remote_address, generic_key,
- * header_value_match with HeaderMatchers, metadata; `limit.dynamic_metadata`).
+ * header_value_match with HeaderMatchers, metadata; `limit.dynamic_metadata`);
+ * `envoy.extensions.filters.http.ext_authz.v3.ExtAuthz` (grpc_service with an envoy_grpc cluster, or
+ * http_service with server_uri, path_prefix, authorization_request/response header lists;
+ * failure_mode_allow, with_request_body, clear_route_cache, status_on_error, stat_prefix,
+ * transport_api_version V3) and `ExtAuthzPerRoute` (check_settings.context_extensions, or disabled).
  */
 import { subsetValidator } from "./subset-schema.js";
 
@@ -61,6 +65,12 @@ const validateRateLimits = subsetValidator({
   items: obj({ stage: { type: "integer", minimum: 0, maximum: 10 }, actions: { type: "array", minItems: 1, items: rateLimitAction }, limit: obj({ dynamic_metadata: obj({ metadata_key: metadataKey }, ["metadata_key"]) }) }, ["actions"]),
 });
 
+const duration = { type: "string", pattern: "^[0-9]+(\\.[0-9]{1,9})?s$" };
+const listMatcher = obj({ patterns: { type: "array", items: stringMatcher } }, ["patterns"]);
+
+export const EXT_AUTHZ_TYPE = "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz";
+export const EXT_AUTHZ_PER_ROUTE_TYPE = "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute";
+
 export const RATELIMIT_TYPE = "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit";
 
 export const CSRF_TYPE = "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy";
@@ -82,7 +92,7 @@ const MESSAGES: Readonly<Record<string, object>> = {
       "@type": { const: RATELIMIT_TYPE },
       domain: nonEmpty,
       stage: { type: "integer", minimum: 0, maximum: 10 },
-      timeout: { type: "string", pattern: "^[0-9]+(\\.[0-9]{1,9})?s$" },
+      timeout: duration,
       failure_mode_deny: { type: "boolean" },
       rate_limit_service: obj(
         {
@@ -94,6 +104,35 @@ const MESSAGES: Readonly<Record<string, object>> = {
     },
     ["@type", "domain", "rate_limit_service"],
   ),
+  [EXT_AUTHZ_TYPE]: {
+    ...obj(
+      {
+        "@type": { const: EXT_AUTHZ_TYPE },
+        grpc_service: obj({ envoy_grpc: obj({ cluster_name: nonEmpty, authority: { type: "string" } }, ["cluster_name"]), timeout: duration }, ["envoy_grpc"]),
+        http_service: obj(
+          {
+            server_uri: obj({ uri: nonEmpty, cluster: nonEmpty, timeout: duration }, ["uri", "cluster", "timeout"]),
+            path_prefix: { type: "string" },
+            authorization_request: obj({ allowed_headers: listMatcher, headers_to_add: { type: "array", items: obj({ key: nonEmpty, value: { type: "string" } }, ["key"]) } }),
+            authorization_response: obj({ allowed_upstream_headers: listMatcher, allowed_client_headers: listMatcher }),
+          },
+          ["server_uri"],
+        ),
+        transport_api_version: { const: "V3" },
+        failure_mode_allow: { type: "boolean" },
+        with_request_body: obj({ max_request_bytes: { type: "integer", minimum: 1 }, allow_partial_message: { type: "boolean" }, pack_as_bytes: { type: "boolean" } }, ["max_request_bytes"]),
+        clear_route_cache: { type: "boolean" },
+        status_on_error: obj({ code: { type: "integer", minimum: 100, maximum: 599 } }, ["code"]),
+        stat_prefix: { type: "string" },
+      },
+      ["@type", "transport_api_version"],
+    ),
+    oneOf: [{ required: ["grpc_service"] }, { required: ["http_service"] }],
+  },
+  [EXT_AUTHZ_PER_ROUTE_TYPE]: {
+    ...obj({ "@type": { const: EXT_AUTHZ_PER_ROUTE_TYPE }, disabled: { const: true }, check_settings: obj({ context_extensions: { type: "object", additionalProperties: { type: "string" } }, disable_request_body_buffering: { type: "boolean" } }) }, ["@type"]),
+    oneOf: [{ required: ["disabled"] }, { required: ["check_settings"] }],
+  },
 };
 const validators = new Map(Object.entries(MESSAGES).map(([k, s]) => [k, subsetValidator(s)]));
 

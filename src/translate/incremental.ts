@@ -29,9 +29,9 @@ export interface InputChange {
 /** Admin objects rendered per cluster by the first workspace with namespaces there (and reported by the first of the fleet). */
 const RENDERED_PER_CLUSTER: ReadonlySet<string> = new Set(["RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager"]);
 const GLOBAL_KINDS: ReadonlySet<string> = new Set(["Workspace", "WorkspaceSettings", "KubernetesCluster"]);
-const ROUTE_POLICY_KINDS: ReadonlySet<string> = new Set(["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy", "JWTPolicy", "CSRFPolicy", "RateLimitPolicy"]);
-/** Objects policies of any workspace reference by name (RateLimitPolicy `config`): a change re-renders every workspace. */
-const REFERENCED_KINDS: ReadonlySet<string> = new Set(["RateLimitServerConfig", "RateLimitServerSettings", "RateLimitClientConfig"]);
+const ROUTE_POLICY_KINDS: ReadonlySet<string> = new Set(["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy", "JWTPolicy", "CSRFPolicy", "RateLimitPolicy", "ExtAuthPolicy"]);
+/** Objects policies of any workspace reference by name (RateLimitPolicy, ExtAuthPolicy `config`): a change re-renders every workspace. */
+const REFERENCED_KINDS: ReadonlySet<string> = new Set(["RateLimitServerConfig", "RateLimitServerSettings", "RateLimitClientConfig", "ExtAuthServer"]);
 
 export function affectedWorkspaces(
   previous: { readonly desired: Desired; readonly discovery: DiscoveryMap },

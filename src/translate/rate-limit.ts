@@ -29,12 +29,12 @@
 import { stringify } from "yaml";
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
-import { objectSelector, selectServices } from "./destination-common.js";
+import { destinationSelectors, findByRef, refText, routerMatch, selectedInboundPorts, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
 import { RATELIMIT_TYPE } from "./envoy-config.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
-import { serviceHost, stableName } from "./names.js";
-import { asArray, asNumber, asRecord, asString, type Labels } from "./selectors.js";
+import { stableName } from "./names.js";
+import { asArray, asNumber, asRecord, asString } from "./selectors.js";
 import { TranslateCode, type Emitted, type IstioResource, type TranslatorOutput } from "./types.js";
 
 export const DEFAULT_RATE_LIMITER = {
@@ -44,18 +44,6 @@ export const DEFAULT_RATE_LIMITER = {
 } as const;
 const FILTER = "envoy.filters.http.ratelimit";
 const LABEL_SERVER = "gitmesh.io/ratelimit-server";
-const routerMatch = (context: string, portNumber?: number) => ({
-  context,
-  listener: {
-    ...(portNumber !== undefined ? { portNumber } : {}),
-    filterChain: {
-      filter: {
-        name: "envoy.filters.network.http_connection_manager",
-        subFilter: { name: "envoy.filters.http.router" },
-      },
-    },
-  },
-});
 
 interface Issue {
   readonly obj: InputObject;
@@ -69,12 +57,7 @@ interface Issue {
 export interface RateLimitConfig {
   readonly domain: string;
   /** The rate-limit Service (name, namespace, port selector). */
-  readonly server: {
-    readonly name: string;
-    readonly namespace: string;
-    readonly cluster?: string;
-    readonly port: Record<string, unknown>;
-  };
+  readonly server: ServerRef;
   readonly timeout: string;
   readonly denyOnFail: boolean;
   /** Envoy RateLimit entries (route or virtual host `rate_limits`). */
@@ -84,13 +67,6 @@ export interface RateLimitConfig {
 /** Whether a RateLimitPolicy limits routes: only with `applyToRoutes` (Gloo: empty = no route). */
 export function rateLimitSelectsRoutes(policy: InputObject): boolean {
   return asArray(asRecord(policy.spec).applyToRoutes).length > 0;
-}
-
-function byRef(ctx: WorkspaceContext, kind: string, ref: Record<string, unknown>, from: InputObject): InputObject | undefined {
-  const name = asString(ref.name);
-  const namespace = asString(ref.namespace) ?? from.metadata.namespace ?? ctx.index.adminNamespace;
-  const cluster = asString(ref.cluster);
-  return (ctx.index.byKind.get(kind) ?? []).find((o) => o.metadata.name === name && (o.metadata.namespace ?? ctx.index.adminNamespace) === namespace && (cluster === undefined || o.cluster === undefined || o.cluster === cluster));
 }
 
 const memo = new WeakMap<WorkspaceContext, Map<InputObject, { config?: RateLimitConfig; issues: Issue[] }>>();
@@ -118,14 +94,14 @@ export function resolveRateLimit(ctx: WorkspaceContext, policy: InputObject): { 
     issue(policy, "/spec/config/ratelimitServerConfig", "without a ratelimitServerConfig nothing is limited (as in Gloo): name the RateLimitServerConfig that holds the limits");
     return out();
   }
-  const serverConfig = byRef(ctx, "RateLimitServerConfig", asRecord(c.ratelimitServerConfig), policy);
+  const serverConfig = findByRef(ctx, "RateLimitServerConfig", c.ratelimitServerConfig, policy);
   if (serverConfig === undefined) {
     issue(policy, "/spec/config/ratelimitServerConfig", `RateLimitServerConfig ${refText(c.ratelimitServerConfig, policy)} does not exist; nothing is limited for this policy`, Severity.Error, TranslateCode.ReferenceNotFound);
     return out();
   }
   let settingsObj: InputObject | undefined;
   if (c.serverSettings !== undefined) {
-    settingsObj = byRef(ctx, "RateLimitServerSettings", asRecord(c.serverSettings), policy);
+    settingsObj = findByRef(ctx, "RateLimitServerSettings", c.serverSettings, policy);
     if (settingsObj === undefined) {
       issue(policy, "/spec/config/serverSettings", `RateLimitServerSettings ${refText(c.serverSettings, policy)} does not exist; nothing is limited for this policy`, Severity.Error, TranslateCode.ReferenceNotFound);
       return out();
@@ -135,7 +111,7 @@ export function resolveRateLimit(ctx: WorkspaceContext, policy: InputObject): { 
   let rawOwner = policy;
   let rawPath = "/spec/config/raw";
   if (c.ratelimitClientConfig !== undefined) {
-    const client = byRef(ctx, "RateLimitClientConfig", asRecord(c.ratelimitClientConfig), policy);
+    const client = findByRef(ctx, "RateLimitClientConfig", c.ratelimitClientConfig, policy);
     if (client === undefined) {
       issue(policy, "/spec/config/ratelimitClientConfig", `RateLimitClientConfig ${refText(c.ratelimitClientConfig, policy)} does not exist; nothing is limited for this policy`, Severity.Error, TranslateCode.ReferenceNotFound);
       return out();
@@ -187,7 +163,6 @@ export function resolveRateLimit(ctx: WorkspaceContext, policy: InputObject): { 
       : {
           name: asString(ref.name) ?? DEFAULT_RATE_LIMITER.name,
           namespace: asString(ref.namespace) ?? settingsObj!.metadata.namespace ?? ctx.index.adminNamespace,
-          ...(asString(ref.cluster) !== undefined ? { cluster: asString(ref.cluster)! } : {}),
           port: dest.port === undefined ? { number: DEFAULT_RATE_LIMITER.port } : asRecord(dest.port),
         };
   return out({
@@ -202,11 +177,6 @@ export function resolveRateLimit(ctx: WorkspaceContext, policy: InputObject): { 
 /** Where a server problem is reported: the serverSettings reference, or the config that leaves the default server. */
 function settingsPath(policy: InputObject): string {
   return asRecord(asRecord(policy.spec).config).serverSettings === undefined ? "/spec/config" : "/spec/config/serverSettings";
-}
-
-function refText(ref: unknown, from: InputObject): string {
-  const r = asRecord(ref);
-  return `${asString(r.namespace) ?? from.metadata.namespace ?? ""}/${asString(r.name) ?? ""}`;
 }
 
 /** The rate-limit domain of a RateLimitServerConfig: unique per object. */
@@ -284,42 +254,15 @@ function envoyAction(a: Record<string, unknown>): Record<string, unknown> {
   };
 }
 
-/** Where a ratelimit filter goes: the proxies, and what owns the filter. */
-export interface RateLimitProxy {
-  readonly cluster: string;
-  readonly namespace: string;
-  readonly labels: Labels;
-  /** The object whose output the filter is (the VirtualGateway, or the policy for a destination). */
-  readonly owner: InputObject;
-  /** SIDECAR_INBOUND on this workload port, or GATEWAY when undefined. */
-  readonly inboundPort?: number;
-}
-
-/** The rate-limit Service's Envoy cluster as the proxies in `cluster` see it, or an error. */
-function serverCluster(ctx: WorkspaceContext, config: RateLimitConfig, cluster: string): { name: string } | { error: string } {
-  const s = config.server;
-  const svc = ctx.service(cluster, s.namespace, s.name);
-  const where = `rate-limit server ${s.namespace}/${s.name}`;
-  if (svc === undefined)
-    return {
-      error: `${where} is not discovered in cluster "${cluster}"; an Envoy ratelimit filter naming an unknown cluster would be rejected with the whole listener, so no filter is rendered there (deploy the rate limiter, or point serverSettings at it)`,
-    };
-  let port = asNumber(s.port.number);
-  const portName = asString(s.port.name);
-  if (portName !== undefined) port = svc.ports.find((p) => p.name === portName)?.port;
-  if (port === undefined)
-    return {
-      error: `${where} has no port named "${portName ?? ""}" in cluster "${cluster}"`,
-    };
-  return {
-    name: `outbound|${String(port)}||${serviceHost(s.name, s.namespace)}`,
-  };
+/** The rate limiter's Envoy cluster as the proxies in `cluster` see it, or why no filter is rendered there. */
+function limiterCluster(ctx: WorkspaceContext, config: RateLimitConfig, cluster: string): { name: string } | { error: string } {
+  const r = serverCluster(ctx, "rate-limit server", config.server, cluster);
+  return "error" in r ? { error: `${r.error}, so no ratelimit filter is rendered there (deploy the rate limiter, or point serverSettings at it)` } : r;
 }
 
 /** The EnvoyFilter that inserts the ratelimit filter of one domain on one set of proxies. */
-function filterInsertion(ctx: WorkspaceContext, config: RateLimitConfig, proxy: RateLimitProxy, clusterName: string): Emitted {
+function filterInsertion(ctx: WorkspaceContext, config: RateLimitConfig, proxy: FilterProxy, clusterName: string): Emitted {
   const ws = ctx.workspace.name;
-  const context = proxy.inboundPort === undefined ? "GATEWAY" : "SIDECAR_INBOUND";
   const scope = proxy.inboundPort === undefined ? [proxy.owner.metadata.name] : [proxy.owner.metadata.name, String(proxy.inboundPort)];
   return {
     cluster: proxy.cluster,
@@ -332,7 +275,7 @@ function filterInsertion(ctx: WorkspaceContext, config: RateLimitConfig, proxy: 
         configPatches: [
           {
             applyTo: "HTTP_FILTER",
-            match: routerMatch(context, proxy.inboundPort),
+            match: routerMatch(proxy),
             patch: {
               operation: "INSERT_BEFORE",
               value: {
@@ -377,7 +320,7 @@ export function envoyDuration(d: string): string {
  * EnvoyFilters that rate-limit `routes` (VirtualService route name → policy) of one route table on
  * one gateway: the ratelimit filter of each domain, and the routes' `rate_limits`.
  */
-export function renderRateLimitRoutes(ctx: WorkspaceContext, table: InputObject, proxy: RateLimitProxy, routes: ReadonlyMap<string, InputObject>): { resources: Emitted[]; diagnostics: Diagnostic[] } {
+export function renderRateLimitRoutes(ctx: WorkspaceContext, table: InputObject, proxy: FilterProxy, routes: ReadonlyMap<string, InputObject>): { resources: Emitted[]; diagnostics: Diagnostic[] } {
   const resources: Emitted[] = [];
   const diagnostics: Diagnostic[] = [];
   const patches: Record<string, unknown>[] = [];
@@ -387,7 +330,7 @@ export function renderRateLimitRoutes(ctx: WorkspaceContext, table: InputObject,
     const policy = routes.get(name)!;
     const { config } = resolveRateLimit(ctx, policy);
     if (config === undefined) continue;
-    const server = serverCluster(ctx, config, proxy.cluster);
+    const server = limiterCluster(ctx, config, proxy.cluster);
     if ("error" in server) {
       diagnostics.push(ctx.diag(policy, TranslateCode.DestinationNotFound, Severity.Error, settingsPath(policy), `route "${name}": ${server.error}`));
       continue;
@@ -450,71 +393,25 @@ export function translateRateLimits(ctx: WorkspaceContext): TranslatorOutput {
   for (const policy of ctx.own("RateLimitPolicy")) {
     const { config, issues } = resolveRateLimit(ctx, policy);
     for (const i of issues) diagnostics.push(ctx.diag(i.obj, i.code, i.severity, i.path, i.message));
-    const spec = asRecord(policy.spec);
-    const selectsDestinations = spec.applyToDestinations !== undefined || spec.applyToRoutes === undefined;
-    if (config === undefined || !selectsDestinations) continue;
-    const selectors = spec.applyToDestinations === undefined ? [{}] : asArray(spec.applyToDestinations).map(asRecord);
-    let selected = 0;
-    selectors.forEach((d, i) => {
-      const path = spec.applyToDestinations === undefined ? "/spec" : `/spec/applyToDestinations/${String(i)}`;
-      const kind = asString(d.kind) ?? "SERVICE";
-      if (kind !== "SERVICE") {
-        diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Error, `${path}/kind`, `rate limits apply to Kubernetes Services (${kind} is not supported, as in Gloo); nothing is rendered for this selector`));
-        return;
+    const { selectors, path } = destinationSelectors(policy);
+    if (config === undefined || selectors.length === 0) continue;
+    const selected = selectedInboundPorts(ctx, policy, selectors, path, "a rate limit");
+    diagnostics.push(...selected.diagnostics);
+    for (const p of selected.ports) {
+      const server = limiterCluster(ctx, config, p.cluster);
+      if ("error" in server) {
+        diagnostics.push(ctx.diag(policy, TranslateCode.DestinationNotFound, Severity.Error, settingsPath(policy), `Service ${p.service.namespace}/${p.service.name}: ${server.error}`));
+        continue;
       }
-      const portSel = asRecord(d.port);
-      for (const ref of selectServices(ctx, objectSelector(d.selector))) {
-        const svc = ref.service;
-        const labels = svc.selector ?? {};
-        if (ref.owner !== ctx.workspace.name || Object.keys(labels).length === 0) continue;
-        const server = serverCluster(ctx, config, ref.cluster);
-        for (const p of svc.ports) {
-          if (portSel.number !== undefined && p.port !== portSel.number) continue;
-          if (portSel.name !== undefined && p.name !== portSel.name) continue;
-          const target = typeof p.targetPort === "number" ? p.targetPort : p.targetPort === undefined ? p.port : undefined;
-          if (target === undefined) {
-            diagnostics.push(
-              ctx.diag(
-                policy,
-                TranslateCode.UnsupportedField,
-                Severity.Warning,
-                path,
-                `port ${String(p.port)} of Service ${svc.namespace}/${svc.name} in cluster "${ref.cluster}" targets the named container port "${String(p.targetPort)}"; an inbound EnvoyFilter matches port numbers, so this port is not limited`,
-              ),
-            );
-            continue;
-          }
-          if ("error" in server) {
-            diagnostics.push(ctx.diag(policy, TranslateCode.DestinationNotFound, Severity.Error, settingsPath(policy), `Service ${svc.namespace}/${svc.name}: ${server.error}`));
-            break;
-          }
-          selected++;
-          resources.push(
-            ...renderDestination(
-              ctx,
-              policy,
-              config,
-              {
-                cluster: ref.cluster,
-                namespace: svc.namespace,
-                labels,
-                owner: policy,
-                inboundPort: target,
-              },
-              server.name,
-              svc.name,
-            ),
-          );
-        }
-      }
-    });
-    if (selected === 0)
+      resources.push(...renderDestination(ctx, policy, config, { cluster: p.cluster, namespace: p.service.namespace, labels: p.labels, owner: policy, inboundPort: p.port }, server.name, p.service.name));
+    }
+    if (selected.ports.length === 0)
       diagnostics.push(
         ctx.diag(
           policy,
           TranslateCode.SelectsNothing,
           Severity.Warning,
-          spec.applyToDestinations === undefined ? "/spec" : "/spec/applyToDestinations",
+          asRecord(policy.spec).applyToDestinations === undefined ? "/spec" : "/spec/applyToDestinations",
           "the policy selects no port of a Service of this workspace with a pod selector; no destination is limited",
         ),
       );
@@ -527,7 +424,7 @@ export function translateRateLimits(ctx: WorkspaceContext): TranslatorOutput {
   return { resources, diagnostics };
 }
 
-function renderDestination(ctx: WorkspaceContext, policy: InputObject, config: RateLimitConfig, proxy: RateLimitProxy & { inboundPort: number }, clusterName: string, service: string): Emitted[] {
+function renderDestination(ctx: WorkspaceContext, policy: InputObject, config: RateLimitConfig, proxy: FilterProxy & { inboundPort: number }, clusterName: string, service: string): Emitted[] {
   const ws = ctx.workspace.name;
   return [
     filterInsertion(ctx, config, proxy, clusterName),

@@ -20,6 +20,7 @@ import { reportUnsupported, type WorkspaceContext } from "./context.js";
 import { flattenRoutes, type FlatRoute } from "./delegation.js";
 import type { DiscoveredService, InputObject } from "./input.js";
 import { renderCsrf } from "./csrf-policy.js";
+import { EXT_AUTH_DENIED_BODY, extAuthBlocked, extAuthSelectsRoutes, renderExtAuthRoutes } from "./ext-auth.js";
 import { rateLimitSelectsRoutes, renderRateLimitRoutes } from "./rate-limit.js";
 import { jwtSelectsRoutes, renderJwt, routeOperations, type Operation } from "./jwt-policy.js";
 import { LABEL_MANAGED, outputLabels, outputMetadata } from "./labels.js";
@@ -162,6 +163,7 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   const jwt = new Map<InputObject, Operation[]>();
   const csrf = new Map<string, InputObject>();
   const rateLimits = new Map<string, InputObject>();
+  const extAuth = new Map<string, InputObject>();
   for (const fr of routes) {
     const r = convertHttpRoute(ctx, rt, fr, scoped);
     diagnostics.push(...r.diagnostics);
@@ -169,6 +171,18 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     if (r.route === undefined) continue;
     const resolver = destinationResolver(ctx, rt, target.cluster);
     diagnostics.push(...applyRoutePolicies(r.route, winningPolicies(ctx, fr), resolver, (p, code, path, msg) => ctx.diag(p, code, Severity.Warning, path, msg)));
+    const authPolicy = r.failed ? undefined : winningPolicy(ctx, fr, "ExtAuthPolicy", extAuthSelectsRoutes);
+    if (authPolicy !== undefined) {
+      const blocked = target.enforce === undefined ? undefined : extAuthBlocked(ctx, authPolicy, target.cluster);
+      if (target.enforce === undefined) {
+        diagnostics.push(ctx.diag(authPolicy, TranslateCode.UnsupportedField, Severity.Error, "/spec/applyToRoutes", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name} is an east-west route; external authorization on east-west routes is not translated: select the destination with applyToDestinations instead`));
+      } else if (blocked !== undefined) {
+        // Fail closed: a route whose authorization cannot be rendered is not served.
+        diagnostics.push(ctx.diag(authPolicy, TranslateCode.DestinationNotFound, Severity.Error, asRecord(asRecord(authPolicy.spec).config).server === undefined ? "/spec/config" : "/spec/config/server", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name}: ${blocked}; the route answers 403 in cluster "${target.cluster}" instead`));
+        http.push({ name: r.route.name, ...(r.route.match === undefined ? {} : { match: r.route.match }), directResponse: { status: 403, body: { string: EXT_AUTH_DENIED_BODY } } });
+        continue;
+      } else extAuth.set(String(r.route.name), authPolicy);
+    }
     http.push(r.route);
     resources.push(...r.subsets);
     const csrfPolicy = r.failed ? undefined : winningPolicy(ctx, fr, "CSRFPolicy");
@@ -202,6 +216,7 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   const ws = ctx.workspace.name;
   if (target.enforce !== undefined) {
     resources.push(...renderCsrf(ctx, rt, { cluster: target.cluster, ...target.enforce }, csrf));
+    resources.push(...renderExtAuthRoutes(ctx, rt, { cluster: target.cluster, namespace: target.enforce.namespace, labels: target.enforce.labels, owner: target.enforce.gateway }, extAuth));
     const limited = renderRateLimitRoutes(ctx, rt, { cluster: target.cluster, namespace: target.enforce.namespace, labels: target.enforce.labels, owner: target.enforce.gateway }, rateLimits);
     resources.push(...limited.resources);
     diagnostics.push(...limited.diagnostics);

@@ -21,6 +21,7 @@ import { ANNOTATION_SOURCE_FILE } from "./labels.js";
 import { DESTINATION_TRANSLATORS } from "./destination-translators.js";
 import { translateJwtPolicies } from "./jwt-policy.js";
 import { translateRateLimits } from "./rate-limit.js";
+import { translateExtAuth } from "./ext-auth.js";
 import { translateLifecycle } from "./lifecycle.js";
 import { translateRouteTables } from "./route-table.js";
 import { translateVirtualGateways } from "./virtual-gateway.js";
@@ -48,6 +49,7 @@ export const KIND_TRANSLATORS: readonly KindTranslator[] = [
   ...DESTINATION_TRANSLATORS,
   { name: "JWTPolicy", translate: translateJwtPolicies },
   { name: "RateLimitPolicy", translate: translateRateLimits },
+  { name: "ExtAuthPolicy", translate: translateExtAuth },
   { name: "Lifecycle", translate: translateLifecycle },
 ];
 

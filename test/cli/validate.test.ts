@@ -57,16 +57,16 @@ describe("gitmesh validate", () => {
   });
 
   it("exits 1 on a Gloo kind it does not translate, and 0 once gitmesh.yaml leaves the kind to another tool", async () => {
-    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ExtAuthPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
+    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ClientTLSPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
     const dir = join(root, "ext");
     await writeTree(dir, { ...base(), "workspaces/web/auth.yaml": ext });
     const rejected = await run("validate", dir);
     expect(rejected.code).toBe(1);
-    expect(rejected.out).toContain(`${join(dir, "workspaces/web/auth.yaml")}:2:1: error UNTRANSLATED_GLOO_KIND: ExtAuthPolicy web/auth`);
-    await writeTree(dir, { "gitmesh.yaml": "ignoreKinds: [ExtAuthPolicy]\n" });
+    expect(rejected.out).toContain(`${join(dir, "workspaces/web/auth.yaml")}:2:1: error UNTRANSLATED_GLOO_KIND: ClientTLSPolicy web/auth`);
+    await writeTree(dir, { "gitmesh.yaml": "ignoreKinds: [ClientTLSPolicy]\n" });
     const ignored = await run("validate", dir);
     expect(ignored.code).toBe(0);
-    expect(ignored.out).toContain("info IGNORED_KIND: ExtAuthPolicy web/auth (security.policy.gloo.solo.io/v2): ignored by configuration");
+    expect(ignored.out).toContain("info IGNORED_KIND: ClientTLSPolicy web/auth (security.policy.gloo.solo.io/v2): ignored by configuration");
     expect(ignored.out.trim().split("\n").at(-1)).toBe("ok: 6 objects in 6 files (1 ignored by configuration): 0 errors, 0 warnings");
   });
 

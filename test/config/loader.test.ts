@@ -257,7 +257,7 @@ describe("kinds and metadata", () => {
   });
 
   it("a real Gloo kind gitmesh does not translate is an error, unless gitmesh.yaml ignoreKinds leaves it to another tool", () => {
-    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ExtAuthPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
+    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ClientTLSPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
     const waf = "apiVersion: security.policy.gloo.solo.io/v2\nkind: WAFPolicy\nmetadata: {name: waf, namespace: web}\nspec: {}\n";
     const files = [...withFile("ext.yaml", ext), file("waf.yaml", waf)];
     const rejected = load(files).diagnostics;
@@ -265,12 +265,12 @@ describe("kinds and metadata", () => {
     expect(rejected.every((d) => d.severity === "error")).toBe(true);
     expect(rejected[0]!.message).toContain("its policy would not be in force");
     expect(rejected[1]!.message).toContain("needs Gloo's own data plane");
-    const settings = file("gitmesh.yaml", "ignoreKinds:\n  - ExtAuthPolicy\n  - security.policy.gloo.solo.io/v2/WAFPolicy\n");
+    const settings = file("gitmesh.yaml", "ignoreKinds:\n  - ClientTLSPolicy\n  - security.policy.gloo.solo.io/v2/WAFPolicy\n");
     const { state, diagnostics } = load([...files, settings]);
     expect(where(diagnostics)).toEqual(["ext.yaml:2:1 IGNORED_KIND", "waf.yaml:2:1 IGNORED_KIND"]);
     expect(diagnostics.every((d) => d.severity === "info" && d.message.includes("ignored by configuration"))).toBe(true);
     // An incremental update of gitmesh.yaml alone re-judges the same objects.
-    const back = updateDesiredState(state, [file("gitmesh.yaml", "ignoreKinds: [ExtAuthPolicy]\n")], []);
+    const back = updateDesiredState(state, [file("gitmesh.yaml", "ignoreKinds: [ClientTLSPolicy]\n")], []);
     expect(where(back.diagnostics)).toEqual(["ext.yaml:2:1 IGNORED_KIND", "waf.yaml:2:1 NEEDS_GLOO_DATA_PLANE"]);
   });
 
@@ -297,8 +297,8 @@ describe("kinds and metadata", () => {
   });
 
   it("ignoreKinds with the wrong apiVersion does not ignore the kind", () => {
-    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ExtAuthPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
-    const settings = file("gitmesh.yaml", "ignoreKinds: [security.policy.gloo.solo.io/v1/ExtAuthPolicy]\n");
+    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ClientTLSPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
+    const settings = file("gitmesh.yaml", "ignoreKinds: [security.policy.gloo.solo.io/v1/ClientTLSPolicy]\n");
     expect(where(load([...withFile("ext.yaml", ext), settings]).diagnostics)).toEqual(["ext.yaml:2:1 UNTRANSLATED_GLOO_KIND"]);
   });
 

@@ -138,10 +138,10 @@ describe("git source (remote over smart HTTP)", () => {
     expect(source.status().rejection?.commit).toBe(bad);
     expect(source.status().rejection?.diagnostics).toEqual([expect.objectContaining({ file: "retry.yaml", line: 1, code: "UNKNOWN_GLOO_KIND", severity: "error" })]);
 
-    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ExtAuthPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
+    const ext = "apiVersion: security.policy.gloo.solo.io/v2\nkind: ClientTLSPolicy\nmetadata: {name: auth, namespace: web}\nspec: {}\n";
     await server.commitFiles("typo", { "retry.yaml": retry.replace("/v1", "/v2"), "auth.yaml": ext }, "ext auth");
     expect((await source.sync()).kind).toBe("rejected");
-    const fixed = await server.commitFiles("typo", { "gitmesh.yaml": "ignoreKinds: [ExtAuthPolicy]\n" }, "ext auth is applied by another tool");
+    const fixed = await server.commitFiles("typo", { "gitmesh.yaml": "ignoreKinds: [ClientTLSPolicy]\n" }, "client TLS is applied by another tool");
     const accepted = await source.sync();
     expect(accepted.kind).toBe("updated");
     expect(source.current()?.commit.oid).toBe(fixed);

@@ -5,6 +5,8 @@
  */
 import type {
   CSRFPolicy,
+  ExtAuthPolicy,
+  ExtAuthServer,
   RateLimitClientConfig,
   RateLimitPolicy,
   RateLimitServerConfig,
@@ -406,6 +408,26 @@ const rateLimitPolicy: RateLimitPolicy = {
   },
 };
 
+const extAuthServer: ExtAuthServer = {
+  apiVersion: "admin.gloo.solo.io/v2",
+  kind: "ExtAuthServer",
+  metadata: { name: "ext-auth-server", namespace: "bookinfo-frontends" },
+  spec: { destinationServer: { ref: { cluster: "cluster-1", name: "ext-auth-service", namespace: "gloo-mesh-addons" }, port: { name: "grpc" } }, requestTimeout: "1s", requestBody: { maxRequestBytes: 8192 }, statusOnError: 503 },
+};
+
+const extAuthPolicy: ExtAuthPolicy = {
+  apiVersion: "security.policy.gloo.solo.io/v2",
+  kind: "ExtAuthPolicy",
+  metadata: { name: "productpage-oidc", namespace: "bookinfo-frontends" },
+  spec: {
+    applyToRoutes: [{ route: { labels: { oauth: "true" } } }],
+    config: {
+      server: { name: "ext-auth-server", namespace: "bookinfo-frontends", cluster: "cluster-1" },
+      glooAuth: { configs: [{ oauth2: { oidcAuthorizationCode: { appUrl: "https://bookinfo.example.com", callbackPath: "/callback", clientId: "bookinfo" } } }, { name: "opa", opaAuth: { modules: [{ name: "allow", namespace: "bookinfo-frontends" }], query: "data.test.allow == true" } }] },
+    },
+  },
+};
+
 /** A valid document for every supported kind. */
 export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   Workspace: workspace,
@@ -429,6 +451,8 @@ export const VALID: { readonly [K in GlooKind]: ResourcesByKind[K] } = {
   CORSPolicy: corsPolicy,
   JWTPolicy: jwtPolicy,
   CSRFPolicy: csrfPolicy,
+  ExtAuthPolicy: extAuthPolicy,
+  ExtAuthServer: extAuthServer,
   RateLimitPolicy: rateLimitPolicy,
   RateLimitClientConfig: rateLimitClientConfig,
   RateLimitServerConfig: rateLimitServerConfig,

@@ -33,15 +33,15 @@ describe("SUPPORTED_KINDS", () => {
     }
   });
 
-  it("the 28 kinds of the Gloo v2 groups gitmesh supports", () => {
+  it("the 30 kinds of the Gloo v2 groups gitmesh supports", () => {
     expect(SUPPORTED_KINDS.map((k) => k.kind)).toEqual([
-      "Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager", "RateLimitServerConfig", "RateLimitServerSettings",
+      "Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager", "RateLimitServerConfig", "RateLimitServerSettings", "ExtAuthServer",
       "VirtualDestination", "RouteTable", "VirtualGateway", "ExternalService", "ExternalEndpoint",
       "RetryTimeoutPolicy", "FaultInjectionPolicy", "FailoverPolicy", "OutlierDetectionPolicy", "ConnectionPolicy", "TrimProxyConfigPolicy",
-      "AccessPolicy", "CORSPolicy", "JWTPolicy", "CSRFPolicy",
+      "AccessPolicy", "CORSPolicy", "JWTPolicy", "CSRFPolicy", "ExtAuthPolicy",
       "HeaderManipulationPolicy", "MirrorPolicy", "LoadBalancerPolicy", "RateLimitPolicy", "RateLimitClientConfig",
     ]);
-    expect(SUPPORTED_KINDS.filter((k) => k.adminScoped).map((k) => k.kind)).toEqual(["Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager", "RateLimitServerConfig", "RateLimitServerSettings"]);
+    expect(SUPPORTED_KINDS.filter((k) => k.adminScoped).map((k) => k.kind)).toEqual(["Workspace", "WorkspaceSettings", "KubernetesCluster", "RootTrustPolicy", "IstioLifecycleManager", "GatewayLifecycleManager", "RateLimitServerConfig", "RateLimitServerSettings", "ExtAuthServer"]);
   });
 
   it("every object type in every schema rejects unknown fields", () => {

@@ -73,6 +73,17 @@ const INVALID: { readonly [K in GlooKind]: AtLeastThree } = {
     { name: "applyToDestinations (not in Gloo 2.6)", edit: (d) => (d.spec.applyToDestinations = [{ selector: {} }]), expect: [["/spec/applyToDestinations", "additionalProperties"]] },
     { name: "origin with two matchers", edit: (d) => (d.spec.config.additionalOrigins[0].prefix = "login"), expect: [["/spec/config/additionalOrigins/0", "oneOf"]] },
   ],
+  ExtAuthServer: [
+    { name: "status not an HTTP status Envoy accepts", edit: (d) => (d.spec.statusOnError = 499), expect: [["/spec/statusOnError", "enum"]] },
+    { name: "unknown transport version", edit: (d) => (d.spec.transportApiVersion = "V2"), expect: [["/spec/transportApiVersion", "enum"]] },
+    { name: "typo in httpService", edit: (d) => (d.spec.httpService = { pathPrefx: "/auth" }), expect: [["/spec/httpService/pathPrefx", "additionalProperties"]], message: ["did you mean `pathPrefix`?"] },
+  ],
+  ExtAuthPolicy: [
+    { name: "disable (Gloo 2.6: unsupported)", edit: (d) => { delete d.spec.config.glooAuth; d.spec.config.disable = true; }, expect: [["/spec/config/disable", "rule"]], message: ["The disable field is currently unsupported"] },
+    { name: "glooAuth and customAuth together", edit: (d) => (d.spec.config.customAuth = {}), expect: [["/spec/config", "oneOf"]] },
+    { name: "a config entry with two kinds", edit: (d) => (d.spec.config.glooAuth.configs[0].apiKeyAuth = {}), expect: [["/spec/config/glooAuth/configs/0", "oneOf"]] },
+    { name: "unknown config kind", edit: (d) => (d.spec.config.glooAuth.configs[1] = { opaAuthh: {} }), expect: [["/spec/config/glooAuth/configs/1/opaAuthh", "additionalProperties"]], message: ["did you mean `opaAuth`?"] },
+  ],
   RateLimitServerConfig: [
     { name: "no destinationServers (required)", edit: (d) => delete d.spec.destinationServers, expect: [["/spec", "required"]], message: ["`destinationServers`"] },
     { name: "unit not an enum value", edit: (d) => (d.spec.raw.descriptors[0].rateLimit.unit = "MINUTES"), expect: [["/spec/raw/descriptors/0/rateLimit/unit", "enum"]], message: ['did you mean "MINUTE"'] },

@@ -3120,6 +3120,506 @@ export const SCHEMAS: Readonly<Record<string, unknown>> = {
       }
     }
   },
+  "ext-auth-policy.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/ext-auth-policy.schema.json",
+    "title": "ExtAuthPolicy",
+    "description": "External authorization on routes (on a VirtualGateway) or destinations (their sidecars); translated to Envoy's ext_authz filter (EnvoyFilters) calling the ExtAuthServer.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "security.policy.gloo.solo.io/v2"
+        ],
+        "description": "Always `security.policy.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "ExtAuthPolicy"
+        ],
+        "description": "Always `ExtAuthPolicy`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/ExtAuthPolicySpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "ExtAuthPolicySpec": {
+        "type": "object",
+        "description": "ExtAuthPolicy spec.",
+        "additionalProperties": false,
+        "properties": {
+          "applyToRoutes": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/RouteSelector"
+            },
+            "description": "Routes to protect (empty: none)."
+          },
+          "applyToDestinations": {
+            "type": "array",
+            "items": {
+              "$ref": "common.schema.json#/$defs/DestinationSelector"
+            },
+            "description": "Destinations (Kubernetes Services) to protect; with neither selector, every destination of the workspace."
+          },
+          "config": {
+            "$ref": "#/$defs/ExtAuthPolicyConfig",
+            "description": "How requests are authorized."
+          }
+        }
+      },
+      "ExtAuthPolicyConfig": {
+        "type": "object",
+        "description": "The authorization: Gloo's ext-auth-service configurations (`glooAuth`) or your own server (`customAuth`), and the ExtAuthServer to call.",
+        "additionalProperties": false,
+        "properties": {
+          "disable": {
+            "type": "boolean",
+            "description": "Deprecated; not supported by Gloo 2.6 (rejected)."
+          },
+          "glooAuth": {
+            "$ref": "#/$defs/GlooAuthConfig",
+            "description": "Configurations evaluated by Gloo's ext-auth-service (OIDC, API keys, OPA, LDAP, …)."
+          },
+          "customAuth": {
+            "type": "object",
+            "description": "Your own ext_authz server.",
+            "additionalProperties": false,
+            "properties": {
+              "contextExtensions": {
+                "type": "object",
+                "additionalProperties": {
+                  "type": "string"
+                },
+                "description": "Sent to the server with each request (Envoy CheckSettings.context_extensions)."
+              }
+            }
+          },
+          "server": {
+            "$ref": "common.schema.json#/$defs/ObjectReference",
+            "description": "The ExtAuthServer (default: Service `ext-auth-service` in `gloo-mesh`, port 8083)."
+          }
+        },
+        "not": {
+          "anyOf": [
+            {
+              "required": [
+                "disable",
+                "glooAuth"
+              ]
+            },
+            {
+              "required": [
+                "disable",
+                "customAuth"
+              ]
+            },
+            {
+              "required": [
+                "glooAuth",
+                "customAuth"
+              ]
+            }
+          ]
+        },
+        "x-gloo-rules": [
+          {
+            "when": {},
+            "forbid": [
+              "disable"
+            ],
+            "message": "The disable field is currently unsupported"
+          }
+        ]
+      },
+      "GlooAuthConfig": {
+        "type": "object",
+        "description": "An `enterprise.gloo.solo.io` AuthConfigSpec: the configurations Gloo's ext-auth-service evaluates (their contents are checked by that service).",
+        "additionalProperties": false,
+        "properties": {
+          "configs": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/GlooAuthConfigEntry"
+            },
+            "description": "The configurations, evaluated in order (or as booleanExpr says)."
+          },
+          "booleanExpr": {
+            "type": "string",
+            "description": "How the configurations' results combine, by name."
+          },
+          "failOnRedirect": {
+            "type": "boolean",
+            "description": "Answer 401 instead of redirecting to the identity provider."
+          }
+        }
+      },
+      "GlooAuthConfigEntry": {
+        "type": "object",
+        "description": "One configuration: set exactly one kind.",
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "Name used in booleanExpr."
+          },
+          "basicAuth": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `basicAuth` configuration."
+          },
+          "oauth": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `oauth` configuration."
+          },
+          "oauth2": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `oauth2` configuration."
+          },
+          "apiKeyAuth": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `apiKeyAuth` configuration."
+          },
+          "pluginAuth": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `pluginAuth` configuration."
+          },
+          "opaAuth": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `opaAuth` configuration."
+          },
+          "ldap": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `ldap` configuration."
+          },
+          "jwt": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `jwt` configuration."
+          },
+          "passThroughAuth": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `passThroughAuth` configuration."
+          },
+          "hmacAuth": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `hmacAuth` configuration."
+          },
+          "opaServerAuth": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "Gloo's `opaServerAuth` configuration."
+          }
+        },
+        "oneOf": [
+          {
+            "required": [
+              "basicAuth"
+            ]
+          },
+          {
+            "required": [
+              "oauth"
+            ]
+          },
+          {
+            "required": [
+              "oauth2"
+            ]
+          },
+          {
+            "required": [
+              "apiKeyAuth"
+            ]
+          },
+          {
+            "required": [
+              "pluginAuth"
+            ]
+          },
+          {
+            "required": [
+              "opaAuth"
+            ]
+          },
+          {
+            "required": [
+              "ldap"
+            ]
+          },
+          {
+            "required": [
+              "jwt"
+            ]
+          },
+          {
+            "required": [
+              "passThroughAuth"
+            ]
+          },
+          {
+            "required": [
+              "hmacAuth"
+            ]
+          },
+          {
+            "required": [
+              "opaServerAuth"
+            ]
+          }
+        ]
+      }
+    }
+  },
+  "ext-auth-server.schema.json": {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$id": "https://gitmesh.io/schemas/ext-auth-server.schema.json",
+    "title": "ExtAuthServer",
+    "description": "The external authorization server ExtAuthPolicies use; translated to the settings of Envoy's ext_authz filter.",
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "apiVersion",
+      "kind",
+      "metadata"
+    ],
+    "properties": {
+      "apiVersion": {
+        "type": "string",
+        "enum": [
+          "admin.gloo.solo.io/v2"
+        ],
+        "description": "Always `admin.gloo.solo.io/v2`."
+      },
+      "kind": {
+        "type": "string",
+        "enum": [
+          "ExtAuthServer"
+        ],
+        "description": "Always `ExtAuthServer`."
+      },
+      "metadata": {
+        "$ref": "common.schema.json#/$defs/ObjectMeta",
+        "description": "Name and namespace are required; labels and annotations are string maps."
+      },
+      "spec": {
+        "$ref": "#/$defs/ExtAuthServerSpec",
+        "description": "The desired configuration."
+      },
+      "status": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Ignored: status is written by the system, never read from Git (accepted so that `kubectl get -o yaml` output validates)."
+      }
+    },
+    "$defs": {
+      "ExtAuthServerSpec": {
+        "type": "object",
+        "description": "ExtAuthServer spec.",
+        "additionalProperties": false,
+        "properties": {
+          "destinationServer": {
+            "$ref": "common.schema.json#/$defs/DestinationReference",
+            "description": "The server: a Kubernetes Service (default: `ext-auth-service` in `gloo-mesh`, port 8083)."
+          },
+          "httpService": {
+            "$ref": "#/$defs/ExtAuthHttpService",
+            "description": "Talk to the server over HTTP instead of gRPC."
+          },
+          "requestTimeout": {
+            "$ref": "common.schema.json#/$defs/Duration",
+            "description": "Timeout of the authorization call (default 2s)."
+          },
+          "failureModeAllow": {
+            "type": "boolean",
+            "description": "Let requests through when the server cannot be reached (default false: deny)."
+          },
+          "requestBody": {
+            "$ref": "#/$defs/ExtAuthBufferSettings",
+            "description": "Send the request body too."
+          },
+          "clearRouteCache": {
+            "type": "boolean",
+            "description": "Re-match the route after the server's answer."
+          },
+          "statusOnError": {
+            "type": "integer",
+            "enum": [
+              100,
+              200,
+              201,
+              202,
+              203,
+              204,
+              205,
+              206,
+              207,
+              208,
+              226,
+              300,
+              301,
+              302,
+              303,
+              304,
+              305,
+              307,
+              308,
+              400,
+              401,
+              402,
+              403,
+              404,
+              405,
+              406,
+              407,
+              408,
+              409,
+              410,
+              411,
+              412,
+              413,
+              414,
+              415,
+              416,
+              417,
+              421,
+              422,
+              423,
+              424,
+              426,
+              428,
+              429,
+              431,
+              500,
+              501,
+              502,
+              503,
+              504,
+              505,
+              506,
+              507,
+              508,
+              510,
+              511
+            ],
+            "description": "HTTP status answered when the server cannot be reached (default 403)."
+          },
+          "transportApiVersion": {
+            "enum": [
+              "GLOO_MESH_AUTO",
+              "ENVOY_AUTO",
+              "V3"
+            ],
+            "description": "The ext_authz transport version (every value means V3 on current Envoy)."
+          },
+          "statPrefix": {
+            "type": "string",
+            "description": "Prefix of the filter's statistics."
+          }
+        }
+      },
+      "ExtAuthHttpService": {
+        "type": "object",
+        "description": "HTTP authorization server settings.",
+        "additionalProperties": false,
+        "properties": {
+          "pathPrefix": {
+            "type": "string",
+            "description": "Prefix added to the path of the authorization request."
+          },
+          "request": {
+            "type": "object",
+            "description": "What is sent to the server.",
+            "additionalProperties": false,
+            "properties": {
+              "allowedHeaders": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                },
+                "description": "Client request headers copied to the authorization request."
+              },
+              "headersToAdd": {
+                "type": "object",
+                "additionalProperties": {
+                  "type": "string"
+                },
+                "description": "Headers added to the authorization request."
+              }
+            }
+          },
+          "response": {
+            "type": "object",
+            "description": "What is taken from the server's answer.",
+            "additionalProperties": false,
+            "properties": {
+              "allowedUpstreamHeaders": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                },
+                "description": "Server response headers added to the upstream request on success."
+              },
+              "allowedClientHeaders": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                },
+                "description": "Server response headers sent to the client on denial."
+              }
+            }
+          }
+        }
+      },
+      "ExtAuthBufferSettings": {
+        "type": "object",
+        "description": "Buffering of the request body.",
+        "additionalProperties": false,
+        "properties": {
+          "maxRequestBytes": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Largest body held (default 4KB)."
+          },
+          "allowPartialMessage": {
+            "type": "boolean",
+            "description": "Send what fits instead of answering 413."
+          },
+          "packAsBytes": {
+            "type": "boolean",
+            "description": "Send the body as raw bytes."
+          }
+        }
+      }
+    }
+  },
   "external-endpoint.schema.json": {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": "https://gitmesh.io/schemas/external-endpoint.schema.json",
