@@ -3,10 +3,13 @@
 // matched the way envoyproxy/ratelimit matches its configuration tree (key + value, else key alone;
 // the deepest entry with a limit wins). A request therefore hits the limit the user wrote only if
 // the two halves gitmesh renders agree.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
-import { validateIstioResource, type IstioResource } from "../../src/translate/index.js";
-import { loadCase, runCase } from "./golden.js";
+import { loadDesiredState } from "../../src/config/index.js";
+import { translateAll, validateIstioResource, type IstioResource } from "../../src/translate/index.js";
+import { FIXTURES, loadCase, runCase } from "./golden.js";
 
 type Action = Record<string, Record<string, unknown>>;
 type Patch = { applyTo: string; match: { context: string; routeConfiguration?: { portNumber?: number; vhost?: { route: { name: string } } } }; patch: { value: Record<string, unknown> } };
@@ -107,5 +110,12 @@ describe("RateLimitPolicy", () => {
     const filter = structuredClone(filters.find((f) => patches(f).some((p) => p.applyTo === "HTTP_FILTER"))!) as IstioResource & { spec: { configPatches: Patch[] } };
     delete ((filter.spec.configPatches[0]!.patch.value.typed_config as Record<string, Record<string, unknown>>).rate_limit_service as Record<string, unknown>).grpc_service;
     expect(validateIstioResource(filter).map((i) => i.path)).toContain("/spec/configPatches/0/patch/value/typed_config/rate_limit_service");
+  });
+
+  it("a limit without a unit renders no configuration at all (envoyproxy/ratelimit would refuse the whole file), with an error at its path", () => {
+    const input = readFileSync(join(FIXTURES, "rate-limit", "input.yaml"), "utf8").replace("rateLimit: {requestsPerUnit: 1000, unit: HOUR}", "rateLimit: {requestsPerUnit: 1000}");
+    const result = translateAll(loadDesiredState([{ path: "input.yaml", content: input }]).state, loadCase("rate-limit").discovery);
+    expect(result.clusters.get("cluster1")!.resources.filter((r) => r.kind === "ConfigMap")).toEqual([]);
+    expect(result.diagnostics.filter((d) => d.code === "INVALID_FIELD").map((d) => d.path)).toContain("/spec/raw/descriptors/1/rateLimit/unit");
   });
 });
