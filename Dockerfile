@@ -14,6 +14,7 @@ COPY tools/msgpackr-extract-stub ./tools/msgpackr-extract-stub
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY web ./web
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-slim AS runtime

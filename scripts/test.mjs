@@ -15,6 +15,7 @@ const prerequisites = [
   { ok: () => has("protoc"), what: "protoc (relay code generation check)", pkg: "protobuf-compiler" },
   { ok: () => has("kubectl"), what: "kubectl (the emulator's kubectl test)", pkg: "kubernetes-client" },
   { ok: () => has("ssh-keygen") && has("gpg"), what: "ssh-keygen and gpg (signed-commit tests sign with the real tools)", pkg: "openssh-client gnupg" },
+  { ok: () => has("chromium"), what: "chromium (the web UI's browser tests)", pkg: "chromium" },
   {
     ok: () => has("go") && existsSync("/usr/share/gocode/src/github.com/Masterminds/sprig") && existsSync("/usr/share/gocode/src/github.com/xeipuuv/gojsonschema"),
     what: "Go with sprig and gojsonschema (the chart renderer)",
@@ -80,10 +81,13 @@ if (args.length === 0) {
   run("generated types are up to date", "node", ["scripts/gen-types.mjs", "--check"]);
   run("generated relay protocol code is up to date", "node", ["scripts/gen-proto.mjs", "--check"]);
   run("typecheck", "node_modules/.bin/tsc", ["-p", "tsconfig.json", "--noEmit"]);
+  run("typecheck (web UI)", "node_modules/.bin/tsc", ["-p", "web/tsconfig.json"]);
   run("lint", "node_modules/.bin/eslint", ["."]);
   run("import cycles and module front doors", "node", ["scripts/check-imports.mjs"]);
 }
 mkdirSync(".tmp", { recursive: true });
+// The server serves the built UI (dist/web); the browser tests need the current one.
+run("build the web UI", "node_modules/.bin/vite", ["build", "web", "--config", "web/vite.config.mjs", "--logLevel", "warn"]);
 process.stdout.write("\n==> tests\n");
 const r = spawnSync("node_modules/.bin/vitest", ["run", "--reporter=default", "--reporter=json", "--outputFile.json=.tmp/vitest.json", ...args], {
   stdio: "inherit",

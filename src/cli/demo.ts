@@ -177,6 +177,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     await writeFile(tokenFile, apiToken + "\n", { mode: 0o600 });
     const get = <T>(path: string) => getJson<T>(`${base}${path}`, apiToken);
     step(`Server: relay on 127.0.0.1:${String(relayPort)}, HTTP on ${base} (${redisUrl ? "Redis" : "standalone"}; log: ${logFile})`);
+    if (!opts.exit) step(`Web UI: ${base}/ — sign in with the token in ${tokenFile}; it shows the clusters converging live`);
 
     // ---- Clusters and agents -------------------------------------------------------------------
     const emulators = new Map<string, KubeEmulator>();
@@ -242,6 +243,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
       io.out("\nRun `npm run demo` (without --exit) to query the server, the clusters, and push a change and watch it converge.\n");
       return ExitCode.Ok;
     }
+    io.out(`  web UI:       ${base}/  (token: ${tokenFile})\n`);
     io.out(`  server API:   curl -H "Authorization: Bearer $(cat ${tokenFile})" ${base}/api/status\n`);
     io.out(`                gitmesh check --server ${base} --token-file ${tokenFile}\n`);
     io.out(`  kubectl:      kubectl --kubeconfig ${join(root, "cluster1.kubeconfig")} get virtualservices -A\n`);

@@ -48,6 +48,8 @@ export interface ServerApi {
   commits(): Promise<unknown>;
   commit(sha: string): Promise<unknown>;
   diagnostics(): Promise<unknown>;
+  /** The Gloo resources in force: kind, name, namespace, workspace and file:line (provenance). */
+  resources(): Promise<unknown>;
 }
 
 export interface ServerHttpOptions {
@@ -142,6 +144,7 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
     { method: "GET", pattern: /^\/api\/commits$/, access: "read", handler: async (_q, res) => json(res, 200, await api.commits()) },
     { method: "GET", pattern: /^\/api\/commits\/([0-9a-f]{4,40})$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.commit(c!), `commit ${c!}`)) },
     { method: "GET", pattern: /^\/api\/diagnostics$/, access: "read", handler: async (_q, res) => json(res, 200, await api.diagnostics()) },
+    { method: "GET", pattern: /^\/api\/resources$/, access: "read", handler: async (_q, res) => json(res, 200, await api.resources()) },
     ...(options.routes ?? []),
   ];
   for (const r of routes) {
@@ -273,6 +276,9 @@ export const API_ENDPOINTS = [
   "GET /api/commits",
   "GET /api/commits/<sha>",
   "GET /api/diagnostics",
+  "GET /api/resources",
+  "GET /api/events (text/event-stream)",
+  "GET / (web UI)",
   "POST /api/clusters/<cluster>/reissue (admin: revoke the cluster's certificates, answer a new single-use bootstrap credential)",
 ] as const;
 

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { mkdir } from "node:fs/promises";
 import type { Registry } from "prom-client";
 import { describeError, formatDiagnostic, NeedsHumanError, Reaction, reactionOf, Severity, stripCredentials, type Diagnostic, type Logger } from "../core/index.js";
-import { diagnosticsOf, objectsOfKind, type DesiredState } from "../config/index.js";
+import { allObjects, diagnosticsOf, objectsOfKind, type DesiredState } from "../config/index.js";
 import {
   allowedDeletions,
   createAuditWriter,
@@ -42,6 +42,7 @@ import { SERVER_ENV, type ServerConfig } from "./config.js";
 import { createCommitStatusReporter } from "./commit-status.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
 import { createServerHttp, HttpError, type Route, type ServerApi, type ServerHttp } from "./http.js";
+import { createEventStream, createWebRoutes, type EventStream } from "./web.js";
 import { createServerMetrics } from "./metrics.js";
 import type { PipelineOutput, PipelinePort } from "./pipeline-port.js";
 import { generateToken, type RelaySecretStore } from "./pki-storage.js";
@@ -661,11 +662,14 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     },
     async diagnostics() {
       const byFile: Record<string, string[]> = {};
+      const entries = new Map<string, Record<string, unknown>>();
       let errorCount = 0;
       const add = (d: Diagnostic, origin: string) => {
         const file = d.file ?? "(no file)";
         if (d.severity === Severity.Error) errorCount++;
         (byFile[file] ??= []).push(`${origin}: ${formatDiagnostic(d)}`);
+        const entry = { origin, severity: d.severity, code: d.code, ...(d.file === undefined ? {} : { file: d.file }), ...(d.line === undefined ? {} : { line: d.line }), ...(d.column === undefined ? {} : { column: d.column }), ...(d.path === undefined ? {} : { path: d.path }), message: d.message };
+        entries.set(JSON.stringify(entry), entry);
       };
       const src = source.status();
       for (const d of src.rejection?.diagnostics ?? []) add(d, `rejected ${src.rejection!.commit.slice(0, 12)}`);
@@ -680,9 +684,38 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         errors: errorCount > 0,
         errorCount,
         files: files.map((f) => ({ file: f, diagnostics: [...new Set(byFile[f])] })),
+        /** The same diagnostics as data (file, line, column, path, code, severity, where from), for the UI. */
+        entries: [...entries.values()],
       };
     },
+    resources() {
+      const state = desired?.state;
+      return Promise.resolve({
+        commit: desired?.commit ?? null,
+        resources: state
+          ? allObjects(state).map((o) => ({
+              apiVersion: o.apiVersion,
+              kind: o.kind,
+              name: o.metadata.name,
+              namespace: o.metadata.namespace,
+              ...(o.cluster === undefined ? {} : { cluster: o.cluster }),
+              workspace: o.workspace ?? null,
+              file: o.source.file,
+              line: o.source.line,
+            }))
+          : [],
+      });
+    },
   };
+  // What the UI shows, summarised for the event stream: a change here is a change event (lastSeen
+  // moves with every agent heartbeat and is left out, or every open page would re-read all the time).
+  const events: EventStream = createEventStream({
+    fingerprint: async () => {
+      const st = (await api.status()) as { clusters: Record<string, unknown>[] };
+      return { ...st, clusters: st.clusters.map(({ lastSeen: _seen, ...c }) => c) };
+    },
+    logger: log.child("events"),
+  });
 
   return {
     api,
@@ -852,7 +885,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         logger: log.child("http"),
         host: config.httpHost,
         port: config.httpPort,
-        routes: [reissueRoute],
+        routes: [reissueRoute, events.route, ...createWebRoutes()],
       });
       await http.start();
       log.info("gitmesh server started", {
@@ -875,6 +908,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       clearTimeout(auditTimer);
       clearInterval(followTimer);
       await following;
+      events.close();
       await http?.stop();
       await swapping;
       await trigger?.stop();

@@ -4,51 +4,14 @@
 //     converges on the clusters; a rejected commit is said once, not at every poll;
 //   REDIS_URL: an unreachable one falls back with one clear line; a reachable one is left without any
 //     key of the demo (no relay CA key, no tokens) once it exits.
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
+import { startDemo } from "../helpers/demo.js";
 import { freePort } from "../helpers/ports.js";
 import { startRedis } from "../helpers/redis.js";
-
-interface Demo {
-  readonly child: ChildProcess;
-  output(): string;
-  /** Resolves when the output matches (or rejects after `ms`). */
-  waitFor(re: RegExp, ms: number): Promise<RegExpExecArray>;
-  exited: Promise<number | null>;
-}
-
-function startDemo(args: string[], env: Record<string, string | undefined> = {}): Demo {
-  const child = spawn(process.execPath, ["bin/gitmesh.js", "demo", "--timeout", "100", ...args], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
-  let out = "";
-  const waiters: (() => void)[] = [];
-  const onData = (d: Buffer) => {
-    out += d.toString();
-    for (const w of waiters.splice(0)) w();
-  };
-  child.stdout.on("data", onData);
-  child.stderr.on("data", onData);
-  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  return {
-    child,
-    output: () => out,
-    exited,
-    waitFor: (re, ms) =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`demo did not print ${String(re)} within ${String(ms)} ms:\n${out.slice(-3000)}`)), ms);
-        const check = () => {
-          const m = re.exec(out);
-          if (m) {
-            clearTimeout(timer);
-            resolve(m);
-          } else waiters.push(check);
-        };
-        check();
-      }),
-  };
-}
 
 describe("gitmesh demo", () => {
   it("--exit converges on cluster1 and cluster2, prints the summary with the audit commit, exits 0", async () => {

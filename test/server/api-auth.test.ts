@@ -47,6 +47,7 @@ const api: ServerApi = {
   commits: () => Promise.resolve({ commits: [] }),
   commit: () => Promise.resolve(undefined),
   diagnostics: () => Promise.resolve({ files: [] }),
+  resources: () => Promise.resolve({ resources: [] }),
 };
 
 let http: ServerHttp | undefined;

@@ -28,6 +28,7 @@ function api(overrides: Partial<ServerApi> = {}): ServerApi {
     commits: () => Promise.resolve({ commits: [] }),
     commit: () => Promise.resolve(undefined),
     diagnostics: () => Promise.resolve({ files: [] }),
+    resources: () => Promise.resolve({ resources: [] }),
     ...overrides,
   };
 }
