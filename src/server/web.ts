@@ -5,8 +5,9 @@
  * The page and its assets are static code with no data in them, so they are public like /healthz;
  * everything the UI shows comes from /api with the token the user signs in with (read is enough).
  * Responses carry a strict Content-Security-Policy (same origin only: no CDN, no inline script, no
- * framing), `nosniff` and `no-referrer`. Asset names are content-hashed: cached for a year; the page
- * itself is never cached, so a new build is picked up at the next load.
+ * framing), `nosniff` and `no-referrer`. Asset names are content-hashed: cached for a year, and sent
+ * gzip-compressed to browsers that accept it; the page itself is never cached, so a new build is
+ * picked up at the next load.
  *
  * The event stream (text/event-stream) sends `event: change` whenever the server's status changes
  * (a commit accepted or rejected, a cluster applying, connecting, warming…), checked every
@@ -17,9 +18,10 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { gzipSync } from "node:zlib";
 import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { describeError, type Logger } from "../core/index.js";
 import { HttpError, type Route } from "./http.js";
 
@@ -50,6 +52,9 @@ export function createWebRoutes(options: { readonly root?: string } = {}): Route
   const indexFile = join(root, "index.html");
   // The page is small and read once (a rebuild needs a restart, as for the server's own code).
   const index = existsSync(indexFile) ? readFileSync(indexFile) : undefined;
+  // Assets are immutable (content-hashed names): each is read and compressed once.
+  const assets = new Map<string, { body: Buffer; gzip: Buffer }>();
+  const accepts = (req: IncomingMessage) => /\bgzip\b/.test(req.headers["accept-encoding"] ?? "");
   const page = (res: ServerResponse) => {
     res.writeHead(index ? 200 : 503, { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", ...SECURITY_HEADERS });
     res.end(index ?? NOT_BUILT);
@@ -61,13 +66,19 @@ export function createWebRoutes(options: { readonly root?: string } = {}): Route
       method: "GET",
       pattern: /^\/assets\/([A-Za-z0-9][A-Za-z0-9._-]*)$/,
       access: "public",
-      handler: async (_q, res, [name]) => {
+      handler: async (req, res, [name]) => {
         const type = TYPES[extname(name!)];
         if (type === undefined || name!.includes("..")) throw new HttpError(404, `no asset ${name!}`);
-        const body = await readFile(join(root, "assets", name!)).catch(() => undefined);
-        if (body === undefined) throw new HttpError(404, `no asset ${name!}`);
-        res.writeHead(200, { "content-type": type, "cache-control": "public, max-age=31536000, immutable", ...SECURITY_HEADERS });
-        res.end(body);
+        let asset = assets.get(name!);
+        if (asset === undefined) {
+          const body = await readFile(join(root, "assets", name!)).catch(() => undefined);
+          if (body === undefined) throw new HttpError(404, `no asset ${name!}`);
+          asset = { body, gzip: gzipSync(body) };
+          assets.set(name!, asset);
+        }
+        const gzip = accepts(req);
+        res.writeHead(200, { "content-type": type, "cache-control": "public, max-age=31536000, immutable", vary: "accept-encoding", ...(gzip ? { "content-encoding": "gzip" } : {}), ...SECURITY_HEADERS });
+        res.end(gzip ? asset.gzip : asset.body);
       },
     },
   ];

@@ -62,7 +62,10 @@ describe("web UI edge", () => {
     expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
     expect(page.headers.get("cache-control")).toBe("no-cache");
     const js = await fetch(`${base}/assets/index-abc.js`);
-    expect([js.status, js.headers.get("content-type"), js.headers.get("cache-control")]).toEqual([200, "text/javascript; charset=utf-8", "public, max-age=31536000, immutable"]);
+    expect([js.status, js.headers.get("content-type"), js.headers.get("cache-control"), js.headers.get("content-encoding")]).toEqual([200, "text/javascript; charset=utf-8", "public, max-age=31536000, immutable", "gzip"]);
+    expect(await js.text()).toBe("console.log('ui')");
+    const plain = await fetch(`${base}/assets/index-abc.js`, { headers: { "accept-encoding": "identity" } });
+    expect([plain.headers.get("content-encoding"), await plain.text()]).toEqual([null, "console.log('ui')"]);
     for (const path of ["/assets/..%2Fsecret.txt", "/assets/../secret.txt", "/secret.txt", "/assets/secret.txt", "/assets/missing.js"]) {
       const r = await fetch(`${base}${path}`);
       expect(r.status, path).toBe(404);

@@ -2,7 +2,8 @@
 import { useEffect, useState } from "preact/hooks";
 import { ago, short } from "../format.js";
 import { useApi } from "../live.js";
-import type { ClusterInput, ClusterOutput, ClusterView, KubeObject } from "../types.js";
+import type { ClusterInput, ClusterOutput, ClusterView, Commits, KubeObject } from "../types.js";
+import { nackText } from "./commits.js";
 import { notInSyncReasons } from "./overview.js";
 import { provenanceHref } from "./provenance.js";
 
@@ -20,6 +21,12 @@ export function ClusterPage({ name }: { name: string }) {
   const { data: c, error } = useApi<ClusterView>(`/api/clusters/${enc}`);
   const { data: input } = useApi<ClusterInput>(`/api/clusters/${enc}/input`);
   const { data: output } = useApi<ClusterOutput>(`/api/clusters/${enc}/output`);
+  const { data: commits } = useApi<Commits>("/api/commits");
+  const refusals = (commits?.commits ?? []).flatMap((cm) => {
+    const p = cm.clusters[name];
+    const text = p && nackText(p);
+    return text ? [{ commit: cm.commit, text }] : [];
+  });
   if (!c) return <p>{error ? `Cannot read cluster ${name}: ${error}` : "Loading…"}</p>;
   const why = notInSyncReasons(c);
   const regions = input ? [...new Set(input.snapshot.workloads.flatMap((w) => (w.localities ?? []).map((l) => [l.region, l.zone].filter(Boolean).join("/"))))].filter(Boolean) : [];
@@ -68,6 +75,18 @@ export function ClusterPage({ name }: { name: string }) {
             {c.errors.first.map((d) => (
               <li key={d}>
                 <code>{d}</code>
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+      {refusals.length > 0 && (
+        <section class="rejected" data-testid="refusals">
+          <h3>Refused by the agent</h3>
+          <ul>
+            {refusals.map((r) => (
+              <li key={r.commit}>
+                <code>{short(r.commit)}</code>: {r.text}
               </li>
             ))}
           </ul>

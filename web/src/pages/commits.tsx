@@ -3,7 +3,7 @@ import { duration, gitHost, short } from "../format.js";
 import { useApi } from "../live.js";
 import type { CommitProgress, Commits, Status } from "../types.js";
 
-function nackText(p: CommitProgress): string | undefined {
+export function nackText(p: CommitProgress): string | undefined {
   const n = p.nack;
   if (n === undefined) return undefined;
   if (typeof n === "string") return n;
