@@ -50,6 +50,8 @@ export interface ServerApi {
   diagnostics(): Promise<unknown>;
   /** The Gloo resources in force: kind, name, namespace, workspace and file:line (provenance). */
   resources(): Promise<unknown>;
+  /** The rendered change between two commits (full SHAs), as `gitmesh diff --format json` reports it. */
+  diff(base: string, head: string): Promise<unknown>;
 }
 
 export interface ServerHttpOptions {
@@ -145,6 +147,17 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
     { method: "GET", pattern: /^\/api\/commits\/([0-9a-f]{4,40})$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.commit(c!), `commit ${c!}`)) },
     { method: "GET", pattern: /^\/api\/diagnostics$/, access: "read", handler: async (_q, res) => json(res, 200, await api.diagnostics()) },
     { method: "GET", pattern: /^\/api\/resources$/, access: "read", handler: async (_q, res) => json(res, 200, await api.resources()) },
+    {
+      method: "GET",
+      pattern: /^\/api\/diff$/,
+      access: "read",
+      handler: async (req, res) => {
+        const q = new URL(req.url ?? "/", "http://localhost").searchParams;
+        const [base, head] = [q.get("base"), q.get("head")];
+        if (base === null || head === null) throw new HttpError(400, "GET /api/diff?base=<sha>&head=<sha>: both commits are required");
+        json(res, 200, await api.diff(base, head));
+      },
+    },
     ...(options.routes ?? []),
   ];
   for (const r of routes) {
@@ -277,6 +290,7 @@ export const API_ENDPOINTS = [
   "GET /api/commits/<sha>",
   "GET /api/diagnostics",
   "GET /api/resources",
+  "GET /api/diff?base=<sha>&head=<sha>",
   "GET /api/events (text/event-stream)",
   "GET / (web UI)",
   "POST /api/clusters/<cluster>/reissue (admin: revoke the cluster's certificates, answer a new single-use bootstrap credential)",

@@ -43,6 +43,7 @@ import { createCommitStatusReporter } from "./commit-status.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
 import { createServerHttp, HttpError, type Route, type ServerApi, type ServerHttp } from "./http.js";
 import { createEventStream, createWebRoutes, type EventStream } from "./web.js";
+import { createDiffService } from "./diff-service.js";
 import { createServerMetrics } from "./metrics.js";
 import type { PipelineOutput, PipelinePort } from "./pipeline-port.js";
 import { generateToken, type RelaySecretStore } from "./pki-storage.js";
@@ -167,6 +168,12 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     ...(options.verifier ? { verifier: options.verifier } : {}),
   });
   const sourceName = config.git.kind === "local" ? config.git.path : stripCredentials(config.git.url);
+  const diffs = createDiffService({
+    location: location.kind === "remote" ? { ...location, cacheDir: join(options.dataDir, "diff.git") } : location,
+    ...(config.gitPath ? { subPath: config.gitPath } : {}),
+    discovery: () => store().listDiscovery(),
+    logger: log.child("diff"),
+  });
 
   let audit: AuditWriter | undefined;
   if (config.auditBranch !== "") {
@@ -688,6 +695,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         entries: [...entries.values()],
       };
     },
+    diff: (base, head) => diffs.diff(base, head),
     resources() {
       const state = desired?.state;
       return Promise.resolve({

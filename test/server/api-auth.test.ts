@@ -48,6 +48,7 @@ const api: ServerApi = {
   commit: () => Promise.resolve(undefined),
   diagnostics: () => Promise.resolve({ files: [] }),
   resources: () => Promise.resolve({ resources: [] }),
+  diff: () => Promise.resolve({}),
 };
 
 let http: ServerHttp | undefined;

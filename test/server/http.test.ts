@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
 import { createMemoryLogger, NeedsHumanError, RetryLaterError } from "../../src/core/index.js";
 import { createWebhookHandlers, signBody } from "../../src/git-sync/index.js";
-import { createApiAuth, createServerHttp, generateApiToken, HttpError, type ServerApi, type ServerHttp } from "../../src/server/index.js";
+import { createApiAuth, createDiffService, createServerHttp, generateApiToken, HttpError, type ServerApi, type ServerHttp } from "../../src/server/index.js";
 
 const SECRET = "webhook-secret-value-123";
 const READ = generateApiToken();
@@ -29,6 +29,7 @@ function api(overrides: Partial<ServerApi> = {}): ServerApi {
     commit: () => Promise.resolve(undefined),
     diagnostics: () => Promise.resolve({ files: [] }),
     resources: () => Promise.resolve({ resources: [] }),
+    diff: () => Promise.resolve({}),
     ...overrides,
   };
 }
@@ -48,6 +49,18 @@ async function serve(a: ServerApi, onPush: (sha: string) => void = () => undefin
 }
 
 describe("server HTTP edge", () => {
+  it("GET /api/diff needs both commits; the service's refusal of a short SHA is a 400 that says what to send", async () => {
+    const service = createDiffService({ location: { kind: "local", path: "/nonexistent" }, discovery: () => Promise.resolve([]), logger: createMemoryLogger("diff").logger });
+    const { base } = await serve(api({ diff: (b, h) => service.diff(b, h) }));
+    const missing = await fetch(`${base}/api/diff?base=${"a".repeat(40)}`, READ_AUTH);
+    expect(missing.status).toBe(400);
+    expect(await missing.text()).toContain("both commits are required");
+    const short = await fetch(`${base}/api/diff?base=abc1234&head=${"b".repeat(40)}`, READ_AUTH);
+    expect(short.status).toBe(400);
+    expect(await short.text()).toContain("full commit SHA");
+    expect((await fetch(`${base}/api/diff?base=abc1234&head=abc1234`)).status).toBe(401);
+  });
+
   it("answers health, readiness with its reason, the API index and a cluster", async () => {
     const { base } = await serve(api());
     expect((await fetch(`${base}/healthz`)).status).toBe(200);

@@ -98,6 +98,12 @@ describe("web UI (Chromium)", () => {
       await expect.poll(() => row.locator(`td[data-cluster="${cluster}"]`).getAttribute("data-state"), { timeout: 60_000 }).toBe("applied");
     }
     await shot(page, "commits");
+    // The rendered change of that commit: the VirtualService with the new timeout, in each cluster that runs it.
+    await row.getByRole("link", { name: "rendered diff" }).click();
+    const diff = page.getByTestId("diff");
+    await expect.poll(() => diff.textContent(), { timeout: 60_000 }).toContain(`timeout: ${String(n + 3)}s`);
+    expect(await diff.textContent()).toMatch(/changed VirtualService/);
+    await shot(page, "diff");
 
     const bad = push({ "workspaces/broken.yaml": "apiVersion: networking.gloo.solo.io/v2\nkind: RouteTable\nmetadata:\n  name: broken\n  namespace: bookinfo\nspec:\n  hosts: [broken.example.com]\n  http:\n  - name: r\n    forwardTo: {destinations: [{ref: {name: x}, port: {numbr: 80}}]}\n" }, "broken");
     await page.getByRole("link", { name: "Fleet" }).click();

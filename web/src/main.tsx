@@ -9,6 +9,7 @@ import { setToken, subscribe, token } from "./api.js";
 import { ClusterPage } from "./pages/cluster.js";
 import { CommitsPage } from "./pages/commits.js";
 import { DiagnosticsPage } from "./pages/diagnostics.js";
+import { DiffPage } from "./pages/diff.js";
 import { LoginPage } from "./pages/login.js";
 import { OverviewPage } from "./pages/overview.js";
 import { ProvenancePage } from "./pages/provenance.js";
@@ -33,6 +34,7 @@ function route(hash: string) {
   if (cluster) return <ClusterPage name={decodeURIComponent(cluster[1]!)} />;
   if (p === "/commits") return <CommitsPage />;
   if (p === "/diagnostics") return <DiagnosticsPage />;
+  if (p === "/diff") return <DiffPage params={params} />;
   if (p === "/provenance") return <ProvenancePage params={params} />;
   return <OverviewPage />;
 }
@@ -73,6 +75,7 @@ function App() {
         <nav>
           {nav("#/", "Fleet")}
           {nav("#/commits", "Commits")}
+          {nav("#/diff", "Diff")}
           {nav("#/diagnostics", "Diagnostics")}
           {nav("#/provenance", "Provenance")}
         </nav>

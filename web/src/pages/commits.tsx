@@ -2,6 +2,7 @@
 import { duration, gitHost, short } from "../format.js";
 import { useApi } from "../live.js";
 import type { CommitProgress, Commits, Status } from "../types.js";
+import { diffHref } from "./diff.js";
 
 export function nackText(p: CommitProgress): string | undefined {
   const n = p.nack;
@@ -31,10 +32,14 @@ export function CommitsPage() {
               </th>
             ))}
             <th scope="col">Audit</th>
+            <th scope="col">
+              <span class="sr">Diff</span>
+            </th>
           </tr>
         </thead>
         <tbody>
-          {data.commits.map((c) => {
+          {data.commits.map((c, i) => {
+            const previous = data.commits[i + 1]?.commit;
             const accepted = c.acceptedAt ? Date.parse(c.acceptedAt) : undefined;
             return (
               <tr key={c.commit} data-commit={c.commit} class={c.inForce ? "in-force" : undefined}>
@@ -58,6 +63,7 @@ export function CommitsPage() {
                   return <td key={name} data-cluster={name} data-state="pending" class="warn">pending</td>;
                 })}
                 <td>{c.audit ? <code>{short(c.audit)}</code> : "–"}</td>
+                <td>{previous && <a href={diffHref(previous, c.commit)}>rendered diff</a>}</td>
               </tr>
             );
           })}
