@@ -41,6 +41,8 @@ export interface DriftWatcherOptions {
   readonly fightMaxBackoffMs?: number;
   readonly metrics?: AgentMetrics;
   readonly backoff?: BackoffOptions;
+  /** Told of each repair (the agent reports them to the server, for its API and UI). */
+  readonly onRepair?: (repair: { readonly key: string; readonly why: "changed" | "deleted"; readonly atMs: number; readonly managers: readonly string[] }) => void;
   readonly logger: Logger;
 }
 
@@ -108,6 +110,7 @@ export function createDriftWatcher(options: DriftWatcherOptions): DriftWatcher {
           history.set(key, [...(history.get(key) ?? []), Date.now()]);
           options.metrics?.driftRepairs.inc({ kind });
           log.warn("drift repaired: an owned object was changed by someone else", { object: key, why, ...(managers.length > 0 ? { managers: managers.join(", ") } : {}) });
+          options.onRepair?.({ key, why: why === "deleted" ? "deleted" : "changed", atMs: Date.now(), managers });
         } catch (err) {
           log.error("drift repair failed; will retry on the next change", { object: key, error: describeError(err) });
         } finally {

@@ -22,6 +22,8 @@ export interface RelayHandlers {
 export interface RelayLink {
   /** Hands the whole discovery state over; the link sends what changed (a full snapshot on every new session). */
   pushDiscovery(state: ReadonlyMap<string, Uint8Array>): void;
+  /** Reports drift repairs to the server (best effort). */
+  reportDriftRepair?(repair: { readonly key: string; readonly why: "changed" | "deleted"; readonly atMs: number; readonly managers: readonly string[] }): void;
   readonly connected: boolean;
   close(): Promise<void>;
 }
@@ -183,6 +185,7 @@ export function createRelayLinkFactory(options: RelayLinkOptions): RelayLinkFact
         // Acknowledgement is awaited by nobody: the client resends the whole state on the next session.
         void client.pushDiscovery(state);
       },
+      reportDriftRepair: (repair) => client.reportDriftRepairs([repair]),
       get connected() {
         return connected;
       },

@@ -104,6 +104,8 @@ export interface RelayClient {
   pushDiscoveryDelta(delta: StateDelta): Promise<void>;
   /** Renews the client certificate over mTLS. */
   renew(): Promise<RelayClientCredentials>;
+  /** Tells the server about drift repairs (best effort: dropped when no session is up; the agent's log and metrics keep them). */
+  reportDriftRepairs(repairs: readonly { readonly key: string; readonly why: "changed" | "deleted"; readonly atMs: number; readonly managers: readonly string[] }[]): void;
   status(): RelayClientStatus;
   close(): Promise<void>;
 }
@@ -280,11 +282,11 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       if (u.full) state = new Map(delta.upserts);
       else if (output?.version !== u.baseVersion) {
         log.warn("output delta does not apply to our version; asking for a full resend", { have: output?.version, base: u.baseVersion });
-        return reply({ cluster: options.cluster, version: u.version, ack: false, errors: [], resync: true });
+        return reply({ cluster: options.cluster, version: u.version, ack: false, errors: [], resync: true, report: false, repairs: [] });
       } else state = applyStateDelta(output.state, delta);
       if (stateChecksum(state) !== u.checksum) {
         log.warn("output checksum mismatch; asking for a full resend", { version: u.version });
-        return reply({ cluster: options.cluster, version: u.version, ack: false, errors: [], resync: true });
+        return reply({ cluster: options.cluster, version: u.version, ack: false, errors: [], resync: true, report: false, repairs: [] });
       }
       output = { version: u.version, state };
       let result: OutputResult = { ack: true };
@@ -295,7 +297,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       } catch (err) {
         result = { ack: false, errors: [{ key: "", message: describeError(err) }] };
       }
-      reply({ cluster: options.cluster, version: u.version, ack: result.ack, errors: result.ack ? [] : result.errors.map((e) => ({ key: e.key, message: e.message })), resync: false });
+      reply({ cluster: options.cluster, version: u.version, ack: result.ack, errors: result.ack ? [] : result.errors.map((e) => ({ key: e.key, message: e.message })), resync: false, report: false, repairs: [] });
     };
     return (u: OutputUpdate) => {
       chain = chain.then(() => process(u)).catch((err: unknown) => teardown(s, err));
@@ -366,7 +368,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     s.pull.on("end", () => teardown(s, { code: grpc.status.UNAVAILABLE, details: "output stream ended by the server" }));
     sentState = new Map();
     sendDiscovery(s, true);
-    s.pull.write({ cluster: options.cluster, version: 0, ack: false, errors: [], resync: false });
+    s.pull.write({ cluster: options.cluster, version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] });
     notify();
   }
 
@@ -392,6 +394,11 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       return this.pushDiscovery(applyStateDelta(discovery, delta));
     },
     renew,
+    reportDriftRepairs(repairs) {
+      const s = session;
+      if (!s || s.dead || repairs.length === 0) return;
+      s.pull.write({ cluster: options.cluster, version: 0, ack: false, errors: [], resync: false, report: true, repairs: repairs.map((r) => ({ key: r.key, why: r.why, atMs: r.atMs, managers: [...r.managers] })) });
+    },
     status,
     async close() {
       closed = true;

@@ -46,6 +46,8 @@ export {
   type DiscoveryEvent,
   type OutputAckEvent,
   type OutputNackEvent,
+  type DriftRepairEvent,
+  DRIFT_LIMITS,
   type OutputSnapshot,
   type RelayServer,
   type RelayServerOptions,

@@ -74,6 +74,15 @@ export interface OutputNackEvent extends OutputAckEvent {
   readonly errors: readonly { readonly key: string; readonly message: string }[];
 }
 
+/** Owned objects an agent found changed or deleted by someone else and put back (bounded: see DRIFT_LIMITS). */
+export interface DriftRepairEvent {
+  readonly cluster: string;
+  readonly repairs: readonly { readonly key: string; readonly why: "changed" | "deleted"; readonly atMs: number; readonly managers: readonly string[] }[];
+}
+
+/** What one drift report may carry: anything beyond is dropped (an agent cannot grow the server's memory). */
+export const DRIFT_LIMITS = { repairs: 50, keyChars: 300, managers: 5, managerChars: 100 } as const;
+
 export type StreamKind = "push" | "pull";
 
 
@@ -125,6 +134,8 @@ export interface RelayServerOptions {
   readonly onDiscovery?: (event: DiscoveryEvent) => void | Promise<void>;
   readonly onAck?: (event: OutputAckEvent) => void;
   readonly onNack?: (event: OutputNackEvent) => void;
+  /** Drift repairs an agent reported (its owned objects changed by someone else and put back). */
+  readonly onDriftRepairs?: (event: DriftRepairEvent) => void;
   readonly onConnect?: (cluster: string, stream: StreamKind) => void;
   readonly onDisconnect?: (cluster: string, stream: StreamKind) => void;
   /**
@@ -787,6 +798,16 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
         if (!s.subscribed) {
           s.subscribed = true;
           if (latest) sendOutput(s, latest, true);
+          return;
+        }
+        if (msg.report) {
+          const repairs = msg.repairs.slice(0, DRIFT_LIMITS.repairs).map((r) => ({
+            key: r.key.slice(0, DRIFT_LIMITS.keyChars),
+            why: r.why === "deleted" ? ("deleted" as const) : ("changed" as const),
+            atMs: Number.isFinite(r.atMs) && r.atMs > 0 ? Math.min(r.atMs, now()) : now(),
+            managers: r.managers.slice(0, DRIFT_LIMITS.managers).map((m) => m.slice(0, DRIFT_LIMITS.managerChars)),
+          }));
+          if (repairs.length > 0) options.onDriftRepairs?.({ cluster: s.cluster, repairs });
           return;
         }
         if (msg.resync) {

@@ -148,6 +148,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const publishedComplete = new Map<string, { version: number; complete: boolean }>();
   const connected = new Map<string, Set<"push" | "pull">>();
   const lastSeen = new Map<string, number>();
+  /** Drift repairs agents reported, newest first, the last DRIFT_KEPT per cluster (in the memory of the replica holding the agent). */
+  const driftRepairs = new Map<string, { key: string; why: string; at: string; managers: readonly string[] }[]>();
+  const DRIFT_KEPT = 20;
 
   // ---- Git source ------------------------------------------------------------------------------
   const location: GitLocation =
@@ -459,6 +462,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       frozen: frozenTables(out),
       /** Why the relay refuses this cluster's agent (removed from Git, certificate revoked), or null. */
       cutOff,
+      /** Owned objects someone else changed or deleted and the agent put back, newest first (reported to the replica holding the agent). */
+      driftRepairs: driftRepairs.get(name) ?? [],
       inSync: cutOff === null && applied !== undefined && out !== undefined && applied.version >= out.version && held === null,
     };
   };
@@ -854,6 +859,11 @@ export function createManagementServer(options: ManagementServerOptions): Manage
           metrics.acks.inc({ result: "nack" });
           convergence.nack(e);
           log.warn("cluster rejected output", { cluster: e.cluster, version: e.version, sourceCommit: e.sourceCommit, errors: e.errors.length, first: e.errors[0] ? `${e.errors[0].key}: ${e.errors[0].message}` : undefined });
+        },
+        onDriftRepairs: (e) => {
+          const fresh = e.repairs.map((r) => ({ key: r.key, why: r.why, at: new Date(r.atMs).toISOString(), managers: r.managers })).reverse();
+          driftRepairs.set(e.cluster, [...fresh, ...(driftRepairs.get(e.cluster) ?? [])].slice(0, DRIFT_KEPT));
+          log.info("agent repaired drift", { cluster: e.cluster, repairs: e.repairs.length, first: `${e.repairs[0]?.why ?? ""} ${e.repairs[0]?.key ?? ""}` });
         },
         onConnect: (c, s) => setConnected(c, s, true),
         onDisconnect: (c, s) => setConnected(c, s, false),

@@ -221,7 +221,7 @@ for (const mode of ["per-cluster", "fleet-token"] as const) {
           pull.on("data", (m: unknown) => received.push(m));
           pull.on("error", (e: grpc.ServiceError) => resolve(e));
         });
-        pull.write({ cluster: "cluster1", version: 0, ack: false, errors: [], resync: false });
+        pull.write({ cluster: "cluster1", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] });
         expect((await ended).code).toBe(grpc.status.UNAUTHENTICATED);
         expect(received).toEqual([]);
         relay.close();

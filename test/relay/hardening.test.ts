@@ -55,7 +55,7 @@ describe("backpressure towards an agent that does not read", () => {
       messages.push(u);
       if (messages.length === 1) call.pause();
     });
-    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false });
+    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] });
     await until(() => messages.length === 1, "first message");
 
     // 39 more versions of 256 KiB of incompressible resources each: ~10 MiB if the server queued them all
@@ -92,7 +92,7 @@ describe("backpressure towards an agent that does not read", () => {
         }
         received.push(u.version);
         last = u;
-        call.write({ cluster: "alpha", version: u.version, ack: true, errors: [], resync: false });
+        call.write({ cluster: "alpha", version: u.version, ack: true, errors: [], resync: false, report: false, repairs: [] });
       }
     };
     call.resume();
@@ -158,5 +158,32 @@ describe("revocation precision", () => {
       const serial = new X509Certificate(certPem).serialNumber; // throws on a malformed certificate
       expect(parseInt(serial.slice(2, 14), 16)).toBe(t + i);
     }
+  });
+});
+
+describe("drift reports from an agent", () => {
+  it("reach the server bounded (count and string lengths), as the agent's own cluster; a real client's report arrives intact", async () => {
+    const reports: { cluster: string; repairs: readonly { key: string; why: string; managers: readonly string[] }[] }[] = [];
+    const s = await server({ onDriftRepairs: (e) => reports.push(e) });
+    // A hostile agent: a thousand repairs with long keys and manager names (within gRPC's message size,
+    // which bounds the rest), a wrong `why`, a time in the far future.
+    const call = rawClient(s.address, certFor("alpha")).pullOutput();
+    call.on("error", () => undefined);
+    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] });
+    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false, report: true, repairs: Array.from({ length: 1000 }, () => ({ key: "k".repeat(1000), why: "exploded", atMs: 9e15, managers: Array.from({ length: 6 }, () => "m".repeat(150)) })) });
+    await until(() => reports.length === 1, "the report");
+    expect(reports[0]!.cluster).toBe("alpha");
+    expect(reports[0]!.repairs).toHaveLength(50);
+    expect(reports[0]!.repairs.every((r) => r.key.length === 300 && r.why === "changed" && r.managers.length === 5 && r.managers.every((m) => m.length === 100))).toBe(true);
+    call.end();
+
+    const agent = client(s.address, "gamma");
+    void agent.pushDiscovery(state({ a: 1 }));
+    agent.connect();
+    await agent.synced();
+    await until(() => s.server.connectedClusters().some((c) => c.cluster === "gamma" && c.pull), "gamma's output stream");
+    agent.reportDriftRepairs([{ key: "networking.istio.io/v1/VirtualService/ns/vs", why: "deleted", atMs: Date.now(), managers: [] }]);
+    await until(() => reports.length === 2, "gamma's report");
+    expect(reports[1]).toMatchObject({ cluster: "gamma", repairs: [{ key: "networking.istio.io/v1/VirtualService/ns/vs", why: "deleted", managers: [] }] });
   });
 });

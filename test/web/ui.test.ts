@@ -120,6 +120,23 @@ describe("web UI (Chromium)", () => {
     await page.close();
   });
 
+  it("the cluster page shows drift the agent repaired: who changed which object", async () => {
+    const kubeconfig = /kubectl --kubeconfig (\S+cluster1\.kubeconfig)/.exec(demo.output())![1]!;
+    const kubectl = (...args: string[]) => execFileSync("kubectl", ["--kubeconfig", kubeconfig, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const [ns, name] = kubectl("get", "virtualservices", "-A", "-o", "jsonpath={.items[0].metadata.namespace} {.items[0].metadata.name}").trim().split(" ") as [string, string];
+    kubectl("-n", ns, "patch", "virtualservice", name, "--type", "merge", "-p", '{"spec":{"hosts":["drifted.example.com"]}}');
+    const page = await browser.newPage();
+    await signIn(page);
+    await page.locator('tr[data-cluster="cluster1"] a').click();
+    const drift = page.getByTestId("drift");
+    await expect.poll(() => drift.textContent().catch(() => ""), { timeout: 60_000 }).toContain(`VirtualService/${ns}/${name}`);
+    expect(await drift.textContent()).toContain("changed");
+    expect(await drift.textContent()).toMatch(/by kubectl/);
+    // Put back: the cluster runs the rendered hosts again.
+    await expect.poll(() => kubectl("-n", ns, "get", "virtualservice", name, "-o", "jsonpath={.spec.hosts}")).not.toContain("drifted.example.com");
+    await page.close();
+  });
+
   it("provenance: a VirtualService names its RouteTable and the file:line it came from, and back", async () => {
     const page = await browser.newPage();
     await signIn(page);

@@ -18,6 +18,7 @@ export interface ClusterView {
   readonly frozen: readonly string[];
   readonly cutOff: string | null;
   readonly inSync: boolean;
+  readonly driftRepairs?: readonly { readonly key: string; readonly why: string; readonly at: string; readonly managers: readonly string[] }[];
 }
 
 export interface Status {

@@ -80,6 +80,22 @@ export function ClusterPage({ name }: { name: string }) {
           </ul>
         </section>
       )}
+      {(c.driftRepairs?.length ?? 0) > 0 && (
+        <section data-testid="drift">
+          <h3>Drift repaired</h3>
+          <p>
+            <small>Objects gitmesh owns that someone else changed or deleted; the agent put them back.</small>
+          </p>
+          <ul>
+            {c.driftRepairs!.map((d) => (
+              <li key={`${d.at}/${d.key}`}>
+                {ago(d.at)}: <span class="warn">{d.why}</span> <code>{d.key}</code>
+                {d.managers.length > 0 && <small> by {d.managers.join(", ")}</small>}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
       {refusals.length > 0 && (
         <section class="rejected" data-testid="refusals">
           <h3>Refused by the agent</h3>

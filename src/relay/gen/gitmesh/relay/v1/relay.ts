@@ -192,6 +192,23 @@ export interface OutputAck {
   errors: ApplyError[];
   /** The agent's state does not match (checksum after applying a delta): send a full snapshot. */
   resync: boolean;
+  /**
+   * A report, not an acknowledgement (version, ack, errors and resync are ignored): owned objects the
+   * agent found changed or deleted by someone else and put back (drift repairs), newest last. Bounded
+   * by the server (count and string lengths); the server keeps the most recent per cluster for its API.
+   */
+  report: boolean;
+  repairs: DriftRepair[];
+}
+
+export interface DriftRepair {
+  /** Key of the repaired object (apiVersion/kind/namespace/name). */
+  key: string;
+  /** "changed" or "deleted". */
+  why: string;
+  atMs: number;
+  /** Field managers that changed it (empty when unknown or deleted). */
+  managers: string[];
 }
 
 function createBaseRegisterRequest(): RegisterRequest {
@@ -1077,7 +1094,7 @@ export const ApplyError: MessageFns<ApplyError> = {
 };
 
 function createBaseOutputAck(): OutputAck {
-  return { cluster: "", version: 0, ack: false, errors: [], resync: false };
+  return { cluster: "", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] };
 }
 
 export const OutputAck: MessageFns<OutputAck> = {
@@ -1096,6 +1113,12 @@ export const OutputAck: MessageFns<OutputAck> = {
     }
     if (message.resync !== false) {
       writer.uint32(40).bool(message.resync);
+    }
+    if (message.report !== false) {
+      writer.uint32(48).bool(message.report);
+    }
+    for (const v of message.repairs) {
+      DriftRepair.encode(v!, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -1151,6 +1174,101 @@ export const OutputAck: MessageFns<OutputAck> = {
             }
 
             message.resync = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.report = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.repairs.push(DriftRepair.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseDriftRepair(): DriftRepair {
+  return { key: "", why: "", atMs: 0, managers: [] };
+}
+
+export const DriftRepair: MessageFns<DriftRepair> = {
+  encode(message: DriftRepair, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.why !== "") {
+      writer.uint32(18).string(message.why);
+    }
+    if (message.atMs !== 0) {
+      writer.uint32(24).int64(message.atMs);
+    }
+    for (const v of message.managers) {
+      writer.uint32(34).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DriftRepair {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDriftRepair();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.why = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.atMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.managers.push(reader.string());
             continue;
           }
         }
