@@ -28,7 +28,8 @@ export function ClusterPage({ name }: { name: string }) {
     return text ? [{ commit: cm.commit, text }] : [];
   });
   if (!c) return <p>{error ? `Cannot read cluster ${name}: ${error}` : "Loading…"}</p>;
-  const why = notInSyncReasons(c);
+  const inForce = commits?.commits.find((x) => x.inForce)?.clusters[name];
+  const why = notInSyncReasons(c, inForce && inForce.appliedAtMs === undefined ? nackText(inForce) : undefined);
   const regions = input ? [...new Set(input.snapshot.workloads.flatMap((w) => (w.localities ?? []).map((l) => [l.region, l.zone].filter(Boolean).join("/"))))].filter(Boolean) : [];
   return (
     <>

@@ -1,12 +1,14 @@
 /** Fleet overview: the commit in force, a rejected commit, the pipeline, and every cluster's state. */
 import { ago, gitHost, short } from "../format.js";
 import { useApi } from "../live.js";
-import type { ClusterView, Status } from "../types.js";
+import type { ClusterView, Commits, Status } from "../types.js";
+import { nackText } from "./commits.js";
 
 /** Why a cluster is not in sync, in words (empty when it is). */
-export function notInSyncReasons(c: ClusterView): string[] {
+export function notInSyncReasons(c: ClusterView, refused?: string): string[] {
   const why: string[] = [];
   if (c.cutOff) why.push(c.cutOff);
+  if (refused) why.push(`the agent refused the commit in force: ${refused}`);
   if (c.waitingForAgent) why.push("waiting for its agent to connect for the first time");
   else if (c.stale) why.push(`agent not connected (last seen ${ago(c.lastSeen)})`);
   if (!c.warmed) why.push("no discovery yet");
@@ -19,6 +21,7 @@ export function notInSyncReasons(c: ClusterView): string[] {
 
 export function OverviewPage() {
   const { data: st, error } = useApi<Status>("/api/status");
+  const { data: commits } = useApi<Commits>("/api/commits");
   if (!st) return <p>{error ? `Cannot read the server's status: ${error}` : "Loading…"}</p>;
   const host = gitHost(st.source.repository);
   const inSync = st.clusters.filter((c) => c.inSync).length;
@@ -81,7 +84,8 @@ export function OverviewPage() {
           </thead>
           <tbody>
             {st.clusters.map((c) => {
-              const why = notInSyncReasons(c);
+              const inForce = commits?.commits.find((x) => x.inForce)?.clusters[c.name];
+              const why = notInSyncReasons(c, inForce && inForce.appliedAtMs === undefined ? nackText(inForce) : undefined);
               return (
                 <tr key={c.name} data-cluster={c.name} data-in-sync={String(c.inSync)}>
                   <th scope="row">
