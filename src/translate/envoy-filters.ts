@@ -12,6 +12,51 @@ import { serviceHost } from "./names.js";
 import { asArray, asNumber, asRecord, asString, type Labels } from "./selectors.js";
 import { TranslateCode } from "./types.js";
 
+/** A problem found while resolving a policy, attached to the object it is about (the policy or an object it names). */
+export interface PolicyIssue {
+  readonly obj: InputObject;
+  readonly path: string;
+  readonly message: string;
+  readonly severity: Diagnostic["severity"];
+  readonly code: string;
+}
+
+/** Reports a PolicyIssue (default: an INVALID_FIELD error). */
+export type ReportIssue = (obj: InputObject, path: string, message: string, severity?: Diagnostic["severity"], code?: string) => void;
+
+export interface Resolved<T> {
+  /** Absent when nothing can be rendered for the policy (its issues say why). */
+  readonly config?: T;
+  readonly issues: readonly PolicyIssue[];
+}
+
+/**
+ * A policy resolver computed once per policy and workspace context: route tables ask for each route,
+ * the policy's own translator asks again, and its issues must be reported once.
+ */
+export function resolvedOncePerWorkspace<T>(resolve: (ctx: WorkspaceContext, policy: InputObject, report: ReportIssue) => T | undefined): (ctx: WorkspaceContext, policy: InputObject) => Resolved<T> {
+  const memo = new WeakMap<WorkspaceContext, Map<InputObject, Resolved<T>>>();
+  return (ctx, policy) => {
+    let m = memo.get(ctx);
+    if (m === undefined) {
+      m = new Map<InputObject, Resolved<T>>();
+      memo.set(ctx, m);
+    }
+    const hit = m.get(policy);
+    if (hit !== undefined) return hit;
+    const issues: PolicyIssue[] = [];
+    const config = resolve(ctx, policy, (obj, path, message, severity = Severity.Error, code = TranslateCode.InvalidField) => issues.push({ obj, path, message, severity, code }));
+    const r: Resolved<T> = config === undefined ? { issues } : { config, issues };
+    m.set(policy, r);
+    return r;
+  };
+}
+
+/** Whether a policy applies to routes: only with `applyToRoutes` (Gloo's RateLimitPolicy and ExtAuthPolicy: empty = no route). */
+export function selectsRoutes(policy: InputObject): boolean {
+  return asArray(asRecord(policy.spec).applyToRoutes).length > 0;
+}
+
 /** The object of `kind` an ObjectReference names (namespace defaults to the referring object's). */
 export function findByRef(ctx: WorkspaceContext, kind: string, ref: unknown, from: InputObject): InputObject | undefined {
   const r = asRecord(ref);
@@ -126,4 +171,21 @@ export function destinationSelectors(policy: InputObject): { selectors: Record<s
   const spec = asRecord(policy.spec);
   if (spec.applyToDestinations !== undefined) return { selectors: asArray(spec.applyToDestinations).map(asRecord), path: (i) => `/spec/applyToDestinations/${String(i)}` };
   return spec.applyToRoutes === undefined ? { selectors: [{}], path: () => "/spec" } : { selectors: [], path: () => "/spec" };
+}
+
+/** A Go duration (`100ms`, `1m30s`) in Envoy's proto-JSON form (`0.100s`). */
+export function envoyDuration(d: string): string {
+  if (/^\d+(\.\d+)?s$/.test(d)) return d;
+  const units: Readonly<Record<string, number>> = {
+    h: 3600,
+    m: 60,
+    s: 1,
+    ms: 0.001,
+    us: 0.000001,
+    µs: 0.000001,
+    ns: 0.000000001,
+  };
+  let total = 0;
+  for (const [, n, u] of d.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(n) * (units[u!] ?? 0);
+  return `${String(Math.round(total * 1000) / 1000)}s`;
 }

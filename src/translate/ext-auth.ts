@@ -25,25 +25,16 @@
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
 import { EXT_AUTHZ_PER_ROUTE_TYPE, EXT_AUTHZ_TYPE } from "./envoy-config.js";
-import { destinationSelectors, findByRef, refText, routerMatch, selectedInboundPorts, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
+import { destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, routerMatch, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
-import { envoyDuration } from "./rate-limit.js";
 import { asArray, asNumber, asRecord, asString, type Labels } from "./selectors.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 export const DEFAULT_EXT_AUTH_SERVER = { name: "ext-auth-service", namespace: "gloo-mesh", port: 8083 } as const;
 const FILTER = "envoy.filters.http.ext_authz";
 export const EXT_AUTH_DENIED_BODY = "gitmesh: external authorization for this route cannot be enforced; see the diagnostics of its ExtAuthPolicy";
-
-interface Issue {
-  readonly obj: InputObject;
-  readonly path: string;
-  readonly message: string;
-  readonly severity: Diagnostic["severity"];
-  readonly code: string;
-}
 
 /** A policy's server and per-route settings, resolved once per workspace. */
 export interface ExtAuthConfig {
@@ -57,47 +48,29 @@ export interface ExtAuthConfig {
 }
 
 /** Whether an ExtAuthPolicy protects routes: only with `applyToRoutes` (Gloo: empty = no route). */
-export function extAuthSelectsRoutes(policy: InputObject): boolean {
-  return asArray(asRecord(policy.spec).applyToRoutes).length > 0;
-}
-
-const memo = new WeakMap<WorkspaceContext, Map<InputObject, { config?: ExtAuthConfig; issues: Issue[] }>>();
+export const extAuthSelectsRoutes = selectsRoutes;
 
 /** The policy's server and per-route settings (undefined when nothing can call a server; the policy's routes are then denied). */
-export function resolveExtAuth(ctx: WorkspaceContext, policy: InputObject): { config?: ExtAuthConfig; issues: readonly Issue[] } {
-  let m = memo.get(ctx);
-  if (m === undefined) {
-    m = new Map<InputObject, { config?: ExtAuthConfig; issues: Issue[] }>();
-    memo.set(ctx, m);
-  }
-  const hit = m.get(policy);
-  if (hit !== undefined) return hit;
-  const issues: Issue[] = [];
-  const issue = (obj: InputObject, path: string, message: string, severity: Diagnostic["severity"] = Severity.Error, code: string = TranslateCode.InvalidField) => issues.push({ obj, path, message, severity, code });
-  const out = (config?: ExtAuthConfig) => {
-    const r = config === undefined ? { issues } : { config, issues };
-    m.set(policy, r);
-    return r;
-  };
+export const resolveExtAuth = resolvedOncePerWorkspace<ExtAuthConfig>((ctx, policy, issue) => {
   const c = asRecord(asRecord(policy.spec).config);
   let serverObj: InputObject | undefined;
   if (c.server !== undefined) {
     serverObj = findByRef(ctx, "ExtAuthServer", c.server, policy);
     if (serverObj === undefined) {
       issue(policy, "/spec/config/server", `ExtAuthServer ${refText(c.server, policy)} does not exist; the policy's routes and destinations are denied until it does`, Severity.Error, TranslateCode.ReferenceNotFound);
-      return out();
+      return undefined;
     }
   }
   const settings = asRecord(serverObj?.spec);
   const dest = asRecord(settings.destinationServer);
   if (dest.ref === undefined && dest.awsLambda !== undefined) {
     issue(serverObj!, "/spec/destinationServer", "an ext auth server must be a Kubernetes Service; the policy's routes and destinations are denied");
-    return out();
+    return undefined;
   }
   const kind = asString(dest.kind) ?? "SERVICE";
   if (kind !== "SERVICE") {
     issue(serverObj!, "/spec/destinationServer/kind", `an ext auth server of kind ${kind} is not translated (a Kubernetes Service is); the policy's routes and destinations are denied`, Severity.Error, TranslateCode.UnsupportedField);
-    return out();
+    return undefined;
   }
   const ref = asRecord(dest.ref);
   const server: ServerRef =
@@ -121,13 +94,13 @@ export function resolveExtAuth(ctx: WorkspaceContext, policy: InputObject): { co
       TranslateCode.NeedsGlooDataPlane,
     );
   }
-  return out({
+  return {
     filterName: `${FILTER}.${id}`,
     server,
     settings,
     perRoute: { "@type": EXT_AUTHZ_PER_ROUTE_TYPE, check_settings: Object.keys(contextExtensions).length > 0 ? { context_extensions: contextExtensions } : {} },
-  });
-}
+  };
+});
 
 const patterns = (names: unknown) => ({ patterns: asArray(names).filter((h): h is string => typeof h === "string").map((exact) => ({ exact, ignore_case: true })) });
 

@@ -29,7 +29,7 @@
 import { stringify } from "yaml";
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
-import { destinationSelectors, findByRef, refText, routerMatch, selectedInboundPorts, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
+import { destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, routerMatch, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
 import { RATELIMIT_TYPE } from "./envoy-config.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
@@ -45,14 +45,6 @@ export const DEFAULT_RATE_LIMITER = {
 const FILTER = "envoy.filters.http.ratelimit";
 const LABEL_SERVER = "gitmesh.io/ratelimit-server";
 
-interface Issue {
-  readonly obj: InputObject;
-  readonly path: string;
-  readonly message: string;
-  readonly severity: Diagnostic["severity"];
-  readonly code: string;
-}
-
 /** What a policy needs from the objects it references, resolved once per workspace. */
 export interface RateLimitConfig {
   readonly domain: string;
@@ -65,46 +57,28 @@ export interface RateLimitConfig {
 }
 
 /** Whether a RateLimitPolicy limits routes: only with `applyToRoutes` (Gloo: empty = no route). */
-export function rateLimitSelectsRoutes(policy: InputObject): boolean {
-  return asArray(asRecord(policy.spec).applyToRoutes).length > 0;
-}
-
-const memo = new WeakMap<WorkspaceContext, Map<InputObject, { config?: RateLimitConfig; issues: Issue[] }>>();
+export const rateLimitSelectsRoutes = selectsRoutes;
 
 /** The policy's domain, server and actions (undefined when nothing can be enforced; the issues say why). */
-export function resolveRateLimit(ctx: WorkspaceContext, policy: InputObject): { config?: RateLimitConfig; issues: readonly Issue[] } {
-  let m = memo.get(ctx);
-  if (m === undefined) {
-    m = new Map<InputObject, { config?: RateLimitConfig; issues: Issue[] }>();
-    memo.set(ctx, m);
-  }
-  const hit = m.get(policy);
-  if (hit !== undefined) return hit;
-  const issues: Issue[] = [];
-  const issue = (obj: InputObject, path: string, message: string, severity: Diagnostic["severity"] = Severity.Error, code: string = TranslateCode.InvalidField) => issues.push({ obj, path, message, severity, code });
+export const resolveRateLimit = resolvedOncePerWorkspace<RateLimitConfig>((ctx, policy, issue) => {
   const c = asRecord(asRecord(policy.spec).config);
   if (c.phase !== undefined)
     issue(policy, "/spec/config/phase", "phase is a setting of Gloo's data plane; Istio runs the ratelimit filter where it is inserted (before the router, after authorization)", Severity.Warning, TranslateCode.UnsupportedField);
-  const out = (config?: RateLimitConfig) => {
-    const r = config === undefined ? { issues } : { config, issues };
-    m.set(policy, r);
-    return r;
-  };
   if (c.ratelimitServerConfig === undefined) {
     issue(policy, "/spec/config/ratelimitServerConfig", "without a ratelimitServerConfig nothing is limited (as in Gloo): name the RateLimitServerConfig that holds the limits");
-    return out();
+    return undefined;
   }
   const serverConfig = findByRef(ctx, "RateLimitServerConfig", c.ratelimitServerConfig, policy);
   if (serverConfig === undefined) {
     issue(policy, "/spec/config/ratelimitServerConfig", `RateLimitServerConfig ${refText(c.ratelimitServerConfig, policy)} does not exist; nothing is limited for this policy`, Severity.Error, TranslateCode.ReferenceNotFound);
-    return out();
+    return undefined;
   }
   let settingsObj: InputObject | undefined;
   if (c.serverSettings !== undefined) {
     settingsObj = findByRef(ctx, "RateLimitServerSettings", c.serverSettings, policy);
     if (settingsObj === undefined) {
       issue(policy, "/spec/config/serverSettings", `RateLimitServerSettings ${refText(c.serverSettings, policy)} does not exist; nothing is limited for this policy`, Severity.Error, TranslateCode.ReferenceNotFound);
-      return out();
+      return undefined;
     }
   }
   let raw = asRecord(c.raw);
@@ -114,7 +88,7 @@ export function resolveRateLimit(ctx: WorkspaceContext, policy: InputObject): { 
     const client = findByRef(ctx, "RateLimitClientConfig", c.ratelimitClientConfig, policy);
     if (client === undefined) {
       issue(policy, "/spec/config/ratelimitClientConfig", `RateLimitClientConfig ${refText(c.ratelimitClientConfig, policy)} does not exist; nothing is limited for this policy`, Severity.Error, TranslateCode.ReferenceNotFound);
-      return out();
+      return undefined;
     }
     raw = asRecord(asRecord(client.spec).raw);
     rawOwner = client;
@@ -148,7 +122,7 @@ export function resolveRateLimit(ctx: WorkspaceContext, policy: InputObject): { 
   });
   if (rateLimits.length === 0) {
     issue(rawOwner, `${rawPath}/rateLimits`, "no rateLimits with actions: Envoy would send no descriptor, so nothing is limited for this policy");
-    return out();
+    return undefined;
   }
   const settings = asRecord(settingsObj?.spec);
   const dest = asRecord(settings.destinationServer);
@@ -165,14 +139,14 @@ export function resolveRateLimit(ctx: WorkspaceContext, policy: InputObject): { 
           namespace: asString(ref.namespace) ?? settingsObj!.metadata.namespace ?? ctx.index.adminNamespace,
           port: dest.port === undefined ? { number: DEFAULT_RATE_LIMITER.port } : asRecord(dest.port),
         };
-  return out({
+  return {
     domain: domainOf(serverConfig),
     server,
     timeout: asString(settings.requestTimeout) ?? "0.100s",
     denyOnFail: settings.denyOnFail === true,
     rateLimits,
-  });
-}
+  };
+});
 
 /** Where a server problem is reported: the serverSettings reference, or the config that leaves the default server. */
 function settingsPath(policy: InputObject): string {
@@ -299,22 +273,6 @@ function filterInsertion(ctx: WorkspaceContext, config: RateLimitConfig, proxy: 
   };
 }
 
-/** A Go duration (`100ms`, `1m30s`) in Envoy's proto-JSON form (`0.100s`). */
-export function envoyDuration(d: string): string {
-  if (/^\d+(\.\d+)?s$/.test(d)) return d;
-  const units: Readonly<Record<string, number>> = {
-    h: 3600,
-    m: 60,
-    s: 1,
-    ms: 0.001,
-    us: 0.000001,
-    µs: 0.000001,
-    ns: 0.000000001,
-  };
-  let total = 0;
-  for (const [, n, u] of d.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(n) * (units[u!] ?? 0);
-  return `${String(Math.round(total * 1000) / 1000)}s`;
-}
 
 /**
  * EnvoyFilters that rate-limit `routes` (VirtualService route name → policy) of one route table on
