@@ -10,15 +10,14 @@
  * `additional_origins` (StringMatcher). East-west routes are reported (not translated).
  */
 import { CSRF_TYPE } from "./envoy-config.js";
+import { envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, type ProxySet } from "./envoy-filters.js";
 import type { InputObject } from "./input.js";
-import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
-import { asArray, asNumber, asRecord, type Labels } from "./selectors.js";
+import { asArray, asNumber, asRecord } from "./selectors.js";
 import type { Emitted } from "./types.js";
 import type { WorkspaceContext } from "./context.js";
 
 const FILTER = "envoy.filters.http.csrf";
-const GATEWAY_MATCH = { context: "GATEWAY", listener: { filterChain: { filter: { name: "envoy.filters.network.http_connection_manager", subFilter: { name: "envoy.filters.http.router" } } } } };
 
 /** `percent` (0–100, decimals allowed) as an Envoy FractionalPercent. */
 function fraction(percent: number): Record<string, unknown> {
@@ -47,57 +46,21 @@ export function csrfRouteConfig(policy: InputObject): Record<string, unknown> {
 
 /** The gateway-wide EnvoyFilter that inserts the (disabled) csrf filter, owned by the VirtualGateway; identical for every table on that gateway. */
 function filterInsertion(ctx: WorkspaceContext, e: Enforcement): Emitted {
-  const { cluster, namespace, labels } = e;
-  const ws = ctx.workspace.name;
-  return {
-    cluster,
-    resource: {
-      apiVersion: "networking.istio.io/v1alpha3",
-      kind: "EnvoyFilter",
-      metadata: outputMetadata(stableName("csrf-filter", namespace, cluster, ws), namespace, cluster, ws, ctx.parentOf(e.gateway)),
-      spec: {
-        workloadSelector: { labels },
-        configPatches: [
-          {
-            applyTo: "HTTP_FILTER",
-            match: GATEWAY_MATCH,
-            patch: { operation: "INSERT_BEFORE", value: { name: FILTER, typed_config: { "@type": CSRF_TYPE, filter_enabled: { default_value: { numerator: 0, denominator: "HUNDRED" } } } } },
-          },
-        ],
-      },
-    },
-  };
+  const disabled = { "@type": CSRF_TYPE, filter_enabled: { default_value: { numerator: 0, denominator: "HUNDRED" } } };
+  return envoyFilter(ctx, e, stableName("csrf-filter", e.namespace, e.cluster, ctx.workspace.name), e.gateway, [insertBeforeRouter({}, { name: FILTER, typed_config: disabled })]);
 }
 
 /** Where the gateway's csrf filter lives: its pods, and the VirtualGateway that owns the filter. */
-interface Enforcement {
-  readonly cluster: string;
-  readonly namespace: string;
-  readonly labels: Labels;
+interface Enforcement extends ProxySet {
   readonly gateway: InputObject;
 }
 
 /** EnvoyFilters that turn CSRF protection on for `routes` (VirtualService route name → policy) of one route table on one gateway. */
 export function renderCsrf(ctx: WorkspaceContext, table: InputObject, e: Enforcement, routes: ReadonlyMap<string, InputObject>): Emitted[] {
   if (routes.size === 0) return [];
-  const ws = ctx.workspace.name;
-  const configPatches = [...routes.keys()].sort().map((name) => ({
-    applyTo: "HTTP_ROUTE",
-    match: { context: "GATEWAY", routeConfiguration: { vhost: { route: { name } } } },
-    patch: { operation: "MERGE", value: { typed_per_filter_config: { [FILTER]: csrfRouteConfig(routes.get(name)!) } } },
-  }));
+  const configPatches = [...routes.keys()].sort().map((name) => mergeIntoGatewayRoute(name, { typed_per_filter_config: { [FILTER]: csrfRouteConfig(routes.get(name)!) } }));
   const policies = [...new Set(routes.values())];
-  return [
-    filterInsertion(ctx, e),
-    {
-      cluster: e.cluster,
-      resource: {
-        apiVersion: "networking.istio.io/v1alpha3",
-        kind: "EnvoyFilter",
-        metadata: outputMetadata(stableName("csrf", table.metadata.name, table.metadata.namespace ?? "", e.cluster, ws), e.namespace, e.cluster, ws, ctx.parentOf(policies.length === 1 ? policies[0]! : table)),
-        spec: { workloadSelector: { labels: e.labels }, configPatches },
-      },
-    },
-  ];
+  const name = stableName("csrf", table.metadata.name, table.metadata.namespace ?? "", e.cluster, ctx.workspace.name);
+  return [filterInsertion(ctx, e), envoyFilter(ctx, e, name, policies.length === 1 ? policies[0]! : table, configPatches)];
 }
 

@@ -8,9 +8,10 @@ import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
 import { objectSelector, selectServices } from "./destination-common.js";
 import type { DiscoveredService, InputObject } from "./input.js";
+import { outputMetadata } from "./labels.js";
 import { serviceHost } from "./names.js";
 import { asArray, asNumber, asRecord, asString, type Labels } from "./selectors.js";
-import { TranslateCode } from "./types.js";
+import { TranslateCode, type Emitted } from "./types.js";
 
 /** A problem found while resolving a policy, attached to the object it is about (the policy or an object it names). */
 export interface PolicyIssue {
@@ -72,11 +73,44 @@ export function refText(ref: unknown, from: InputObject): string {
   return `${asString(r.namespace) ?? from.metadata.namespace ?? ""}/${asString(r.name) ?? ""}`;
 }
 
-/** Where a filter goes: the proxies, and what owns the filter. */
-export interface FilterProxy {
+/** A set of proxies: a cluster, the namespace of their pods, and the pods' labels. */
+export interface ProxySet {
   readonly cluster: string;
   readonly namespace: string;
   readonly labels: Labels;
+}
+
+/** One EnvoyFilter (networking.istio.io/v1alpha3, the only version Istio serves) on a set of proxies, named `name`, rendered from `parent`. */
+export function envoyFilter(ctx: WorkspaceContext, proxies: ProxySet, name: string, parent: InputObject, configPatches: readonly Record<string, unknown>[]): Emitted {
+  const ws = ctx.workspace.name;
+  return {
+    cluster: proxies.cluster,
+    resource: {
+      apiVersion: "networking.istio.io/v1alpha3",
+      kind: "EnvoyFilter",
+      metadata: outputMetadata(name, proxies.namespace, proxies.cluster, ws, ctx.parentOf(parent)),
+      spec: { workloadSelector: { labels: proxies.labels }, configPatches },
+    },
+  };
+}
+
+/** The patch that inserts the HTTP filter `filter` before the router: on gateway listeners, or on the sidecar's inbound port. */
+export function insertBeforeRouter(proxy: { readonly inboundPort?: number }, filter: Record<string, unknown>): Record<string, unknown> {
+  return { applyTo: "HTTP_FILTER", match: routerMatch(proxy), patch: { operation: "INSERT_BEFORE", value: filter } };
+}
+
+/** The patch that merges `value` into a gateway route, found by its name (Istio names the Envoy route after the VirtualService route). */
+export function mergeIntoGatewayRoute(route: string, value: Record<string, unknown>): Record<string, unknown> {
+  return { applyTo: "HTTP_ROUTE", match: { context: "GATEWAY", routeConfiguration: { vhost: { route: { name: route } } } }, patch: { operation: "MERGE", value } };
+}
+
+/** The patch that merges `value` into the inbound virtual host of a sidecar's workload port. */
+export function mergeIntoInboundHost(port: number, value: Record<string, unknown>): Record<string, unknown> {
+  return { applyTo: "VIRTUAL_HOST", match: { context: "SIDECAR_INBOUND", routeConfiguration: { portNumber: port } }, patch: { operation: "MERGE", value } };
+}
+
+/** Where a filter goes: the proxies, and what owns the filter. */
+export interface FilterProxy extends ProxySet {
   /** The object whose output the filter is (the VirtualGateway, or the policy for a destination). */
   readonly owner: InputObject;
   /** SIDECAR_INBOUND on this workload port, or GATEWAY when undefined. */
@@ -84,7 +118,7 @@ export interface FilterProxy {
 }
 
 /** EnvoyFilter `match` of the router in the HTTP connection manager (insert before it). */
-export function routerMatch(proxy: FilterProxy): Record<string, unknown> {
+function routerMatch(proxy: { readonly inboundPort?: number }): Record<string, unknown> {
   return {
     context: proxy.inboundPort === undefined ? "GATEWAY" : "SIDECAR_INBOUND",
     listener: {

@@ -25,7 +25,7 @@
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
 import { EXT_AUTHZ_PER_ROUTE_TYPE, EXT_AUTHZ_TYPE } from "./envoy-config.js";
-import { destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, routerMatch, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
+import { destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, mergeIntoInboundHost, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
@@ -38,7 +38,9 @@ export const EXT_AUTH_DENIED_BODY = "gitmesh: external authorization for this ro
 
 /** A policy's server and per-route settings, resolved once per workspace. */
 export interface ExtAuthConfig {
-  /** The filter's name (one per ExtAuthServer). */
+  /** The ExtAuthServer (`<name>.<namespace>`, or `default`): one filter per server. */
+  readonly serverId: string;
+  /** The filter's name: `envoy.filters.http.ext_authz.<serverId>`. */
   readonly filterName: string;
   readonly server: ServerRef;
   /** The ExtAuthServer's settings (spec), `{}` for Gloo's default server. */
@@ -95,6 +97,7 @@ export const resolveExtAuth = resolvedOncePerWorkspace<ExtAuthConfig>((ctx, poli
     );
   }
   return {
+    serverId: id,
     filterName: `${FILTER}.${id}`,
     server,
     settings,
@@ -140,20 +143,9 @@ function filterConfig(config: ExtAuthConfig, cluster: { name: string; host: stri
 
 /** The EnvoyFilter that inserts one server's ext_authz filter, disabled, on one set of proxies. */
 function filterInsertion(ctx: WorkspaceContext, config: ExtAuthConfig, proxy: FilterProxy, cluster: { name: string; host: string; port: number }): Emitted {
-  const ws = ctx.workspace.name;
   const scope = proxy.inboundPort === undefined ? [proxy.owner.metadata.name] : [proxy.owner.metadata.name, String(proxy.inboundPort)];
-  return {
-    cluster: proxy.cluster,
-    resource: {
-      apiVersion: "networking.istio.io/v1alpha3",
-      kind: "EnvoyFilter",
-      metadata: outputMetadata(stableName("extauth-filter", config.filterName.slice(FILTER.length + 1), ...scope, proxy.namespace, proxy.cluster, ws), proxy.namespace, proxy.cluster, ws, ctx.parentOf(proxy.owner)),
-      spec: {
-        workloadSelector: { labels: proxy.labels },
-        configPatches: [{ applyTo: "HTTP_FILTER", match: routerMatch(proxy), patch: { operation: "INSERT_BEFORE", value: { name: config.filterName, disabled: true, typed_config: filterConfig(config, cluster) } } }],
-      },
-    },
-  };
+  const name = stableName("extauth-filter", config.serverId, ...scope, proxy.namespace, proxy.cluster, ctx.workspace.name);
+  return envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: config.filterName, disabled: true, typed_config: filterConfig(config, cluster) })]);
 }
 
 /** Why a policy's requests cannot reach a server in `cluster` (undefined when they can). */
@@ -185,19 +177,11 @@ export function renderExtAuthRoutes(ctx: WorkspaceContext, table: InputObject, p
       resources.push(filterInsertion(ctx, config, proxy, cluster));
     }
     policies.add(policy);
-    patches.push({ applyTo: "HTTP_ROUTE", match: { context: "GATEWAY", routeConfiguration: { vhost: { route: { name } } } }, patch: { operation: "MERGE", value: { typed_per_filter_config: { [config.filterName]: config.perRoute } } } });
+    patches.push(mergeIntoGatewayRoute(name, { typed_per_filter_config: { [config.filterName]: config.perRoute } }));
   }
   if (patches.length === 0) return resources;
-  const ws = ctx.workspace.name;
-  resources.push({
-    cluster: proxy.cluster,
-    resource: {
-      apiVersion: "networking.istio.io/v1alpha3",
-      kind: "EnvoyFilter",
-      metadata: outputMetadata(stableName("extauth", table.metadata.name, table.metadata.namespace ?? "", proxy.cluster, ws), proxy.namespace, proxy.cluster, ws, ctx.parentOf(policies.size === 1 ? [...policies][0]! : table)),
-      spec: { workloadSelector: { labels: proxy.labels }, configPatches: patches },
-    },
-  });
+  const name = stableName("extauth", table.metadata.name, table.metadata.namespace ?? "", proxy.cluster, ctx.workspace.name);
+  resources.push(envoyFilter(ctx, proxy, name, policies.size === 1 ? [...policies][0]! : table, patches));
   return resources;
 }
 
@@ -226,18 +210,8 @@ export function translateExtAuth(ctx: WorkspaceContext): TranslatorOutput {
         resources.push(denyPort(ctx, policy, p.service.name, proxy));
         continue;
       }
-      resources.push(filterInsertion(ctx, config, proxy, cluster), {
-        cluster: p.cluster,
-        resource: {
-          apiVersion: "networking.istio.io/v1alpha3",
-          kind: "EnvoyFilter",
-          metadata: outputMetadata(stableName("extauth", policy.metadata.name, p.service.name, String(p.port), p.service.namespace, p.cluster, ws), p.service.namespace, p.cluster, ws, ctx.parentOf(policy)),
-          spec: {
-            workloadSelector: { labels: p.labels },
-            configPatches: [{ applyTo: "VIRTUAL_HOST", match: { context: "SIDECAR_INBOUND", routeConfiguration: { portNumber: p.port } }, patch: { operation: "MERGE", value: { typed_per_filter_config: { [config.filterName]: config.perRoute } } } }],
-          },
-        },
-      });
+      const name = stableName("extauth", policy.metadata.name, p.service.name, String(p.port), p.service.namespace, p.cluster, ws);
+      resources.push(filterInsertion(ctx, config, proxy, cluster), envoyFilter(ctx, proxy, name, policy, [mergeIntoInboundHost(p.port, { typed_per_filter_config: { [config.filterName]: config.perRoute } })]));
     }
     if (selected.ports.length === 0) diagnostics.push(ctx.diag(policy, TranslateCode.SelectsNothing, Severity.Warning, asRecord(policy.spec).applyToDestinations === undefined ? "/spec" : "/spec/applyToDestinations", "the policy selects no port of a Service of this workspace with a pod selector; no destination is protected"));
   }

@@ -29,7 +29,7 @@
 import { stringify } from "yaml";
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
-import { destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, routerMatch, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
+import { destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, mergeIntoInboundHost, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
 import { RATELIMIT_TYPE } from "./envoy-config.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
@@ -236,41 +236,20 @@ function limiterCluster(ctx: WorkspaceContext, config: RateLimitConfig, cluster:
 
 /** The EnvoyFilter that inserts the ratelimit filter of one domain on one set of proxies. */
 function filterInsertion(ctx: WorkspaceContext, config: RateLimitConfig, proxy: FilterProxy, clusterName: string): Emitted {
-  const ws = ctx.workspace.name;
   const scope = proxy.inboundPort === undefined ? [proxy.owner.metadata.name] : [proxy.owner.metadata.name, String(proxy.inboundPort)];
-  return {
-    cluster: proxy.cluster,
-    resource: {
-      apiVersion: "networking.istio.io/v1alpha3",
-      kind: "EnvoyFilter",
-      metadata: outputMetadata(stableName("ratelimit-filter", config.domain, ...scope, proxy.namespace, proxy.cluster, ws), proxy.namespace, proxy.cluster, ws, ctx.parentOf(proxy.owner)),
-      spec: {
-        workloadSelector: { labels: proxy.labels },
-        configPatches: [
-          {
-            applyTo: "HTTP_FILTER",
-            match: routerMatch(proxy),
-            patch: {
-              operation: "INSERT_BEFORE",
-              value: {
-                name: `${FILTER}.${config.domain}`,
-                typed_config: {
-                  "@type": RATELIMIT_TYPE,
-                  domain: config.domain,
-                  timeout: envoyDuration(config.timeout),
-                  failure_mode_deny: config.denyOnFail,
-                  rate_limit_service: {
-                    grpc_service: { envoy_grpc: { cluster_name: clusterName } },
-                    transport_api_version: "V3",
-                  },
-                },
-              },
-            },
-          },
-        ],
+  const name = stableName("ratelimit-filter", config.domain, ...scope, proxy.namespace, proxy.cluster, ctx.workspace.name);
+  return envoyFilter(ctx, proxy, name, proxy.owner, [
+    insertBeforeRouter(proxy, {
+      name: `${FILTER}.${config.domain}`,
+      typed_config: {
+        "@type": RATELIMIT_TYPE,
+        domain: config.domain,
+        timeout: envoyDuration(config.timeout),
+        failure_mode_deny: config.denyOnFail,
+        rate_limit_service: { grpc_service: { envoy_grpc: { cluster_name: clusterName } }, transport_api_version: "V3" },
       },
-    },
-  };
+    }),
+  ]);
 }
 
 
@@ -309,33 +288,11 @@ export function renderRateLimitRoutes(ctx: WorkspaceContext, table: InputObject,
       );
     }
     policies.add(policy);
-    patches.push({
-      applyTo: "HTTP_ROUTE",
-      match: {
-        context: "GATEWAY",
-        routeConfiguration: { vhost: { route: { name } } },
-      },
-      patch: {
-        operation: "MERGE",
-        value: { route: { rate_limits: config.rateLimits } },
-      },
-    });
+    patches.push(mergeIntoGatewayRoute(name, { route: { rate_limits: config.rateLimits } }));
   }
   if (patches.length === 0) return { resources, diagnostics };
-  const ws = ctx.workspace.name;
   const owner = policies.size === 1 ? [...policies][0]! : table;
-  resources.push({
-    cluster: proxy.cluster,
-    resource: {
-      apiVersion: "networking.istio.io/v1alpha3",
-      kind: "EnvoyFilter",
-      metadata: outputMetadata(stableName("ratelimit", table.metadata.name, table.metadata.namespace ?? "", proxy.cluster, ws), proxy.namespace, proxy.cluster, ws, ctx.parentOf(owner)),
-      spec: {
-        workloadSelector: { labels: proxy.labels },
-        configPatches: patches,
-      },
-    },
-  });
+  resources.push(envoyFilter(ctx, proxy, stableName("ratelimit", table.metadata.name, table.metadata.namespace ?? "", proxy.cluster, ctx.workspace.name), owner, patches));
   return { resources, diagnostics };
 }
 
@@ -383,34 +340,8 @@ export function translateRateLimits(ctx: WorkspaceContext): TranslatorOutput {
 }
 
 function renderDestination(ctx: WorkspaceContext, policy: InputObject, config: RateLimitConfig, proxy: FilterProxy & { inboundPort: number }, clusterName: string, service: string): Emitted[] {
-  const ws = ctx.workspace.name;
-  return [
-    filterInsertion(ctx, config, proxy, clusterName),
-    {
-      cluster: proxy.cluster,
-      resource: {
-        apiVersion: "networking.istio.io/v1alpha3",
-        kind: "EnvoyFilter",
-        metadata: outputMetadata(stableName("ratelimit", policy.metadata.name, service, String(proxy.inboundPort), proxy.namespace, proxy.cluster, ws), proxy.namespace, proxy.cluster, ws, ctx.parentOf(policy)),
-        spec: {
-          workloadSelector: { labels: proxy.labels },
-          configPatches: [
-            {
-              applyTo: "VIRTUAL_HOST",
-              match: {
-                context: "SIDECAR_INBOUND",
-                routeConfiguration: { portNumber: proxy.inboundPort },
-              },
-              patch: {
-                operation: "MERGE",
-                value: { rate_limits: config.rateLimits },
-              },
-            },
-          ],
-        },
-      },
-    },
-  ];
+  const name = stableName("ratelimit", policy.metadata.name, service, String(proxy.inboundPort), proxy.namespace, proxy.cluster, ctx.workspace.name);
+  return [filterInsertion(ctx, config, proxy, clusterName), envoyFilter(ctx, proxy, name, policy, [mergeIntoInboundHost(proxy.inboundPort, { rate_limits: config.rateLimits })])];
 }
 
 /** A Gloo descriptor → envoyproxy/ratelimit's YAML form; Solo-only fields reported at their path. */
