@@ -237,6 +237,30 @@ export function createApplier(options: ApplierOptions): Applier {
   const manageIstioInstall = options.manageIstioInstall === true;
   const rateLimitNamespaces = options.rateLimitConfigNamespaces ?? [];
   const kinds = options.kinds ?? writableKinds({ manageIstioInstall, rateLimitConfigNamespaces: rateLimitNamespaces });
+  /**
+   * Why this agent does not write `obj` (undefined: it does). One rule: an object is applied only when
+   * its kind — in its namespace, for kinds given some namespaces only — is one the agent owns, lists,
+   * prunes and repairs; anything else would be written once and then never pruned nor repaired. The
+   * message says how to opt in where there is a way.
+   */
+  const notWritable = (obj: KubeObject): string | undefined => {
+    const ns = obj.metadata.namespace ?? "";
+    if (kinds.some((k) => k.apiVersion === obj.apiVersion && k.kind === obj.kind && (k.namespaces === undefined || k.namespaces.includes(ns)))) return undefined;
+    const parent = obj.metadata.labels?.["gitmesh.io/parent-kind"];
+    if (isInstallObject(obj)) {
+      return (
+        `${describe(obj)} installs Istio (from ${parent ?? "a lifecycle manager"}); this agent manages Istio's configuration only, so it is not applied. ` +
+        `To let gitmesh install Istio in cluster "${cluster}", install the agent with lifecycle.enabled=true (flag --manage-istio-install), which also grants the RBAC it needs`
+      );
+    }
+    if (isRateLimitConfig(obj)) {
+      return (
+        `${describe(obj)} is a rate limiter's configuration (from ${parent ?? "RateLimitServerConfig"}); this agent writes it only in the namespaces it is given, so it is not applied. ` +
+        `To let gitmesh configure the rate limiter in namespace "${ns}" of cluster "${cluster}", add it to the agent's rateLimit.configNamespaces (flag --rate-limit-config-namespaces), which also grants the RBAC it needs there`
+      );
+    }
+    return `${describe(obj)}: this agent does not write ${obj.kind} (${obj.apiVersion})${ns === "" ? "" : ` in namespace "${ns}"`}, so it is not applied (an object it wrote could never be pruned or repaired)`;
+  };
   const maxFraction = options.maxPruneFraction ?? 0.5;
   const alwaysAllowed = options.pruneAlwaysAllowed ?? 2;
   const concurrency = Math.max(1, options.concurrency ?? 16);
@@ -388,22 +412,9 @@ export function createApplier(options: ApplierOptions): Applier {
         certificateRequests.push(obj);
         continue;
       }
-      if (!manageIstioInstall && isInstallObject(obj)) {
-        errors.push({
-          key,
-          message:
-            `${describe(obj)} installs Istio (from ${obj.metadata.labels?.["gitmesh.io/parent-kind"] ?? "a lifecycle manager"}); this agent manages Istio's configuration only, so it is not applied. ` +
-            `To let gitmesh install Istio in cluster "${cluster}", install the agent with lifecycle.enabled=true (flag --manage-istio-install), which also grants the RBAC it needs`,
-        });
-        continue;
-      }
-      if (isRateLimitConfig(obj) && !rateLimitNamespaces.includes(obj.metadata.namespace ?? "")) {
-        errors.push({
-          key,
-          message:
-            `${describe(obj)} is a rate limiter's configuration (from ${obj.metadata.labels?.["gitmesh.io/parent-kind"] ?? "RateLimitServerConfig"}); this agent writes it only in the namespaces it is given, so it is not applied. ` +
-            `To let gitmesh configure the rate limiter in namespace "${obj.metadata.namespace ?? ""}" of cluster "${cluster}", add it to the agent's rateLimit.configNamespaces (flag --rate-limit-config-namespaces), which also grants the RBAC it needs there`,
-        });
+      const refused = notWritable(obj);
+      if (refused !== undefined) {
+        errors.push({ key, message: refused });
         continue;
       }
       wanted.set(objectKey(obj), { relayKey: key, obj: forApply(obj, cluster) });

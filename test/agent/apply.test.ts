@@ -30,6 +30,31 @@ afterEach(async () => {
 const many = (n: number, prefix = "r") => Array.from({ length: n }, (_, i) => vs(`${prefix}-${i}`, NS, `h${i}.example.com`));
 
 describe("applier", () => {
+  it("applies only kinds it owns (and, for a kind given some namespaces, only there): anything else is refused, never written once and orphaned", async () => {
+    const configMap = (name: string, ns: string, parent?: string): KubeObject => ({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name, namespace: ns, labels: { "gitmesh.io/managed": "true", "gitmesh.io/cluster": "cluster1", ...(parent ? { "gitmesh.io/parent-kind": parent } : {}) } },
+      data: { k: "v" },
+    });
+    kube.emulator.seed([{ apiVersion: "v1", kind: "Namespace", metadata: { name: "limits" } }]);
+    const objs = [vs("reviews", NS, "reviews"), configMap("plain", NS), configMap("limits", "limits", "RateLimitServerConfig")];
+    const r = await applier.applyOutput(output(1, objs));
+    expect(r.ack).toBe(false);
+    expect(r.errors.map((e) => e.message).join("\n")).toMatch(/ConfigMap bookinfo\/plain: this agent does not write ConfigMap \(v1\) in namespace "bookinfo"/);
+    expect(r.errors.map((e) => e.message).join("\n")).toContain("rateLimit.configNamespaces");
+    expect(live("VirtualService", "reviews")).toBeDefined();
+    expect(kube.emulator.list("v1", "ConfigMap", NS).map((o) => (o.metadata as { name: string }).name)).not.toContain("plain");
+    expect(kube.emulator.get("v1", "ConfigMap", "limits", "limits")).toBeUndefined();
+
+    // Given the rate limiter's namespace, the agent writes its configuration there (and only there).
+    const inventory = createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" });
+    const limited = createApplier({ cluster: "cluster1", reader: p.client, writer: p.writer, inventory, rateLimitConfigNamespaces: ["limits"], metrics: p.metrics, logger: p.logger });
+    const r2 = await limited.applyOutput(output(2, [vs("reviews", NS, "reviews"), configMap("limits", "limits", "RateLimitServerConfig"), configMap("elsewhere", NS, "RateLimitServerConfig")]));
+    expect(r2.errors.map((e) => e.key)).toEqual(["ConfigMap/bookinfo/elsewhere"]);
+    expect(kube.emulator.get("v1", "ConfigMap", "limits", "limits")?.data).toEqual({ k: "v" });
+  });
+
   it("applies with field manager gitmesh-agent, in dependency order, updates and prunes", async () => {
     const order: string[] = [];
     kube.emulator.onChange((e) => order.push(String(e.object.kind)));
