@@ -86,8 +86,6 @@ if (args.length === 0) {
   run("import cycles and module front doors", "node", ["scripts/check-imports.mjs"]);
 }
 mkdirSync(".tmp", { recursive: true });
-// The server serves the built UI (dist/web); the browser tests need the current one.
-run("build the web UI", "node_modules/.bin/vite", ["build", "web", "--config", "web/vite.config.mjs", "--logLevel", "warn"]);
 process.stdout.write("\n==> tests\n");
 const r = spawnSync("node_modules/.bin/vitest", ["run", "--reporter=default", "--reporter=json", "--outputFile.json=.tmp/vitest.json", ...args], {
   stdio: "inherit",

@@ -29,6 +29,7 @@ export function ClusterPage({ name }: { name: string }) {
   });
   if (!c) return <p>{error ? `Cannot read cluster ${name}: ${error}` : "Loading…"}</p>;
   const inForce = commits?.commits.find((x) => x.inForce)?.clusters[name];
+  const byNamespace = output ? groupBy(output.resources, (r) => r.metadata.namespace || "(cluster-scoped)") : [];
   const why = notInSyncReasons(c, inForce && inForce.appliedAtMs === undefined ? nackText(inForce) : undefined);
   const regions = input ? [...new Set(input.snapshot.workloads.flatMap((w) => (w.localities ?? []).map((l) => [l.region, l.zone].filter(Boolean).join("/"))))].filter(Boolean) : [];
   return (
@@ -111,9 +112,8 @@ export function ClusterPage({ name }: { name: string }) {
       )}
       <section>
         <h3>Output {output ? `v${output.version} (${output.resources.length} objects)` : ""}</h3>
-        {output &&
-          groupBy(output.resources, (r) => r.metadata.namespace || "(cluster-scoped)").map(([ns, objs]) => (
-            <details key={ns} open={groupBy(output.resources, (r) => r.metadata.namespace ?? "").length <= 4}>
+        {byNamespace.map(([ns, objs]) => (
+            <details key={ns} open={byNamespace.length <= 4}>
               <summary>
                 {ns} <small>({objs.length})</small>
               </summary>
