@@ -1,7 +1,7 @@
 // `gitmesh agent` as a separate process (bin/gitmesh.js) against the emulator (through a written
 // kubeconfig) and a real relay server on loopback: it registers, reports discovery, applies an
 // output and ACKs it, and exits cleanly on SIGTERM.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -65,6 +65,15 @@ afterAll(async () => {
 });
 
 describe("gitmesh agent (separate process)", () => {
+  it("--rate-limit-config-namespaces is read and checked before anything starts: a bad name is a usage error naming the flag and the chart value", () => {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GITMESH_")));
+    const r = spawnSync(process.execPath, [BIN, "agent", "--relay-address", "127.0.0.1:1", "--cluster", "cluster1", "--rate-limit-config-namespaces", "gloo-mesh-addons,Not_A_Namespace"], { env, encoding: "utf8", timeout: 30_000 });
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toContain('rate-limit config namespace "Not_A_Namespace" is not a namespace name (--rate-limit-config-namespaces');
+    expect(r.stderr).toContain("rateLimit.configNamespaces");
+    expect(r.stderr).not.toContain("gloo-mesh-addons\" is not");
+  });
+
   it("registers, reports discovery, applies an output and ACKs it, and stops on SIGTERM", async () => {
     const why = () => `agent output:\n${output.slice(-4000)}`;
     const secret = await eventually("client certificate stored", () => kube.emulator.get("v1", "Secret", "gitmesh", "relay-client-tls-secret"), 30_000).catch((e: unknown) => {
