@@ -62,6 +62,7 @@ describe("gitmesh-server chart", () => {
     expect(c?.ports?.map((p) => [p.name, p.containerPort])).toEqual([["grpc-relay", 9900], ["http", 9091]]);
     expect(envOf(c!)).toMatchObject({
       REDIS_URL: "redis://gitmesh-server-redis:6379",
+      GITMESH_REDIS_PREFIX: "gitmesh",
       GITMESH_GIT_URL: "https://git.example.com/acme/mesh-config.git",
       GITMESH_GIT_BRANCH: "main",
       GITMESH_RELAY_GENERATE_CA: "true",
@@ -184,7 +185,7 @@ describe("gitmesh-server chart", () => {
   it("external Redis by URL and inline Git credentials become chart-owned secrets", async () => {
     const { manifests } = await renderOk(CHART, [
       ...BASE,
-      "--set", "redis.bundled.enabled=false,redis.external.url=rediss://:pw@redis.internal:6380/0",
+      "--set", "redis.bundled.enabled=false,redis.external.url=rediss://:pw@redis.internal:6380/0,redis.prefix=team-a",
       "--set", "git.credentials.username=bot,git.credentials.password=s3cret-token",
     ]);
     validateAll(manifests);
@@ -192,6 +193,7 @@ describe("gitmesh-server chart", () => {
     expect(secretData(manifests, "gitmesh-server-git-credentials")).toEqual({ username: "bot", password: "s3cret-token" });
     const env = envOf(podSpec(find(manifests, "Deployment", "gitmesh-server")).containers[0]!);
     expect(env.REDIS_URL).toEqual({ secretKeyRef: { name: "gitmesh-server-redis", key: "url" } });
+    expect(env.GITMESH_REDIS_PREFIX).toBe("team-a");
     // Credentials never appear in plain env values.
     expect(JSON.stringify(env)).not.toContain("s3cret-token");
     expect(JSON.stringify(env)).not.toContain(":pw@");
@@ -199,7 +201,9 @@ describe("gitmesh-server chart", () => {
 
   it("no Redis at all is fine for one replica (in-memory) and refused for several", async () => {
     const one = await renderOk(CHART, [...BASE, "--set", "redis.bundled.enabled=false"]);
-    expect(envOf(podSpec(find(one.manifests, "Deployment", "gitmesh-server")).containers[0]!)).not.toHaveProperty("REDIS_URL");
+    const env = envOf(podSpec(find(one.manifests, "Deployment", "gitmesh-server")).containers[0]!);
+    expect(env).not.toHaveProperty("REDIS_URL");
+    expect(env).not.toHaveProperty("GITMESH_REDIS_PREFIX");
     const notes = await render(CHART, [...BASE, "--notes", "--set", "redis.bundled.enabled=false"]);
     expect(notes.stdout).toContain("keeps its state in memory");
     const three = await render(CHART, [...BASE, "--set", "redis.bundled.enabled=false,replicas=3"]);
@@ -236,6 +240,8 @@ describe("gitmesh-server chart", () => {
     [["--set", "relay.service.type=Ingress"], "relay.service.type: relay.service.type must be one of the following"],
     [["--set", "relay.token.value=short"], "relay.token.value: Does not match pattern"],
     [["--set", "redis.enabled=false"], "redis: Additional property enabled is not allowed"],
+    // A colon would make the BullMQ keys (<prefix>:bull:<queue>:wait) ambiguous.
+    [["--set", "redis.prefix=team:a"], "redis.prefix: Does not match pattern"],
     [["--set", "api.tokens.read=short-token"], "api.tokens.read: Does not match pattern"],
     [["--set", "http.tls.secretName=Not_A_Name"], "http.tls.secretName: Does not match pattern"],
   ])("rejects values failing values.schema.json: %j", async (args, message) => {

@@ -42,6 +42,34 @@ app.kubernetes.io/part-of: gitmesh
 {{- printf "%s-redis" (include "gitmesh-server.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* "true" when the server has a shared Redis (bundled, or external by URL or Secret), else "". */}}
+{{- define "gitmesh-server.redisConfigured" -}}
+{{- if or .Values.redis.bundled.enabled .Values.redis.external.url .Values.redis.external.existingSecret -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+The Redis connection as container env entries (REDIS_URL, GITMESH_REDIS_PREFIX), one definition
+for the server and the workers: both must reach the same Redis under the same key prefix. Nothing
+when no Redis is configured (the server then keeps its state in memory).
+*/}}
+{{- define "gitmesh-server.redisEnv" -}}
+{{- $redis := .Values.redis -}}
+{{- if $redis.bundled.enabled }}
+- name: REDIS_URL
+  value: {{ printf "redis://%s:6379" (include "gitmesh-server.redisName" .) | quote }}
+{{- else if or $redis.external.url $redis.external.existingSecret }}
+- name: REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ default (printf "%s-redis" (include "gitmesh-server.fullname" .)) $redis.external.existingSecret }}
+      key: {{ ternary $redis.external.existingSecretKey "url" (ne $redis.external.existingSecret "") }}
+{{- end }}
+{{- if include "gitmesh-server.redisConfigured" . }}
+- name: GITMESH_REDIS_PREFIX
+  value: {{ $redis.prefix | quote }}
+{{- end }}
+{{- end -}}
+
 {{- define "gitmesh-server.gitCredentialsSecret" -}}
 {{- if .Values.git.credentials.existingSecret -}}
 {{- .Values.git.credentials.existingSecret -}}
