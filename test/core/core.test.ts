@@ -38,6 +38,15 @@ describe("secret redaction", () => {
     expect(stripCredentials("no url here")).toBe("no url here");
   });
 
+  it("strips a password without a user name and masks secret query parameters (Redis URLs)", () => {
+    expect(stripCredentials("redis://:s3cret@redis:6379/0")).toBe("redis://redis:6379/0");
+    expect(stripCredentials("redis-sentinel://:s3cret@s1:26379,s2:26379/mymaster?db=2&sentinelPassword=t0p&x=1")).toBe(
+      "redis-sentinel://s1:26379,s2:26379/mymaster?db=2&sentinelPassword=[redacted]&x=1",
+    );
+    expect(stripCredentials("https://host/x?access_token=abc&page=2")).toBe("https://host/x?access_token=[redacted]&page=2");
+    expect(stripCredentials("https://host/x?q=password")).toBe("https://host/x?q=password");
+  });
+
   it("masks secret-looking fields in log payloads", () => {
     const { logger, text } = createMemoryLogger();
     logger.info("pull from https://u:p4ss@host/r", { token: "abc123", url: "http://x:y@h/", nested: { password: "pw" }, count: 3 });
