@@ -3,35 +3,16 @@
  * cluster": small 3×50, medium 20×500, large 100×1,000. The other knobs shape how those services
  * are grouped into namespaces and workspaces, and how much configuration sits on top of them.
  *
- * Layout (see generate.ts): clusters are cut into consecutive blocks of `clustersPerWorkspace`;
+ * Layout (see src/devtools/fleet.ts): clusters are cut into consecutive blocks of `clustersPerWorkspace`;
  * every block hosts `servicesPerCluster / (namespacesPerWorkspace × servicesPerNamespace)`
  * workspaces, each present in every cluster of its block. Workspaces form a ring of
  * import/export (workspace i exports its virtual destinations to i-1 and imports from i+1), so
  * that sharing crosses block boundaries.
  */
 
-export interface FleetOptions {
-  /** Name used in file paths and reports. */
-  readonly name: string;
-  /** Seed of the pseudo-random choices (ports, versions, zones). Same seed ⇒ same fleet. */
-  readonly seed: number;
-  readonly clusters: number;
-  readonly servicesPerCluster: number;
-  readonly servicesPerNamespace: number;
-  readonly namespacesPerWorkspace: number;
-  /** Consecutive clusters that share a set of workspaces; must divide `clusters` for even blocks. */
-  readonly clustersPerWorkspace: number;
-  /** HTTP routes per RouteTable (one east-west RouteTable per namespace). */
-  readonly routesPerTable: number;
-  /** VirtualDestinations per workspace, each backed by one service in every cluster of the block. */
-  readonly virtualDestinationsPerWorkspace: number;
-  /** Every n-th workspace turns on serviceIsolation (+ trimProxyConfig); 0 = never. */
-  readonly isolationEvery: number;
-  /** Every n-th workspace turns on federation for services labelled `federate: "true"`; 0 = never. */
-  readonly federationEvery: number;
-  /** ExternalServices per workspace. */
-  readonly externalServicesPerWorkspace: number;
-}
+import type { FleetOptions } from "../../src/devtools/index.js";
+
+export type { FleetOptions };
 
 const common = {
   seed: 42,

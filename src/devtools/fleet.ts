@@ -1,9 +1,10 @@
 /**
- * Deterministic fleet generator for benchmarks: Gloo v2 configuration files (as the loader's
- * SourceFile list) and one discovery snapshot per cluster. Same options (incl. seed) ⇒ the same
- * bytes, so figures from two runs compare like with like.
+ * Deterministic fleet generator: Gloo v2 configuration files (as the loader's SourceFile list) and
+ * one discovery snapshot per cluster. Same options (incl. seed) ⇒ the same bytes, so figures from two
+ * runs compare like with like. Used by the translation benchmarks (presets in bench/fleet/presets.ts)
+ * and by `gitmesh simulate` (src/cli/simulate.ts), which is why it lives here and not under bench/.
  *
- * What a fleet holds (numbers per preset in presets.ts):
+ * What a fleet holds:
  * - clusters `cluster-000…`, each with a locality, an Istio mesh (trust domain = cluster name),
  *   an east-west gateway (port "tls" 15443) and an ingress gateway, and a KubernetesCluster object;
  * - workspaces `ws-000…` owning namespaces `ws-000-ns-0…` in every cluster of their block, each
@@ -13,10 +14,51 @@
  *   policy of each destination/route kind (Failover, OutlierDetection, Connection, LoadBalancer,
  *   Access, RetryTimeout, FaultInjection);
  * - one global RootTrustPolicy in the admin namespace.
+ *
+ * Layout: clusters are cut into consecutive blocks of `clustersPerWorkspace`; every block hosts
+ * `servicesPerCluster / (namespacesPerWorkspace × servicesPerNamespace)` workspaces, each present in
+ * every cluster of its block. Workspaces form a ring of import/export (workspace i exports its virtual
+ * destinations to i-1 and imports from i+1), so that sharing crosses block boundaries.
  */
 import { stringify } from "yaml";
-import type { FleetOptions } from "./presets.js";
-import { createRandom } from "../../test/helpers/random.js";
+
+export interface FleetOptions {
+  /** Name used in file paths and reports. */
+  readonly name: string;
+  /** Seed of the pseudo-random choices (ports, versions, zones). Same seed ⇒ same fleet. */
+  readonly seed: number;
+  readonly clusters: number;
+  readonly servicesPerCluster: number;
+  readonly servicesPerNamespace: number;
+  readonly namespacesPerWorkspace: number;
+  /** Consecutive clusters that share a set of workspaces; must divide `clusters` for even blocks. */
+  readonly clustersPerWorkspace: number;
+  /** HTTP routes per RouteTable (one east-west RouteTable per namespace). */
+  readonly routesPerTable: number;
+  /** VirtualDestinations per workspace, each backed by one service in every cluster of the block. */
+  readonly virtualDestinationsPerWorkspace: number;
+  /** Every n-th workspace turns on serviceIsolation (+ trimProxyConfig); 0 = never. */
+  readonly isolationEvery: number;
+  /** Every n-th workspace turns on federation for services labelled `federate: "true"`; 0 = never. */
+  readonly federationEvery: number;
+  /** ExternalServices per workspace. */
+  readonly externalServicesPerWorkspace: number;
+}
+
+/**
+ * A small seeded PRNG (mulberry32, the same as test/helpers/random.ts: a fleet generated here is the
+ * fleet the tests and benchmarks generated before). Not for anything secret.
+ */
+function createRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
 
 /** Same shape as src/config's SourceFile (repo-relative POSIX path + content). */
 export interface FleetFile {

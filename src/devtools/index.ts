@@ -1,7 +1,21 @@
 /**
  * Development tools shipped with gitmesh for the demo and benchmarks (not used by the server or the
- * agent): a real Git smart-HTTP server over `git http-backend`, and a TCP balancer for replicas.
+ * agent): a real Git smart-HTTP server over `git http-backend`, a TCP balancer for replicas, and the
+ * deterministic fleet generator (configuration + discovery) of the benchmarks and `gitmesh simulate`.
  */
 export { createBareRepo, runGit, runHttpBackend, startGitHttpServer, type GitHttpServer, type GitHttpServerOptions, type HttpBackendHooks } from "./git-http-server.js";
 export { createInProcessAgent, type InProcessAgentOptions } from "./agent.js";
 export { startTcpBalancer, type TcpBackend, type TcpBalancer, type TcpBalancerOptions } from "./tcp-balancer.js";
+export {
+  ADMIN_NAMESPACE,
+  clusterName,
+  generateFleet,
+  namespaceName,
+  serviceName,
+  workspaceName,
+  type Fleet,
+  type FleetFile,
+  type FleetOptions,
+  type FleetSnapshot,
+} from "./fleet.js";
+export { SIMULATION_POLICY_PATH, simulationFleet, simulationFleetOptions, type SimulationFleet, type SimulationFleetOptions } from "./simulation-fleet.js";
