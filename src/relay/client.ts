@@ -40,6 +40,8 @@ export interface OutputEvent {
   readonly state: RelayState;
   /** What changed relative to the previous version (for a full update: everything). */
   readonly delta: StateDelta;
+  /** Compressed bytes of the chunk payloads that carried this update (gRPC, HTTP/2 and TLS framing not counted). */
+  readonly payloadBytes: number;
 }
 
 export type OutputResult = { readonly ack: true } | { readonly ack: false; readonly errors: readonly { readonly key: string; readonly message: string }[] };
@@ -272,12 +274,17 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   function outputHandler(s: Session) {
     const assembler = createChunkAssembler<OutputUpdate>(limits, (a, b) => a.version === b.version && a.full === b.full && a.checksum === b.checksum);
     let chain = Promise.resolve();
+    // Payload bytes of the chunks of the update being assembled (a failed update ends the session, and with it this count).
+    let pendingBytes = 0;
     const reply = (msg: OutputAck) => {
       if (!s.dead) s.pull.write(msg);
     };
     const process = async (u: OutputUpdate) => {
+      pendingBytes += u.chunk?.payload.length ?? 0;
       const delta = assembler.push(u, u.chunk);
       if (!delta) return;
+      const payloadBytes = pendingBytes;
+      pendingBytes = 0;
       let state: Map<string, Uint8Array>;
       if (u.full) state = new Map(delta.upserts);
       else if (output?.version !== u.baseVersion) {
@@ -292,7 +299,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       let result: OutputResult = { ack: true };
       try {
         if (options.onOutput) {
-          result = await options.onOutput({ version: u.version, full: u.full, complete: u.complete, sourceCommit: u.sourceCommit, checksum: u.checksum, state, delta: u.full ? { upserts: state, removed: [] } : delta });
+          result = await options.onOutput({ version: u.version, full: u.full, complete: u.complete, sourceCommit: u.sourceCommit, checksum: u.checksum, state, delta: u.full ? { upserts: state, removed: [] } : delta, payloadBytes });
         }
       } catch (err) {
         result = { ack: false, errors: [{ key: "", message: describeError(err) }] };

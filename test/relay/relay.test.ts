@@ -21,12 +21,12 @@ describe("relay registration and streaming", () => {
       onAck: (e) => void acks.push(e),
       onNack: (e) => void nacks.push(e),
     });
-    const outputs: { version: number; full: boolean; complete: boolean; sourceCommit: string; keys: string[]; changed: string[] }[] = [];
+    const outputs: { version: number; full: boolean; complete: boolean; sourceCommit: string; keys: string[]; changed: string[]; payloadBytes: number }[] = [];
     const creds: string[] = [];
     const c = client(s.address, "alpha", {
       onCredentials: (x) => void creds.push(x.certPem),
       onOutput: (e) => {
-        outputs.push({ version: e.version, full: e.full, complete: e.complete, sourceCommit: e.sourceCommit, keys: [...e.state.keys()].sort(), changed: [...e.delta.upserts.keys(), ...e.delta.removed] });
+        outputs.push({ version: e.version, full: e.full, complete: e.complete, sourceCommit: e.sourceCommit, keys: [...e.state.keys()].sort(), changed: [...e.delta.upserts.keys(), ...e.delta.removed], payloadBytes: e.payloadBytes });
         return e.state.has("bad/x") ? { ack: false, errors: [{ key: "bad/x", message: "admission webhook denied" }] } : { ack: true };
       },
     });
@@ -49,6 +49,9 @@ describe("relay registration and streaming", () => {
     await until(() => acks.length === 2, "ack of version 2");
     expect(outputs[0]).toMatchObject({ version: 1, full: true, complete: true, sourceCommit: "c0ffee1" });
     expect(outputs[1]).toMatchObject({ version: 2, full: false, complete: false, sourceCommit: "c0ffee2", keys: ["DestinationRule/ns/a", "VirtualService/ns/a"], changed: ["VirtualService/ns/a"] });
+    // What the relay sent for each update: its compressed chunk payloads (the full state, then the one changed key).
+    const payload = (upserts: Map<string, Uint8Array>) => encodeChunks({ upserts, removed: [] }, 1024 * 1024).reduce((n, c) => n + c.payload.length, 0);
+    expect(outputs.map((o) => o.payloadBytes)).toEqual([payload(state({ "VirtualService/ns/a": { a: 1 }, "DestinationRule/ns/a": { b: 1 } })), payload(state({ "VirtualService/ns/a": { a: 2 } }))]);
     expect(s.server.appliedVersions().get("alpha")).toMatchObject({ version: 2, sourceCommit: "c0ffee2" });
 
     s.server.publishOutput("alpha", { version: 3, sourceCommit: "c0ffee3", complete: true, resources: state({ "bad/x": {} }) });
