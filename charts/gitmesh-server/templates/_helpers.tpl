@@ -17,6 +17,39 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: server
 {{- end -}}
 
+{{- define "gitmesh-server.workerName" -}}
+{{- printf "%s-worker" (include "gitmesh-server.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "gitmesh-server.workerSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "gitmesh-server.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: worker
+{{- end -}}
+
+{{/*
+GITMESH_WORKERS for the server, as a string: translationWorkers when a number; for "auto", "0" with
+workers.enabled and "" (not set: the server's own default) without. Refuses 0 without workers, and
+workers without Redis: in both cases nothing would translate.
+*/}}
+{{- define "gitmesh-server.translationWorkers" -}}
+{{- $v := .Values.translationWorkers -}}
+{{- $workers := .Values.workers.enabled -}}
+{{- if and $workers (not (include "gitmesh-server.redisConfigured" .)) -}}
+{{- fail "workers.enabled needs a shared Redis (the workers take their jobs from it): set redis.bundled.enabled=true or redis.external.url (or redis.external.existingSecret)" -}}
+{{- end -}}
+{{- $n := "" -}}
+{{- if and (kindIs "string" $v) (eq $v "auto") -}}
+{{- if $workers }}{{ $n = "0" }}{{ end -}}
+{{- else -}}
+{{- $n = int $v | toString -}}
+{{- end -}}
+{{- if and (eq $n "0") (not $workers) -}}
+{{- fail "translationWorkers=0 needs workers.enabled=true: the server would translate nothing and no worker would either" -}}
+{{- end -}}
+{{- $n -}}
+{{- end -}}
+
 {{- define "gitmesh-server.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 app.kubernetes.io/name: {{ include "gitmesh-server.name" . }}

@@ -1,0 +1,187 @@
+/**
+ * charts/gitmesh-server `workers` (#17 scale-out): the translation worker Deployment (`gitmesh worker`),
+ * least privilege (no token, no Role, no secret but the Redis URL), the server's GITMESH_WORKERS,
+ * refusals that would leave nothing translating, and the values schema.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { buildRenderer, render, renderOk, type Manifest } from "./helm-render.js";
+import { envOf, expectGolden, expectHardened, find, grantsOf, podSpec, validateAll } from "./checks.js";
+
+const CHART = "gitmesh-server";
+const BASE = ["--name", "gitmesh-server", "--namespace", "gitmesh", "--set", "git.url=https://git.example.com/acme/mesh-config.git"];
+const WORKERS = [...BASE, "--set", "workers.enabled=true"];
+const WORKER = "gitmesh-server-worker";
+
+function serverEnv(manifests: readonly Manifest[]): Record<string, unknown> {
+  return envOf(podSpec(find(manifests, "Deployment", "gitmesh-server")).containers[0]!);
+}
+
+function workerContainer(manifests: readonly Manifest[]) {
+  const pod = podSpec(find(manifests, "Deployment", WORKER));
+  expect(pod.containers.map((c) => c.name)).toEqual(["worker"]);
+  return pod.containers[0]!;
+}
+
+/** The documents of a render that come from the given templates (the workers' golden holds only those). */
+function fromTemplates(text: string, templates: readonly string[]): string {
+  return text
+    .split(/^---[ \t]*$/m)
+    .filter((chunk) => templates.some((t) => chunk.includes(`# Source: gitmesh-server/templates/${t}\n`)))
+    .map((chunk) => chunk.replace(/^\n/, ""))
+    .join("---\n");
+}
+
+function matches(selector: Record<string, string>, labels: Record<string, string>): boolean {
+  return Object.entries(selector).every(([k, v]) => labels[k] === v);
+}
+
+beforeAll(async () => {
+  await buildRenderer();
+}, 180_000);
+
+describe("gitmesh-server chart: translation workers", () => {
+  it("off by default: no worker objects, and the server keeps its own default number of translation jobs", async () => {
+    const { manifests } = await renderOk(CHART, BASE);
+    expect(manifests.filter((m) => m.object.metadata.name.includes("worker"))).toEqual([]);
+    expect(serverEnv(manifests)).not.toHaveProperty("GITMESH_WORKERS");
+  });
+
+  it("workers.enabled: a hardened worker Deployment on the server's Redis, and the server translates nothing itself (golden)", async () => {
+    const { text, manifests } = await renderOk(CHART, WORKERS);
+    validateAll(manifests);
+    const dep = find(manifests, "Deployment", WORKER);
+    expectHardened(dep);
+    const spec = dep.spec as { replicas: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string>; annotations: Record<string, string> } } };
+    expect(spec.replicas).toBe(2);
+    const c = workerContainer(manifests);
+    expect((c as { args?: string[] }).args).toEqual(["worker"]);
+    expect(c.ports?.map((p) => [p.name, p.containerPort])).toEqual([["http", 9092]]);
+    expect(c.startupProbe?.httpGet).toEqual({ path: "/healthz", port: "http" });
+    expect(c.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "http" });
+    expect(c.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "http" });
+    expect(spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/port": "9092", "prometheus.io/path": "/metrics" });
+    // Exactly what `gitmesh worker` reads (src/server/worker.ts WORKER_ENV), nothing of the server's.
+    expect(envOf(c)).toEqual({
+      POD_NAME: { fieldRef: { fieldPath: "metadata.name" } },
+      GITMESH_HTTP_PORT: "9092",
+      GITMESH_LOG_LEVEL: "info",
+      REDIS_URL: "redis://gitmesh-server-redis:6379",
+      GITMESH_REDIS_PREFIX: "gitmesh",
+      GITMESH_WORKER_CONCURRENCY: "4",
+      GITMESH_JOB_LOCK_SECONDS: "30",
+      GITMESH_SHUTDOWN_TIMEOUT_SECONDS: "25",
+    });
+    // The pod outlives the worker's own shutdown timeout, so the jobs in hand end before SIGKILL.
+    expect((dep.spec as { template: { spec: { terminationGracePeriodSeconds: number } } }).template.spec.terminationGracePeriodSeconds).toBe(30);
+    // The server: GITMESH_WORKERS=0 (auto with workers), same Redis and prefix as the workers.
+    expect(serverEnv(manifests)).toMatchObject({ GITMESH_WORKERS: "0", REDIS_URL: "redis://gitmesh-server-redis:6379", GITMESH_REDIS_PREFIX: "gitmesh" });
+    // The server's Services (relay, HTTP) never send traffic to a worker; the worker selector takes no server pod.
+    const workerLabels = spec.template.metadata.labels;
+    for (const name of ["gitmesh-server", "gitmesh-server-http"]) {
+      expect(matches((find(manifests, "Service", name).spec as { selector: Record<string, string> }).selector, workerLabels), name).toBe(false);
+    }
+    const serverLabels = (find(manifests, "Deployment", "gitmesh-server").spec as typeof spec).template.metadata.labels;
+    expect(matches(spec.selector.matchLabels, serverLabels)).toBe(false);
+    expect(matches(spec.selector.matchLabels, workerLabels)).toBe(true);
+    expectGolden("server-workers", fromTemplates(text, ["worker.yaml"]));
+  });
+
+  it("least privilege: its own ServiceAccount without a token, no RBAC, no mounted secret", async () => {
+    const { manifests } = await renderOk(CHART, [...WORKERS, "--set", "commitStatus.platform=github,commitStatus.repository=acme/x,commitStatus.tokenSecret=gh", "--set", "http.tls.secretName=gitmesh-http-tls"]);
+    const sa = find(manifests, "ServiceAccount", WORKER);
+    expect(sa.automountServiceAccountToken).toBe(false);
+    const pod = podSpec(find(manifests, "Deployment", WORKER)) as ReturnType<typeof podSpec> & { automountServiceAccountToken?: boolean };
+    expect(pod.serviceAccountName).toBe(WORKER);
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(grantsOf(manifests, { name: WORKER, namespace: "gitmesh" }).size).toBe(0);
+    expect(pod.volumes).toEqual([{ name: "tmp", emptyDir: {} }]);
+    expect(workerContainer(manifests).volumeMounts).toEqual([{ name: "tmp", mountPath: "/tmp" }]);
+    // The server mounts its API tokens, HTTP certificate and commit-status token; the worker none of them.
+    expect(podSpec(find(manifests, "Deployment", "gitmesh-server")).volumes?.map((v) => v.name)).toEqual(["tmp", "api-tokens", "http-tls", "commit-status-token"]);
+  });
+
+  it("external Redis: the worker reads the same URL Secret and prefix as the server, and no other Secret", async () => {
+    for (const redis of [
+      ["redis.bundled.enabled=false,redis.external.url=rediss://:pw@redis.internal:6380/0", { secretKeyRef: { name: "gitmesh-server-redis", key: "url" } }],
+      ["redis.bundled.enabled=false,redis.external.existingSecret=redis-conn,redis.external.existingSecretKey=address", { secretKeyRef: { name: "redis-conn", key: "address" } }],
+    ] as const) {
+      const { manifests } = await renderOk(CHART, [...WORKERS, "--set", redis[0], "--set", "redis.prefix=team-a", "--set", "git.credentials.username=bot,git.credentials.password=s3cret-token"]);
+      validateAll(manifests);
+      const env = envOf(workerContainer(manifests));
+      expect(env.REDIS_URL).toEqual(redis[1]);
+      expect(env.GITMESH_REDIS_PREFIX).toBe("team-a");
+      expect(serverEnv(manifests)).toMatchObject({ REDIS_URL: redis[1], GITMESH_REDIS_PREFIX: "team-a" });
+      const secretRefs = (workerContainer(manifests).env ?? []).filter((e) => e.valueFrom !== undefined && JSON.stringify(e.valueFrom).includes("secretKeyRef"));
+      expect(secretRefs.map((e) => e.name)).toEqual(["REDIS_URL"]);
+      expect(JSON.stringify(env)).not.toContain("s3cret-token");
+    }
+  });
+
+  it("worker values: replicas, concurrency, job lock, shutdown timeout (and the grace period after it), placement", async () => {
+    const { manifests } = await renderOk(CHART, [
+      ...WORKERS,
+      "--set", "workers.replicas=5,workers.concurrency=8,workers.jobLockSeconds=60,workers.shutdownTimeoutSeconds=50",
+      "--set", "workers.nodeSelector.pool=batch,workers.priorityClassName=low",
+      "--set", "workers.tolerations[0].key=batch,workers.tolerations[0].operator=Exists",
+      "--set", "workers.resources.requests.cpu=1,workers.resources.requests.memory=512Mi,workers.resources.limits.memory=2Gi",
+      "--set", "nodeSelector.pool=control",
+      "--set", "logLevel=debug",
+    ]);
+    validateAll(manifests);
+    const dep = find(manifests, "Deployment", WORKER);
+    expect((dep.spec as { replicas: number }).replicas).toBe(5);
+    expect(envOf(workerContainer(manifests))).toMatchObject({ GITMESH_WORKER_CONCURRENCY: "8", GITMESH_JOB_LOCK_SECONDS: "60", GITMESH_SHUTDOWN_TIMEOUT_SECONDS: "50", GITMESH_LOG_LEVEL: "debug" });
+    const pod = podSpec(dep) as ReturnType<typeof podSpec> & Record<string, unknown>;
+    expect(pod.terminationGracePeriodSeconds).toBe(55);
+    // Workers are placed by their own values, not the server's.
+    expect(pod.nodeSelector).toEqual({ pool: "batch" });
+    expect(pod.priorityClassName).toBe("low");
+    expect(pod.tolerations).toEqual([{ key: "batch", operator: "Exists" }]);
+    expect(workerContainer(manifests).resources).toEqual({ requests: { cpu: 1, memory: "512Mi" }, limits: { memory: "2Gi" } });
+  });
+
+  it("translationWorkers: a number is passed to the server as is, with or without workers", async () => {
+    const mixed = await renderOk(CHART, [...WORKERS, "--set", "translationWorkers=2"]);
+    expect(serverEnv(mixed.manifests).GITMESH_WORKERS).toBe("2");
+    const alone = await renderOk(CHART, [...BASE, "--set", "translationWorkers=8"]);
+    expect(serverEnv(alone.manifests).GITMESH_WORKERS).toBe("8");
+    expect(alone.manifests.some((m) => m.object.metadata.name === WORKER)).toBe(false);
+  });
+
+  it("refuses what would leave nothing translating: workers without Redis, translationWorkers=0 without workers", async () => {
+    const noRedis = await render(CHART, [...WORKERS, "--set", "redis.bundled.enabled=false"]);
+    expect(noRedis.code).toBe(1);
+    expect(noRedis.stderr).toContain("workers.enabled needs a shared Redis");
+    const none = await render(CHART, [...BASE, "--set", "translationWorkers=0"]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain("translationWorkers=0 needs workers.enabled=true");
+  });
+
+  it("NOTES name the worker Deployment and where the queue depth is", async () => {
+    const off = await render(CHART, [...BASE, "--notes"]);
+    expect(off.stdout).not.toContain("worker");
+    const on = await render(CHART, [...WORKERS, "--notes"]);
+    expect(on.code).toBe(0);
+    expect(on.stdout).toContain("kubectl -n gitmesh rollout status deployment/gitmesh-server-worker");
+    expect(on.stdout).toContain("the server translates 0 jobs per type itself");
+    expect(on.stdout).toContain("gitmesh_queue_depth{type}");
+  });
+
+  it.each([
+    [["--set", "translationWorkers=-1"], "translationWorkers: Must validate at least one schema"],
+    [["--set", "translationWorkers=65"], "translationWorkers: Must validate at least one schema"],
+    [["--set", "translationWorkers=some"], "translationWorkers: Must validate at least one schema"],
+    [["--set", "workers.concurrency=0"], "workers.concurrency: Must be greater than or equal to 1"],
+    [["--set", "workers.concurrency=65"], "workers.concurrency: Must be less than or equal to 64"],
+    [["--set", "workers.jobLockSeconds=0"], "workers.jobLockSeconds: Must be greater than or equal to 1"],
+    [["--set", "workers.shutdownTimeoutSeconds=-1"], "workers.shutdownTimeoutSeconds: Must be greater than or equal to 0"],
+    [["--set", "workers.replicas=0"], "workers.replicas: Must be greater than or equal to 1"],
+    [["--set", "workers.enabled=yes"], "workers.enabled: Invalid type"],
+    [["--set", "workers.replica=3"], "workers: Additional property replica is not allowed"],
+  ])("rejects values failing values.schema.json: %j", async (args, message) => {
+    const r = await render(CHART, [...WORKERS, ...args]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("gitmesh-server:");
+    expect(r.stderr).toContain(message);
+  });
+});
