@@ -59,7 +59,7 @@ interface Status {
   readonly ready: boolean;
   readonly readiness: string;
   readonly leader?: boolean;
-  readonly pipeline: { mode: string; reason?: string; queueDepth?: Record<string, number> };
+  readonly pipeline: { mode: string; reason?: string; queueDepth?: Record<string, number>; translationWorkers?: number; workerProcesses?: number };
   readonly store: string;
   readonly warming: { warming: boolean; waitingFor: string[]; reason: string } | null;
   readonly source: { repository: string; ref: string; path: string; lastError: { message: string } | null };
@@ -129,6 +129,8 @@ export function assess(s: Status): string[] {
   const problems: string[] = [];
   if (!s.ready) problems.push(`not ready: ${s.readiness}`);
   if (s.source.lastError) problems.push(`Git: ${s.source.lastError.message}`);
+  // `server --workers 0` hands translation to `gitmesh worker` processes: none connected, nothing translates.
+  if (s.pipeline.mode === "redis" && s.pipeline.workerProcesses === 0) problems.push("no process takes translation jobs (this replica runs --workers 0 and no `gitmesh worker` is connected to Redis): outputs do not change until one is started");
   if (s.rejected) problems.push(`commit ${s.rejected.commit.slice(0, 12)} rejected with ${String(s.rejected.errors)} error(s); ${s.commit ? `${s.commit.sha.slice(0, 12)} stays in force` : "no desired state in force"}`);
   for (const c of s.clusters.filter((x) => x.registered)) {
     // Applied with errors: the routes concerned answer HTTP 500 (Gloo's replacement route) — never healthy.
@@ -160,7 +162,8 @@ function render(s: Status, problems: readonly string[]): string {
   lines.push(`  readiness  ${s.ready ? "ready" : "NOT READY"} — ${s.readiness}`);
   const depth = s.pipeline.queueDepth === undefined ? "" : `, queue ${Object.entries(s.pipeline.queueDepth).map(([type, n]) => `${type} ${String(n)}`).join(", ")}`;
   const degraded = s.pipeline.mode === "degraded" ? ` (Redis unreachable: translating in-process from memory${s.pipeline.reason ? `; ${s.pipeline.reason}` : ""})` : "";
-  lines.push(`  pipeline   ${s.pipeline.mode}${degraded}${depth}; store ${s.store}`);
+  const workers = s.pipeline.workerProcesses === undefined ? "" : `, ${String(s.pipeline.workerProcesses)} process(es) translating${s.pipeline.translationWorkers === 0 ? " (not this one: --workers 0)" : ""}`;
+  lines.push(`  pipeline   ${s.pipeline.mode}${degraded}${depth}${workers}; store ${s.store}`);
   lines.push(`  audit      ${s.audit.branch ?? "off"}${s.audit.lastCommit ? ` @ ${short(s.audit.lastCommit)}` : ""}`);
   lines.push("");
   lines.push("  CLUSTER          CONNECTED  WARMED  OUTPUT         APPLIED        COMMIT        ");

@@ -33,6 +33,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   { name: "agent", summary: "run the cluster agent: discovery, relay link, apply and safe prune, drift repair (HTTP :9977)", load: async () => (await import("./agent.js")).registerAgent },
   { name: "server", summary: "run the management server (relay :9900, HTTP :9091)", load: async () => (await import("./server.js")).registerServer },
+  { name: "worker", summary: "run translation jobs from Redis, apart from the server replicas (HTTP :9092)", load: async () => (await import("./worker.js")).registerWorker },
   { name: "demo", summary: "run the whole system locally: Git server, Redis, two emulated clusters, server, agents", load: () => loadDevelopmentCommand("demo", "./demo.js", "registerDemo") },
   { name: "check", summary: "print a management server's health; exit 1 when unhealthy", load: async () => (await import("./check.js")).registerCheck },
   { name: "cluster", summary: "register or deregister a workload cluster", load: async () => (await import("./cluster.js")).registerCluster },

@@ -64,6 +64,7 @@ interface ServerFlags {
   readonly noAudit?: boolean;
   readonly audit?: boolean;
   readonly redisUrl?: string;
+  readonly workers?: string;
   readonly relayPort?: string;
   readonly relayHost?: string;
   readonly httpPort?: string;
@@ -108,6 +109,7 @@ export function registerServer(program: Command, io: CliIo): void {
     .option("--audit-branch <branch>", `branch for rendered output [${SERVER_ENV.auditBranch}] (default gitmesh/rendered)`)
     .option("--no-audit", "do not write the audit branch")
     .option("--redis-url <url>", `Redis shared by replicas [${SERVER_ENV.redisUrl}] (unset: standalone, in memory)`)
+    .option("--workers <n>", `translation jobs per type this replica runs at once [${SERVER_ENV.workers}] (default 4; 0: none — \`gitmesh worker\` processes on the same Redis translate)`)
     .option("--relay-port <n>", `gRPC relay port [${SERVER_ENV.relayPort}] (default 9900)`)
     .option("--relay-host <addr>", "relay listen address (default 0.0.0.0)")
     .option("--http-port <n>", `HTTP port [${SERVER_ENV.httpPort}] (default 9091)`)
@@ -145,6 +147,7 @@ export function registerServer(program: Command, io: CliIo): void {
         "\nExamples:\n" +
         "  gitmesh server --git-url https://github.com/acme/mesh-config.git --redis-url redis://redis:6379\n" +
         "  gitmesh server --git-local ./mesh-config --pki-dir ./pki --relay-token $TOKEN --log-format human\n" +
+        "  gitmesh server --git-url https://github.com/acme/mesh-config.git --redis-url redis://redis:6379 --workers 0   # with: gitmesh worker --redis-url redis://redis:6379\n" +
         "  gitmesh check --server localhost:9091 --token-file ./pki/api-token-read   # what an operator wants to see\n" +
         "  curl -H \"Authorization: Bearer $(cat ./pki/api-token-read)\" http://localhost:9091/api/status\n",
     )
@@ -173,6 +176,8 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     identity: flags.identity ?? e("identity"),
     redisUrl: flags.redisUrl ?? e("redisUrl"),
     redisPrefix: e("redisPrefix"),
+    workers: flags.workers ?? e("workers"),
+    jobLockSeconds: e("jobLockSeconds"),
     relayPort: flags.relayPort ?? e("relayPort"),
     httpPort: flags.httpPort ?? e("httpPort"),
     relayHost: flags.relayHost,
@@ -333,6 +338,9 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
     prefix: `${config.redisPrefix}:`,
     logger: logger.child("pipeline"),
     registry,
+    workers: config.translationWorkers,
+    jobLockMs: config.jobLockMs,
+    identity: config.identity,
   });
   const lockTtlMs = extra.leaseMs ?? 10_000;
   const leadership = createLeadership({

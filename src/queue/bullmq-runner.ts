@@ -5,7 +5,7 @@
  */
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
-import type { Logger } from "../core/index.js";
+import { Reaction, type Logger } from "../core/index.js";
 import { classify, JOB_TYPES, unitOf, type JobData, type JobRunner, type JobType, type RunnerSettings } from "./runner.js";
 
 export interface BullRunnerOptions extends RunnerSettings {
@@ -15,8 +15,19 @@ export interface BullRunnerOptions extends RunnerSettings {
   readonly prefix: string;
   /** Run workers in this process (false: only enqueue). */
   readonly work: boolean;
+  /**
+   * Lock of a running job (BullMQ `lockDuration`, renewed at half of it while the job runs); a job
+   * whose worker died is found stalled and handed back to the queue after at most about twice this.
+   * Default 30 000 ms.
+   */
+  readonly jobLockMs?: number;
+  /** Name of this process among the workers (BullMQ client name; `getWorkers`). */
+  readonly workerName?: string;
   readonly logger: Logger;
 }
+
+/** A job whose worker died this many times is failed (a poison job must not kill every worker in turn). */
+const MAX_STALLED = 3;
 
 export function createBullRunner(o: BullRunnerOptions): JobRunner {
   const queues = new Map<JobType, Queue>();
@@ -30,8 +41,19 @@ export function createBullRunner(o: BullRunnerOptions): JobRunner {
       connection: o.connection,
       prefix: o.prefix,
       concurrency: o.concurrency[type],
+      lockDuration: o.jobLockMs ?? 30_000,
+      stalledInterval: o.jobLockMs ?? 30_000,
+      maxStalledCount: MAX_STALLED,
+      ...(o.workerName === undefined ? {} : { name: o.workerName }),
     });
     w.on("error", (err) => o.logger.debug("worker error", { type, error: err.message }));
+    w.on("stalled", (id) => o.logger.warn("job stalled (its worker stopped); handed back to the queue", { type, id }));
+    // A job that stalled too often never reaches process(): report its failure like any other, so
+    // that the pipeline records it (a workspace failure must not leave its commit pending forever).
+    w.on("failed", (job, err) => {
+      if (job === undefined || !/stalled/i.test(err.message) || err instanceof UnrecoverableError) return;
+      o.onEvent({ type, id: job.id ?? "", unit: unitOf(job.data), result: "failed", attempt: job.attemptsMade + 1, error: { code: "JobStalledError", reaction: Reaction.Transient, message: err.message } });
+    });
     workers.push(w);
   }
 
@@ -65,6 +87,9 @@ export function createBullRunner(o: BullRunnerOptions): JobRunner {
         removeOnComplete: true,
         removeOnFail: true,
       });
+    },
+    async workers() {
+      return queues.get("workspace")!.getWorkersCount();
     },
     async depth() {
       const d: Record<JobType, number> = { workspace: 0, cluster: 0 };

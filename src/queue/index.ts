@@ -14,6 +14,7 @@ export {
   type OutputEvent,
   type Pipeline,
   type PipelineMode,
+  type PipelineRole,
   type PipelineOptions,
   type PipelineTranslators,
 } from "./pipeline.js";

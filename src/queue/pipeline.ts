@@ -46,6 +46,16 @@ import { createInProcessRunner, JOB_TYPES, type ClusterJobData, type JobEvent, t
 
 export type PipelineMode = "redis" | "degraded" | "standalone";
 
+/**
+ * What this process does with the pipeline:
+ * - `server` (default): takes inputs (setDesiredState, setDiscovery), enqueues jobs, delivers outputs
+ *   (onOutput), and runs jobs itself unless `work` is false; translates in-process from memory while
+ *   Redis is down (degraded).
+ * - `worker`: only runs jobs from Redis (`gitmesh worker`). No inputs, no delivery, no memory mirror:
+ *   while Redis is down it waits (mode `degraded`) and translates nothing, since its inputs are in Redis.
+ */
+export type PipelineRole = "server" | "worker";
+
 /** A new output snapshot for a cluster (this replica's job, or another replica's via pub/sub). */
 export interface OutputEvent {
   readonly cluster: string;
@@ -109,8 +119,17 @@ export interface PipelineOptions {
   readonly maxDelays?: number;
   /** Run workers in this process. Default true (false: a replica that only enqueues and delivers). */
   readonly work?: boolean;
+  /** Default `server`; `worker` needs `redis`. */
+  readonly role?: PipelineRole;
+  /**
+   * Lock of a running job in Redis, renewed while it runs: a job whose process died is handed back
+   * to the queue after at most about twice this (BullMQ stalled-job recovery). Default 30 000 ms.
+   */
+  readonly jobLockMs?: number;
+  /** Name of this process in Redis' list of workers (default: none). */
+  readonly workerName?: string;
   readonly translators?: PipelineTranslators;
-  /** Lease of the per-workspace lock held while a workspace job runs. Default 60 000 ms. */
+  /** Lease of the per-workspace lock held while a workspace job runs (a worker that died holds it this long). Default twice `jobLockMs` (60 000 ms). */
   readonly unitLockMs?: number;
   /** Wall clock (ms). Default Date.now. */
   readonly now?: () => number;
@@ -118,6 +137,7 @@ export interface PipelineOptions {
 
 export interface Pipeline {
   mode(): PipelineMode;
+  readonly role: PipelineRole;
   setDesiredState(input: DesiredStateInput): Promise<void>;
   setDiscovery(cluster: string, snapshot: DiscoverySnapshot): Promise<void>;
   /** The store in use now (Redis in `redis` mode, the memory mirror otherwise). */
@@ -127,9 +147,15 @@ export interface Pipeline {
   recordApplied(cluster: string, applied: { version: number; sourceCommit: string; atMs: number; nack?: string }): Promise<void>;
   /** Jobs waiting, delayed or running, per type. */
   depth(): Promise<Record<JobType, number>>;
+  /** Processes taking jobs now: with Redis, every process's workers connected to the queues (this one's included); in-process, 1. */
+  workers(): Promise<number>;
   /** Resolves when no change is waiting for its debounce and no job is queued or running (all replicas). */
   idle(timeoutMs?: number): Promise<void>;
-  close(): Promise<void>;
+  /**
+   * Stops. Running jobs are finished first; with `graceMs`, at most that long, after which they are
+   * abandoned to Redis (handed back to the queue when their lock expires, see `jobLockMs`).
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
@@ -165,8 +191,12 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   const channel = `${prefix}events`;
   const debounceMs = options.debounceMs ?? 50;
   const maxDebounceMs = options.maxDebounceMs ?? 500;
-  const lockMs = options.unitLockMs ?? 60_000;
-  const wants = options.wantsOutput ?? (() => true);
+  const role: PipelineRole = options.role ?? "server";
+  if (role === "worker" && options.redis === undefined) throw new Error("a worker pipeline needs Redis: its jobs and inputs are there");
+  const jobLockMs = options.jobLockMs ?? 30_000;
+  const lockMs = options.unitLockMs ?? 2 * jobLockMs;
+  const bullOptions = { jobLockMs, ...(options.workerName === undefined ? {} : { workerName: options.workerName }) };
+  const wants = role === "worker" ? () => false : (options.wantsOutput ?? (() => true));
 
   const mirror = createMemoryStore();
   let redisStore: SnapshotStore | undefined;
@@ -192,7 +222,8 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   };
 
   // ---- the store in use: Redis with a write-through memory mirror, or the mirror alone ----
-  const active = (): SnapshotStore => (mode === "redis" && redisStore !== undefined ? mirrored(redisStore) : mirror);
+  // A worker reads and writes Redis only: it has no inputs of its own to mirror or write back.
+  const active = (): SnapshotStore => (role === "worker" && redisStore !== undefined ? redisStore : mode === "redis" && redisStore !== undefined ? mirrored(redisStore) : mirror);
   let mirroredCache: SnapshotStore | undefined;
   function mirrored(r: SnapshotStore): SnapshotStore {
     if (mirroredCache !== undefined) return mirroredCache;
@@ -575,6 +606,11 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
 
   function enterDegraded(reason: string): void {
     if (mode !== "redis" || closed) return;
+    if (role === "worker") {
+      // BullMQ's worker reconnects by itself; jobs wait in Redis, which is down too.
+      setMode("degraded", `${reason}; waiting for Redis (a worker translates nothing without it)`);
+      return;
+    }
     const old = runner;
     runner = createInProcessRunner(settings);
     setMode("degraded", reason);
@@ -608,7 +644,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     const written: OutputRecord[] = [];
     for (const o of outputs) if (await r.putOutputIfNewer(o)) written.push(o);
     const old = runner;
-    runner = createBullRunner({ ...settings, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });
+    runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });
     setMode("redis", "Redis is reachable again; memory state written back");
     await old.close(false);
     for (const o of written) await publish({ origin, type: "output", cluster: o.cluster, version: o.version });
@@ -655,30 +691,46 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     runner = createInProcessRunner(settings);
     storeClient.on("close", () => enterDegraded("Redis connection lost"));
     storeClient.on("ready", () => {
+      if (role === "worker") {
+        if (started && mode === "degraded") setMode("redis", "Redis is reachable again");
+        return;
+      }
       if (started && mode === "degraded") void serial(recover).catch((err: unknown) => log.warn("recovery failed; staying degraded", { error: String(err) }));
     });
     sub.on("message", (_ch: string, raw: string) => void onMessage(raw).catch((err: unknown) => log.debug("event handling failed", { error: String(err) })));
     void sub.connect().then(() => sub?.subscribe(channel)).catch(() => undefined);
     void bullConn.connect().catch(() => undefined);
+    if (role === "worker") {
+      // Jobs come from BullMQ, which connects (and reconnects) by itself: take them as soon as it can.
+      runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: true, logger: log });
+    }
     try {
       await storeClient.connect();
       await sub.subscribe(channel).catch(() => undefined);
-      const old = runner;
-      runner = createBullRunner({ ...settings, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });
-      await old.close(true);
+      if (role === "server") {
+        const old = runner;
+        runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });
+        await old.close(true);
+      }
       setMode("redis", "connected");
     } catch (err) {
       setMode("degraded", `Redis unreachable at start: ${err instanceof Error ? err.message : String(err)}`);
     }
     started = true;
-    if (mode === "degraded" && storeClient.status === "ready") void serial(recover).catch(() => undefined);
+    if (role === "worker" && mode === "degraded" && storeClient.status === "ready") setMode("redis", "connected");
+    if (role === "server" && mode === "degraded" && storeClient.status === "ready") void serial(recover).catch(() => undefined);
   }
 
+  const serverOnly = (what: string) => {
+    if (role === "worker") throw new Error(`${what}: a worker pipeline takes no inputs (the server does)`);
+  };
   return {
     mode: () => mode,
+    role,
     store: () => active(),
     setDesiredState: (input) =>
       serial(async () => {
+        serverOnly("setDesiredState");
         const pointer = await active().getDesiredPointer();
         if (pointer?.commit === input.commit) return;
         const keys = [...input.changedKeys];
@@ -693,6 +745,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       }),
     setDiscovery: (cluster, snapshot) =>
       serial(async () => {
+        serverOnly("setDiscovery");
         const checksum = snapshotChecksum(snapshot);
         if ((await active().discoveryChecksums()).get(cluster) === checksum) return;
         await write((s) => s.putDiscovery({ cluster, checksum, snapshot, atMs: now() }));
@@ -709,12 +762,19 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       });
     },
     depth,
+    workers: () => runner.workers(),
     idle: (timeoutMs = 30_000) => waitIdle(depth, timeoutMs),
-    async close() {
+    async close(graceMs?: number) {
       closed = true;
       if (debounceTimer !== undefined) clearTimeout(debounceTimer);
       await chain.catch(() => undefined);
-      await runner.close(mode !== "redis");
+      if (graceMs !== undefined && mode === "redis") {
+        // Finish the jobs in hand within the grace period; after it, leave them to stalled-job recovery.
+        const clean = runner.close(false).then(() => true);
+        const finished = await Promise.race([clean, new Promise<false>((r) => setTimeout(() => r(false), graceMs).unref())]);
+        // BullMQ cannot turn a clean close into a forced one: the connections are cut below instead.
+        if (!finished) log.warn("jobs still running at the end of the shutdown grace period; they go back to the queue when their lock expires", { graceMs, jobLockMs });
+      } else await runner.close(mode !== "redis");
       for (const c of [sub, bullConn, storeClient]) c?.disconnect();
     },
   };

@@ -63,6 +63,8 @@ export interface JobRunner {
   add(spec: JobSpec): Promise<void>;
   /** Jobs waiting, delayed or running, per type. */
   depth(): Promise<Record<JobType, number>>;
+  /** Processes taking jobs (BullMQ: connected workers of every process; in-process: 1, this one). */
+  workers(): Promise<number>;
   /** Stops taking jobs; waits for running ones unless `force`. */
   close(force?: boolean): Promise<void>;
 }
@@ -161,6 +163,7 @@ export function createInProcessRunner(s: RunnerSettings): JobRunner {
       schedule(e, spec.delayMs ?? 0);
       return Promise.resolve();
     },
+    workers: () => Promise.resolve(closed ? 0 : 1),
     depth() {
       const d: Record<JobType, number> = { workspace: 0, cluster: 0 };
       for (const e of entries.values()) d[e.spec.type]++;

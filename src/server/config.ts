@@ -28,6 +28,10 @@ export interface ServerConfig {
   readonly redisUrl: string | undefined;
   /** Key prefix in Redis (default `gitmesh`); several installations can share one Redis with different prefixes. */
   readonly redisPrefix: string;
+  /** Jobs per type this replica translates at once (`--workers`, default 4); 0: none, `gitmesh worker` processes do (needs Redis). */
+  readonly translationWorkers: number;
+  /** Lock of a running translation job: a job of a process that died is handed back after at most about twice this (default 30 s). */
+  readonly jobLockMs: number;
   readonly relayHost: string;
   /** gRPC relay port (default 9900; 0 picks a free port). */
   readonly relayPort: number;
@@ -115,6 +119,8 @@ export const SERVER_ENV = {
   identity: "POD_NAME",
   redisUrl: "REDIS_URL",
   redisPrefix: "GITMESH_REDIS_PREFIX",
+  workers: "GITMESH_WORKERS",
+  jobLockSeconds: "GITMESH_JOB_LOCK_SECONDS",
   relayPort: "GITMESH_RELAY_PORT",
   httpPort: "GITMESH_HTTP_PORT",
   logLevel: "GITMESH_LOG_LEVEL",
@@ -161,6 +167,8 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   identity: "replica name in status, logs and leases (default: the hostname; --identity)",
   redisUrl: "Redis shared by the replicas (unset: one standalone replica, in memory; --redis-url)",
   redisPrefix: "key prefix in Redis, to share one Redis between installations (default gitmesh)",
+  workers: "translation jobs per type this replica runs at once (default 4; --workers); 0: none, `gitmesh worker` processes translate (needs Redis)",
+  jobLockSeconds: "lock of a running translation job: a job whose process died goes back to the queue after at most about twice this (default 30)",
   relayPort: "gRPC relay port (default 9900; --relay-port)",
   httpPort: "HTTP port: API, webhooks, health, metrics (default 9091; --http-port)",
   logLevel: "debug | info | warn | error (default info; --log-level)",
@@ -237,6 +245,10 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
   const redisUrl = input.redisUrl || undefined;
   if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) problems.push(`Redis URL must start with redis:// or rediss:// (--redis-url or ${SERVER_ENV.redisUrl}); unset it to run standalone`);
 
+  const translationWorkers = read.number(input.workers, `translation workers (--workers or ${SERVER_ENV.workers})`, 4, (n) => Number.isInteger(n) && n >= 0 && n <= 64, "an integer from 0 to 64");
+  if (translationWorkers === 0 && redisUrl === undefined) problems.push(`--workers 0 (${SERVER_ENV.workers}=0) needs Redis (--redis-url or ${SERVER_ENV.redisUrl}) and \`gitmesh worker\` processes on it: without them nothing would translate`);
+  const jobLockSeconds = read.number(input.jobLockSeconds, `job lock (${SERVER_ENV.jobLockSeconds})`, 30, (n) => n >= 1 && n <= 3600, "seconds from 1 to 3600");
+
   const skipWarming = [...(input.skipWarming ?? [])];
   for (const c of skipWarming) if (!isValidClusterName(c)) problems.push(`--skip-warming "${c}" is not a valid cluster name`);
 
@@ -262,6 +274,8 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     identity: input.identity || defaults.identity,
     redisUrl,
     redisPrefix: input.redisPrefix || "gitmesh",
+    translationWorkers,
+    jobLockMs: jobLockSeconds * 1000,
     relayHost: input.relayHost || "0.0.0.0",
     relayPort: read.port(input.relayPort, "relay port", 9900),
     httpHost: input.httpHost || "0.0.0.0",

@@ -32,6 +32,7 @@ export { createConvergenceTracker, type ClusterProgress, type CommitProgress, ty
 export { frozenTables, OUTPUT_OPTIONS_KEY, pruneHeldView, relayResources, type PruneHeldView } from "./completeness.js";
 export { createWarmingGate, type RegisteredCluster, type WarmingGate, type WarmingStatus } from "./warming.js";
 export { createServerMetrics, type ServerMetrics } from "./metrics.js";
+export { createTranslationWorker, parseWorkerConfig, WORKER_ENV, type TranslationWorker, type TranslationWorkerOptions, type WorkerConfig, type WorkerConfigInput } from "./worker.js";
 export { createQueuePipeline, type DesiredInput, type PipelineOutput, type PipelinePort, type PipelineStatus, type QueuePipelineOptions } from "./pipeline-port.js";
 export { createRedisPresence, type PresenceRegistry, type RedisPresenceOptions } from "./presence.js";
 export { createLeadership, type Leadership, type LeadershipOptions, type LeaseLock } from "./leadership.js";

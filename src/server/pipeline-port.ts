@@ -39,6 +39,10 @@ export interface PipelineStatus {
   readonly queueDepth?: Readonly<Record<string, number>>;
   /** Why the mode last changed. */
   readonly reason: string;
+  /** Jobs this process runs at once per type (0: it translates nothing, `gitmesh worker` processes do). */
+  readonly translationWorkers: number;
+  /** Processes taking jobs now (with Redis: every replica's and `gitmesh worker`'s; undefined when it could not be read). */
+  readonly workerProcesses?: number;
 }
 
 export interface PipelinePort {
@@ -66,6 +70,12 @@ export interface QueuePipelineOptions {
   readonly debounceMs?: number;
   /** The translation functions (a seam for tests: e.g. a workspace that always fails). Default src/translate's. */
   readonly translators?: PipelineTranslators;
+  /** Jobs per type this process translates at once. Default 4; 0: none (needs Redis and `gitmesh worker` processes). */
+  readonly workers?: number;
+  /** Lock of a running job (stalled-job recovery), see PipelineOptions.jobLockMs. */
+  readonly jobLockMs?: number;
+  /** This replica's name in Redis' list of workers. */
+  readonly identity?: string;
 }
 
 export function createQueuePipeline(options: QueuePipelineOptions): PipelinePort {
@@ -73,6 +83,8 @@ export function createQueuePipeline(options: QueuePipelineOptions): PipelinePort
   const listeners: ((o: PipelineOutput) => void)[] = [];
   let pipeline: Pipeline | undefined;
   let reason = "not started";
+  const workers = options.workers ?? 4;
+  if (workers === 0 && options.redisUrl === undefined) throw new Error("--workers 0 needs Redis: without it nothing would translate");
   const need = (): Pipeline => {
     if (!pipeline) throw new Error("the pipeline is not started");
     return pipeline;
@@ -85,6 +97,12 @@ export function createQueuePipeline(options: QueuePipelineOptions): PipelinePort
         ...(options.registry === undefined ? {} : { registry: options.registry }),
         ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
         ...(options.translators === undefined ? {} : { translators: options.translators }),
+        ...(options.jobLockMs === undefined ? {} : { jobLockMs: options.jobLockMs }),
+        ...(options.identity === undefined ? {} : { workerName: options.identity }),
+        // --workers 0 (Redis only): no job runs here; while Redis is down the pipeline still
+        // translates in-process from memory (degraded mode), since no worker can reach the queue then.
+        concurrency: { workspace: Math.max(1, workers), cluster: Math.max(1, workers) },
+        work: workers > 0,
         logger: log,
         onModeChange: (_mode, why) => {
           reason = why;
@@ -113,9 +131,10 @@ export function createQueuePipeline(options: QueuePipelineOptions): PipelinePort
       return need().store();
     },
     async status() {
-      if (!pipeline) return { mode: "stopped", reason };
+      if (!pipeline) return { mode: "stopped", reason, translationWorkers: workers };
       const depth = await pipeline.depth().catch(() => undefined);
-      return { mode: pipeline.mode(), reason, ...(depth === undefined ? {} : { queueDepth: depth }) };
+      const processes = await pipeline.workers().catch(() => undefined);
+      return { mode: pipeline.mode(), reason, translationWorkers: workers, ...(depth === undefined ? {} : { queueDepth: depth }), ...(processes === undefined ? {} : { workerProcesses: processes }) };
     },
     idle: (timeoutMs) => need().idle(timeoutMs),
   };
