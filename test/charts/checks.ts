@@ -7,6 +7,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import { Deployment } from "kubernetes-models/apps/v1";
+import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import type { Manifest } from "./helm-render.js";
@@ -18,6 +20,8 @@ type ModelClass = new (data: never) => Validatable;
 
 const MODELS: Readonly<Record<string, ModelClass>> = {
   "apps/v1/Deployment": Deployment,
+  "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
   "v1/Service": Service,
   "v1/ServiceAccount": ServiceAccount,
   "v1/Secret": Secret,

@@ -31,6 +31,24 @@ function fromTemplates(text: string, templates: readonly string[]): string {
     .join("---\n");
 }
 
+/**
+ * What KEDA's ScaledObject CRD (keda.sh/v1alpha1) requires of the fields the chart sets: a target by
+ * name, integer counts, and triggers whose metadata is a map of strings (a number there is refused).
+ */
+function expectScaledObjectShape(so: Record<string, unknown>): void {
+  const spec = so.spec as Record<string, unknown>;
+  expect((spec.scaleTargetRef as { name?: unknown }).name).toEqual(expect.any(String));
+  for (const k of ["minReplicaCount", "maxReplicaCount", "pollingInterval", "cooldownPeriod"]) {
+    if (k in spec) expect(Number.isInteger(spec[k]), k).toBe(true);
+  }
+  const triggers = spec.triggers as { type: unknown; metadata: Record<string, unknown> }[];
+  expect(triggers.length).toBeGreaterThan(0);
+  for (const t of triggers) {
+    expect(t.type).toEqual(expect.any(String));
+    for (const [k, v] of Object.entries(t.metadata)) expect(typeof v, `trigger metadata ${k}`).toBe("string");
+  }
+}
+
 function matches(selector: Record<string, string>, labels: Record<string, string>): boolean {
   return Object.entries(selector).every(([k, v]) => labels[k] === v);
 }
@@ -157,14 +175,93 @@ describe("gitmesh-server chart: translation workers", () => {
     expect(none.stderr).toContain("translationWorkers=0 needs workers.enabled=true");
   });
 
+  it("autoscaling: an autoscaling/v2 HPA on the External queue-depth metric, per worker (AverageValue); the Deployment leaves replicas to it", async () => {
+    const { manifests } = await renderOk(CHART, [...WORKERS, "--set", "workers.autoscaling.enabled=true,workers.autoscaling.minReplicas=2,workers.autoscaling.maxReplicas=20,workers.autoscaling.targetQueueDepthPerWorker=16"]);
+    validateAll(manifests);
+    expect(find(manifests, "Deployment", WORKER).spec).not.toHaveProperty("replicas");
+    expect(manifests.some((m) => m.object.kind === "ScaledObject")).toBe(false);
+    expect(find(manifests, "HorizontalPodAutoscaler", WORKER).spec).toEqual({
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: WORKER },
+      minReplicas: 2,
+      maxReplicas: 20,
+      // External + AverageValue: replicas = ceil(depth / 16). A Pods metric would be wrong here: every
+      // pod reports the whole queue, so its average would not fall as workers are added.
+      metrics: [{ type: "External", external: { metric: { name: "gitmesh_queue_depth" }, target: { type: "AverageValue", averageValue: "16" } } }],
+    });
+    // A metric selector and the scaling behavior are passed through.
+    const tuned = await renderOk(CHART, [
+      ...WORKERS,
+      "--set", "workers.autoscaling.enabled=true,workers.autoscaling.metric.name=gitmesh_queue_depth_total,workers.autoscaling.metric.matchLabels.release=gitmesh-server",
+      "--set", "workers.autoscaling.behavior.scaleDown.stabilizationWindowSeconds=60",
+    ]);
+    validateAll(tuned.manifests);
+    const hpa = find(tuned.manifests, "HorizontalPodAutoscaler", WORKER).spec as Record<string, unknown>;
+    expect(hpa.metrics).toEqual([{ type: "External", external: { metric: { name: "gitmesh_queue_depth_total", selector: { matchLabels: { release: "gitmesh-server" } } }, target: { type: "AverageValue", averageValue: "8" } } }]);
+    expect(hpa.behavior).toEqual({ scaleDown: { stabilizationWindowSeconds: 60 } });
+    // Without workers, autoscaling values render nothing.
+    const off = await renderOk(CHART, [...BASE, "--set", "workers.autoscaling.enabled=true"]);
+    expect(off.manifests.some((m) => m.object.kind === "HorizontalPodAutoscaler")).toBe(false);
+  });
+
+  it("autoscaling with KEDA: a ScaledObject with a Prometheus trigger on the max per job type (not the sum over pods), no HPA of the chart's own", async () => {
+    const KEDA = [...WORKERS, "--set", "workers.autoscaling.enabled=true,workers.autoscaling.keda.enabled=true,workers.autoscaling.keda.serverAddress=http://prometheus-server.monitoring.svc"];
+    const { manifests } = await renderOk(CHART, [...KEDA, "--set", "workers.autoscaling.minReplicas=0,workers.autoscaling.maxReplicas=6", "--set", "workers.autoscaling.behavior.scaleUp.stabilizationWindowSeconds=0"]);
+    validateAll(manifests.filter((m) => m.object.kind !== "ScaledObject"));
+    expect(manifests.some((m) => m.object.kind === "HorizontalPodAutoscaler")).toBe(false);
+    expect(find(manifests, "Deployment", WORKER).spec).not.toHaveProperty("replicas");
+    const so = find(manifests, "ScaledObject", WORKER);
+    expect(so.apiVersion).toBe("keda.sh/v1alpha1");
+    expectScaledObjectShape(so);
+    expect(so.spec).toEqual({
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: WORKER },
+      minReplicaCount: 0,
+      maxReplicaCount: 6,
+      pollingInterval: 30,
+      cooldownPeriod: 300,
+      advanced: { horizontalPodAutoscalerConfig: { behavior: { scaleUp: { stabilizationWindowSeconds: 0 } } } },
+      triggers: [{
+        type: "prometheus",
+        metricType: "AverageValue",
+        metadata: {
+          serverAddress: "http://prometheus-server.monitoring.svc",
+          query: 'sum(max by (type) (gitmesh_queue_depth{namespace="gitmesh"}))',
+          threshold: "8",
+        },
+      }],
+    });
+    const custom = await renderOk(CHART, [...KEDA, "--set-string", 'workers.autoscaling.keda.query=sum(max by (type) (gitmesh_queue_depth{kubernetes_namespace="gitmesh"}))']);
+    const trigger = (find(custom.manifests, "ScaledObject", WORKER).spec as { triggers: { metadata: Record<string, string> }[] }).triggers[0]!;
+    expect(trigger.metadata.query).toBe('sum(max by (type) (gitmesh_queue_depth{kubernetes_namespace="gitmesh"}))');
+    const notes = await render(CHART, [...KEDA, "--notes"]);
+    expect(notes.stdout).toContain("kubectl -n gitmesh get scaledobject gitmesh-server-worker");
+  });
+
+  it("refuses autoscaling values that cannot work, with the value to change", async () => {
+    const cases: [string[], string][] = [
+      [["--set", "workers.autoscaling.enabled=true,workers.autoscaling.minReplicas=0"], "workers.autoscaling.minReplicas=0 needs workers.autoscaling.keda.enabled=true"],
+      [["--set", "workers.autoscaling.enabled=true,workers.autoscaling.minReplicas=5,workers.autoscaling.maxReplicas=3"], "workers.autoscaling.minReplicas (5) is above maxReplicas (3)"],
+      [["--set", "workers.autoscaling.enabled=true,workers.autoscaling.keda.enabled=true"], "workers.autoscaling.keda.serverAddress is required"],
+      [["--set", "workers.autoscaling.keda.enabled=true,workers.autoscaling.keda.serverAddress=http://prom"], "workers.autoscaling.keda.enabled needs workers.autoscaling.enabled=true"],
+    ];
+    for (const [args, message] of cases) {
+      const r = await render(CHART, [...WORKERS, ...args]);
+      expect(r.code, message).toBe(1);
+      expect(r.stderr).toContain(message);
+    }
+  });
+
   it("NOTES name the worker Deployment and where the queue depth is", async () => {
     const off = await render(CHART, [...BASE, "--notes"]);
     expect(off.stdout).not.toContain("worker");
     const on = await render(CHART, [...WORKERS, "--notes"]);
     expect(on.code).toBe(0);
+    expect(on.stdout).toContain("deployment/gitmesh-server-worker, 2 replicas");
     expect(on.stdout).toContain("kubectl -n gitmesh rollout status deployment/gitmesh-server-worker");
     expect(on.stdout).toContain("the server translates 0 jobs per type itself");
     expect(on.stdout).toContain("gitmesh_queue_depth{type}");
+    const hpa = await render(CHART, [...WORKERS, "--notes", "--set", "workers.autoscaling.enabled=true"]);
+    expect(hpa.stdout).toContain("deployment/gitmesh-server-worker, 1 to 10 replicas");
+    expect(hpa.stdout).toContain("kubectl get --raw /apis/external.metrics.k8s.io/v1beta1/namespaces/gitmesh/gitmesh_queue_depth");
   });
 
   it.each([
@@ -178,6 +275,10 @@ describe("gitmesh-server chart: translation workers", () => {
     [["--set", "workers.replicas=0"], "workers.replicas: Must be greater than or equal to 1"],
     [["--set", "workers.enabled=yes"], "workers.enabled: Invalid type"],
     [["--set", "workers.replica=3"], "workers: Additional property replica is not allowed"],
+    [["--set", "workers.autoscaling.targetQueueDepthPerWorker=0"], "workers.autoscaling.targetQueueDepthPerWorker: Must be greater than or equal to 1"],
+    [["--set", "workers.autoscaling.maxReplicas=0"], "workers.autoscaling.maxReplicas: Must be greater than or equal to 1"],
+    [["--set", "workers.autoscaling.keda.serverAddress=prometheus:9090"], "workers.autoscaling.keda.serverAddress: Does not match pattern"],
+    [["--set", "workers.autoscaling.behavior.scaleSideways.x=1"], "workers.autoscaling.behavior: Additional property scaleSideways is not allowed"],
   ])("rejects values failing values.schema.json: %j", async (args, message) => {
     const r = await render(CHART, [...WORKERS, ...args]);
     expect(r.code).toBe(1);
