@@ -101,7 +101,7 @@ describe("gitmesh-server chart: translation workers", () => {
     const serverLabels = (find(manifests, "Deployment", "gitmesh-server").spec as typeof spec).template.metadata.labels;
     expect(matches(spec.selector.matchLabels, serverLabels)).toBe(false);
     expect(matches(spec.selector.matchLabels, workerLabels)).toBe(true);
-    expectGolden("server-workers", fromTemplates(text, ["worker.yaml"]));
+    expectGolden("server-workers", fromTemplates(text, ["worker.yaml", "poddisruptionbudgets.yaml"]));
   });
 
   it("least privilege: its own ServiceAccount without a token, no RBAC, no mounted secret", async () => {
@@ -250,6 +250,57 @@ describe("gitmesh-server chart: translation workers", () => {
     }
   });
 
+  it("PodDisruptionBudgets: one per Deployment that can have more than one pod, selecting only its own pods", async () => {
+    const pdbs = (manifests: readonly Manifest[]) => manifests.filter((m) => m.object.kind === "PodDisruptionBudget").map((m) => m.object.metadata.name).sort();
+    // One server replica, no workers: no budget (minAvailable 1 would block every drain, maxUnavailable 1 protects nothing).
+    expect(pdbs((await renderOk(CHART, BASE)).manifests)).toEqual([]);
+    const { manifests } = await renderOk(CHART, [...WORKERS, "--set", "replicas=3"]);
+    validateAll(manifests);
+    expect(pdbs(manifests)).toEqual(["gitmesh-server", WORKER]);
+    for (const [pdb, dep, other] of [["gitmesh-server", "gitmesh-server", WORKER], [WORKER, WORKER, "gitmesh-server"]] as const) {
+      const spec = find(manifests, "PodDisruptionBudget", pdb).spec as { maxUnavailable: number; unhealthyPodEvictionPolicy: string; selector: { matchLabels: Record<string, string> } };
+      expect(spec.maxUnavailable).toBe(1);
+      // A pod that is not ready (a worker cut off from Redis) never holds a drain up.
+      expect(spec.unhealthyPodEvictionPolicy).toBe("AlwaysAllow");
+      const labelsOf = (name: string) => (find(manifests, "Deployment", name).spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
+      expect(matches(spec.selector.matchLabels, labelsOf(dep)), pdb).toBe(true);
+      expect(matches(spec.selector.matchLabels, labelsOf(other)), pdb).toBe(false);
+    }
+    // One worker: no budget for it; autoscaled up to several: a budget (maxUnavailable never blocks a drain).
+    expect(pdbs((await renderOk(CHART, [...WORKERS, "--set", "workers.replicas=1"])).manifests)).toEqual([]);
+    expect(pdbs((await renderOk(CHART, [...WORKERS, "--set", "workers.replicas=1,workers.autoscaling.enabled=true"])).manifests)).toEqual([WORKER]);
+    // Off by choice.
+    expect(pdbs((await renderOk(CHART, [...WORKERS, "--set", "replicas=3,podDisruptionBudget.enabled=false,workers.podDisruptionBudget.enabled=false"])).manifests)).toEqual([]);
+  });
+
+  it("PodDisruptionBudgets: minAvailable (a number or a percentage, rounded up) replaces maxUnavailable and must leave a pod to disrupt", async () => {
+    const spec = async (args: string[], name: string) => {
+      const { manifests } = await renderOk(CHART, [...WORKERS, ...args]);
+      validateAll(manifests);
+      return find(manifests, "PodDisruptionBudget", name).spec as Record<string, unknown>;
+    };
+    expect(await spec(["--set", "replicas=3,podDisruptionBudget.minAvailable=2"], "gitmesh-server")).toMatchObject({ minAvailable: 2 });
+    expect(await spec(["--set", "replicas=3,podDisruptionBudget.minAvailable=2"], "gitmesh-server")).not.toHaveProperty("maxUnavailable");
+    expect(await spec(["--set", "replicas=2,podDisruptionBudget.minAvailable=50%"], "gitmesh-server")).toMatchObject({ minAvailable: "50%" });
+    expect(await spec(["--set", "replicas=4,podDisruptionBudget.maxUnavailable=25%"], "gitmesh-server")).toMatchObject({ maxUnavailable: "25%" });
+    expect(await spec(["--set", "workers.replicas=4,workers.podDisruptionBudget.minAvailable=3"], WORKER)).toMatchObject({ minAvailable: 3 });
+    const refused: [string, string][] = [
+      ["replicas=3,podDisruptionBudget.minAvailable=3", "podDisruptionBudget.minAvailable=3 allows no voluntary disruption with 3 pod(s)"],
+      // 60% of 2 rounds up to 2: nothing could be drained.
+      ["replicas=2,podDisruptionBudget.minAvailable=60%", "podDisruptionBudget.minAvailable=60% allows no voluntary disruption with 2 pod(s)"],
+      ["workers.replicas=2,workers.podDisruptionBudget.minAvailable=2", "workers.podDisruptionBudget.minAvailable=2 allows no voluntary disruption with 2 pod(s)"],
+      // Autoscaled: checked against the fewest workers, here 2 (not the 10 there may be).
+      ["workers.autoscaling.enabled=true,workers.autoscaling.minReplicas=2,workers.podDisruptionBudget.minAvailable=2", "workers.podDisruptionBudget.minAvailable=2 allows no voluntary disruption with 2 pod(s)"],
+      // KEDA down to zero: one worker is the fewest that a drain can meet.
+      ["workers.autoscaling.enabled=true,workers.autoscaling.keda.enabled=true,workers.autoscaling.keda.serverAddress=http://prom,workers.autoscaling.minReplicas=0,workers.podDisruptionBudget.minAvailable=1", "workers.podDisruptionBudget.minAvailable=1 allows no voluntary disruption with 1 pod(s)"],
+    ];
+    for (const [set, message] of refused) {
+      const r = await render(CHART, [...WORKERS, "--set", set]);
+      expect(r.code, set).toBe(1);
+      expect(r.stderr).toContain(message);
+    }
+  });
+
   it("NOTES name the worker Deployment and where the queue depth is", async () => {
     const off = await render(CHART, [...BASE, "--notes"]);
     expect(off.stdout).not.toContain("worker");
@@ -279,6 +330,11 @@ describe("gitmesh-server chart: translation workers", () => {
     [["--set", "workers.autoscaling.maxReplicas=0"], "workers.autoscaling.maxReplicas: Must be greater than or equal to 1"],
     [["--set", "workers.autoscaling.keda.serverAddress=prometheus:9090"], "workers.autoscaling.keda.serverAddress: Does not match pattern"],
     [["--set", "workers.autoscaling.behavior.scaleSideways.x=1"], "workers.autoscaling.behavior: Additional property scaleSideways is not allowed"],
+    // maxUnavailable 0 would block every drain.
+    [["--set", "podDisruptionBudget.maxUnavailable=0"], "podDisruptionBudget.maxUnavailable: Must validate at least one schema"],
+    [["--set", "workers.podDisruptionBudget.maxUnavailable=0%"], "workers.podDisruptionBudget.maxUnavailable: Must validate at least one schema"],
+    [["--set", "podDisruptionBudget.minAvailable=half"], "podDisruptionBudget.minAvailable: Must validate at least one schema"],
+    [["--set", "workers.podDisruptionBudget.maxAvailable=1"], "workers.podDisruptionBudget: Additional property maxAvailable is not allowed"],
   ])("rejects values failing values.schema.json: %j", async (args, message) => {
     const r = await render(CHART, [...WORKERS, ...args]);
     expect(r.code).toBe(1);

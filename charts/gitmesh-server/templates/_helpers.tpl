@@ -140,3 +140,49 @@ value, else a random one. Arguments: dict "ctx" . "name" secretName "key" dataKe
 {{- end -}}
 {{- toYaml $by -}}
 {{- end -}}
+
+{{/*
+A PodDisruptionBudget, or nothing when there can never be more than one pod (a budget on a single
+pod blocks every drain or protects nothing). Arguments: dict "ctx" . "name" objectName "component"
+label "selector" selectorLabelsYaml "pdb" values "path" valuesPath "fewest" fewestPods "most" mostPods.
+minAvailable (a number, or a percentage rounded up as Kubernetes does) must leave one pod disruptable
+at the fewest pods there can be; maxUnavailable (at least 1, or a percentage rounded up) always does.
+*/}}
+{{- define "gitmesh-server.podDisruptionBudget" -}}
+{{- $pdb := .pdb -}}
+{{- if and $pdb.enabled (gt (int .most) 1) }}
+{{- $fewest := max (int .fewest) 1 -}}
+{{- $min := $pdb.minAvailable -}}
+{{- $useMin := not (and (kindIs "string" $min) (eq $min "")) -}}
+{{- if $useMin -}}
+{{- $required := 0 -}}
+{{- if kindIs "string" $min -}}
+{{- $required = div (add (mul (int (trimSuffix "%" $min)) $fewest) 99) 100 -}}
+{{- else -}}
+{{- $required = int $min -}}
+{{- end -}}
+{{- if ge (int $required) (int $fewest) -}}
+{{- fail (printf "%s.minAvailable=%v allows no voluntary disruption with %d pod(s), the fewest there can be: node drains would block; lower it, or use %s.maxUnavailable" .path $min $fewest .path) -}}
+{{- end -}}
+{{- end }}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ .name }}
+  namespace: {{ .ctx.Release.Namespace }}
+  labels:
+    {{- include "gitmesh-server.labels" .ctx | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  {{- if $useMin }}
+  minAvailable: {{ if kindIs "string" $min }}{{ $min | quote }}{{ else }}{{ int $min }}{{ end }}
+  {{- else }}
+  maxUnavailable: {{ if kindIs "string" $pdb.maxUnavailable }}{{ $pdb.maxUnavailable | quote }}{{ else }}{{ int $pdb.maxUnavailable }}{{ end }}
+  {{- end }}
+  # A pod that is not ready (e.g. a worker cut off from Redis) never holds a drain up.
+  unhealthyPodEvictionPolicy: AlwaysAllow
+  selector:
+    matchLabels:
+      {{- .selector | nindent 6 }}
+{{- end }}
+{{- end -}}
