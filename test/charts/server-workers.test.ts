@@ -3,7 +3,10 @@
  * least privilege (no token, no Role, no secret but the Redis URL), the server's GITMESH_WORKERS,
  * refusals that would leave nothing translating, and the values schema.
  */
-import { beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildRenderer, render, renderOk, type Manifest } from "./helm-render.js";
 import { envOf, expectGolden, expectHardened, find, grantsOf, podSpec, validateAll } from "./checks.js";
 
@@ -53,9 +56,22 @@ function matches(selector: Record<string, string>, labels: Record<string, string
   return Object.entries(selector).every(([k, v]) => labels[k] === v);
 }
 
+let tmp = "";
+
 beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "server-workers-"));
   await buildRenderer();
 }, 180_000);
+afterAll(() => {
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+/** A values file (for what --set cannot say well: lists of objects with string values). */
+function valuesFile(name: string, text: string): string {
+  const file = join(tmp, name);
+  writeFileSync(file, text);
+  return file;
+}
 
 describe("gitmesh-server chart: translation workers", () => {
   it("off by default: no worker objects, and the server keeps its own default number of translation jobs", async () => {
@@ -234,6 +250,38 @@ describe("gitmesh-server chart: translation workers", () => {
     expect(trigger.metadata.query).toBe('sum(max by (type) (gitmesh_queue_depth{kubernetes_namespace="gitmesh"}))');
     const notes = await render(CHART, [...KEDA, "--notes"]);
     expect(notes.stdout).toContain("kubectl -n gitmesh get scaledobject gitmesh-server-worker");
+  });
+
+  it("autoscaling with KEDA: triggers of one's own replace the Prometheus one (the Redis lists scaler on the BullMQ wait lists, as in the README)", async () => {
+    const redisTriggers = (listLength: string) => `workers:
+  enabled: true
+  autoscaling:
+    enabled: true
+    keda:
+      enabled: true
+      triggers:
+        - type: redis
+          metadata:
+            address: gitmesh-server-redis.gitmesh.svc:6379
+            listName: "gitmesh:bull:workspace:wait"
+            listLength: ${listLength}
+        - type: redis
+          metadata:
+            address: gitmesh-server-redis.gitmesh.svc:6379
+            listName: "gitmesh:bull:cluster:wait"
+            listLength: ${listLength}
+`;
+    const { manifests } = await renderOk(CHART, [...BASE, "-f", valuesFile("redis-triggers.yaml", redisTriggers('"8"'))]);
+    const so = find(manifests, "ScaledObject", WORKER);
+    expectScaledObjectShape(so);
+    expect((so.spec as { triggers: unknown }).triggers).toEqual([
+      { type: "redis", metadata: { address: "gitmesh-server-redis.gitmesh.svc:6379", listName: "gitmesh:bull:workspace:wait", listLength: "8" } },
+      { type: "redis", metadata: { address: "gitmesh-server-redis.gitmesh.svc:6379", listName: "gitmesh:bull:cluster:wait", listLength: "8" } },
+    ]);
+    // KEDA's CRD takes trigger metadata as strings only: the schema says so at render time.
+    const numeric = await render(CHART, [...BASE, "-f", valuesFile("redis-numeric.yaml", redisTriggers("8"))]);
+    expect(numeric.code).toBe(1);
+    expect(numeric.stderr).toContain("workers.autoscaling.keda.triggers.0.metadata.listLength: Invalid type. Expected: string");
   });
 
   it("refuses autoscaling values that cannot work, with the value to change", async () => {
