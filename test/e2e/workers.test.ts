@@ -17,7 +17,6 @@ import type { Agent } from "../../src/agent/index.js";
 import { loadDesiredState } from "../../src/config/index.js";
 import { silentLogger } from "../../src/core/index.js";
 import { createInProcessAgent, startTcpBalancer, type TcpBalancer } from "../../src/devtools/index.js";
-import type { DiscoverySnapshot } from "../../src/discovery/index.js";
 import { signBody } from "../../src/git-sync/index.js";
 import { createPipeline, type OutputEvent } from "../../src/queue/index.js";
 import { createRedisStore } from "../../src/store/index.js";
