@@ -13,17 +13,14 @@
  *
  * `--exit` stops after the first full convergence (for scripts and CI).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir, hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import { Redis } from "ioredis";
 import { createLogger, describeError, type Logger } from "../core/index.js";
 import type { Agent } from "../agent/index.js";
-import { createBareRepo, createInProcessAgent, runGit, startGitHttpServer, type GitHttpServer } from "../devtools/index.js";
+import { createBareRepo, createInProcessAgent, freePort, redisUnreachable, removeRedisKeys, runGit, startGitHttpServer, startPrivateRedis, type GitHttpServer } from "../devtools/index.js";
 import { signBody } from "../git-sync/index.js";
 import { createKubeEmulator, type KubeEmulator } from "../kube-emulator/index.js";
 import { RELAY_SECRETS } from "../relay/index.js";
@@ -110,7 +107,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
         step(`Redis: using REDIS_URL (${shown}); the demo's keys (prefix ${redisPrefix}) are removed when it stops`);
         const external = redisUrl;
         // The demo must leave nothing in a Redis it does not own: no keys, no relay CA key or tokens.
-        stack.push({ name: "demo keys in Redis", stop: () => removeKeys(external, redisPrefix) });
+        stack.push({ name: "demo keys in Redis", stop: () => removeRedisKeys(external, redisPrefix) });
       } else {
         step(`Redis: REDIS_URL (${shown}) cannot be reached (${unreachable}); using a private redis-server instead`);
         redisUrl = undefined;
@@ -342,100 +339,11 @@ async function pushHint(work: string): Promise<string> {
   return `  cd ${work}\n${edit}  git commit -qam "longer httpbin timeout" && git push -q origin HEAD:main\n`;
 }
 
-/** Why a Redis URL cannot be used (undefined: it answers PING). */
-async function redisUnreachable(url: string): Promise<string | undefined> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 2000, retryStrategy: () => null });
-  let cause: string | undefined;
-  client.on("error", (err: Error) => (cause ??= err.message));
-  try {
-    await client.connect();
-    await client.ping();
-    return undefined;
-  } catch (err) {
-    // The socket error (ECONNREFUSED …) says more than the driver's "Connection is closed."
-    return cause ?? (err instanceof Error ? err.message : String(err));
-  } finally {
-    client.disconnect();
-  }
-}
-
-/** Removes every key of the demo (its prefix) from a Redis it does not own. */
-async function removeKeys(url: string, prefix: string): Promise<void> {
-  const client = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: () => null });
-  client.on("error", () => undefined);
-  try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
-      cursor = next;
-      if (keys.length > 0) await client.del(...keys);
-    } while (cursor !== "0");
-  } finally {
-    client.disconnect();
-  }
-}
-
 async function notifyPush(bareRepo: string, url: string | undefined, secret: string): Promise<void> {
   if (url === undefined) return;
   const sha = (await runGit(["rev-parse", "refs/heads/main"], { GIT_DIR: bareRepo })).trim();
   const body = JSON.stringify({ ref: "refs/heads/main", sha, repo: "mesh-config" });
   await fetch(url, { method: "POST", headers: { "content-type": "application/json", "x-signature-256": signBody(secret, body) }, body });
-}
-
-async function startPrivateRedis(dir: string): Promise<{ url: string; stop: () => Promise<void> } | undefined> {
-  await mkdir(dir, { recursive: true });
-  const port = await freePort();
-  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"], { stdio: "ignore" });
-  const failed = await new Promise<boolean>((resolveStart) => {
-    child.once("error", () => resolveStart(true));
-    setTimeout(() => resolveStart(false), 150);
-  });
-  if (failed) return undefined;
-  const deadline = Date.now() + 5000;
-  while (Date.now() < deadline) {
-    if (await ping(port)) {
-      return {
-        url: `redis://127.0.0.1:${String(port)}/0`,
-        stop: () =>
-          new Promise<void>((done) => {
-            if (child.exitCode !== null) return done();
-            child.once("exit", () => done());
-            child.kill("SIGTERM");
-          }),
-      };
-    }
-    await sleep(50);
-  }
-  child.kill("SIGKILL");
-  return undefined;
-}
-
-async function ping(port: number): Promise<boolean> {
-  const { createConnection } = await import("node:net");
-  return new Promise((done) => {
-    const sock = createConnection({ host: "127.0.0.1", port });
-    sock.setTimeout(500, () => {
-      sock.destroy();
-      done(false);
-    });
-    sock.on("connect", () => sock.write("PING\r\n"));
-    sock.on("data", (d) => {
-      sock.end();
-      done(d.toString().includes("PONG"));
-    });
-    sock.on("error", () => done(false));
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer();
-    srv.on("error", fail);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (addr && typeof addr === "object" ? done(addr.port) : fail(new Error("no port"))));
-    });
-  });
 }
 
 async function getJson<T>(url: string, token: string): Promise<T> {

@@ -19,3 +19,16 @@ export {
   type FleetSnapshot,
 } from "./fleet.js";
 export { SIMULATION_POLICY_PATH, simulationFleet, simulationFleetOptions, type SimulationFleet, type SimulationFleetOptions } from "./simulation-fleet.js";
+export { freePort, redisUnreachable, removeRedisKeys, startPrivateRedis, type PrivateRedis } from "./redis-server.js";
+export { createProcessSampler, readProcessStats, type ProcessSampler, type ProcessStats } from "./process-stats.js";
+export { createSimulatedAgent, type SimulatedAgent, type SimulatedAgentOptions, type SimulatedAgentTotals, type SimulatedApply } from "./simulated-agent.js";
+export {
+  runSimulation,
+  SimulationAbortedError,
+  SimulationError,
+  type CommitFigures,
+  type Distribution,
+  type ProcessFigures,
+  type SimulationOptions,
+  type SimulationReport,
+} from "./simulator.js";
