@@ -4,14 +4,17 @@
  * file (with pipeline.ts' connection handling) that knows BullMQ.
  */
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from "bullmq";
-import type { Redis } from "ioredis";
 import { Reaction, type Logger } from "../core/index.js";
+import type { RedisClient } from "./redis-connection.js";
 import { classify, JOB_TYPES, unitOf, type JobData, type JobRunner, type JobType, type RunnerSettings } from "./runner.js";
 
 export interface BullRunnerOptions extends RunnerSettings {
-  /** Connection for queues and workers (BullMQ needs `maxRetriesPerRequest: null`); not closed by the runner. */
-  readonly connection: Redis;
-  /** BullMQ key prefix, e.g. `gitmesh:bull`. */
+  /**
+   * Connection for queues and workers (BullMQ needs `maxRetriesPerRequest: null`, on a Cluster in its
+   * `redisOptions`); not closed by the runner.
+   */
+  readonly connection: RedisClient;
+  /** BullMQ key prefix, e.g. `gitmesh:bull` (on a Cluster a hash tag, `{gitmesh}:bull`, so that each script's keys share a slot). */
   readonly prefix: string;
   /** Run workers in this process (false: only enqueue). */
   readonly work: boolean;

@@ -6,11 +6,12 @@
  * the work must stop.
  */
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
 import { silentLogger, type Logger } from "../core/index.js";
+import type { RedisClient } from "./redis-connection.js";
 
 export interface LeaderLockOptions {
-  readonly redis: Redis;
+  /** Any topology: the lock is one key (on a Cluster, give a hash-tagged prefix like the rest, see redisKeyPrefix). */
+  readonly redis: RedisClient;
   /** Lock name; the key is `<prefix>lock:<name>`. */
   readonly name: string;
   /** Lease time. Default 10 000 ms. */
