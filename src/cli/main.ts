@@ -35,6 +35,11 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: "server", summary: "run the management server (relay :9900, HTTP :9091)", load: async () => (await import("./server.js")).registerServer },
   { name: "worker", summary: "run translation jobs from Redis, apart from the server replicas (HTTP :9092)", load: async () => (await import("./worker.js")).registerWorker },
   { name: "demo", summary: "run the whole system locally: Git server, Redis, two emulated clusters, server, agents", load: () => loadDevelopmentCommand("demo", "./demo.js", "registerDemo") },
+  {
+    name: "simulate",
+    summary: "size a management plane: a real server (and workers) against N simulated agents, a stream of pushes, the figures",
+    load: () => loadDevelopmentCommand("simulate", "./simulate.js", "registerSimulate"),
+  },
   { name: "check", summary: "print a management server's health; exit 1 when unhealthy", load: async () => (await import("./check.js")).registerCheck },
   { name: "cluster", summary: "register or deregister a workload cluster", load: async () => (await import("./cluster.js")).registerCluster },
   { name: "diff", summary: "show the rendered Istio diff between two revisions (pull-request review)", load: async () => (await import("./diff.js")).registerDiff },
@@ -52,7 +57,7 @@ export class DevelopmentCommandError extends Error {
 }
 
 /**
- * `demo` and `kube-emulator` (and src/devtools, src/kube-emulator behind them) are left out of the
+ * `demo`, `simulate` and `kube-emulator` (and src/devtools, src/kube-emulator behind them) are left out of the
  * production build by tsconfig.build.json's `exclude`. tsc compiles every module a literal
  * `import("…")` names, so their specifiers are passed as values; where the module is absent the
  * command says what it is instead of a module-not-found stack trace.
@@ -94,7 +99,7 @@ export async function main(argv: readonly string[], io: CliIo = createIo()): Pro
     )
     .version(io.version, "-v, --version")
     .showHelpAfterError("(run with --help for usage)")
-    .addHelpText("after", "\ndemo and kube-emulator are development commands: they run from a source checkout; the container image does not ship them.\n")
+    .addHelpText("after", "\ndemo, simulate and kube-emulator are development commands: they run from a source checkout; the container image does not ship them.\n")
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .exitOverride();
   const chosen = commandOf(argv);

@@ -52,6 +52,12 @@ export interface SimulationOptions {
   readonly startTimeoutMs: number;
   /** Path of bin/gitmesh.js (the server and workers run as `node <bin> server|worker …`). */
   readonly gitmeshBin: string;
+  /**
+   * The environment the server and workers start from (PATH, HOME, NODE_OPTIONS…). Their settings are
+   * the simulator's alone: GITMESH_*, REDIS_URL, POD_NAME and KUBERNETES_* are dropped from it (a
+   * variable of the shell, or KUBERNETES_SERVICE_HOST in a pod, would change what is measured).
+   */
+  readonly environment: Readonly<Record<string, string | undefined>>;
   /** Progress lines (the CLI writes them to stderr). */
   readonly progress: (line: string) => void;
   /** Abort (Ctrl-C): every wait ends and everything is stopped. */
@@ -220,10 +226,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const token = randomBytes(TOKEN_BYTES).toString("hex");
     const webhookSecret = randomBytes(TOKEN_BYTES).toString("hex");
     const pki = join(root, "pki");
-    // The children's settings are the simulator's alone: none inherited (a GITMESH_* variable of the
-    // shell, or KUBERNETES_SERVICE_HOST in a pod, would change what is measured). Secrets go by
-    // environment, not argv (which `ps` shows to every user of the machine).
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(GITMESH_|KUBERNETES_)|^(REDIS_URL|POD_NAME)$/.test(k)));
+    // Secrets go by environment, not argv (which `ps` shows to every user of the machine).
+    const inherited = Object.fromEntries(Object.entries(options.environment).filter(([k]) => !/^(GITMESH_|KUBERNETES_)|^(REDIS_URL|POD_NAME)$/.test(k)));
     const env = { ...inherited, GITMESH_WEBHOOK_SECRET: webhookSecret, GITMESH_RELAY_TOKEN: token, REDIS_URL: redisUrl, GITMESH_REDIS_PREFIX: prefix };
     const serverArgs = [
       "server",

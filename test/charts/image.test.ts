@@ -3,7 +3,7 @@
  * relies on: the build stage's `tsc -p tsconfig.build.json` emits dist/cli/main.js, and the runtime
  * layout (package.json + bin/ + dist/ + node_modules, no src/) runs `gitmesh`; the Dockerfile's
  * user matches the charts' runAsUser and it exposes the charts' ports. Development code (src/devtools,
- * the Kubernetes API emulator, the `demo` and `kube-emulator` commands) is not in the build, and those
+ * the Kubernetes API emulator, the `demo`, `simulate` and `kube-emulator` commands) is not in the build, and those
  * commands say so instead of failing with a stack trace.
  */
 import { execFile } from "node:child_process";
@@ -49,7 +49,7 @@ describe("container image layout", () => {
     expect(r.stdout).toMatch(/0 errors/);
   });
 
-  it("leaves the development code out of the build: no devtools, no emulator, no demo or kube-emulator command", () => {
+  it("leaves the development code out of the build: no devtools, no emulator, no demo, simulate or kube-emulator command", () => {
     const dist = join(app, "dist");
     const emitted = (readdirSync(dist, { recursive: true }) as string[]).filter((f) => f.endsWith(".js")).map((f) => f.split("\\").join("/"));
     // The production commands are there (so an empty or failed build cannot pass this test) …
@@ -58,15 +58,16 @@ describe("container image layout", () => {
     for (const dir of ["devtools/", "kube-emulator/"]) expect(emitted.filter((f) => f.startsWith(dir))).toEqual([]);
     expect(emitted).not.toContain("cli/demo.js");
     expect(emitted).not.toContain("cli/kube-emulator.js");
+    expect(emitted).not.toContain("cli/simulate.js");
     for (const f of emitted) {
       const code = readFileSync(join(dist, f), "utf8");
       expect(code, f).not.toMatch(/from "[^"]*\/(devtools|kube-emulator)\/index\.js"/);
-      expect(code, f).not.toMatch(/import\("[^"]*(devtools|kube-emulator|demo)[^"]*"\)/);
+      expect(code, f).not.toMatch(/import\("[^"]*(devtools|kube-emulator|demo|simulate)[^"]*"\)/);
     }
   });
 
-  it("`demo` and `kube-emulator` say they are development commands (exit 1, no stack trace); the help says so too", async () => {
-    for (const args of [["demo"], ["kube-emulator", "--port", "0"], ["help", "demo"]]) {
+  it("`demo`, `simulate` and `kube-emulator` say they are development commands (exit 1, no stack trace); the help says so too", async () => {
+    for (const args of [["demo"], ["kube-emulator", "--port", "0"], ["simulate", "--clusters", "3"], ["help", "demo"]]) {
       const r = await run(process.execPath, [join(app, "bin", "gitmesh.js"), ...args], { cwd: app }).then(
         () => ({ code: 0, stdout: "", stderr: "" }),
         (err: unknown) => err as { code: number; stdout: string; stderr: string },
@@ -79,7 +80,7 @@ describe("container image layout", () => {
       );
     }
     const help = await run(process.execPath, [join(app, "bin", "gitmesh.js"), "--help"], { cwd: app });
-    expect(help.stdout).toContain("demo and kube-emulator are development commands: they run from a source checkout; the container image does not ship them.");
+    expect(help.stdout).toContain("demo, simulate and kube-emulator are development commands: they run from a source checkout; the container image does not ship them.");
   });
 
   it("Dockerfile: multi-stage build, non-root user matching the charts, the charts' ports", () => {
