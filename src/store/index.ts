@@ -1,8 +1,9 @@
 /**
  * The snapshot store: desired state per commit, discovery per cluster, workspace fragments, output
- * snapshots with versions, workspace status, convergence per commit. One interface, two
- * implementations: Redis (shared by replicas, survives restarts) and memory (standalone mode and
- * the outage mirror). See README.md of src/queue for how the pipeline uses it.
+ * snapshots with versions, workspace status, convergence per commit (what grows with commits is
+ * bounded by count and age: retention.ts). One interface, two implementations: Redis (shared by
+ * replicas, survives restarts) and memory (standalone mode and the outage mirror). See README.md
+ * of src/queue for how the pipeline uses it.
  */
 export type {
   ClusterConvergence,
@@ -19,6 +20,7 @@ export type {
   UnitFailure,
   WorkspaceStatus,
 } from "./types.js";
-export { createMemoryStore, type MemoryStore, type MemoryStoreOptions } from "./memory.js";
+export { createMemoryStore, type MemoryStore, type MemoryStoreCounts, type MemoryStoreOptions } from "./memory.js";
 export { createRedisStore, DEFAULT_PREFIX, type RedisStore, type RedisStoreOptions } from "./redis.js";
+export { DEFAULT_RETENTION, resolveRetention, type Retention, type RetentionOptions } from "./retention.js";
 export { COMPRESS_THRESHOLD, decodeValue, encodeValue } from "./codec.js";

@@ -2,7 +2,13 @@
  * In-memory snapshot store: standalone mode, and the mirror a Redis-backed pipeline keeps so that it
  * can continue through a Redis outage. Keeps references to the records it is given (records are
  * immutable plain data).
+ *
+ * Bounded like the Redis store (retention.ts): desired states by count and by age once superseded,
+ * convergence records by count (first entry) and by age since the last entry, pending sets by time
+ * since their last change. Nothing expires by itself here: expired entries are invisible to reads at
+ * once and are swept whenever a new commit's entry is created, so memory stays flat with commits.
  */
+import { resolveRetention, type RetentionOptions } from "./retention.js";
 import type {
   ClusterConvergence,
   ConvergenceRecord,
@@ -16,17 +22,43 @@ import type {
 } from "./types.js";
 
 export interface MemoryStoreOptions {
-  /** Desired states kept besides the current one (oldest dropped first). Default 8. */
-  readonly keepDesired?: number;
+  /** Bounds of what is kept per commit (defaults: DEFAULT_RETENTION). */
+  readonly retention?: RetentionOptions | undefined;
+  /** Clock (ms) for ages and expiry. Default Date.now. */
+  readonly now?: (() => number) | undefined;
+}
+
+/** Entries held per kind (live ones only: expired entries are swept first). */
+export interface MemoryStoreCounts {
+  readonly desired: number;
+  readonly discovery: number;
+  /** Clusters with at least one fragment. */
+  readonly fragmentClusters: number;
+  /** Workspaces with at least one fragment. */
+  readonly fragmentWorkspaces: number;
+  readonly outputs: number;
+  readonly statuses: number;
+  readonly pending: number;
+  readonly convergence: number;
+  readonly locks: number;
 }
 
 export interface MemoryStore extends SnapshotStore {
   readonly kind: "memory";
+  /** How many entries of each kind the store holds (tests, and a gauge for the memory footprint). */
+  counts(): MemoryStoreCounts;
+}
+
+/** `expiresAt` absent: kept until something else drops it (the current commit's entries). */
+interface Expiring {
+  expiresAt?: number;
 }
 
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
-  const keep = options.keepDesired ?? 8;
-  const desired = new Map<string, DesiredRecord>();
+  const retention = resolveRetention(options.retention);
+  const now = options.now ?? Date.now;
+  /** commit → record, in the order stored (oldest first). */
+  const desired = new Map<string, Expiring & { record: DesiredRecord }>();
   let pointer: DesiredPointer | undefined;
   const discovery = new Map<string, DiscoveryRecord>();
   /** cluster → workspace → fragment */
@@ -34,27 +66,90 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   /** workspace → cluster → hash */
   const hashes = new Map<string, Map<string, string>>();
   const outputs = new Map<string, OutputRecord>();
+  /** commit → how many clusters' current outputs come from it (their convergence records are kept). */
+  const outputRefs = new Map<string, number>();
   const statuses = new Map<string, WorkspaceStatus>();
-  const pending = new Map<string, Set<string>>();
-  const convergence = new Map<string, Map<string, ClusterConvergence>>();
+  const pending = new Map<string, Expiring & { workspaces: Set<string> }>();
+  /** commit → entries, in the order of each commit's first entry (oldest first). */
+  const convergence = new Map<string, Expiring & { clusters: Map<string, ClusterConvergence> }>();
   const locks = new Map<string, { token: string; until: number }>();
   let lockSeq = 0;
   const sortBy = <T>(items: Iterable<T>, key: (t: T) => string): T[] => [...items].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 
+  const live = <T extends Expiring>(e: T | undefined, t = now()): T | undefined => (e === undefined || (e.expiresAt !== undefined && e.expiresAt <= t) ? undefined : e);
+  const sweep = (m: Map<string, Expiring>) => {
+    const t = now();
+    for (const [k, e] of m) if (live(e, t) === undefined) m.delete(k);
+  };
+  /**
+   * A convergence record the current state refers to is kept (no age, never trimmed): the current
+   * commit's, and one some cluster's current output comes from (the server reads it to tell that a
+   * cluster whose output a later commit left unchanged runs that commit).
+   */
+  const keptConvergence = (commit: string) => commit === pointer?.commit || outputRefs.has(commit);
+  const ageConvergence = (commit: string) => {
+    const c = live(convergence.get(commit));
+    if (c !== undefined && !keptConvergence(commit)) c.expiresAt = now() + retention.maxAgeMs;
+  };
+  /**
+   * Drops the oldest entries beyond the newest `keep`, never a kept one. `besidesCurrent`: `keep`
+   * counts the other commits (desired states); otherwise a kept one counts among the newest when it
+   * is one of them (convergence records).
+   */
+  const trim = (m: Map<string, unknown>, keep: number, kept: (commit: string) => boolean, besidesCurrent: boolean) => {
+    const ranked = [...m.keys()].filter((k) => !besidesCurrent || !kept(k));
+    for (const k of ranked.slice(0, Math.max(0, ranked.length - keep))) if (!kept(k)) m.delete(k);
+  };
+  /** An output now comes from `record.sourceCommit`: that record is kept; the one its previous output came from may age. */
+  const trackSource = (record: OutputRecord, previous: OutputRecord | undefined) => {
+    const old = previous?.sourceCommit;
+    if (old === record.sourceCommit) return;
+    outputRefs.set(record.sourceCommit, (outputRefs.get(record.sourceCommit) ?? 0) + 1);
+    const c = live(convergence.get(record.sourceCommit));
+    if (c !== undefined) delete c.expiresAt;
+    if (old === undefined) return;
+    const n = (outputRefs.get(old) ?? 1) - 1;
+    if (n > 0) outputRefs.set(old, n);
+    else {
+      outputRefs.delete(old);
+      ageConvergence(old);
+    }
+  };
+  const pendingSet = (commit: string): Set<string> | undefined => {
+    const e = pending.get(commit);
+    if (e === undefined || live(e) !== undefined) return e?.workspaces;
+    pending.delete(commit);
+    return undefined;
+  };
+
   return {
     kind: "memory",
     putDesired(record) {
+      const previous = pointer?.commit;
+      const entry: Expiring & { record: DesiredRecord } = { record };
       desired.delete(record.commit);
-      desired.set(record.commit, record);
-      if (pointer === undefined || record.generation >= pointer.generation) pointer = { commit: record.commit, generation: record.generation };
-      while (desired.size > keep + 1) {
-        const oldest = desired.keys().next().value!;
-        if (oldest === pointer.commit) break;
-        desired.delete(oldest);
+      desired.set(record.commit, entry);
+      if (pointer === undefined || record.generation >= pointer.generation) {
+        pointer = { commit: record.commit, generation: record.generation };
+        // The current commit's convergence record is kept whatever its age; the one before ages from
+        // now, unless an output comes from it.
+        const conv = live(convergence.get(record.commit));
+        if (conv !== undefined) delete conv.expiresAt;
+        if (previous !== undefined && previous !== record.commit) {
+          const superseded = now() + retention.maxAgeMs;
+          const d = desired.get(previous);
+          if (d !== undefined) d.expiresAt = superseded;
+          ageConvergence(previous);
+        }
+      } else if (record.commit !== pointer.commit) {
+        // An older generation (a late write-back): stored, but not current, so it ages out.
+        entry.expiresAt = now() + retention.maxAgeMs;
       }
+      sweep(desired);
+      trim(desired, retention.desiredStates, (c) => c === pointer?.commit, true);
       return Promise.resolve();
     },
-    getDesired: (commit) => Promise.resolve(desired.get(commit)),
+    getDesired: (commit) => Promise.resolve(live(desired.get(commit))?.record),
     getDesiredPointer: () => Promise.resolve(pointer),
     putDiscovery(record) {
       discovery.set(record.cluster, record);
@@ -76,7 +171,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       }
       for (const c of prev.keys()) {
         if (next.has(c)) continue;
-        fragments.get(c)?.delete(workspace);
+        const byWs = fragments.get(c);
+        byWs?.delete(workspace);
+        // A cluster no workspace renders for any more (removed from Git) leaves nothing behind.
+        if (byWs?.size === 0) fragments.delete(c);
         changed.add(c);
       }
       if (next.size > 0) hashes.set(workspace, next);
@@ -87,15 +185,18 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     fragmentsForCluster: (cluster) => Promise.resolve(sortBy(fragments.get(cluster)?.values() ?? [], (f) => f.workspace)),
     listFragments: () => Promise.resolve([...fragments.values()].flatMap((m) => [...m.values()])),
     putOutput(record, expectedPrevious) {
-      const current = outputs.get(record.cluster)?.version ?? 0;
+      const previous = outputs.get(record.cluster);
+      const current = previous?.version ?? 0;
       if (current !== expectedPrevious || record.version <= current) return Promise.resolve(false);
       outputs.set(record.cluster, record);
+      trackSource(record, previous);
       return Promise.resolve(true);
     },
     putOutputIfNewer(record) {
-      const current = outputs.get(record.cluster)?.version ?? 0;
-      if (record.version <= current) return Promise.resolve(false);
+      const previous = outputs.get(record.cluster);
+      if (record.version <= (previous?.version ?? 0)) return Promise.resolve(false);
       outputs.set(record.cluster, record);
+      trackSource(record, previous);
       return Promise.resolve(true);
     },
     getOutput: (cluster) => Promise.resolve(outputs.get(cluster)),
@@ -108,34 +209,48 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     getWorkspaceStatus: (workspace) => Promise.resolve(statuses.get(workspace)),
     listWorkspaceStatus: () => Promise.resolve(sortBy(statuses.values(), (s) => s.workspace)),
     addPending(commit, workspaces) {
-      let set = pending.get(commit);
-      if (set === undefined) pending.set(commit, (set = new Set<string>()));
+      if (workspaces.length === 0) return Promise.resolve();
+      let set = pendingSet(commit);
+      if (set === undefined) {
+        sweep(pending);
+        pending.set(commit, { workspaces: (set = new Set<string>()) });
+      }
       for (const w of workspaces) set.add(w);
+      pending.get(commit)!.expiresAt = now() + retention.pendingTtlMs;
       return Promise.resolve();
     },
     removePending(commit, workspace) {
-      const set = pending.get(commit);
-      set?.delete(workspace);
-      if (set?.size === 0) pending.delete(commit);
+      const set = pendingSet(commit);
+      if (set === undefined) return Promise.resolve();
+      set.delete(workspace);
+      if (set.size === 0) pending.delete(commit);
+      else pending.get(commit)!.expiresAt = now() + retention.pendingTtlMs;
       return Promise.resolve();
     },
-    pending: (commit) => Promise.resolve([...(pending.get(commit) ?? [])].sort()),
+    pending: (commit) => Promise.resolve([...(pendingSet(commit) ?? [])].sort()),
     recordConvergence(commit, entry) {
-      let m = convergence.get(commit);
-      if (m === undefined) convergence.set(commit, (m = new Map<string, ClusterConvergence>()));
-      m.set(entry.cluster, { ...m.get(entry.cluster), ...entry });
+      let e = live(convergence.get(commit));
+      if (e === undefined) {
+        convergence.delete(commit);
+        sweep(convergence);
+        convergence.set(commit, (e = { clusters: new Map<string, ClusterConvergence>() }));
+        trim(convergence, retention.convergenceCommits, keptConvergence, false);
+      }
+      e.clusters.set(entry.cluster, { ...e.clusters.get(entry.cluster), ...entry });
+      if (keptConvergence(commit)) delete e.expiresAt;
+      else e.expiresAt = now() + retention.maxAgeMs;
       return Promise.resolve();
     },
     getConvergence(commit): Promise<ConvergenceRecord | undefined> {
-      const m = convergence.get(commit);
-      return Promise.resolve(m === undefined ? undefined : { commit, clusters: Object.fromEntries(sortBy(m.entries(), ([c]) => c)) });
+      const e = live(convergence.get(commit));
+      return Promise.resolve(e === undefined ? undefined : { commit, clusters: Object.fromEntries(sortBy(e.clusters.entries(), ([c]) => c)) });
     },
     tryLock(name, ttlMs) {
-      const now = Date.now();
+      const t = Date.now();
       const held = locks.get(name);
-      if (held !== undefined && held.until > now) return Promise.resolve(undefined);
-      const token = `${now}-${++lockSeq}`;
-      locks.set(name, { token, until: now + ttlMs });
+      if (held !== undefined && held.until > t) return Promise.resolve(undefined);
+      const token = `${t}-${++lockSeq}`;
+      locks.set(name, { token, until: t + ttlMs });
       return Promise.resolve(token);
     },
     unlock(name, token) {
@@ -143,10 +258,25 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return Promise.resolve();
     },
     clear() {
-      desired.clear();
       pointer = undefined;
-      for (const m of [discovery, fragments, hashes, outputs, statuses, pending, convergence, locks]) m.clear();
+      for (const m of [desired, discovery, fragments, hashes, outputs, outputRefs, statuses, pending, convergence, locks]) m.clear();
       return Promise.resolve();
+    },
+    counts() {
+      for (const m of [desired, pending, convergence]) sweep(m);
+      const t = Date.now();
+      for (const [name, l] of locks) if (l.until <= t) locks.delete(name);
+      return {
+        desired: desired.size,
+        discovery: discovery.size,
+        fragmentClusters: fragments.size,
+        fragmentWorkspaces: hashes.size,
+        outputs: outputs.size,
+        statuses: statuses.size,
+        pending: pending.size,
+        convergence: convergence.size,
+        locks: locks.size,
+      };
     },
   };
 }
