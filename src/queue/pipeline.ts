@@ -37,6 +37,7 @@ import {
   type HeldObjects,
   type OutputOptions,
   type OutputRecord,
+  type RetentionOptions,
   type SnapshotStore,
 } from "../store/index.js";
 import { createBullRunner } from "./bullmq-runner.js";
@@ -133,6 +134,12 @@ export interface PipelineOptions {
   readonly unitLockMs?: number;
   /** Wall clock (ms). Default Date.now. */
   readonly now?: () => number;
+  /**
+   * How much per-commit history the store keeps (desired states, convergence records, pending sets), in
+   * Redis and in the memory mirror alike. Defaults: src/store DEFAULT_RETENTION (8 desired states,
+   * 100 commits' convergence, 7 days, pending sets 1 hour after their last change).
+   */
+  readonly retention?: RetentionOptions;
 }
 
 export interface Pipeline {
@@ -198,7 +205,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   const bullOptions = { jobLockMs, ...(options.workerName === undefined ? {} : { workerName: options.workerName }) };
   const wants = role === "worker" ? () => false : (options.wantsOutput ?? (() => true));
 
-  const mirror = createMemoryStore();
+  const mirror = createMemoryStore({ retention: options.retention, now });
   let redisStore: SnapshotStore | undefined;
   let storeClient: Redis | undefined;
   let bullConn: Redis | undefined;
@@ -687,7 +694,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     bullConn = make({ maxRetriesPerRequest: null });
     sub = make({ maxRetriesPerRequest: null });
     for (const c of [storeClient, bullConn, sub]) c.on("error", (err: Error) => log.debug("redis connection error", { error: err.message }));
-    redisStore = createRedisStore({ redis: storeClient, prefix });
+    redisStore = createRedisStore({ redis: storeClient, prefix, retention: options.retention, now });
     runner = createInProcessRunner(settings);
     storeClient.on("close", () => enterDegraded("Redis connection lost"));
     storeClient.on("ready", () => {
