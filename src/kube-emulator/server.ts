@@ -95,6 +95,67 @@ function listItem(kind: ResourceKind, obj: JsonObject): JsonObject {
   return rest;
 }
 
+/**
+ * A boolean query parameter as the real server converts it (`Convert_Slice_string_To_bool`): absent
+ * is false, `0` and `false` in any case are false, anything else (`True`, `1`, even empty) is true.
+ */
+export function boolParam(q: URLSearchParams, name: string): boolean {
+  const v = q.get(name);
+  if (v === null) return false;
+  return !(v === "0" || v.toLowerCase() === "false");
+}
+
+const OPTIONS_KIND: Record<string, string> = { POST: "CreateOptions", PUT: "UpdateOptions", PATCH: "PatchOptions", DELETE: "DeleteOptions" };
+
+/** `dryRun=All` (the only value Kubernetes defines) on a write; anything else is 422 like the real option validation. */
+function dryRunParam(q: URLSearchParams, method: string): boolean {
+  const values = q.getAll("dryRun");
+  if (values.length === 0) return false;
+  const optionsKind = OPTIONS_KIND[method];
+  if (optionsKind === undefined) return false; // reads ignore it
+  const bad = values.filter((v) => v !== "All");
+  if (bad.length > 0) {
+    throw invalidOptions(optionsKind, [`dryRun: Unsupported value: []string{${values.map((v) => JSON.stringify(v)).join(", ")}}: supported values: "All"`]);
+  }
+  return true;
+}
+
+/** 422 for bad request options, as the real server words it (`ListOptions.meta.k8s.io "" is invalid: …`). */
+function invalidOptions(kind: string, messages: readonly string[]): KubeApiError {
+  return new KubeApiError(422, StatusReason.Invalid, `${kind}.meta.k8s.io "" is invalid: ${messages.join(", ")}`, {
+    group: "meta.k8s.io",
+    kind,
+    causes: messages.map((m) => {
+      const i = m.indexOf(": ");
+      return { reason: "FieldValueInvalid", message: m.slice(i + 2), field: m.slice(0, i) };
+    }),
+  });
+}
+
+/** How long a request for a resourceVersion the store has not reached waits before 504 (the watch cache's 3 s). */
+const FRESHNESS_WAIT_MS = 3_000;
+
+function tooLargeResourceVersion(wanted: number, current: number): KubeApiError {
+  return new KubeApiError(504, StatusReason.Timeout, `Too large resource version: ${wanted}, current: ${current}`, {
+    causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
+    retryAfterSeconds: 1,
+  });
+}
+
+function encodeContinue(rv: number, start: string): string {
+  return Buffer.from(JSON.stringify({ v: "meta.k8s.io/v1", rv, start })).toString("base64url");
+}
+
+function decodeContinue(token: string): { rv: number; start: string } {
+  try {
+    const t = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as { v?: unknown; rv?: unknown; start?: unknown };
+    if (t.v === "meta.k8s.io/v1" && typeof t.rv === "number" && typeof t.start === "string") return { rv: t.rv, start: t.start };
+  } catch {
+    // fall through
+  }
+  throw badRequest("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+}
+
 export function createHandler(opts: HandlerOptions): {
   handle: (req: IncomingMessage, res: ServerResponse) => void;
   openWatches: Set<OpenWatch>;
@@ -134,39 +195,95 @@ export function createHandler(opts: HandlerOptions): {
     fields: parseFieldSelector(q.get("fieldSelector") ?? ""),
   });
 
-  const list = (r: Route, q: URLSearchParams, res: ServerResponse): void => {
+  const list = async (r: Route, q: URLSearchParams, res: ServerResponse): Promise<void> => {
     const { labels, fields } = selectors(q);
-    const all = store.list(r.kind, r.namespace, labels, fields);
-    const rv = String(store.resourceVersion);
     const limit = Number(q.get("limit") ?? "0");
-    let start = 0;
-    const cont = q.get("continue");
-    if (cont !== null && cont !== "") {
-      try {
-        const token = JSON.parse(Buffer.from(cont, "base64url").toString("utf8")) as { start?: unknown };
-        if (typeof token.start !== "number") throw new Error("bad token");
-        start = token.start;
-      } catch {
-        throw badRequest("continue key is not valid: please restart the list without a continue token");
-      }
+    const cont = q.get("continue") ?? "";
+    const rvParam = q.get("resourceVersion") ?? "";
+    const match = q.get("resourceVersionMatch") ?? "";
+    if (match !== "" && match !== "Exact" && match !== "NotOlderThan") {
+      throw invalidOptions("ListOptions", [`resourceVersionMatch: Unsupported value: "${match}": supported values: "Exact", "NotOlderThan"`]);
     }
-    const page = limit > 0 ? all.slice(start, start + limit) : all.slice(start);
-    const more = limit > 0 && start + limit < all.length;
+    if (match !== "" && rvParam === "") throw invalidOptions("ListOptions", ["resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"]);
+    if (cont !== "" && rvParam !== "" && rvParam !== "0") throw invalidOptions("ListOptions", ["resourceVersion: Forbidden: specifying resource version is not allowed when using continue"]);
+    if (rvParam !== "" && !/^[0-9]+$/.test(rvParam)) throw badRequest(`invalid resource version "${rvParam}"`);
+    // A continue token names the snapshot (resourceVersion) and the key after which the page starts,
+    // as the real server's does: items deleted or added since the first page do not shift the pages.
+    let atRv = store.resourceVersion;
+    let after = "";
+    if (cont !== "") {
+      const token = decodeContinue(cont);
+      atRv = token.rv;
+      after = token.start;
+    } else if (match === "Exact") {
+      atRv = Number(rvParam);
+      await waitFresh(atRv);
+    } else if (rvParam !== "" && rvParam !== "0") {
+      await waitFresh(Number(rvParam));
+      atRv = store.resourceVersion;
+    }
+    const source = atRv === store.resourceVersion ? undefined : store.snapshot(r.kind, atRv);
+    if (atRv !== store.resourceVersion && source === undefined) {
+      throw cont !== ""
+        ? gone(
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+          )
+        : gone(`too old resource version: ${atRv} (${store.oldestResumableVersion})`);
+    }
+    const all = store.listKeyed(r.kind, r.namespace, labels, fields, source).filter(([key]) => key >= after);
+    const page = limit > 0 ? all.slice(0, limit) : all;
+    const more = limit > 0 && all.length > limit;
+    const last = page.at(-1)?.[0] ?? "";
     send(res, 200, {
       kind: `${r.kind.kind}List`,
       apiVersion: apiVersionOf(r.kind),
       metadata: {
-        resourceVersion: rv,
-        ...(more ? { continue: Buffer.from(JSON.stringify({ start: start + limit })).toString("base64url"), remainingItemCount: all.length - start - limit } : {}),
+        resourceVersion: String(atRv),
+        ...(more ? { continue: encodeContinue(atRv, `${last}\u0000`), remainingItemCount: all.length - limit } : {}),
       },
-      items: page.map((o) => listItem(r.kind, o)),
+      items: page.map(([, o]) => listItem(r.kind, o)),
     });
   };
 
-  const watch = (r: Route, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): void => {
+  /**
+   * Waits (up to 3 s, as the real watch cache does) until the store has reached `rv`; then 504
+   * "Too large resource version", which clients retry.
+   */
+  const waitFresh = (rv: number): Promise<void> => {
+    if (store.resourceVersion >= rv) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        unsubscribe();
+        reject(tooLargeResourceVersion(rv, store.resourceVersion));
+      }, FRESHNESS_WAIT_MS);
+      const unsubscribe = store.subscribe(() => {
+        if (store.resourceVersion < rv) return;
+        clearTimeout(timer);
+        unsubscribe();
+        resolve();
+      });
+    });
+  };
+
+  const watch = async (r: Route, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const { labels, fields } = selectors(q);
     const rvParam = q.get("resourceVersion") ?? "";
-    const bookmarks = q.get("allowWatchBookmarks") === "true";
+    const bookmarks = boolParam(q, "allowWatchBookmarks");
+    if (boolParam(q, "sendInitialEvents")) {
+      // Streaming lists (KEP-3157) are not emulated: refused the way a server without the WatchList feature refuses them.
+      throw invalidOptions("ListOptions", ["sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"]);
+    }
+    // A resourceVersion from the future: wait until the store reaches it, then 504 (like the watch cache).
+    if (/^[0-9]+$/.test(rvParam) && Number(rvParam) > store.resourceVersion) {
+      const pending: OpenWatch = { close: () => res.destroy() };
+      openWatches.add(pending);
+      try {
+        await waitFresh(Number(rvParam));
+      } finally {
+        openWatches.delete(pending);
+      }
+      if (res.destroyed) return;
+    }
     const requested = Number(q.get("timeoutSeconds") ?? "0");
     const timeoutSeconds = requested > 0 ? Math.min(requested, opts.watchTimeoutSeconds) : opts.watchTimeoutSeconds;
     const ns = r.namespace;
@@ -229,7 +346,7 @@ export function createHandler(opts: HandlerOptions): {
       }
       for (const e of events) deliver(e);
     }
-    // A resourceVersion from the future: like the real server, nothing at or before it is sent.
+    // Nothing at or before the requested version is sent.
     const floor = /^[0-9]+$/.test(rvParam) ? Number(rvParam) : 0;
     unsubscribe = store.subscribe((e) => {
       if (e.rv > floor) deliver(e);
@@ -300,7 +417,8 @@ export function createHandler(opts: HandlerOptions): {
       opts.onForbidden?.({ ...a, method, path });
       throw forbidden(a);
     };
-    const watching = q.get("watch") === "true" || q.get("watch") === "1";
+    const watching = boolParam(q, "watch");
+    const dryRun = dryRunParam(q, method);
     const verbs: Record<string, string> = {
       GET: watching ? "watch" : name === undefined ? "list" : "get",
       POST: "create",
@@ -324,13 +442,12 @@ export function createHandler(opts: HandlerOptions): {
       case "POST": {
         if (name !== undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
         const body = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE);
-        if (q.get("dryRun") === "All") throw badRequest("dryRun is not supported by the kube-emulator");
-        return send(res, 201, store.create(kind, namespace, body, manager ?? defaultManager(req)));
+        return send(res, 201, store.dryRun(dryRun, () => store.create(kind, namespace, body, manager ?? defaultManager(req))));
       }
       case "PUT": {
         if (name === undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
         const body = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE);
-        return send(res, 200, store.update(kind, namespace, name, body, manager ?? defaultManager(req)));
+        return send(res, 200, store.dryRun(dryRun, () => store.update(kind, namespace, name, body, manager ?? defaultManager(req))));
       }
       case "PATCH": {
         if (name === undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
@@ -341,15 +458,17 @@ export function createHandler(opts: HandlerOptions): {
         }
         const patchType = ct as PatchType;
         const body = parseBody(await readBody(req, opts.maxBodyBytes), patchType === PatchType.Apply ? "yaml" : JSON_TYPE);
-        const out = store.patch({
-          kind,
-          ns: namespace,
-          name,
-          type: patchType,
-          body,
-          manager: patchType === PatchType.Apply ? manager : (manager ?? defaultManager(req)),
-          force: q.get("force") === "true",
-        });
+        const out = store.dryRun(dryRun, () =>
+          store.patch({
+            kind,
+            ns: namespace,
+            name,
+            type: patchType,
+            body,
+            manager: patchType === PatchType.Apply ? manager : (manager ?? defaultManager(req)),
+            force: boolParam(q, "force"),
+          }),
+        );
         return send(res, out.created ? 201 : 200, out.object);
       }
       case "DELETE": {
@@ -362,13 +481,15 @@ export function createHandler(opts: HandlerOptions): {
         };
         if (name === undefined) {
           const { labels, fields } = selectors(q);
-          const items = store.list(kind, namespace, labels, fields).map((o) => {
-            const m = metaOf(o);
-            return store.delete(kind, typeof m.namespace === "string" ? m.namespace : undefined, typeof m.name === "string" ? m.name : "");
-          });
+          const items = store.dryRun(dryRun, () =>
+            store.list(kind, namespace, labels, fields).map((o) => {
+              const m = metaOf(o);
+              return store.delete(kind, typeof m.namespace === "string" ? m.namespace : undefined, typeof m.name === "string" ? m.name : "");
+            }),
+          );
           return send(res, 200, { kind: `${kind.kind}List`, apiVersion: apiVersionOf(kind), metadata: { resourceVersion: String(store.resourceVersion) }, items });
         }
-        const deleted = store.delete(kind, namespace, name, preconditions);
+        const deleted = store.dryRun(dryRun, () => store.delete(kind, namespace, name, preconditions));
         // Like the real server: Pods (graceful deletion) and Services answer the deleted object, others a Status.
         if (kind.builtIn === true && (kind.kind === "Pod" || kind.kind === "Service")) return send(res, 200, deleted);
         if (kind.kind === "Namespace") return send(res, 200, { ...deleted, status: { phase: "Terminating" } });

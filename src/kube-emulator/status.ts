@@ -15,6 +15,7 @@ export const StatusReason = {
   MethodNotAllowed: "MethodNotAllowed",
   UnsupportedMediaType: "UnsupportedMediaType",
   InternalError: "InternalError",
+  Timeout: "Timeout",
   NotAcceptable: "NotAcceptable",
   Forbidden: "Forbidden",
   Unauthorized: "Unauthorized",
@@ -32,6 +33,7 @@ export interface StatusDetails {
   readonly group?: string;
   readonly kind?: string;
   readonly causes?: readonly StatusCause[];
+  readonly retryAfterSeconds?: number;
 }
 
 export interface KubeStatus {

@@ -72,6 +72,8 @@ export class ObjectStore {
   private head = 0;
   private readonly listeners = new Set<(e: StoreEvent) => void>();
   private readonly defaulting = createDefaultingState();
+  /** Set while a `dryRun=All` request runs: writes go through every check but `commit` stores nothing. */
+  private dryRunning = false;
 
   constructor(private readonly opts: StoreOptions) {}
 
@@ -96,6 +98,39 @@ export class ObjectStore {
     return this.compactedRv;
   }
 
+  /**
+   * Runs a write as `dryRun=All` does on a real server: validation, admission, defaulting and
+   * conflicts as usual, the answer as it would be, but nothing stored, no resourceVersion, no event.
+   */
+  dryRun<T>(enabled: boolean, fn: () => T): T {
+    if (!enabled) return fn();
+    this.dryRunning = true;
+    try {
+      return fn();
+    } finally {
+      this.dryRunning = false;
+    }
+  }
+
+  /**
+   * The objects of a kind as they were at `rv` (for list `resourceVersionMatch=Exact` and continue
+   * tokens): the current state with the newer events undone. Undefined when the history no longer reaches `rv`.
+   */
+  snapshot(kind: ResourceKind, rv: number): Map<string, JsonObject> | undefined {
+    const events = this.eventsSince(rv);
+    if (events === undefined) return undefined;
+    const out = new Map(this.bucket(kind));
+    for (let i = events.length - 1; i >= 0; i--) {
+      const e = events[i]!;
+      if (e.kind !== kind) continue;
+      const m = metaOf(e.object);
+      const key = objKey(str(m.namespace), str(m.name) ?? "");
+      if (e.type === "ADDED" || e.previous === undefined) out.delete(key);
+      else out.set(key, e.previous);
+    }
+    return out;
+  }
+
   subscribe(listener: (e: StoreEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -111,11 +146,18 @@ export class ObjectStore {
   }
 
   private commit(kind: ResourceKind, type: EventType, input: JsonObject, previous?: JsonObject): JsonObject {
-    this.rv += 1;
     // Field order as the real server writes it: kind, apiVersion, metadata, then the rest.
     const { kind: k, apiVersion: av, metadata: md, ...rest } = input;
     const obj: JsonObject = { kind: k ?? kind.kind, apiVersion: av ?? apiVersionOf(kind), metadata: md ?? {}, ...rest };
     const meta = metaOf(obj);
+    if (this.dryRunning) {
+      // As the real server answers a dry run: a create has no resourceVersion yet, an update or a
+      // delete shows the live object's.
+      if (type === "ADDED") delete meta.resourceVersion;
+      else meta.resourceVersion = previous === undefined ? (meta.resourceVersion ?? null) : (metaOf(previous).resourceVersion ?? null);
+      return obj;
+    }
+    this.rv += 1;
     if (type !== "DELETED") {
       meta.resourceVersion = String(this.rv);
       this.bucket(kind).set(objKey(str(meta.namespace), str(meta.name) ?? ""), obj);
@@ -165,11 +207,22 @@ export class ObjectStore {
 
   /** Matching objects sorted by namespace/name. They are the stored objects: serialise them, never mutate them. */
   list(kind: ResourceKind, ns: string | undefined, labels: Selector, fields: readonly FieldRequirement[]): readonly Readonly<JsonObject>[] {
+    return this.listKeyed(kind, ns, labels, fields).map((e) => e[1]);
+  }
+
+  /** Like `list`, with each object's storage key (`namespace/name`), from `source` (a snapshot) when given. */
+  listKeyed(
+    kind: ResourceKind,
+    ns: string | undefined,
+    labels: Selector,
+    fields: readonly FieldRequirement[],
+    source: ReadonlyMap<string, JsonObject> = this.bucket(kind),
+  ): [string, Readonly<JsonObject>][] {
     const out: [string, JsonObject][] = [];
-    for (const [key, o] of this.bucket(kind)) {
+    for (const [key, o] of source) {
       if (this.matches(o, ns, labels, fields)) out.push([key, o]);
     }
-    return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((e) => e[1]);
+    return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   }
 
   matches(o: Readonly<JsonObject>, ns: string | undefined, labels: Selector, fields: readonly FieldRequirement[]): boolean {
@@ -409,11 +462,11 @@ export class ObjectStore {
       for (const k of this.opts.kinds.all()) {
         if (!k.namespaced) continue;
         for (const o of [...this.bucket(k).values()]) {
-          if (metaOf(o).namespace === name) this.commit(k, "DELETED", clone(o));
+          if (metaOf(o).namespace === name) this.commit(k, "DELETED", clone(o), clone(o));
         }
       }
     }
-    return this.commit(kind, "DELETED", clone(live));
+    return this.commit(kind, "DELETED", clone(live), clone(live));
   }
 
   /** Writes an object as-is (seeding): creates it, or replaces the live one keeping its uid. */

@@ -1,0 +1,267 @@
+#!/usr/bin/python3
+"""Conformance checks for the kube-emulator, driven by the official Kubernetes Python client.
+
+Written from the Kubernetes API documentation (API concepts: efficient detection of changes,
+retrieving large results in chunks, dry-run, server-side apply, field validation, finalizers; API
+conventions) rather than from the emulator's code, so that a client the project never used
+holds it to the real server's behaviour.
+
+    python_client_checks.py --list                       # the check names, one a line
+    python_client_checks.py --kubeconfig FILE [--only N] # runs them; one JSON line per check
+
+Each check runs in its own namespace and raises (AssertionError or ApiException) to fail.
+"""
+import argparse
+import base64
+import json
+import sys
+import time
+import traceback
+
+CHECKS = []
+
+
+def check(name):
+    def register(fn):
+        CHECKS.append((name, fn))
+        return fn
+    return register
+
+
+def expect(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def expect_status(fn, code, reason=None):
+    """Calls fn, expecting an ApiException with HTTP `code` (and Status `reason`); returns the Status body."""
+    from kubernetes.client.rest import ApiException
+    try:
+        fn()
+    except ApiException as e:
+        body = json.loads(e.body) if e.body else {}
+        expect(e.status == code, f"expected HTTP {code}, got {e.status}: {e.body}")
+        if reason is not None:
+            expect(body.get("reason") == reason, f"expected reason {reason}, got {body.get('reason')}: {e.body}")
+        return body
+    raise AssertionError(f"expected HTTP {code}, the call succeeded")
+
+
+class Ctx:
+    def __init__(self, api_client, ns):
+        from kubernetes import client
+        from kubernetes.dynamic import DynamicClient
+        self.api = api_client
+        self.ns = ns
+        self.core = client.CoreV1Api(api_client)
+        self.apps = client.AppsV1Api(api_client)
+        self.coord = client.CoordinationV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+        self.dyn = DynamicClient(api_client)
+
+    def cm(self, name, data=None, labels=None):
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": self.ns, **({"labels": labels} if labels else {})},
+                "data": data or {}}
+
+    def raw(self, method, path, body=None, content_type="application/json", query=None):
+        """A raw request through the client's own HTTP stack; returns (status, parsed body)."""
+        from kubernetes.client.rest import ApiException
+        try:
+            data, status, _ = self.api.call_api(
+                path, method, query_params=query or [], header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body, response_type=object, auth_settings=["BearerToken"], _return_http_data_only=False)
+            return status, data
+        except ApiException as e:
+            return e.status, (json.loads(e.body) if e.body else None)
+
+    def apply(self, obj, manager, force=None, **kwargs):
+        """Server-side apply through the dynamic client (the body goes as a JSON string: YAML is a superset)."""
+        res = self.dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        ns = obj["metadata"].get("namespace") if res.namespaced else None
+        return self.dyn.server_side_apply(res, body=json.dumps(obj), name=obj["metadata"]["name"], namespace=ns,
+                                          field_manager=manager, force_conflicts=force, **kwargs)
+
+    def vs(self, name, hosts=None, **spec):
+        return {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+                "metadata": {"name": name, "namespace": self.ns},
+                "spec": {"hosts": hosts or [name], **spec}}
+
+    def deployment(self, name, containers):
+        return {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": self.ns},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": containers}}}}
+
+
+# --- list, paging and watch (API concepts: "Efficient detection of changes", "Retrieving large results sets in chunks")
+
+@check("list: resourceVersion in the list metadata, items sorted and complete")
+def _(c):
+    for i in range(3):
+        c.core.create_namespaced_config_map(c.ns, c.cm(f"l{i}"))
+    lst = c.core.list_namespaced_config_map(c.ns)
+    expect(lst.metadata.resource_version, "list has a resourceVersion")
+    expect([i.metadata.name for i in lst.items] == ["l0", "l1", "l2"], [i.metadata.name for i in lst.items])
+
+
+@check("list chunks: a continue token pages a consistent snapshot; deleting an earlier item skips nothing")
+def _(c):
+    for i in range(6):
+        c.core.create_namespaced_config_map(c.ns, c.cm(f"p{i}"))
+    first = c.core.list_namespaced_config_map(c.ns, limit=2)
+    expect([i.metadata.name for i in first.items] == ["p0", "p1"], "first page")
+    expect(first.metadata._continue, "a continue token")
+    expect(first.metadata.remaining_item_count == 4, f"remainingItemCount {first.metadata.remaining_item_count}")
+    c.core.delete_namespaced_config_map("p0", c.ns)
+    c.core.create_namespaced_config_map(c.ns, c.cm("p2a"))
+    second = c.core.list_namespaced_config_map(c.ns, limit=2, _continue=first.metadata._continue)
+    expect([i.metadata.name for i in second.items] == ["p2", "p3"], [i.metadata.name for i in second.items])
+    expect(second.metadata.resource_version == first.metadata.resource_version, "pages share the snapshot's resourceVersion")
+    third = c.core.list_namespaced_config_map(c.ns, limit=2, _continue=second.metadata._continue)
+    expect([i.metadata.name for i in third.items] == ["p4", "p5"], [i.metadata.name for i in third.items])
+    expect(not third.metadata._continue, "last page has no continue")
+
+
+@check("list: resourceVersionMatch=Exact returns the state at that version")
+def _(c):
+    c.core.create_namespaced_config_map(c.ns, c.cm("e1", {"v": "1"}))
+    rv = c.core.list_namespaced_config_map(c.ns).metadata.resource_version
+    c.core.patch_namespaced_config_map("e1", c.ns, {"data": {"v": "2"}})
+    c.core.create_namespaced_config_map(c.ns, c.cm("e2"))
+    old = c.core.list_namespaced_config_map(c.ns, resource_version=rv, resource_version_match="Exact")
+    expect([(i.metadata.name, i.data) for i in old.items] == [("e1", {"v": "1"})], [(i.metadata.name, i.data) for i in old.items])
+    expect(old.metadata.resource_version == rv, "the list is at the requested version")
+
+
+@check("list: a resourceVersion the server has not reached is 504 Timeout (ResourceVersionTooLarge) after a short wait")
+def _(c):
+    rv = int(c.core.list_namespaced_config_map(c.ns).metadata.resource_version)
+    t = time.time()
+    body = expect_status(lambda: c.core.list_namespaced_config_map(c.ns, resource_version=str(rv + 1000), resource_version_match="NotOlderThan"), 504, "Timeout")
+    expect(body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge", body)
+    expect(time.time() - t >= 2, "waits for the version first")
+
+
+@check("watch: watch=True (Python's spelling of the boolean) streams ADDED/MODIFIED/DELETED from a resourceVersion")
+def _(c):
+    from kubernetes import watch
+    rv = c.core.list_namespaced_config_map(c.ns).metadata.resource_version
+    c.core.create_namespaced_config_map(c.ns, c.cm("w1"))
+    c.core.patch_namespaced_config_map("w1", c.ns, {"data": {"a": "1"}})
+    c.core.delete_namespaced_config_map("w1", c.ns)
+    seen = []
+    w = watch.Watch()
+    for ev in w.stream(c.core.list_namespaced_config_map, c.ns, resource_version=rv, timeout_seconds=2):
+        seen.append((ev["type"], ev["object"].metadata.name))
+        if len(seen) == 3:
+            w.stop()
+    expect(seen == [("ADDED", "w1"), ("MODIFIED", "w1"), ("DELETED", "w1")], seen)
+
+
+@check("watch: a resourceVersion too far in the future is refused with 504 instead of hanging")
+def _(c):
+    rv = int(c.core.list_namespaced_config_map(c.ns).metadata.resource_version)
+    status, body = c.raw("GET", f"/api/v1/namespaces/{c.ns}/configmaps", query=[("watch", "1"), ("resourceVersion", str(rv + 1000))])
+    expect(status == 504 and body["reason"] == "Timeout", (status, body))
+
+
+@check("watch: allowWatchBookmarks=True gets BOOKMARK events")
+def _(c):
+    from kubernetes import watch
+    rv = c.core.list_namespaced_config_map(c.ns).metadata.resource_version
+    types = set()
+    w = watch.Watch()
+    for ev in w.stream(c.core.list_namespaced_config_map, c.ns, resource_version=rv, allow_watch_bookmarks=True, timeout_seconds=1):
+        types.add(ev["type"])
+    expect("BOOKMARK" in types, types)
+
+
+# --- dry run (API concepts: "Dry-run")
+
+@check("dry-run create: the answer has a uid, nothing is stored")
+def _(c):
+    out = c.core.create_namespaced_config_map(c.ns, c.cm("dry", {"a": "1"}), dry_run="All")
+    expect(out.metadata.uid and out.data == {"a": "1"}, "the object as it would be")
+    expect_status(lambda: c.core.read_namespaced_config_map("dry", c.ns), 404, "NotFound")
+
+
+@check("dry-run patch (strategic and merge), update and server-side apply change nothing")
+def _(c):
+    c.core.create_namespaced_config_map(c.ns, c.cm("d", {"a": "1"}))
+    before = c.core.read_namespaced_config_map("d", c.ns)
+    out = c.core.patch_namespaced_config_map("d", c.ns, {"data": {"a": "2"}}, dry_run="All")
+    expect(out.data == {"a": "2"}, "the patched object is answered")
+    before.data = {"a": "3"}
+    out = c.core.replace_namespaced_config_map("d", c.ns, before, dry_run="All")
+    expect(out.data == {"a": "3"}, "the updated object is answered")
+    c.apply(c.cm("d", {"a": "4"}), "dry", force=True, dry_run="All")
+    after = c.core.read_namespaced_config_map("d", c.ns)
+    expect(after.data == {"a": "1"}, f"live object unchanged: {after.data}")
+    expect(after.metadata.resource_version == before.metadata.resource_version, "no new resourceVersion")
+
+
+@check("dry-run delete: the object survives; a namespace too")
+def _(c):
+    c.core.create_namespaced_config_map(c.ns, c.cm("keep"))
+    c.core.delete_namespaced_config_map("keep", c.ns, dry_run="All")
+    c.core.read_namespaced_config_map("keep", c.ns)
+    c.core.delete_collection_namespaced_config_map(c.ns, dry_run="All")
+    c.core.read_namespaced_config_map("keep", c.ns)
+    c.core.delete_namespace(c.ns, dry_run="All")
+    c.core.read_namespaced_config_map("keep", c.ns)
+    expect(c.core.read_namespace(c.ns).status.phase == "Active", "namespace still active")
+
+
+@check("dry-run: a value other than All is 422")
+def _(c):
+    status, body = c.raw("POST", f"/api/v1/namespaces/{c.ns}/configmaps", body=c.cm("x"), query=[("dryRun", "Yes")])
+    expect(status == 422 and body["reason"] == "Invalid", (status, body))
+
+
+# --- server-side apply with force=True (the Python dynamic client's spelling)
+
+@check("apply: force=True takes the fields over from another manager")
+def _(c):
+    c.apply(c.cm("f", {"a": "1"}), "one")
+    try:
+        c.apply(c.cm("f", {"a": "2"}), "two")
+        raise AssertionError("expected a conflict")
+    except AssertionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the dynamic client raises its own ConflictError
+        expect(getattr(e, "status", None) == 409, f"409 conflict, got {e}")
+    c.apply(c.cm("f", {"a": "2"}), "two", force=True)
+    expect(c.core.read_namespaced_config_map("f", c.ns).data == {"a": "2"}, "forced")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--kubeconfig")
+    parser.add_argument("--only", action="append", default=[])
+    args = parser.parse_args()
+    if args.list:
+        for name, _fn in CHECKS:
+            print(name)
+        return
+    from kubernetes import client, config
+    api_client = config.new_client_from_config(config_file=args.kubeconfig)
+    core = client.CoreV1Api(api_client)
+    for index, (name, fn) in enumerate(CHECKS):
+        if args.only and name not in args.only:
+            continue
+        ns = f"conf-{index}"
+        started = time.time()
+        try:
+            core.create_namespace({"metadata": {"name": ns}})
+            fn(Ctx(api_client, ns))
+            result = {"name": name, "ok": True}
+        except Exception as e:  # noqa: BLE001 - every failure is reported, the run goes on
+            result = {"name": name, "ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc(limit=4)}
+        result["ms"] = round((time.time() - started) * 1000)
+        print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
