@@ -29,6 +29,9 @@ export interface BullRunnerOptions extends RunnerSettings {
   readonly logger: Logger;
 }
 
+/** Entries kept in each queue's BullMQ event stream. */
+const EVENTS_KEPT = 500;
+
 /** A job whose worker died this many times is failed (a poison job must not kill every worker in turn). */
 const MAX_STALLED = 3;
 
@@ -36,7 +39,9 @@ export function createBullRunner(o: BullRunnerOptions): JobRunner {
   const queues = new Map<JobType, Queue>();
   const workers: Worker[] = [];
   for (const type of JOB_TYPES) {
-    const q = new Queue(type, { connection: o.connection, prefix: o.prefix });
+    // BullMQ's event stream (`<prefix>:<type>:events`) is read by nothing in gitmesh (results come
+    // through the job handlers and pub/sub); keep a short tail for operators' tools, not BullMQ's 10,000.
+    const q = new Queue(type, { connection: o.connection, prefix: o.prefix, streams: { events: { maxLen: EVENTS_KEPT } } });
     q.on("error", (err) => o.logger.debug("queue error", { type, error: err.message }));
     queues.set(type, q);
     if (!o.work) continue;
