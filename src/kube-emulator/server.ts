@@ -12,6 +12,7 @@ import { parseFieldSelector, parseLabelSelector, type FieldRequirement, type Sel
 import { failureStatus, KubeApiError, badRequest, gone, StatusReason } from "./status.js";
 import { metaOf, PatchType, type ObjectStore, type StoreEvent } from "./store.js";
 import { openApiV2Protobuf } from "./openapi.js";
+import { decodeProtobuf, PROTOBUF_TYPE } from "./protobuf.js";
 import { forbidden, type Authorizer, type ForbiddenRequest, type RequestAttributes } from "./rbac.js";
 
 export interface HandlerOptions {
@@ -53,7 +54,7 @@ function sendError(res: ServerResponse, err: KubeApiError): void {
   send(res, err.status, err.toStatus());
 }
 
-function readBody(req: IncomingMessage, max: number): Promise<string> {
+function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -66,19 +67,36 @@ function readBody(req: IncomingMessage, max: number): Promise<string> {
       }
       chunks.push(c);
     });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
     req.on("error", reject);
   });
 }
 
-function parseBody(text: string, contentType: string): unknown {
+/**
+ * Decodes a request body by its media type: JSON, YAML, or (built-in kinds only, as on a real
+ * server where custom resources have no protobuf encoding) Kubernetes protobuf.
+ */
+function parseBody(raw: Buffer, contentType: string, kind?: ResourceKind): unknown {
+  const media = contentType.split(";")[0]!.trim().toLowerCase();
+  if (media === PROTOBUF_TYPE) {
+    if (kind !== undefined && kind.builtIn !== true) throw unsupportedMedia(["application/json", "application/yaml"]);
+    return decodeProtobuf(raw);
+  }
+  if (media !== "" && media !== JSON_TYPE && media !== "application/yaml" && media !== "*/*" && !media.endsWith("+json") && !media.endsWith("+yaml")) {
+    throw unsupportedMedia(kind === undefined || kind.builtIn === true ? ["application/json", "application/yaml", PROTOBUF_TYPE] : ["application/json", "application/yaml"]);
+  }
+  const text = raw.toString("utf8");
   if (text.trim() === "") throw badRequest("the request body is empty");
   try {
-    if (contentType.includes("yaml")) return parseYaml(text) as unknown;
+    if (media.includes("yaml")) return parseYaml(text) as unknown;
     return JSON.parse(text) as unknown;
   } catch (err) {
     throw badRequest(`the request body could not be decoded: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+function unsupportedMedia(accepted: readonly string[]): KubeApiError {
+  return new KubeApiError(415, StatusReason.UnsupportedMediaType, `the body of the request was in an unknown format - accepted media types include: ${accepted.join(", ")}`);
 }
 
 /** Default field manager when none is given: the User-Agent's program name, like the real server. */
@@ -441,12 +459,12 @@ export function createHandler(opts: HandlerOptions): {
       }
       case "POST": {
         if (name !== undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
-        const body = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE);
+        const body = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE, kind);
         return send(res, 201, store.dryRun(dryRun, () => store.create(kind, namespace, body, manager ?? defaultManager(req))));
       }
       case "PUT": {
         if (name === undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
-        const body = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE);
+        const body = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE, kind);
         return send(res, 200, store.dryRun(dryRun, () => store.update(kind, namespace, name, body, manager ?? defaultManager(req))));
       }
       case "PATCH": {
@@ -457,7 +475,7 @@ export function createHandler(opts: HandlerOptions): {
           throw new KubeApiError(415, StatusReason.UnsupportedMediaType, `the body of the request was in an unknown format - accepted media types include: ${types.join(", ")}`);
         }
         const patchType = ct as PatchType;
-        const body = parseBody(await readBody(req, opts.maxBodyBytes), patchType === PatchType.Apply ? "yaml" : JSON_TYPE);
+        const body = parseBody(await readBody(req, opts.maxBodyBytes), patchType === PatchType.Apply ? "application/yaml" : JSON_TYPE);
         const out = store.dryRun(dryRun, () =>
           store.patch({
             kind,
@@ -472,8 +490,9 @@ export function createHandler(opts: HandlerOptions): {
         return send(res, out.created ? 201 : 200, out.object);
       }
       case "DELETE": {
-        const text = await readBody(req, opts.maxBodyBytes);
-        const opt = text.trim() === "" ? {} : parseBody(text, JSON_TYPE);
+        const raw = await readBody(req, opts.maxBodyBytes);
+        // DeleteOptions come as JSON, YAML or protobuf whatever the kind (they are a meta.k8s.io type).
+        const opt = raw.toString("utf8").trim() === "" ? {} : parseBody(raw, req.headers["content-type"] ?? JSON_TYPE);
         const pre = isObject(opt) && isObject(opt.preconditions) ? opt.preconditions : {};
         const preconditions = {
           ...(typeof pre.uid === "string" ? { uid: pre.uid } : {}),

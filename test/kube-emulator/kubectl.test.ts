@@ -1,70 +1,30 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- objects read back from the emulator are untyped JSON */
 /**
  * The real kubectl against the emulator: api-resources, get, get -w, apply --server-side (with a
- * conflict and --force-conflicts), delete.
+ * conflict and --force-conflicts), create of built-in kinds (protobuf bodies from kubectl ≥ 1.32), delete.
  *
- * kubectl is required: CI installs Debian's `kubernetes-client` package (kubectl 1.20) in .ci/run;
- * developer machines may have a newer one (tested with 1.32). Set KUBECTL=/path/to/kubectl to pick
- * another binary. Without kubectl this suite FAILS with instructions instead of skipping.
+ * Runs once per kubectl binary found (kubectl-binaries.ts: `kubectl` on PATH and every versioned
+ * `kubectl.1.NN` beside it, or only $KUBECTL). kubectl is required: CI installs Debian's
+ * `kubernetes-client` package in .ci/run. Without kubectl this suite FAILS with instructions instead of skipping.
  */
 import { execFile, spawn } from "node:child_process";
-import { accessSync, constants } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startKube, type StartedKube } from "../helpers/kube.js";
+import { findKubectls, type KubectlBinary } from "./kubectl-binaries.js";
 
-function findKubectl(): string | undefined {
-  const candidates = [process.env.KUBECTL, ...(process.env.PATH ?? "").split(delimiter).map((d) => join(d, "kubectl"))];
-  for (const c of candidates) {
-    if (c === undefined || c === "" || c === "kubectl") continue;
-    try {
-      accessSync(c, constants.X_OK);
-      return c;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+const binaries = findKubectls();
 
-const kubectlPath = findKubectl();
-let kube: StartedKube;
-let dir: string;
-let env: NodeJS.ProcessEnv;
-
-beforeAll(async () => {
-  if (kubectlPath === undefined) {
+it("finds kubectl", () => {
+  if (binaries.length === 0) {
     throw new Error(
       "kubectl not found on PATH (or $KUBECTL). Install it: `apt-get install kubernetes-client` (Debian/Ubuntu; .ci/run does this) " +
         "or set KUBECTL=/path/to/kubectl. This suite checks that the real kubectl works against the kube-emulator.",
     );
   }
-  kube = await startKube();
-  dir = await mkdtemp(join(tmpdir(), "kubectl-test-"));
-  await kube.emulator.writeKubeconfig(join(dir, "kubeconfig"));
-  // A private HOME keeps kubectl's discovery cache out of the user's ~/.kube.
-  env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, KUBECONFIG: join(dir, "kubeconfig") };
 });
-afterAll(async () => {
-  if (kubectlPath !== undefined) await kube.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
-
-function kubectl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(kubectlPath!, args, { env, timeout: 30_000 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === "number" ? err.code : 1;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-async function ok(...args: string[]): Promise<string> {
-  const r = await kubectl(...args);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")} failed (${r.code}): ${r.stderr}`);
-  return r.stdout;
-}
 
 const manifest = (subset: string): string => `apiVersion: v1
 kind: Namespace
@@ -85,7 +45,38 @@ spec:
     - destination: {host: reviews, subset: ${subset}}
 `;
 
-describe("kubectl against the emulator", () => {
+describe.each(binaries)("kubectl $label against the emulator", ({ path: kubectlPath }: KubectlBinary) => {
+  let kube: StartedKube;
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    kube = await startKube();
+    dir = await mkdtemp(join(tmpdir(), "kubectl-test-"));
+    await kube.emulator.writeKubeconfig(join(dir, "kubeconfig"));
+    // A private HOME keeps kubectl's discovery cache out of the user's ~/.kube.
+    env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, KUBECONFIG: join(dir, "kubeconfig") };
+  });
+  afterAll(async () => {
+    await kube.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  function kubectl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      execFile(kubectlPath, args, { env, timeout: 30_000 }, (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === "number" ? err.code : 1;
+        resolve({ code, stdout, stderr });
+      });
+    });
+  }
+
+  async function ok(...args: string[]): Promise<string> {
+    const r = await kubectl(...args);
+    if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")} failed (${r.code}): ${r.stderr}`);
+    return r.stdout;
+  }
+
   it("api-resources lists the core, apps, coordination and Istio kinds", async () => {
     const out = await ok("api-resources");
     expect(out).toMatch(/^virtualservices\s+vs\s+networking\.istio\.io\/v1\s+true\s+VirtualService$/m);
@@ -126,7 +117,7 @@ describe("kubectl against the emulator", () => {
   });
 
   it("get -w prints watch events as they happen", async () => {
-    const child = spawn(kubectlPath!, ["get", "configmaps", "-n", "default", "-w", "--output-watch-events"], { env });
+    const child = spawn(kubectlPath, ["get", "configmaps", "-n", "default", "-w", "--output-watch-events"], { env });
     const lines: string[] = [];
     let buffer = "";
     child.stdout.on("data", (d: Buffer) => {
@@ -146,6 +137,27 @@ describe("kubectl against the emulator", () => {
     } finally {
       child.kill();
     }
+  });
+
+  it("create of built-in kinds (protobuf bodies from kubectl >= 1.32) stores what a JSON client would", async () => {
+    await ok("create", "namespace", "made");
+    await ok("create", "configmap", "c", "-n", "made", "--from-literal=a=b");
+    await ok("create", "secret", "generic", "s", "-n", "made", "--from-literal=p=q");
+    await ok("create", "deployment", "d", "-n", "made", "--image=nginx:1", "--port=80", "--replicas=0");
+    await ok("create", "service", "clusterip", "svc", "-n", "made", "--tcp=80:8080");
+    await ok("create", "role", "r", "-n", "made", "--verb=get", "--resource=pods");
+    await ok("create", "rolebinding", "rb", "-n", "made", "--role=r", "--user=bob");
+    await ok("run", "p", "-n", "made", "--image=nginx", "--env=A=B", "--", "sleep", "1");
+    const get = (apiVersion: string, kind: string, name: string): Record<string, any> => kube.emulator.get(apiVersion, kind, "made", name) as Record<string, any>;
+    expect(get("v1", "ConfigMap", "c").data).toEqual({ a: "b" });
+    expect(get("v1", "Secret", "s")).toMatchObject({ data: { p: "cQ==" }, type: "Opaque" });
+    const d = get("apps/v1", "Deployment", "d");
+    expect(d.spec.replicas).toBe(0);
+    expect(d.spec.template.spec.containers).toEqual([{ name: "nginx", image: "nginx:1", ports: [{ containerPort: 80 }], resources: {} }]);
+    expect(get("v1", "Service", "svc").spec.ports).toEqual([{ name: "80-8080", port: 80, protocol: "TCP", targetPort: 8080 }]);
+    expect(get("rbac.authorization.k8s.io/v1", "Role", "r").rules).toEqual([{ verbs: ["get"], apiGroups: [""], resources: ["pods"] }]);
+    expect(get("rbac.authorization.k8s.io/v1", "RoleBinding", "rb").subjects).toEqual([{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: "bob" }]);
+    expect(get("v1", "Pod", "p").spec.containers[0]).toMatchObject({ name: "p", args: ["sleep", "1"], env: [{ name: "A", value: "B" }] });
   });
 
   it("delete removes the object (and a namespace its contents)", async () => {
