@@ -28,6 +28,7 @@ export {
   parseRedisUrl,
   redisKeyPrefix,
   RedisUrlError,
+  redisUrlProblem,
   scanRedisKeys,
   type ClusterRedisConfig,
   type RedisClient,

@@ -13,7 +13,6 @@
  * is written back — outputs only if newer — and the queue resumes).
  */
 import { createHash, randomUUID } from "node:crypto";
-import { Redis, type RedisOptions } from "ioredis";
 import type { Registry } from "prom-client";
 import { RetryLaterError, silentLogger, TransientError, type Diagnostic, type Logger } from "../core/index.js";
 import { workspaceNames, type DesiredState } from "../config/index.js";
@@ -43,6 +42,7 @@ import {
 import { createBullRunner } from "./bullmq-runner.js";
 import { computeHolds } from "./holds.js";
 import { createPipelineMetrics } from "./metrics.js";
+import { createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient, type RedisClientOptions, type RedisConnectionConfig } from "./redis-connection.js";
 import { createInProcessRunner, JOB_TYPES, type ClusterJobData, type JobEvent, type JobRunner, type JobType, type RunnerSettings, type WorkspaceJobData } from "./runner.js";
 
 export type PipelineMode = "redis" | "degraded" | "standalone";
@@ -91,8 +91,11 @@ export interface PipelineTranslators {
 }
 
 export interface PipelineOptions {
-  /** Redis URL or ioredis options. Absent: standalone mode (in-process, memory store). */
-  readonly redis?: string | RedisOptions;
+  /**
+   * Redis: a URL (a single server, Sentinel or Cluster; forms in redis-connection.ts) or a config from
+   * `parseRedisUrl`. Absent: standalone mode (in-process, memory store).
+   */
+  readonly redis?: string | RedisConnectionConfig;
   /** Key prefix for the store, the queues (`<prefix>bull`) and pub/sub (`<prefix>events`). Default `gitmesh:`. */
   readonly prefix?: string;
   readonly logger?: Logger;
@@ -191,7 +194,9 @@ type EventMessage =
 
 export async function createPipeline(options: PipelineOptions = {}): Promise<Pipeline> {
   const log = options.logger ?? silentLogger;
-  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const redisConfig = typeof options.redis === "string" ? parseRedisUrl(options.redis) : options.redis;
+  // On a Redis Cluster the prefix is a hash tag (`{gitmesh}:`): every key in one slot (redisKeyPrefix).
+  const prefix = redisKeyPrefix(redisConfig, options.prefix ?? DEFAULT_PREFIX);
   const now = options.now ?? Date.now;
   const translators: PipelineTranslators = options.translators ?? { translateWorkspace: realTranslate, assembleCluster: realAssemble };
   const origin = randomUUID();
@@ -207,9 +212,9 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
 
   const mirror = createMemoryStore({ retention: options.retention, now });
   let redisStore: SnapshotStore | undefined;
-  let storeClient: Redis | undefined;
-  let bullConn: Redis | undefined;
-  let sub: Redis | undefined;
+  let storeClient: RedisClient | undefined;
+  let bullConn: RedisClient | undefined;
+  let sub: RedisClient | undefined;
   let mode: PipelineMode = options.redis === undefined ? "standalone" : "degraded";
   let runner: JobRunner;
   let closed = false;
@@ -218,6 +223,8 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
 
   const metrics = createPipelineMetrics(options.registry, () => depth());
   const lastDelivered = new Map<string, number>();
+  /** Unit locks taken in Redis that could not be released because Redis went away (token → name). */
+  const unreleased = new Map<string, string>();
 
   const settings: RunnerSettings = {
     concurrency: { workspace: options.concurrency?.workspace ?? 4, cluster: options.concurrency?.cluster ?? 4 },
@@ -362,7 +369,10 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       // It failed before: deletions held because of it may go now, even where its fragments are unchanged.
       if (before?.failure !== undefined || before?.commit === "") await reassess(store, `recovered-${data.workspace}-${pointer.commit}`, true);
     } finally {
-      await store.unlock(lockName, token).catch(() => undefined);
+      // Redis gone mid-job: the lock outlives it there (a promoted replica has it); released on recovery.
+      await store.unlock(lockName, token).catch(() => {
+        if (store.kind === "redis") unreleased.set(token, lockName);
+      });
     }
   }
 
@@ -647,6 +657,18 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       if (!byWs.has(s.workspace)) byWs.set(s.workspace, []);
     }
     for (const [ws, list] of byWs) await r.putFragments(ws, list);
+    // A replica promoted by Sentinel, unlike a restarted empty Redis, holds the state of just before the
+    // outage: the unit locks of the jobs that died with the old primary (ours: released by token), and
+    // workspaces still pending for the commit that memory has translated since. Left there, they would
+    // hold that workspace's jobs, and every cluster job of the commit, until the lock's lease ends.
+    for (const [token, name] of unreleased) {
+      await r.unlock(name, token);
+      unreleased.delete(token);
+    }
+    if (desired !== undefined && (await r.getDesiredPointer())?.commit === desired.commit) {
+      const open = new Set(await mirror.pending(desired.commit));
+      for (const ws of await r.pending(desired.commit)) if (!open.has(ws)) await r.removePending(desired.commit, ws);
+    }
     const outputs = await mirror.listOutputs();
     const written: OutputRecord[] = [];
     for (const o of outputs) if (await r.putOutputIfNewer(o)) written.push(o);
@@ -679,17 +701,14 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   }
 
   // ---- start ----
-  if (options.redis === undefined) {
+  if (redisConfig === undefined) {
     runner = createInProcessRunner(settings);
     setMode("standalone", "no Redis configured");
   } else {
-    const base: RedisOptions = typeof options.redis === "string" ? {} : options.redis;
-    const make = (extra: RedisOptions) => {
-      const retryStrategy = () => 250;
-      return typeof options.redis === "string"
-        ? new Redis(options.redis, { ...extra, retryStrategy, lazyConnect: true })
-        : new Redis({ ...base, ...extra, retryStrategy, lazyConnect: true });
-    };
+    log.info("Redis", { topology: redisConfig.kind, address: redisConfig.display, prefix });
+    // Three clients: the store's fails fast (a failed write switches to degraded mode), BullMQ's and the
+    // subscriber retry until Redis answers. Through Sentinel each reconnection asks for the current primary.
+    const make = (extra: RedisClientOptions) => createRedisClient(redisConfig, { ...extra, retryStrategy: () => 250, lazyConnect: true });
     storeClient = make({ maxRetriesPerRequest: 1, enableOfflineQueue: false });
     bullConn = make({ maxRetriesPerRequest: null });
     sub = make({ maxRetriesPerRequest: null });

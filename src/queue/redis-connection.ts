@@ -213,6 +213,17 @@ export function parseRedisUrl(url: string): RedisConnectionConfig {
   return Object.freeze({ kind, tls, nodes: Object.freeze(nodes.map((n) => Object.freeze(n))), ...auth, display: `redis${secure}-cluster://${hostsText}` });
 }
 
+/** What is wrong with a Redis URL (the RedisUrlError's message), or undefined: for configuration checks that collect problems. */
+export function redisUrlProblem(url: string): string | undefined {
+  try {
+    parseRedisUrl(url);
+    return undefined;
+  } catch (err) {
+    if (err instanceof RedisUrlError) return err.message;
+    throw err;
+  }
+}
+
 function decodeSegment(s: string, fail: (what: string) => never): string {
   try {
     return decodeURIComponent(s);
@@ -321,9 +332,10 @@ export function redisKeyPrefix(config: RedisConnectionConfig | undefined, prefix
   return `{${m[1]}}${m[2]}`;
 }
 
-/** Every key matching `pattern` (SCAN); on a Cluster, from every primary. */
+/** Every key matching `pattern` (SCAN); on a Cluster, from every primary (the client must be ready: it knows them then). */
 export async function scanRedisKeys(client: RedisClient, pattern: string): Promise<string[]> {
   const targets: Redis[] = client instanceof Cluster ? client.nodes("master") : [client];
+  if (targets.length === 0) throw new Error(`Redis Cluster: no primary known yet (client ${client.status}); scan once it is ready`);
   const out = new Set<string>();
   for (const node of targets) {
     let cursor = "0";

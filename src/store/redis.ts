@@ -21,7 +21,7 @@
  * the keys it touches in KEYS, all under the one prefix (one slot on Redis Cluster with a hash-tag prefix).
  */
 import { randomUUID } from "node:crypto";
-import type { ChainableCommander, Redis } from "ioredis";
+import { Cluster, type ChainableCommander, type Redis } from "ioredis";
 import { TransientError } from "../core/index.js";
 import { decodeValue, encodeValue } from "./codec.js";
 import { resolveRetention, type RetentionOptions } from "./retention.js";
@@ -38,8 +38,11 @@ import type {
 } from "./types.js";
 
 export interface RedisStoreOptions {
-  /** A connected ioredis client; the store does not close it. */
-  readonly redis: Redis;
+  /**
+   * A connected ioredis client; the store does not close it. On a Cluster the prefix must be a hash
+   * tag (`{gitmesh}:`, see src/queue redisKeyPrefix) so that every multi-key command stays in one slot.
+   */
+  readonly redis: Redis | Cluster;
   /** Key prefix. Default `gitmesh:`. */
   readonly prefix?: string;
   /** Bounds of what is kept per commit (defaults: DEFAULT_RETENTION). */
@@ -410,13 +413,18 @@ async function exec(tx: ChainableCommander): Promise<void> {
   for (const [err] of (await tx.exec()) ?? []) if (err) throw err;
 }
 
-async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
+/** SCAN; on a Cluster every primary (SCAN without a key goes to one node only). */
+async function scanKeys(redis: Redis | Cluster, pattern: string): Promise<string[]> {
   const out: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
-    cursor = next;
-    out.push(...keys);
-  } while (cursor !== "0");
+  const nodes = redis instanceof Cluster ? redis.nodes("master") : [redis];
+  if (nodes.length === 0) throw new Error(`Redis Cluster: no primary known yet (client ${redis.status})`);
+  for (const node of nodes) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 500);
+      cursor = next;
+      out.push(...keys);
+    } while (cursor !== "0");
+  }
   return out;
 }

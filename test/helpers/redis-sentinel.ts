@@ -11,8 +11,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Redis } from "ioredis";
 import { freePort } from "./ports.js";
+import { ask, waitFor } from "./redis-probe.js";
 
 export interface TestSentinel {
   /** `redis-sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,127.0.0.1:<s3>/<masterName>` */
@@ -39,8 +39,6 @@ export interface StartSentinelOptions {
   /** Sentinel `failover-timeout`. Default 3000. */
   readonly failoverTimeoutMs?: number;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function startSentinel(options: StartSentinelOptions = {}): Promise<TestSentinel> {
   const masterName = options.masterName ?? "gitmesh-test";
@@ -164,27 +162,5 @@ export async function startSentinel(options: StartSentinelOptions = {}): Promise
     exitHook();
     process.removeListener("exit", exitHook);
     throw err;
-  }
-}
-
-/** One command on a short-lived connection; undefined when the node does not answer. */
-async function ask<T>(port: number, fn: (c: Redis) => Promise<T>): Promise<T | undefined> {
-  const c = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, enableOfflineQueue: false });
-  c.on("error", () => undefined);
-  try {
-    await c.connect();
-    return await fn(c);
-  } catch {
-    return undefined;
-  } finally {
-    c.disconnect();
-  }
-}
-
-async function waitFor(cond: () => Promise<boolean>, timeoutMs: number, what: () => string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(what());
-    await sleep(100);
   }
 }
