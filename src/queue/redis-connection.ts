@@ -262,7 +262,7 @@ export interface RedisClientOptions {
   readonly enableOfflineQueue?: boolean;
   /** Connect only on `connect()`. Default false. */
   readonly lazyConnect?: boolean;
-  /** Delay in ms before reconnection attempt `times`; null: give up. Default min(times × 50, 2000). */
+  /** Delay in ms before reconnection attempt `times`; null: give up (also when no sentinel answers). Default min(times × 50, 2000). */
   readonly retryStrategy?: (times: number) => number | null;
   /** Time allowed for a connection, ms. Default 10 000. */
   readonly connectTimeout?: number;
@@ -313,6 +313,8 @@ export function createRedisClient(config: RedisConnectionConfig, options: RedisC
     ...(config.sentinelUsername === undefined ? {} : { sentinelUsername: config.sentinelUsername }),
     ...(config.sentinelPassword === undefined ? {} : { sentinelPassword: config.sentinelPassword }),
     ...(config.tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+    // When no sentinel answers, retry (or give up) as for the primary; ioredis' default retries forever.
+    ...(options.retryStrategy === undefined ? {} : { sentinelRetryStrategy: options.retryStrategy }),
     // Subscribe to the sentinels' +switch-master: move to a new primary at once, even while the old one still answers.
     failoverDetector: true,
   });

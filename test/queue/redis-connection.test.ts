@@ -124,4 +124,11 @@ describe("createRedisClient", () => {
     expect((cluster as Cluster).options).toMatchObject({ enableOfflineQueue: false, redisOptions: { password: "pw", maxRetriesPerRequest: null } });
     for (const c of [standalone, sentinel, cluster]) c.disconnect();
   });
+
+  it("a client that must not retry gives up when no sentinel answers (ioredis would ask them forever)", async () => {
+    const c = createRedisClient(parseRedisUrl("redis-sentinel://127.0.0.1:1,127.0.0.1:2/m"), { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    c.on("error", () => undefined);
+    await expect(c.connect()).rejects.toThrow(/All sentinels are unreachable/);
+    c.disconnect();
+  });
 });
