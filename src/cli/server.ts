@@ -10,13 +10,12 @@ import { existsSync, statSync } from "node:fs";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
-import { Redis } from "ioredis";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createLogger, describeError, type Logger } from "../core/index.js";
 import { createCommitStatusPoster, type CommitStatusPoster } from "../git-host/index.js";
 import { createCommitVerifier, type CommitVerifier } from "../git-sync/index.js";
 import { createFileMeshRootStorage } from "../mesh-ca/index.js";
-import { createLeaderLock } from "../queue/index.js";
+import { createLeaderLock, createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient } from "../queue/index.js";
 import {
   createDirectoryApiTokenStore,
   createKubernetesApiTokenStore,
@@ -236,14 +235,14 @@ export interface RunningServer {
  * Kubernetes Secret (in a pod or with --kubeconfig), else Redis (shared by replicas); undefined = the
  * server's data directory (standalone).
  */
-function meshCaWiring(config: ServerConfig, kc: KubeConfig | undefined, redis: Redis | undefined): ManagementServerOptions["meshCa"] {
+function meshCaWiring(config: ServerConfig, kc: KubeConfig | undefined, redis: { client: RedisClient; prefix: string } | undefined): ManagementServerOptions["meshCa"] {
   const storage =
     config.pkiDir !== undefined
       ? createFileMeshRootStorage(join(config.pkiDir, "mesh-ca"))
       : kc
         ? createKubernetesMeshRootStorage(kc, config.namespace, config.meshRootSecret)
         : redis
-          ? createRedisMeshRootStorage(redis, config.redisPrefix)
+          ? createRedisMeshRootStorage(redis.client, redis.prefix)
           : undefined;
   const readSecret = config.meshCaSecretDir !== undefined ? createDirectoryCaSecretReader(config.meshCaSecretDir) : kc ? createKubernetesCaSecretReader(kc) : undefined;
   const describeSecrets = config.meshCaSecretDir !== undefined ? `directory ${config.meshCaSecretDir}` : kc ? "Kubernetes" : undefined;
@@ -282,7 +281,7 @@ async function commitVerifier(c: NonNullable<ServerConfig["verifyCommits"]>): Pr
 }
 
 /** Waits until a Redis client is connected, at most `ms` (a Redis that is down is the pipeline's degraded mode, not an error). */
-async function waitReady(redis: Redis, ms: number): Promise<void> {
+async function waitReady(redis: RedisClient, ms: number): Promise<void> {
   if (redis.status === "ready") return;
   await new Promise<void>((resolve) => {
     const t = setTimeout(resolve, ms);
@@ -297,10 +296,14 @@ async function waitReady(redis: Redis, ms: number): Promise<void> {
 export async function startServerProcess(config: ServerConfig, logger: Logger, extra: { auditDebounceMs?: number; leaseMs?: number } = {}): Promise<RunningServer> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  let redis: Redis | undefined;
-  if (config.redisUrl !== undefined) {
+  // A single server, Sentinel or Cluster (parseServerConfig validated the URL). On a Cluster the
+  // prefix is a hash tag, `{gitmesh}`, so that every key gitmesh writes is in one slot.
+  const redisConfig = config.redisUrl === undefined ? undefined : parseRedisUrl(config.redisUrl);
+  const redisPrefix = redisKeyPrefix(redisConfig, config.redisPrefix);
+  let redis: RedisClient | undefined;
+  if (redisConfig !== undefined) {
     // Secrets and the leader lease: fail fast while Redis is down (the pipeline has its own clients).
-    redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => 250 });
+    redis = createRedisClient(redisConfig, { maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => 250 });
     redis.on("error", (err) => logger.debug("redis connection error", { error: describeError(err) }));
   } else {
     logger.warn("no REDIS_URL: running standalone in memory (one replica; state is lost on restart)");
@@ -319,23 +322,23 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   if (config.pkiDir !== undefined) {
     // Identity records (credentials, live certificates, revocations) must be shared by every replica:
     // with Redis and a PKI directory, they go to Redis.
-    secrets = redis ? { ...createDirectorySecretStore(config.pkiDir), records: createRedisRecordStore(redis, config.redisPrefix) } : createDirectorySecretStore(config.pkiDir);
+    secrets = redis ? { ...createDirectorySecretStore(config.pkiDir), records: createRedisRecordStore(redis, redisPrefix) } : createDirectorySecretStore(config.pkiDir);
     apiTokens = createDirectoryApiTokenStore(config.pkiDir);
   } else if (config.kubernetesSecrets && kc) {
     secrets = createKubernetesSecretStore(kc, config.namespace, config.secrets);
     apiTokens = createKubernetesApiTokenStore(kc, config.namespace, config.apiTokenSecret);
   } else if (redis) {
-    secrets = createRedisSecretStore(redis, config.redisPrefix);
-    apiTokens = createRedisApiTokenStore(redis, config.redisPrefix);
+    secrets = createRedisSecretStore(redis, redisPrefix);
+    apiTokens = createRedisApiTokenStore(redis, redisPrefix);
   } else {
     secrets = createMemorySecretStore();
     apiTokens = createDirectoryApiTokenStore(join(dataDir, "api-tokens"));
   }
-  const meshCa = meshCaWiring(config, kc, redis);
+  const meshCa = meshCaWiring(config, kc, redis === undefined ? undefined : { client: redis, prefix: redisPrefix });
 
   const pipeline: PipelinePort = createQueuePipeline({
     ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
-    prefix: `${config.redisPrefix}:`,
+    prefix: `${redisPrefix}:`,
     logger: logger.child("pipeline"),
     registry,
     workers: config.translationWorkers,
@@ -346,13 +349,13 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   const leadership = createLeadership({
     ...(redis === undefined
       ? {}
-      : { lock: createLeaderLock({ redis, name: "server-leader", prefix: `${config.redisPrefix}:`, ttlMs: lockTtlMs, onLost: (reason) => leadership.lostLease(reason), logger: logger.child("lock") }) }),
+      : { lock: createLeaderLock({ redis, name: "server-leader", prefix: `${redisPrefix}:`, ttlMs: lockTtlMs, onLost: (reason) => leadership.lostLease(reason), logger: logger.child("lock") }) }),
     retryMs: Math.max(200, Math.floor(lockTtlMs / 5)),
     logger: logger.child("leader"),
   });
   if (redis !== undefined) await waitReady(redis, 5_000);
   await leadership.start();
-  const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${config.redisPrefix}:`, replica: config.identity });
+  const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${redisPrefix}:`, replica: config.identity });
   const commitStatus = config.commitStatus === undefined ? undefined : await commitStatusPoster(config.commitStatus);
   const verifier = config.verifyCommits === undefined ? undefined : await commitVerifier(config.verifyCommits);
   const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(commitStatus ? { commitStatus } : {}), ...(verifier ? { verifier } : {}), ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });

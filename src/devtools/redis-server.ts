@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { createConnection, createServer } from "node:net";
-import { Redis } from "ioredis";
+import { createRedisClient, parseRedisUrl, redisKeyPrefix, redisUrlProblem, scanRedisKeys } from "../queue/index.js";
 
 export interface PrivateRedis {
   /** `redis://127.0.0.1:<port>/0` */
@@ -49,9 +49,11 @@ export async function startPrivateRedis(dir: string): Promise<PrivateRedis | und
   return undefined;
 }
 
-/** Why a Redis URL cannot be used (undefined: it answers PING). */
+/** Why a Redis URL (any form gitmesh takes: single server, Sentinel, Cluster) cannot be used (undefined: it answers PING). */
 export async function redisUnreachable(url: string): Promise<string | undefined> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 2000, retryStrategy: () => null });
+  const problem = redisUrlProblem(url);
+  if (problem !== undefined) return problem;
+  const client = createRedisClient(parseRedisUrl(url), { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 2000, retryStrategy: () => null });
   let cause: string | undefined;
   client.on("error", (err: Error) => (cause ??= err.message));
   try {
@@ -66,17 +68,15 @@ export async function redisUnreachable(url: string): Promise<string | undefined>
   }
 }
 
-/** Removes every key starting with `prefix` from a Redis the caller does not own. */
+/** Removes every key starting with `prefix` (the server's: hash-tagged on a Cluster) from a Redis the caller does not own. */
 export async function removeRedisKeys(url: string, prefix: string): Promise<void> {
-  const client = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: () => null });
+  const config = parseRedisUrl(url);
+  const client = createRedisClient(config, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
   client.on("error", () => undefined);
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
-      cursor = next;
-      if (keys.length > 0) await client.del(...keys);
-    } while (cursor !== "0");
+    await client.connect();
+    const keys = await scanRedisKeys(client, `${redisKeyPrefix(config, prefix)}*`);
+    for (let i = 0; i < keys.length; i += 500) await client.del(...keys.slice(i, i + 500));
   } finally {
     client.disconnect();
   }

@@ -14,7 +14,7 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CoreV1Api, V1ObjectMeta, V1Secret, type KubeConfig } from "@kubernetes/client-node";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../queue/index.js";
 import type { ApiTokens } from "./api-auth.js";
 
 export interface ApiTokenStore {
@@ -47,7 +47,7 @@ export function createDirectoryApiTokenStore(dir: string): ApiTokenStore {
   };
 }
 
-export function createRedisApiTokenStore(redis: Redis, prefix: string): ApiTokenStore {
+export function createRedisApiTokenStore(redis: RedisClient, prefix: string): ApiTokenStore {
   const key = `${prefix}:api:tokens`;
   const load = async () => {
     const raw = await redis.get(key);

@@ -4,6 +4,7 @@
  * and frozen. Problems are returned as messages that say what to fix, never thrown.
  */
 import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel } from "../core/index.js";
+import { redisUrlProblem } from "../queue/index.js";
 import { isValidClusterName } from "../relay/index.js";
 
 export type ServerLogFormat = "json" | "human";
@@ -165,7 +166,7 @@ export const SERVER_ENV = {
 export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string } = {
   namespace: "namespace of the relay, API-token and mesh-root Secrets (default gitmesh; --namespace)",
   identity: "replica name in status, logs and leases (default: the hostname; --identity)",
-  redisUrl: "Redis shared by the replicas (unset: one standalone replica, in memory; --redis-url)",
+  redisUrl: "Redis shared by the replicas: redis://host:6379[/db], rediss:// (TLS), redis-sentinel://s1:26379,s2:26379,s3:26379/<master name>, redis-cluster://n1:6379,n2:6379,n3:6379 (unset: one standalone replica, in memory; --redis-url)",
   redisPrefix: "key prefix in Redis, to share one Redis between installations (default gitmesh)",
   workers: "translation jobs per type this replica runs at once (default 4; --workers); 0: none, `gitmesh worker` processes translate (needs Redis)",
   jobLockSeconds: "lock of a running translation job: a job whose process died goes back to the queue after at most about twice this (default 30)",
@@ -243,7 +244,8 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
   if (format !== "json" && format !== "human") problems.push(`log format "${format}" must be json or human`);
 
   const redisUrl = input.redisUrl || undefined;
-  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) problems.push(`Redis URL must start with redis:// or rediss:// (--redis-url or ${SERVER_ENV.redisUrl}); unset it to run standalone`);
+  const redisProblem = redisUrl === undefined ? undefined : redisUrlProblem(redisUrl);
+  if (redisProblem !== undefined) problems.push(`${redisProblem} (--redis-url or ${SERVER_ENV.redisUrl}); unset it to run standalone`);
 
   const translationWorkers = read.number(input.workers, `translation workers (--workers or ${SERVER_ENV.workers})`, 4, (n) => Number.isInteger(n) && n >= 0 && n <= 64, "an integer from 0 to 64");
   if (translationWorkers === 0 && redisUrl === undefined) problems.push(`--workers 0 (${SERVER_ENV.workers}=0) needs Redis (--redis-url or ${SERVER_ENV.redisUrl}) and \`gitmesh worker\` processes on it: without them nothing would translate`);

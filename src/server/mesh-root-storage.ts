@@ -16,7 +16,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CoreV1Api, V1ObjectMeta, V1Secret, type KubeConfig } from "@kubernetes/client-node";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../queue/index.js";
 import { meshRootPemFromSecretData, meshRootPemToSecretData, type MeshRootPem, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
 
 /** Default name of the Secret holding the generated mesh root (server namespace). */
@@ -24,7 +24,7 @@ export const MESH_ROOT_SECRET = "gitmesh-mesh-root-ca";
 
 const isPem = (v: unknown): v is MeshRootPem => typeof v === "object" && v !== null && typeof (v as MeshRootPem).certPem === "string" && typeof (v as MeshRootPem).keyPem === "string";
 
-export function createRedisMeshRootStorage(redis: Redis, prefix: string): MeshRootStorage {
+export function createRedisMeshRootStorage(redis: RedisClient, prefix: string): MeshRootStorage {
   const key = `${prefix}:mesh-ca:root`;
   return {
     describe: `Redis key ${key}`,

@@ -26,7 +26,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CoreV1Api, V1DeleteOptions, V1ObjectMeta, V1Preconditions, V1Secret, type KubeConfig } from "@kubernetes/client-node";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../queue/index.js";
 import { createMemoryRecordStore, isValidClusterName, relayPkiFromSecrets, relayPkiToSecrets, RELAY_SECRETS, type ClusterRecordStore, type RelayPki, type RelayPkiStorage, type StoredRecord } from "../relay/index.js";
 
 /** PKI storage plus the bootstrap token. */
@@ -102,7 +102,7 @@ end
 if ARGV[4] == '0' then redis.call('HDEL', KEYS[1], ARGV[1]) else redis.call('HSET', KEYS[1], ARGV[1], ARGV[5]) end
 return 1`;
 
-export function createRedisRecordStore(redis: Redis, prefix: string): ClusterRecordStore {
+export function createRedisRecordStore(redis: RedisClient, prefix: string): ClusterRecordStore {
   const key = `${prefix}:relay:identities`;
   return {
     describe: `Redis hash ${key}`,
@@ -240,7 +240,7 @@ export function createDirectorySecretStore(dir: string): RelaySecretStore {
   };
 }
 
-export function createRedisSecretStore(redis: Redis, prefix: string): RelaySecretStore {
+export function createRedisSecretStore(redis: RedisClient, prefix: string): RelaySecretStore {
   const pkiKey = `${prefix}:relay:pki`;
   const tokenKey = `${prefix}:relay:token`;
   return {

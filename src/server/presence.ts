@@ -5,7 +5,7 @@
  * expires means no replica has heard from the agent for that long. Without Redis (standalone, or while
  * Redis is down) only this replica's own connections are known.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../queue/index.js";
 
 export interface PresenceRegistry {
   /** Refreshes the clusters this replica holds now. */
@@ -15,7 +15,7 @@ export interface PresenceRegistry {
 }
 
 export interface RedisPresenceOptions {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** Key prefix, e.g. `gitmesh:`. */
   readonly prefix: string;
   readonly replica: string;

@@ -14,7 +14,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { configResult, createConfigReader, describeError, isLogLevel, type Logger } from "../core/index.js";
-import { createPipeline, type Pipeline } from "../queue/index.js";
+import { createPipeline, redisUrlProblem, type Pipeline } from "../queue/index.js";
 
 /** Environment variables of `gitmesh worker` (the chart's worker Deployment sets them); shared names match the server's. */
 export const WORKER_ENV = {
@@ -57,7 +57,10 @@ export function parseWorkerConfig(input: WorkerConfigInput, defaults: { identity
   const { problems } = read;
   const redisUrl = input.redisUrl || "";
   if (redisUrl === "") problems.push(`a worker needs the Redis of the server replicas: --redis-url or ${WORKER_ENV.redisUrl} (the same value as the server's)`);
-  else if (!/^rediss?:\/\//.test(redisUrl)) problems.push(`Redis URL must start with redis:// or rediss:// (--redis-url or ${WORKER_ENV.redisUrl})`);
+  else {
+    const problem = redisUrlProblem(redisUrl);
+    if (problem !== undefined) problems.push(`${problem} (--redis-url or ${WORKER_ENV.redisUrl}; the server's value)`);
+  }
   const level = input.logLevel || "info";
   if (!isLogLevel(level)) problems.push(`log level "${level}" must be debug, info, warn or error (--log-level or ${WORKER_ENV.logLevel})`);
   const format = input.logFormat || "json";

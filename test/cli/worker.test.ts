@@ -41,7 +41,7 @@ describe("gitmesh worker", () => {
     expect(none.out).toContain("--redis-url or REDIS_URL");
     const bad = await run(["--redis-url", "http://redis:6379", "--concurrency", "0", "--job-lock", "-1"]);
     expect(bad.code).toBe(2);
-    expect(bad.out).toContain("Redis URL must start with redis://");
+    expect(bad.out).toContain('Redis URL "http://redis:6379" has the unknown scheme "http"; write redis://');
     expect(bad.out).toContain('concurrency (--concurrency or GITMESH_WORKER_CONCURRENCY) "0" is invalid');
     expect(bad.out).toContain('job lock (--job-lock or GITMESH_JOB_LOCK_SECONDS) "-1" is invalid');
     const help = await run(["--help"]);
