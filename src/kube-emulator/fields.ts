@@ -1,54 +1,115 @@
 /**
- * Field ownership for server-side apply, simplified: a manager owns a set of leaf paths (a path
- * ends at a scalar, a list or an empty map; LISTS ARE ATOMIC — owned as a whole, never merged by
- * key). The sets are stored in `metadata.managedFields[].fieldsV1` in the real encoding
- * (`{"f:spec":{"f:replicas":{}}}`), so clients that read them see the familiar shape.
+ * Field ownership for server-side apply: a manager owns a set of leaf paths. A path ends at a
+ * scalar, an empty map, or an atomic list; lists the schema declares `x-kubernetes-list-type: map`
+ * are entered element by element, each element named by its key (`k:{"name":"app"}`), and
+ * `set` lists value by value (`v:"x"`), as structured-merge-diff does; every other list is atomic
+ * (owned and replaced as a whole). The sets are stored in `metadata.managedFields[].fieldsV1` in
+ * the real encoding (`{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{}}}}}`).
  */
 import { clone, deepEqual, dropKey, isObject, type Json, type JsonObject } from "./patch.js";
+import { childSchema, elementKey, listSemantics, type Schema } from "./schema.js";
 
+/** Path segments: a map key as is, a list element as ELEMENT + `k:<json key>` or ELEMENT + `v:<json value>`. */
 export type FieldPath = readonly string[];
 
+/** Marks a list-element segment (a map key cannot start with NUL in practice). */
+const ELEMENT = "\u0000";
+
 /** Metadata fields that belong to the server or identify the object; never owned by a manager. */
-const SERVER_METADATA = new Set(["name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink", "deletionTimestamp"]);
+const SERVER_METADATA = new Set(["name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"]);
 
 export interface ManagedEntry {
   manager: string;
   operation: "Apply" | "Update";
   apiVersion: string;
   time: string;
+  subresource?: string;
   paths: Map<string, FieldPath>;
 }
 
 export const pathKey = (p: FieldPath): string => JSON.stringify(p);
 
-/** `.spec.replicas`, as the real server prints a field in conflict messages. */
+function sortedJson(o: JsonObject): string {
+  return JSON.stringify(Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]!])));
+}
+
+const keySegment = (key: JsonObject): string => `${ELEMENT}k:${sortedJson(key)}`;
+const valueSegment = (v: Json): string => `${ELEMENT}v:${JSON.stringify(v)}`;
+
+function parseElement(seg: string): { kind: "k" | "v"; value: Json } | undefined {
+  if (!seg.startsWith(ELEMENT)) return undefined;
+  const kind = seg[1] === "k" ? "k" : "v";
+  return { kind, value: JSON.parse(seg.slice(3)) as Json };
+}
+
+/** `.spec.containers[name="app"].image`, as the real server prints a field in conflict messages. */
 export function formatPath(p: FieldPath): string {
-  return p.map((s) => `.${s}`).join("");
+  return p
+    .map((s) => {
+      const e = parseElement(s);
+      if (e === undefined) return `.${s}`;
+      if (e.kind === "v") return `[${JSON.stringify(e.value)}]`;
+      return `[${Object.entries(e.value as JsonObject).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(",")}]`;
+    })
+    .join("");
 }
 
 /** Every leaf path of an object, skipping apiVersion, kind and server-owned metadata. */
-export function leafPaths(obj: JsonObject): Map<string, FieldPath> {
+export function leafPaths(obj: JsonObject, schema?: Schema): Map<string, FieldPath> {
   const out = new Map<string, FieldPath>();
-  const walk = (v: Json, path: string[]): void => {
+  const walk = (v: Json, path: string[], s: Schema | undefined): void => {
     if (isObject(v) && Object.keys(v).length > 0) {
       for (const [k, child] of Object.entries(v)) {
         if (path.length === 0 && (k === "apiVersion" || k === "kind")) continue;
         if (path.length === 1 && path[0] === "metadata" && SERVER_METADATA.has(k)) continue;
-        walk(child, [...path, k]);
+        walk(child, [...path, k], childSchema(s, k));
       }
       return;
     }
+    if (Array.isArray(v)) {
+      const sem = listSemantics(s);
+      // An empty keyed list or set owns no element (and conflicts with nobody's).
+      if (v.length === 0 && sem.type !== "atomic") return;
+      if (sem.type === "map") {
+        const keys = v.map((el) => elementKey(el, sem.keys, s?.items));
+        if (keys.every((k) => k !== undefined)) {
+          v.forEach((el, i) => walk(el, [...path, keySegment(keys[i]!)], s?.items));
+          return;
+        }
+      } else if (sem.type === "set" && v.every((el) => !isObject(el) && !Array.isArray(el))) {
+        for (const el of v) out.set(pathKey([...path, valueSegment(el)]), [...path, valueSegment(el)]);
+        return;
+      }
+    }
     if (path.length > 0) out.set(pathKey(path), path);
   };
-  walk(obj, []);
+  walk(obj, [], schema);
   return out;
 }
 
-export function getPath(obj: Json | undefined, p: FieldPath): Json | undefined {
+/** Finds a list element by its segment; returns its index or -1. */
+function findElement(list: readonly Json[], seg: string, s: Schema | undefined): number {
+  const e = parseElement(seg)!;
+  if (e.kind === "v") return list.findIndex((x) => deepEqual(x, e.value));
+  const want = e.value as JsonObject;
+  return list.findIndex((x) => deepEqual(elementKey(x, Object.keys(want), s?.items), want));
+}
+
+export function getPath(obj: Json | undefined, p: FieldPath, schema?: Schema): Json | undefined {
   let cur: Json | undefined = obj;
+  let s = schema;
   for (const k of p) {
+    if (k.startsWith(ELEMENT)) {
+      if (!Array.isArray(cur)) return undefined;
+      const i = findElement(cur, k, s);
+      if (i < 0) return undefined;
+      cur = cur[i];
+      s = s?.items;
+      continue;
+    }
     if (!isObject(cur) || !Object.hasOwn(cur, k)) return undefined;
     cur = cur[k];
+    s = childSchema(s, k);
   }
   return cur;
 }
@@ -60,31 +121,86 @@ export function related(a: FieldPath, b: FieldPath): boolean {
   return true;
 }
 
-/** Removes the value at `p`, then any map left empty on the way up (unless `keep` says it is owned). */
-export function removePath(obj: JsonObject, p: FieldPath, keep: (p: FieldPath) => boolean): void {
-  const chain: JsonObject[] = [obj];
+type Container = JsonObject | Json[];
+
+/**
+ * Removes the value at `p`, then any map or list left empty on the way up (unless `keep` says it is
+ * owned). A key field of a list element stays while the element has other fields.
+ */
+export function removePath(obj: JsonObject, p: FieldPath, keep: (p: FieldPath) => boolean, schema?: Schema): void {
+  // Every step down: the container and where the next value sits in it (a key, or an index found
+  // before anything is removed: an element emptied of its key fields can no longer be found by key).
+  const steps: { container: Container; at: string | number }[] = [];
   let cur: Json | undefined = obj;
-  for (const k of p.slice(0, -1)) {
-    if (!isObject(cur)) return;
-    cur = cur[k];
-    if (!isObject(cur)) return;
-    chain.push(cur);
+  let s = schema;
+  for (const k of p) {
+    let at: string | number;
+    let next: Json | undefined;
+    if (k.startsWith(ELEMENT)) {
+      if (!Array.isArray(cur)) return;
+      at = findElement(cur, k, s);
+      if (at < 0) return;
+      next = cur[at];
+      s = s?.items;
+    } else {
+      if (!isObject(cur) || !Object.hasOwn(cur, k)) return;
+      at = k;
+      next = cur[k];
+      s = childSchema(s, k);
+    }
+    steps.push({ container: cur, at });
+    cur = next;
   }
-  dropKey(chain[chain.length - 1]!, p[p.length - 1]!);
-  for (let i = chain.length - 1; i > 0; i--) {
-    const parentPath = p.slice(0, i);
-    if (Object.keys(chain[i]!).length > 0 || keep(parentPath)) break;
-    dropKey(chain[i - 1]!, p[i - 1]!);
+  const last = p[p.length - 1]!;
+  const parentSeg = p[p.length - 2];
+  const holder = steps[steps.length - 1]!.container;
+  if (parentSeg !== undefined && isObject(holder)) {
+    const e = parseElement(parentSeg);
+    if (e?.kind === "k" && Object.hasOwn(e.value as JsonObject, last) && Object.keys(holder).some((k) => !Object.hasOwn(e.value as JsonObject, k))) return;
+  }
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const { container, at } = steps[i]!;
+    if (i < steps.length - 1) {
+      const child = Array.isArray(container) ? container[at as number] : container[at as string];
+      const empty = Array.isArray(child) ? child.length === 0 : isObject(child) && Object.keys(child).length === 0;
+      if (!empty || keep(p.slice(0, i + 1))) break;
+    }
+    if (Array.isArray(container)) container.splice(at as number, 1);
+    else dropKey(container, at as string);
   }
 }
 
-/** Apply-style merge: maps merge recursively; scalars and lists replace; `null` leaves the field alone. */
-export function applyMerge(base: JsonObject, applied: JsonObject): JsonObject {
+/**
+ * Apply-style merge: maps merge recursively; keyed lists merge element by element; sets take the
+ * union; scalars and atomic lists replace; `null` leaves the field alone.
+ */
+export function applyMerge(base: JsonObject, applied: JsonObject, schema?: Schema): JsonObject {
   const out = clone(base);
   for (const [k, v] of Object.entries(applied)) {
     if (v === null) continue;
     const cur = out[k];
-    out[k] = isObject(v) && isObject(cur) ? applyMerge(cur, v) : clone(v);
+    const s = childSchema(schema, k);
+    if (isObject(v) && isObject(cur)) out[k] = applyMerge(cur, v, s);
+    else if (Array.isArray(v) && Array.isArray(cur)) out[k] = mergeList(cur, v, s);
+    else out[k] = clone(v);
+  }
+  return out;
+}
+
+function mergeList(base: Json[], applied: Json[], s: Schema | undefined): Json[] {
+  const sem = listSemantics(s);
+  if (sem.type === "atomic") return clone(applied);
+  const out = clone(base);
+  for (const el of applied) {
+    if (sem.type === "set") {
+      if (!out.some((x) => deepEqual(x, el))) out.push(clone(el));
+      continue;
+    }
+    const key = elementKey(el, sem.keys, s?.items);
+    const i = key === undefined ? -1 : out.findIndex((x) => deepEqual(elementKey(x, sem.keys, s?.items), key));
+    const cur = i >= 0 ? out[i] : undefined;
+    if (i >= 0 && isObject(cur) && isObject(el)) out[i] = applyMerge(cur, el, s?.items);
+    else out.push(clone(el));
   }
   return out;
 }
@@ -94,11 +210,12 @@ export function toFieldsV1(paths: Iterable<FieldPath>): JsonObject {
   for (const p of paths) {
     let cur = root;
     for (const k of p) {
-      const key = `f:${k}`;
+      const element = k.startsWith(ELEMENT);
+      const key = element ? k.slice(1) : `f:${k}`;
       const next = cur[key];
       if (isObject(next)) cur = next;
       else {
-        const created: JsonObject = {};
+        const created: JsonObject = element ? { ".": {} } : {};
         cur[key] = created;
         cur = created;
       }
@@ -107,17 +224,24 @@ export function toFieldsV1(paths: Iterable<FieldPath>): JsonObject {
   return root;
 }
 
-/** Reads a fieldsV1 set; `k:`/`v:`/`i:` list entries (written by real servers) collapse onto their list. */
+/** Reads a fieldsV1 set (`f:` fields, `k:`/`v:` list elements; `i:` index entries collapse onto their list). */
 export function fromFieldsV1(f: Json | undefined): Map<string, FieldPath> {
   const out = new Map<string, FieldPath>();
   const walk = (node: Json | undefined, path: string[]): void => {
-    const keys = isObject(node) ? Object.keys(node).filter((k) => k.startsWith("f:")) : [];
-    const listy = isObject(node) && Object.keys(node).some((k) => /^[kvi]:/.test(k));
-    if ((keys.length === 0 || listy) && path.length > 0) {
+    const keys = isObject(node) ? Object.keys(node).filter((k) => k !== ".") : [];
+    if (keys.some((k) => k.startsWith("i:"))) {
       out.set(pathKey(path), path);
-      if (listy) return;
+      return;
     }
-    for (const k of keys) walk((node as JsonObject)[k], [...path, k.slice(2)]);
+    if (keys.length === 0 && path.length > 0) {
+      out.set(pathKey(path), path);
+      return;
+    }
+    for (const k of keys) {
+      const child = (node as JsonObject)[k];
+      if (k.startsWith("f:")) walk(child, [...path, k.slice(2)]);
+      else if (k.startsWith("k:") || k.startsWith("v:")) walk(child, [...path, `${ELEMENT}${k}`]);
+    }
   };
   walk(f, []);
   return out;
@@ -131,6 +255,7 @@ export function readManaged(meta: JsonObject): ManagedEntry[] {
     operation: e.operation === "Apply" ? "Apply" : "Update",
     apiVersion: typeof e.apiVersion === "string" ? e.apiVersion : "",
     time: typeof e.time === "string" ? e.time : "",
+    ...(typeof e.subresource === "string" && e.subresource !== "" ? { subresource: e.subresource } : {}),
     paths: fromFieldsV1(e.fieldsV1),
   }));
 }
@@ -145,6 +270,7 @@ export function writeManaged(entries: readonly ManagedEntry[]): Json[] {
       time: e.time,
       fieldsType: "FieldsV1",
       fieldsV1: toFieldsV1([...e.paths.values()].sort((a, b) => pathKey(a).localeCompare(pathKey(b)))),
+      ...(e.subresource === undefined ? {} : { subresource: e.subresource }),
     }));
 }
 
@@ -159,9 +285,17 @@ export interface ApplyResult {
   readonly conflicts: readonly FieldConflict[];
 }
 
+/** Whether `p` names a key field of a list element (`…, k:{"name":"x"}, name`): identity, not content. */
+function isKeyField(p: FieldPath): boolean {
+  const parent = p[p.length - 2];
+  const e = parent === undefined ? undefined : parseElement(parent);
+  return e?.kind === "k" && Object.hasOwn(e.value as JsonObject, p[p.length - 1]!);
+}
+
 /**
  * Server-side apply of `applied` by `manager` onto `live` (undefined when creating). Returns the new
  * object with its managedFields rewritten, or the conflicts (then the object must not be stored).
+ * `subresource` scopes the manager's entry (`status` for applies to /status).
  */
 export function serverSideApply(opts: {
   live: JsonObject | undefined;
@@ -170,19 +304,22 @@ export function serverSideApply(opts: {
   force: boolean;
   apiVersion: string;
   now: string;
+  schema?: Schema;
+  subresource?: string;
 }): ApplyResult {
-  const { live, applied, manager, force, apiVersion, now } = opts;
+  const { live, applied, manager, force, apiVersion, now, schema, subresource } = opts;
   const liveMeta = live !== undefined && isObject(live.metadata) ? live.metadata : {};
   const entries = readManaged(liveMeta);
-  const appliedPaths = leafPaths(applied);
+  const appliedPaths = leafPaths(applied, schema);
   const conflicts: FieldConflict[] = [];
+  const isMine = (e: ManagedEntry): boolean => e.manager === manager && e.operation === "Apply" && e.subresource === subresource;
   for (const e of entries) {
-    if (e.manager === manager && e.operation === "Apply") continue;
+    if (isMine(e)) continue;
     for (const [qk, q] of [...e.paths]) {
       for (const p of appliedPaths.values()) {
         if (!related(p, q)) continue;
         const longer = p.length >= q.length ? p : q;
-        if (deepEqual(getPath(live, longer), getPath(applied, longer))) continue; // same value: shared ownership
+        if (deepEqual(getPath(live, longer, schema), getPath(applied, longer, schema))) continue; // same value: shared ownership
         if (force) e.paths.delete(qk);
         else conflicts.push({ manager: e.manager, apiVersion: e.apiVersion, path: q });
         break;
@@ -191,19 +328,19 @@ export function serverSideApply(opts: {
   }
   if (conflicts.length > 0) return { object: live ?? applied, conflicts };
 
-  let mine = entries.find((e) => e.manager === manager && e.operation === "Apply");
+  let mine = entries.find(isMine);
   const previously = mine?.paths ?? new Map<string, FieldPath>();
   const base: JsonObject = live === undefined ? {} : clone(live);
-  const ownedByOthers = (p: FieldPath): boolean =>
-    entries.some((e) => e !== mine && [...e.paths.values()].some((q) => related(p, q)));
-  for (const [k, p] of previously) {
-    if (!appliedPaths.has(k) && !ownedByOthers(p)) {
-      removePath(base, p, (pp) => ownedByOthers(pp) || [...appliedPaths.values()].some((q) => related(pp, q)));
-    }
+  const ownedByOthers = (p: FieldPath): boolean => entries.some((e) => e !== mine && [...e.paths.values()].some((q) => related(p, q)));
+  const dropped = [...previously].filter(([k, p]) => !appliedPaths.has(k) && !ownedByOthers(p)).map(([, p]) => p);
+  // Key fields last, deepest first: an element is found by its key until its other fields are gone.
+  dropped.sort((a, b) => Number(isKeyField(a)) - Number(isKeyField(b)) || (isKeyField(a) ? b.length - a.length : 0));
+  for (const p of dropped) {
+    removePath(base, p, (pp) => ownedByOthers(pp) || [...appliedPaths.values()].some((q) => related(pp, q)), schema);
   }
-  const merged = applyMerge(base, applied);
+  const merged = applyMerge(base, applied, schema);
   if (mine === undefined) {
-    mine = { manager, operation: "Apply", apiVersion, time: now, paths: appliedPaths };
+    mine = { manager, operation: "Apply", apiVersion, time: now, ...(subresource === undefined ? {} : { subresource }), paths: appliedPaths };
     entries.push(mine);
   } else {
     mine.paths = appliedPaths;
@@ -226,22 +363,25 @@ export function recordUpdate(opts: {
   manager: string;
   apiVersion: string;
   now: string;
+  schema?: Schema;
+  subresource?: string;
 }): void {
-  const { old, next, manager, apiVersion, now } = opts;
+  const { old, next, manager, apiVersion, now, schema, subresource } = opts;
   const entries = old !== undefined && isObject(old.metadata) ? readManaged(old.metadata) : [];
-  const nextPaths = leafPaths(next);
-  const changed = [...nextPaths.values()].filter((p) => !deepEqual(getPath(old, p), getPath(next, p)));
+  const nextPaths = leafPaths(next, schema);
+  const changed = [...nextPaths.values()].filter((p) => !deepEqual(getPath(old, p, schema), getPath(next, p, schema)));
+  const isMine = (e: ManagedEntry): boolean => e.manager === manager && e.operation === "Update" && e.subresource === subresource;
   for (const e of entries) {
     for (const [k, q] of [...e.paths]) {
-      const v = getPath(next, q);
-      const gone = v === undefined || (isObject(v) && Object.keys(v).length > 0); // vanished, or no longer a leaf
-      if (gone || (e.manager !== manager || e.operation !== "Update") && changed.some((p) => related(p, q))) e.paths.delete(k);
+      const v = getPath(next, q, schema);
+      const gone = v === undefined || (isObject(v) && Object.keys(v).length > 0 && !nextPaths.has(k)); // vanished, or no longer a leaf
+      if (gone || (!isMine(e) && changed.some((p) => related(p, q)))) e.paths.delete(k);
     }
   }
   if (changed.length > 0) {
-    let mine = entries.find((e) => e.manager === manager && e.operation === "Update");
+    let mine = entries.find(isMine);
     if (mine === undefined) {
-      mine = { manager, operation: "Update", apiVersion, time: now, paths: new Map() };
+      mine = { manager, operation: "Update", apiVersion, time: now, ...(subresource === undefined ? {} : { subresource }), paths: new Map() };
       entries.push(mine);
     }
     for (const p of changed) mine.paths.set(pathKey(p), p);

@@ -3,6 +3,8 @@
  * core kinds the agent reads and writes and the Istio kinds gitmesh renders. More kinds can be
  * registered at any time (they appear in discovery at once).
  */
+import { BUILT_IN_SCHEMAS } from "./builtin-schemas.js";
+import type { Schema } from "./schema.js";
 
 /** One kind served by the emulator, as discovery describes it. */
 export interface ResourceKind {
@@ -18,6 +20,16 @@ export interface ResourceKind {
   readonly shortNames?: readonly string[];
   /** Whether this is a built-in kind (list items then omit apiVersion/kind, like the real server). Default false. */
   readonly builtIn?: boolean;
+  /**
+   * The kind's schema: list semantics for server-side apply and strategic merge patch, and for
+   * custom resources the CRD's structural schema (validation, pruning). Default: none (lists atomic,
+   * fields unchecked).
+   */
+  readonly schema?: Schema;
+  /** Discovery categories (`kubectl get istio-io`). */
+  readonly categories?: readonly string[];
+  /** Whether `/status` is a subresource (then the main resource ignores status changes, and `/status` only them). */
+  readonly statusSubresource?: boolean;
 }
 
 export const DEFAULT_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"] as const;
@@ -38,6 +50,18 @@ const core = (kind: string, plural: string, namespaced: boolean, shortNames: rea
   namespaced,
   shortNames,
   builtIn: true,
+  schema: BUILT_IN_SCHEMAS[`/${kind}`]!,
+});
+
+const builtIn = (group: string, version: string, kind: string, plural: string, shortNames: readonly string[] = []): ResourceKind => ({
+  group,
+  version,
+  kind,
+  plural,
+  namespaced: true,
+  ...(shortNames.length > 0 ? { shortNames } : {}),
+  builtIn: true,
+  schema: BUILT_IN_SCHEMAS[`${group}/${kind}`]!,
 });
 
 /** Kubernetes kinds served by default. */
@@ -50,14 +74,14 @@ export const BUILT_IN_KINDS: readonly ResourceKind[] = [
   core("ConfigMap", "configmaps", true, ["cm"]),
   core("Endpoints", "endpoints", true, ["ep"]),
   core("ServiceAccount", "serviceaccounts", true, ["sa"]),
-  { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true, shortNames: ["deploy"], builtIn: true },
-  { group: "apps", version: "v1", kind: "StatefulSet", plural: "statefulsets", namespaced: true, shortNames: ["sts"], builtIn: true },
-  { group: "apps", version: "v1", kind: "DaemonSet", plural: "daemonsets", namespaced: true, shortNames: ["ds"], builtIn: true },
-  { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true, builtIn: true },
-  { group: "rbac.authorization.k8s.io", version: "v1", kind: "Role", plural: "roles", namespaced: true, builtIn: true },
-  { group: "rbac.authorization.k8s.io", version: "v1", kind: "RoleBinding", plural: "rolebindings", namespaced: true, builtIn: true },
-  { group: "autoscaling", version: "v2", kind: "HorizontalPodAutoscaler", plural: "horizontalpodautoscalers", namespaced: true, shortNames: ["hpa"], builtIn: true },
-  { group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true, shortNames: ["pdb"], builtIn: true },
+  builtIn("apps", "v1", "Deployment", "deployments", ["deploy"]),
+  builtIn("apps", "v1", "StatefulSet", "statefulsets", ["sts"]),
+  builtIn("apps", "v1", "DaemonSet", "daemonsets", ["ds"]),
+  builtIn("coordination.k8s.io", "v1", "Lease", "leases"),
+  builtIn("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+  builtIn("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+  builtIn("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", ["hpa"]),
+  builtIn("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", ["pdb"]),
 ];
 
 /**

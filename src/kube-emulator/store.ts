@@ -8,6 +8,8 @@ import { recordUpdate, serverSideApply, formatPath, type FieldConflict } from ".
 import { applyDefaults, createDefaultingState } from "./defaults.js";
 import { apiVersionOf, type KindRegistry, type ResourceKind } from "./kinds.js";
 import { clone, deepEqual, dropKey, isObject, jsonPatch, mergePatch, type Json, type JsonObject } from "./patch.js";
+import { strategicMergePatch } from "./smp.js";
+import type { Schema } from "./schema.js";
 import { matchesFields, matchesLabels, type FieldRequirement, type Selector } from "./selectors.js";
 import {
   alreadyExists,
@@ -328,7 +330,7 @@ export class ObjectStore {
     delete meta.managedFields;
     if (kind.kind === "Namespace") obj.status = { phase: "Active" };
     applyDefaults(kind, obj, undefined, this.defaulting);
-    recordUpdate({ old: undefined, next: obj, manager, apiVersion: apiVersionOf(kind), now: this.now() });
+    recordUpdate({ old: undefined, next: obj, manager, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind) });
     return this.commit(kind, "ADDED", obj);
   }
 
@@ -349,7 +351,7 @@ export class ObjectStore {
     this.carryOver(live, next);
     metaOf(next).resourceVersion = metaOf(live).resourceVersion ?? null;
     applyDefaults(kind, next, live, this.defaulting);
-    recordUpdate({ old: live, next, manager, apiVersion: apiVersionOf(kind), now: this.now() });
+    recordUpdate({ old: live, next, manager, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind) });
     return this.storeIfChanged(kind, live, next);
   }
 
@@ -381,10 +383,20 @@ export class ObjectStore {
     const manager = opts.manager ?? "unknown";
     let patched: Json;
     if (type === PatchType.Json) patched = jsonPatch(live, body);
-    else {
+    else if (type === PatchType.Strategic) {
+      if (kind.builtIn !== true) {
+        // Custom resources have no Go struct tags to take patch strategies from: a real server refuses.
+        throw new KubeApiError(
+          415,
+          StatusReason.UnsupportedMediaType,
+          "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        );
+      }
+      checkPatchResourceVersion(kind, name, live, body);
+      patched = strategicMergePatch(live, body as Json, kind.schema);
+    } else {
       if (!isObject(body)) throw badRequest("a merge patch must be a JSON object");
-      const wanted = isObject(body.metadata) ? body.metadata.resourceVersion : undefined;
-      if (typeof wanted === "string" && wanted !== metaOf(live).resourceVersion) throw staleConflict(kind.plural, kind.group, name);
+      checkPatchResourceVersion(kind, name, live, body);
       patched = mergePatch(live, body);
     }
     if (!isObject(patched)) throw badRequest("the patch did not produce an object");
@@ -426,7 +438,7 @@ export class ObjectStore {
     // A uid in the applied object is a precondition on an existing object (ignored on create), as on a real server.
     if (live !== undefined) checkUid(live, applied);
     for (const k of ["resourceVersion", "uid", "creationTimestamp", "generation"]) dropKey(am, k);
-    const result = serverSideApply({ live, applied, manager, force, apiVersion: apiVersionOf(kind), now: this.now() });
+    const result = serverSideApply({ live, applied, manager, force, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind) });
     if (result.conflicts.length > 0) throw applyConflict(result.conflicts);
     const next = result.object;
     if (live === undefined) {
@@ -488,6 +500,12 @@ export class ObjectStore {
   }
 }
 
+/** A `metadata.resourceVersion` in a merge or strategic patch is a precondition. */
+function checkPatchResourceVersion(kind: ResourceKind, name: string, live: JsonObject, body: unknown): void {
+  const wanted = isObject(body) && isObject(body.metadata) ? body.metadata.resourceVersion : undefined;
+  if (typeof wanted === "string" && wanted !== metaOf(live).resourceVersion) throw staleConflict(kind.plural, kind.group, name);
+}
+
 /** A write whose body names another uid than the live object's fails like the real server's storage precondition. */
 function checkUid(live: JsonObject, next: JsonObject): void {
   const want = metaOf(next).uid;
@@ -515,4 +533,8 @@ function applyConflict(conflicts: readonly FieldConflict[]): KubeApiError {
       field: formatPath(c.path),
     })),
   });
+}
+
+function schemaOpt(kind: ResourceKind): { schema?: Schema } {
+  return kind.schema === undefined ? {} : { schema: kind.schema };
 }

@@ -1,9 +1,12 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- patched objects are read back as untyped JSON */
 /**
  * The emulator's pure parts: label/field selector parsing and matching, RFC 7386/6902 patches, and
  * the field-ownership bookkeeping behind server-side apply.
  */
 import { describe, expect, it } from "vitest";
-import { fromFieldsV1, leafPaths, recordUpdate, serverSideApply, toFieldsV1 } from "../../src/kube-emulator/fields.js";
+import { formatPath, fromFieldsV1, leafPaths, recordUpdate, serverSideApply, toFieldsV1 } from "../../src/kube-emulator/fields.js";
+import { BUILT_IN_SCHEMAS } from "../../src/kube-emulator/builtin-schemas.js";
+import { strategicMergePatch } from "../../src/kube-emulator/smp.js";
 import { jsonPatch, mergePatch, type JsonObject } from "../../src/kube-emulator/patch.js";
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from "../../src/kube-emulator/selectors.js";
 import { KubeApiError } from "../../src/kube-emulator/status.js";
@@ -80,9 +83,26 @@ describe("field ownership", () => {
     expect([...fromFieldsV1(toFieldsV1(paths.values())).values()]).toEqual([...paths.values()]);
   });
 
-  it("reads real servers' list keys (k:, v:) as ownership of the whole list", () => {
-    const real = { "f:spec": { "f:ports": { ".": {}, 'k:{"port":80,"protocol":"TCP"}': { "f:port": {} } } } };
-    expect([...fromFieldsV1(real).values()]).toEqual([["spec", "ports"]]);
+  it("reads and writes real servers' list element keys (k:, v:) with their '.' entries", () => {
+    const real = { "f:spec": { "f:ports": { 'k:{"port":80,"protocol":"TCP"}': { ".": {}, "f:port": {} } } } };
+    const paths = [...fromFieldsV1(real).values()];
+    expect(paths).toEqual([["spec", "ports", '\u0000k:{"port":80,"protocol":"TCP"}', "port"]]);
+    expect(toFieldsV1(paths)).toEqual(real);
+  });
+
+  it("merges listType=map lists by key: two managers own different containers, removal by key", () => {
+    const schema = BUILT_IN_SCHEMAS["apps/Deployment"]!;
+    const dep = (containers: JsonObject[]): JsonObject => ({ spec: { template: { spec: { containers } } } });
+    const a = serverSideApply({ live: undefined, applied: dep([{ name: "app", image: "app:1", ports: [{ containerPort: 80 }] }]), manager: "a", force: false, apiVersion: "apps/v1", now, schema });
+    const b = serverSideApply({ live: a.object, applied: dep([{ name: "side", image: "side:1" }]), manager: "b", force: false, apiVersion: "apps/v1", now, schema });
+    expect(b.conflicts).toEqual([]);
+    const names = (o: JsonObject): unknown => ((o.spec as any).template.spec.containers as { name: string; image?: string }[]).map((c) => `${c.name}=${c.image ?? "undefined"}`);
+    expect(names(b.object)).toEqual(["app=app:1", "side=side:1"]);
+    const clash = serverSideApply({ live: b.object, applied: dep([{ name: "app", image: "app:2" }]), manager: "b", force: false, apiVersion: "apps/v1", now, schema });
+    expect(clash.conflicts.map((c) => formatPath(c.path))).toEqual(['.spec.template.spec.containers[name="app"].image']);
+    // a stops applying its container: it goes, b's stays; a port without protocol matches the TCP default key.
+    const gone = serverSideApply({ live: b.object, applied: dep([]), manager: "a", force: false, apiVersion: "apps/v1", now, schema });
+    expect(names(gone.object)).toEqual(["side=side:1"]);
   });
 
   it("apply removes a field its manager stopped applying unless another manager owns it", () => {
@@ -103,5 +123,55 @@ describe("field ownership", () => {
     const mf = (forced.object.metadata as { managedFields: { manager: string; fieldsV1: unknown }[] }).managedFields;
     expect(mf.find((e) => e.manager === "a")?.fieldsV1).toEqual({ "f:spec": { "f:z": {} } });
     expect(mf.find((e) => e.manager === "b")?.fieldsV1).toEqual({ "f:spec": { "f:x": {}, "f:y": {}, "f:z": {} } });
+  });
+});
+
+describe("strategic merge patch", () => {
+  const schema = BUILT_IN_SCHEMAS["apps/Deployment"]!;
+  const live: JsonObject = {
+    metadata: { finalizers: ["a"] },
+    spec: {
+      template: {
+        spec: {
+          containers: [
+            { name: "app", image: "app:1", ports: [{ containerPort: 80 }], env: [{ name: "A", value: "1" }] },
+            { name: "side", image: "side:1" },
+          ],
+          volumes: [{ name: "v", emptyDir: {} }],
+        },
+      },
+    },
+  };
+  const containers = (o: JsonObject): unknown => (o.spec as any).template.spec.containers;
+
+  it("merges containers by name and keeps what the patch does not mention (kubectl set image)", () => {
+    const out = strategicMergePatch(live, { spec: { template: { spec: { containers: [{ name: "side", image: "side:2" }] } } } }, schema);
+    expect(containers(out)).toEqual([
+      { name: "app", image: "app:1", ports: [{ containerPort: 80 }], env: [{ name: "A", value: "1" }] },
+      { name: "side", image: "side:2" },
+    ]);
+  });
+
+  it("understands $setElementOrder, $patch: delete, $patch: replace, $deleteFromPrimitiveList and scalar-list union", () => {
+    const out = strategicMergePatch(
+      live,
+      {
+        metadata: { finalizers: ["b"], "$deleteFromPrimitiveList/finalizers": ["a"] },
+        spec: {
+          template: {
+            spec: {
+              "$setElementOrder/containers": [{ name: "side" }, { name: "app" }],
+              containers: [{ name: "app", env: [{ name: "A", $patch: "delete" }] }],
+              volumes: [{ name: "w", configMap: { name: "c" } }, { $patch: "replace" }],
+            },
+          },
+        },
+      },
+      schema,
+    );
+    expect(out.metadata).toEqual({ finalizers: ["b"] });
+    expect(containers(out)).toEqual([{ name: "side", image: "side:1" }, { name: "app", image: "app:1", ports: [{ containerPort: 80 }], env: [] }]);
+    expect((out.spec as any).template.spec.volumes).toEqual([{ name: "w", configMap: { name: "c" } }]);
+    expect(JSON.stringify(out)).not.toContain("$");
   });
 });

@@ -235,6 +235,89 @@ def _(c):
     expect(c.core.read_namespaced_config_map("f", c.ns).data == {"a": "2"}, "forced")
 
 
+# --- strategic merge patch (API concepts: "Patch"; "Update API Objects in Place Using kubectl patch")
+
+@check("strategic merge patch: a patch naming one container merges by name; other containers, ports, env and mounts stay")
+def _(c):
+    c.apps.create_namespaced_deployment(c.ns, c.deployment("web", [
+        {"name": "app", "image": "app:1", "ports": [{"containerPort": 8080}], "env": [{"name": "A", "value": "1"}],
+         "volumeMounts": [{"name": "v", "mountPath": "/v"}]},
+        {"name": "side", "image": "side:1"}]))
+    c.apps.patch_namespaced_deployment("web", c.ns, {"spec": {"template": {"spec": {"containers": [{"name": "side", "image": "side:2"}]}}}})
+    got = c.apps.read_namespaced_deployment("web", c.ns).spec.template.spec.containers
+    expect([(x.name, x.image) for x in got] == [("app", "app:1"), ("side", "side:2")], [(x.name, x.image) for x in got])
+    expect(got[0].ports[0].container_port == 8080 and got[0].env[0].name == "A" and got[0].volume_mounts[0].mount_path == "/v", "app kept its ports, env and mounts")
+
+
+@check("strategic merge patch: $setElementOrder is a directive (not stored), $patch: delete removes an element by key")
+def _(c):
+    c.apps.create_namespaced_deployment(c.ns, c.deployment("web", [
+        {"name": "a", "image": "a", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]}, {"name": "b", "image": "b"}]))
+    c.apps.patch_namespaced_deployment("web", c.ns, {"spec": {"template": {"spec": {
+        "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+        "containers": [{"name": "a", "env": [{"name": "X", "$patch": "delete"}]}]}}}})
+    raw = c.api.sanitize_for_serialization(c.apps.read_namespaced_deployment("web", c.ns))
+    spec = raw["spec"]["template"]["spec"]
+    expect("$setElementOrder/containers" not in spec, "directive not stored")
+    expect([x["name"] for x in spec["containers"]] == ["b", "a"], spec["containers"])
+    expect(spec["containers"][1]["env"] == [{"name": "Y", "value": "2"}], spec["containers"][1])
+
+
+@check("strategic merge patch: finalizers (a merge-strategy list of strings) are a union")
+def _(c):
+    c.core.create_namespaced_config_map(c.ns, {**c.cm("f"), "metadata": {"name": "f", "finalizers": ["example.com/a"]}})
+    c.core.patch_namespaced_config_map("f", c.ns, {"metadata": {"finalizers": ["example.com/b"]}})
+    got = c.core.read_namespaced_config_map("f", c.ns).metadata.finalizers
+    expect(got == ["example.com/a", "example.com/b"], got)
+    c.core.patch_namespaced_config_map("f", c.ns, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["example.com/a", "example.com/b"]}})
+
+
+@check("strategic merge patch on a custom resource is 415 Unsupported Media Type; merge patch works")
+def _(c):
+    c.custom.create_namespaced_custom_object("networking.istio.io", "v1", c.ns, "virtualservices", c.vs("r"))
+    status, body = c.raw("PATCH", f"/apis/networking.istio.io/v1/namespaces/{c.ns}/virtualservices/r", body={"spec": {"hosts": ["x"]}},
+                         content_type="application/strategic-merge-patch+json")
+    expect(status == 415 and body["reason"] == "UnsupportedMediaType", (status, body))
+    c.custom.patch_namespaced_custom_object("networking.istio.io", "v1", c.ns, "virtualservices", "r", {"spec": {"hosts": ["x"]}})
+    got = c.custom.get_namespaced_custom_object("networking.istio.io", "v1", c.ns, "virtualservices", "r")
+    expect(got["spec"]["hosts"] == ["x"], got["spec"])
+
+
+# --- server-side apply with listType=map (API concepts: "Server-Side Apply", merge strategy)
+
+@check("apply: Deployment containers merge by name across field managers; a conflict names the element")
+def _(c):
+    c.apply(c.deployment("web", [{"name": "app", "image": "app:1"}]), "team-app")
+    c.apply(c.deployment("web", [{"name": "side", "image": "side:1"}]), "team-side")
+    got = c.apps.read_namespaced_deployment("web", c.ns).spec.template.spec.containers
+    expect([(x.name, x.image) for x in got] == [("app", "app:1"), ("side", "side:1")], [(x.name, x.image) for x in got])
+    try:
+        c.apply(c.deployment("web", [{"name": "app", "image": "app:2"}]), "team-side")
+        raise AssertionError("expected a conflict")
+    except AssertionError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        expect(getattr(e, "status", None) == 409, e)
+        message = json.loads(e.body)["message"]
+        expect('.spec.template.spec.containers[name="app"].image' in message, message)
+    # team-side now applies only "app" (same value: shared ownership) and so stops applying "side",
+    # which goes; team-app then gives "app" up, which stays because team-side still applies it.
+    c.apply(c.deployment("web", [{"name": "app", "image": "app:1"}]), "team-side")
+    c.apply(c.deployment("web", []), "team-app")
+    got = c.apps.read_namespaced_deployment("web", c.ns).spec.template.spec.containers
+    expect([(x.name, x.image) for x in got] == [("app", "app:1")], [(x.name, x.image) for x in got])
+
+
+@check("apply: Service ports merge by (port, protocol), protocol defaulting to TCP")
+def _(c):
+    svc = lambda ports: {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": c.ns}, "spec": {"ports": ports}}  # noqa: E731
+    c.apply(svc([{"name": "http", "port": 80}]), "one")
+    c.apply(svc([{"name": "dns", "port": 53, "protocol": "UDP"}]), "two")
+    c.apply(svc([{"name": "http", "port": 80, "protocol": "TCP"}]), "one")
+    got = c.core.read_namespaced_service("s", c.ns).spec.ports
+    expect(sorted((p.port, p.protocol) for p in got) == [(53, "UDP"), (80, "TCP")], [(p.port, p.protocol) for p in got])
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--list", action="store_true")
