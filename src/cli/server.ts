@@ -177,6 +177,9 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     redisPrefix: e("redisPrefix"),
     workers: flags.workers ?? e("workers"),
     jobLockSeconds: e("jobLockSeconds"),
+    retentionCommits: e("retentionCommits"),
+    retentionDesiredStates: e("retentionDesiredStates"),
+    retentionMaxAgeHours: e("retentionMaxAgeHours"),
     relayPort: flags.relayPort ?? e("relayPort"),
     httpPort: flags.httpPort ?? e("httpPort"),
     relayHost: flags.relayHost,
@@ -344,6 +347,7 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
     workers: config.translationWorkers,
     jobLockMs: config.jobLockMs,
     identity: config.identity,
+    retention: config.retention,
   });
   const lockTtlMs = extra.leaseMs ?? 10_000;
   const leadership = createLeadership({

@@ -44,7 +44,7 @@ export function registerWorker(program: Command, io: CliIo): void {
     .option("--log-format <format>", "json | human (default: human on a terminal, json otherwise)")
     .addHelpText(
       "after",
-      `\nThe key prefix is read from ${WORKER_ENV.redisPrefix} (default gitmesh) and must be the server's.\n` +
+      `\nThe key prefix is read from ${WORKER_ENV.redisPrefix} (default gitmesh) and must be the server's; so must the retention settings ${WORKER_ENV.retentionCommits}, ${WORKER_ENV.retentionDesiredStates}, ${WORKER_ENV.retentionMaxAgeHours} (see gitmesh server --help).\n` +
         "\nExamples:\n" +
         "  gitmesh server --git-url https://github.com/acme/mesh-config.git --redis-url redis://redis:6379 --workers 0\n" +
         "  gitmesh worker --redis-url redis://redis:6379 --concurrency 2\n" +
@@ -63,6 +63,9 @@ export function registerWorker(program: Command, io: CliIo): void {
           jobLockSeconds: flags.jobLock ?? env[WORKER_ENV.jobLockSeconds],
           shutdownTimeoutSeconds: flags.shutdownTimeout ?? env[WORKER_ENV.shutdownTimeoutSeconds],
           logLevel: flags.logLevel ?? env[WORKER_ENV.logLevel],
+          retentionCommits: env[WORKER_ENV.retentionCommits],
+          retentionDesiredStates: env[WORKER_ENV.retentionDesiredStates],
+          retentionMaxAgeHours: env[WORKER_ENV.retentionMaxAgeHours],
           logFormat: flags.logFormat ?? (io.isTty ? "human" : "json"),
         },
         { identity: hostname() },

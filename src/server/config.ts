@@ -3,7 +3,7 @@
  * from flags and environment variables that match the Helm chart (charts/gitmesh-server), validated
  * and frozen. Problems are returned as messages that say what to fix, never thrown.
  */
-import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel } from "../core/index.js";
+import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel, type ConfigReader } from "../core/index.js";
 import { redisUrlProblem } from "../queue/index.js";
 import { isValidClusterName } from "../relay/index.js";
 
@@ -33,6 +33,8 @@ export interface ServerConfig {
   readonly translationWorkers: number;
   /** Lock of a running translation job: a job of a process that died is handed back after at most about twice this (default 30 s). */
   readonly jobLockMs: number;
+  /** How much per-commit history Redis (and memory) keeps: see src/store/retention.ts. */
+  readonly retention: RetentionConfig;
   readonly relayHost: string;
   /** gRPC relay port (default 9900; 0 picks a free port). */
   readonly relayPort: number;
@@ -122,6 +124,9 @@ export const SERVER_ENV = {
   redisPrefix: "GITMESH_REDIS_PREFIX",
   workers: "GITMESH_WORKERS",
   jobLockSeconds: "GITMESH_JOB_LOCK_SECONDS",
+  retentionCommits: "GITMESH_RETENTION_COMMITS",
+  retentionDesiredStates: "GITMESH_RETENTION_DESIRED_STATES",
+  retentionMaxAgeHours: "GITMESH_RETENTION_MAX_AGE_HOURS",
   relayPort: "GITMESH_RELAY_PORT",
   httpPort: "GITMESH_HTTP_PORT",
   logLevel: "GITMESH_LOG_LEVEL",
@@ -170,6 +175,9 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   redisPrefix: "key prefix in Redis, to share one Redis between installations (default gitmesh)",
   workers: "translation jobs per type this replica runs at once (default 4; --workers); 0: none, `gitmesh worker` processes translate (needs Redis)",
   jobLockSeconds: "lock of a running translation job: a job whose process died goes back to the queue after at most about twice this (default 30)",
+  retentionCommits: "commits whose convergence record (which cluster applied it, when) is kept, besides the one in force and those clusters still run (default 100)",
+  retentionDesiredStates: "desired states of earlier commits kept in Redis besides the one in force (default 8)",
+  retentionMaxAgeHours: "age after which a convergence record or an earlier desired state is dropped, whatever the counts (default 168, a week)",
   relayPort: "gRPC relay port (default 9900; --relay-port)",
   httpPort: "HTTP port: API, webhooks, health, metrics (default 9091; --http-port)",
   logLevel: "debug | info | warn | error (default info; --log-level)",
@@ -205,6 +213,26 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   verifyAllowedSigners: "signed commits only: git allowed-signers file of trusted SSH keys (--verify-commits-allowed-signers); an unsigned or untrusted commit is rejected",
   verifyOpenpgpKeys: "signed commits only: armored OpenPGP public keys trusted to sign commits (--verify-commits-openpgp-keys)",
 };
+
+/** How much per-commit history the store keeps (the server's and the workers' settings; the chart passes the same to both). */
+export interface RetentionConfig {
+  readonly convergenceCommits: number;
+  readonly desiredStates: number;
+  readonly maxAgeMs: number;
+}
+
+/** The retention settings from their variables (same names for `gitmesh server` and `gitmesh worker`). */
+export function readRetention(
+  read: ConfigReader,
+  input: { readonly retentionCommits?: string | undefined; readonly retentionDesiredStates?: string | undefined; readonly retentionMaxAgeHours?: string | undefined },
+): RetentionConfig {
+  const int = (min: number) => (n: number) => Number.isSafeInteger(n) && n >= min;
+  return {
+    convergenceCommits: read.number(input.retentionCommits, `retention (${SERVER_ENV.retentionCommits})`, 100, int(1), "an integer ≥ 1"),
+    desiredStates: read.number(input.retentionDesiredStates, `retention (${SERVER_ENV.retentionDesiredStates})`, 8, int(0), "an integer ≥ 0"),
+    maxAgeMs: Math.round(3_600_000 * read.number(input.retentionMaxAgeHours, `retention (${SERVER_ENV.retentionMaxAgeHours})`, 168, (n) => n >= 1, "hours ≥ 1")),
+  };
+}
 
 function commitStatusConfig(input: ServerConfigInput, problems: string[]): ServerConfig["commitStatus"] {
   const platform = input.commitStatus || undefined;
@@ -251,6 +279,8 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
   if (translationWorkers === 0 && redisUrl === undefined) problems.push(`--workers 0 (${SERVER_ENV.workers}=0) needs Redis (--redis-url or ${SERVER_ENV.redisUrl}) and \`gitmesh worker\` processes on it: without them nothing would translate`);
   const jobLockSeconds = read.number(input.jobLockSeconds, `job lock (${SERVER_ENV.jobLockSeconds})`, 30, (n) => n >= 1 && n <= 3600, "seconds from 1 to 3600");
 
+  const retention = readRetention(read, input);
+
   const skipWarming = [...(input.skipWarming ?? [])];
   for (const c of skipWarming) if (!isValidClusterName(c)) problems.push(`--skip-warming "${c}" is not a valid cluster name`);
 
@@ -278,6 +308,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     redisPrefix: input.redisPrefix || "gitmesh",
     translationWorkers,
     jobLockMs: jobLockSeconds * 1000,
+    retention,
     relayHost: input.relayHost || "0.0.0.0",
     relayPort: read.port(input.relayPort, "relay port", 9900),
     httpHost: input.httpHost || "0.0.0.0",

@@ -144,7 +144,7 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
     { method: "GET", pattern: /^\/api\/clusters\/([^/]+)\/input$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.clusterInput(c!), `discovery snapshot of cluster ${c!}`)) },
     { method: "GET", pattern: /^\/api\/clusters\/([^/]+)\/output$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.clusterOutput(c!), `output snapshot of cluster ${c!}`)) },
     { method: "GET", pattern: /^\/api\/commits$/, access: "read", handler: async (_q, res) => json(res, 200, await api.commits()) },
-    { method: "GET", pattern: /^\/api\/commits\/([0-9a-f]{4,40})$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.commit(c!), `commit ${c!}`)) },
+    { method: "GET", pattern: /^\/api\/commits\/([0-9a-f]{4,40})$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.commit(c!), `commit ${c!} (unknown, or older than the convergence records the server keeps: GITMESH_RETENTION_COMMITS, GITMESH_RETENTION_MAX_AGE_HOURS)`)) },
     { method: "GET", pattern: /^\/api\/diagnostics$/, access: "read", handler: async (_q, res) => json(res, 200, await api.diagnostics()) },
     { method: "GET", pattern: /^\/api\/resources$/, access: "read", handler: async (_q, res) => json(res, 200, await api.resources()) },
     {

@@ -12,7 +12,7 @@ import type { Logger } from "../core/index.js";
 import type { DesiredState } from "../config/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
 import { createPipeline, type OutputEvent, type Pipeline, type PipelineMode, type PipelineTranslators } from "../queue/index.js";
-import type { SnapshotStore } from "../store/index.js";
+import type { RetentionOptions, SnapshotStore } from "../store/index.js";
 
 export interface DesiredInput {
   readonly commit: string;
@@ -76,6 +76,8 @@ export interface QueuePipelineOptions {
   readonly jobLockMs?: number;
   /** This replica's name in Redis' list of workers. */
   readonly identity?: string;
+  /** How much per-commit history the store keeps (default: src/store's). */
+  readonly retention?: RetentionOptions;
 }
 
 export function createQueuePipeline(options: QueuePipelineOptions): PipelinePort {
@@ -98,6 +100,7 @@ export function createQueuePipeline(options: QueuePipelineOptions): PipelinePort
         ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
         ...(options.translators === undefined ? {} : { translators: options.translators }),
         ...(options.jobLockMs === undefined ? {} : { jobLockMs: options.jobLockMs }),
+        ...(options.retention === undefined ? {} : { retention: options.retention }),
         ...(options.identity === undefined ? {} : { workerName: options.identity }),
         // --workers 0 (Redis only): no job runs here; while Redis is down the pipeline still
         // translates in-process from memory (degraded mode), since no worker can reach the queue then.

@@ -140,6 +140,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   /** Read after an await (a plain read would be narrowed to its value before the await). */
   const isStopped = () => stopped;
   const convergence: ConvergenceTracker = createConvergenceTracker({
+    keepCommits: config.retention.convergenceCommits,
     sink: { record: (commit, p) => store().recordConvergence(commit, { cluster: p.cluster, version: p.version, ...(p.publishedAtMs === undefined ? {} : { publishedAtMs: p.publishedAtMs }), ...(p.appliedAtMs === undefined ? {} : { appliedAtMs: p.appliedAtMs }), ...(p.nack ? { nack: { message: p.nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), atMs: p.nack.atMs } } : {}) }) },
     onSinkError: (err) => log.debug("convergence not mirrored to the store", { error: describeError(err) }),
   });

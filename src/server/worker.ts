@@ -14,6 +14,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { configResult, createConfigReader, describeError, isLogLevel, type Logger } from "../core/index.js";
+import { readRetention, SERVER_ENV, type RetentionConfig } from "./config.js";
 import { createPipeline, redisUrlProblem, type Pipeline } from "../queue/index.js";
 
 /** Environment variables of `gitmesh worker` (the chart's worker Deployment sets them); shared names match the server's. */
@@ -24,6 +25,9 @@ export const WORKER_ENV = {
   concurrency: "GITMESH_WORKER_CONCURRENCY",
   httpPort: "GITMESH_HTTP_PORT",
   jobLockSeconds: "GITMESH_JOB_LOCK_SECONDS",
+  retentionCommits: SERVER_ENV.retentionCommits,
+  retentionDesiredStates: SERVER_ENV.retentionDesiredStates,
+  retentionMaxAgeHours: SERVER_ENV.retentionMaxAgeHours,
   shutdownTimeoutSeconds: "GITMESH_SHUTDOWN_TIMEOUT_SECONDS",
   logLevel: "GITMESH_LOG_LEVEL",
 } as const;
@@ -45,6 +49,8 @@ export interface WorkerConfig {
   readonly shutdownTimeoutMs: number;
   readonly logLevel: "debug" | "info" | "warn" | "error";
   readonly logFormat: "json" | "human";
+  /** What the store keeps per commit: the servers' setting (the jobs write convergence records too). */
+  readonly retention: RetentionConfig;
 }
 
 export type WorkerConfigInput = { readonly [K in keyof typeof WORKER_ENV]?: string | undefined } & {
@@ -76,6 +82,7 @@ export function parseWorkerConfig(input: WorkerConfigInput, defaults: { identity
     shutdownTimeoutMs: 1000 * read.number(input.shutdownTimeoutSeconds, `shutdown timeout (--shutdown-timeout or ${WORKER_ENV.shutdownTimeoutSeconds})`, 25, (n) => n >= 0 && n <= 3600, "seconds from 0 to 3600"),
     logLevel: level as WorkerConfig["logLevel"],
     logFormat: format as WorkerConfig["logFormat"],
+    retention: readRetention(read, input),
   };
   return configResult(config, problems);
 }
@@ -162,6 +169,7 @@ export function createTranslationWorker(options: TranslationWorkerOptions): Tran
         registry,
         concurrency: { workspace: config.concurrency, cluster: config.concurrency },
         jobLockMs: config.jobLockMs,
+        retention: config.retention,
         workerName: config.identity,
         onModeChange: (_mode, why) => {
           reason = why;

@@ -194,6 +194,7 @@ describe("gitmesh-server chart", () => {
     const env = envOf(podSpec(find(manifests, "Deployment", "gitmesh-server")).containers[0]!);
     expect(env.REDIS_URL).toEqual({ secretKeyRef: { name: "gitmesh-server-redis", key: "url" } });
     expect(env.GITMESH_REDIS_PREFIX).toBe("team-a");
+    expect(env.GITMESH_RETENTION_COMMITS).toBe("100");
     // Credentials never appear in plain env values.
     expect(JSON.stringify(env)).not.toContain("s3cret-token");
     expect(JSON.stringify(env)).not.toContain(":pw@");

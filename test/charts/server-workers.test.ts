@@ -104,11 +104,14 @@ describe("gitmesh-server chart: translation workers", () => {
       GITMESH_WORKER_CONCURRENCY: "4",
       GITMESH_JOB_LOCK_SECONDS: "30",
       GITMESH_SHUTDOWN_TIMEOUT_SECONDS: "25",
+      GITMESH_RETENTION_COMMITS: "100",
+      GITMESH_RETENTION_DESIRED_STATES: "8",
+      GITMESH_RETENTION_MAX_AGE_HOURS: "168",
     });
     // The pod outlives the worker's own shutdown timeout, so the jobs in hand end before SIGKILL.
     expect((dep.spec as { template: { spec: { terminationGracePeriodSeconds: number } } }).template.spec.terminationGracePeriodSeconds).toBe(30);
     // The server: GITMESH_WORKERS=0 (auto with workers), same Redis and prefix as the workers.
-    expect(serverEnv(manifests)).toMatchObject({ GITMESH_WORKERS: "0", REDIS_URL: "redis://gitmesh-server-redis:6379", GITMESH_REDIS_PREFIX: "gitmesh" });
+    expect(serverEnv(manifests)).toMatchObject({ GITMESH_WORKERS: "0", REDIS_URL: "redis://gitmesh-server-redis:6379", GITMESH_REDIS_PREFIX: "gitmesh", GITMESH_RETENTION_COMMITS: "100", GITMESH_RETENTION_DESIRED_STATES: "8", GITMESH_RETENTION_MAX_AGE_HOURS: "168" });
     // The server's Services (relay, HTTP) never send traffic to a worker; the worker selector takes no server pod.
     const workerLabels = spec.template.metadata.labels;
     for (const name of ["gitmesh-server", "gitmesh-server-http"]) {

@@ -44,6 +44,11 @@ describe("gitmesh worker", () => {
     expect(bad.out).toContain('Redis URL "http://redis:6379" has the unknown scheme "http"; write redis://');
     expect(bad.out).toContain('concurrency (--concurrency or GITMESH_WORKER_CONCURRENCY) "0" is invalid');
     expect(bad.out).toContain('job lock (--job-lock or GITMESH_JOB_LOCK_SECONDS) "-1" is invalid');
+    // The retention settings are the servers' (same variables); a bad one is named.
+    const retention = await run(["--redis-url", "redis://127.0.0.1:1"], { GITMESH_RETENTION_COMMITS: "0", GITMESH_RETENTION_MAX_AGE_HOURS: "soon" });
+    expect(retention.code).toBe(2);
+    expect(retention.out).toContain('retention (GITMESH_RETENTION_COMMITS) "0" is invalid: an integer ≥ 1');
+    expect(retention.out).toContain('retention (GITMESH_RETENTION_MAX_AGE_HOURS) "soon" is invalid: hours ≥ 1');
     const help = await run(["--help"]);
     expect(help.code).toBe(0);
     for (const flag of ["--redis-url", "--concurrency", "--job-lock", "--shutdown-timeout", "--http-port", "GITMESH_REDIS_PREFIX"]) expect(help.out).toContain(flag);

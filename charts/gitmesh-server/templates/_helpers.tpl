@@ -100,6 +100,12 @@ when no Redis is configured (the server then keeps its state in memory).
 {{- if include "gitmesh-server.redisConfigured" . }}
 - name: GITMESH_REDIS_PREFIX
   value: {{ $redis.prefix | quote }}
+- name: GITMESH_RETENTION_COMMITS
+  value: {{ $redis.retention.commits | quote }}
+- name: GITMESH_RETENTION_DESIRED_STATES
+  value: {{ $redis.retention.desiredStates | quote }}
+- name: GITMESH_RETENTION_MAX_AGE_HOURS
+  value: {{ $redis.retention.maxAgeHours | quote }}
 {{- end }}
 {{- end -}}
 
