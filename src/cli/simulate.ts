@@ -8,6 +8,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { runSimulation, SimulationAbortedError, SimulationError, type ProcessFigures, type SimulationReport } from "../devtools/index.js";
+import { redisUrlProblem } from "../queue/index.js";
 import { ExitCode, secondsFlag, UsageError, type CliIo } from "./io.js";
 
 interface SimulateFlags {
@@ -35,7 +36,7 @@ export function registerSimulate(program: Command, io: CliIo): void {
     .option("--services-per-cluster <n>", "services discovered in each cluster (Service + Deployment)", "10")
     .option("--commits <n>", "pushes measured, one at a time, after the first convergence", "20")
     .option("--workers <n>", "`gitmesh worker` processes; 0: the server translates in-process", "0")
-    .option("--redis-url <url>", "use this Redis (the simulation's keys go under a private prefix and are removed); default: a private redis-server on a free port")
+    .option("--redis-url <url>", "use this Redis, any form the server takes (redis://, rediss://, redis-sentinel://, redis-cluster://); the simulation's keys go under a private prefix and are removed. Default: a private redis-server on a free port")
     .option("--no-audit", "the server does not write the audit branch (it does by default, as in production)")
     .option("--timeout <seconds>", "longest wait for one push to be applied by every cluster", "120")
     .option("--json", "print the figures as JSON")
@@ -53,7 +54,8 @@ export function registerSimulate(program: Command, io: CliIo): void {
       const commits = integerFlag("--commits", flags.commits, 1, 10_000);
       const workers = integerFlag("--workers", flags.workers, 0, 64);
       const pushTimeoutMs = secondsFlag("--timeout", flags.timeout) * 1000;
-      if (flags.redisUrl !== undefined && !/^rediss?:\/\//.test(flags.redisUrl)) throw new UsageError(`--redis-url must be a redis:// or rediss:// URL, got ${JSON.stringify(flags.redisUrl.replace(/\/\/[^@/]*@/, "//***@"))}`);
+      const redisProblem = flags.redisUrl === undefined ? undefined : redisUrlProblem(flags.redisUrl);
+      if (redisProblem !== undefined) throw new UsageError(`--redis-url: ${redisProblem}`);
 
       const aborted = new AbortController();
       const onSignal = () => aborted.abort();

@@ -22,10 +22,10 @@ import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { Redis } from "ioredis";
-import { describeError } from "../core/index.js";
+import { describeError, stripCredentials } from "../core/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
 import { signBody } from "../git-sync/index.js";
+import { createRedisClient, parseRedisUrl, redisKeyPrefix, scanRedisKeys } from "../queue/index.js";
 import { generateKeyPem } from "../relay/index.js";
 import { createBareRepo, runGit, startGitHttpServer } from "./git-http-server.js";
 import { createProcessSampler, type ProcessSampler, type ProcessStats } from "./process-stats.js";
@@ -181,7 +181,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       if (why !== undefined) throw new SimulationError(`--redis-url cannot be reached: ${why}`);
       const external = redisUrl;
       stops.push({ name: "the simulation's keys in Redis", stop: () => removeRedisKeys(external, prefix) });
-      say(`Redis: ${shownUrl(redisUrl)} (keys under ${prefix}, removed at the end)`);
+      say(`Redis: ${stripCredentials(redisUrl)} (keys under ${prefix}, removed at the end)`);
     } else {
       const started = await startPrivateRedis(join(root, "redis"));
       if (!started) throw new SimulationError("redis-server could not be started: install Redis (the server's queue and store, and the workers, need it), or pass --redis-url");
@@ -189,7 +189,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       stops.push({ name: "redis-server", stop: started.stop });
       say(`Redis: private redis-server on ${started.url}`);
     }
-    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+    const redisConfig = parseRedisUrl(redisUrl);
+    const redis = createRedisClient(redisConfig, { maxRetriesPerRequest: 1, lazyConnect: true });
     redis.on("error", () => undefined);
     stops.push({
       name: "Redis client",
@@ -393,19 +394,15 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     await redis.connect().catch(() => undefined);
     const info = await redis.info("memory");
     const infoNumber = (key: string) => Number(new RegExp(`^${key}:(\\d+)`, "m").exec(info)?.[1] ?? 0);
-    let keys = 0;
+    // The run's keys: the server's prefix (hash-tagged on a Cluster, so all in one slot: one pipeline).
+    const found = await scanRedisKeys(redis, `${redisKeyPrefix(redisConfig, prefix)}*`);
+    const keys = found.length;
     let keysMemoryBytes = 0;
-    let cursor = "0";
-    do {
-      const [next, found] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-      cursor = next;
-      keys += found.length;
-      if (found.length > 0) {
-        const pipeline = redis.pipeline();
-        for (const k of found) pipeline.call("MEMORY", "USAGE", k);
-        for (const [, v] of (await pipeline.exec()) ?? []) keysMemoryBytes += typeof v === "number" ? v : 0;
-      }
-    } while (cursor !== "0");
+    for (let i = 0; i < found.length; i += 1000) {
+      const pipeline = redis.pipeline();
+      for (const k of found.slice(i, i + 1000)) pipeline.call("MEMORY", "USAGE", k);
+      for (const [, v] of (await pipeline.exec()) ?? []) keysMemoryBytes += typeof v === "number" ? v : 0;
+    }
 
     // ---- Report --------------------------------------------------------------------------------
     const totalPayload = perCommit.reduce((n, c) => n + c.payloadBytes, 0);
@@ -462,7 +459,6 @@ function distribution(values: readonly number[]): Distribution {
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const shownUrl = (url: string) => url.replace(/\/\/[^@/]*@/, "//***@");
 
 async function startChild(name: string, bin: string, args: readonly string[], env: NodeJS.ProcessEnv, log: string): Promise<Child> {
   const file = await open(log, "a");
