@@ -705,7 +705,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     runner = createInProcessRunner(settings);
     setMode("standalone", "no Redis configured");
   } else {
-    log.info("Redis", { topology: redisConfig.kind, address: redisConfig.display, prefix });
+    log.info("connecting to Redis", { topology: redisConfig.kind, address: redisConfig.display, prefix });
     // Three clients: the store's fails fast (a failed write switches to degraded mode), BullMQ's and the
     // subscriber retry until Redis answers. Through Sentinel each reconnection asks for the current primary.
     const make = (extra: RedisClientOptions) => createRedisClient(redisConfig, { ...extra, retryStrategy: () => 250, lazyConnect: true });

@@ -315,8 +315,10 @@ export function createRedisClient(config: RedisConnectionConfig, options: RedisC
     ...(config.tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
     // When no sentinel answers, retry (or give up) as for the primary; ioredis' default retries forever.
     ...(options.retryStrategy === undefined ? {} : { sentinelRetryStrategy: options.retryStrategy }),
-    // Subscribe to the sentinels' +switch-master: move to a new primary at once, even while the old one still answers.
-    failoverDetector: true,
+    // No `failoverDetector` (ioredis' +switch-master subscription; off by default there too): a switch
+    // announced while the client is reconnecting aborts that connection attempt, and ioredis then ends
+    // the client for good (status "end": seen in the failover test). A dead primary closes the
+    // connection anyway, and a demoted one answers READONLY (reconnectOnError above).
   });
 }
 
