@@ -51,14 +51,18 @@ export function resourceList(kinds: KindRegistry, group: string, version: string
     groupVersion: apiVersionOf({ group, version }),
     resources: ks
       .sort((a, b) => a.plural.localeCompare(b.plural))
-      .map((k) => ({
-        name: k.plural,
-        singularName: singularOf(k),
-        namespaced: k.namespaced,
-        kind: k.kind,
-        verbs: [...DEFAULT_VERBS],
-        ...(k.shortNames !== undefined && k.shortNames.length > 0 ? { shortNames: [...k.shortNames] } : {}),
-        storageVersionHash: Buffer.from(`${k.group}/${k.version}/${k.kind}`).toString("base64").slice(0, 11),
-      })),
+      .flatMap((k) => [
+        {
+          name: k.plural,
+          singularName: singularOf(k),
+          namespaced: k.namespaced,
+          kind: k.kind,
+          verbs: [...DEFAULT_VERBS],
+          ...(k.shortNames !== undefined && k.shortNames.length > 0 ? { shortNames: [...k.shortNames] } : {}),
+          ...(k.categories !== undefined && k.categories.length > 0 ? { categories: [...k.categories] } : {}),
+          storageVersionHash: Buffer.from(`${k.group}/${k.version}/${k.kind}`).toString("base64").slice(0, 11),
+        },
+        ...(k.statusSubresource === true ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : []),
+      ]),
   };
 }

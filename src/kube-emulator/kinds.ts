@@ -5,6 +5,8 @@
  */
 import { BUILT_IN_SCHEMAS } from "./builtin-schemas.js";
 import type { Schema } from "./schema.js";
+import { kindsOfCrd } from "./crds/crd.js";
+import { ISTIO_CRDS } from "./crds/istio.gen.js";
 
 /** One kind served by the emulator, as discovery describes it. */
 export interface ResourceKind {
@@ -42,7 +44,11 @@ export function singularOf(k: ResourceKind): string {
   return k.singular ?? k.kind.toLowerCase();
 }
 
+/** Built-in kinds whose status is a subresource (written through `/status` only). */
+const WITH_STATUS = new Set(["Pod", "Service", "Namespace", "Node", "Deployment", "StatefulSet", "DaemonSet", "HorizontalPodAutoscaler", "PodDisruptionBudget"]);
+
 const core = (kind: string, plural: string, namespaced: boolean, shortNames: readonly string[] = []): ResourceKind => ({
+  ...(WITH_STATUS.has(kind) ? { statusSubresource: true } : {}),
   group: "",
   version: "v1",
   kind,
@@ -54,6 +60,7 @@ const core = (kind: string, plural: string, namespaced: boolean, shortNames: rea
 });
 
 const builtIn = (group: string, version: string, kind: string, plural: string, shortNames: readonly string[] = []): ResourceKind => ({
+  ...(WITH_STATUS.has(kind) ? { statusSubresource: true } : {}),
   group,
   version,
   kind,
@@ -94,28 +101,13 @@ export const SAIL_KINDS: readonly ResourceKind[] = [
   { group: "sailoperator.io", version: "v1", kind: "IstioCNI", plural: "istiocnis", namespaced: false },
 ];
 
-const istio = (group: string, kind: string, plural: string, shortNames: readonly string[] = []): ResourceKind => ({
-  group,
-  version: "v1",
-  kind,
-  plural,
-  namespaced: true,
-  shortNames,
-});
-
-/** Istio custom resource kinds registered by default (as if their CRDs were installed). */
-export const ISTIO_KINDS: readonly ResourceKind[] = [
-  istio("networking.istio.io", "VirtualService", "virtualservices", ["vs"]),
-  istio("networking.istio.io", "DestinationRule", "destinationrules", ["dr"]),
-  istio("networking.istio.io", "ServiceEntry", "serviceentries", ["se"]),
-  istio("networking.istio.io", "Gateway", "gateways", ["gw"]),
-  istio("networking.istio.io", "Sidecar", "sidecars"),
-  istio("networking.istio.io", "WorkloadEntry", "workloadentries", ["we"]),
-  { group: "networking.istio.io", version: "v1alpha3", kind: "EnvoyFilter", plural: "envoyfilters", namespaced: true },
-  istio("security.istio.io", "AuthorizationPolicy", "authorizationpolicies", ["ap"]),
-  istio("security.istio.io", "PeerAuthentication", "peerauthentications", ["pa"]),
-  istio("security.istio.io", "RequestAuthentication", "requestauthentications", ["ra"]),
-];
+/**
+ * Istio's custom resource kinds, as if its CRDs were installed (the default): every CRD Istio's chart
+ * ships, every served version (v1 first: the storage version, preferred in discovery; v1beta1,
+ * v1alpha3 share its objects), short names, categories (`kubectl get istio-io`), the status
+ * subresource and the structural schema used for validation, pruning and list semantics.
+ */
+export const ISTIO_KINDS: readonly ResourceKind[] = ISTIO_CRDS.flatMap(kindsOfCrd);
 
 /** A mutable registry of kinds, looked up by URL parts or by apiVersion/kind. */
 export class KindRegistry {
@@ -137,6 +129,12 @@ export class KindRegistry {
 
   byResource(group: string, version: string, plural: string): ResourceKind | undefined {
     return this.byPath.get(`${group}/${version}/${plural}`);
+  }
+
+  /** The version a kind's objects are stored in: the first registered for its group and resource. */
+  storageOf(kind: ResourceKind): ResourceKind {
+    for (const k of this.byPath.values()) if (k.group === kind.group && k.plural === kind.plural) return k;
+    return kind;
   }
 
   byApiVersionKind(apiVersion: string, kind: string): ResourceKind | undefined {

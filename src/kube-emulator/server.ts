@@ -10,7 +10,7 @@ import { apiVersionOf, type KindRegistry, type ResourceKind } from "./kinds.js";
 import { isObject, type JsonObject } from "./patch.js";
 import { parseFieldSelector, parseLabelSelector, type FieldRequirement, type Selector } from "./selectors.js";
 import { failureStatus, KubeApiError, badRequest, gone, StatusReason } from "./status.js";
-import { metaOf, PatchType, type ObjectStore, type StoreEvent } from "./store.js";
+import { metaOf, PatchType, type FieldValidation, type ObjectStore, type StoreEvent } from "./store.js";
 import { openApiV2Protobuf } from "./openapi.js";
 import { decodeProtobuf, PROTOBUF_TYPE } from "./protobuf.js";
 import { forbidden, type Authorizer, type ForbiddenRequest, type RequestAttributes } from "./rbac.js";
@@ -44,10 +44,26 @@ export interface OpenWatch {
 
 const JSON_TYPE = "application/json";
 
-function send(res: ServerResponse, code: number, body: unknown): void {
+function send(res: ServerResponse, code: number, body: unknown, warnings: readonly string[] = []): void {
   const text = JSON.stringify(body);
-  res.writeHead(code, { "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(text), "Cache-Control": "no-cache, private" });
+  const headers: Record<string, string | number | string[]> = { "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(text), "Cache-Control": "no-cache, private" };
+  // As the real server warns: `Warning: 299 - "unknown field \"spec.foo\""`.
+  if (warnings.length > 0) headers.Warning = warnings.map((w) => `299 - ${JSON.stringify(w)}`);
+  res.writeHead(code, headers);
   res.end(text);
+}
+
+/** An object as the request's version shows it (a CRD's served versions share storage; no schema conversion between them). */
+function asVersion(kind: ResourceKind, obj: Readonly<JsonObject>): JsonObject {
+  const apiVersion = apiVersionOf(kind);
+  return obj.apiVersion === apiVersion || obj.apiVersion === undefined ? (obj) : { ...obj, apiVersion };
+}
+
+function fieldValidationParam(q: URLSearchParams): FieldValidation {
+  const v = q.get("fieldValidation") ?? "";
+  if (v === "") return "Warn";
+  if (v === "Strict" || v === "Warn" || v === "Ignore") return v;
+  throw badRequest(`fieldValidation must be one of "Ignore", "Warn", or "Strict", got "${v}"`);
 }
 
 function sendError(res: ServerResponse, err: KubeApiError): void {
@@ -196,7 +212,9 @@ export function createHandler(opts: HandlerOptions): {
       rest = parts.slice(3);
     }
     let namespace: string | undefined;
-    if (rest[0] === "namespaces" && rest.length >= 3) {
+    // /api/v1/namespaces/<name>/status is the Namespace's own subresource, not a resource in a namespace.
+    const namespaceSubresource = grp === "" && rest[0] === "namespaces" && rest.length === 3 && (rest[2] === "status" || rest[2] === "finalize");
+    if (rest[0] === "namespaces" && rest.length >= 3 && !namespaceSubresource) {
       namespace = rest[1];
       rest = rest.slice(2);
     }
@@ -259,7 +277,7 @@ export function createHandler(opts: HandlerOptions): {
         resourceVersion: String(atRv),
         ...(more ? { continue: encodeContinue(atRv, `${last}\u0000`), remainingItemCount: all.length - limit } : {}),
       },
-      items: page.map(([, o]) => listItem(r.kind, o)),
+      items: page.map(([, o]) => listItem(r.kind, asVersion(r.kind, o))),
     });
   };
 
@@ -311,12 +329,12 @@ export function createHandler(opts: HandlerOptions): {
     res.flushHeaders();
     let closed = false;
     const write = (type: string, object: JsonObject): void => {
-      if (!closed) res.write(JSON.stringify({ type, object }) + "\n");
+      if (!closed) res.write(JSON.stringify({ type, object: type === "ERROR" || type === "BOOKMARK" ? object : asVersion(r.kind, object) }) + "\n");
     };
     const matches = (o: JsonObject): boolean =>
       store.matches(o, ns, labels, fields) && (nameFilter === undefined || metaOf(o).name === nameFilter);
     const deliver = (e: StoreEvent): void => {
-      if (e.kind !== r.kind) return;
+      if (e.kind.group !== r.kind.group || e.kind.plural !== r.kind.plural) return;
       const now = matches(e.object);
       if (e.type !== "MODIFIED") {
         if (now) write(e.type, e.object);
@@ -423,20 +441,40 @@ export function createHandler(opts: HandlerOptions): {
     }
 
     const r = parts[0] === "api" || parts[0] === "apis" ? route(parts) : undefined;
-    if (r === undefined || r.subresource !== undefined) {
+    if (r === undefined || (r.subresource !== undefined && !(r.subresource === "status" && r.kind.statusSubresource === true && r.name !== undefined))) {
       throw new KubeApiError(404, StatusReason.NotFound, "the server could not find the requested resource");
     }
-    const { kind, namespace, name } = r;
+    const { namespace, name } = r;
+    // Writes go to the storage version (a CRD's versions share storage); answers come back in the request's version.
+    const kind = kinds.storageOf(r.kind);
+    const reply = (o: Readonly<JsonObject>): JsonObject => asVersion(r.kind, o);
+    const toStorage = (body: unknown): unknown => {
+      if (!isObject(body) || kind === r.kind) return body;
+      if (body.apiVersion !== undefined && body.apiVersion !== apiVersionOf(r.kind)) {
+        throw badRequest(`the API version in the data (${JSON.stringify(body.apiVersion)}) does not match the expected API version (${apiVersionOf(r.kind)})`);
+      }
+      return { ...body, apiVersion: apiVersionOf(kind) };
+    };
+    const subresource = r.subresource === "status" ? ("status" as const) : undefined;
+    const fieldValidation = fieldValidationParam(q);
     const manager = q.get("fieldManager") ?? undefined;
     const authorize = (verb: string): void => {
       if (opts.authorizer === undefined || user === undefined) return;
-      const a: RequestAttributes = { user, verb, group: kind.group, resource: kind.plural, namespace: kind.namespaced ? namespace : undefined, name };
+      const a: RequestAttributes = {
+        user,
+        verb,
+        group: kind.group,
+        resource: subresource === undefined ? kind.plural : `${kind.plural}/${subresource}`,
+        namespace: kind.namespaced ? namespace : undefined,
+        name,
+      };
       if (opts.authorizer.allowed(a)) return;
       opts.onForbidden?.({ ...a, method, path });
       throw forbidden(a);
     };
     const watching = boolParam(q, "watch");
     const dryRun = dryRunParam(q, method);
+    const request = { dryRun, fieldValidation, ...(subresource === undefined ? {} : { subresource }) };
     const verbs: Record<string, string> = {
       GET: watching ? "watch" : name === undefined ? "list" : "get",
       POST: "create",
@@ -444,6 +482,9 @@ export function createHandler(opts: HandlerOptions): {
       PATCH: "patch",
       DELETE: name === undefined ? "deletecollection" : "delete",
     };
+    if (subresource !== undefined && method !== "GET" && method !== "PUT" && method !== "PATCH") {
+      throw new KubeApiError(405, StatusReason.MethodNotAllowed, "the server does not allow this method on the requested resource");
+    }
     const verb = verbs[method];
     if (verb !== undefined) authorize(verb);
     // An apply that creates the object needs create too (as on a real API server).
@@ -455,17 +496,19 @@ export function createHandler(opts: HandlerOptions): {
       case "GET": {
         if (watching) return watch(r, q, req, res);
         if (name === undefined) return list(r, q, res);
-        return send(res, 200, store.get(kind, namespace, name));
+        return send(res, 200, reply(store.get(kind, namespace, name)));
       }
       case "POST": {
         if (name !== undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
-        const body = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE, kind);
-        return send(res, 201, store.dryRun(dryRun, () => store.create(kind, namespace, body, manager ?? defaultManager(req))));
+        const body = toStorage(parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE, kind));
+        const out = store.run(request, () => store.create(kind, namespace, body, manager ?? defaultManager(req)));
+        return send(res, 201, reply(out.value), out.warnings);
       }
       case "PUT": {
         if (name === undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
-        const body = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE, kind);
-        return send(res, 200, store.dryRun(dryRun, () => store.update(kind, namespace, name, body, manager ?? defaultManager(req))));
+        const body = toStorage(parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE, kind));
+        const out = store.run(request, () => store.update(kind, namespace, name, body, manager ?? defaultManager(req)));
+        return send(res, 200, reply(out.value), out.warnings);
       }
       case "PATCH": {
         if (name === undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
@@ -475,8 +518,9 @@ export function createHandler(opts: HandlerOptions): {
           throw new KubeApiError(415, StatusReason.UnsupportedMediaType, `the body of the request was in an unknown format - accepted media types include: ${types.join(", ")}`);
         }
         const patchType = ct as PatchType;
-        const body = parseBody(await readBody(req, opts.maxBodyBytes), patchType === PatchType.Apply ? "application/yaml" : JSON_TYPE);
-        const out = store.dryRun(dryRun, () =>
+        const parsed = parseBody(await readBody(req, opts.maxBodyBytes), patchType === PatchType.Apply ? "application/yaml" : JSON_TYPE);
+        const body = patchType === PatchType.Apply ? toStorage(parsed) : parsed;
+        const { value: out, warnings } = store.run(request, () =>
           store.patch({
             kind,
             ns: namespace,
@@ -487,7 +531,7 @@ export function createHandler(opts: HandlerOptions): {
             force: boolParam(q, "force"),
           }),
         );
-        return send(res, out.created ? 201 : 200, out.object);
+        return send(res, out.created ? 201 : 200, reply(out.object), warnings);
       }
       case "DELETE": {
         const raw = await readBody(req, opts.maxBodyBytes);
@@ -508,7 +552,7 @@ export function createHandler(opts: HandlerOptions): {
           );
           return send(res, 200, { kind: `${kind.kind}List`, apiVersion: apiVersionOf(kind), metadata: { resourceVersion: String(store.resourceVersion) }, items });
         }
-        const deleted = store.dryRun(dryRun, () => store.delete(kind, namespace, name, preconditions));
+        const deleted = reply(store.dryRun(dryRun, () => store.delete(kind, namespace, name, preconditions)));
         // Like the real server: Pods (graceful deletion) and Services answer the deleted object, others a Status.
         if (kind.builtIn === true && (kind.kind === "Pod" || kind.kind === "Service")) return send(res, 200, deleted);
         if (kind.kind === "Namespace") return send(res, 200, { ...deleted, status: { phase: "Terminating" } });

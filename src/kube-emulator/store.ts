@@ -9,6 +9,7 @@ import { applyDefaults, createDefaultingState } from "./defaults.js";
 import { apiVersionOf, type KindRegistry, type ResourceKind } from "./kinds.js";
 import { clone, deepEqual, dropKey, isObject, jsonPatch, mergePatch, type Json, type JsonObject } from "./patch.js";
 import { strategicMergePatch } from "./smp.js";
+import { checkCustomResource } from "./validation.js";
 import type { Schema } from "./schema.js";
 import { matchesFields, matchesLabels, type FieldRequirement, type Selector } from "./selectors.js";
 import {
@@ -40,6 +41,9 @@ export const PatchType = {
   Apply: "application/apply-patch+yaml",
 } as const;
 export type PatchType = (typeof PatchType)[keyof typeof PatchType];
+
+/** `fieldValidation`: what to do with unknown fields (the API server's default is Warn). */
+export type FieldValidation = "Strict" | "Warn" | "Ignore";
 
 export interface StoreOptions {
   readonly kinds: KindRegistry;
@@ -76,6 +80,14 @@ export class ObjectStore {
   private readonly defaulting = createDefaultingState();
   /** Set while a `dryRun=All` request runs: writes go through every check but `commit` stores nothing. */
   private dryRunning = false;
+  /** The running request's `fieldValidation` (unknown fields: refuse, warn or drop silently). */
+  private fieldValidation: FieldValidation = "Warn";
+  /** Warnings for the running request (`Warning: 299` headers). */
+  private warnings: string[] = [];
+  /** The running request's subresource (`status`), if any. */
+  private subresource: "status" | undefined;
+  /** Seeding writes state as controllers would: status included, no status-subresource reset. */
+  private seeding = false;
 
   constructor(private readonly opts: StoreOptions) {}
 
@@ -105,13 +117,57 @@ export class ObjectStore {
    * conflicts as usual, the answer as it would be, but nothing stored, no resourceVersion, no event.
    */
   dryRun<T>(enabled: boolean, fn: () => T): T {
-    if (!enabled) return fn();
-    this.dryRunning = true;
+    return this.run({ dryRun: enabled }, fn).value;
+  }
+
+  /** Runs one request's writes with its options; returns what they produced and the warnings to send. */
+  run<T>(ctx: { dryRun?: boolean; fieldValidation?: FieldValidation; subresource?: "status" }, fn: () => T): { value: T; warnings: string[] } {
+    this.dryRunning = ctx.dryRun === true;
+    this.fieldValidation = ctx.fieldValidation ?? "Warn";
+    this.subresource = ctx.subresource;
+    this.warnings = [];
     try {
-      return fn();
+      return { value: fn(), warnings: this.warnings };
     } finally {
       this.dryRunning = false;
+      this.fieldValidation = "Warn";
+      this.subresource = undefined;
+      this.warnings = [];
     }
+  }
+
+  /**
+   * Admission for custom resources: prunes unknown fields (refused under fieldValidation=Strict,
+   * a warning under Warn) and validates against the CRD's structural schema (422).
+   * `partial` (an apply configuration) only prunes: required fields may live elsewhere.
+   */
+  private admit(kind: ResourceKind, obj: JsonObject, partial = false): void {
+    if (kind.builtIn === true || kind.schema === undefined) return;
+    const { errors, pruned } = checkCustomResource(obj, kind.schema);
+    if (pruned.length > 0) {
+      if (this.fieldValidation === "Strict") {
+        throw badRequest(`strict decoding error: ${pruned.map((p) => `unknown field "${p}"`).join(", ")}`);
+      }
+      if (this.fieldValidation === "Warn") this.warnings.push(...pruned.map((p) => `unknown field "${p}"`));
+    }
+    if (!partial && errors.length > 0) throw invalid(kind.kind, kind.group, str(metaOf(obj).name) ?? "", errors);
+  }
+
+  /** The status subresource: the main resource leaves status alone, `/status` changes nothing else. */
+  private scopeToSubresource(kind: ResourceKind, live: JsonObject | undefined, next: JsonObject): JsonObject {
+    if (this.seeding || kind.statusSubresource !== true) return next;
+    if (this.subresource === "status") {
+      if (live === undefined) return next;
+      const out = clone(live);
+      if (next.status === undefined) delete out.status;
+      else out.status = next.status;
+      metaOf(out).managedFields = metaOf(next).managedFields ?? null;
+      if (metaOf(out).managedFields === null) delete metaOf(out).managedFields;
+      return out;
+    }
+    if (live === undefined || live.status === undefined) delete next.status;
+    else next.status = clone(live.status);
+    return next;
   }
 
   /**
@@ -326,6 +382,8 @@ export class ObjectStore {
     }
     this.requireNamespace(kind, str(meta.namespace));
     if (this.bucket(kind).has(objKey(str(meta.namespace), name))) throw alreadyExists(kind.plural, kind.group, name);
+    if (kind.statusSubresource === true && !this.seeding) delete obj.status;
+    this.admit(kind, obj);
     this.stampNew(obj);
     delete meta.managedFields;
     if (kind.kind === "Namespace") obj.status = { phase: "Active" };
@@ -339,19 +397,28 @@ export class ObjectStore {
     const live = this.bucket(kind).get(objKey(kind.namespaced ? ns : undefined, name));
     if (live === undefined) throw notFound(kind.plural, kind.group, name);
     const wanted = metaOf(next).resourceVersion;
-    if (wanted !== undefined && wanted !== null && wanted !== "" && wanted !== metaOf(live).resourceVersion) {
+    if (wanted === undefined || wanted === null || wanted === "") {
+      // Built-in kinds allow an unconditional update; custom resources do not.
+      if (kind.builtIn !== true) {
+        throw invalid(kind.kind, kind.group, name, [
+          { reason: "FieldValueInvalid", message: "Invalid value: 0x0: must be specified for an update", field: "metadata.resourceVersion" },
+        ]);
+      }
+    } else if (wanted !== metaOf(live).resourceVersion) {
       throw staleConflict(kind.plural, kind.group, name);
     }
     return this.write(kind, live, next, manager);
   }
 
   /** Stores `next` in place of `live` unless nothing changed (then no new version, no event). */
-  private write(kind: ResourceKind, live: JsonObject, next: JsonObject, manager: string): JsonObject {
-    checkUid(live, next);
+  private write(kind: ResourceKind, live: JsonObject, input: JsonObject, manager: string): JsonObject {
+    checkUid(live, input);
+    const next = this.scopeToSubresource(kind, live, input);
+    this.admit(kind, next);
     this.carryOver(live, next);
     metaOf(next).resourceVersion = metaOf(live).resourceVersion ?? null;
     applyDefaults(kind, next, live, this.defaulting);
-    recordUpdate({ old: live, next, manager, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind) });
+    recordUpdate({ old: live, next, manager, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind), ...this.subresourceOpt() });
     return this.storeIfChanged(kind, live, next);
   }
 
@@ -438,9 +505,19 @@ export class ObjectStore {
     // A uid in the applied object is a precondition on an existing object (ignored on create), as on a real server.
     if (live !== undefined) checkUid(live, applied);
     for (const k of ["resourceVersion", "uid", "creationTimestamp", "generation"]) dropKey(am, k);
-    const result = serverSideApply({ live, applied, manager, force, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind) });
+    if (kind.statusSubresource === true) {
+      // Each endpoint owns its part: /status applies status only, the main resource everything but status.
+      if (this.subresource === "status") {
+        if (live === undefined) throw notFound(kind.plural, kind.group, name);
+        for (const k of Object.keys(applied)) if (!["apiVersion", "kind", "metadata", "status"].includes(k)) dropKey(applied, k);
+        for (const k of Object.keys(am)) if (k !== "name" && k !== "namespace") dropKey(am, k);
+      } else delete applied.status;
+    }
+    this.admit(kind, applied, true);
+    const result = serverSideApply({ live, applied, manager, force, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind), ...this.subresourceOpt() });
     if (result.conflicts.length > 0) throw applyConflict(result.conflicts);
     const next = result.object;
+    this.admit(kind, next);
     if (live === undefined) {
       this.stampNew(next);
       if (kind.kind === "Namespace") next.status = { phase: "Active" };
@@ -481,8 +558,21 @@ export class ObjectStore {
     return this.commit(kind, "DELETED", clone(live), clone(live));
   }
 
+  private subresourceOpt(): { subresource?: string } {
+    return this.subresource === undefined ? {} : { subresource: this.subresource };
+  }
+
   /** Writes an object as-is (seeding): creates it, or replaces the live one keeping its uid. */
   upsert(kind: ResourceKind, body: unknown, manager: string): JsonObject {
+    this.seeding = true;
+    try {
+      return this.upsertNow(kind, body, manager);
+    } finally {
+      this.seeding = false;
+    }
+  }
+
+  private upsertNow(kind: ResourceKind, body: unknown, manager: string): JsonObject {
     const meta = isObject(body) && isObject(body.metadata) ? body.metadata : {};
     const ns = kind.namespaced ? (str(meta.namespace) ?? "default") : undefined;
     const name = str(meta.name) ?? "";
@@ -538,3 +628,4 @@ function applyConflict(conflicts: readonly FieldConflict[]): KubeApiError {
 function schemaOpt(kind: ResourceKind): { schema?: Schema } {
   return kind.schema === undefined ? {} : { schema: kind.schema };
 }
+

@@ -64,16 +64,17 @@ class Ctx:
                 "metadata": {"name": name, "namespace": self.ns, **({"labels": labels} if labels else {})},
                 "data": data or {}}
 
-    def raw(self, method, path, body=None, content_type="application/json", query=None):
-        """A raw request through the client's own HTTP stack; returns (status, parsed body)."""
+    def raw(self, method, path, body=None, content_type="application/json", query=None, headers=False):
+        """A raw request through the client's own HTTP stack; returns (status, parsed body[, headers])."""
         from kubernetes.client.rest import ApiException
         try:
-            data, status, _ = self.api.call_api(
+            data, status, hdrs = self.api.call_api(
                 path, method, query_params=query or [], header_params={"Content-Type": content_type, "Accept": "application/json"},
                 body=body, response_type=object, auth_settings=["BearerToken"], _return_http_data_only=False)
-            return status, data
+            out = (status, data, hdrs)
         except ApiException as e:
-            return e.status, (json.loads(e.body) if e.body else None)
+            out = (e.status, (json.loads(e.body) if e.body else None), e.headers)
+        return out if headers else out[:2]
 
     def apply(self, obj, manager, force=None, **kwargs):
         """Server-side apply through the dynamic client (the body goes as a JSON string: YAML is a superset)."""
@@ -316,6 +317,89 @@ def _(c):
     c.apply(svc([{"name": "http", "port": 80, "protocol": "TCP"}]), "one")
     got = c.core.read_namespaced_service("s", c.ns).spec.ports
     expect(sorted((p.port, p.protocol) for p in got) == [(53, "UDP"), (80, "TCP")], [(p.port, p.protocol) for p in got])
+
+
+# --- validation (API concepts: "Field validation"; CRDs: "Specifying a structural schema", "Field pruning")
+
+VS_PATH = "/apis/networking.istio.io/v1/namespaces/{ns}/virtualservices"
+
+
+@check("custom resource: an unknown field is pruned with a Warning header (fieldValidation default Warn)")
+def _(c):
+    status, body, hdrs = c.raw("POST", VS_PATH.format(ns=c.ns), body=c.vs("r", bogus=1), headers=True)
+    expect(status == 201, (status, body))
+    expect("bogus" not in body["spec"], body["spec"])
+    expect('unknown field \\"spec.bogus\\"' in str(hdrs.get("Warning")), hdrs.get("Warning"))
+
+
+@check("custom resource: an unknown field under fieldValidation=Strict is 400; Ignore prunes silently")
+def _(c):
+    status, body = c.raw("POST", VS_PATH.format(ns=c.ns), body=c.vs("r", bogus=1), query=[("fieldValidation", "Strict")])
+    expect(status == 400 and 'unknown field "spec.bogus"' in body["message"], (status, body))
+    status, body, hdrs = c.raw("POST", VS_PATH.format(ns=c.ns), body=c.vs("r", bogus=1), query=[("fieldValidation", "Ignore")], headers=True)
+    expect(status == 201 and "bogus" not in body["spec"] and not hdrs.get("Warning"), (status, body, hdrs.get("Warning")))
+
+
+@check("custom resource: a wrong type or an unsupported enum value is 422 Invalid with the field path")
+def _(c):
+    body = expect_status(lambda: c.custom.create_namespaced_custom_object("networking.istio.io", "v1", c.ns, "virtualservices",
+                                                                         {**c.vs("r"), "spec": {"hosts": "not-a-list"}}), 422, "Invalid")
+    expect(any(x["field"] == "spec.hosts" for x in body["details"]["causes"]), body)
+    pa = {"apiVersion": "security.istio.io/v1", "kind": "PeerAuthentication", "metadata": {"name": "p", "namespace": c.ns},
+          "spec": {"mtls": {"mode": "SOMETIMES"}}}
+    body = expect_status(lambda: c.custom.create_namespaced_custom_object("security.istio.io", "v1", c.ns, "peerauthentications", pa), 422, "Invalid")
+    expect(any(x["field"] == "spec.mtls.mode" and x["reason"] == "FieldValueNotSupported" for x in body["details"]["causes"]), body)
+
+
+@check("custom resource: a PUT without metadata.resourceVersion is 422 (no unconditional update)")
+def _(c):
+    c.custom.create_namespaced_custom_object("networking.istio.io", "v1", c.ns, "virtualservices", c.vs("r"))
+    body = expect_status(lambda: c.custom.replace_namespaced_custom_object("networking.istio.io", "v1", c.ns, "virtualservices", "r", c.vs("r", ["x"])), 422, "Invalid")
+    expect(body["details"]["causes"][0]["field"] == "metadata.resourceVersion", body)
+
+
+@check("custom resource: the status subresource — the main resource ignores status, /status changes only status")
+def _(c):
+    created = c.custom.create_namespaced_custom_object("networking.istio.io", "v1", c.ns, "virtualservices", {**c.vs("r"), "status": {"observedGeneration": 7}})
+    expect("status" not in created or not created["status"], f"status dropped on create: {created.get('status')}")
+    c.custom.patch_namespaced_custom_object_status("networking.istio.io", "v1", c.ns, "virtualservices", "r",
+                                                   {"status": {"observedGeneration": 1}, "spec": {"hosts": ["ignored"]}})
+    got = c.custom.get_namespaced_custom_object("networking.istio.io", "v1", c.ns, "virtualservices", "r")
+    expect(got["status"] == {"observedGeneration": 1} and got["spec"]["hosts"] == ["r"], got)
+    expect(got["metadata"]["generation"] == 1, "a status write does not bump generation")
+    c.custom.patch_namespaced_custom_object("networking.istio.io", "v1", c.ns, "virtualservices", "r", {"status": {"observedGeneration": 9}, "spec": {"hosts": ["y"]}})
+    got = c.custom.get_namespaced_custom_object("networking.istio.io", "v1", c.ns, "virtualservices", "r")
+    expect(got["status"] == {"observedGeneration": 1} and got["spec"]["hosts"] == ["y"] and got["metadata"]["generation"] == 2, got)
+
+
+@check("custom resource: every served version (v1, v1beta1, v1alpha3) shows the same object in its own apiVersion")
+def _(c):
+    c.custom.create_namespaced_custom_object("networking.istio.io", "v1beta1", c.ns, "virtualservices", {**c.vs("r"), "apiVersion": "networking.istio.io/v1beta1"})
+    for v in ("v1", "v1beta1", "v1alpha3"):
+        got = c.custom.get_namespaced_custom_object("networking.istio.io", v, c.ns, "virtualservices", "r")
+        expect(got["apiVersion"] == f"networking.istio.io/{v}" and got["spec"]["hosts"] == ["r"], got)
+    items = c.custom.list_namespaced_custom_object("networking.istio.io", "v1alpha3", c.ns, "virtualservices")["items"]
+    expect([i["apiVersion"] for i in items] == ["networking.istio.io/v1alpha3"], items)
+
+
+@check("discovery: Istio kinds carry their categories and the status subresource; v1 is the preferred version")
+def _(c):
+    status, doc = c.raw("GET", "/apis/networking.istio.io")
+    expect(doc["preferredVersion"]["version"] == "v1" and {v["version"] for v in doc["versions"]} >= {"v1", "v1beta1", "v1alpha3"}, doc)
+    status, rl = c.raw("GET", "/apis/networking.istio.io/v1")
+    vs = next(r for r in rl["resources"] if r["name"] == "virtualservices")
+    expect("istio-io" in vs.get("categories", []) and "vs" in vs.get("shortNames", []), vs)
+    expect(any(r["name"] == "virtualservices/status" for r in rl["resources"]), "virtualservices/status listed")
+
+
+@check("apply: ServiceEntry ports (listType=map keyed by name) merge across field managers")
+def _(c):
+    se = lambda ports: {"apiVersion": "networking.istio.io/v1", "kind": "ServiceEntry", "metadata": {"name": "ext", "namespace": c.ns},  # noqa: E731
+                        "spec": {"hosts": ["ext.example.com"], "resolution": "DNS", "ports": ports}}
+    c.apply(se([{"name": "https", "number": 443, "protocol": "TLS"}]), "one")
+    c.apply(se([{"name": "http", "number": 80, "protocol": "HTTP"}]), "two")
+    got = c.custom.get_namespaced_custom_object("networking.istio.io", "v1", c.ns, "serviceentries", "ext")
+    expect(sorted(p["name"] for p in got["spec"]["ports"]) == ["http", "https"], got["spec"]["ports"])
 
 
 def main():
