@@ -652,11 +652,25 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     for (const d of await mirror.listDiscovery()) await r.putDiscovery(d);
     const byWs = new Map<string, FragmentRecord[]>();
     for (const f of await mirror.listFragments()) byWs.set(f.workspace, [...(byWs.get(f.workspace) ?? []), f]);
-    for (const s of await mirror.listWorkspaceStatus()) {
-      await r.putWorkspaceStatus(s);
-      if (!byWs.has(s.workspace)) byWs.set(s.workspace, []);
+    // Every replica lost Redis at the same moment and translated from its own memory: one that missed
+    // a commit (or a discovery change) must not write its older translations over newer ones another
+    // replica wrote back first. A workspace is written back only when this replica's translation is
+    // at least as recent (desired-state generation, then time) as what Redis holds.
+    const theirs = new Map((await r.listWorkspaceStatus()).map((st) => [st.workspace, st]));
+    const older = new Set<string>();
+    const mine = new Map((await mirror.listWorkspaceStatus()).map((st) => [st.workspace, st]));
+    for (const ws of new Set([...byWs.keys(), ...mine.keys()])) {
+      const m = mine.get(ws);
+      const t = theirs.get(ws);
+      if (t !== undefined && (m === undefined || t.generation > m.generation || (t.generation === m.generation && t.atMs > m.atMs))) older.add(ws);
     }
-    for (const [ws, list] of byWs) await r.putFragments(ws, list);
+    for (const st of mine.values()) {
+      if (older.has(st.workspace)) continue;
+      await r.putWorkspaceStatus(st);
+      if (!byWs.has(st.workspace)) byWs.set(st.workspace, []);
+    }
+    for (const [ws, list] of byWs) if (!older.has(ws)) await r.putFragments(ws, list);
+    if (older.size > 0) log.info("kept newer translations in Redis over this replica's older ones", { workspaces: [...older].sort() });
     // A replica promoted by Sentinel, unlike a restarted empty Redis, holds the state of just before the
     // outage: the unit locks of the jobs that died with the old primary (ours: released by token), and
     // workspaces still pending for the commit that memory has translated since. Left there, they would

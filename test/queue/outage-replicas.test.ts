@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { createLeaderLock, createPipeline, type Pipeline, type PipelineMode, type PipelineOptions } from "../../src/queue/index.js";
+import { startTcpBalancer } from "../../src/devtools/index.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { faultInjectionChange, loadFixture, outputSink, reference, until, type Fixture } from "./fixture.js";
 
@@ -74,6 +75,48 @@ describe("Redis outage", () => {
     expect(sink.json()).toEqual(reference(third.state, fx.discovery));
     expect((await store.getOutput([...sink.last.keys()][0]!))?.sourceCommit).toBe("c3");
   });
+});
+
+describe("replicas through one outage", () => {
+  it("a replica that missed a commit while Redis was down does not write its older translations back over newer ones", async () => {
+    // Replica B reaches Redis through a proxy the test controls, so it comes back after A.
+    const proxy = await startTcpBalancer({ backends: [{ host: redis.host, port: redis.port }] });
+    const proxied = redis.url.replace(`:${String(redis.port)}/`, `:${String(proxy.port)}/`);
+    // A only enqueues (and delivers): B translates c1, so B's memory holds c1's translations.
+    const a = await make({ prefix: "stale:", work: false });
+    const b = await make({ prefix: "stale:", redis: proxied });
+    await feed(a.p);
+    await until(() => b.sink.last.size === fx.discovery.size, 20_000, "c1 on B");
+    await a.p.idle();
+
+    await proxy.stop();
+    await redis.stop();
+    await until(() => a.p.mode() === "degraded" && b.p.mode() === "degraded", 10_000, "both degraded");
+    // c2 reaches A only (the replicas cannot tell each other while Redis is down).
+    const next = faultInjectionChange(fx, "9s");
+    await a.p.setDesiredState({ commit: "c2", ref: "main", state: next.state, changedKeys: next.changedKeys });
+    await until(() => [...a.sink.last.values()].every((e) => e.sourceCommit === "c2") && a.sink.last.size === fx.discovery.size, 20_000, "c2 on A, from memory");
+
+    await redis.start(); // empty: A writes c2 back first
+    await until(() => a.p.mode() === "redis", 20_000, "A back on Redis");
+    // (A runs no job: its reconciliation waits in the queue for B.)
+    await until(async () => (await a.p.store().getDesiredPointer())?.commit === "c2" && (await a.p.store().listFragments()).length > 0, 20_000, "c2 written back by A");
+    const again = await startTcpBalancer({ backends: [{ host: redis.host, port: redis.port }], port: proxy.port });
+    try {
+      await until(() => b.p.mode() === "redis", 20_000, "B back on Redis");
+      await b.p.idle();
+      await a.p.idle();
+      // B's translations of c1 are older than what Redis holds: the outputs stay c2's.
+      expect(a.sink.json()).toEqual(reference(next.state, fx.discovery));
+      // The workspace c2 changed keeps A's translation of c2 in Redis (B's of c1 was not written back).
+      const changed = (await a.p.store().listFragments()).filter((f) => f.workspace === "bookinfo-backends");
+      expect(changed.length).toBeGreaterThan(0);
+      for (const f of changed) expect(f.commit, `${f.workspace}/${f.cluster}`).toBe("c2");
+      expect((await a.p.store().getWorkspaceStatus("bookinfo-backends"))?.commit).toBe("c2");
+    } finally {
+      await again.stop();
+    }
+  }, 90_000);
 });
 
 describe("replicas", () => {
