@@ -23,13 +23,6 @@ function allocateClusterIp(state: DefaultingState): string {
 
 /** Mutates `obj` (the object about to be stored); `live` is the stored version, if any. */
 export function applyDefaults(kind: ResourceKind, obj: JsonObject, live: JsonObject | undefined, state: DefaultingState): void {
-  if (kind.group === "coordination.k8s.io" && kind.kind === "Lease" && isObject(obj.spec)) {
-    for (const f of ["acquireTime", "renewTime"]) {
-      const v = obj.spec[f];
-      if (typeof v === "string") obj.spec[f] = microTime(v);
-    }
-    return;
-  }
   if (kind.group !== "" || kind.version !== "v1") return;
   if (kind.kind === "Secret") {
     if (isObject(obj.stringData)) {
@@ -55,15 +48,4 @@ export function applyDefaults(kind: ResourceKind, obj: JsonObject, live: JsonObj
     }
     if (!Array.isArray(spec.clusterIPs) || spec.clusterIPs.length === 0) spec.clusterIPs = [spec.clusterIP];
   }
-}
-
-/** `2026-01-01T00:00:00.123Z` → `2026-01-01T00:00:00.123000Z`; unparseable values are left alone. */
-function microTime(v: string): string {
-  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/.exec(v);
-  if (m === null) return v;
-  if (m[3] !== "Z") {
-    const d = new Date(v);
-    return Number.isNaN(d.getTime()) ? v : microTime(d.toISOString());
-  }
-  return `${m[1]!}.${(m[2] ?? "").padEnd(6, "0").slice(0, 6)}Z`;
 }

@@ -10,6 +10,7 @@ import { apiVersionOf, type KindRegistry, type ResourceKind } from "./kinds.js";
 import { clone, deepEqual, dropKey, isObject, jsonPatch, mergePatch, type Json, type JsonObject } from "./patch.js";
 import { strategicMergePatch } from "./smp.js";
 import { checkCustomResource } from "./validation.js";
+import { decodeBuiltIn, nameError, validateBuiltIn, validateMetadata } from "./builtin-validation.js";
 import type { Schema } from "./schema.js";
 import { matchesFields, matchesLabels, type FieldRequirement, type Selector } from "./selectors.js";
 import {
@@ -57,8 +58,6 @@ export interface StoreOptions {
 const NAMESPACE_KIND_KEY = "/namespaces";
 const kindKey = (k: ResourceKind): string => `${k.group}/${k.plural}`;
 const objKey = (ns: string | undefined, name: string): string => `${ns ?? ""}/${name}`;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 export function metaOf(obj: JsonObject): JsonObject {
   if (!isObject(obj.metadata)) obj.metadata = {};
@@ -141,16 +140,30 @@ export class ObjectStore {
    * a warning under Warn) and validates against the CRD's structural schema (422).
    * `partial` (an apply configuration) only prunes: required fields may live elsewhere.
    */
-  private admit(kind: ResourceKind, obj: JsonObject, partial = false): void {
-    if (kind.builtIn === true || kind.schema === undefined) return;
+  private admit(kind: ResourceKind, obj: JsonObject, partial = false, live?: JsonObject): void {
+    if (kind.builtIn === true) {
+      const decoded = decodeBuiltIn(kind, obj);
+      if (decoded.error !== undefined) throw badRequest(decoded.error);
+      this.unknownFields(decoded.unknown);
+      if (partial) return;
+      const causes = validateBuiltIn(kind, obj, live);
+      if (causes.length > 0) throw invalid(kind.kind, kind.group, str(metaOf(obj).name) ?? "", causes);
+      return;
+    }
+    if (kind.schema === undefined) return;
     const { errors, pruned } = checkCustomResource(obj, kind.schema);
+    this.unknownFields(pruned);
+    if (!partial && errors.length > 0) throw invalid(kind.kind, kind.group, str(metaOf(obj).name) ?? "", errors);
+  }
+
+  /** Unknown fields (already dropped): refused under fieldValidation=Strict, a warning under Warn. */
+  private unknownFields(pruned: readonly string[]): void {
     if (pruned.length > 0) {
       if (this.fieldValidation === "Strict") {
         throw badRequest(`strict decoding error: ${pruned.map((p) => `unknown field "${p}"`).join(", ")}`);
       }
       if (this.fieldValidation === "Warn") this.warnings.push(...pruned.map((p) => `unknown field "${p}"`));
     }
-    if (!partial && errors.length > 0) throw invalid(kind.kind, kind.group, str(metaOf(obj).name) ?? "", errors);
   }
 
   /** The status subresource: the main resource leaves status alone, `/status` changes nothing else. */
@@ -324,12 +337,9 @@ export class ObjectStore {
     const causes: StatusCause[] = [];
     const finalName = str(meta.name) ?? "";
     if (finalName === "") causes.push({ reason: "FieldValueRequired", message: "Required value: name or generateName is required", field: "metadata.name" });
-    else if (finalName.length > 253 || !(kind.kind === "Namespace" ? DNS_LABEL : DNS_SUBDOMAIN).test(finalName)) {
-      causes.push({
-        reason: "FieldValueInvalid",
-        message: `Invalid value: "${finalName}": a lowercase RFC 1123 ${kind.kind === "Namespace" ? "label" : "subdomain"} must consist of lower case alphanumeric characters, '-' or '.'`,
-        field: "metadata.name",
-      });
+    else {
+      const e = nameError(kind, finalName);
+      if (e !== undefined) causes.push({ reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(finalName)}: ${e}`, field: "metadata.name" });
     }
     for (const field of ["labels", "annotations"] as const) {
       const m = meta[field];
@@ -338,6 +348,7 @@ export class ObjectStore {
         causes.push({ reason: "FieldValueInvalid", message: "Invalid value: must be a map of string to string", field: `metadata.${field}` });
       }
     }
+    if (causes.length === 0) causes.push(...validateMetadata(meta));
     if (causes.length > 0) throw invalid(kind.kind, kind.group, finalName, causes);
     return obj;
   }
@@ -414,7 +425,7 @@ export class ObjectStore {
   private write(kind: ResourceKind, live: JsonObject, input: JsonObject, manager: string): JsonObject {
     checkUid(live, input);
     const next = this.scopeToSubresource(kind, live, input);
-    this.admit(kind, next);
+    this.admit(kind, next, false, live);
     this.carryOver(live, next);
     metaOf(next).resourceVersion = metaOf(live).resourceVersion ?? null;
     applyDefaults(kind, next, live, this.defaulting);
@@ -517,7 +528,7 @@ export class ObjectStore {
     const result = serverSideApply({ live, applied, manager, force, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind), ...this.subresourceOpt() });
     if (result.conflicts.length > 0) throw applyConflict(result.conflicts);
     const next = result.object;
-    this.admit(kind, next);
+    this.admit(kind, next, false, live);
     if (live === undefined) {
       this.stampNew(next);
       if (kind.kind === "Namespace") next.status = { phase: "Active" };

@@ -15,6 +15,7 @@ import {
   KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
+  V1MicroTime,
   type KubernetesObject,
   type V1ConfigMap,
 } from "@kubernetes/client-node";
@@ -219,18 +220,24 @@ describe("server-side defaulting clients rely on", () => {
 describe("leases (leader election)", () => {
   it("two candidates replacing the same lease version: exactly one wins, the other gets 409", async () => {
     const leases = kube.kc.makeApiClient(CoordinationV1Api);
+    // A plain Date serialises with milliseconds; Lease times are MicroTime, which the real server parses
+    // only as 2006-01-02T15:04:05.000000Z07:00 (400 otherwise). client-node's V1MicroTime writes microseconds.
+    const wrong = await failure(() =>
+      leases.createNamespacedLease({ namespace: "shop", body: { metadata: { name: "gitmesh-agent" }, spec: { holderIdentity: "a", renewTime: new Date("2026-01-01T00:00:00.123Z") } } }),
+    );
+    expect(wrong.code).toBe(400);
+    expect(wrong.status.message).toContain('parsing time "2026-01-01T00:00:00.123Z" as "2006-01-02T15:04:05.000000Z07:00"');
     const created = await leases.createNamespacedLease({
       namespace: "shop",
-      body: { metadata: { name: "gitmesh-agent" }, spec: { holderIdentity: "a", leaseDurationSeconds: 15, renewTime: new Date("2026-01-01T00:00:00.123Z") } },
+      body: { metadata: { name: "gitmesh-agent" }, spec: { holderIdentity: "a", leaseDurationSeconds: 15, renewTime: new V1MicroTime("2026-01-01T00:00:00.123Z") } },
     });
-    // Stored as MicroTime, the way the real server writes it.
     expect((kube.emulator.get("coordination.k8s.io/v1", "Lease", "shop", "gitmesh-agent")!.spec as { renewTime: string }).renewTime).toBe("2026-01-01T00:00:00.123000Z");
     expect(new Date(String(created.spec?.renewTime)).toISOString()).toBe("2026-01-01T00:00:00.123Z");
     const take = (holder: string) =>
       leases.replaceNamespacedLease({
         name: "gitmesh-agent",
         namespace: "shop",
-        body: { metadata: created.metadata!, spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime: new Date() } },
+        body: { metadata: created.metadata!, spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime: new V1MicroTime() } },
       });
     const results = await Promise.allSettled([take("b"), take("c")]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);

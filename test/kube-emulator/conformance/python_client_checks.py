@@ -402,6 +402,64 @@ def _(c):
     expect(sorted(p["name"] for p in got["spec"]["ports"]) == ["http", "https"], got["spec"]["ports"])
 
 
+# --- validation of built-in kinds (API conventions; "Object Names and IDs"; "Labels and Selectors"; Secrets; Leases)
+
+@check("built-in: invalid label keys and values and invalid names are 422 Invalid")
+def _(c):
+    body = expect_status(lambda: c.core.create_namespaced_config_map(c.ns, c.cm("ok", labels={"app": "not a valid value!"})), 422, "Invalid")
+    expect(body["details"]["causes"][0]["field"] == "metadata.labels", body)
+    expect_status(lambda: c.core.create_namespaced_config_map(c.ns, c.cm("ok", labels={"bad key!": "v"})), 422, "Invalid")
+    expect_status(lambda: c.core.create_namespaced_config_map(c.ns, c.cm("ok", labels={"a": "x" * 64})), 422, "Invalid")
+    expect_status(lambda: c.core.create_namespaced_config_map(c.ns, c.cm("Bad_Name")), 422, "Invalid")
+    svc = {"metadata": {"name": "1-starts-with-digit"}, "spec": {"ports": [{"port": 80}]}}
+    body = expect_status(lambda: c.core.create_namespaced_service(c.ns, svc), 422, "Invalid")
+    expect("DNS-1035" in body["message"], body["message"])
+
+
+@check("built-in: a Secret with data that is not base64 is 400; bad keys and missing keys of its type are 422; its type is immutable")
+def _(c):
+    status, body = c.raw("POST", f"/api/v1/namespaces/{c.ns}/secrets", body={"metadata": {"name": "s"}, "data": {"k": "not base64!"}})
+    expect(status == 400 and "base64" in body["message"], (status, body))
+    expect_status(lambda: c.core.create_namespaced_secret(c.ns, {"metadata": {"name": "s"}, "stringData": {"bad key": "v"}}), 422, "Invalid")
+    body = expect_status(lambda: c.core.create_namespaced_secret(c.ns, {"metadata": {"name": "s"}, "type": "kubernetes.io/tls", "stringData": {"tls.crt": "x"}}), 422, "Invalid")
+    expect(any(x["field"] == "data[tls.key]" for x in body["details"]["causes"]), body)
+    c.core.create_namespaced_secret(c.ns, {"metadata": {"name": "s"}, "stringData": {"a": "b"}})
+    expect_status(lambda: c.core.patch_namespaced_secret("s", c.ns, {"type": "kubernetes.io/basic-auth"}), 422, "Invalid")
+
+
+@check("built-in: Lease times are MicroTime — milliseconds or no fraction is 400, microseconds are stored as sent")
+def _(c):
+    lease = lambda t: {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}, "spec": {"holderIdentity": "a", "renewTime": t}}  # noqa: E731
+    for bad in ("2026-01-01T00:00:00.123Z", "2026-01-01T00:00:00Z"):
+        status, body = c.raw("POST", f"/apis/coordination.k8s.io/v1/namespaces/{c.ns}/leases", body=lease(bad))
+        expect(status == 400 and "parsing time" in body["message"], (bad, status, body))
+    status, body = c.raw("POST", f"/apis/coordination.k8s.io/v1/namespaces/{c.ns}/leases", body=lease("2026-01-01T00:00:00.123456Z"))
+    expect(status == 201 and body["spec"]["renewTime"] == "2026-01-01T00:00:00.123456Z", (status, body))
+
+
+@check("built-in: a wrong type is 400 BadRequest (decoding); an unknown field is dropped with a warning, 400 under Strict")
+def _(c):
+    dep = c.deployment("web", [{"name": "app", "image": "app:1"}])
+    dep["spec"]["replicas"] = "two"
+    status, body = c.raw("POST", f"/apis/apps/v1/namespaces/{c.ns}/deployments", body=dep)
+    expect(status == 400 and "cannot unmarshal string" in body["message"], (status, body))
+    cm = {**c.cm("u"), "bogus": True}
+    status, body, hdrs = c.raw("POST", f"/api/v1/namespaces/{c.ns}/configmaps", body=cm, headers=True)
+    expect(status == 201 and "bogus" not in body and "unknown field" in str(hdrs.get("Warning")), (status, body, hdrs.get("Warning")))
+    status, body = c.raw("POST", f"/api/v1/namespaces/{c.ns}/configmaps", body={**cm, "metadata": {"name": "u2"}}, query=[("fieldValidation", "Strict")])
+    expect(status == 400 and 'unknown field "bogus"' in body["message"], (status, body))
+
+
+@check("built-in: a Deployment whose selector does not match its template labels, or a container without image, is 422")
+def _(c):
+    dep = c.deployment("web", [{"name": "app", "image": "app:1"}])
+    dep["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    body = expect_status(lambda: c.apps.create_namespaced_deployment(c.ns, dep), 422, "Invalid")
+    expect(any(x["field"] == "spec.template.metadata.labels" for x in body["details"]["causes"]), body)
+    body = expect_status(lambda: c.apps.create_namespaced_deployment(c.ns, c.deployment("web", [{"name": "app"}])), 422, "Invalid")
+    expect(any(x["field"] == "spec.template.spec.containers[0].image" for x in body["details"]["causes"]), body)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--list", action="store_true")
