@@ -332,7 +332,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
     remove: (apiVersion, kind, namespace, name) => {
       const k = kindOf(apiVersion, kind);
       if (store.find(k, namespace, name) === undefined) return false;
-      store.delete(k, namespace, name);
+      store.forceRemove(k, namespace, name);
       return true;
     },
     resourceVersion: () => String(store.resourceVersion),

@@ -79,27 +79,51 @@ export function matchesLabels(selector: Selector, labels: Readonly<Record<string
 }
 
 export interface FieldRequirement {
-  readonly field: "metadata.name" | "metadata.namespace";
+  /** A field path the kind supports (`metadata.name`, `status.phase`, …). */
+  readonly field: string;
   readonly op: "eq" | "neq";
   readonly value: string;
 }
 
-/** Parses a field selector; only `metadata.name` and `metadata.namespace` are supported (400 otherwise). */
-export function parseFieldSelector(text: string): readonly FieldRequirement[] {
+/** Every kind supports these. */
+const COMMON_FIELDS = ["metadata.name", "metadata.namespace"];
+
+/** The kind-specific field selectors of the built-in kinds (their field label conversion functions). */
+const KIND_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  "/Pod": ["spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"],
+  "/Secret": ["type"],
+  "/Namespace": ["status.phase"],
+  "/Node": ["spec.unschedulable"],
+};
+
+/** The field selectors a kind (`<group>/<Kind>` of a built-in kind) supports. */
+export function selectableFields(builtInKey: string | undefined): readonly string[] {
+  return [...COMMON_FIELDS, ...(builtInKey === undefined ? [] : (KIND_FIELDS[builtInKey] ?? []))];
+}
+
+/** Parses a field selector; a field the kind does not support is 400 `field label not supported`. */
+export function parseFieldSelector(text: string, supported: readonly string[] = COMMON_FIELDS): readonly FieldRequirement[] {
   return splitTerms(text).map((raw) => {
     const m = /^([^!=\s]+)\s*(==|=|!=)\s*(\S*)$/.exec(raw);
     if (!m) throw badRequest(`invalid selector: '${raw}'; can't understand '${raw}'`);
     const field = m[1]!;
-    if (field !== "metadata.name" && field !== "metadata.namespace") {
-      throw badRequest(`field label not supported: ${field}`);
-    }
+    if (!supported.includes(field)) throw badRequest(`field label not supported: ${field}`);
     return { field, op: m[2] === "!=" ? "neq" : "eq", value: m[3]! };
   });
 }
 
-export function matchesFields(reqs: readonly FieldRequirement[], meta: { readonly name: string; readonly namespace?: string }): boolean {
+/** The selector value of a field: scalars as strings, booleans `true`/`false` (false when absent), absent as "". */
+function fieldValue(obj: Readonly<Record<string, unknown>>, field: string): string {
+  let cur: unknown = obj;
+  for (const k of field.split(".")) cur = typeof cur === "object" && cur !== null && !Array.isArray(cur) ? (cur as Record<string, unknown>)[k] : undefined;
+  if (typeof cur === "string") return cur;
+  if (typeof cur === "number" || typeof cur === "boolean") return String(cur);
+  return field === "spec.hostNetwork" || field === "spec.unschedulable" ? "false" : "";
+}
+
+export function matchesFields(reqs: readonly FieldRequirement[], obj: Readonly<Record<string, unknown>>): boolean {
   return reqs.every((r) => {
-    const actual = r.field === "metadata.name" ? meta.name : (meta.namespace ?? "");
+    const actual = fieldValue(obj, r.field);
     return r.op === "eq" ? actual === r.value : actual !== r.value;
   });
 }

@@ -8,7 +8,7 @@ import type { Logger } from "../core/index.js";
 import { coreVersions, group, groupList, resourceList, versionInfo } from "./discovery.js";
 import { apiVersionOf, type KindRegistry, type ResourceKind } from "./kinds.js";
 import { isObject, type JsonObject } from "./patch.js";
-import { parseFieldSelector, parseLabelSelector, type FieldRequirement, type Selector } from "./selectors.js";
+import { parseFieldSelector, parseLabelSelector, selectableFields, type FieldRequirement, type Selector } from "./selectors.js";
 import { failureStatus, KubeApiError, badRequest, gone, StatusReason } from "./status.js";
 import { metaOf, PatchType, type FieldValidation, type ObjectStore, type StoreEvent } from "./store.js";
 import { openApiV2Protobuf } from "./openapi.js";
@@ -226,13 +226,13 @@ export function createHandler(opts: HandlerOptions): {
     return { kind, namespace, name: rest[1], subresource: rest[2] };
   };
 
-  const selectors = (q: URLSearchParams): { labels: Selector; fields: readonly FieldRequirement[] } => ({
+  const selectors = (q: URLSearchParams, kind: ResourceKind): { labels: Selector; fields: readonly FieldRequirement[] } => ({
     labels: parseLabelSelector(q.get("labelSelector") ?? ""),
-    fields: parseFieldSelector(q.get("fieldSelector") ?? ""),
+    fields: parseFieldSelector(q.get("fieldSelector") ?? "", selectableFields(kind.builtIn === true ? `${kind.group}/${kind.kind}` : undefined)),
   });
 
   const list = async (r: Route, q: URLSearchParams, res: ServerResponse): Promise<void> => {
-    const { labels, fields } = selectors(q);
+    const { labels, fields } = selectors(q, r.kind);
     const limit = Number(q.get("limit") ?? "0");
     const cont = q.get("continue") ?? "";
     const rvParam = q.get("resourceVersion") ?? "";
@@ -302,7 +302,7 @@ export function createHandler(opts: HandlerOptions): {
   };
 
   const watch = async (r: Route, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const { labels, fields } = selectors(q);
+    const { labels, fields } = selectors(q, r.kind);
     const rvParam = q.get("resourceVersion") ?? "";
     const bookmarks = boolParam(q, "allowWatchBookmarks");
     if (boolParam(q, "sendInitialEvents")) {
@@ -543,7 +543,7 @@ export function createHandler(opts: HandlerOptions): {
           ...(typeof pre.resourceVersion === "string" ? { resourceVersion: pre.resourceVersion } : {}),
         };
         if (name === undefined) {
-          const { labels, fields } = selectors(q);
+          const { labels, fields } = selectors(q, r.kind);
           const items = store.dryRun(dryRun, () =>
             store.list(kind, namespace, labels, fields).map((o) => {
               const m = metaOf(o);
@@ -552,10 +552,11 @@ export function createHandler(opts: HandlerOptions): {
           );
           return send(res, 200, { kind: `${kind.kind}List`, apiVersion: apiVersionOf(kind), metadata: { resourceVersion: String(store.resourceVersion) }, items });
         }
-        const deleted = reply(store.dryRun(dryRun, () => store.delete(kind, namespace, name, preconditions)));
-        // Like the real server: Pods (graceful deletion) and Services answer the deleted object, others a Status.
-        if (kind.builtIn === true && (kind.kind === "Pod" || kind.kind === "Service")) return send(res, 200, deleted);
-        if (kind.kind === "Namespace") return send(res, 200, { ...deleted, status: { phase: "Terminating" } });
+        const { object: deletedObject, finalized } = store.dryRun(dryRun, () => store.deleteObject(kind, namespace, name, preconditions));
+        const deleted = reply(deletedObject);
+        // Like the real server: an object that is not gone yet (finalizers, a namespace being emptied)
+        // is answered as it now is; Pods and Services answer the deleted object, others a Status.
+        if (!finalized || (kind.builtIn === true && (kind.kind === "Pod" || kind.kind === "Service" || kind.kind === "Namespace"))) return send(res, 200, deleted);
         return send(res, 200, {
           kind: "Status",
           apiVersion: "v1",

@@ -19,6 +19,7 @@ import {
   invalid,
   KubeApiError,
   notFound,
+  qualifiedResource,
   staleConflict,
   StatusReason,
   type StatusCause,
@@ -254,10 +255,21 @@ export class ObjectStore {
     return this.opts.kinds.byResource("", "v1", "namespaces")!;
   }
 
-  private requireNamespace(kind: ResourceKind, ns: string | undefined): void {
+  private requireNamespace(kind: ResourceKind, ns: string | undefined, name = ""): void {
     if (!kind.namespaced) return;
     if (ns === undefined || ns === "") throw badRequest("the server could not find the requested resource: a namespace is required");
-    if (this.bucket(this.namespaceKind()).has(objKey(undefined, ns))) return;
+    const namespace = this.bucket(this.namespaceKind()).get(objKey(undefined, ns));
+    if (namespace !== undefined && metaOf(namespace).deletionTimestamp !== undefined && !this.seeding) {
+      // The NamespaceLifecycle admission plugin: nothing new in a namespace being deleted.
+      const message = `unable to create new content in namespace ${ns} because it is being terminated`;
+      throw new KubeApiError(403, StatusReason.Forbidden, `${qualifiedResource(kind.plural, kind.group)} "${name}" is forbidden: ${message}`, {
+        name,
+        ...(kind.group === "" ? {} : { group: kind.group }),
+        kind: kind.plural,
+        causes: [{ reason: "NamespaceTerminating", message, field: "metadata.namespace" }],
+      });
+    }
+    if (namespace !== undefined) return;
     if (this.opts.autoCreateNamespaces) {
       this.create(this.namespaceKind(), undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }, "kube-emulator");
       return;
@@ -301,7 +313,7 @@ export class ObjectStore {
     const namespace = str(meta.namespace);
     if (ns !== undefined && namespace !== ns) return false;
     const lbls = isObject(meta.labels) ? (meta.labels as Record<string, string>) : undefined;
-    return matchesLabels(labels, lbls) && matchesFields(fields, { name: str(meta.name) ?? "", ...(namespace === undefined ? {} : { namespace }) });
+    return matchesLabels(labels, lbls) && matchesFields(fields, o);
   }
 
   /** Checks identity and metadata shape; fills apiVersion/kind/namespace. Throws 400/422. */
@@ -368,6 +380,20 @@ export class ObjectStore {
     const nm = metaOf(next);
     nm.uid = lm.uid ?? null;
     nm.creationTimestamp = lm.creationTimestamp ?? null;
+    // Deletion state is the server's: it cannot be set, changed or undone by a write.
+    for (const k of ["deletionTimestamp", "deletionGracePeriodSeconds"]) {
+      if (lm[k] === undefined) dropKey(nm, k);
+      else nm[k] = lm[k]!;
+    }
+    if (lm.deletionTimestamp !== undefined) {
+      const before = new Set((Array.isArray(lm.finalizers) ? lm.finalizers : []).map(String));
+      const added = (Array.isArray(nm.finalizers) ? nm.finalizers : []).map(String).filter((f) => !before.has(f));
+      if (added.length > 0) {
+        throw invalid(str(next.kind) ?? "", groupOf(next), str(nm.name) ?? "", [
+          { reason: "FieldValueForbidden", message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(", ")}}`, field: "metadata.finalizers" },
+        ]);
+      }
+    }
     if (lm.managedFields !== undefined) nm.managedFields = lm.managedFields;
     else delete nm.managedFields;
     const strip = (o: JsonObject): JsonObject => {
@@ -391,7 +417,7 @@ export class ObjectStore {
     if (meta.resourceVersion !== undefined && meta.resourceVersion !== null && meta.resourceVersion !== "") {
       throw badRequest("resourceVersion should not be set on objects to be created");
     }
-    this.requireNamespace(kind, str(meta.namespace));
+    this.requireNamespace(kind, str(meta.namespace), name);
     if (this.bucket(kind).has(objKey(str(meta.namespace), name))) throw alreadyExists(kind.plural, kind.group, name);
     if (kind.statusSubresource === true && !this.seeding) delete obj.status;
     this.admit(kind, obj);
@@ -441,7 +467,43 @@ export class ObjectStore {
       return c;
     };
     if (deepEqual(withoutTimes(live), withoutTimes(next))) return clone(live);
+    const nm = metaOf(next);
+    if (nm.deletionTimestamp !== undefined && !hasFinalizers(next)) {
+      // The last finalizer is gone from an object being deleted: now it goes.
+      const out = this.commit(kind, "MODIFIED", next, clone(live));
+      this.finalize(kind, out);
+      return out;
+    }
     return this.commit(kind, "MODIFIED", next, clone(live));
+  }
+
+  /** Removes an object whose deletion was waiting on finalizers, then its namespace if that was waiting on it. */
+  private finalize(kind: ResourceKind, obj: JsonObject): void {
+    this.commit(kind, "DELETED", clone(obj), clone(obj));
+    const ns = str(metaOf(obj).namespace);
+    if (kind.namespaced && ns !== undefined) this.finalizeNamespace(ns);
+  }
+
+  /** The namespace controller's last step: a Terminating namespace with nothing left in it is deleted. */
+  private finalizeNamespace(ns: string): void {
+    const nsKind = this.namespaceKind();
+    const namespace = this.bucket(nsKind).get(objKey(undefined, ns));
+    if (namespace === undefined || metaOf(namespace).deletionTimestamp === undefined || hasFinalizers(namespace)) return;
+    for (const k of this.namespacedBuckets()) for (const o of k.objects.values()) if (metaOf(o).namespace === ns) return;
+    if (this.dryRunning) return;
+    this.commit(nsKind, "DELETED", clone(namespace), clone(namespace));
+  }
+
+  /** Each namespaced bucket once (a CRD's versions share one). */
+  private namespacedBuckets(): { kind: ResourceKind; objects: Map<string, JsonObject> }[] {
+    const seen = new Set<string>();
+    const out: { kind: ResourceKind; objects: Map<string, JsonObject> }[] = [];
+    for (const k of this.opts.kinds.all()) {
+      if (!k.namespaced || seen.has(kindKey(k))) continue;
+      seen.add(kindKey(k));
+      out.push({ kind: this.opts.kinds.storageOf(k), objects: this.bucket(k) });
+    }
+    return out;
   }
 
   patch(opts: {
@@ -508,7 +570,7 @@ export class ObjectStore {
       throw badRequest("metadata.managedFields must be nil in an apply patch");
     }
     delete am.managedFields;
-    if (live === undefined) this.requireNamespace(kind, ns);
+    if (live === undefined) this.requireNamespace(kind, ns, name);
     const wanted = am.resourceVersion;
     if (live !== undefined && typeof wanted === "string" && wanted !== "" && wanted !== metaOf(live).resourceVersion) {
       throw staleConflict(kind.plural, kind.group, name);
@@ -545,6 +607,15 @@ export class ObjectStore {
   }
 
   delete(kind: ResourceKind, ns: string | undefined, name: string, preconditions?: { uid?: string; resourceVersion?: string }): JsonObject {
+    return this.deleteObject(kind, ns, name, preconditions).object;
+  }
+
+  /**
+   * Deletes like the real server: an object with finalizers (or a namespace, whose controller empties
+   * it first) gets `deletionTimestamp` and stays until they are gone; anything else goes at once.
+   * `finalized` says whether it is gone.
+   */
+  deleteObject(kind: ResourceKind, ns: string | undefined, name: string, preconditions?: { uid?: string; resourceVersion?: string }): { object: JsonObject; finalized: boolean } {
     const live = this.bucket(kind).get(objKey(kind.namespaced ? ns : undefined, name));
     if (live === undefined) throw notFound(kind.plural, kind.group, name);
     const lm = metaOf(live);
@@ -558,15 +629,49 @@ export class ObjectStore {
         `Precondition failed: ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${str(lm.resourceVersion) ?? ""}`,
       );
     }
-    if (kindKey(kind) === NAMESPACE_KIND_KEY) {
-      for (const k of this.opts.kinds.all()) {
-        if (!k.namespaced) continue;
-        for (const o of [...this.bucket(k).values()]) {
-          if (metaOf(o).namespace === name) this.commit(k, "DELETED", clone(o), clone(o));
+    return this.deleteLive(kind, live);
+  }
+
+  private deleteLive(kind: ResourceKind, live: JsonObject): { object: JsonObject; finalized: boolean } {
+    const lm = metaOf(live);
+    const isNamespace = kindKey(kind) === NAMESPACE_KIND_KEY;
+    let result: { object: JsonObject; finalized: boolean };
+    if (lm.deletionTimestamp !== undefined) {
+      result = { object: clone(live), finalized: false };
+    } else if (isNamespace || hasFinalizers(live)) {
+      const next = clone(live);
+      const nm = metaOf(next);
+      nm.deletionTimestamp = this.now();
+      nm.deletionGracePeriodSeconds = 0;
+      nm.generation = (typeof lm.generation === "number" ? lm.generation : 1) + 1;
+      if (isNamespace) next.status = { ...(isObject(next.status) ? next.status : {}), phase: "Terminating" };
+      const marked = this.commit(kind, "MODIFIED", next, clone(live));
+      result = { object: marked, finalized: false };
+      if (isNamespace) {
+        const name = str(lm.name) ?? "";
+        for (const b of this.namespacedBuckets()) {
+          for (const o of [...b.objects.values()]) if (metaOf(o).namespace === name && !this.dryRunning) this.deleteLive(b.kind, o);
         }
+        this.finalizeNamespace(name);
+        result = { object: marked, finalized: !this.dryRunning && !this.bucket(kind).has(objKey(undefined, name)) };
       }
+    } else {
+      const gone = this.commit(kind, "DELETED", clone(live), clone(live));
+      const ns = str(lm.namespace);
+      if (kind.namespaced && ns !== undefined && !this.dryRunning) this.finalizeNamespace(ns);
+      result = { object: gone, finalized: true };
     }
-    return this.commit(kind, "DELETED", clone(live), clone(live));
+    return result;
+  }
+
+  /** Removes an object at once, finalizers or not (direct state access, not an API request). */
+  forceRemove(kind: ResourceKind, ns: string | undefined, name: string): void {
+    const live = this.bucket(kind).get(objKey(kind.namespaced ? ns : undefined, name));
+    if (live === undefined) return;
+    if (kindKey(kind) === NAMESPACE_KIND_KEY) {
+      for (const b of this.namespacedBuckets()) for (const o of [...b.objects.values()]) if (metaOf(o).namespace === name) this.commit(b.kind, "DELETED", clone(o), clone(o));
+    }
+    this.commit(kind, "DELETED", clone(live), clone(live));
   }
 
   private subresourceOpt(): { subresource?: string } {
@@ -634,6 +739,16 @@ function applyConflict(conflicts: readonly FieldConflict[]): KubeApiError {
       field: formatPath(c.path),
     })),
   });
+}
+
+function hasFinalizers(o: JsonObject): boolean {
+  const f = metaOf(o).finalizers;
+  return Array.isArray(f) && f.length > 0;
+}
+
+function groupOf(o: JsonObject): string {
+  const av = str(o.apiVersion) ?? "";
+  return av.includes("/") ? av.slice(0, av.indexOf("/")) : "";
 }
 
 function schemaOpt(kind: ResourceKind): { schema?: Schema } {

@@ -438,7 +438,7 @@ describe("list and selectors", () => {
 
   it("rejects a bad selector or an unsupported field with 400", async () => {
     expect((await failure(() => core.listPodForAllNamespaces({ labelSelector: "a in (" }))).code).toBe(400);
-    expect((await failure(() => core.listPodForAllNamespaces({ fieldSelector: "spec.nodeName=x" }))).code).toBe(400);
+    expect((await failure(() => core.listConfigMapForAllNamespaces({ fieldSelector: "spec.nodeName=x" }))).code).toBe(400);
   });
 
   it("pages with limit and continue", async () => {

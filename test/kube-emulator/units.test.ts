@@ -8,7 +8,7 @@ import { formatPath, fromFieldsV1, leafPaths, recordUpdate, serverSideApply, toF
 import { BUILT_IN_SCHEMAS } from "../../src/kube-emulator/builtin-schemas.js";
 import { strategicMergePatch } from "../../src/kube-emulator/smp.js";
 import { jsonPatch, mergePatch, type JsonObject } from "../../src/kube-emulator/patch.js";
-import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from "../../src/kube-emulator/selectors.js";
+import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, selectableFields } from "../../src/kube-emulator/selectors.js";
 import { KubeApiError } from "../../src/kube-emulator/status.js";
 
 describe("label selectors", () => {
@@ -44,11 +44,15 @@ describe("label selectors", () => {
     expect((err as KubeApiError).status).toBe(400);
   });
 
-  it("field selectors on name and namespace", () => {
-    const meta = { name: "a", namespace: "ns" };
-    expect(matchesFields(parseFieldSelector("metadata.name=a,metadata.namespace==ns"), meta)).toBe(true);
-    expect(matchesFields(parseFieldSelector("metadata.name!=a"), meta)).toBe(false);
+  it("field selectors on name and namespace, and the kind-specific ones a kind supports", () => {
+    const obj = { metadata: { name: "a", namespace: "ns" }, spec: { nodeName: "n1" }, status: { phase: "Running" } };
+    expect(matchesFields(parseFieldSelector("metadata.name=a,metadata.namespace==ns"), obj)).toBe(true);
+    expect(matchesFields(parseFieldSelector("metadata.name!=a"), obj)).toBe(false);
     expect(() => parseFieldSelector("status.phase=Running")).toThrow(/field label not supported/);
+    const pod = selectableFields("/Pod");
+    expect(matchesFields(parseFieldSelector("status.phase=Running,spec.nodeName=n1,spec.hostNetwork=false", pod), obj)).toBe(true);
+    expect(matchesFields(parseFieldSelector("status.phase!=Running", pod), obj)).toBe(false);
+    expect(() => parseFieldSelector("spec.nodeName=n1", selectableFields("/ConfigMap"))).toThrow(/field label not supported: spec.nodeName/);
   });
 });
 

@@ -460,6 +460,60 @@ def _(c):
     expect(any(x["field"] == "spec.template.spec.containers[0].image" for x in body["details"]["causes"]), body)
 
 
+# --- lifecycle (API concepts: "Finalizers", "Namespaces": deletion; "Field selectors")
+
+@check("finalizers: delete sets deletionTimestamp and keeps the object; removing the last finalizer deletes it (watch sees MODIFIED then DELETED)")
+def _(c):
+    from kubernetes import watch
+    c.core.create_namespaced_config_map(c.ns, {**c.cm("fin"), "metadata": {"name": "fin", "finalizers": ["example.com/hold"]}})
+    rv = c.core.list_namespaced_config_map(c.ns).metadata.resource_version
+    c.core.delete_namespaced_config_map("fin", c.ns)
+    live = c.core.read_namespaced_config_map("fin", c.ns)
+    expect(live.metadata.deletion_timestamp is not None, "deletionTimestamp set")
+    body = expect_status(lambda: c.core.patch_namespaced_config_map("fin", c.ns, {"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}}), 422, "Invalid")
+    expect("no new finalizers" in body["message"], body)
+    c.core.patch_namespaced_config_map("fin", c.ns, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["example.com/hold"]}})
+    expect_status(lambda: c.core.read_namespaced_config_map("fin", c.ns), 404, "NotFound")
+    seen = []
+    w = watch.Watch()
+    for ev in w.stream(c.core.list_namespaced_config_map, c.ns, resource_version=rv, timeout_seconds=1):
+        seen.append(ev["type"])
+        if len(seen) == 3:
+            w.stop()
+    expect(seen == ["MODIFIED", "MODIFIED", "DELETED"], seen)
+
+
+@check("namespaces: deletion is graceful — Terminating while a finalizer holds content, no new content (403), gone when empty")
+def _(c):
+    c.core.create_namespace({"metadata": {"name": f"{c.ns}-x"}})
+    ns = f"{c.ns}-x"
+    c.core.create_namespaced_config_map(ns, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})
+    c.core.create_namespaced_config_map(ns, {"metadata": {"name": "free"}})
+    c.core.delete_namespace(ns)
+    expect(c.core.read_namespace(ns).status.phase == "Terminating", "namespace Terminating")
+    expect([i.metadata.name for i in c.core.list_namespaced_config_map(ns).items] == ["held"], "free content deleted, held content waits")
+    body = expect_status(lambda: c.core.create_namespaced_config_map(ns, {"metadata": {"name": "late"}}), 403, "Forbidden")
+    expect("being terminated" in body["message"], body)
+    c.core.patch_namespaced_config_map("held", ns, {"metadata": {"finalizers": None}})
+    expect_status(lambda: c.core.read_namespace(ns), 404, "NotFound")
+
+
+@check("field selectors: status.phase and spec.nodeName on Pods, type on Secrets; an unsupported field is 400")
+def _(c):
+    pod = lambda name, node: {"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}}  # noqa: E731
+    c.core.create_namespaced_pod(c.ns, pod("a", "n1"))
+    c.core.create_namespaced_pod(c.ns, pod("b", "n2"))
+    got = [p.metadata.name for p in c.core.list_namespaced_pod(c.ns, field_selector="spec.nodeName=n2").items]
+    expect(got == ["b"], got)
+    c.core.create_namespaced_secret(c.ns, {"metadata": {"name": "t"}, "type": "example.com/x", "stringData": {"a": "b"}})
+    c.core.create_namespaced_secret(c.ns, {"metadata": {"name": "o"}, "stringData": {"a": "b"}})
+    got = [x.metadata.name for x in c.core.list_namespaced_secret(c.ns, field_selector="type=example.com/x").items]
+    expect(got == ["t"], got)
+    got = [x.metadata.name for x in c.core.list_namespace(field_selector=f"status.phase=Active,metadata.name={c.ns}").items]
+    expect(got == [c.ns], got)
+    expect_status(lambda: c.core.list_namespaced_config_map(c.ns, field_selector="spec.nodeName=n1"), 400, "BadRequest")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--list", action="store_true")
