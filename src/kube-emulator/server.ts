@@ -538,13 +538,19 @@ export function createHandler(opts: HandlerOptions): {
         // DeleteOptions come as JSON, YAML or protobuf whatever the kind (they are a meta.k8s.io type).
         const opt = raw.toString("utf8").trim() === "" ? {} : parseBody(raw, req.headers["content-type"] ?? JSON_TYPE);
         const pre = isObject(opt) && isObject(opt.preconditions) ? opt.preconditions : {};
+        // kubectl delete --dry-run=server puts dryRun in the DeleteOptions body rather than the query.
+        const bodyDryRun = isObject(opt) && Array.isArray(opt.dryRun) ? opt.dryRun : [];
+        if (bodyDryRun.some((v) => v !== "All")) {
+          throw invalidOptions("DeleteOptions", [`dryRun: Unsupported value: []string{${bodyDryRun.map((v) => JSON.stringify(v)).join(", ")}}: supported values: "All"`]);
+        }
+        const dryRunDelete = dryRun || bodyDryRun.length > 0;
         const preconditions = {
           ...(typeof pre.uid === "string" ? { uid: pre.uid } : {}),
           ...(typeof pre.resourceVersion === "string" ? { resourceVersion: pre.resourceVersion } : {}),
         };
         if (name === undefined) {
           const { labels, fields } = selectors(q, r.kind);
-          const items = store.dryRun(dryRun, () =>
+          const items = store.dryRun(dryRunDelete, () =>
             store.list(kind, namespace, labels, fields).map((o) => {
               const m = metaOf(o);
               return store.delete(kind, typeof m.namespace === "string" ? m.namespace : undefined, typeof m.name === "string" ? m.name : "");
@@ -552,7 +558,7 @@ export function createHandler(opts: HandlerOptions): {
           );
           return send(res, 200, { kind: `${kind.kind}List`, apiVersion: apiVersionOf(kind), metadata: { resourceVersion: String(store.resourceVersion) }, items });
         }
-        const { object: deletedObject, finalized } = store.dryRun(dryRun, () => store.deleteObject(kind, namespace, name, preconditions));
+        const { object: deletedObject, finalized } = store.dryRun(dryRunDelete, () => store.deleteObject(kind, namespace, name, preconditions));
         const deleted = reply(deletedObject);
         // Like the real server: an object that is not gone yet (finalizers, a namespace being emptied)
         // is answered as it now is; Pods and Services answer the deleted object, others a Status.

@@ -1,7 +1,7 @@
 /**
- * The kubectl binaries on this machine: $KUBECTL when set (only that one), else `kubectl` on PATH and
- * every versioned `kubectl.1.NN` next to it (the Google Cloud SDK ships several minors; the
- * `kubectl` there is a dispatcher that picks one). Each is tested separately: kubectl ≥ 1.32 sends
+ * The kubectl binaries on this machine: $KUBECTL when set (only that one), else every versioned
+ * `kubectl.1.NN` next to `kubectl` on PATH (the Google Cloud SDK ships several minors; the `kubectl`
+ * there is a dispatcher that picks one) and `kubectl` itself when its minor is not among them. Each is tested separately: kubectl ≥ 1.32 sends
  * protobuf bodies for built-in kinds, older ones JSON.
  */
 import { execFileSync } from "node:child_process";
@@ -38,7 +38,7 @@ export function findKubectls(): KubectlBinary[] {
   if (fromEnv !== undefined && fromEnv !== "") return executable(fromEnv) ? [{ label: `${clientMinor(fromEnv)} ($KUBECTL)`, path: fromEnv }] : [];
   const onPath = (process.env.PATH ?? "").split(delimiter).map((d) => join(d, "kubectl")).find(executable);
   if (onPath === undefined) return [];
-  const out: KubectlBinary[] = [{ label: `${clientMinor(onPath)} (kubectl on PATH)`, path: onPath }];
+  const out: KubectlBinary[] = [];
   const dir = dirname(realpathSync(onPath));
   const versioned = readdirSync(dir)
     .map((f) => /^kubectl\.(\d+)\.(\d+)$/.exec(f))
@@ -48,5 +48,8 @@ export function findKubectls(): KubectlBinary[] {
     const p = join(dir, m[0]);
     if (executable(p)) out.push({ label: `${m[1]!}.${m[2]!}`, path: p });
   }
+  // `kubectl` itself, unless it is one of the versioned binaries again (a dispatcher picking a minor).
+  const minor = clientMinor(onPath);
+  if (!out.some((b) => b.label === minor)) out.unshift({ label: `${minor} (kubectl on PATH)`, path: onPath });
   return out;
 }

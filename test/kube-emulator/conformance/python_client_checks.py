@@ -207,6 +207,8 @@ def _(c):
     c.core.create_namespaced_config_map(c.ns, c.cm("keep"))
     c.core.delete_namespaced_config_map("keep", c.ns, dry_run="All")
     c.core.read_namespaced_config_map("keep", c.ns)
+    c.core.delete_namespaced_config_map("keep", c.ns, body={"dryRun": ["All"]})  # in DeleteOptions, as kubectl sends it
+    c.core.read_namespaced_config_map("keep", c.ns)
     c.core.delete_collection_namespaced_config_map(c.ns, dry_run="All")
     c.core.read_namespaced_config_map("keep", c.ns)
     c.core.delete_namespace(c.ns, dry_run="All")
