@@ -94,12 +94,37 @@ function glob(pattern: string, value: string): boolean {
 
 const fmt = (list: readonly string[]) => list.map((c) => `"${c}"`).join(", ");
 
+interface DesiredIndex {
+  readonly registered: ReadonlySet<string>;
+  readonly deps: ReadonlyMap<string, readonly string[]>;
+  readonly byLabel: ReadonlyMap<string, string>;
+  readonly clusterByLabel: ReadonlyMap<string, string>;
+}
+
+/**
+ * What computeHolds derives from the desired state alone, once per desired state (every cluster job of a
+ * commit gets the same object): workspaceDependencies is O(workspaces × clusters), per cluster job it
+ * made a fleet-wide commit O(clusters²). Desired states are immutable (src/store: records are not mutated).
+ */
+const indexes = new WeakMap<DesiredState, DesiredIndex>();
+function desiredIndex(desired: DesiredState): DesiredIndex {
+  let index = indexes.get(desired);
+  if (index === undefined) {
+    const registered = new Set(objectsOfKind(desired, "KubernetesCluster").map((k) => k.metadata.name));
+    index = {
+      registered,
+      deps: workspaceDependencies(desired),
+      byLabel: new Map(workspaceNames(desired).map((w) => [labelValue(w), w])),
+      clusterByLabel: new Map([...registered].map((c) => [labelValue(c), c])),
+    };
+    indexes.set(desired, index);
+  }
+  return index;
+}
+
 export function computeHolds(input: HoldInputs): HoldResult {
   const { cluster, assembled, previous, desired, statuses, discovered } = input;
-  const registered = new Set(objectsOfKind(desired, "KubernetesCluster").map((k) => k.metadata.name));
-  const deps = workspaceDependencies(desired);
-  const byLabel = new Map(workspaceNames(desired).map((w) => [labelValue(w), w]));
-  const clusterByLabel = new Map([...registered].map((c) => [labelValue(c), c]));
+  const { registered, deps, byLabel, clusterByLabel } = desiredIndex(desired);
   // A failing workspace keeps its last fragments, so the tables frozen then are still missing from them.
   const frozen = [...statuses.values()].flatMap((s) => s.frozen ?? []).filter((f) => f.cluster === cluster);
 

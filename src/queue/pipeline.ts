@@ -41,6 +41,7 @@ import {
 } from "../store/index.js";
 import { createBullRunner } from "./bullmq-runner.js";
 import { computeHolds } from "./holds.js";
+import { createClusterStageReader } from "./shared-reads.js";
 import { createPipelineMetrics } from "./metrics.js";
 import { createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient, type RedisClientOptions, type RedisConnectionConfig } from "./redis-connection.js";
 import { createInProcessRunner, JOB_TYPES, type ClusterJobData, type JobEvent, type JobRunner, type JobType, type RunnerSettings, type WorkspaceJobData } from "./runner.js";
@@ -282,6 +283,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       putWorkspaceStatus: async (s) => (await r.putWorkspaceStatus(s), await mirror.putWorkspaceStatus(s)),
       getWorkspaceStatus: (w) => r.getWorkspaceStatus(w),
       listWorkspaceStatus: () => r.listWorkspaceStatus(),
+      versions: () => r.versions(),
       addPending: async (c, ws) => (await r.addPending(c, ws), await mirror.addPending(c, ws)),
       removePending: async (c, w) => (await r.removePending(c, w), await mirror.removePending(c, w)),
       pending: (c) => r.pending(c),
@@ -328,6 +330,9 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     });
     return { map: await build, fingerprint };
   };
+
+  /** Statuses and discovered clusters, decoded once per change, not once per cluster job (shared-reads.ts). */
+  const clusterStageInputs = createClusterStageReader();
 
   // ---- jobs ----
   async function workspaceJob(data: WorkspaceJobData): Promise<void> {
@@ -389,9 +394,8 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     const out = translators.assembleCluster(data.cluster, fragments.map((f) => ({ workspace: f.workspace, resources: f.resources })));
     metrics.translation.observe({ stage: "cluster" }, Number(process.hrtime.bigint() - t0) / 1e9);
     const prev = await store.getOutput(data.cluster);
-    const statuses = new Map((await store.listWorkspaceStatus()).map((s) => [s.workspace, s]));
-    const sums = await store.discoveryChecksums();
-    const own = sums.has(data.cluster) ? await store.getDiscovery(data.cluster) : undefined;
+    const { statuses, discovered } = await clusterStageInputs(store);
+    const own = discovered.has(data.cluster) ? await store.getDiscovery(data.cluster) : undefined;
     // Completeness per dependency (holds.ts): what the inputs no longer give is dropped only when
     // the inputs its removal depends on are complete; otherwise its previous version is kept.
     const holds = computeHolds({
@@ -400,7 +404,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       previous: prev,
       desired: desired.state,
       statuses,
-      discovered: new Set(sums.keys()),
+      discovered,
       live: own?.snapshot.istioObjects,
       nowMs: now(),
     });

@@ -17,6 +17,7 @@ export type {
   OutputOptions,
   OutputRecord,
   SnapshotStore,
+  StoreVersions,
   UnitFailure,
   WorkspaceStatus,
 } from "./types.js";

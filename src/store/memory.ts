@@ -8,6 +8,7 @@
  * since their last change. Nothing expires by itself here: expired entries are invisible to reads at
  * once and are swept whenever a new commit's entry is created, so memory stays flat with commits.
  */
+import { randomUUID } from "node:crypto";
 import { resolveRetention, type RetentionOptions } from "./retention.js";
 import type {
   ClusterConvergence,
@@ -74,6 +75,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const convergence = new Map<string, Expiring & { clusters: Map<string, ClusterConvergence> }>();
   const locks = new Map<string, { token: string; until: number }>();
   let lockSeq = 0;
+  // versions(): unique to this store (a reader may cache per token), bumped by every status or discovery write.
+  const storeId = randomUUID();
+  let versionSeq = 0;
+  const nextVersion = () => `${storeId}:${String(++versionSeq)}`;
+  let statusVersion: string | undefined;
+  let discoveryVersion: string | undefined;
   const sortBy = <T>(items: Iterable<T>, key: (t: T) => string): T[] => [...items].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 
   const live = <T extends Expiring>(e: T | undefined, t = now()): T | undefined => (e === undefined || (e.expiresAt !== undefined && e.expiresAt <= t) ? undefined : e);
@@ -153,6 +160,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     getDesiredPointer: () => Promise.resolve(pointer),
     putDiscovery(record) {
       discovery.set(record.cluster, record);
+      discoveryVersion = nextVersion();
       return Promise.resolve();
     },
     getDiscovery: (cluster) => Promise.resolve(discovery.get(cluster)),
@@ -204,8 +212,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     listOutputs: () => Promise.resolve(sortBy(outputs.values(), (r) => r.cluster)),
     putWorkspaceStatus(status) {
       statuses.set(status.workspace, status);
+      statusVersion = nextVersion();
       return Promise.resolve();
     },
+    versions: () => Promise.resolve({ workspaceStatus: statusVersion, discovery: discoveryVersion }),
     getWorkspaceStatus: (workspace) => Promise.resolve(statuses.get(workspace)),
     listWorkspaceStatus: () => Promise.resolve(sortBy(statuses.values(), (s) => s.workspace)),
     addPending(commit, workspaces) {
@@ -259,6 +269,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     },
     clear() {
       pointer = undefined;
+      statusVersion = discoveryVersion = undefined;
       for (const m of [desired, discovery, fragments, hashes, outputs, outputRefs, statuses, pending, convergence, locks]) m.clear();
       return Promise.resolve();
     },

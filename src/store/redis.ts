@@ -7,6 +7,7 @@
  * | `desired:pointer` | string | JSON {commit, generation} of the current desired state | one key |
  * | `desired:commits` | list | commits stored, newest first | trimmed to `desiredStates` + 1 |
  * | `discovery` / `discovery:sum` | hash | cluster → DiscoveryRecord / checksum | clusters that reported (see README) |
+ * | `discovery:ver` / `wsstatus:ver` | string | a random token set with every discovery / workspace status write (versions()) | one key each |
  * | `frag:<cluster>` | hash | workspace → FragmentRecord | emptied (so deleted) when no workspace renders for the cluster |
  * | `fraghash:<workspace>` | hash | cluster → fragment hash | emptied (so deleted) with the workspace's last fragment |
  * | `output:<cluster>` / `outver` | string / hash | OutputRecord / cluster → version | clusters ever registered: kept (see README) |
@@ -184,6 +185,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     commits: `${p}desired:commits`,
     discovery: `${p}discovery`,
     discoverySum: `${p}discovery:sum`,
+    discoveryVersion: `${p}discovery:ver`,
+    statusVersion: `${p}wsstatus:ver`,
     frag: (c: string) => `${p}frag:${c}`,
     fragHash: (w: string) => `${p}fraghash:${w}`,
     output: (c: string) => `${p}output:${c}`,
@@ -301,7 +304,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       return s === null ? undefined : (JSON.parse(s) as DesiredPointer);
     },
     async putDiscovery(record) {
-      await redis.multi().hset(k.discovery, record.cluster, encodeValue(record)).hset(k.discoverySum, record.cluster, record.checksum).exec();
+      await redis.multi().hset(k.discovery, record.cluster, encodeValue(record)).hset(k.discoverySum, record.cluster, record.checksum).set(k.discoveryVersion, randomUUID()).exec();
     },
     async getDiscovery(cluster) {
       const buf = await redis.hgetBuffer(k.discovery, cluster);
@@ -362,7 +365,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       return out;
     },
     async putWorkspaceStatus(status) {
-      await redis.hset(k.status, status.workspace, JSON.stringify(status));
+      // The token moves in the same transaction: whoever reads the token and then the statuses has statuses at least that new.
+      await exec(redis.multi().hset(k.status, status.workspace, JSON.stringify(status)).set(k.statusVersion, randomUUID()));
     },
     async getWorkspaceStatus(workspace) {
       const s = await redis.hget(k.status, workspace);
@@ -370,6 +374,10 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     },
     async listWorkspaceStatus() {
       return sortBy(Object.values(await redis.hgetall(k.status)).map((s) => JSON.parse(s) as WorkspaceStatus), (s) => s.workspace);
+    },
+    async versions() {
+      const [workspaceStatus, discovery] = await redis.mget(k.statusVersion, k.discoveryVersion);
+      return { workspaceStatus: workspaceStatus ?? undefined, discovery: discovery ?? undefined };
     },
     async addPending(commit, workspaces) {
       if (workspaces.length > 0) await exec(redis.multi().sadd(k.pending(commit), ...workspaces).pexpire(k.pending(commit), pendingTtl));

@@ -155,6 +155,20 @@ export interface ConvergenceRecord {
   readonly clusters: Readonly<Record<string, ClusterConvergence>>;
 }
 
+/**
+ * Tokens that change with every write of the workspace statuses and of the discovery checksums: one
+ * small read tells a reader whether what it decoded before is still current (the cluster jobs of one
+ * commit decode the statuses once per process, not once per cluster). A token is never reused, even
+ * across a restart of Redis (a random one per write); undefined when not known (nothing written yet
+ * by this gitmesh, or cleared): read the data.
+ */
+export interface StoreVersions {
+  /** Changes with every `putWorkspaceStatus`. */
+  readonly workspaceStatus: string | undefined;
+  /** Changes with every `putDiscovery` (so with every change of `discoveryChecksums`). */
+  readonly discovery: string | undefined;
+}
+
 export interface SnapshotStore {
   /** `redis` or `memory`. */
   readonly kind: "redis" | "memory";
@@ -197,6 +211,9 @@ export interface SnapshotStore {
   putWorkspaceStatus(status: WorkspaceStatus): Promise<void>;
   getWorkspaceStatus(workspace: string): Promise<WorkspaceStatus | undefined>;
   listWorkspaceStatus(): Promise<WorkspaceStatus[]>;
+
+  /** The current tokens of the workspace statuses and of the discovery (one small read; cache keys). */
+  versions(): Promise<StoreVersions>;
 
   /** Workspaces still to translate for a commit (the pipeline holds outputs of that commit until empty). */
   addPending(commit: string, workspaces: readonly string[]): Promise<void>;

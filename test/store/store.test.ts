@@ -48,6 +48,35 @@ describe.each(cases)("%s store", (_name, make) => {
     expect((await s.listDiscovery()).map((r) => r.cluster)).toEqual(["c1"]);
   });
 
+  it("moves the status token with every workspace status write and the discovery token with every discovery write, never with other writes", async () => {
+    const s = make();
+    expect(await s.versions()).toEqual({ workspaceStatus: undefined, discovery: undefined });
+    const status = { workspace: "w1", commit: "c1", generation: 1, diagnostics: [], atMs: 1 };
+    await s.putWorkspaceStatus(status);
+    const v1 = await s.versions();
+    expect(v1.workspaceStatus).toEqual(expect.any(String));
+    expect(v1.discovery).toBeUndefined();
+    // the same status again is still a write: readers re-read (a token never says "unchanged" wrongly)
+    await s.putWorkspaceStatus(status);
+    const v2 = await s.versions();
+    expect(v2.workspaceStatus).not.toBe(v1.workspaceStatus);
+    await s.putDiscovery({ cluster: "c1", checksum: "s1", snapshot: { cluster: "c1" } as unknown as DiscoverySnapshot, atMs: 1 });
+    const v3 = await s.versions();
+    expect(v3.workspaceStatus).toBe(v2.workspaceStatus);
+    expect(v3.discovery).toEqual(expect.any(String));
+    await s.putFragments("w1", [frag("w1", "a", "1")]);
+    await s.putOutput(output("a", 1), 0);
+    await s.addPending("c1", ["w1"]);
+    await s.recordConvergence("c1", { cluster: "a", version: 1, publishedAtMs: 1 });
+    expect(await s.versions()).toEqual(v3);
+    // tokens are unique to a store: another store (a restarted Redis, the memory mirror) never repeats one
+    const other = make();
+    await other.putWorkspaceStatus(status);
+    expect((await other.versions()).workspaceStatus).not.toBe(v3.workspaceStatus);
+    await s.clear();
+    expect(await s.versions()).toEqual({ workspaceStatus: undefined, discovery: undefined });
+  });
+
   it("replaces a workspace's fragments and reports the clusters that changed", async () => {
     const s = make();
     expect(await s.putFragments("w1", [frag("w1", "a", "1"), frag("w1", "b", "1")])).toEqual(["a", "b"]);
