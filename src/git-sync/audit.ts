@@ -22,11 +22,12 @@
 import { createHash } from "node:crypto";
 import * as nodeFs from "node:fs";
 import { dirname, join } from "node:path";
+import { setImmediate } from "node:timers/promises";
 import { deflateSync } from "node:zlib";
 import * as git from "isomorphic-git";
 import type { FsClient, GitAuth, HttpClient } from "isomorphic-git";
 import nodeHttp from "isomorphic-git/http/node";
-import { canonicalYaml, describeError, type Logger } from "../core/index.js";
+import { canonicalJson, canonicalYaml, describeError, type Logger } from "../core/index.js";
 import { AuditPushConflictError, classifyGitError } from "./errors.js";
 import { hasObject, openObjectStore, readBlobContent, readTreeEntries, type ObjectStore, type TreeEntry } from "./objects.js";
 import { withBackoff, type BackoffOptions } from "./retry.js";
@@ -234,6 +235,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   const applyChanges = async (treeOid: string | undefined, changes: ReadonlyMap<string, Uint8Array | null>, managed: ReadonlySet<string>): Promise<Applied> => {
     const status = new Map<string, "added" | "changed" | "removed">();
     const skipped: string[] = [];
+    const pace = pacer();
     const visit = async (oid: string | undefined, local: Map<string, Uint8Array | null>, prefix: string): Promise<string | undefined> => {
       const entries = new Map((await readTreeEntries(store, oid)).map((e) => [e.path, { ...e }]));
       const leaves = new Map<string, Uint8Array | null>();
@@ -265,7 +267,9 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
           skipped.push(full);
           continue;
         }
-        const blobOid = hashObject("blob", content);
+        let blobOid = blobOids.get(content);
+        if (blobOid === undefined) blobOids.set(content, (blobOid = hashObject("blob", content)));
+        await pace();
         if (existing?.oid === blobOid) continue;
         if (!hasLoose(blobOid)) writes.push(writeLooseObject(gitdir, "blob", blobOid, content));
         entries.set(name, { mode: "100644", path: name, oid: blobOid, type: "blob" });
@@ -293,27 +297,50 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
     return { tree, status, skipped: skipped.sort() };
   };
 
+  /** Blob id per serialised file (the bytes are cached across writes, see yamlOf). */
+  const blobOids = new WeakMap<Uint8Array, string>();
   const hasLoose = (oid: string): boolean => nodeFs.existsSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2)));
 
   /**
-   * Serialised YAML per input object. Rendered output is immutable and incremental translation
-   * hands the same objects again for unchanged resources, so most of a write skips serialising
-   * (the dominant cost of a write with one change). Objects must not be mutated after a write.
+   * Serialised YAML, cached twice so that a write serialises only what changed (canonicalYaml is the
+   * dominant cost of a write; a fleet-wide change touches one object of each cluster):
+   * - per input object (identity): incremental translation hands the same objects again for unchanged
+   *   resources. Objects must not be mutated after a write.
+   * - per path, by a digest of the object's canonical JSON: outputs read back from the snapshot store
+   *   are new objects on every read, with mostly the same content. The JSON of the canonical form
+   *   decides the YAML (rendered objects and discovery snapshots are JSON data). Entries of paths no
+   *   longer written are dropped with each write.
    */
   const serialised = new WeakMap<object, Uint8Array>();
-  const yamlOf = (obj: unknown): Uint8Array => {
+  const byPath = new Map<string, { readonly digest: string; readonly bytes: Uint8Array }>();
+  const yamlOf = (path: string, obj: unknown): Uint8Array => {
     if (typeof obj !== "object" || obj === null) return Buffer.from(canonicalYaml(obj));
     let bytes = serialised.get(obj);
-    if (!bytes) serialised.set(obj, (bytes = Buffer.from(canonicalYaml(obj))));
+    if (bytes) return bytes;
+    const digest = createHash("sha256").update(canonicalJson(obj)).digest("base64");
+    const known = byPath.get(path);
+    if (known?.digest === digest) bytes = known.bytes;
+    else byPath.set(path, { digest, bytes: (bytes = Buffer.from(canonicalYaml(obj))) });
+    serialised.set(obj, bytes);
     return bytes;
   };
 
-  const buildFiles = (input: AuditInput): Map<string, Uint8Array> => {
+  const buildFiles = async (input: AuditInput): Promise<Map<string, Uint8Array>> => {
     const files = new Map<string, Uint8Array>();
+    const pace = pacer();
     for (const [cluster, resources] of input.clusters) {
-      for (const r of resources) files.set(renderedPath(cluster, r), yamlOf(r));
+      for (const r of resources) {
+        const path = renderedPath(cluster, r);
+        files.set(path, yamlOf(path, r));
+        await pace();
+      }
     }
-    for (const [cluster, snapshot] of input.discovery) files.set(discoveryPath(cluster), yamlOf(snapshot));
+    for (const [cluster, snapshot] of input.discovery) {
+      const path = discoveryPath(cluster);
+      files.set(path, yamlOf(path, snapshot));
+      await pace();
+    }
+    for (const path of byPath.keys()) if (!files.has(path)) byPath.delete(path);
     return files;
   };
 
@@ -361,7 +388,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
 
   return {
     async write(input) {
-      const files = buildFiles(input);
+      const files = await buildFiles(input);
       for (let n = 1; n <= maxAttempts; n++) {
         const result = await attempt(input, files, n);
         if (result !== "race") {
@@ -406,6 +433,19 @@ export function commitMessage(input: Pick<AuditInput, "sourceCommit" | "sourceRe
   });
   const subject = rendered > 0 ? `Render ${short} (${ref}): ${rendered} cluster${rendered === 1 ? "" : "s"} changed` : `Discovery update at ${short} (${ref})`;
   return `${subject}\n\n${lines.join("\n")}\n\nSource-Commit: ${input.sourceCommit}\nSource-Ref: ${input.sourceRef}\n`;
+}
+
+/**
+ * Keeps a long synchronous loop from holding the event loop: the returned function yields to it
+ * (timers, sockets: leases, relay keep-alives) once `sliceMs` of work has passed since the last yield.
+ */
+function pacer(sliceMs = 10): () => Promise<void> {
+  let since = performance.now();
+  return async () => {
+    if (performance.now() - since < sliceMs) return;
+    await setImmediate();
+    since = performance.now();
+  };
 }
 
 /** Writes a loose object with native zlib (isomorphic-git deflates in JavaScript); temp file + rename, as git does. */
