@@ -17,6 +17,7 @@ import { createAuthorizer, type ForbiddenRequest, type RbacOptions } from "./rba
 import { ObjectStore, type StoreEvent } from "./store.js";
 
 export { BUILT_IN_KINDS, ISTIO_KINDS, SAIL_KINDS, type ResourceKind } from "./kinds.js";
+export type { Schema } from "./schema.js";
 export { SeedCode } from "./seed.js";
 export { KubeApiError, type KubeStatus } from "./status.js";
 export { parseLabelSelector, matchesLabels } from "./selectors.js";
