@@ -377,7 +377,15 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       scheduleAudit();
       return;
     }
-    const outputs = await store().listOutputs();
+    // Every output of the store's current versions; one this replica was handed (every replica gets every
+    // output) is taken from memory, not decoded again: the same objects write after write, so the audit
+    // writer serialises only what changed (its cache is by object, then by content).
+    const outputs: PipelineOutput[] = [];
+    for (const [cluster, version] of [...(await store().outputVersions())].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const mine = latest.get(cluster);
+      const rec = mine?.version === version ? mine : await store().getOutput(cluster);
+      if (rec !== undefined) outputs.push(rec);
+    }
     // Held objects are not what the commit renders: the audit branch waits until nothing is held.
     if (outputs.some((o) => !o.complete || (o.held?.length ?? 0) > 0)) return;
     const clusters = new Map(outputs.filter((o) => registered.some((r) => r.name === o.cluster)).map((o) => [o.cluster, o.resources as unknown as readonly RenderedResource[]]));
