@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { formatPath, fromFieldsV1, leafPaths, recordUpdate, serverSideApply, toFieldsV1 } from "../../src/kube-emulator/fields.js";
 import { BUILT_IN_SCHEMAS } from "../../src/kube-emulator/builtin-schemas.js";
 import { strategicMergePatch } from "../../src/kube-emulator/smp.js";
+import { decodeProtobuf } from "../../src/kube-emulator/protobuf.js";
 import { jsonPatch, mergePatch, type JsonObject } from "../../src/kube-emulator/patch.js";
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, selectableFields } from "../../src/kube-emulator/selectors.js";
 import { KubeApiError } from "../../src/kube-emulator/status.js";
@@ -177,5 +178,46 @@ describe("strategic merge patch", () => {
     expect(containers(out)).toEqual([{ name: "side", image: "side:1" }, { name: "app", image: "app:1", ports: [{ containerPort: 80 }], env: [] }]);
     expect((out.spec as any).template.spec.volumes).toEqual([{ name: "w", configMap: { name: "c" } }]);
     expect(JSON.stringify(out)).not.toContain("$");
+  });
+});
+
+describe("protobuf request bodies", () => {
+  const varint = (n: number): number[] => {
+    const out: number[] = [];
+    let v = n;
+    while (v > 0x7f) {
+      out.push((v & 0x7f) | 0x80);
+      v >>>= 7;
+    }
+    out.push(v);
+    return out;
+  };
+  const bytesField = (num: number, payload: number[] | string): number[] => {
+    const b = typeof payload === "string" ? [...Buffer.from(payload)] : payload;
+    return [...varint((num << 3) | 2), ...varint(b.length), ...b];
+  };
+  const envelope = (kind: string, raw: number[]): Buffer =>
+    Buffer.from([0x6b, 0x38, 0x73, 0x00, ...bytesField(1, [...bytesField(1, "v1"), ...bytesField(2, kind)]), ...bytesField(2, raw)]);
+  const meta = bytesField(1, [...bytesField(1, "c"), ...bytesField(2, ""), ...bytesField(8, [])]); // name, empty generateName, zero creationTimestamp
+
+  it("decodes the envelope and a ConfigMap, leaving out zero values as Go's JSON does", () => {
+    const data = bytesField(2, [...bytesField(1, "k"), ...bytesField(2, "v")]);
+    expect(decodeProtobuf(envelope("ConfigMap", [...meta, ...data]))).toEqual({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: { k: "v" } });
+  });
+
+  it("answers 415 for a field or a kind outside its table, never dropping it", () => {
+    const unknownField = bytesField(99, "x");
+    expect(() => decodeProtobuf(envelope("ConfigMap", [...meta, ...unknownField]))).toThrow(/protobuf field 99 of ConfigMap/);
+    const refused = ((): unknown => {
+      try {
+        return decodeProtobuf(envelope("CronJob", meta));
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(refused).toBeInstanceOf(KubeApiError);
+    expect((refused as KubeApiError).status).toBe(415);
+    expect((refused as KubeApiError).message).toContain("protobuf message CronJob is not emulated");
+    expect(() => decodeProtobuf(Buffer.from("{}"))).toThrow(/k8s\\0 prefix/);
   });
 });
