@@ -251,7 +251,6 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
         }
       }
       let modified = false;
-      const writes: Promise<void>[] = [];
       for (const [name, content] of leaves) {
         const full = prefix + name;
         const existing = entries.get(name);
@@ -271,7 +270,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
         if (blobOid === undefined) blobOids.set(content, (blobOid = hashObject("blob", content)));
         await pace();
         if (existing?.oid === blobOid) continue;
-        if (!hasLoose(blobOid)) writes.push(writeLooseObject(gitdir, "blob", blobOid, content));
+        if (!hasLoose(blobOid)) writeLooseObject(gitdir, "blob", blobOid, content);
         entries.set(name, { mode: "100644", path: name, oid: blobOid, type: "blob" });
         status.set(full, existing ? "changed" : "added");
         modified = true;
@@ -288,7 +287,6 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
         if (next === undefined) entries.delete(name);
         else entries.set(name, { mode: "040000", path: name, oid: next, type: "tree" });
       }
-      await Promise.all(writes);
       if (!modified) return oid;
       if (entries.size === 0) return undefined;
       return writeTreeObject(gitdir, [...entries.values()]);
@@ -448,26 +446,37 @@ function pacer(sliceMs = 10): () => Promise<void> {
   };
 }
 
-/** Writes a loose object with native zlib (isomorphic-git deflates in JavaScript); temp file + rename, as git does. */
-async function writeLooseObject(gitdir: string, type: "blob" | "tree", oid: string, content: Uint8Array): Promise<void> {
+/**
+ * Writes a loose object with native zlib (isomorphic-git deflates in JavaScript); temp file + rename, as
+ * git does. Synchronous: a fleet-wide commit writes thousands of small objects, and the promise file API
+ * cost several times the CPU per object of these calls (microseconds each; the callers give the event
+ * loop a turn every few milliseconds). The fan-out directory is made only when missing.
+ */
+function writeLooseObject(gitdir: string, type: "blob" | "tree", oid: string, content: Uint8Array): void {
   const dir = join(gitdir, "objects", oid.slice(0, 2));
-  await nodeFs.promises.mkdir(dir, { recursive: true });
   const file = join(dir, oid.slice(2));
   const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  await nodeFs.promises.writeFile(tmp, deflateSync(Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content])));
-  await nodeFs.promises.rename(tmp, file);
+  const data = deflateSync(Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]));
+  try {
+    nodeFs.writeFileSync(tmp, data);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    nodeFs.mkdirSync(dir, { recursive: true });
+    nodeFs.writeFileSync(tmp, data);
+  }
+  nodeFs.renameSync(tmp, file);
 }
 
 /** Serialises and writes a tree in git's entry order (a tree sorts as if its name ended in "/"). */
-async function writeTreeObject(gitdir: string, entries: readonly TreeEntry[]): Promise<string> {
+function writeTreeObject(gitdir: string, entries: readonly TreeEntry[]): Promise<string> {
   const key = (e: TreeEntry) => (e.type === "tree" ? `${e.path}/` : e.path);
   const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(key(a)), Buffer.from(key(b))));
   const content = Buffer.concat(
     sorted.flatMap((e) => [Buffer.from(`${e.mode.replace(/^0+/, "")} ${e.path}\0`), Buffer.from(e.oid, "hex")]),
   );
   const oid = hashObject("tree", content);
-  if (!nodeFs.existsSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2)))) await writeLooseObject(gitdir, "tree", oid, content);
-  return oid;
+  if (!nodeFs.existsSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2)))) writeLooseObject(gitdir, "tree", oid, content);
+  return Promise.resolve(oid);
 }
 
 /** The object id git gives an object (sha1 of `<type> <size>\0<content>`). */
