@@ -516,6 +516,35 @@ def _(c):
     expect_status(lambda: c.core.list_namespaced_config_map(c.ns, field_selector="spec.nodeName=n1"), 400, "BadRequest")
 
 
+# --- odds and ends of the API conventions
+
+@check("update: a built-in kind takes an unconditional PUT (no resourceVersion); a stale one is 409 Conflict")
+def _(c):
+    c.core.create_namespaced_config_map(c.ns, c.cm("u", {"a": "1"}))
+    c.core.replace_namespaced_config_map("u", c.ns, c.cm("u", {"a": "2"}))
+    stale = {**c.cm("u", {"a": "3"}), "metadata": {"name": "u", "resourceVersion": "1"}}
+    expect_status(lambda: c.core.replace_namespaced_config_map("u", c.ns, stale), 409, "Conflict")
+    expect(c.core.read_namespaced_config_map("u", c.ns).data == {"a": "2"}, "unconditional update applied, stale one refused")
+
+
+@check("status subresource of a built-in kind: /status of a Deployment changes status only; the main resource drops status")
+def _(c):
+    dep = c.deployment("web", [{"name": "app", "image": "app:1"}])
+    dep["status"] = {"replicas": 5}
+    created = c.apps.create_namespaced_deployment(c.ns, dep)
+    expect(not created.status or not created.status.replicas, f"status dropped on create: {created.status}")
+    c.apps.patch_namespaced_deployment_status("web", c.ns, {"status": {"readyReplicas": 1}, "spec": {"replicas": 9}})
+    got = c.apps.read_namespaced_deployment("web", c.ns)
+    expect(got.status.ready_replicas == 1 and got.spec.replicas == 1, (got.status, got.spec.replicas))
+
+
+@check("streaming lists (sendInitialEvents) are refused as by a server without the WatchList feature")
+def _(c):
+    status, body = c.raw("GET", f"/api/v1/namespaces/{c.ns}/configmaps",
+                         query=[("watch", "true"), ("sendInitialEvents", "true"), ("resourceVersionMatch", "NotOlderThan"), ("allowWatchBookmarks", "true")])
+    expect(status == 422 and body["reason"] == "Invalid", (status, body))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--list", action="store_true")
