@@ -492,6 +492,19 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     }
   }
 
+  /** Delivers every output newer than the last one delivered (announcements missed while unsubscribed). */
+  async function catchUp(): Promise<void> {
+    if (role === "worker" || redisStore === undefined || mode !== "redis") return;
+    const r = redisStore;
+    for (const [cluster, version] of await r.outputVersions()) {
+      if (!wants(cluster) || version <= (lastDelivered.get(cluster) ?? 0)) continue;
+      const rec = await r.getOutput(cluster);
+      if (rec === undefined) continue;
+      await mirror.putOutputIfNewer(rec);
+      await deliver(rec);
+    }
+  }
+
   async function publish(msg: EventMessage): Promise<void> {
     if (mode !== "redis" || storeClient === undefined) return;
     await storeClient.publish(channel, JSON.stringify(msg)).catch(() => undefined);
@@ -742,6 +755,16 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       if (started && mode === "degraded") void serial(recover).catch((err: unknown) => log.warn("recovery failed; staying degraded", { error: String(err) }));
     });
     sub.on("message", (_ch: string, raw: string) => void onMessage(raw).catch((err: unknown) => log.debug("event handling failed", { error: String(err) })));
+    // Pub/sub is fire-and-forget: what was announced while the subscriber was reconnecting (a Redis
+    // restart, a Sentinel failover) never arrives. After every reconnection, catch up from the store.
+    let subReadyBefore = false;
+    sub.on("ready", () => {
+      if (!subReadyBefore) {
+        subReadyBefore = true;
+        return;
+      }
+      void catchUp().catch((err: unknown) => log.debug("catch-up after a pub/sub reconnection failed", { error: String(err) }));
+    });
     void sub.connect().then(() => sub?.subscribe(channel)).catch(() => undefined);
     void bullConn.connect().catch(() => undefined);
     if (role === "worker") {

@@ -109,6 +109,13 @@ describe("Redis Sentinel failover", () => {
       expect(JSON.stringify((await store.getOutput(c))?.resources), c).toBe(ref2moved.get(c));
     }
 
+    // Both subscribers (the pipeline's, and the test's made before the failover) are back on the new
+    // primary: a message published now reaches two (what was published while they reconnected is lost
+    // to them; the pipeline catches up from the store, see the next test).
+    const probe = createRedisClient(parseRedisUrl(ha.url), { maxRetriesPerRequest: null });
+    clients.push(probe);
+    probe.on("error", () => undefined);
+    await until(async () => (await probe.publish("ha:events", "probe").catch(() => 0)) >= 2, 20_000, "both subscribers on the new primary");
     // The queue runs on the new primary: a third commit flows through Redis and is announced on pub/sub.
     const third = faultInjectionChange(fx, "7s");
     await p.setDesiredState({ commit: "c3", ref: "main", state: third.state, changedKeys: third.changedKeys });

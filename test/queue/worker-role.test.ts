@@ -3,6 +3,7 @@
  * on a real Redis: the replicas only enqueue and deliver, the workers only translate; outputs equal the
  * in-process translation byte for byte and reach the replica through pub/sub.
  */
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPipeline, type Pipeline, type PipelineOptions } from "../../src/queue/index.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
@@ -57,6 +58,45 @@ describe("worker role", () => {
     await server.p.idle();
     expect(server.sink.json()).toEqual(reference(next.state, fx.discovery));
     expect(server.jobs).toEqual([]);
+  });
+
+  it("a replica whose subscriber missed an announcement delivers that output once it is subscribed again", async () => {
+    const prefix = "catchup:";
+    const server = await make({ prefix, work: false });
+    await make({ prefix, role: "worker" });
+    await server.p.setDesiredState({ commit: "c1", ref: "main", state: fx.state, changedKeys: [] });
+    for (const [cluster, snap] of fx.discovery) await server.p.setDiscovery(cluster, snap);
+    await server.p.idle();
+    expect(server.sink.json()).toEqual(reference(fx.state, fx.discovery));
+
+    // Every pub/sub connection is cut again and again (a flapping network, a failover) while the worker
+    // publishes c2: the server's subscriber misses the announcements.
+    const killer = new Redis(redis.url);
+    let cutting = true;
+    const cuts = (async () => {
+      while (cutting) {
+        await killer.client("KILL", "TYPE", "pubsub").catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    try {
+      const next = faultInjectionChange(fx, "8s");
+      await server.p.setDesiredState({ commit: "c2", ref: "main", state: next.state, changedKeys: next.changedKeys });
+      const store = server.p.store();
+      await until(async () => (await Promise.all([...fx.discovery.keys()].map(async (c) => (await store.getOutput(c))?.sourceCommit))).some((c) => c === "c2"), 20_000, "c2 published by the worker");
+      await server.p.idle();
+      const missed = [...fx.discovery.keys()].filter((c) => server.sink.last.get(c)?.sourceCommit !== "c2");
+      expect(missed.length, "announcements missed while unsubscribed").toBeGreaterThan(0);
+      cutting = false;
+      await cuts;
+      // Subscribed again: the server catches up from the store.
+      const ref = reference(next.state, fx.discovery);
+      await until(() => [...ref].every(([c, json]) => server.sink.json().get(c) === json), 20_000, "c2 delivered after the reconnection");
+    } finally {
+      cutting = false;
+      await cuts;
+      killer.disconnect();
+    }
   });
 
   it("a worker takes no inputs and needs Redis", async () => {
