@@ -8,7 +8,7 @@ import type { Socket } from "node:net";
 import { readFile, writeFile } from "node:fs/promises";
 import { stringify as toYaml } from "yaml";
 import { Severity, silentLogger, type Diagnostic, type Logger } from "../core/index.js";
-import { BUILT_IN_KINDS, ISTIO_KINDS, KindRegistry, type ResourceKind } from "./kinds.js";
+import { apiVersionOf, BUILT_IN_KINDS, ISTIO_KINDS, KindRegistry, type ResourceKind } from "./kinds.js";
 import { isObject, type JsonObject } from "./patch.js";
 import { parseSeedYaml, SeedCode } from "./seed.js";
 import { createHandler, type OpenWatch } from "./server.js";
@@ -260,7 +260,9 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
         if (kind.namespaced && store.find(registry.byResource("", "v1", "namespaces")!, undefined, ns) === undefined) {
           store.create(registry.byResource("", "v1", "namespaces")!, undefined, { metadata: { name: ns } }, SEED_MANAGER);
         }
-        store.upsert(kind, object, SEED_MANAGER);
+        // Stored in the storage version, as a write through any served version is.
+        const storage = registry.storageOf(kind);
+        store.upsert(storage, { ...object, apiVersion: apiVersionOf(storage) }, SEED_MANAGER);
         applied += 1;
       } catch (err) {
         if (!(err instanceof KubeApiError)) throw err;
@@ -328,8 +330,11 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
     kinds: () => registry.all(),
     seed,
     seedFile: async (path) => seed(await readFile(path, "utf8"), path),
-    get: (apiVersion, kind, namespace, name) => store.find(kindOf(apiVersion, kind), namespace, name),
-    list: (apiVersion, kind, namespace) => store.list(kindOf(apiVersion, kind), namespace, [], []).map((o) => structuredClone(o) as KubeObject),
+    get: (apiVersion, kind, namespace, name) => {
+      const o = store.find(kindOf(apiVersion, kind), namespace, name);
+      return o === undefined ? undefined : { ...o, apiVersion };
+    },
+    list: (apiVersion, kind, namespace) => store.list(kindOf(apiVersion, kind), namespace, [], []).map((o) => ({ ...structuredClone(o), apiVersion })),
     remove: (apiVersion, kind, namespace, name) => {
       const k = kindOf(apiVersion, kind);
       if (store.find(k, namespace, name) === undefined) return false;
