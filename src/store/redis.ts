@@ -21,7 +21,7 @@
  * Versions and the desired pointer only move forward (Lua compare-and-set). Every script names all
  * the keys it touches in KEYS, all under the one prefix (one slot on Redis Cluster with a hash-tag prefix).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { Cluster, type ChainableCommander, type Redis } from "ioredis";
 import { TransientError } from "../core/index.js";
 import { decodeValue, encodeValue } from "./codec.js";
@@ -204,8 +204,30 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const maxAge = String(retention.maxAgeMs);
   const pendingTtl = String(retention.pendingTtlMs);
 
+  /**
+   * The last record seen per output and per fragment (written here or decoded), under a digest of its
+   * stored bytes: a read whose bytes have that digest returns it instead of inflating and parsing them
+   * again (every cluster job reads its cluster's fragments and previous output, mostly unchanged or
+   * just written by this process). Content-addressed, so never stale: other writers change the bytes.
+   * One entry per live record, the object shared as the memory store shares its records (immutable).
+   */
+  const known = new Map<string, { readonly digest: string; readonly value: unknown }>();
+  const digestOf = (buf: Buffer): string => createHash("sha1").update(buf).digest("base64");
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- the caller states the stored type (as decodeValue)
+  const decodeKnown = <T>(slot: string, buf: Buffer): T => {
+    const digest = digestOf(buf);
+    const hit = known.get(slot);
+    if (hit?.digest === digest) return hit.value as T;
+    const value = decodeValue<T>(buf);
+    known.set(slot, { digest, value });
+    return value;
+  };
+  const fragSlot = (cluster: string, workspace: string) => `frag\n${cluster}\n${workspace}`;
+  const outputSlot = (cluster: string) => `output\n${cluster}`;
+
   const putOutput = async (record: OutputRecord, expected: number): Promise<boolean> => {
     const previousSource = (await redis.hget(k.outsrc, record.cluster)) ?? "";
+    const encoded = encodeValue(record);
     const r = await redis.eval(
       PUT_OUTPUT,
       7,
@@ -219,11 +241,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       record.cluster,
       String(record.version),
       String(expected),
-      encodeValue(record),
+      encoded,
       record.sourceCommit,
       previousSource,
       maxAge,
     );
+    if (r === 1) known.set(outputSlot(record.cluster), { digest: digestOf(encoded), value: record });
     return r === 1;
   };
 
@@ -321,25 +344,31 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       const next = new Map(list.map((f) => [f.cluster, f]));
       const changed = new Set<string>();
       const tx = redis.multi();
+      const written: [string, Buffer, FragmentRecord][] = [];
       for (const [cluster, f] of next) {
         if (prev.get(cluster) === f.hash) continue;
         changed.add(cluster);
-        tx.hset(k.frag(cluster), workspace, encodeValue(f)).hset(k.fragHash(workspace), cluster, f.hash);
+        const encoded = encodeValue(f);
+        written.push([fragSlot(cluster, workspace), encoded, f]);
+        tx.hset(k.frag(cluster), workspace, encoded).hset(k.fragHash(workspace), cluster, f.hash);
       }
       for (const cluster of prev.keys()) {
         if (next.has(cluster)) continue;
         changed.add(cluster);
         tx.hdel(k.frag(cluster), workspace).hdel(k.fragHash(workspace), cluster);
+        known.delete(fragSlot(cluster, workspace));
       }
       if (changed.size > 0) await tx.exec();
       else tx.discard();
+      for (const [slot, encoded, f] of written) known.set(slot, { digest: digestOf(encoded), value: f });
       return [...changed].sort();
     },
     async fragmentHashes(workspace) {
       return new Map(Object.entries(await redis.hgetall(k.fragHash(workspace))));
     },
     async fragmentsForCluster(cluster) {
-      return sortBy(decodeAll<FragmentRecord>(await redis.hvalsBuffer(k.frag(cluster))), (f) => f.workspace);
+      const all = await redis.hgetallBuffer(k.frag(cluster));
+      return sortBy(Object.entries(all).map(([workspace, buf]) => decodeKnown<FragmentRecord>(fragSlot(cluster, workspace), buf)), (f) => f.workspace);
     },
     async listFragments() {
       const out: FragmentRecord[] = [];
@@ -350,7 +379,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     putOutputIfNewer: (record) => putOutput(record, -1),
     async getOutput(cluster) {
       const buf = await redis.getBuffer(k.output(cluster));
-      return buf === null ? undefined : decodeValue<OutputRecord>(buf);
+      return buf === null ? undefined : decodeKnown<OutputRecord>(outputSlot(cluster), buf);
     },
     async outputVersions() {
       return new Map(Object.entries(await redis.hgetall(k.outver)).map(([c, v]) => [c, Number(v)]));
@@ -410,6 +439,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       await redis.eval(UNLOCK, 1, k.lock(name), token);
     },
     async clear() {
+      known.clear();
       const keys = await scanKeys(redis, `${p}*`);
       for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
     },

@@ -121,6 +121,42 @@ describe.each(cases)("%s store", (_name, make) => {
   });
 });
 
+describe("redis store: records it knows are not decoded again", () => {
+  const resources = (tag: string) => Array.from({ length: 40 }, (_, i) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `cm-${i}`, namespace: "web", labels: {} }, spec: { tag } }));
+  const big = (cluster: string, version: number, tag: string): OutputRecord => ({ ...output(cluster, version), hash: `h-${tag}`, resources: resources(tag) as unknown as OutputRecord["resources"] });
+  const bigFrag = (workspace: string, cluster: string, tag: string): FragmentRecord => ({ ...frag(workspace, cluster, `h-${tag}`), resources: resources(tag) as unknown as FragmentRecord["resources"] });
+
+  it("returns what it wrote while the stored bytes are the same, and what another writer stored once they change", async () => {
+    const prefix = `k${Math.random().toString(36).slice(2)}:`;
+    const mine = createRedisStore({ redis: client, prefix });
+    const other = createRedisStore({ redis: client, prefix });
+    const o1 = big("a", 1, "one");
+    expect(await mine.putOutput(o1, 0)).toBe(true);
+    expect(await mine.getOutput("a")).toBe(o1);
+    // another replica (its own store object) publishes version 2: read back, never the known version 1
+    const o2 = big("a", 2, "two");
+    expect(await other.putOutput(o2, 1)).toBe(true);
+    const read = await mine.getOutput("a");
+    expect(read).not.toBe(o1);
+    expect(read).toEqual(JSON.parse(JSON.stringify(o2)));
+    // decoded once, then known: the next read of the same bytes gives the same object
+    expect(await mine.getOutput("a")).toBe(read);
+
+    const f1 = bigFrag("w1", "a", "one");
+    await mine.putFragments("w1", [f1]);
+    expect((await mine.fragmentsForCluster("a"))[0]).toBe(f1);
+    const f2 = bigFrag("w1", "a", "two");
+    await other.putFragments("w1", [f2]);
+    const frags = await mine.fragmentsForCluster("a");
+    expect(frags[0]).not.toBe(f1);
+    expect(frags[0]).toEqual(JSON.parse(JSON.stringify(f2)));
+    // removed by another writer: gone here too
+    await other.putFragments("w1", []);
+    expect(await mine.fragmentsForCluster("a")).toEqual([]);
+    await mine.clear();
+  });
+});
+
 describe("codec", () => {
   it("compresses large values and round-trips both forms", () => {
     const small = { a: 1 };
