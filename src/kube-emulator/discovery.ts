@@ -1,6 +1,7 @@
 /** Discovery documents (`/api`, `/apis`, `/apis/<g>/<v>`, `/version`) built from the kind registry. */
 import { DEFAULT_VERBS, apiVersionOf, singularOf, type KindRegistry } from "./kinds.js";
 import type { JsonObject } from "./patch.js";
+import { hasScale } from "./scale.js";
 
 export const EMULATED_VERSION = { major: "1", minor: "31", gitVersion: "v1.31.0-gitmesh-emulator" } as const;
 
@@ -63,6 +64,7 @@ export function resourceList(kinds: KindRegistry, group: string, version: string
           storageVersionHash: Buffer.from(`${k.group}/${k.version}/${k.kind}`).toString("base64").slice(0, 11),
         },
         ...(k.statusSubresource === true ? [{ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] }] : []),
+        ...(hasScale(k) ? [{ name: `${k.plural}/scale`, singularName: "", namespaced: k.namespaced, group: "autoscaling", version: "v1", kind: "Scale", verbs: ["get", "patch", "update"] }] : []),
       ]),
   };
 }

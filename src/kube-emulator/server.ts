@@ -13,6 +13,7 @@ import { failureStatus, KubeApiError, badRequest, gone, StatusReason } from "./s
 import { metaOf, PatchType, type FieldValidation, type ObjectStore, type StoreEvent } from "./store.js";
 import { openApiV2Protobuf } from "./openapi.js";
 import { decodeProtobuf, PROTOBUF_TYPE } from "./protobuf.js";
+import { hasScale, patchScale, scaleOf, workloadWithScale } from "./scale.js";
 import { forbidden, type Authorizer, type ForbiddenRequest, type RequestAttributes } from "./rbac.js";
 
 export interface HandlerOptions {
@@ -441,7 +442,9 @@ export function createHandler(opts: HandlerOptions): {
     }
 
     const r = parts[0] === "api" || parts[0] === "apis" ? route(parts) : undefined;
-    if (r === undefined || (r.subresource !== undefined && !(r.subresource === "status" && r.kind.statusSubresource === true && r.name !== undefined))) {
+    const servedSubresource = (rt: Route): boolean =>
+      rt.name !== undefined && ((rt.subresource === "status" && rt.kind.statusSubresource === true) || (rt.subresource === "scale" && hasScale(rt.kind)));
+    if (r === undefined || (r.subresource !== undefined && !servedSubresource(r))) {
       throw new KubeApiError(404, StatusReason.NotFound, "the server could not find the requested resource");
     }
     const { namespace, name } = r;
@@ -456,6 +459,7 @@ export function createHandler(opts: HandlerOptions): {
       return { ...body, apiVersion: apiVersionOf(kind) };
     };
     const subresource = r.subresource === "status" ? ("status" as const) : undefined;
+    const scaling = r.subresource === "scale";
     const fieldValidation = fieldValidationParam(q);
     const manager = q.get("fieldManager") ?? undefined;
     const authorize = (verb: string): void => {
@@ -464,7 +468,7 @@ export function createHandler(opts: HandlerOptions): {
         user,
         verb,
         group: kind.group,
-        resource: subresource === undefined ? kind.plural : `${kind.plural}/${subresource}`,
+        resource: r.subresource === undefined ? kind.plural : `${kind.plural}/${r.subresource}`,
         namespace: kind.namespaced ? namespace : undefined,
         name,
       };
@@ -496,6 +500,7 @@ export function createHandler(opts: HandlerOptions): {
       case "GET": {
         if (watching) return watch(r, q, req, res);
         if (name === undefined) return list(r, q, res);
+        if (scaling) return send(res, 200, scaleOf(store.get(kind, namespace, name)));
         return send(res, 200, reply(store.get(kind, namespace, name)));
       }
       case "POST": {
@@ -506,6 +511,11 @@ export function createHandler(opts: HandlerOptions): {
       }
       case "PUT": {
         if (name === undefined) throw new KubeApiError(405, StatusReason.MethodNotAllowed, `the server does not allow this method on the requested resource`);
+        if (scaling) {
+          const scale = parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE);
+          const next = workloadWithScale(store.get(kind, namespace, name), scale, name);
+          return send(res, 200, scaleOf(store.run(request, () => store.update(kind, namespace, name, next, manager ?? defaultManager(req))).value));
+        }
         const body = toStorage(parseBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"] ?? JSON_TYPE, kind));
         const out = store.run(request, () => store.update(kind, namespace, name, body, manager ?? defaultManager(req)));
         return send(res, 200, reply(out.value), out.warnings);
@@ -518,6 +528,13 @@ export function createHandler(opts: HandlerOptions): {
           throw new KubeApiError(415, StatusReason.UnsupportedMediaType, `the body of the request was in an unknown format - accepted media types include: ${types.join(", ")}`);
         }
         const patchType = ct as PatchType;
+        if (scaling) {
+          if (patchType === PatchType.Apply) throw unsupportedMedia([PatchType.Json, PatchType.Merge, PatchType.Strategic]);
+          const patch = parseBody(await readBody(req, opts.maxBodyBytes), JSON_TYPE);
+          const live = store.get(kind, namespace, name);
+          const next = workloadWithScale(live, patchScale(scaleOf(live), patchType, patch), name);
+          return send(res, 200, scaleOf(store.run(request, () => store.update(kind, namespace, name, next, manager ?? defaultManager(req))).value));
+        }
         const parsed = parseBody(await readBody(req, opts.maxBodyBytes), patchType === PatchType.Apply ? "application/yaml" : JSON_TYPE);
         const body = patchType === PatchType.Apply ? toStorage(parsed) : parsed;
         const { value: out, warnings } = store.run(request, () =>

@@ -99,6 +99,14 @@ describe.each(binaries)("kubectl $label: conformance", ({ path: kubectlPath }: K
     ]);
   });
 
+  it("scale goes through the /scale subresource and changes replicas only", async () => {
+    await ok("scale", "deployment", "web", "--replicas=3");
+    const d = live("apps/v1", "Deployment", "web");
+    expect(d.spec.replicas).toBe(3);
+    expect(d.spec.template.spec.containers[0].image).toBe("app:3");
+    await ok("scale", "deployment", "web", "--replicas=1", "--current-replicas=3");
+  });
+
   it("diff --server-side and delete --dry-run=server change nothing", async () => {
     const before = live("apps/v1", "Deployment", "web");
     const diff = await kubectl(["diff", "--server-side", "--force-conflicts", "-f", await file("d4.yaml", deployment("app:4"))]);

@@ -518,6 +518,16 @@ def _(c):
 
 # --- odds and ends of the API conventions
 
+@check("scale subresource: read and patch a Deployment's replicas as an autoscaling/v1 Scale")
+def _(c):
+    c.apps.create_namespaced_deployment(c.ns, c.deployment("web", [{"name": "app", "image": "app:1"}]))
+    scale = c.apps.read_namespaced_deployment_scale("web", c.ns)
+    expect(scale.spec.replicas == 1 and scale.status.selector == "app=web", scale)
+    c.apps.patch_namespaced_deployment_scale("web", c.ns, {"spec": {"replicas": 4}})
+    expect(c.apps.read_namespaced_deployment("web", c.ns).spec.replicas == 4, "replicas scaled")
+    expect_status(lambda: c.apps.patch_namespaced_deployment_scale("web", c.ns, {"spec": {"replicas": -1}}), 422, "Invalid")
+
+
 @check("update: a built-in kind takes an unconditional PUT (no resourceVersion); a stale one is 409 Conflict")
 def _(c):
     c.core.create_namespaced_config_map(c.ns, c.cm("u", {"a": "1"}))
