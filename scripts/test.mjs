@@ -17,6 +17,11 @@ const prerequisites = [
   { ok: () => has("ssh-keygen") && has("gpg"), what: "ssh-keygen and gpg (signed-commit tests sign with the real tools)", pkg: "openssh-client gnupg" },
   { ok: () => has("chromium"), what: "chromium (the web UI's browser tests)", pkg: "chromium" },
   {
+    ok: () => spawnSync("/usr/bin/python3", ["-c", "import kubernetes"], { stdio: "ignore" }).status === 0,
+    what: "the official Kubernetes Python client (the emulator's conformance suite drives it)",
+    pkg: "python3-kubernetes",
+  },
+  {
     ok: () => has("go") && existsSync("/usr/share/gocode/src/github.com/Masterminds/sprig") && existsSync("/usr/share/gocode/src/github.com/xeipuuv/gojsonschema"),
     what: "Go with sprig and gojsonschema (the chart renderer)",
     pkg: "golang-go golang-github-masterminds-sprig-dev golang-github-xeipuuv-gojsonschema-dev",
