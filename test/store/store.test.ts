@@ -123,8 +123,8 @@ describe.each(cases)("%s store", (_name, make) => {
 
 describe("redis store: records it knows are not decoded again", () => {
   const resources = (tag: string) => Array.from({ length: 40 }, (_, i) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `cm-${i}`, namespace: "web", labels: {} }, spec: { tag } }));
-  const big = (cluster: string, version: number, tag: string): OutputRecord => ({ ...output(cluster, version), hash: `h-${tag}`, resources: resources(tag) as unknown as OutputRecord["resources"] });
-  const bigFrag = (workspace: string, cluster: string, tag: string): FragmentRecord => ({ ...frag(workspace, cluster, `h-${tag}`), resources: resources(tag) as unknown as FragmentRecord["resources"] });
+  const big = (cluster: string, version: number, tag: string): OutputRecord => ({ ...output(cluster, version), hash: `h-${tag}`, resources: resources(tag) });
+  const bigFrag = (workspace: string, cluster: string, tag: string): FragmentRecord => ({ ...frag(workspace, cluster, `h-${tag}`), resources: resources(tag) });
 
   it("returns what it wrote while the stored bytes are the same, and what another writer stored once they change", async () => {
     const prefix = `k${Math.random().toString(36).slice(2)}:`;
