@@ -46,10 +46,11 @@ export interface FleetOptions {
 }
 
 /**
- * A small seeded PRNG (mulberry32, the same as test/helpers/random.ts: a fleet generated here is the
- * fleet the tests and benchmarks generated before). Not for anything secret.
+ * A small seeded PRNG (mulberry32) for generated fleets and randomized tests (test/helpers/random.ts
+ * re-exports it), so that a fleet or a failing sequence can be reproduced from its seed. Not for
+ * anything secret.
  */
-function createRandom(seed: number): () => number {
+export function createRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

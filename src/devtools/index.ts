@@ -9,6 +9,7 @@ export { startTcpBalancer, type TcpBackend, type TcpBalancer, type TcpBalancerOp
 export {
   ADMIN_NAMESPACE,
   clusterName,
+  createRandom,
   generateFleet,
   namespaceName,
   serviceName,

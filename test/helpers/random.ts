@@ -1,14 +1,5 @@
 /**
- * A small seeded PRNG (mulberry32) for randomized tests and generated benchmark fixtures, so that a
- * failing sequence or a fleet can be reproduced from its seed. Fast, well spread; NOT for anything secret.
+ * The seeded PRNG (mulberry32) of randomized tests: the one the fleet generator uses
+ * (src/devtools/fleet.ts), so that a failing sequence can be reproduced from its seed.
  */
-export function createRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { createRandom } from "../../src/devtools/index.js";
