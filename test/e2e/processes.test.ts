@@ -6,7 +6,7 @@
 //
 // The tests run in order and share the fleet (starting it costs most of the time on a 2-core machine).
 // Waits poll the replicas' status API with generous, bounded deadlines.
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +18,7 @@ import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
 import { freePort } from "../helpers/ports.js";
 import { repoFiles } from "../helpers/repo-files.js";
+import { createProcessGroup, type GitmeshProcess } from "../helpers/processes.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 const TOKEN = "e2e-bootstrap-token-0123456789";
@@ -26,35 +27,10 @@ const CLUSTERS: readonly string[] = ["cluster1", "cluster2", "cluster3"];
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 
 // ---- processes ----------------------------------------------------------------------------------
-interface Proc {
-  readonly name: string;
-  readonly child: ChildProcess;
-  output(): string;
-  kill(signal?: NodeJS.Signals): Promise<void>;
-}
-const procs: Proc[] = [];
-function start(name: string, args: string[]): Proc {
-  const child = spawn(process.execPath, ["bin/gitmesh.js", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, GITMESH_WEBHOOK_SECRET: SECRET } });
-  let out = "";
-  const keep = (d: Buffer) => {
-    out += d.toString();
-    if (out.length > 400_000) out = out.slice(-200_000);
-  };
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const p: Proc = {
-    name,
-    child,
-    output: () => out,
-    async kill(signal = "SIGTERM") {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
-    },
-  };
-  procs.push(p);
-  return p;
-}
+type Proc = GitmeshProcess;
+const gm = createProcessGroup({ GITMESH_WEBHOOK_SECRET: SECRET });
+const procs = gm.procs;
+const start = (name: string, args: string[]): Proc => gm.start(name, args);
 function run(args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ["bin/gitmesh.js", ...args], { stdio: ["ignore", "pipe", "pipe"] });
@@ -64,25 +40,7 @@ function run(args: string[]): Promise<{ code: number | null; out: string }> {
     child.on("close", (code) => resolve({ code, out }));
   });
 }
-const tail = () =>
-  procs
-    .filter((p) => p.child.exitCode === null)
-    .map((p) => `==== ${p.name}\n${p.output().slice(-2500)}`)
-    .join("\n");
-async function poll<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: string | undefined;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}${last ? ` (last error: ${last})` : ""}\n${tail()}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+const poll = <T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs?: number, everyMs?: number): Promise<T> => gm.poll(what, probe, timeoutMs, everyMs);
 
 // ---- the fleet ----------------------------------------------------------------------------------
 interface Replica {

@@ -7,7 +7,7 @@
 // the fleet; a worker stopped in the middle of a job and killed loses nothing (BullMQ stalled-job
 // recovery hands the job to another worker); and the outputs are byte for byte those of the
 // in-process pipeline on the same inputs. The tests run in order and share the fleet.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,6 +24,7 @@ import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
 import { freePort } from "../helpers/ports.js";
 import { repoFiles } from "../helpers/repo-files.js";
+import { createProcessGroup, type GitmeshProcess } from "../helpers/processes.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 const TOKEN = "workers-bootstrap-token-0123456789";
@@ -34,57 +35,11 @@ const b64 = (s: string) => Buffer.from(s).toString("base64");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---- processes ----------------------------------------------------------------------------------
-interface Proc {
-  readonly name: string;
-  readonly child: ChildProcess;
-  output(): string;
-  kill(signal?: NodeJS.Signals): Promise<void>;
-}
-const procs: Proc[] = [];
-function start(name: string, args: string[]): Proc {
-  const child = spawn(process.execPath, ["bin/gitmesh.js", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, GITMESH_WEBHOOK_SECRET: SECRET } });
-  let out = "";
-  const keep = (d: Buffer) => {
-    out += d.toString();
-    if (out.length > 400_000) out = out.slice(-200_000);
-  };
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const p: Proc = {
-    name,
-    child,
-    output: () => out,
-    async kill(signal = "SIGTERM") {
-      if (child.exitCode === null && child.signalCode === null) {
-        if (signal !== "SIGKILL") child.kill("SIGCONT");
-        child.kill(signal);
-      }
-      await exited;
-    },
-  };
-  procs.push(p);
-  return p;
-}
-const tail = () =>
-  procs
-    .filter((p) => p.child.exitCode === null)
-    .map((p) => `==== ${p.name}\n${p.output().slice(-2500)}`)
-    .join("\n");
-async function poll<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: string | undefined;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}${last ? ` (last error: ${last})` : ""}\n${tail()}`);
-    await sleep(everyMs);
-  }
-}
+type Proc = GitmeshProcess;
+const gm = createProcessGroup({ GITMESH_WEBHOOK_SECRET: SECRET });
+const procs = gm.procs;
+const start = (name: string, args: string[]): Proc => gm.start(name, args);
+const poll = <T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs?: number, everyMs?: number): Promise<T> => gm.poll(what, probe, timeoutMs, everyMs);
 
 // ---- the fleet ----------------------------------------------------------------------------------
 interface Replica {
