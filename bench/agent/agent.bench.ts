@@ -9,10 +9,11 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Registry } from "prom-client";
 import { silentLogger } from "../../src/core/index.js";
-import { createApplier, createAgentMetrics, createInventory, createDiscovery, createKubeClient, createRunnableManager, withFieldOwner, type DiscoveryResult, type KubeObject } from "../../src/agent/index.js";
+import { createApplier, createAgentMetrics, createInventory, createDiscovery, createKubeClient, createRunnableManager, withFieldOwner, type DiscoveryResult } from "../../src/agent/index.js";
 import { createKubeEmulator } from "../../src/kube-emulator/index.js";
 import { KubeConfig } from "@kubernetes/client-node";
 import { heapAfterGc, MB, round, time, type Benchmark, type Figure } from "../harness.js";
+import { outputObjects, outputVersion } from "./output.js";
 
 const NAMESPACES = 100;
 const SERVICES = 5_000;
@@ -36,16 +37,6 @@ function cluster(): Record<string, unknown>[] {
     }
   }
   return objs;
-}
-
-function vs(i: number): KubeObject {
-  const ns = `ns-${i % NAMESPACES}`;
-  return {
-    apiVersion: "networking.istio.io/v1",
-    kind: i % 2 === 0 ? "VirtualService" : "DestinationRule",
-    metadata: { name: `out-${i}`, namespace: ns, labels: { "gitmesh.io/managed": "true", "gitmesh.io/cluster": "bench" } },
-    spec: i % 2 === 0 ? { hosts: [`svc-${i}.${ns}.svc.cluster.local`], http: [{ route: [{ destination: { host: `svc-${i}` } }], retries: { attempts: 3 } }] } : { host: `svc-${i}`, trafficPolicy: { tls: { mode: "ISTIO_MUTUAL" } } },
-  };
 }
 
 export const benchmark: Benchmark = {
@@ -124,13 +115,7 @@ export const benchmark: Benchmark = {
       const writer = withFieldOwner(client);
       const inventory = createInventory({ reader: client, writer, namespace: "gitmesh", cluster: "bench" });
       const applier = createApplier({ cluster: "bench", reader: client, writer, inventory, metrics, logger: silentLogger });
-      const enc = new TextEncoder();
-      const out = (n: number, version: number) => ({
-        version,
-        complete: true,
-        sourceCommit: `c${version}`,
-        resources: new Map(Array.from({ length: n }, (_, i) => vs(i)).map((o) => [`${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`, enc.encode(JSON.stringify(o))])),
-      });
+      const out = (n: number, version: number) => outputVersion(outputObjects(n, NAMESPACES), version);
       const apply1 = await time(() => applier.applyOutput(out(OUTPUT, 1)));
       if (!apply1.result.ack) throw new Error(`apply failed: ${JSON.stringify(apply1.result.errors.slice(0, 3))}`);
       figures.push({ label: `apply ${OUTPUT} output objects (SSA over HTTP, default 16 in flight)`, value: round(apply1.ms), unit: "ms" });

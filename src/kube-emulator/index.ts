@@ -135,6 +135,8 @@ export interface KubeEmulator {
   onChange(listener: (event: { type: string; object: KubeObject }) => void): () => void;
   /** Number of open watch streams. */
   openWatches(): number;
+  /** TCP connections accepted since start (a client that keeps connections alive opens few). */
+  connectionsAccepted(): number;
   /** Requests RBAC denied so far (empty without KubeEmulatorOptions.rbac). */
   forbidden(): readonly ForbiddenRequest[];
   stop(): Promise<void>;
@@ -189,6 +191,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
   });
 
   const sockets = new Set<Socket>();
+  let accepted = 0;
   let server: Server | undefined;
   let port = options.port ?? 0;
 
@@ -197,6 +200,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
       const s = createServer(handle);
       s.keepAliveTimeout = 5_000;
       s.on("connection", (sock) => {
+        accepted += 1;
         sockets.add(sock);
         sock.on("close", () => sockets.delete(sock));
       });
@@ -344,6 +348,7 @@ export async function createKubeEmulator(options: KubeEmulatorOptions = {}): Pro
     resourceVersion: () => String(store.resourceVersion),
     onChange: (listener) => store.subscribe((e: StoreEvent) => listener({ type: e.type, object: structuredClone(e.object) })),
     openWatches: () => openWatches.size,
+    connectionsAccepted: () => accepted,
     forbidden: () => [...denied],
     stop: close,
   };
