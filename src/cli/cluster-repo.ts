@@ -3,14 +3,16 @@
  * remote over smart HTTP (fetched at depth 1 into a temporary bare repository, one commit made on
  * the branch tip, pushed; a push that loses a race is redone on the new tip) or a local repository
  * (bare, or a work tree whose checked-out branch also gets the file and the index updated).
- * Commits are built from objects (blob → trees → commit), so no work tree is needed for remotes.
+ * Commits are built from objects with git-sync's tree writer (the audit branch's), so no work tree is
+ * needed for remotes.
  */
 import * as nodeFs from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, posix, resolve } from "node:path";
-import git, { Errors, type GitAuth, type TreeEntry } from "isomorphic-git";
+import git, { Errors, type GitAuth } from "isomorphic-git";
 import http from "isomorphic-git/http/node";
+import { createTreeWriter, openObjectStore } from "../git-sync/index.js";
 
 export interface RepoAuthor {
   readonly name: string;
@@ -134,28 +136,12 @@ async function editAt(gitdir: string, tip: string, path: string, message: string
   const after = edit(before, settings);
   if (after === undefined || after === before || (after === null && before === undefined) || dryRun) return { before, commit: undefined, settings };
   const { tree: rootTree } = await git.readCommit({ fs, gitdir, oid: tip }).then((c) => c.commit);
-  const blob = after === null ? undefined : await git.writeBlob({ fs, gitdir, blob: Buffer.from(after, "utf8") });
-  const tree = await replaceInTree(gitdir, rootTree, path.split("/"), blob);
+  const trees = createTreeWriter(openObjectStore(fs, gitdir));
+  const edited = await trees.edit(rootTree, new Map([[path, after === null ? null : Buffer.from(after, "utf8")]]));
+  if (edited.skipped.length > 0) throw new Error(`${path} is not a file in the repository (a directory or a submodule is in the way); nothing committed`);
   const when = { timestamp: Math.floor(Date.now() / 1000), timezoneOffset: 0 };
-  const commit = await git.commit({ fs, gitdir, message, tree: tree ?? (await git.writeTree({ fs, gitdir, tree: [] })), parent: [tip], noUpdateBranch: true, author: { ...author, ...when }, committer: { ...author, ...when } });
+  const commit = await trees.writeCommit({ tree: edited.tree ?? trees.writeTree([]), parents: [tip], author: { ...author, ...when }, message });
   return { before, commit, settings };
-}
-
-/** Writes `blob` at `parts` below `treeOid` (undefined deletes); returns the new tree, or undefined when it became empty. */
-async function replaceInTree(gitdir: string, treeOid: string | undefined, parts: readonly string[], blob: string | undefined): Promise<string | undefined> {
-  const [head, ...rest] = parts;
-  if (head === undefined) throw new Error("empty path");
-  const current: TreeEntry[] = treeOid === undefined ? [] : (await git.readTree({ fs, gitdir, oid: treeOid })).tree;
-  const existing = current.find((e) => e.path === head);
-  const entries = current.filter((e) => e.path !== head);
-  if (rest.length === 0) {
-    if (blob !== undefined) entries.push({ mode: "100644", path: head, oid: blob, type: "blob" });
-  } else {
-    const sub = await replaceInTree(gitdir, existing?.type === "tree" ? existing.oid : undefined, rest, blob);
-    if (sub !== undefined) entries.push({ mode: "040000", path: head, oid: sub, type: "tree" });
-  }
-  if (entries.length === 0) return undefined;
-  return git.writeTree({ fs, gitdir, tree: entries });
 }
 
 function explainGitError(err: unknown, doing: string): Error {

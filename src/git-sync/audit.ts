@@ -22,8 +22,6 @@
 import { createHash } from "node:crypto";
 import * as nodeFs from "node:fs";
 import { dirname, join } from "node:path";
-import { setImmediate } from "node:timers/promises";
-import { deflateSync } from "node:zlib";
 import * as git from "isomorphic-git";
 import type { FsClient, GitAuth, HttpClient } from "isomorphic-git";
 import nodeHttp from "isomorphic-git/http/node";
@@ -31,6 +29,7 @@ import { canonicalJson, canonicalYaml, describeError, type Logger } from "../cor
 import { AuditPushConflictError, classifyGitError } from "./errors.js";
 import { hasObject, openObjectStore, readBlobContent, readTreeEntries, type ObjectStore, type TreeEntry } from "./objects.js";
 import { withBackoff, type BackoffOptions } from "./retry.js";
+import { createTreeWriter, pacer, type PathChange } from "./tree-writer.js";
 import { splitCredentials, type GitCredentials } from "./source.js";
 
 /** A rendered Kubernetes object (plain data; translate's IstioResource fits). Serialised whole. */
@@ -135,12 +134,6 @@ function segment(s: string): string {
   return /^\.*$/.test(clean) ? `_${clean}` : clean;
 }
 
-interface Applied {
-  tree: string | undefined;
-  status: Map<string, "added" | "changed" | "removed">;
-  skipped: string[];
-}
-
 export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   const fs = options.fs ?? nodeFs;
   const http = options.http ?? nodeHttp;
@@ -153,6 +146,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   const remote = target.kind === "remote" ? splitCredentials(target.url, target.auth) : undefined;
   const gitdir = target.kind === "remote" ? target.cacheDir : resolveGitdir(target.path);
   const store: ObjectStore = openObjectStore(fs, gitdir);
+  const trees = createTreeWriter(store);
   const credentials = remote?.auth;
   const auth = credentials ? { onAuth: (): GitAuth => credentials } : {};
   let initialised = false;
@@ -232,73 +226,6 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
     }
   };
 
-  const applyChanges = async (treeOid: string | undefined, changes: ReadonlyMap<string, Uint8Array | null>, managed: ReadonlySet<string>): Promise<Applied> => {
-    const status = new Map<string, "added" | "changed" | "removed">();
-    const skipped: string[] = [];
-    const pace = pacer();
-    const visit = async (oid: string | undefined, local: Map<string, Uint8Array | null>, prefix: string): Promise<string | undefined> => {
-      const entries = new Map((await readTreeEntries(store, oid)).map((e) => [e.path, { ...e }]));
-      const leaves = new Map<string, Uint8Array | null>();
-      const dirs = new Map<string, Map<string, Uint8Array | null>>();
-      for (const [path, content] of local) {
-        const i = path.indexOf("/");
-        if (i < 0) leaves.set(path, content);
-        else {
-          const name = path.slice(0, i);
-          let sub = dirs.get(name);
-          if (!sub) dirs.set(name, (sub = new Map<string, Uint8Array | null>()));
-          sub.set(path.slice(i + 1), content);
-        }
-      }
-      let modified = false;
-      for (const [name, content] of leaves) {
-        const full = prefix + name;
-        const existing = entries.get(name);
-        if (content === null) {
-          if (existing?.type === "blob" && managed.has(full)) {
-            entries.delete(name);
-            status.set(full, "removed");
-            modified = true;
-          }
-          continue;
-        }
-        if (existing && (existing.type !== "blob" || !managed.has(full))) {
-          skipped.push(full);
-          continue;
-        }
-        let blobOid = blobOids.get(content);
-        if (blobOid === undefined) blobOids.set(content, (blobOid = hashObject("blob", content)));
-        await pace();
-        if (existing?.oid === blobOid) continue;
-        if (!hasLoose(blobOid)) writeLooseObject(gitdir, "blob", blobOid, content);
-        entries.set(name, { mode: "100644", path: name, oid: blobOid, type: "blob" });
-        status.set(full, existing ? "changed" : "added");
-        modified = true;
-      }
-      for (const [name, sub] of dirs) {
-        const existing = entries.get(name);
-        if (existing && existing.type !== "tree") {
-          for (const [p, c] of sub) if (c !== null) skipped.push(`${prefix}${name}/${p}`);
-          continue;
-        }
-        const next = await visit(existing?.oid, sub, `${prefix}${name}/`);
-        if (next === existing?.oid) continue;
-        modified = true;
-        if (next === undefined) entries.delete(name);
-        else entries.set(name, { mode: "040000", path: name, oid: next, type: "tree" });
-      }
-      if (!modified) return oid;
-      if (entries.size === 0) return undefined;
-      return writeTreeObject(gitdir, [...entries.values()]);
-    };
-    const tree = await visit(treeOid, new Map<string, Uint8Array | null>(changes), "");
-    return { tree, status, skipped: skipped.sort() };
-  };
-
-  /** Blob id per serialised file (the bytes are cached across writes, see yamlOf). */
-  const blobOids = new WeakMap<Uint8Array, string>();
-  const hasLoose = (oid: string): boolean => nodeFs.existsSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2)));
-
   /**
    * Serialised YAML, cached twice so that a write serialises only what changed (canonicalYaml is the
    * dominant cost of a write; a fleet-wide change touches one object of each cluster):
@@ -365,21 +292,17 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
     const managed = await readManifest(baseTree);
     const changes = new Map<string, Uint8Array | null>(files);
     for (const path of managed) if (!files.has(path)) changes.set(path, null);
-    const first = await applyChanges(baseTree, changes, managed);
+    const first = await trees.edit(baseTree, changes, { owns: (path) => managed.has(path) });
     // the manifest lists what we generated and still own (skipped paths belong to someone else)
     const skipped = new Set(first.skipped);
     const owned = [...files.keys()].filter((p) => !skipped.has(p)).sort();
     const manifest = owned.length === 0 ? null : Buffer.from(owned.join("\n") + "\n");
-    const withManifest = await applyChanges(first.tree, new Map([[MANIFEST_PATH, manifest]]), new Set([MANIFEST_PATH]));
-    const tree = withManifest.tree ?? (await writeTreeObject(gitdir, []));
+    const withManifest = await trees.edit(first.tree, new Map([[MANIFEST_PATH, manifest]]), { owns: (path) => path === MANIFEST_PATH });
+    const tree = withManifest.tree ?? trees.writeTree([]);
     const changesByCluster = summarise(first.status);
     if (tree === baseTree) return { commit: undefined, tree, changes: [], skipped: first.skipped, attempts: n };
     const who = { ...identity, timestamp: input.timestamp, timezoneOffset: 0 };
-    const commit = await git.writeCommit({
-      fs,
-      gitdir,
-      commit: { tree, parent: base === undefined ? [] : [base], author: who, committer: who, message: commitMessage(input, changesByCluster) },
-    });
+    const commit = await trees.writeCommit({ tree, parents: base === undefined ? [] : [base], author: who, message: commitMessage(input, changesByCluster) });
     if (!(await publish(base, commit))) return "race";
     return { commit, tree, changes: changesByCluster, skipped: first.skipped, attempts: n };
   };
@@ -403,7 +326,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   };
 }
 
-function summarise(status: ReadonlyMap<string, "added" | "changed" | "removed">): ClusterChange[] {
+function summarise(status: ReadonlyMap<string, PathChange>): ClusterChange[] {
   const by = new Map<string, { added: number; changed: number; removed: number; discovery: boolean }>();
   const get = (c: string) => {
     let s = by.get(c);
@@ -431,57 +354,6 @@ export function commitMessage(input: Pick<AuditInput, "sourceCommit" | "sourceRe
   });
   const subject = rendered > 0 ? `Render ${short} (${ref}): ${rendered} cluster${rendered === 1 ? "" : "s"} changed` : `Discovery update at ${short} (${ref})`;
   return `${subject}\n\n${lines.join("\n")}\n\nSource-Commit: ${input.sourceCommit}\nSource-Ref: ${input.sourceRef}\n`;
-}
-
-/**
- * Keeps a long synchronous loop from holding the event loop: the returned function yields to it
- * (timers, sockets: leases, relay keep-alives) once `sliceMs` of work has passed since the last yield.
- */
-function pacer(sliceMs = 10): () => Promise<void> {
-  let since = performance.now();
-  return async () => {
-    if (performance.now() - since < sliceMs) return;
-    await setImmediate();
-    since = performance.now();
-  };
-}
-
-/**
- * Writes a loose object with native zlib (isomorphic-git deflates in JavaScript); temp file + rename, as
- * git does. Synchronous: a fleet-wide commit writes thousands of small objects, and the promise file API
- * cost several times the CPU per object of these calls (microseconds each; the callers give the event
- * loop a turn every few milliseconds). The fan-out directory is made only when missing.
- */
-function writeLooseObject(gitdir: string, type: "blob" | "tree", oid: string, content: Uint8Array): void {
-  const dir = join(gitdir, "objects", oid.slice(0, 2));
-  const file = join(dir, oid.slice(2));
-  const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  const data = deflateSync(Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]));
-  try {
-    nodeFs.writeFileSync(tmp, data);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-    nodeFs.mkdirSync(dir, { recursive: true });
-    nodeFs.writeFileSync(tmp, data);
-  }
-  nodeFs.renameSync(tmp, file);
-}
-
-/** Serialises and writes a tree in git's entry order (a tree sorts as if its name ended in "/"). */
-function writeTreeObject(gitdir: string, entries: readonly TreeEntry[]): Promise<string> {
-  const key = (e: TreeEntry) => (e.type === "tree" ? `${e.path}/` : e.path);
-  const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(key(a)), Buffer.from(key(b))));
-  const content = Buffer.concat(
-    sorted.flatMap((e) => [Buffer.from(`${e.mode.replace(/^0+/, "")} ${e.path}\0`), Buffer.from(e.oid, "hex")]),
-  );
-  const oid = hashObject("tree", content);
-  if (!nodeFs.existsSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2)))) writeLooseObject(gitdir, "tree", oid, content);
-  return Promise.resolve(oid);
-}
-
-/** The object id git gives an object (sha1 of `<type> <size>\0<content>`). */
-function hashObject(type: "blob" | "tree", content: Uint8Array): string {
-  return createHash("sha1").update(`${type} ${content.length}\0`).update(content).digest("hex");
 }
 
 function isRace(err: unknown): boolean {

@@ -7,6 +7,8 @@
  * - `createSyncTrigger` drives a source from polling and webhook hints (dedupe, debounce, backstop).
  * - `createWebhookHandlers` verifies GitHub / GitLab / generic HMAC webhooks in constant time.
  * - `createAuditWriter` commits rendered output and discovery to the audit branch, deterministically.
+ * - `createTreeWriter` applies path → bytes changes to a tree and writes commits, without a work tree
+ *   (the audit writer and `gitmesh cluster` repository edits use it).
  */
 export {
   createGitSource,
@@ -26,7 +28,18 @@ export {
   type SyncHint,
   type SyncOutcome,
 } from "./source.js";
-export type { CommitSummary, PathFilter } from "./objects.js";
+export { openObjectStore, type CommitSummary, type ObjectStore, type PathFilter } from "./objects.js";
+export {
+  createTreeWriter,
+  EMPTY_TREE,
+  type CommitFields,
+  type GitPerson,
+  type PathChange,
+  type TreeChanges,
+  type TreeEdit,
+  type TreeEditOptions,
+  type TreeWriter,
+} from "./tree-writer.js";
 export { AuditPushConflictError, CommitNotYetVisibleError, GitAuthError, GitRefNotFoundError, GitTransportError } from "./errors.js";
 export { backoffDelay, withBackoff, type BackoffOptions } from "./retry.js";
 export { createConfigLoader } from "./config-loader.js";
