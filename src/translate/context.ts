@@ -533,10 +533,6 @@ function grants(entries: unknown, peer: WorkspaceInfo, kind: string, obj: Select
   });
 }
 
-export function diagnosticError(ctx: WorkspaceContext, o: InputObject, code: string, path: string, message: string): Diagnostic {
-  return ctx.diag(o, code, Severity.Error, path, message);
-}
-
 export function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -22,6 +22,9 @@ import { asArray, asRecord } from "./selectors.js";
 import { sidecarName, trimPolicySelects } from "./trim-proxy-config.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
+/** The keys of `spec.options` this module reads; any other set key is reported as UNSUPPORTED_FIELD. */
+const SETTINGS_OPTIONS = ["serviceIsolation", "federation", "eastWestGateways", "virtualDestClientMode", "trimAllProxyConfig"] as const;
+
 export function translateWorkspaceSettings(ctx: WorkspaceContext): TranslatorOutput {
   const ws = ctx.workspace;
   const resources: Emitted[] = [];
@@ -32,15 +35,7 @@ export function translateWorkspaceSettings(ctx: WorkspaceContext): TranslatorOut
   if (source === undefined) return { resources, diagnostics };
   if (settings !== undefined) {
     diagnostics.push(...reportUnsupported(ctx, settings, asRecord(settings.spec), "/spec", ["importFrom", "exportTo", "options"]));
-    diagnostics.push(
-      ...reportUnsupported(ctx, settings, asRecord(asRecord(settings.spec).options), "/spec/options", [
-        "serviceIsolation",
-        "federation",
-        "eastWestGateways",
-        "virtualDestClientMode",
-        "trimAllProxyConfig",
-      ]),
-    );
+    diagnostics.push(...reportUnsupported(ctx, settings, asRecord(asRecord(settings.spec).options), "/spec/options", SETTINGS_OPTIONS));
   }
   const options = effectiveOptions(ctx);
   const iso = asRecord(options.serviceIsolation);
@@ -145,6 +140,3 @@ function trimmedSidecars(ctx: WorkspaceContext, source: { source: { file: string
   }
   return out;
 }
-
-/** For tests and docs: the option keys this module reads. */
-export const SETTINGS_OPTIONS = ["serviceIsolation", "federation", "eastWestGateways", "virtualDestClientMode", "trimAllProxyConfig"] as const;
