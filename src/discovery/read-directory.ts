@@ -11,7 +11,7 @@
  */
 import { readdir, readFile } from "node:fs/promises";
 import { posix } from "node:path";
-import { isMap, isSeq, LineCounter, parseAllDocuments, type Document } from "yaml";
+import { isMap, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document } from "yaml";
 import { Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { validateDiscoverySnapshot, type DiscoverySnapshot } from "../model/index.js";
 import { DiscoveryCode, snapshotFromKubernetesObjects, type SnapshotOptions, type SourceLocation } from "./convert.js";
@@ -37,11 +37,16 @@ export interface DiscoveryReadOptions extends Omit<SnapshotOptions, "locate"> {
 
 const FILE_PATTERN = /\.(ya?ml|json)$/i;
 
+/**
+ * One document of a discovery file. Its value comes from JSON.parse for a `.json` file, else from
+ * the YAML parser; the YAML document (node positions, for the line and column of a diagnostic) is
+ * made only when a diagnostic needs one — a valid JSON snapshot never goes through the YAML parser.
+ */
 interface ParsedDoc {
   readonly file: string;
-  readonly doc: Document;
-  readonly lines: LineCounter;
   readonly value: unknown;
+  /** The YAML document and its line counter; parsed on first use for JSON files. */
+  readonly source: () => { readonly doc: Document; readonly lines: LineCounter };
 }
 
 function unescapePointer(s: string): string {
@@ -50,9 +55,10 @@ function unescapePointer(s: string): string {
 
 /** Line/column of the deepest node of `doc` on the JSON pointer `pointer`. */
 function locateIn(d: ParsedDoc, pointer: string): SourceLocation {
+  const { doc, lines } = d.source();
   const parts = pointer.split("#")[0]!.split("/").slice(1).map(unescapePointer);
-  let node: unknown = d.doc.contents;
-  let offset = (d.doc.contents as { range?: [number, number, number] } | null)?.range?.[0] ?? 0;
+  let node: unknown = doc.contents;
+  let offset = (doc.contents as { range?: [number, number, number] } | null)?.range?.[0] ?? 0;
   for (const part of parts) {
     let next: unknown;
     const inSeq = isSeq(node);
@@ -72,12 +78,31 @@ function locateIn(d: ParsedDoc, pointer: string): SourceLocation {
     // a map value is best pointed at by its key (done above); a list item by its own start
     if (range && (!isMap(node) || inSeq)) offset = range[0];
   }
-  const pos = d.lines.linePos(offset);
+  const pos = lines.linePos(offset);
   return { file: d.file, line: pos.line, column: pos.col };
 }
 
+const JSON_FILE = /\.json$/i;
+
 function parseFile(file: string, content: string | Uint8Array, diagnostics: Diagnostic[]): ParsedDoc[] {
   const text = typeof content === "string" ? content : new TextDecoder("utf-8").decode(content);
+  if (JSON_FILE.test(file)) {
+    // JSON is YAML, so the YAML document made on demand has the same value; a file that is not valid
+    // JSON goes through the YAML parser below (which reports its errors, or reads it if it is YAML).
+    let value: unknown;
+    let parsed = false;
+    try {
+      value = JSON.parse(text);
+      parsed = true;
+    } catch {
+      // not JSON: read as YAML
+    }
+    if (parsed) {
+      if (value === null) return [];
+      let source: { doc: Document; lines: LineCounter } | undefined;
+      return [{ file, value, source: () => (source ??= yamlDocument(text)) }];
+    }
+  }
   const lines = new LineCounter();
   const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
   const list = Array.isArray(docs) ? docs : [];
@@ -99,9 +124,17 @@ function parseFile(file: string, content: string | Uint8Array, diagnostics: Diag
     }
     const value: unknown = doc.toJS({ maxAliasCount: 100 });
     if (value === null || value === undefined) continue;
-    out.push({ file, doc, lines, value });
+    const source = { doc, lines };
+    out.push({ file, value, source: () => source });
   }
   return out;
+}
+
+/** The YAML document of a JSON text (for positions only). */
+function yamlDocument(text: string): { doc: Document; lines: LineCounter } {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
+  return { doc, lines };
 }
 
 function isSnapshotDoc(value: unknown): value is Record<string, unknown> {
