@@ -3,7 +3,7 @@
  * discovery), per cluster and resource, and report it as Markdown comment bodies (each under the
  * forge's limit, never cutting one resource's diff) or JSON. Pure: no I/O.
  */
-import { canonicalYaml, formatDiagnostic, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
+import { canonicalJson, canonicalYaml, formatDiagnostic, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import type { RenderedResource } from "./audit.js";
 
 export interface RenderSide {
@@ -46,25 +46,15 @@ export interface DiffReport {
   readonly headErrors: number;
 }
 
+/**
+ * Compares two renders by structure: per cluster, objects are matched by their key and compared by
+ * identity first (an incremental translation hands back the very objects, and arrays, it kept), then
+ * by canonical JSON; only objects that were added, removed or changed are serialised to YAML. A
+ * cluster whose object list is the same array on both sides costs nothing.
+ */
 export function compareRenders(base: RenderSide, head: RenderSide): DiffReport {
   const clusters: ClusterDiff[] = [];
-  const names = [...new Set([...base.clusters.keys(), ...head.clusters.keys()])].sort(cmp);
-  for (const cluster of names) {
-    const before = index(base.clusters.get(cluster) ?? []);
-    const after = index(head.clusters.get(cluster) ?? []);
-    const added: ResourceChange[] = [];
-    const changed: ResourceChange[] = [];
-    const removed: ResourceChange[] = [];
-    for (const key of [...new Set([...before.keys(), ...after.keys()])].sort(cmp)) {
-      const a = before.get(key);
-      const b = after.get(key);
-      if (a && b) {
-        if (a.yaml !== b.yaml) changed.push({ ...b.id, text: unifiedDiff(a.yaml, b.yaml) });
-      } else if (b) added.push({ ...b.id, text: b.yaml });
-      else if (a) removed.push({ ...a.id, text: a.yaml });
-    }
-    if (added.length + changed.length + removed.length > 0) clusters.push({ cluster, added, changed, removed });
-  }
+  for (const diff of clusterDiffs(base, head)) clusters.push(diff);
   const baseKeys = new Set(base.diagnostics.map(diagnosticKey));
   const headKeys = new Set(head.diagnostics.map(diagnosticKey));
   return {
@@ -77,17 +67,50 @@ export function compareRenders(base: RenderSide, head: RenderSide): DiffReport {
   };
 }
 
+/** The changed clusters, sorted by name, one at a time (YAML is made for one cluster's changes at a time). */
+function* clusterDiffs(base: Pick<RenderSide, "clusters">, head: Pick<RenderSide, "clusters">): Generator<ClusterDiff> {
+  const names = [...new Set([...base.clusters.keys(), ...head.clusters.keys()])].sort(cmp);
+  for (const cluster of names) {
+    const diff = compareCluster(cluster, base.clusters.get(cluster) ?? [], head.clusters.get(cluster) ?? []);
+    if (diff !== undefined) yield diff;
+  }
+}
+
+function compareCluster(cluster: string, beforeList: readonly RenderedResource[], afterList: readonly RenderedResource[]): ClusterDiff | undefined {
+  if (beforeList === afterList) return undefined;
+  const before = index(beforeList);
+  const after = index(afterList);
+  const added: ResourceChange[] = [];
+  const changed: ResourceChange[] = [];
+  const removed: ResourceChange[] = [];
+  const keys = [...before.keys()];
+  for (const k of after.keys()) if (!before.has(k)) keys.push(k);
+  for (const key of keys.sort(cmp)) {
+    const a = before.get(key);
+    const b = after.get(key);
+    if (a && b) {
+      if (a === b || canonicalJson(a) === canonicalJson(b)) continue;
+      const [ya, yb] = [canonicalYaml(a), canonicalYaml(b)];
+      if (ya !== yb) changed.push({ ...idOf(b), text: unifiedDiff(ya, yb) });
+    } else if (b) added.push({ ...idOf(b), text: canonicalYaml(b) });
+    else if (a) removed.push({ ...idOf(a), text: canonicalYaml(a) });
+  }
+  return added.length + changed.length + removed.length > 0 ? { cluster, added, changed, removed } : undefined;
+}
+
 /** Same problem in both revisions, even if its line moved. */
 function diagnosticKey(d: Diagnostic): string {
   return [d.code, d.severity, d.file ?? "", d.path ?? "", d.message].join("\u0000");
 }
 
-function index(resources: readonly RenderedResource[]): Map<string, { id: ResourceId; yaml: string }> {
-  const out = new Map<string, { id: ResourceId; yaml: string }>();
-  for (const r of resources) {
-    const id: ResourceId = { apiVersion: r.apiVersion, kind: r.kind, namespace: r.metadata.namespace ?? "", name: r.metadata.name };
-    out.set(`${id.kind}\u0000${id.namespace}\u0000${id.name}\u0000${id.apiVersion}`, { id, yaml: canonicalYaml(r) });
-  }
+function idOf(r: RenderedResource): ResourceId {
+  return { apiVersion: r.apiVersion, kind: r.kind, namespace: r.metadata.namespace ?? "", name: r.metadata.name };
+}
+
+/** Objects by key; the last of two with one key wins (as before: a render never has two). */
+function index(resources: readonly RenderedResource[]): Map<string, RenderedResource> {
+  const out = new Map<string, RenderedResource>();
+  for (const r of resources) out.set(`${r.kind}\u0000${r.metadata.namespace ?? ""}\u0000${r.metadata.name}\u0000${r.apiVersion}`, r);
   return out;
 }
 
