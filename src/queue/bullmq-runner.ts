@@ -11,7 +11,10 @@ import { classify, JOB_TYPES, unitOf, type JobData, type JobRunner, type JobType
 export interface BullRunnerOptions extends RunnerSettings {
   /**
    * Connection for queues and workers (BullMQ needs `maxRetriesPerRequest: null`, on a Cluster in its
-   * `redisOptions`); not closed by the runner.
+   * `redisOptions`); not closed by the runner. Not `lazyConnect`: each worker duplicates it for its
+   * blocking connection, and BullMQ waits for a lazy duplicate with `connect()`, which rejects at the first
+   * failed attempt (Redis down, a Sentinel failover not finished) — that worker then never takes a job
+   * again. A duplicate that connects by itself is waited for until it is ready, through every retry.
    */
   readonly connection: RedisClient;
   /** BullMQ key prefix, e.g. `gitmesh:bull` (on a Cluster a hash tag, `{gitmesh}:bull`, so that each script's keys share a slot). */
@@ -36,6 +39,7 @@ const EVENTS_KEPT = 500;
 const MAX_STALLED = 3;
 
 export function createBullRunner(o: BullRunnerOptions): JobRunner {
+  if (o.work && o.connection.options.lazyConnect === true) throw new Error("createBullRunner: the connection must not be lazyConnect (BullMQ's workers duplicate it, and a lazy duplicate that fails its first attempt ends its worker)");
   const queues = new Map<JobType, Queue>();
   const workers: Worker[] = [];
   for (const type of JOB_TYPES) {

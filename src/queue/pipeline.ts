@@ -739,9 +739,11 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     log.info("connecting to Redis", { topology: redisConfig.kind, address: redisConfig.display, prefix });
     // Three clients: the store's fails fast (a failed write switches to degraded mode), BullMQ's and the
     // subscriber retry until Redis answers. Through Sentinel each reconnection asks for the current primary.
-    const make = (extra: RedisClientOptions) => createRedisClient(redisConfig, { ...extra, retryStrategy: () => 250, lazyConnect: true });
+    // BullMQ's is not lazy: its workers duplicate it, and a lazy duplicate whose first attempt fails
+    // ends its worker for good (bullmq-runner.ts).
+    const make = (extra: RedisClientOptions) => createRedisClient(redisConfig, { lazyConnect: true, ...extra, retryStrategy: () => 250 });
     storeClient = make({ maxRetriesPerRequest: 1, enableOfflineQueue: false });
-    bullConn = make({ maxRetriesPerRequest: null });
+    bullConn = make({ maxRetriesPerRequest: null, lazyConnect: false });
     sub = make({ maxRetriesPerRequest: null });
     for (const c of [storeClient, bullConn, sub]) c.on("error", (err: Error) => log.debug("redis connection error", { error: err.message }));
     redisStore = createRedisStore({ redis: storeClient, prefix, retention: options.retention, now });
@@ -766,7 +768,6 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       void catchUp().catch((err: unknown) => log.debug("catch-up after a pub/sub reconnection failed", { error: String(err) }));
     });
     void sub.connect().then(() => sub?.subscribe(channel)).catch(() => undefined);
-    void bullConn.connect().catch(() => undefined);
     if (role === "worker") {
       // Jobs come from BullMQ, which connects (and reconnects) by itself: take them as soon as it can.
       runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: true, logger: log });

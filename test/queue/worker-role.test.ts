@@ -99,6 +99,33 @@ describe("worker role", () => {
     }
   });
 
+  it("a worker started while Redis is down takes jobs once Redis answers", async () => {
+    // BullMQ's workers make their blocking connections by duplicating the pipeline's: a lazy duplicate
+    // whose first connection attempt failed ended that worker for good (it never took a job again).
+    const late = await startRedis({ outages: true });
+    try {
+      await late.stop();
+      const jobs: string[] = [];
+      const w = await createPipeline({ redis: late.url, prefix: "late:", role: "worker", onJob: (e) => jobs.push(e.result), backoffMs: 20 });
+      open.push(w);
+      expect(w.mode()).toBe("degraded");
+      await late.start();
+      await until(() => w.mode() === "redis", 10_000, "the worker connected");
+      const sink = outputSink();
+      const server = await createPipeline({ redis: late.url, prefix: "late:", work: false, onOutput: sink.onOutput });
+      open.push(server);
+      for (const [cluster, snap] of fx.discovery) await server.setDiscovery(cluster, snap);
+      await server.setDesiredState({ commit: "c1", ref: "main", state: fx.state, changedKeys: [] });
+      const ref = reference(fx.state, fx.discovery);
+      await until(() => [...ref].every(([c, json]) => sink.json().get(c) === json), 20_000, "outputs translated by the worker");
+      expect(jobs).toContain("completed");
+      await w.close();
+      await server.close();
+    } finally {
+      await late.stop();
+    }
+  });
+
   it("a worker takes no inputs and needs Redis", async () => {
     const w = await make({ prefix: "inputs:", role: "worker" });
     await expect(w.p.setDesiredState({ commit: "x", ref: "main", state: fx.state, changedKeys: [] })).rejects.toThrow(/a worker pipeline takes no inputs/);
