@@ -10,11 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../core/index.js";
-import { loadDesiredState } from "../config/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
 import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, renderMarkdown, resolveRevision, type GitLocation, type RenderSide } from "../git-sync/index.js";
 import type { CiContext } from "../git-host/index.js";
-import { translateAll } from "../translate/index.js";
+import { loadRevisions, renderRevisions, type RevisionRender } from "./diff-render.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
 
 interface DiffFlags {
@@ -110,8 +109,8 @@ export function registerDiff(program: Command, io: CliIo): void {
             throw err;
           }
         }
-        const baseLoad = loadDesiredState(base.files);
-        const headLoad = loadDesiredState(head.files);
+
+        const loaded = loadRevisions(base.files, head.files);
 
         let snapshots: ReadonlyMap<string, DiscoverySnapshot>;
         let discoveryDiagnostics: Diagnostic[];
@@ -120,7 +119,7 @@ export function registerDiff(program: Command, io: CliIo): void {
           if (!info?.isDirectory()) throw new UsageError(`diff: --discovery ${flags.discovery} is not a directory`);
           ({ snapshots, diagnostics: discoveryDiagnostics } = await readDiscoveryDirectory(flags.discovery));
         } else {
-          const branch = flags.auditBranch ?? headLoad.state.settings.auditBranch;
+          const branch = flags.auditBranch ?? loaded.head.state.settings.auditBranch;
           let files;
           try {
             ({ files } = await readRevisionFiles({ location, ref: branch, subPath: "discovery", logger, retry: { attempts: 3 } }));
@@ -133,16 +132,15 @@ export function registerDiff(program: Command, io: CliIo): void {
           ({ snapshots, diagnostics: discoveryDiagnostics } = discoveryFromFiles(files, { displayRoot: `${branch}:discovery` }));
         }
 
-        const side = (ref: string, commit: string, load: typeof baseLoad): RenderSide => {
-          const result = translateAll(load.state, snapshots);
-          return {
-            ref,
-            commit,
-            clusters: new Map([...result.clusters].map(([c, out]) => [c, out.resources])),
-            diagnostics: [...load.diagnostics, ...result.diagnostics],
-          };
-        };
-        const report = compareRenders(side(flags.base, base.commit.oid, baseLoad), side(flags.head, head.commit.oid, headLoad));
+        // Base in full, head incrementally from it; compareRenders then skips by identity what the head kept.
+        const renders = renderRevisions(loaded, snapshots);
+        const side = (ref: string, commit: string, render: RevisionRender): RenderSide => ({
+          ref,
+          commit,
+          clusters: new Map([...render.result.clusters].map(([c, out]) => [c, out.resources])),
+          diagnostics: [...render.load.diagnostics, ...render.result.diagnostics],
+        });
+        const report = compareRenders(side(flags.base, base.commit.oid, renders.base), side(flags.head, head.commit.oid, renders.head));
         for (const d of sortDiagnostics(discoveryDiagnostics)) io.err(`${formatDiagnostic(d)}\n`);
 
         if (flags.format === "json") {

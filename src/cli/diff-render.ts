@@ -1,0 +1,82 @@
+/**
+ * The two renders of `gitmesh diff`: the base revision is loaded and translated in full; the head
+ * revision is the base plus the files that differ, loaded incrementally (updateDesiredState parses
+ * only those) and translated incrementally (affectedWorkspaces + retranslate re-run only the
+ * workspaces the change touches, and re-assemble only the clusters whose fragments changed), the way
+ * the server handles a push. Everything the head does not re-run is the base's own objects, so the
+ * structural comparison of the two (compareRenders) skips it by identity.
+ *
+ * The head's result is the result of a full translation of the head, to the byte (tested against
+ * one on generated fleets: test/git-sync/diff-render.test.ts). Where the incremental path would need
+ * more than the changed files — gitmesh.yaml changed (its ignore rules decide which files count) —
+ * the head is loaded and translated in full.
+ */
+import { loadDesiredState, SETTINGS_FILE, updateDesiredState, type LoadResult, type SourceFile } from "../config/index.js";
+import { affectedWorkspaces, retranslate, translateAll, type DiscoveryMap, type TranslateOptions, type TranslationResult } from "../translate/index.js";
+
+export interface RevisionRender {
+  readonly load: Pick<LoadResult, "state" | "diagnostics">;
+  readonly result: TranslationResult;
+}
+
+export interface RevisionRenders {
+  readonly base: RevisionRender;
+  readonly head: RevisionRender;
+  /** Workspaces translated again for the head; undefined when the head was translated in full. */
+  readonly rerun?: readonly string[];
+}
+
+/** Files of head that are new or differ from base, and paths of base that head no longer has; undefined when gitmesh.yaml differs. */
+export function fileDelta(base: readonly SourceFile[], head: readonly SourceFile[]): { changed: SourceFile[]; removed: string[] } | undefined {
+  const before = new Map(base.map((f) => [f.path, f.content]));
+  const changed: SourceFile[] = [];
+  const seen = new Set<string>();
+  for (const f of head) {
+    seen.add(f.path);
+    const old = before.get(f.path);
+    if (old === undefined || !sameBytes(old, f.content)) changed.push(f);
+  }
+  const removed = [...before.keys()].filter((p) => !seen.has(p));
+  if (changed.some((f) => f.path === SETTINGS_FILE) || removed.includes(SETTINGS_FILE)) return undefined;
+  return { changed, removed };
+}
+
+function sameBytes(a: string | Uint8Array, b: string | Uint8Array): boolean {
+  if (typeof a === "string" || typeof b === "string") return toText(a) === toText(b);
+  if (a.byteLength !== b.byteLength) return false;
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+}
+
+function toText(v: string | Uint8Array): string {
+  return typeof v === "string" ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("utf8");
+}
+
+export interface LoadedRevisions {
+  readonly base: Pick<LoadResult, "state" | "diagnostics">;
+  readonly head: Pick<LoadResult, "state" | "diagnostics">;
+  /** Set when head was loaded as an update of base: the keys whose object differs. */
+  readonly changedKeys?: ReadonlySet<string>;
+}
+
+/** Loads base in full and head as an update of base (only the files that differ are parsed); head in full when gitmesh.yaml differs. */
+export function loadRevisions(base: readonly SourceFile[], head: readonly SourceFile[]): LoadedRevisions {
+  const baseLoad = loadDesiredState(base);
+  const delta = fileDelta(base, head);
+  if (delta === undefined) return { base: baseLoad, head: loadDesiredState(head) };
+  const headLoad = updateDesiredState(baseLoad.state, delta.changed, delta.removed);
+  return { base: baseLoad, head: headLoad, changedKeys: headLoad.changedKeys };
+}
+
+/** Translates the base in full and the head incrementally from it (see above). */
+export function renderRevisions(loaded: LoadedRevisions, discovery: DiscoveryMap, options: TranslateOptions = {}): RevisionRenders {
+  const baseResult = translateAll(loaded.base.state, discovery, options);
+  const base = { load: loaded.base, result: baseResult };
+  const full = (): RevisionRenders => ({ base, head: { load: loaded.head, result: translateAll(loaded.head.state, discovery, options) } });
+  if (loaded.changedKeys === undefined) return full();
+  const rerun = affectedWorkspaces({ desired: loaded.base.state, discovery }, { desired: loaded.head.state, discovery }, { changedKeys: loaded.changedKeys });
+  const { result } = retranslate(baseResult, loaded.head.state, discovery, rerun, options);
+  // translateAll also assembles a cluster that only fragments name (not in the index): never seen,
+  // but the full translation is the reference, so such a head is translated in full.
+  for (const w of result.workspaces.values()) for (const c of w.fragments.keys()) if (!result.clusters.has(c)) return full();
+  return { base, head: { load: loaded.head, result }, rerun };
+}
