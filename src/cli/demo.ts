@@ -11,22 +11,25 @@
  * - the management server and one agent per cluster (in-process);
  * - progress as clusters register, warm, translate and apply; a summary; how to push a change.
  *
+ * Every step says what it starts before it starts (the first run on a fresh machine takes minutes:
+ * compiling and loading the modules alone takes seconds), and a wait that prints nothing for
+ * STILL_WAITING_MS says what it is still waiting for. The modules behind the demo are imported only
+ * once the first line is out, which is why they are loaded with import() below.
+ *
  * `--exit` stops after the first full convergence (for scripts and CI).
  */
+import { existsSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir, hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import { createLogger, describeError, type Logger } from "../core/index.js";
+import type { Logger } from "../core/index.js";
 import type { Agent } from "../agent/index.js";
-import { createBareRepo, createInProcessAgent, freePort, redisUnreachable, removeRedisKeys, runGit, startGitHttpServer, startPrivateRedis, type GitHttpServer } from "../devtools/index.js";
-import { signBody } from "../git-sync/index.js";
-import { createKubeEmulator, type KubeEmulator } from "../kube-emulator/index.js";
-import { RELAY_SECRETS } from "../relay/index.js";
-import { generateToken, parseServerConfig } from "../server/index.js";
+import type { GitHttpServer } from "../devtools/index.js";
+import type { KubeEmulator } from "../kube-emulator/index.js";
 import { ExitCode, secondsFlag, type CliIo } from "./io.js";
-import { startServerProcess, type RunningServer } from "./server.js";
+import type { RunningServer } from "./server.js";
 
 interface DemoFlags {
   readonly exit?: boolean;
@@ -35,6 +38,34 @@ interface DemoFlags {
 }
 
 const CLUSTERS = ["cluster1", "cluster2"] as const;
+/** A wait that printed nothing for this long says what it is still waiting for. */
+const STILL_WAITING_MS = 10_000;
+
+type Modules = Awaited<ReturnType<typeof loadModules>>;
+
+/** The modules the demo runs, loaded after its first line (the first load on a fresh machine takes seconds). */
+async function loadModules() {
+  const [core, devtools, gitSync, kubeEmulator, relay, server, serverCommand] = await Promise.all([
+    import("../core/index.js"),
+    import("../devtools/index.js"),
+    import("../git-sync/index.js"),
+    import("../kube-emulator/index.js"),
+    import("../relay/index.js"),
+    import("../server/index.js"),
+    import("./server.js"),
+  ]);
+  return {
+    createLogger: core.createLogger,
+    describeError: core.describeError,
+    ...devtools,
+    signBody: gitSync.signBody,
+    createKubeEmulator: kubeEmulator.createKubeEmulator,
+    RELAY_SECRETS: relay.RELAY_SECRETS,
+    generateToken: server.generateToken,
+    parseServerConfig: server.parseServerConfig,
+    startServerProcess: serverCommand.startServerProcess,
+  };
+}
 
 export function registerDemo(program: Command, io: CliIo): void {
   program
@@ -63,6 +94,14 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
   const t0 = Date.now();
   const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`.padStart(6);
   const step = (msg: string) => io.out(`[${elapsed()}] ${msg}\n`);
+  io.out(
+    "gitmesh demo: the whole system on this machine — Redis, a Git server, two emulated Kubernetes clusters,\n" +
+      "the management server and one agent per cluster. Each step is printed as it starts; the first run on a\n" +
+      "fresh machine takes a minute or two.\n\n",
+  );
+  step("Loading the server, relay, agent and Kubernetes emulator modules …");
+  const modules = await loadModules();
+  const { createLogger, describeError, createBareRepo, createInProcessAgent, freePort, redisUnreachable, removeRedisKeys, runGit, startGitHttpServer, startPrivateRedis, createKubeEmulator, RELAY_SECRETS, generateToken, parseServerConfig, startServerProcess } = modules;
   const root = await mkdtemp(join(tmpdir(), "gitmesh-demo-"));
   const logFile = join(root, "server.log");
   const logLines: string[] = [];
@@ -83,6 +122,8 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     },
   });
   const stack: Stoppable[] = [];
+  /** What to do next, printed after everything stopped. */
+  let farewell = "";
   const stopAll = async () => {
     for (const s of stack.reverse()) await s.stop().catch((err: unknown) => io.err(`demo: stopping ${s.name}: ${describeError(err)}\n`));
     clearTimeout(flushTimer);
@@ -130,7 +171,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     const hook: { url?: string } = {};
     const git: GitHttpServer = await startGitHttpServer({
       root: gitRoot,
-      onPush: (repo) => void notifyPush(join(gitRoot, `${repo}.git`), hook.url, webhookSecret).catch(() => undefined),
+      onPush: (repo) => void notifyPush(modules, join(gitRoot, `${repo}.git`), hook.url, webhookSecret).catch(() => undefined),
     });
     stack.push({ name: "git server", stop: () => git.stop() });
     const work = join(root, "mesh-config");
@@ -164,6 +205,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
       { identity: hostname() },
     );
     if (!config) throw new Error(`demo configuration is invalid: ${problems.join("; ")}`);
+    step("Server: starting — relay certificate authority, first sync of the Git repository, translation pipeline …");
     const server: RunningServer = await startServerProcess(config, logger.child("server"), { auditDebounceMs: 200 });
     stack.push({ name: "server", stop: () => server.stop() });
     const base = `http://127.0.0.1:${String(httpPort)}`;
@@ -174,7 +216,13 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     await writeFile(tokenFile, apiToken + "\n", { mode: 0o600 });
     const get = <T>(path: string) => getJson<T>(`${base}${path}`, apiToken);
     step(`Server: relay on 127.0.0.1:${String(relayPort)}, HTTP on ${base} (${redisUrl ? "Redis" : "standalone"}; log: ${logFile})`);
-    if (!opts.exit) step(`Web UI: ${base}/ — sign in with the token in ${tokenFile}; it shows the clusters converging live`);
+    if (!opts.exit) {
+      step(
+        existsSync(join(repoRoot(), "dist", "web", "index.html"))
+          ? `Web UI: ${base}/ — sign in with the token in ${tokenFile}; it shows the clusters converging live`
+          : `Web UI: not built, so ${base}/ only says how to build it (npm run build:web; npm run demo builds it before starting)`,
+      );
+    }
 
     // ---- Clusters and agents -------------------------------------------------------------------
     const emulators = new Map<string, KubeEmulator>();
@@ -200,7 +248,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
       agents.push(agent);
       stack.push({ name: `${cluster} agent`, stop: () => agent.stop() });
     }
-    step("Agents: started, registering with the relay …");
+    step("Agents: started; next they register with the relay, send discovery (warming), and apply the first translation …");
 
     // ---- Watch convergence ---------------------------------------------------------------------
     const first = await watchConvergence(get, step, opts.timeoutMs, () => interrupted);
@@ -237,7 +285,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     io.out(`\n  audit branch ${config.auditBranch}: ${audit ? audit.slice(0, 12) : "(not written yet)"}\n`);
     if (opts.exit) {
       // The demo's directory, server and clusters go away with it: commands naming them would point nowhere.
-      io.out("\nRun `npm run demo` (without --exit) to query the server, the clusters, and push a change and watch it converge.\n");
+      farewell = "\nRun `npm run demo` (without --exit) to query the server, the clusters, and push a change and watch it converge.\n";
       return ExitCode.Ok;
     }
     io.out(`  web UI:       ${base}/  (token: ${tokenFile})\n`);
@@ -271,11 +319,14 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    step(`Stopping the demo: ${stack.map((s) => s.name).reverse().join(", ") || "nothing started"} …`);
     await stopAll();
+    step(opts.keep ? `Stopped; files kept in ${root}` : "Stopped; its temporary files are removed");
+    io.out(farewell);
   }
 }
 
-interface ClusterStatus {
+export interface ClusterStatus {
   readonly name: string;
   readonly connected: boolean;
   readonly warmed: boolean;
@@ -283,7 +334,7 @@ interface ClusterStatus {
   readonly applied: { version: number; sourceCommit: string } | null;
   readonly inSync: boolean;
 }
-interface Status {
+export interface Status {
   readonly ready: boolean;
   readonly readiness: string;
   readonly commit: { sha: string } | null;
@@ -294,16 +345,23 @@ interface Status {
 
 /** Polls /api/status, printing each state change, until every registered cluster applied the output of `commit` (default: the commit in force). */
 async function watchConvergence(get: <T>(path: string) => Promise<T>, step: (m: string) => void, timeoutMs: number, interrupted: () => boolean, commit?: string): Promise<{ commit: string; clusters: ClusterStatus[] } | undefined> {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   const seen = new Set<string>();
+  let lastSaid = started;
   const say = (key: string, msg: string) => {
     if (!seen.has(key)) {
       seen.add(key);
+      lastSaid = Date.now();
       step(msg);
     }
   };
   while (Date.now() < deadline && !interrupted()) {
     const st = await get<Status>("/api/status").catch(() => undefined);
+    if (Date.now() - lastSaid >= STILL_WAITING_MS) {
+      lastSaid = Date.now();
+      step(`… still waiting (${String(Math.round((lastSaid - started) / 1000))} s) for ${stillWaitingFor(st)}`);
+    }
     if (st) {
       if (st.commit) say(`commit:${st.commit.sha}`, `Server: commit ${st.commit.sha.slice(0, 12)} accepted from Git`);
       for (const c of st.clusters) {
@@ -329,6 +387,22 @@ async function watchConvergence(get: <T>(path: string) => Promise<T>, step: (m: 
   return undefined;
 }
 
+/** What a convergence wait is waiting for, from the last status read (undefined: the status API did not answer). */
+export function stillWaitingFor(st: Pick<Status, "ready" | "readiness" | "clusters"> | undefined): string {
+  if (st === undefined) return "the server's status API to answer";
+  if (!st.ready) return `the server (${st.readiness})`;
+  const pending = CLUSTERS.flatMap((name) => {
+    const c = st.clusters.find((x) => x.name === name);
+    if (c === undefined || !c.connected) return [`${name}: its agent to connect to the relay`];
+    if (!c.warmed) return [`${name}: its discovery`];
+    if (c.output === null || !c.output.complete || c.output.resources === 0) return [`${name}: translation`];
+    if (c.applied === null || c.applied.version < c.output.version) return [`${name}: its agent to apply output v${String(c.output.version)} (${String(c.output.resources)} resources)`];
+    if (!c.inSync) return [`${name}: to report in sync`];
+    return [];
+  });
+  return pending.length > 0 ? pending.join("; ") : "the clusters to report the commit applied";
+}
+
 /** The commands that change a policy and push it, runnable as printed (the demo's test runs them). */
 async function pushHint(work: string): Promise<string> {
   const file = "workspaces/gateways/retry-timeout-httpbin.yaml";
@@ -339,7 +413,8 @@ async function pushHint(work: string): Promise<string> {
   return `  cd ${work}\n${edit}  git commit -qam "longer httpbin timeout" && git push -q origin HEAD:main\n`;
 }
 
-async function notifyPush(bareRepo: string, url: string | undefined, secret: string): Promise<void> {
+async function notifyPush(tools: Pick<Modules, "runGit" | "signBody">, bareRepo: string, url: string | undefined, secret: string): Promise<void> {
+  const { runGit, signBody } = tools;
   if (url === undefined) return;
   const sha = (await runGit(["rev-parse", "refs/heads/main"], { GIT_DIR: bareRepo })).trim();
   const body = JSON.stringify({ ref: "refs/heads/main", sha, repo: "mesh-config" });

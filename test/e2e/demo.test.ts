@@ -38,6 +38,28 @@ describe("gitmesh demo", () => {
     expect(stdout).toContain("Run `npm run demo` (without --exit) to query the server, the clusters, and push a change");
     expect(stdout).toMatch(/cluster1: agent connected/);
     expect(stdout).toMatch(/discovery received \(warmed\)/);
+    // It says what it does before each slow step, in the order it does it, and what to do next once all is stopped.
+    const progress = [
+      /^gitmesh demo: the whole system on this machine/m,
+      /^\[ *[\d.]+s\] Loading the server, relay, agent and Kubernetes emulator modules …$/m,
+      /^\[ *[\d.]+s\] Redis: /m,
+      /^\[ *[\d.]+s\] Git: examples\/repo-layout pushed to /m,
+      /^\[ *[\d.]+s\] Server: starting — relay certificate authority, first sync of the Git repository, translation pipeline …$/m,
+      /^\[ *[\d.]+s\] Server: relay on /m,
+      /^\[ *[\d.]+s\] cluster1: Kubernetes API emulator on /m,
+      /^\[ *[\d.]+s\] cluster2: Kubernetes API emulator on /m,
+      /^\[ *[\d.]+s\] Agents: started; next they register with the relay, send discovery \(warming\), and apply the first translation …$/m,
+      /^\[ *[\d.]+s\] cluster1: output v\d+ translated/m,
+      /^\[ *[\d.]+s\] cluster1: output v\d+ applied \(ACK\)$/m,
+      /^Converged in /m,
+      /^\[ *[\d.]+s\] Stopping the demo: cluster2 agent, .*, server, git server.* …$/m,
+      /^\[ *[\d.]+s\] Stopped; its temporary files are removed$/m,
+      /^Run `npm run demo` \(without --exit\)/m,
+    ];
+    const at = progress.map((re) => ({ re: String(re), index: re.exec(stdout)?.index ?? -1 }));
+    expect(at.filter((p) => p.index < 0).map((p) => p.re), "progress lines missing").toEqual([]);
+    expect(at.map((p) => p.index), "progress lines out of order").toEqual(at.map((p) => p.index).sort((a, b) => a - b));
+    expect(stdout.trimEnd().endsWith("push a change and watch it converge."), "what to do next is the last line").toBe(true);
   }, 150_000);
 
   it("the printed push hint, run as printed, converges; a rejected commit is reported once", async () => {
