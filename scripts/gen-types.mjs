@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Generates TypeScript from the JSON Schemas: schemas/<name>.schema.json → src/model/generated/<name>.gen.ts,
-// plus src/model/generated/schemas.gen.ts (every schema as data, so the validators never read files at run time
-// and `tsc` of src/ alone — rootDir src — still sees them).
+// plus src/model/generated/schemas.gen.ts (every schema as data; `tsc` of src/ alone — rootDir src — still sees
+// them) and src/model/generated/validators.gen.ts: every schema compiled by ajv here, at generation time, into
+// standalone validation code (ajv's "standalone" output), so a process validates without compiling anything.
 //
 //   node scripts/gen-types.mjs           write the files (npm run gen)
 //   node scripts/gen-types.mjs --check   exit 1 naming every stale/missing/extra generated file (CI, npm run gen:check)
@@ -20,6 +21,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compile } from "json-schema-to-typescript";
 import { format } from "prettier";
+import { _, Ajv } from "ajv";
+import addFormatsModule from "ajv-formats";
+import standaloneModule from "ajv/dist/standalone/index.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const schemaDir = join(root, "schemas");
@@ -135,7 +139,76 @@ async function generate() {
     "\n/** Every schema of schemas/, keyed by file name, as data for the ajv validators (src/model/validate.ts). */\n" +
     `export const SCHEMAS: Readonly<Record<string, unknown>> = ${JSON.stringify(Object.fromEntries(schemasData.map((s) => [s.file, s.schema])), null, 2)};\n`;
   outputs.set("schemas.gen.ts", data);
+  outputs.set("validators.gen.ts", generateValidators(schemasData));
   return outputs;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Standalone validators (src/model/validate.ts runs them; it holds no ajv instance).
+//
+// The options are the validators' contract with validate.ts, which turns ajv's errors into SchemaIssues:
+// `allErrors` (every problem at once), `verbose` (errors carry `schema`, `parentSchema` and `data`, read by
+// the issue messages), strict mode (a schema mistake fails here, at generation time).
+
+const AJV_OPTIONS = { allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true, allowMatchingProperties: true };
+const SCHEMA_BASE = "https://gitmesh.io/schemas/";
+
+/**
+ * The `x-gloo-rules` keyword (Gloo's CRD rules; see src/model/gloo-rules.ts) runs a function of the model,
+ * which the generated module imports. ajv references a keyword's function by value and cannot write it
+ * into standalone code by itself, so the function is registered up front with the code that names it
+ * (ajv's scope keeps one name per function, and the keyword then uses that name).
+ */
+function glooRulesKeyword(ajv) {
+  const placeholder = () => {
+    throw new Error("x-gloo-rules runs in the generated module only");
+  };
+  ajv.scope.value("keyword", { ref: placeholder, code: _`checkGlooRules` });
+  ajv.addKeyword({ keyword: "x-gloo-rules", type: "object", schemaType: "array", errors: true, validate: placeholder });
+}
+
+function generateValidators(schemasData) {
+  // ajv-formats is CommonJS; its default import is the module object.
+  const addFormats = addFormatsModule.default ?? addFormatsModule;
+  const standaloneCode = standaloneModule.default ?? standaloneModule;
+  const ajv = new Ajv({ ...AJV_OPTIONS, code: { source: true, esm: true, lines: false, formats: _`require("ajv-formats/dist/formats").fullFormats` } });
+  addFormats(ajv);
+  glooRulesKeyword(ajv);
+  const exportsByFile = new Map(); // schema file → export name in ajv's output
+  const refs = {};
+  for (const { file, schema } of schemasData) {
+    const id = schema.$id ?? `${SCHEMA_BASE}${file}`;
+    ajv.addSchema(schema, id);
+    const name = `v_${file.replace(/\.schema\.json$/, "").replace(/[^A-Za-z0-9]/g, "_")}`;
+    refs[name] = id;
+    exportsByFile.set(file, name);
+  }
+  let code = standaloneCode(ajv, refs);
+  // ajv names each validator in an `export const <name> = validateN;`; the module exports one map instead.
+  const fnByName = new Map();
+  code = code.replace(/export const (v_[A-Za-z0-9_]+) = (validate\d+);/g, (_m, name, fn) => {
+    fnByName.set(name, fn);
+    return "";
+  });
+  code = code.replace(/^"use strict";/, "");
+  if (/\bself\./.test(code)) throw new Error("gen-types: ajv's standalone code uses its instance (self.…); validators.gen.ts cannot run it");
+  const entries = [...exportsByFile].map(([file, name]) => {
+    const fn = fnByName.get(name);
+    if (!fn) throw new Error(`gen-types: ajv exported no validator for ${file}`);
+    return `  ${JSON.stringify(file)}: ${fn},`;
+  });
+  return (
+    banner("schemas/*.schema.json") +
+    "// @ts-nocheck — ajv's standalone output (validation code compiled at generation time), not written for the type checker.\n" +
+    'import { createRequire } from "node:module";\nimport type { ValidateFunction } from "ajv";\nimport { checkGlooRules } from "../gloo-rules.js";\n' +
+    "// ajv writes its run-time helpers (ajv/dist/runtime/*) as CommonJS `require(…).default`; CommonJS semantics, whoever loads this module.\n" +
+    "const require = createRequire(import.meta.url);\n" +
+    "// ajv passes its instance as `this` to a keyword's function; the standalone code has none (x-gloo-rules does not use it).\n" +
+    "const self = undefined;\n\n" +
+    "/** The validator of every schema of schemas/, keyed by file name (src/model/validate.ts). */\n" +
+    `export const VALIDATORS: Readonly<Record<string, ValidateFunction>> = {\n${entries.join("\n")}\n};\n\n` +
+    `${code.trim()}\n`
+  );
 }
 
 const outputs = await generate();

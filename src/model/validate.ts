@@ -1,13 +1,13 @@
 /**
  * Schema validation of configuration documents and discovery snapshots.
  *
- * One ajv instance holds every schema of schemas/ (embedded by `npm run gen` into generated/schemas.gen.ts);
- * it is created on first use and each kind's validator is compiled once and cached. ajv's raw errors are
- * turned into SchemaIssues: one per actual problem, pointing at the offending node, saying what to do.
+ * The validators are ajv's standalone code, compiled from schemas/ by `npm run gen` into
+ * generated/validators.gen.ts: nothing is compiled at run time, so the first document a process validates
+ * costs what every other one does. ajv's raw errors are turned into SchemaIssues: one per actual problem,
+ * pointing at the offending node, saying what to do.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import addFormatsModule from "ajv-formats";
-import { SCHEMAS } from "./generated/schemas.gen.js";
+import type { ErrorObject, ValidateFunction } from "ajv";
+import { VALIDATORS } from "./generated/validators.gen.js";
 import { describeSupportedKinds, kindInfo, SUPPORTED_KINDS } from "./kinds.js";
 
 /** One schema violation. */
@@ -20,48 +20,19 @@ export interface SchemaIssue {
   readonly message: string;
 }
 
-const SCHEMA_BASE = "https://gitmesh.io/schemas/";
 const DISCOVERY_FILE = "discovery-snapshot.schema.json";
 const DURATION_REF_PATTERN = "^(0|([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$";
 
-// ajv-formats is CommonJS; under NodeNext its default import is the module object.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const validatorFor = (file: string): ValidateFunction | undefined => VALIDATORS[file];
 
-interface Compiled {
-  readonly ajv: Ajv;
-  readonly byFile: Map<string, ValidateFunction>;
-}
-let compiled: Compiled | undefined;
-
-function instance(): Compiled {
-  if (compiled) return compiled;
-  const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true, allowMatchingProperties: true });
-  addFormats(ajv);
-  ajv.addKeyword({ keyword: "x-gloo-rules", type: "object", schemaType: "array", errors: true, validate: checkGlooRules });
-  for (const [file, schema] of Object.entries(SCHEMAS)) {
-    // Schemas reference each other by file name relative to their $id; register each under a stable $id.
-    const s = schema as { $id?: string };
-    ajv.addSchema(schema as object, s.$id ?? `${SCHEMA_BASE}${file}`);
-  }
-  compiled = { ajv, byFile: new Map() };
-  return compiled;
-}
-
-function validatorFor(file: string): ValidateFunction | undefined {
-  const c = instance();
-  let v = c.byFile.get(file);
-  if (v) return v;
-  const schema = SCHEMAS[file] as { $id?: string } | undefined;
-  if (!schema) return undefined;
-  v = c.ajv.getSchema(schema.$id ?? `${SCHEMA_BASE}${file}`);
-  if (!v) return undefined;
-  c.byFile.set(file, v);
-  return v;
-}
-
-/** Compiles every validator now (otherwise they compile lazily on first use). Throws if a schema is broken (a bug). */
+/**
+ * Checks that every schema has its generated validator. Kept from when validators compiled lazily at run
+ * time (then it compiled them all up front); now they are compiled by `npm run gen`, so this only finds a
+ * stale generated/ directory. Throws if one is missing (a bug: run npm run gen).
+ */
 export function precompileValidators(): void {
-  for (const file of Object.keys(SCHEMAS)) validatorFor(file);
+  for (const info of SUPPORTED_KINDS) if (!validatorFor(info.schemaFile)) throw new Error(`model: no validator for ${info.schemaFile} (run npm run gen)`);
+  if (!validatorFor(DISCOVERY_FILE)) throw new Error(`model: no validator for ${DISCOVERY_FILE} (run npm run gen)`);
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -104,42 +75,6 @@ function unsupportedKind(apiVersion: string, kind: string): SchemaIssue {
   const guess = closest(kind, kindNames);
   const hint = guess ? `did you mean \`${guess}\`? ` : "";
   return { path: "/kind", keyword: "kind", message: `unsupported kind \`${kind}\` (${apiVersion}); ${hint}supported kinds: ${describeSupportedKinds()}` };
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Gloo's CRD rules (the protos' `+kubebuilder:validation:XValidation` markers), declared in a schema as
-// `x-gloo-rules: [{when, requireAnyOf | forbid, message}]` and reported with Gloo's own message:
-// - `when`: `{field: value}` (the field equals the value) or `{absent: field}` (the field is not set);
-// - `requireAnyOf`: alternatives, each a list of dotted paths that must all be set;
-// - `forbid`: fields that must not be set.
-
-interface GlooRule {
-  readonly when: Readonly<Record<string, unknown>>;
-  readonly requireAnyOf?: readonly (readonly string[])[];
-  readonly forbid?: readonly string[];
-  readonly message: string;
-}
-
-const hasPath = (data: Record<string, unknown>, path: string): boolean => {
-  let cur: unknown = data;
-  for (const seg of path.split(".")) {
-    if (!isRecord(cur) || cur[seg] === undefined) return false;
-    cur = cur[seg];
-  }
-  return true;
-};
-
-function checkGlooRules(this: unknown, rules: readonly GlooRule[], data: Record<string, unknown>): boolean {
-  const failed: { keyword: string; message: string; params: Record<string, unknown> }[] = [];
-  for (const r of rules) {
-    const applies = Object.entries(r.when).every(([k, v]) => (k === "absent" ? data[String(v)] === undefined : data[k] === v));
-    if (!applies) continue;
-    const present = (r.forbid ?? []).find((f) => data[f] !== undefined);
-    if (present !== undefined) failed.push({ keyword: "x-gloo-rules", message: r.message, params: { field: present } });
-    else if (r.requireAnyOf !== undefined && !r.requireAnyOf.some((alt) => alt.every((p) => hasPath(data, p)))) failed.push({ keyword: "x-gloo-rules", message: r.message, params: {} });
-  }
-  (checkGlooRules as unknown as { errors: unknown[] }).errors = failed;
-  return failed.length === 0;
 }
 
 // ajv errors → SchemaIssues
