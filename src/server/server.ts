@@ -15,9 +15,8 @@ import { join } from "node:path";
 import { mkdir } from "node:fs/promises";
 import type { Registry } from "prom-client";
 import { describeError, formatDiagnostic, NeedsHumanError, Reaction, reactionOf, Severity, stripCredentials, type Diagnostic, type Logger } from "../core/index.js";
-import { allObjects, diagnosticsOf, objectsOfKind, type DesiredState } from "../config/index.js";
+import { allObjects, diagnosticsOf, type DesiredState } from "../config/index.js";
 import {
-  allowedDeletions,
   createAuditWriter,
   createConfigLoader,
   createGitSource,
@@ -48,7 +47,8 @@ import { createServerMetrics } from "./metrics.js";
 import type { PipelineOutput, PipelinePort } from "./pipeline-port.js";
 import { generateToken, type RelaySecretStore } from "./pki-storage.js";
 import type { PresenceRegistry } from "./presence.js";
-import { createWarmingGate, type RegisteredCluster, type WarmingGate } from "./warming.js";
+import { createWarmingGate, type WarmingGate } from "./warming.js";
+import { createCommitInForce } from "./commit-in-force.js";
 
 /** Guards singleton work (Git polling, audit commits) across replicas; default: this replica always leads. */
 export interface SingletonGuard {
@@ -111,13 +111,6 @@ export interface ManagementServer {
   syncIdle(): Promise<void>;
 }
 
-/**
- * The changed-keys list of a commit whose configuration is unchanged: an object key that names no
- * object, so the pipeline moves the desired state to the commit and re-translates nothing (an empty
- * list would mean "unknown: re-translate everything").
- */
-const UNCHANGED_KEY = "(unchanged)/-/-";
-
 export function createManagementServer(options: ManagementServerOptions): ManagementServer {
   const { config, pipeline, logger: log } = options;
   /** The store in use now (it changes with the pipeline's mode: Redis, or the memory mirror). */
@@ -134,9 +127,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   let rootCaPem: string | undefined;
   let apiTokens: ApiTokens | undefined;
   const identities = createClusterIdentities(options.secrets.records, { now });
-  let desired: { state: DesiredState; commit: string; committedAt: number } | undefined;
-  let registered: readonly RegisteredCluster[] = [];
   let stopped = false;
+  const stopping = new AbortController();
   /** Read after an await (a plain read would be narrowed to its value before the await). */
   const isStopped = () => stopped;
   const convergence: ConvergenceTracker = createConvergenceTracker({
@@ -191,69 +183,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     });
   }
 
-  const registeredOf = (state: DesiredState): RegisteredCluster[] =>
-    objectsOfKind(state, "KubernetesCluster")
-      .map((o) => ({ name: o.metadata.name, skipWarming: (o.spec as { skipWarming?: boolean } | undefined)?.skipWarming === true }))
-      .sort((a, b) => a.name.localeCompare(b.name));
-
-  let lastRejected: string | undefined;
-  const onOutcome = async (outcome: SyncOutcome<DesiredState>): Promise<void> => {
-    if (outcome.kind === "unchanged") {
-      metrics.commits.inc({ result: "unchanged" });
-      // A new commit with the same configuration (a revert of a rejected commit, a README change):
-      // it becomes the commit in force everywhere, nothing is re-translated.
-      if (desired !== undefined && outcome.commit.oid !== desired.commit) {
-        const atMs = now();
-        adopt(outcome.state, outcome.commit.oid, outcome.commit.timestamp, atMs);
-        metrics.rejectedCommit.set(0);
-        log.info("commit accepted (configuration unchanged)", { commit: outcome.commit.oid });
-        await pipeline.setDesiredState({ commit: outcome.commit.oid, ref: config.gitBranch, state: outcome.state, changedKeys: [UNCHANGED_KEY], ...allowance(outcome.commit), atMs });
-      }
-      return;
-    }
-    if (outcome.kind === "rejected") {
-      metrics.rejectedCommit.set(1);
-      // Every poll answers the same rejection until a new commit arrives: count and log it once.
-      if (outcome.commit.oid === lastRejected) return;
-      lastRejected = outcome.commit.oid;
-      metrics.commits.inc({ result: "rejected" });
-      const errors = outcome.rejection.diagnostics.filter((d) => d.severity === Severity.Error);
-      log.warn("commit rejected; the last good desired state stays in force", {
-        commit: outcome.commit.oid,
-        errors: errors.length,
-        first: errors[0] ? formatDiagnostic(errors[0]) : undefined,
-        inForce: desired?.commit,
-      });
-      return;
-    }
-    metrics.commits.inc({ result: "accepted" });
-    metrics.rejectedCommit.set(0);
-    const atMs = now();
-    adopt(outcome.state, outcome.commit.oid, outcome.commit.timestamp, atMs);
-    log.info("commit accepted", {
-      commit: outcome.commit.oid,
-      full: outcome.full,
-      changedObjects: outcome.changedKeys.size,
-      clusters: registered.map((c) => c.name),
-      warnings: outcome.diagnostics.filter((d) => d.severity === Severity.Warning).length,
-    });
-    await pipeline.setDesiredState({ commit: outcome.commit.oid, ref: config.gitBranch, state: outcome.state, changedKeys: [...outcome.changedKeys], ...allowance(outcome.commit), atMs });
-  };
-
-  /** `Gitmesh-Allow-Deletion` trailers of the commit brought into force: its outputs may delete any number of objects there. */
-  const allowance = (commit: { oid: string; message: string }): { allowMassDeletion?: string[] } => {
-    const { clusters, invalid } = allowedDeletions(commit.message);
-    if (invalid.length > 0) log.warn("Gitmesh-Allow-Deletion trailer names no cluster; ignored", { commit: commit.oid, values: invalid });
-    if (clusters.length === 0) return {};
-    log.info("commit allows mass deletion", { commit: commit.oid, clusters });
-    return { allowMassDeletion: clusters };
-  };
-
-  /** Makes a desired state the one in force on this replica (accepted here, or read from the store on a follower). */
-  const adopt = (state: DesiredState, commit: string, committedAt: number, atMs: number): void => {
-    desired = { state, commit, committedAt };
-    registered = registeredOf(state);
-    metrics.clustersRegistered.set(registered.length);
+  const inForce = createCommitInForce({ pipeline, store, ref: config.gitBranch, metrics, logger: log, signal: stopping.signal, now });
+  const onOutcome = (outcome: SyncOutcome<DesiredState>) => inForce.onOutcome(outcome);
+  inForce.onAdopted(({ commit, registered, atMs }) => {
     convergence.accepted(commit, atMs);
     gate?.setRegistered(registered);
     // The outputs of this commit may all have arrived before it was adopted here.
@@ -262,11 +194,11 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     // A cluster removed from Git is cut off, not revoked: its reconnects are refused while it is absent,
     // and once it is restored its agent reconnects with the certificate it holds (README "Trust model").
     for (const c of connected.keys()) {
-      if ((connected.get(c)?.size ?? 0) > 0 && !registered.some((r) => r.name === c)) {
+      if ((connected.get(c)?.size ?? 0) > 0 && !inForce.isRegistered(c)) {
         relay?.disconnect(c, `cluster "${c}" was removed from the configuration repository (no KubernetesCluster "${c}" in commit ${commit.slice(0, 12)}); its agent keeps its configuration and reconnects on its own once the KubernetesCluster is restored`);
       }
     }
-  };
+  });
 
   /**
    * Every second: the trigger's role (polling on the leader, and on every replica while the pipeline
@@ -291,13 +223,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       await reportCommitStatuses().catch((err: unknown) => log.warn("could not evaluate commit statuses", { error: describeError(err) }));
       return;
     }
-    const pointer = await store().getDesiredPointer();
-    if (pointer === undefined || pointer.commit === desired?.commit) return;
-    const rec = await store().getDesired(pointer.commit);
-    if (rec === undefined || isStopped()) return;
-    // committedAt is in seconds (Git); the store knows when the leader accepted the commit.
-    adopt(rec.state, rec.commit, Math.floor(rec.atMs / 1000), rec.atMs);
-    log.info("desired state adopted from the leader", { commit: rec.commit, generation: rec.generation, clusters: registered.map((c) => c.name) });
+    await inForce.follow();
   };
 
   // ---- Git polling: the leader only (a follower's trigger serves webhook hints) ----------------
@@ -370,6 +296,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     }, options.auditDebounceMs ?? 300);
   };
   const writeAudit = async (): Promise<void> => {
+    const desired = inForce.current();
     if (!audit || !desired || stopped || !singleton.isLeader()) return;
     if (gate && (gate.warming || !inputsSettled())) return;
     const commit = desired.commit;
@@ -388,7 +315,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     }
     // Held objects are not what the commit renders: the audit branch waits until nothing is held.
     if (outputs.some((o) => !o.complete || (o.held?.length ?? 0) > 0)) return;
-    const clusters = new Map(outputs.filter((o) => registered.some((r) => r.name === o.cluster)).map((o) => [o.cluster, o.resources as unknown as readonly RenderedResource[]]));
+    const clusters = new Map(outputs.filter((o) => inForce.isRegistered(o.cluster)).map((o) => [o.cluster, o.resources as unknown as readonly RenderedResource[]]));
     const discovery = new Map((await store().listDiscovery()).map((d) => [d.cluster, d.snapshot as unknown]));
     const result = await audit.write({ clusters, discovery, sourceCommit: commit, sourceRef: `refs/heads/${config.gitBranch}`, timestamp: desired.committedAt });
     auditedCommits.set(commit, result.commit ?? auditedCommits.get(commit));
@@ -398,7 +325,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   // ---- relay callbacks -------------------------------------------------------------------------
   const updateWarmedGauge = () => {
     const st = gate?.status();
-    metrics.clustersWarmed.set(st ? st.discovered.filter((c) => registered.some((r) => r.name === c)).length : 0);
+    metrics.clustersWarmed.set(st ? st.discovered.filter((c) => inForce.isRegistered(c)).length : 0);
     metrics.warming.set(st?.warming ? 1 : 0);
   };
   const onDiscovery = async (event: { cluster: string; state: ReadonlyMap<string, Uint8Array>; full: boolean; version: number }) => {
@@ -429,7 +356,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
 
   // ---- API -------------------------------------------------------------------------------------
   const clusterView = async (name: string) => {
-    const reg = registered.find((r) => r.name === name);
+    const reg = inForce.registered().find((r) => r.name === name);
     const conn = connected.get(name);
     const applied = relay?.appliedVersions().get(name);
     const [disc, out, holders] = await Promise.all([
@@ -520,6 +447,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       const first = rejection.diagnostics.find((d) => d.severity === Severity.Error);
       await statusReporter.rejected(rejection.commit, first ? formatDiagnostic(first) : "the commit was rejected");
     }
+    const desired = inForce.current();
     if (!desired) return;
     const view = await commitView(desired.commit);
     if (!view) return;
@@ -529,14 +457,14 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       if (p.appliedAtMs !== undefined) applied.set(cluster, p.appliedAtMs);
       if (p.nack) nacks.push({ cluster, message: p.nack.message ?? p.nack.errors?.map((e) => `${e.key}: ${e.message}`).join("; ") ?? "NACK" });
     }
-    await statusReporter.inForce({ commit: desired.commit, acceptedAtMs: view.acceptedAt === null ? undefined : Date.parse(view.acceptedAt), expected: registered.map((r) => r.name), applied, nacks });
+    await statusReporter.inForce({ commit: desired.commit, acceptedAtMs: view.acceptedAt === null ? undefined : Date.parse(view.acceptedAt), expected: inForce.registered().map((r) => r.name), applied, nacks });
   };
   const runningCommit = async (name: string, applied: AppliedVersion | undefined): Promise<string | null> => {
     if (!applied) return null;
-    const inForce = desired?.commit;
-    if (inForce === undefined || applied.sourceCommit === inForce) return applied.sourceCommit;
-    const p = (await store().getConvergence(inForce).catch(() => undefined))?.clusters[name];
-    return p !== undefined && (await appliedAtOf(name, p)) !== undefined ? inForce : applied.sourceCommit;
+    const commit = inForce.current()?.commit;
+    if (commit === undefined || applied.sourceCommit === commit) return applied.sourceCommit;
+    const p = (await store().getConvergence(commit).catch(() => undefined))?.clusters[name];
+    return p !== undefined && (await appliedAtOf(name, p)) !== undefined ? commit : applied.sourceCommit;
   };
   /**
    * A cluster whose agent the relay refuses is not in sync, whatever it applied last: removed from Git
@@ -565,7 +493,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     access: "admin",
     handler: async (_req, res, [name]) => {
       if (name === undefined || !isValidClusterName(name)) throw new HttpError(400, `"${name ?? ""}" is not a valid cluster name`);
-      if (!registered.some((r) => r.name === name)) throw new HttpError(404, `no KubernetesCluster "${name}" in the desired state; add it to the configuration repository first`);
+      if (!inForce.isRegistered(name)) throw new HttpError(404, `no KubernetesCluster "${name}" in the desired state; add it to the configuration repository first`);
       const minted = await identitiesApi.mintCredential(name, { reissue: true });
       log.warn("cluster identity re-issued through the API", { cluster: name, credentialExpires: new Date(minted.expiresAtMs).toISOString() });
       res.writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
@@ -592,7 +520,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     },
   };
   const clusterNames = async () => {
-    const names = new Set<string>([...registered.map((r) => r.name), ...connected.keys()]);
+    const names = new Set<string>([...inForce.registered().map((r) => r.name), ...connected.keys()]);
     for (const o of await store().listOutputs()) names.add(o.cluster);
     return [...names].sort();
   };
@@ -603,7 +531,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     const merged: Record<string, Progress> = {};
     for (const [c, p] of Object.entries(shared?.clusters ?? {})) merged[c] = { ...p };
     for (const [c, p] of Object.entries(mine?.clusters ?? {})) merged[c] = { ...merged[c], ...p };
-    const isRegistered = new Set(registered.map((r) => r.name));
+    const isRegistered = new Set(inForce.registered().map((r) => r.name));
     const clusters: Record<string, unknown> = {};
     let appliedCount = 0;
     let nacked = 0;
@@ -617,7 +545,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     return {
       commit: sha,
       acceptedAt: mine?.acceptedAtMs !== undefined ? new Date(mine.acceptedAtMs).toISOString() : null,
-      inForce: desired?.commit === sha,
+      inForce: inForce.current()?.commit === sha,
       audit: auditedCommits.get(sha) ?? null,
       applied: appliedCount,
       nacked,
@@ -628,12 +556,14 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     healthy: () => !stopped,
     readiness: () => {
       if (stopped) return { ready: false, reason: "stopping" };
+      const desired = inForce.current();
       if (!desired) return { ready: false, reason: source.status().lastError ? `no desired state yet: ${source.status().lastError!.message}` : "no desired state yet (first Git sync pending)" };
       const st = gate?.status();
       if (st?.warming) return { ready: false, reason: `warming: waiting for discovery from ${st.waitingFor.join(", ") || "-"} (window ${Math.round(st.windowMs / 1000)} s)` };
       return { ready: true, reason: `commit ${desired.commit.slice(0, 12)} in force` };
     },
     async status() {
+      const desired = inForce.current();
       const src = source.status();
       const names = await clusterNames();
       const clusters = (await Promise.all(names.map(clusterView))).filter((c) => c !== undefined);
@@ -673,6 +603,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       return { cluster: name, version: o.version, sourceCommit: o.sourceCommit, complete: o.complete, hash: o.hash, at: new Date(o.atMs).toISOString(), ...extra, diagnostics: o.diagnostics, resources: o.resources };
     },
     async commits() {
+      const desired = inForce.current();
       const shas = convergence.commits().map((c) => c.commit);
       if (desired && !shas.includes(desired.commit)) shas.unshift(desired.commit);
       return { inForce: desired?.commit ?? null, commits: (await Promise.all(shas.map(commitView))).filter((c) => c !== undefined) };
@@ -692,6 +623,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         const entry = { origin, severity: d.severity, code: d.code, ...(d.file === undefined ? {} : { file: d.file }), ...(d.line === undefined ? {} : { line: d.line }), ...(d.column === undefined ? {} : { column: d.column }), ...(d.path === undefined ? {} : { path: d.path }), message: d.message };
         entries.set(JSON.stringify(entry), entry);
       };
+      const desired = inForce.current();
       const src = source.status();
       for (const d of src.rejection?.diagnostics ?? []) add(d, `rejected ${src.rejection!.commit.slice(0, 12)}`);
       if (desired) for (const d of diagnosticsOf(desired.state)) add(d, "in force");
@@ -711,6 +643,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     },
     diff: (base, head) => diffs.diff(base, head),
     resources() {
+      const desired = inForce.current();
       const state = desired?.state;
       return Promise.resolve({
         commit: desired?.commit ?? null,
@@ -852,7 +785,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         signIntermediate: meshCa.signIntermediate,
         ...(config.bootstrap === "fleet-token" ? { token: () => token ?? "" } : {}),
         identities,
-        isClusterRegistered: (c) => registered.some((r) => r.name === c),
+        isClusterRegistered: (c) => inForce.isRegistered(c),
         logger: log.child("relay"),
         registry: options.registry,
         host: config.relayHost,
@@ -932,6 +865,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     },
     async stop() {
       stopped = true;
+      stopping.abort();
       clearTimeout(auditTimer);
       clearInterval(followTimer);
       await following;
