@@ -1,41 +1,28 @@
 /**
  * The relay server (management side, port 9900).
- *
- * One TLS port serves both registration (simple TLS: the agent has no certificate yet) and the mTLS
- * streams. grpc-js's createSsl cannot express "ask for a client certificate but let the handshake
- * through without one", so the credentials come from grpc.experimental.createCertificateProviderServerCredentials
- * with requireClientCertificate=false: TLS requests a client certificate and verifies it against the
- * signing CA, and every stream handler then requires `call.getAuthContext().sslPeerCertificate`, which
- * grpc-js 1.14 fills only when the TLS socket is `authorized` (chain to the signing CA, within its
- * validity). The cluster identity comes from that certificate only (subject CN = URI SAN
- * spiffe://gitmesh/cluster/<name>), never from metadata or message fields. Because the handshake is
- * let through, every refusal (missing, expired, foreign certificate) reaches a handler and is logged,
- * counted and answered with a gRPC status that says what to fix.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import type { Registry } from "prom-client";
-import { describeError, TransientError, type Logger } from "../core/index.js";
+import { describeError, type Logger } from "../core/index.js";
 import type { SignIntermediateFn } from "../pki/index.js";
 import { REJECTION_REASONS, RELAY_DEFAULTS, type RejectionReason } from "./constants.js";
-import { RelayRejectedError, toServiceError } from "./errors.js";
-import { createClusterIdentities, createMemoryRecordStore, credentialMatches, type ClusterIdentities, type ClusterIdentityRecord } from "./identity.js";
+import { RelayRejectedError } from "./errors.js";
+import { createClusterIdentities, createMemoryRecordStore, type ClusterIdentities } from "./identity.js";
 import {
-  DiscoveryUpdate,
-  OutputAck,
-  RegisterRequest,
-  RegistrationService,
-  RelayService,
-  RenewRequest,
-  SignIntermediateRequest,
-  type CertificateResponse,
+  type DiscoveryUpdate,
+  type SignIntermediateRequest,
   type SignIntermediateResponse,
+  type OutputAck,
   type DiscoveryAck,
   type OutputUpdate,
 } from "./gen/gitmesh/relay/v1/relay.js";
 import { createRelayMetrics } from "./metrics.js";
-import { checkClientCsr, clusterOfPeerCertificate, InvalidCsrError, isValidClusterName, signClientCertificate, type RelayPki } from "./pki.js";
-import { applyStateDelta, createChunkAssembler, diffStates, encodeChunks, stateChecksum, WireError, type RelayState, type StateDelta } from "./wire.js";
+import { createPeerGate, isRevoked, revokedRejection } from "./peer-gate.js";
+import type { RelayPki } from "./pki.js";
+import { assertDecoded, checkNamedCluster, createRefusals, endWithStatus, malformedMessage, wireRejection, type Malformed } from "./refusals.js";
+import { createRegistration } from "./registration.js";
+import { createRelayTransport } from "./transport.js";
+import { applyStateDelta, createChunkAssembler, diffStates, encodeChunks, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
 
 /** A rendered output snapshot for one cluster. */
 export interface OutputSnapshot {
@@ -180,24 +167,6 @@ export interface RelayServer {
   refusals(): ReadonlyMap<string, { reason: string; message: string; atMs: number }>;
 }
 
-const MALFORMED = Symbol("malformed");
-interface Malformed {
-  readonly [MALFORMED]: string;
-}
-function isMalformed(v: unknown): v is Malformed {
-  return typeof v === "object" && v !== null && MALFORMED in v;
-}
-/** A deserializer that never throws: grpc-js would answer INTERNAL; we answer INVALID_ARGUMENT with a clear message. */
-function tolerant<T>(decode: (b: Buffer) => T): (b: Buffer) => T | Malformed {
-  return (b) => {
-    try {
-      return decode(b);
-    } catch (err) {
-      return { [MALFORMED]: describeError(err) };
-    }
-  };
-}
-
 interface PushSession {
   readonly cluster: string;
   readonly issuedAtMs: number;
@@ -244,8 +213,6 @@ function closeWhenStreamEnds<Req, Res>(call: grpc.ServerDuplexStream<Req, Res>, 
 /** Discovery updates (chunks) read ahead of handling before the server stops reading a push stream. */
 const PUSH_QUEUE_LIMIT = 8;
 
-const digest = (s: string) => createHash("sha256").update(s, "utf8").digest();
-
 export function createRelayServer(options: RelayServerOptions): RelayServer {
   const log = options.logger;
   const metrics = createRelayMetrics(options.registry);
@@ -261,251 +228,21 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   };
   const maxDiscoveryBytes = options.maxDiscoveryBytes ?? RELAY_DEFAULTS.maxDiscoveryBytes;
   const identities = options.identities ?? createClusterIdentities(createMemoryRecordStore(), { now });
-  const lifetimeMs = options.certificateLifetimeMs ?? RELAY_DEFAULTS.certificateLifetimeMs;
-  const signingCa = { certPem: options.pki.signingCaCertPem, keyPem: options.pki.signingCaKeyPem };
 
   const pushSessions = new Map<string, PushSession>();
   const pullSessions = new Map<string, PullSession>();
   const outputs = new Map<string, OutputSnapshot>();
   const applied = new Map<string, AppliedVersion>();
   const discovery = new Map<string, { version: number; checksum: string; state: RelayState }>();
-  const lastRefusal = new Map<string, { reason: string; message: string; atMs: number }>();
   let revalidateTimer: NodeJS.Timeout | undefined;
-  let server: grpc.Server | undefined;
-  let boundPort: number | undefined;
 
+  const refusals = createRefusals({ logger: log, metrics, now });
+  const refuse = refusals.refuse;
   const reject = (reason: RejectionReason, code: RelayRejectedError["grpcCode"], message: string) => new RelayRejectedError(reason, code, message);
+  const gate = createPeerGate({ identities, isClusterRegistered: options.isClusterRegistered, refusals, logger: log });
+  const malformed = malformedMessage;
 
-  /** Logs and counts a rejection, and answers it with its gRPC status. */
-  function refuse(err: unknown, fields: Record<string, unknown>, answer: (e: ReturnType<typeof toServiceError>) => void): void {
-    const se = toServiceError(err);
-    if (err instanceof RelayRejectedError) {
-      metrics.rejections.inc({ reason: err.reason });
-      const cluster = fields.cluster;
-      if (typeof cluster === "string" && fields.rpc !== "Register") lastRefusal.set(cluster, { reason: err.reason, message: err.message, atMs: now() });
-      log.warn("relay rejected a request", { reason: err.reason, code: grpc.status[se.code], message: se.details, ...fields });
-    } else {
-      log.error("relay request failed", { error: describeError(err), ...fields });
-    }
-    answer(se);
-  }
-
-  const revokedError = (cluster: string, r: ClusterIdentityRecord) =>
-    reject(
-      REJECTION_REASONS.certificateRevoked,
-      grpc.status.PERMISSION_DENIED,
-      `the client certificate of cluster "${cluster}" was revoked${r.revocation ? ` at ${new Date(r.revocation.atMs).toISOString()} (${r.revocation.reason})` : ""}; the agent registers again with the new bootstrap credential of \`gitmesh cluster reissue ${cluster}\` (secret relay-identity-token-secret in its namespace)`,
-    );
-  const isRevoked = (r: ClusterIdentityRecord, issuedAtMs: number) => r.revokedBeforeMs !== undefined && issuedAtMs <= r.revokedBeforeMs;
-
-  /**
-   * The identity record of a cluster for checking a certificate. When the store cannot be read (Redis
-   * down), the last record this replica saw is used (none: nothing known revoked), so connected fleets
-   * keep working; registration, which must consume atomically, fails instead (UNAVAILABLE).
-   */
-  const seen = new Map<string, ClusterIdentityRecord>();
-  async function recordFor(cluster: string): Promise<ClusterIdentityRecord> {
-    try {
-      const r = await identities.read(cluster);
-      seen.set(cluster, r);
-      return r;
-    } catch (err) {
-      log.warn("identity store unreachable; checking the certificate against the last record seen", { cluster, store: identities.describe, error: describeError(err) });
-      return seen.get(cluster) ?? {};
-    }
-  }
-
-  async function checkClusterAllowed(cluster: string, issuedAtMs?: number): Promise<void> {
-    if (issuedAtMs !== undefined) {
-      const r = await recordFor(cluster);
-      if (isRevoked(r, issuedAtMs)) throw revokedError(cluster, r);
-    }
-    if (!(await options.isClusterRegistered(cluster))) {
-      throw reject(
-        REJECTION_REASONS.clusterNotRegistered,
-        grpc.status.PERMISSION_DENIED,
-        `cluster "${cluster}" is not registered: add a KubernetesCluster named "${cluster}" in the admin namespace of the configuration repository (e.g. clusters/${cluster}.yaml), or fix relay.cluster in the agent's values; an agent whose cluster is restored in Git reconnects on its own with its certificate`,
-      );
-    }
-  }
-
-  /** The cluster identity of a stream or mTLS call, from the verified peer certificate only. */
-  async function identify(call: { getAuthContext(): { sslPeerCertificate?: import("node:tls").PeerCertificate } }, fields: Record<string, unknown>): Promise<{ cluster: string; notAfterMs: number; issuedAtMs: number }> {
-    const peer = call.getAuthContext().sslPeerCertificate;
-    if (!peer) {
-      throw reject(
-        REJECTION_REASONS.clientCertificateInvalid,
-        grpc.status.UNAUTHENTICATED,
-        "no valid client certificate: it is missing, expired or not yet valid, or not issued by this server's signing CA (relay-tls-signing-secret); re-register the agent with the bootstrap token to get a new certificate",
-      );
-    }
-    const id = clusterOfPeerCertificate(peer);
-    if (!id) {
-      throw reject(
-        REJECTION_REASONS.clientCertificateInvalid,
-        grpc.status.UNAUTHENTICATED,
-        "the client certificate carries no valid cluster identity (subject CN and URI SAN spiffe://gitmesh/cluster/<name> must name the same cluster); use the certificate issued at registration",
-      );
-    }
-    fields.cluster = id.cluster;
-    await checkClusterAllowed(id.cluster, id.issuedAtMs);
-    const notAfterMs = Date.parse(peer.valid_to);
-    const known = seen.get(id.cluster)?.issued;
-    if (!known || known.issuedAtMs < id.issuedAtMs) {
-      await identities.observeCertificate(id.cluster, id.issuedAtMs, notAfterMs).catch((err: unknown) => log.debug("could not record the presented certificate as the live identity", { cluster: id.cluster, error: describeError(err) }));
-    }
-    return { cluster: id.cluster, notAfterMs, issuedAtMs: id.issuedAtMs };
-  }
-
-  /**
-   * TLS checks a certificate's validity only at the handshake, so a connection would outlive its
-   * certificate. This timer ends a stream when its peer certificate expires (UNAUTHENTICATED): the
-   * agent must reconnect with a renewed certificate or re-register. Uses the real clock, as TLS does.
-   */
-  function closeAtExpiry(notAfterMs: number, fields: Record<string, unknown>, call: { emit(event: "error", err: unknown): boolean }): () => void {
-    let timer: NodeJS.Timeout | undefined;
-    let stopped = false;
-    const arm = () => {
-      if (stopped) return;
-      const delay = notAfterMs - Date.now();
-      if (delay > 0) {
-        timer = setTimeout(arm, Math.min(delay, 2 ** 31 - 1));
-        timer.unref();
-        return;
-      }
-      const err = reject(
-        REJECTION_REASONS.certificateExpired,
-        grpc.status.UNAUTHENTICATED,
-        `the client certificate expired at ${new Date(notAfterMs).toISOString()}; the agent renews it before expiry and reconnects with the new one — if it did not, check the agent's clock and its renewal errors, or re-register it with the bootstrap token`,
-      );
-      refuse(err, fields, (se) => endWithError(call, se));
-    };
-    arm();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }
-
-  function checkNamedCluster(identity: string, named: string): void {
-    if (named !== "" && named !== identity) {
-      throw reject(
-        REJECTION_REASONS.clusterMismatch,
-        grpc.status.PERMISSION_DENIED,
-        `the message names cluster "${named}" but the client certificate is for cluster "${identity}"; an agent may only send data for its own cluster (check relay.cluster)`,
-      );
-    }
-  }
-
-  function wireRejection(err: unknown): unknown {
-    if (!(err instanceof WireError)) return err;
-    return err.kind === "too_large"
-      ? reject(REJECTION_REASONS.messageTooLarge, grpc.status.RESOURCE_EXHAUSTED, err.message)
-      : reject(REJECTION_REASONS.malformedMessage, grpc.status.INVALID_ARGUMENT, err.message);
-  }
-
-  function malformed(what: string, detail: string): RelayRejectedError {
-    return reject(
-      REJECTION_REASONS.malformedMessage,
-      grpc.status.INVALID_ARGUMENT,
-      `could not decode a ${what} (${detail}); the agent must speak protocol gitmesh.relay.v1 — upgrade or reinstall the agent`,
-    );
-  }
-
-  // ---- registration and renewal -------------------------------------------------------------
-
-  /** Validates a CSR before anything is consumed (a bad CSR never burns a single-use credential). */
-  function validateCsr(csrPem: string): void {
-    try {
-      checkClientCsr(csrPem);
-    } catch (err) {
-      if (err instanceof InvalidCsrError) {
-        throw reject(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `${err.message}; send a PEM PKCS#10 CSR signed with an RSA key of at least 2048 bits`);
-      }
-      throw err;
-    }
-  }
-
-  /** Signs a client certificate whose issue time (ms, in the serial number) was recorded in the identity store. */
-  function issue(cluster: string, csrPem: string, kind: "register" | "renew", issuedAt: number): CertificateResponse {
-    try {
-      const { certPem, notAfterMs } = signClientCertificate(signingCa, { cluster, csrPem, lifetimeMs, now: issuedAt });
-      metrics.certificatesIssued.inc({ kind });
-      log.info(kind === "register" ? "registered cluster" : "renewed client certificate", { cluster, notAfter: new Date(notAfterMs).toISOString() });
-      return { certificatePem: certPem, caPem: options.pki.rootCaCertPem, notAfterMs };
-    } catch (err) {
-      if (err instanceof InvalidCsrError) {
-        throw reject(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `${err.message}; send a PEM PKCS#10 CSR signed with an RSA key of at least 2048 bits`);
-      }
-      throw err;
-    }
-  }
-
-  const fleetTokenMatches = (given: string): boolean => {
-    const expected = (typeof options.token === "function" ? options.token() : options.token) ?? "";
-    // Equal-length digests, compared in constant time: neither the token nor its length leaks.
-    return expected.length > 0 && given.length > 0 && timingSafeEqual(digest(given), digest(expected));
-  };
-
-  const registration = {
-    register(call: grpc.ServerUnaryCall<RegisterRequest | Malformed, CertificateResponse>, callback: grpc.sendUnaryData<CertificateResponse>) {
-      const req = call.request;
-      const fields: Record<string, unknown> = { rpc: "Register", peer: call.getPeer() };
-      void (async () => {
-        if (isMalformed(req)) throw malformed("RegisterRequest", req[MALFORMED]);
-        fields.cluster = req.cluster;
-        if (!isValidClusterName(req.cluster)) {
-          throw reject(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `cluster name ${JSON.stringify(req.cluster)} is not a valid KubernetesCluster name (lowercase DNS-1123 subdomain); fix relay.cluster`);
-        }
-        validateCsr(req.csrPem);
-        // Tolerate the newline a token file or `kubectl create secret --from-file` leaves behind.
-        const presented = req.token.trim();
-        const fleet = fleetTokenMatches(presented);
-        const unreachable = (err: unknown) => {
-          throw new TransientError(`cannot register now: the identity store (${identities.describe}) is unreachable; the agent retries`, { cause: err });
-        };
-        const badCredential = () =>
-          reject(
-            REJECTION_REASONS.badToken,
-            grpc.status.UNAUTHENTICATED,
-            `the bootstrap credential is not valid for cluster "${req.cluster}" (unknown, already used, expired, or minted for another cluster); mint a new one with \`gitmesh cluster register ${req.cluster}\` (or \`gitmesh cluster reissue ${req.cluster}\` if the cluster was registered before), which writes it to secret relay-identity-token-secret in the agent's namespace`,
-          );
-        // The credential first (read-only), so that nothing about the cluster is told to a caller without one.
-        if (!fleet && !credentialMatches(await identities.read(req.cluster).catch(unreachable), presented, now())) throw badCredential();
-        await checkClusterAllowed(req.cluster);
-        const decision = await identities.register(req.cluster, presented, fleet, lifetimeMs).catch(unreachable);
-        if (!decision.ok && decision.why === "bad_credential") throw badCredential();
-        if (!decision.ok) {
-          const until = decision.record.issued ? new Date(decision.record.issued.notAfterMs).toISOString() : "?";
-          throw reject(
-            REJECTION_REASONS.identityInUse,
-            grpc.status.PERMISSION_DENIED,
-            `cluster "${req.cluster}" already holds a valid client certificate (until ${until}); one live identity per cluster: its agent renews with that certificate, and a new registration needs an explicit re-issue by an operator (\`gitmesh cluster reissue ${req.cluster}\` or POST /api/clusters/${req.cluster}/reissue), which revokes the current certificate`,
-          );
-        }
-        return issue(req.cluster, req.csrPem, "register", decision.issuedAtMs);
-      })().then(
-        (res) => callback(null, res),
-        (err: unknown) => refuse(err, fields, (se) => callback(se)),
-      );
-    },
-  };
-
-  function renew(call: grpc.ServerUnaryCall<RenewRequest | Malformed, CertificateResponse>, callback: grpc.sendUnaryData<CertificateResponse>) {
-    const req = call.request;
-    const fields: Record<string, unknown> = { rpc: "Renew", peer: call.getPeer() };
-    void (async () => {
-      const { cluster } = await identify(call, fields);
-      fields.cluster = cluster;
-      if (isMalformed(req)) throw malformed("RenewRequest", req[MALFORMED]);
-      checkNamedCluster(cluster, req.cluster);
-      validateCsr(req.csrPem);
-      return issue(cluster, req.csrPem, "renew", await identities.recordRenewal(cluster, lifetimeMs));
-    })().then(
-      (res) => callback(null, res),
-      (err: unknown) => refuse(err, fields, (se) => callback(se)),
-    );
-  }
+  const registration = createRegistration({ ...options, identities, gate, refusals, metrics, logger: log });
 
   // ---- Istio intermediate CA ----------------------------------------------------------------
 
@@ -519,9 +256,9 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     const req = call.request;
     const fields: Record<string, unknown> = { rpc: "SignIntermediate", peer: call.getPeer() };
     void (async () => {
-      const { cluster } = await identify(call, fields);
+      const { cluster } = await gate.identify(call, fields);
       fields.cluster = cluster;
-      if (isMalformed(req)) throw malformed("SignIntermediateRequest", req[MALFORMED]);
+      assertDecoded(req, "SignIntermediateRequest");
       checkNamedCluster(cluster, req.cluster);
       fields.issuedCertificate = req.issuedCertificate;
       fields.rootTrustPolicy = req.rootTrustPolicy;
@@ -552,9 +289,6 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
 
   // ---- discovery push -----------------------------------------------------------------------
 
-  function endWithError(call: { emit(event: "error", err: unknown): boolean }, se: { code: number; details: string }) {
-    call.emit("error", se);
-  }
 
   function pushDiscovery(call: grpc.ServerDuplexStream<DiscoveryUpdate | Malformed, DiscoveryAck>) {
     const fields: Record<string, unknown> = { rpc: "PushDiscovery", peer: call.getPeer() };
@@ -576,12 +310,12 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       }
     };
     const fail = (err: unknown) => {
-      refuse(err, fields, (se) => endWithError(call, se));
+      refuse(err, fields, (se) => endWithStatus(call, se));
       close();
     };
 
     const handle = async (msg: DiscoveryUpdate | Malformed, s: PushSession) => {
-      if (isMalformed(msg)) throw malformed("DiscoveryUpdate", msg[MALFORMED]);
+      assertDecoded(msg, "DiscoveryUpdate");
       checkNamedCluster(s.cluster, msg.cluster);
       metrics.streamBytes.inc({ direction: "received" }, msg.chunk?.payload.length ?? 0);
       let delta: StateDelta | undefined;
@@ -678,27 +412,21 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     });
     closeWhenStreamEnds(call, close);
 
-    identify(call, fields).then(
-      ({ cluster, notAfterMs, issuedAtMs }) => {
-        if (call.cancelled) return;
-        fields.cluster = cluster;
-        lastRefusal.delete(cluster);
+    gate.acceptStream(call, fields, ({ cluster, issuedAtMs, stopExpiry }) => {
         const old = pushSessions.get(cluster);
-        session = { cluster, issuedAtMs, call, closed: false, awaitingFull: true, warmed: false, stopExpiry: closeAtExpiry(notAfterMs, fields, call) };
+        session = { cluster, issuedAtMs, call, closed: false, awaitingFull: true, warmed: false, stopExpiry };
         pushSessions.set(cluster, session);
         if (old) {
           old.closed = true;
           old.stopExpiry();
-          endWithError(old.call, { code: grpc.status.ABORTED, details: "replaced by a newer discovery stream of the same cluster" });
+          endWithStatus(old.call, { code: grpc.status.ABORTED, details: "replaced by a newer discovery stream of the same cluster" });
         }
         metrics.pushConnected.set({ cluster }, 1);
         metrics.warmed.set({ cluster }, 0);
         log.info("discovery stream opened", { cluster });
         options.onConnect?.(cluster, "push");
         void drain();
-      },
-      (err: unknown) => refuse(err, fields, (se) => endWithError(call, se)),
-    );
+    });
   }
 
   // ---- output pull --------------------------------------------------------------------------
@@ -792,7 +520,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     };
     const handle = (msg: OutputAck | Malformed, s: PullSession) => {
       try {
-        if (isMalformed(msg)) throw malformed("OutputAck", msg[MALFORMED]);
+        assertDecoded(msg, "OutputAck");
         checkNamedCluster(s.cluster, msg.cluster);
         const latest = outputs.get(s.cluster);
         if (!s.subscribed) {
@@ -833,7 +561,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
           options.onNack?.({ ...event, errors });
         }
       } catch (err) {
-        refuse(err, fields, (se) => endWithError(call, se));
+        refuse(err, fields, (se) => endWithStatus(call, se));
         close();
       }
     };
@@ -843,82 +571,26 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     });
     closeWhenStreamEnds(call, close);
 
-    identify(call, fields).then(
-      ({ cluster, notAfterMs, issuedAtMs }) => {
-        if (call.cancelled) return;
-        fields.cluster = cluster;
-        lastRefusal.delete(cluster);
+    gate.acceptStream(call, fields, ({ cluster, issuedAtMs, stopExpiry }) => {
         const old = pullSessions.get(cluster);
-        session = { cluster, issuedAtMs, call, closed: false, subscribed: false, sent: undefined, sentVersions: new Map(), pending: undefined, sending: false, buffered: 0, wakeups: [], stopExpiry: closeAtExpiry(notAfterMs, fields, call) };
+        session = { cluster, issuedAtMs, call, closed: false, subscribed: false, sent: undefined, sentVersions: new Map(), pending: undefined, sending: false, buffered: 0, wakeups: [], stopExpiry };
         pullSessions.set(cluster, session);
         if (old) {
           old.closed = true;
           releasePull(old);
-          endWithError(old.call, { code: grpc.status.ABORTED, details: "replaced by a newer output stream of the same cluster" });
+          endWithStatus(old.call, { code: grpc.status.ABORTED, details: "replaced by a newer output stream of the same cluster" });
         }
         metrics.pullConnected.set({ cluster }, 1);
         log.info("output stream opened", { cluster });
         options.onConnect?.(cluster, "pull");
         for (const m of early.splice(0)) if (!session.closed) handle(m, session);
-      },
-      (err: unknown) => refuse(err, fields, (se) => endWithError(call, se)),
-    );
-  }
-
-  // ---- message size guard -------------------------------------------------------------------
-
-  /**
-   * grpc-js refuses a message above grpc.max_receive_message_length itself (its stream decoder reads
-   * the length prefix and answers RESOURCE_EXHAUSTED before buffering the body or calling a handler),
-   * so the handler never sees it. This interceptor wraps the call's sendStatus, recognises grpc-js's
-   * own size refusals, and turns them into a relay rejection: logged, counted
-   * (relay_rejections_total{reason="message_too_large"}) and answered with a status that names the
-   * limit and the fix. The refusal stays where grpc-js makes it, so memory stays bounded by the limit.
-   */
-  const sizeGuard: grpc.ServerInterceptor = (method, call) => {
-    const sendStatus = call.sendStatus.bind(call);
-    call.sendStatus = (st) => {
-      const details = st.details;
-      if (st.code === grpc.status.RESOURCE_EXHAUSTED && /^Received message/.test(details)) {
-        const size = /\((\d+) vs/.exec(details)?.[1];
-        const err = reject(
-          REJECTION_REASONS.messageTooLarge,
-          grpc.status.RESOURCE_EXHAUSTED,
-          `a gRPC message${size === undefined ? "" : ` of ${size} bytes`} exceeds the relay's max message size of ${maxMessageBytes} bytes; lower the agent's chunk size (chunkBytes, default ${RELAY_DEFAULTS.chunkBytes} bytes, must stay below the limit) or raise the server's maxMessageBytes`,
-        );
-        const fields: Record<string, unknown> = { rpc: method.path, peer: call.getPeer() };
-        const peer = call.getAuthContext().sslPeerCertificate;
-        const id = peer ? clusterOfPeerCertificate(peer) : undefined;
-        if (id) fields.cluster = id.cluster;
-        refuse(err, fields, (se) => sendStatus({ code: se.code, details: se.details }));
-        return;
-      }
-      if (st.code === grpc.status.RESOURCE_EXHAUSTED && /^Sent message larger/.test(details)) {
-        log.error("relay tried to send a message above the max message size (chunking bug)", { rpc: method.path, details });
-      }
-      sendStatus(st);
-    };
-    return new grpc.ServerInterceptingCall(call);
-  };
-
-  // ---- lifecycle ----------------------------------------------------------------------------
-
-  function credentials(): grpc.ServerCredentials {
-    const pki = options.pki;
-    // Updates are delivered asynchronously: grpc-js registers its watcher only after adding the listeners.
-    const provider: grpc.experimental.CertificateProvider = {
-      addCaCertificateListener: (l) => queueMicrotask(() => l({ caCertificate: Buffer.from(pki.signingCaCertPem) })),
-      removeCaCertificateListener: () => undefined,
-      addIdentityCertificateListener: (l) => queueMicrotask(() => l({ certificate: Buffer.from(pki.serverCertPem), privateKey: Buffer.from(pki.serverKeyPem) })),
-      removeIdentityCertificateListener: () => undefined,
-    };
-    return grpc.experimental.createCertificateProviderServerCredentials(provider, provider, false);
+    });
   }
 
   const closeAll = (cluster: string | undefined, code: grpc.status, details: string) => {
     for (const s of [...pushSessions.values(), ...pullSessions.values()]) {
       if (cluster !== undefined && s.cluster !== cluster) continue;
-      endWithError(s.call, { code, details });
+      endWithStatus(s.call, { code, details });
     }
   };
   /** Ends the streams of `cluster` (those whose certificate `which` selects) with a logged, counted rejection. */
@@ -927,7 +599,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     for (const s of [...pushSessions.values(), ...pullSessions.values()]) {
       if (s.cluster !== cluster || !which(s)) continue;
       closed++;
-      refuse(err, { rpc: "stream", cluster }, (se) => endWithError(s.call, se));
+      refuse(err, { rpc: "stream", cluster }, (se) => endWithStatus(s.call, se));
     }
     return closed;
   };
@@ -940,73 +612,42 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     const clusters = new Set([...pushSessions.keys(), ...pullSessions.keys()]);
     if (clusters.size === 0) return;
     const records = await identities.list();
-    for (const [c, r] of records) seen.set(c, r);
+    gate.remember(records);
     for (const cluster of clusters) {
       const r = records.get(cluster);
-      if (r) closeWith(cluster, revokedError(cluster, r), (s) => isRevoked(r, s.issuedAtMs));
+      if (r) closeWith(cluster, revokedRejection(cluster, r), (s) => isRevoked(r, s.issuedAtMs));
       if (!(await options.isClusterRegistered(cluster))) {
         closeWith(cluster, reject(REJECTION_REASONS.clusterNotRegistered, grpc.status.PERMISSION_DENIED, `cluster "${cluster}" is no longer registered (no KubernetesCluster in the desired state); it reconnects on its own once restored`));
       }
     }
   }
 
+  const transport = createRelayTransport({
+    ...options,
+    handlers: { register: registration.register, renew: registration.renew, signIntermediate, pushDiscovery, pullOutput },
+    refusals,
+    logger: log,
+    describe: { identities: identities.describe, fleetToken: options.token !== undefined },
+  });
+
   return {
     get port() {
-      return boundPort;
+      return transport.port;
     },
     async start() {
-      if (server) throw new Error("relay server already started");
-      const srv = new grpc.Server({
-        "grpc.max_receive_message_length": maxMessageBytes,
-        "grpc.max_send_message_length": maxMessageBytes,
-        "grpc.keepalive_time_ms": options.keepaliveTimeMs ?? RELAY_DEFAULTS.keepaliveTimeMs,
-        "grpc.keepalive_timeout_ms": options.keepaliveTimeoutMs ?? RELAY_DEFAULTS.keepaliveTimeoutMs,
-        "grpc.keepalive_permit_without_calls": 1,
-        interceptors: [sizeGuard],
-      });
-      srv.addService(
-        { register: { ...RegistrationService.register, requestDeserialize: tolerant((b) => RegisterRequest.decode(b)) } },
-        registration,
-      );
-      srv.addService(
-        {
-          pushDiscovery: { ...RelayService.pushDiscovery, requestDeserialize: tolerant((b) => DiscoveryUpdate.decode(b)) },
-          pullOutput: { ...RelayService.pullOutput, requestDeserialize: tolerant((b) => OutputAck.decode(b)) },
-          renew: { ...RelayService.renew, requestDeserialize: tolerant((b) => RenewRequest.decode(b)) },
-          signIntermediate: { ...RelayService.signIntermediate, requestDeserialize: tolerant((b) => SignIntermediateRequest.decode(b)) },
-        },
-        { pushDiscovery, pullOutput, renew, signIntermediate },
-      );
-      const host = options.host ?? "0.0.0.0";
-      boundPort = await new Promise<number>((resolve, rejectBind) => {
-        srv.bindAsync(`${host}:${options.port ?? RELAY_DEFAULTS.port}`, credentials(), (err, port) => (err ? rejectBind(err) : resolve(port)));
-      });
-      server = srv;
+      const port = await transport.start();
       const every = options.revalidateIntervalMs ?? RELAY_DEFAULTS.revalidateIntervalMs;
       revalidateTimer = setInterval(() => {
         revalidate().catch((err: unknown) => log.warn("could not re-check open streams against the identity store", { store: identities.describe, error: describeError(err) }));
       }, every);
       revalidateTimer.unref();
-      log.info("relay server listening", { host, port: boundPort, identities: identities.describe, fleetToken: options.token !== undefined });
-      return boundPort;
+      return port;
     },
     async stop() {
-      const srv = server;
-      if (!srv) return;
-      server = undefined;
+      if (!transport.serving) return;
       clearInterval(revalidateTimer);
       closeAll(undefined, grpc.status.UNAVAILABLE, "the relay server is shutting down; reconnect");
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          srv.forceShutdown();
-          resolve();
-        }, 2000);
-        srv.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-      log.info("relay server stopped", { port: boundPort });
+      await transport.stop();
     },
     publishOutput(cluster, snapshot) {
       outputs.set(cluster, snapshot);
@@ -1029,17 +670,14 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       closeWith(cluster, reject(REJECTION_REASONS.clusterNotRegistered, grpc.status.PERMISSION_DENIED, message));
     },
     async revoke(cluster, reason) {
-      const before = await identities.revoke(cluster, reason);
-      log.warn("revoked the certificates of a cluster", { cluster, reason, issuedUpTo: new Date(before).toISOString() });
-      closeWith(cluster, revokedError(cluster, await identities.read(cluster)));
+      closeWith(cluster, await registration.revoke(cluster, reason));
     },
     async reissue(cluster, opts = {}) {
-      const minted = await identities.mintCredential(cluster, { reissue: true, reason: "re-issued by an operator", ...(opts.ttlMs === undefined ? {} : { ttlMs: opts.ttlMs }) });
-      log.warn("re-issued a cluster's identity: its certificates are revoked and a new bootstrap credential was minted", { cluster, credentialExpires: new Date(minted.expiresAtMs).toISOString() });
-      closeWith(cluster, revokedError(cluster, await identities.read(cluster)));
-      return { credential: minted.credential, expiresAtMs: minted.expiresAtMs };
+      const { rejection, ...minted } = await registration.reissue(cluster, opts);
+      closeWith(cluster, rejection);
+      return minted;
     },
     identities,
-    refusals: () => lastRefusal,
+    refusals: () => refusals.last(),
   };
 }

@@ -2,9 +2,11 @@
 import * as grpc from "@grpc/grpc-js";
 import { Registry } from "prom-client";
 import { afterEach } from "vitest";
-import { createMemoryLogger } from "../../src/core/index.js";
+import { createMemoryLogger, type Logger } from "../../src/core/index.js";
 import {
+  createClusterIdentities,
   createCsr,
+  createMemoryRecordStore,
   createRelayClient,
   createRelayServer,
   generateKeyPem,
@@ -14,8 +16,13 @@ import {
   type RelayClientOptions,
   type RelayPki,
   type RelayServerOptions,
+  type ClusterIdentities,
 } from "../../src/relay/index.js";
-import { RelayClient as GrpcRelayClient } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
+import { RelayClient as GrpcRelayClient, RegistrationClient as GrpcRegistrationClient } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
+import { createRelayMetrics, type RelayMetrics } from "../../src/relay/metrics.js";
+import { createPeerGate, type PeerGate } from "../../src/relay/peer-gate.js";
+import { createRefusals, type Refusals } from "../../src/relay/refusals.js";
+import { createRelayTransport, type RelayHandlers } from "../../src/relay/transport.js";
 
 export const TOKEN = "s3cret-bootstrap-token-value-0123456789";
 
@@ -138,6 +145,51 @@ export function certFor(cluster: string, lifetimeMs = 3600_000, now = Date.now()
 }
 
 /** The rejections the server logged with this reason. */
-export function rejectionsLogged(s: StartedServer, reason: string) {
+export function rejectionsLogged(s: { readonly mem: ReturnType<typeof createMemoryLogger> }, reason: string) {
   return s.mem.records.filter((r) => r.msg === "relay rejected a request" && r.fields.reason === reason);
+}
+
+/** What a part under test is built from: the plumbing every part shares, on a fresh registry. */
+export interface PartDeps {
+  readonly logger: Logger;
+  readonly mem: ReturnType<typeof createMemoryLogger>;
+  readonly registry: Registry;
+  readonly metrics: RelayMetrics;
+  readonly refusals: Refusals;
+  readonly gate: PeerGate;
+  readonly identities: ClusterIdentities;
+  readonly registered: Set<string>;
+}
+
+/** Plumbing for one part: logger, metrics, refusals and a peer gate over an in-memory identity store. */
+export function partDeps(options: { registered?: Set<string>; identities?: ClusterIdentities } = {}): PartDeps {
+  const mem = createMemoryLogger("relay-part");
+  const registry = new Registry();
+  const metrics = createRelayMetrics(registry);
+  const refusals = createRefusals({ logger: mem.logger, metrics });
+  const identities = options.identities ?? createClusterIdentities(createMemoryRecordStore());
+  const registered = options.registered ?? new Set(["alpha", "beta", "gamma"]);
+  const gate = createPeerGate({ identities, isClusterRegistered: (c) => registered.has(c), refusals, logger: mem.logger });
+  return { logger: mem.logger, mem, registry, metrics, refusals, gate, identities, registered };
+}
+
+/**
+ * Parts served alone: the handlers `build` returns, on the real transport (TLS, 127.0.0.1:0); every
+ * other RPC answers UNIMPLEMENTED. Stopped after the test when `defer` is given.
+ */
+export async function serveParts<T extends Partial<RelayHandlers>>(
+  build: (deps: PartDeps) => T,
+  options: { registered?: Set<string>; identities?: ClusterIdentities; maxMessageBytes?: number; defer?: (cleanup: () => Promise<void>) => void } = {},
+) {
+  const deps = partDeps(options);
+  const part = build(deps);
+  const transport = createRelayTransport({ pki: testPki(), handlers: part, refusals: deps.refusals, logger: deps.logger, host: "127.0.0.1", port: 0, ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }) });
+  const port = await transport.start();
+  options.defer?.(() => transport.stop());
+  return { ...deps, part, transport, port, address: `127.0.0.1:${port}` };
+}
+
+/** A Registration client with simple TLS (no client certificate), as an agent before registration. */
+export function registrationClient(address: string) {
+  return new GrpcRegistrationClient(address, grpc.credentials.createSsl(Buffer.from(testPki().rootCaCertPem)), channelOptions);
 }
