@@ -6,3 +6,4 @@ export * from "./canonical.js";
 export * from "./config-input.js";
 export * from "./backoff.js";
 export * from "./labels.js";
+export * from "./health-http.js";

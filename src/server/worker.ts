@@ -10,10 +10,8 @@
  * hand are finished within the shutdown timeout, after which they go back to the queue when their
  * lock expires (BullMQ stalled-job recovery), to be run by another worker. Nothing is lost either way.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
-import { configResult, createConfigReader, describeError, isLogLevel, type Logger } from "../core/index.js";
+import { configResult, createConfigReader, createHealthEndpoint, isLogLevel, type Logger } from "../core/index.js";
 import { readRetention, SERVER_ENV, type RetentionConfig } from "./config.js";
 import { createPipeline, redisUrlProblem, type Pipeline } from "../queue/index.js";
 
@@ -107,8 +105,6 @@ export interface TranslationWorker {
 export function createTranslationWorker(options: TranslationWorkerOptions): TranslationWorker {
   const { config, logger: log, registry } = options;
   let pipeline: Pipeline | undefined;
-  let http: Server | undefined;
-  let port = 0;
   let stopping = false;
   let reason = "starting";
 
@@ -118,49 +114,22 @@ export function createTranslationWorker(options: TranslationWorkerOptions): Tran
     return pipeline.mode() === "redis" ? undefined : `Redis unreachable: ${reason}`;
   };
 
-  const serve = (): Promise<void> => {
-    const s = createServer((req, res) => {
-      const path = (req.url ?? "/").split("?")[0];
-      const text = (code: number, body: string, type = "text/plain; charset=utf-8") => {
-        res.writeHead(code, { "content-type": type });
-        res.end(body);
-      };
-      if (req.method !== "GET" && req.method !== "HEAD") return text(405, "method not allowed\n");
-      if (path === "/healthz") return text(200, "ok\n");
-      if (path === "/readyz") {
-        const why = notReadyReason();
-        return why === undefined ? text(200, "ok\n") : text(503, `not ready: ${why}\n`);
-      }
-      if (path === "/metrics") {
-        registry.metrics().then(
-          (body) => text(200, body, registry.contentType),
-          (err: unknown) => {
-            log.error("metrics collection failed", { error: describeError(err) });
-            text(500, "metrics collection failed\n");
-          },
-        );
-        return;
-      }
-      return text(404, "not found: this is a translation worker (/healthz, /readyz, /metrics)\n");
-    });
-    http = s;
-    return new Promise<void>((resolve, reject) => {
-      s.once("error", reject);
-      s.listen(config.httpPort, config.httpHost, () => {
-        s.off("error", reject);
-        port = (s.address() as AddressInfo).port;
-        resolve();
-      });
-    });
-  };
+  const http = createHealthEndpoint({
+    port: config.httpPort,
+    host: config.httpHost,
+    registry,
+    notReadyReason,
+    logger: log,
+    notFound: "not found: this is a translation worker (/healthz, /readyz, /metrics)\n",
+  });
 
   return {
     get httpPort() {
-      return port;
+      return http.port ?? 0;
     },
     notReadyReason,
     async start() {
-      await serve();
+      await http.start();
       pipeline = await createPipeline({
         role: "worker",
         redis: config.redisUrl,
@@ -182,11 +151,7 @@ export function createTranslationWorker(options: TranslationWorkerOptions): Tran
       pipeline = undefined;
       reason = "stopped";
       await p?.close(config.shutdownTimeoutMs);
-      await new Promise<void>((resolve) => {
-        if (http === undefined) return resolve();
-        http.close(() => resolve());
-        http.closeAllConnections();
-      });
+      await http.stop();
     },
   };
 }
