@@ -1,0 +1,147 @@
+/**
+ * `npm run bench -- diff`: `gitmesh diff` of a one-policy change (the fleet generator's
+ * OutlierDetectionPolicy edit) on generated fleets of 20 clusters × 500 services and 100 clusters ×
+ * 1,000 services, as CI runs it: a fresh process through bin/gitmesh.js, both revisions read from a
+ * real Git repository, discovery from a directory of JSON snapshot files (`<dir>/<cluster>/snapshot.json`),
+ * Markdown comments and report.json written with --out-dir.
+ *
+ * Floor, in the same run and also a fresh process (bench/diff/floor.ts): load both configuration
+ * trees from disk, JSON.parse the discovery files, translate both revisions in full, JSON.stringify
+ * both outputs. Figures per size: wall, CPU and peak RSS of each process (medians), and the ratio of
+ * the diff to the floor.
+ *
+ * Knobs: GITMESH_BENCH_DIFF_SIZES=20,100 (default both), GITMESH_BENCH_DIFF_ROOT=<checkout> runs the
+ * `gitmesh` of another checkout (an unpacked older commit, for before/after figures on one machine).
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { generateFleet, type Fleet, type FleetFile } from "../fleet/generate.js";
+import { FLEET_PRESETS } from "../fleet/presets.js";
+import { MB, round, type Benchmark, type Figure } from "../harness.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const rusagePreload = join(here, "rusage.mjs");
+
+interface ProcessFigures {
+  readonly wallMs: number;
+  readonly cpuMs: number;
+  readonly maxRssKb: number;
+}
+
+function git(cwd: string, args: readonly string[]): void {
+  const r = spawnSync("git", args, {
+    cwd,
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, GIT_AUTHOR_NAME: "bench", GIT_AUTHOR_EMAIL: "bench@example.com", GIT_COMMITTER_NAME: "bench", GIT_COMMITTER_EMAIL: "bench@example.com", GIT_AUTHOR_DATE: "1700000000 +0000", GIT_COMMITTER_DATE: "1700000000 +0000" },
+  });
+  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
+}
+
+function writeFiles(dir: string, files: readonly FleetFile[]): void {
+  for (const f of files) {
+    mkdirSync(dirname(join(dir, f.path)), { recursive: true });
+    writeFileSync(join(dir, f.path), f.content);
+  }
+}
+
+/** base/ (the configuration of the base revision), repo/ (a Git repository: base, then head), discovery/ (JSON). */
+function prepare(fleet: Fleet, dir: string): { discoveryBytes: number } {
+  const base = join(dir, "base");
+  const repo = join(dir, "repo");
+  writeFiles(base, fleet.files);
+  mkdirSync(repo);
+  git(repo, ["init", "-q", "-b", "main"]);
+  writeFiles(repo, fleet.files);
+  git(repo, ["add", "-A"]);
+  git(repo, ["commit", "-q", "-m", "base"]);
+  writeFiles(repo, [fleet.onePolicyChange.after]);
+  git(repo, ["commit", "-q", "-am", "one policy"]);
+  let discoveryBytes = 0;
+  for (const [cluster, snapshot] of fleet.discovery) {
+    mkdirSync(join(dir, "discovery", cluster), { recursive: true });
+    const json = JSON.stringify({ apiVersion: "gitmesh.io/v1alpha1", kind: "DiscoverySnapshot", ...snapshot }, null, 2) + "\n";
+    discoveryBytes += json.length;
+    writeFileSync(join(dir, "discovery", cluster, "snapshot.json"), json);
+  }
+  return { discoveryBytes };
+}
+
+/** One child process: wall time measured here, CPU and peak RSS reported by the child itself (rusage.mjs). */
+function measure(args: readonly string[], cwd: string, usageFile: string): Promise<ProcessFigures> {
+  return new Promise((resolve, reject) => {
+    const start = process.hrtime.bigint();
+    const child = spawn(process.execPath, ["--import", rusagePreload, ...args], { cwd, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, GITMESH_BENCH_RUSAGE: usageFile } });
+    let err = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (err = (err + d).slice(-4000)));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const wallMs = Number(process.hrtime.bigint() - start) / 1e6;
+      // gitmesh diff exits 1 when head has translation errors; the fleet has none, so anything but 0 is a failure.
+      if (code !== 0) return reject(new Error(`node ${args.join(" ")} exited ${code}: ${err}`));
+      const usage = JSON.parse(readFileSync(usageFile, "utf8")) as { cpuMs: number; maxRssKb: number };
+      resolve({ wallMs, cpuMs: usage.cpuMs, maxRssKb: usage.maxRssKb });
+    });
+  });
+}
+
+function medianOf(list: readonly ProcessFigures[]): ProcessFigures {
+  const med = (pick: (p: ProcessFigures) => number) => [...list.map(pick)].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
+  return { wallMs: med((p) => p.wallMs), cpuMs: med((p) => p.cpuMs), maxRssKb: med((p) => p.maxRssKb) };
+}
+
+const SIZES: Readonly<Record<string, keyof typeof FLEET_PRESETS>> = { "20": "medium", "100": "large" };
+
+export const benchmark: Benchmark = {
+  name: "diff",
+  description: "gitmesh diff of a one-policy change at 20 and 100 clusters (fresh process, real Git, JSON discovery) vs two translations + JSON.stringify",
+  async run(ctx) {
+    const sizes = (process.env.GITMESH_BENCH_DIFF_SIZES ?? "20,100").split(",").map((s) => s.trim());
+    const gitmeshRoot = process.env.GITMESH_BENCH_DIFF_ROOT ?? root;
+    const bin = join(gitmeshRoot, "bin", "gitmesh.js");
+    const figures: Figure[] = [];
+    for (const size of sizes) {
+      const preset = SIZES[size];
+      if (preset === undefined) throw new Error(`GITMESH_BENCH_DIFF_SIZES: ${size} is not one of ${Object.keys(SIZES).join(", ")}`);
+      const dir = mkdtempSync(join(tmpdir(), `gitmesh-bench-diff-${size}-`));
+      try {
+        const fleet = generateFleet(FLEET_PRESETS[preset]);
+        const { discoveryBytes } = prepare(fleet, dir);
+        ctx.log(`${size} clusters: ${fleet.counts.configObjects} configuration objects, ${fleet.counts.services} services, ${round(discoveryBytes / MB)} MB of JSON discovery`);
+        const usage = join(dir, "usage.json");
+        const diffArgs = [bin, "diff", "--repo", join(dir, "repo"), "--base", "HEAD~1", "--head", "HEAD", "--discovery", join(dir, "discovery"), "--out-dir", join(dir, "out")];
+        const floorArgs = ["--import", "tsx", join(here, "floor.ts"), join(dir, "base"), join(dir, "repo"), join(dir, "discovery")];
+        const diffs: ProcessFigures[] = [];
+        const floors: ProcessFigures[] = [];
+        // Alternated, so that a change in the machine's load falls on both sides.
+        for (let i = 0; i < ctx.runs; i++) {
+          floors.push(await measure(floorArgs, root, usage));
+          ctx.log(`  floor run ${i + 1}: ${round(floors.at(-1)!.wallMs / 1000, 2)} s`);
+          diffs.push(await measure(diffArgs, gitmeshRoot, usage));
+          ctx.log(`  diff run ${i + 1}: ${round(diffs.at(-1)!.wallMs / 1000, 2)} s, ${round(diffs.at(-1)!.maxRssKb / 1024)} MB`);
+        }
+        const d = medianOf(diffs);
+        const f = medianOf(floors);
+        const comments = readFileSync(join(dir, "out", "report.json"), "utf8").length;
+        figures.push(
+          { label: `${size} clusters: gitmesh diff wall (median of ${ctx.runs})`, value: round(d.wallMs / 1000, 2), unit: "s" },
+          { label: `${size} clusters: gitmesh diff CPU`, value: round(d.cpuMs / 1000, 2), unit: "s" },
+          { label: `${size} clusters: gitmesh diff peak RSS`, value: round(d.maxRssKb / 1024), unit: "MB" },
+          { label: `${size} clusters: floor (load + translate both, JSON.stringify both) wall`, value: round(f.wallMs / 1000, 2), unit: "s" },
+          { label: `${size} clusters: floor CPU`, value: round(f.cpuMs / 1000, 2), unit: "s" },
+          { label: `${size} clusters: floor peak RSS`, value: round(f.maxRssKb / 1024), unit: "MB" },
+          { label: `${size} clusters: diff / floor, wall`, value: round(d.wallMs / f.wallMs, 2), unit: "x" },
+          { label: `${size} clusters: diff / floor, CPU`, value: round(d.cpuMs / f.cpuMs, 2), unit: "x" },
+          { label: `${size} clusters: diff / floor, peak RSS`, value: round(d.maxRssKb / f.maxRssKb, 2), unit: "x" },
+          { label: `${size} clusters: report.json size`, value: round(comments / 1024), unit: "KiB" },
+        );
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    return figures;
+  },
+};
