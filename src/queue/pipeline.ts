@@ -744,7 +744,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     const make = (extra: RedisClientOptions) => createRedisClient(redisConfig, { lazyConnect: true, ...extra, retryStrategy: () => 250 });
     storeClient = make({ maxRetriesPerRequest: 1, enableOfflineQueue: false });
     bullConn = make({ maxRetriesPerRequest: null, lazyConnect: false });
-    sub = make({ maxRetriesPerRequest: null });
+    sub = make({ maxRetriesPerRequest: null, autoResubscribe: false });
     for (const c of [storeClient, bullConn, sub]) c.on("error", (err: Error) => log.debug("redis connection error", { error: err.message }));
     redisStore = createRedisStore({ redis: storeClient, prefix, retention: options.retention, now });
     runner = createInProcessRunner(settings);
@@ -757,24 +757,39 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       if (started && mode === "degraded") void serial(recover).catch((err: unknown) => log.warn("recovery failed; staying degraded", { error: String(err) }));
     });
     sub.on("message", (_ch: string, raw: string) => void onMessage(raw).catch((err: unknown) => log.debug("event handling failed", { error: String(err) })));
+    // Subscribe on every ready connection and never before: ioredis lets a SUBSCRIBE through during the
+    // handshake, its ready check (INFO) then fails in subscriber mode, and the reconnection that follows
+    // forgets the subscription for good (ioredis' own autoResubscribe is off: this does it).
     // Pub/sub is fire-and-forget: what was announced while the subscriber was reconnecting (a Redis
-    // restart, a Sentinel failover) never arrives. After every reconnection, catch up from the store.
-    let subReadyBefore = false;
-    sub.on("ready", () => {
-      if (!subReadyBefore) {
-        subReadyBefore = true;
-        return;
-      }
-      void catchUp().catch((err: unknown) => log.debug("catch-up after a pub/sub reconnection failed", { error: String(err) }));
-    });
-    void sub.connect().then(() => sub?.subscribe(channel)).catch(() => undefined);
+    // restart, a Sentinel failover) never arrives; once subscribed again, catch up from the store.
+    const events = sub;
+    let subscribedOnce = false;
+    let firstSubscription = () => {};
+    const subscribed = new Promise<void>((resolve) => (firstSubscription = resolve));
+    const subscribe = (): void => {
+      void events
+        .subscribe(channel)
+        .then(async () => {
+          if (subscribedOnce) return catchUp();
+          subscribedOnce = true;
+          firstSubscription();
+        })
+        .catch((err: unknown) => {
+          log.warn("pub/sub subscription or catch-up failed; retrying", { error: String(err) });
+          // Refused on a live connection (an ACL without SUBSCRIBE, say): try again. A lost connection
+          // subscribes on its next ready.
+          if (events.status === "ready" && !closed) setTimeout(subscribe, 1000).unref();
+        });
+    };
+    events.on("ready", subscribe);
+    void events.connect().catch(() => undefined);
     if (role === "worker") {
       // Jobs come from BullMQ, which connects (and reconnects) by itself: take them as soon as it can.
       runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: true, logger: log });
     }
     try {
       await storeClient.connect();
-      await sub.subscribe(channel).catch(() => undefined);
+      await subscribed;
       if (role === "server") {
         const old = runner;
         runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });

@@ -266,6 +266,8 @@ export interface RedisClientOptions {
   readonly retryStrategy?: (times: number) => number | null;
   /** Time allowed for a connection, ms. Default 10 000. */
   readonly connectTimeout?: number;
+  /** Subscribe again to the channels of a lost connection (single server, Sentinel). Default true; false: the caller subscribes on `ready`. */
+  readonly autoResubscribe?: boolean;
 }
 
 // A primary that became a replica (failover behind a fixed address, or a client that missed the
@@ -304,6 +306,7 @@ export function createRedisClient(config: RedisConnectionConfig, options: RedisC
     ...(options.retryStrategy === undefined ? {} : { retryStrategy: options.retryStrategy }),
     db: config.db,
     reconnectOnError: reconnectOnReadonly,
+    ...(options.autoResubscribe === undefined ? {} : { autoResubscribe: options.autoResubscribe }),
   };
   if (config.kind === "standalone") return new Redis({ ...common, host: config.node.host, port: config.node.port, ...(config.tls ? { tls: {} } : {}) });
   return new Redis({
