@@ -1,18 +1,23 @@
 /**
- * `npm run bench -- git-sync`: git-sync against a real smart-HTTP server (git http-backend).
+ * `npm run bench -- git-sync`: git-sync against a real smart-HTTP server (git http-backend), which runs
+ * in a process of its own (git-server-child.ts), not in the benchmark's event loop.
  *
  * - A configuration repository of 10,000 files (one object each, bench/config's generator).
- * - First sync (clone depth 1 + read every blob + load) and the sync of a commit that changes one
- *   file, each next to `git fetch --depth=1` by the git command line on the same repository in the
- *   same run (ratio = git-sync / git CLI). The "git part" runs git-sync with a loader that does
- *   nothing, to separate transport + object reading from YAML parsing and validation.
+ * - First sync, both sides in fresh processes, alternated over the samples (`--runs N`, default 3):
+ *   gitmesh (sync-child.ts: createGitSource, shallow fetch and reading every blob, a loader that does
+ *   nothing) against git (`git clone --bare --depth=1` then `git cat-file --batch-all-objects --batch`,
+ *   which inflates every object): medians of wall time, CPU time and peak RSS, and the ratios to git.
+ *   Then one first sync with the real loader (YAML parsing and validation) in this process.
+ * - The sync of a commit that changes one file, next to `git fetch` by the git command line on the
+ *   same repository in the same run (ratio = git-sync / git CLI).
  * - The audit writer: a 100-cluster output (50 resources per cluster), first write, then a write
  *   where one resource in one cluster changed, to a local repository and pushed to the server.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { loadavg, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { silentLogger } from "../../src/core/index.js";
 import { createAuditWriter, createConfigLoader, createGitSource, type DesiredStateLoader, type RenderedResource } from "../../src/git-sync/index.js";
@@ -25,6 +30,44 @@ const FILES = 10_000;
 const CLUSTERS = 100;
 const PER_CLUSTER = 50;
 
+interface SideRun {
+  readonly ms: number;
+  readonly cpuMs: number;
+  readonly maxRssKb: number;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** Starts git-server-child.ts on `root`; resolves with its base URL once it listens. */
+function startServerProcess(root: string): Promise<{ baseUrl: string; child: ChildProcess }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", join(here, "git-server-child.ts"), root], { stdio: ["pipe", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+      const line = out.split("\n")[0]!;
+      if (out.includes("\n")) resolve({ baseUrl: line.trim(), child });
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => reject(new Error(`git server process exited with ${code}`)));
+  });
+}
+
+/** gitmesh's first sync in a fresh process (sync-child.ts). */
+async function gitmeshSide(url: string, cacheDir: string): Promise<SideRun & { files: number }> {
+  const { stdout } = await exec(process.execPath, ["--import", "tsx", join(here, "sync-child.ts"), url, cacheDir], { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout.trim().split("\n").at(-1)!) as SideRun & { files: number };
+}
+
+/** git's side: a shallow bare clone, then every object read and inflated; wall, CPU and peak RSS from GNU time. */
+async function gitSide(url: string, dest: string): Promise<SideRun> {
+  const script = `git clone --quiet --bare --depth=1 "$1" "$2" && git --git-dir "$2" cat-file --batch-all-objects --batch > /dev/null`;
+  const { stderr } = await exec("/usr/bin/time", ["-f", "gitside %e %U %S %M", "sh", "-c", script, "sh", url, dest], { maxBuffer: 1 << 20 });
+  const m = /gitside ([\d.]+) ([\d.]+) ([\d.]+) (\d+)/.exec(stderr);
+  if (!m) throw new Error(`no timing from /usr/bin/time: ${stderr}`);
+  return { ms: Number(m[1]) * 1000, cpuMs: (Number(m[2]) + Number(m[3])) * 1000, maxRssKb: Number(m[4]) };
+}
+
 const noopLoader: DesiredStateLoader<number> = {
   load: (files) => ({ state: files.length, diagnostics: [] }),
   update: (prev, changed) => ({ state: prev + changed.length, diagnostics: [], changedKeys: new Set(changed.map((f) => f.path)) }),
@@ -32,7 +75,7 @@ const noopLoader: DesiredStateLoader<number> = {
 
 export const benchmark: Benchmark = {
   name: "git-sync",
-  description: `git-sync of a ${FILES.toLocaleString("en")}-file repository vs git fetch; audit write of ${CLUSTERS} clusters`,
+  description: `first sync of a ${FILES.toLocaleString("en")}-file repository vs git clone + cat-file (server in its own process, sides alternated); one-file commit vs git fetch; audit write of ${CLUSTERS} clusters`,
   async run({ runs, log }) {
     const server = await startGitServer();
     const tmp: string[] = [];
@@ -42,32 +85,56 @@ export const benchmark: Benchmark = {
       return d;
     };
     const figures: Figure[] = [];
+    let stopServerProcess = (): void => undefined;
     try {
       await server.createRepo("cfg");
       const files = generateConfigRepo({ objects: FILES, docsPerFile: 1 });
       const seed = await time(() => server.commitFiles("cfg", Object.fromEntries(files.map((f) => [f.path, f.content])), "10k files"));
       log(`repository of ${files.length} files committed in ${round(seed.ms)} ms`);
-      const url = server.url("cfg");
+      // Every fetch goes to the Git server process; `server` here only writes commits into the bare repositories.
+      const serverProcess = await startServerProcess(dirname(server.repoPath("cfg")));
+      stopServerProcess = () => serverProcess.child.stdin!.end();
+      const serverUrl = serverProcess.baseUrl;
+      const url = `${serverUrl}/cfg.git`;
 
       const cliRepo = dir("bench-cli-");
       await exec("git", ["init", "--quiet", "--bare", cliRepo]);
       // the same strategy as git-sync: a shallow first fetch, then plain incremental fetches
       const cliFetch = (depth: string[]) => () => exec("git", ["--git-dir", cliRepo, "fetch", "--quiet", ...depth, url, "+refs/heads/main:refs/remotes/origin/main"]);
 
-      const cli1 = await time(cliFetch(["--depth=1"]));
+      // First sync, alternated: gitmesh in a fresh process, then git, `runs` times.
+      const ours: (SideRun & { files: number })[] = [];
+      const theirs: SideRun[] = [];
+      const load1 = () => round(loadavg()[0]!, 1);
+      const loadBefore = load1();
+      for (let i = 0; i < Math.max(1, runs); i++) {
+        const o = await gitmeshSide(url, dir("bench-sync-"));
+        if (o.files !== files.length) throw new Error(`gitmesh read ${o.files} files, expected ${files.length}`);
+        const g = await gitSide(url, join(dir("bench-clone-"), "clone.git"));
+        ours.push(o);
+        theirs.push(g);
+        log(`first sync ${i + 1}: gitmesh ${round(o.ms)} ms (CPU ${round(o.cpuMs)} ms, ${round(o.maxRssKb / 1024)} MiB), git clone + cat-file ${round(g.ms)} ms (CPU ${round(g.cpuMs)} ms, ${round(g.maxRssKb / 1024)} MiB); load ${load1()}`);
+      }
+      const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+      const m = (l: readonly SideRun[], k: keyof SideRun) => med(l.map((r) => r[k]));
+      const perSample = (k: keyof SideRun) => med(ours.map((o, i) => o[k] / theirs[i]![k]));
+      figures.push(
+        { label: `first sync, ${FILES} files: samples (alternated, fresh processes)`, value: ours.length, unit: `each side; load average ${loadBefore} → ${load1()}` },
+        { label: "first sync: gitmesh fetch + read every blob (median)", value: round(m(ours, "ms")), unit: `ms (CPU ${round(m(ours, "cpuMs"))} ms)` },
+        { label: "first sync: git clone --bare --depth=1 + cat-file every object (median)", value: round(m(theirs, "ms")), unit: `ms (CPU ${round(m(theirs, "cpuMs"))} ms)` },
+        { label: "first sync ratio gitmesh / git, wall (median of per-sample ratios)", value: round(perSample("ms"), 2), unit: "x" },
+        { label: "first sync ratio gitmesh / git, CPU", value: round(perSample("cpuMs"), 2), unit: "x" },
+        { label: "first sync peak RSS: gitmesh process / git (largest process)", value: round(m(ours, "maxRssKb") / 1024), unit: `MiB / ${round(m(theirs, "maxRssKb") / 1024)} MiB` },
+      );
+
       const gitOnly = createGitSource({ location: { kind: "remote", url, cacheDir: dir("bench-noop-") }, loader: noopLoader, logger: silentLogger });
-      const ours1 = await time(() => gitOnly.sync());
+      await gitOnly.sync();
       const full = createGitSource({ location: { kind: "remote", url, cacheDir: dir("bench-full-") }, loader: createConfigLoader(), logger: silentLogger });
       const full1 = await time(() => full.sync());
       if (full1.result.kind !== "updated") throw new Error(`first sync was ${full1.result.kind}`);
-      log(`first sync: git CLI fetch ${round(cli1.ms)} ms, git-sync (no parse) ${round(ours1.ms)} ms, git-sync + load ${round(full1.ms)} ms`);
-      figures.push(
-        { label: `first sync: git fetch --depth=1 (CLI), ${FILES} files`, value: round(cli1.ms), unit: "ms" },
-        { label: "first sync: git-sync fetch + read all blobs", value: round(ours1.ms), unit: "ms" },
-        { label: "first sync: git-sync fetch + read + load/validate", value: round(full1.ms), unit: "ms" },
-        { label: "first sync ratio git-sync (no parse) / git CLI", value: round(ours1.ms / cli1.ms, 2), unit: "x" },
-        { label: "first sync ratio git-sync + load / git CLI", value: round(full1.ms / cli1.ms, 2), unit: "x" },
-      );
+      log(`first sync with the loader (in this process): ${round(full1.ms)} ms`);
+      figures.push({ label: "first sync: gitmesh fetch + read + load/validate (in the bench process, once)", value: round(full1.ms), unit: "ms" });
+      await exec("git", ["--git-dir", cliRepo, "fetch", "--quiet", "--depth=1", url, "+refs/heads/main:refs/remotes/origin/main"]);
 
       const cliTimes: number[] = [];
       const oursTimes: number[] = [];
@@ -81,7 +148,6 @@ export const benchmark: Benchmark = {
         if (r.result.kind !== "updated" || r.result.parsedPaths.length !== 1) throw new Error("one-file commit did not parse exactly one file");
         fullTimes.push(r.ms);
       }
-      const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
       log(`one-file commit: git CLI ${round(med(cliTimes))} ms, git-sync ${round(med(oursTimes))} ms, + load ${round(med(fullTimes))} ms`);
       figures.push(
         { label: "one-file commit: git fetch (CLI) (median)", value: round(med(cliTimes)), unit: "ms" },
@@ -121,7 +187,7 @@ export const benchmark: Benchmark = {
         await server.createRepo(`audit-${kind}`);
         await server.commitFiles(`audit-${kind}`, { "README.md": "x\n" }, "init");
         const writer = createAuditWriter({
-          target: kind === "local" ? { kind, path: server.repoPath(`audit-${kind}`) } : { kind, url: server.url(`audit-${kind}`), cacheDir: dir("bench-audit-") },
+          target: kind === "local" ? { kind, path: server.repoPath(`audit-${kind}`) } : { kind, url: `${serverUrl}/audit-${kind}.git`, cacheDir: dir("bench-audit-") },
           logger: silentLogger,
         });
         const first = await time(() => writer.write(input(0)));
@@ -142,6 +208,7 @@ export const benchmark: Benchmark = {
       }
       return figures;
     } finally {
+      stopServerProcess();
       await server.stop();
       for (const d of tmp) rmSync(d, { recursive: true, force: true });
     }
