@@ -14,22 +14,9 @@
 import { join } from "node:path";
 import { mkdir } from "node:fs/promises";
 import type { Registry } from "prom-client";
-import { describeError, formatDiagnostic, NeedsHumanError, Reaction, reactionOf, Severity, stripCredentials, type Diagnostic, type Logger } from "../core/index.js";
-import { allObjects, diagnosticsOf, type DesiredState } from "../config/index.js";
-import {
-  createAuditWriter,
-  createConfigLoader,
-  createGitSource,
-  createSyncTrigger,
-  createWebhookHandlers,
-  type AuditWriter,
-  type CommitVerifier,
-  type RenderedResource,
-  type GitLocation,
-  type GitSource,
-  type SyncOutcome,
-  type SyncTrigger,
-} from "../git-sync/index.js";
+import { describeError, formatDiagnostic, Severity, type Diagnostic, type Logger } from "../core/index.js";
+import { allObjects, diagnosticsOf } from "../config/index.js";
+import { createAuditWriter, createWebhookHandlers, type AuditWriter, type CommitVerifier, type RenderedResource } from "../git-sync/index.js";
 import { createClusterIdentities, createRelayServer, isValidClusterName, loadOrCreateRelayPki, snapshotFromRelayState, type AppliedVersion, type ClusterIdentities, type RelayServer } from "../relay/index.js";
 import { createFileMeshRootStorage, createMeshCa, createMeshRootResolver, findIssuedCertificate, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
 import type { ClusterConvergence, SnapshotStore } from "../store/index.js";
@@ -37,7 +24,7 @@ import type { CommitStatusPoster } from "../git-host/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
 import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
 import { frozenTables, pruneHeldView, relayResources } from "./completeness.js";
-import { SERVER_ENV, type ServerConfig } from "./config.js";
+import type { ServerConfig } from "./config.js";
 import { createCommitStatusReporter } from "./commit-status.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
 import { createServerHttp, HttpError, type Route, type ServerApi, type ServerHttp } from "./http.js";
@@ -49,6 +36,8 @@ import { generateToken, type RelaySecretStore } from "./pki-storage.js";
 import type { PresenceRegistry } from "./presence.js";
 import { createWarmingGate, type WarmingGate } from "./warming.js";
 import { createCommitInForce } from "./commit-in-force.js";
+import { createGitPolling } from "./git-polling.js";
+import { serverGitLocations } from "./git-locations.js";
 
 /** Guards singleton work (Git polling, audit commits) across replicas; default: this replica always leads. */
 export interface SingletonGuard {
@@ -120,7 +109,6 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const singleton = options.singleton ?? { isLeader: () => true };
 
   let relay: RelayServer | undefined;
-  let trigger: SyncTrigger | undefined;
   let http: ServerHttp | undefined;
   let gate: WarmingGate | undefined;
   let token: string | undefined;
@@ -145,46 +133,32 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const driftRepairs = new Map<string, { key: string; why: string; at: string; managers: readonly string[] }[]>();
   const DRIFT_KEPT = 20;
 
-  // ---- Git source ------------------------------------------------------------------------------
-  const location: GitLocation =
-    config.git.kind === "local"
-      ? { kind: "local", path: config.git.path }
-      : {
-          kind: "remote",
-          url: config.git.url,
-          cacheDir: join(options.dataDir, "source.git"),
-          ...(config.git.password !== undefined ? { auth: { username: config.git.username ?? "git", password: config.git.password } } : {}),
-        };
-  const source: GitSource<DesiredState> = createGitSource({
-    location,
-    ref: config.gitBranch,
-    ...(config.gitPath ? { subPath: config.gitPath } : {}),
-    loader: createConfigLoader(),
-    logger: log.child("git"),
-    ...(options.verifier ? { verifier: options.verifier } : {}),
-  });
-  const sourceName = config.git.kind === "local" ? config.git.path : stripCredentials(config.git.url);
+  const git = serverGitLocations(config.git, options.dataDir);
+  const sourceName = git.name;
   const diffs = createDiffService({
-    location: location.kind === "remote" ? { ...location, cacheDir: join(options.dataDir, "diff.git") } : location,
+    location: git.diff,
     ...(config.gitPath ? { subPath: config.gitPath } : {}),
     discovery: () => store().listDiscovery(),
     logger: log.child("diff"),
   });
 
-  let audit: AuditWriter | undefined;
-  if (config.auditBranch !== "") {
-    audit = createAuditWriter({
-      target:
-        config.git.kind === "local"
-          ? { kind: "local", path: config.git.path }
-          : { kind: "remote", url: config.git.url, cacheDir: join(options.dataDir, "audit.git"), ...(config.git.password !== undefined ? { auth: { username: config.git.username ?? "git", password: config.git.password } } : {}) },
-      branch: config.auditBranch,
-      logger: log.child("audit"),
-    });
-  }
+  const audit: AuditWriter | undefined = config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, logger: log.child("audit") });
 
   const inForce = createCommitInForce({ pipeline, store, ref: config.gitBranch, metrics, logger: log, signal: stopping.signal, now });
-  const onOutcome = (outcome: SyncOutcome<DesiredState>) => inForce.onOutcome(outcome);
+  const polling = createGitPolling({
+    location: git.source,
+    name: git.name,
+    ref: config.gitBranch,
+    ...(config.gitPath ? { subPath: config.gitPath } : {}),
+    ...(options.verifier ? { verifier: options.verifier } : {}),
+    pollIntervalMs: config.pollIntervalMs,
+    debounceMs: config.webhookDebounceMs,
+    onOutcome: (outcome) => inForce.onOutcome(outcome),
+    isLeader: () => singleton.isLeader(),
+    logger: log,
+    signal: stopping.signal,
+  });
+  const source = { status: () => polling.status() };
   inForce.onAdopted(({ commit, registered, atMs }) => {
     convergence.accepted(commit, atMs);
     gate?.setRegistered(registered);
@@ -208,11 +182,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
    */
   let followTimer: NodeJS.Timeout | undefined;
   let following: Promise<void> = Promise.resolve();
-  let pipelineMode = "";
   const follow = async (): Promise<void> => {
     if (stopped) return;
-    pipelineMode = (await pipeline.status()).mode;
-    reconcileTrigger();
+    polling.reconcile((await pipeline.status()).mode);
     const mine = [...connected.entries()].filter(([, set]) => set.size > 0).map(([c]) => c);
     await options.presence?.refresh(mine).catch(() => undefined);
     if (gate) {
@@ -224,32 +196,6 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       return;
     }
     await inForce.follow();
-  };
-
-  // ---- Git polling: the leader only (a follower's trigger serves webhook hints) ----------------
-  let pollingTrigger = false;
-  let swapping: Promise<void> = Promise.resolve();
-  const wantPolling = () => singleton.isLeader() || pipelineMode === "degraded";
-  const makeTrigger = (polling: boolean) =>
-    createSyncTrigger({
-      source,
-      ref: config.gitBranch,
-      pollIntervalMs: polling ? config.pollIntervalMs : 0,
-      debounceMs: config.webhookDebounceMs,
-      onOutcome,
-      logger: log.child("trigger"),
-    });
-  const reconcileTrigger = () => {
-    const want = wantPolling();
-    if (stopped || trigger === undefined || want === pollingTrigger) return;
-    pollingTrigger = want;
-    log.info(want ? "polling Git" : "not polling Git (the leader does)", { leader: singleton.isLeader(), pipeline: pipelineMode });
-    swapping = swapping.then(async () => {
-      await trigger?.stop();
-      if (isStopped()) return;
-      trigger = makeTrigger(pollingTrigger);
-      trigger.start();
-    });
   };
 
   // ---- audit completeness: the audit branch records outputs computed from every cluster's discovery ----
@@ -691,7 +637,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     get apiTokens() {
       return apiTokens;
     },
-    syncIdle: () => trigger?.idle() ?? Promise.resolve(),
+    syncIdle: () => polling.idle(),
     async start() {
       if (config.git.kind === "remote") await mkdir(options.dataDir, { recursive: true });
       // PKI and token: stored ones win; generated once otherwise.
@@ -752,17 +698,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       // First sync before the relay opens: registration needs the KubernetesClusters.
       // A repository, branch or credential that does not work will not fix itself: stop with what to
       // fix (fail fast, before anything listens). A Git server that cannot be reached is retried.
-      try {
-        await onOutcome(await source.sync());
-      } catch (err) {
-        if (reactionOf(err) === Reaction.NeedsHuman) {
-          throw new NeedsHumanError(
-            `cannot start: the configuration repository ${sourceName} (ref ${config.gitBranch}): ${err instanceof Error ? err.message : String(err)}; fix --git-url / --git-local, --branch (${SERVER_ENV.gitBranch}) or the Git credentials (${SERVER_ENV.gitUsername}, ${SERVER_ENV.gitPassword}) and start again`,
-            { cause: err },
-          );
-        }
-        log.warn("first Git sync failed: the Git server could not be reached; retrying at every poll", { error: describeError(err), source: sourceName, pollIntervalSeconds: config.pollIntervalMs / 1000 });
-      }
+      await polling.firstSync();
 
       // RootTrustPolicy: the mesh CA signs each cluster's Istio intermediate with the root its
       // IssuedCertificate names: the one generated root of the management plane (created once in
@@ -815,12 +751,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       for (const rec of latest.values()) if (!gate.warming) publish(rec, "start");
 
       // The first sync already ran; start() syncs again (a no-op "unchanged") and then polls.
-      pipelineMode = (await pipeline.status()).mode;
-      pollingTrigger = wantPolling();
-      trigger = makeTrigger(pollingTrigger);
-      trigger.start();
+      polling.start((await pipeline.status()).mode);
       singleton.onChange?.((leader) => {
-        reconcileTrigger();
+        polling.reconcile();
         if (leader) scheduleAudit();
       });
       const followMs = options.followIntervalMs ?? 1000;
@@ -832,7 +765,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       const secret = config.webhookSecret;
       const webhooks = createWebhookHandlers({
         ...(secret !== undefined ? { githubSecret: secret, gitlabToken: secret, genericSecret: secret } : {}),
-        onPush: (e) => trigger!.hint({ repo: e.repo, ref: e.ref, sha: e.sha }),
+        onPush: (e) => polling.hint({ repo: e.repo, ref: e.ref, sha: e.sha }),
         logger: log.child("webhooks"),
       });
       http = createServerHttp({
@@ -871,8 +804,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       await following;
       events.close();
       await http?.stop();
-      await swapping;
-      await trigger?.stop();
+      await polling.stop();
       await relay?.stop();
       await auditRunning;
       await pipeline.stop();
