@@ -10,8 +10,6 @@ import { RelayRejectedError } from "./errors.js";
 import { createClusterIdentities, createMemoryRecordStore, type ClusterIdentities } from "./identity.js";
 import {
   type DiscoveryUpdate,
-  type SignIntermediateRequest,
-  type SignIntermediateResponse,
   type OutputAck,
   type DiscoveryAck,
   type OutputUpdate,
@@ -20,6 +18,7 @@ import { createRelayMetrics } from "./metrics.js";
 import { createPeerGate, isRevoked, revokedRejection } from "./peer-gate.js";
 import type { RelayPki } from "./pki.js";
 import { assertDecoded, checkNamedCluster, createRefusals, endWithStatus, malformedMessage, wireRejection, type Malformed } from "./refusals.js";
+import { createIntermediateSigning } from "./intermediate-signing.js";
 import { createRegistration } from "./registration.js";
 import { createRelayTransport } from "./transport.js";
 import { applyStateDelta, createChunkAssembler, diffStates, encodeChunks, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
@@ -244,48 +243,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
 
   const registration = createRegistration({ ...options, identities, gate, refusals, metrics, logger: log });
 
-  // ---- Istio intermediate CA ----------------------------------------------------------------
-
-  const REFUSALS = {
-    not_issued: { reason: REJECTION_REASONS.intermediateNotIssued, code: grpc.status.PERMISSION_DENIED },
-    invalid_csr: { reason: REJECTION_REASONS.invalidCsr, code: grpc.status.INVALID_ARGUMENT },
-    san_mismatch: { reason: REJECTION_REASONS.sanMismatch, code: grpc.status.INVALID_ARGUMENT },
-  } as const;
-
-  function signIntermediate(call: grpc.ServerUnaryCall<SignIntermediateRequest | Malformed, SignIntermediateResponse>, callback: grpc.sendUnaryData<SignIntermediateResponse>) {
-    const req = call.request;
-    const fields: Record<string, unknown> = { rpc: "SignIntermediate", peer: call.getPeer() };
-    void (async () => {
-      const { cluster } = await gate.identify(call, fields);
-      fields.cluster = cluster;
-      assertDecoded(req, "SignIntermediateRequest");
-      checkNamedCluster(cluster, req.cluster);
-      fields.issuedCertificate = req.issuedCertificate;
-      fields.rootTrustPolicy = req.rootTrustPolicy;
-      const sign = options.signIntermediate;
-      if (!sign) {
-        throw reject(
-          REJECTION_REASONS.meshCaNotConfigured,
-          grpc.status.UNIMPLEMENTED,
-          "this management server has no mesh CA configured, so it cannot sign Istio intermediate CAs for RootTrustPolicies; configure the mesh root CA on the server (src/mesh-ca), or remove the RootTrustPolicy",
-        );
-      }
-      if (req.csrPem.trim() === "") {
-        throw reject(REJECTION_REASONS.invalidCsr, grpc.status.INVALID_ARGUMENT, "the request carries no CSR; send the intermediate CA's PEM PKCS#10 CSR in csr_pem");
-      }
-      const result = await sign(cluster, { csrPem: req.csrPem, issuedCertificate: req.issuedCertificate, rootTrustPolicy: req.rootTrustPolicy });
-      if (!result.ok) {
-        const r = REFUSALS[result.refusal];
-        throw reject(r.reason, r.code, result.message);
-      }
-      metrics.certificatesIssued.inc({ kind: "intermediate" });
-      log.info("signed an Istio intermediate CA", { ...fields, notAfter: new Date(result.notAfterMs).toISOString() });
-      return { certificatePem: result.certPem, chainPem: [...result.chainPems], rootCertPem: result.rootCertPem, notAfterMs: result.notAfterMs };
-    })().then(
-      (res) => callback(null, res),
-      (err: unknown) => refuse(err, fields, (se) => callback(se)),
-    );
-  }
+  const intermediates = createIntermediateSigning({ ...options, gate, refusals, metrics, logger: log });
 
   // ---- discovery push -----------------------------------------------------------------------
 
@@ -624,7 +582,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
 
   const transport = createRelayTransport({
     ...options,
-    handlers: { register: registration.register, renew: registration.renew, signIntermediate, pushDiscovery, pullOutput },
+    handlers: { register: registration.register, renew: registration.renew, signIntermediate: intermediates.signIntermediate, pushDiscovery, pullOutput },
     refusals,
     logger: log,
     describe: { identities: identities.describe, fleetToken: options.token !== undefined },
