@@ -41,6 +41,7 @@ import {
 } from "../store/index.js";
 import { createBullRunner } from "./bullmq-runner.js";
 import { computeHolds } from "./holds.js";
+import { createMirroredStore } from "./mirrored-store.js";
 import { createClusterStageReader } from "./shared-reads.js";
 import { createPipelineMetrics } from "./metrics.js";
 import { createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient, type RedisClientOptions, type RedisConnectionConfig } from "./redis-connection.js";
@@ -240,61 +241,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   // A worker reads and writes Redis only: it has no inputs of its own to mirror or write back.
   const active = (): SnapshotStore => (role === "worker" && redisStore !== undefined ? redisStore : mode === "redis" && redisStore !== undefined ? mirrored(redisStore) : mirror);
   let mirroredCache: SnapshotStore | undefined;
-  function mirrored(r: SnapshotStore): SnapshotStore {
-    if (mirroredCache !== undefined) return mirroredCache;
-    mirroredCache = {
-      kind: "redis",
-      putDesired: async (rec) => (await r.putDesired(rec), await mirror.putDesired(rec)),
-      getDesired: async (commit) => (await mirror.getDesired(commit)) ?? (await r.getDesired(commit)),
-      getDesiredPointer: () => r.getDesiredPointer(),
-      putDiscovery: async (rec) => (await r.putDiscovery(rec), await mirror.putDiscovery(rec)),
-      getDiscovery: async (c) => {
-        const rec = await r.getDiscovery(c);
-        if (rec !== undefined) await mirror.putDiscovery(rec);
-        return rec;
-      },
-      discoveryChecksums: () => r.discoveryChecksums(),
-      listDiscovery: () => r.listDiscovery(),
-      putFragments: async (ws, list) => {
-        const changed = await r.putFragments(ws, list);
-        await mirror.putFragments(ws, list);
-        return changed;
-      },
-      fragmentHashes: (ws) => r.fragmentHashes(ws),
-      fragmentsForCluster: (c) => r.fragmentsForCluster(c),
-      listFragments: () => r.listFragments(),
-      putOutput: async (rec, prev) => {
-        const ok = await r.putOutput(rec, prev);
-        if (ok) await mirror.putOutputIfNewer(rec);
-        return ok;
-      },
-      putOutputIfNewer: async (rec) => {
-        const ok = await r.putOutputIfNewer(rec);
-        await mirror.putOutputIfNewer(rec);
-        return ok;
-      },
-      getOutput: async (c) => {
-        const rec = await r.getOutput(c);
-        if (rec !== undefined) await mirror.putOutputIfNewer(rec);
-        return rec;
-      },
-      outputVersions: () => r.outputVersions(),
-      listOutputs: () => r.listOutputs(),
-      putWorkspaceStatus: async (s) => (await r.putWorkspaceStatus(s), await mirror.putWorkspaceStatus(s)),
-      getWorkspaceStatus: (w) => r.getWorkspaceStatus(w),
-      listWorkspaceStatus: () => r.listWorkspaceStatus(),
-      versions: () => r.versions(),
-      addPending: async (c, ws) => (await r.addPending(c, ws), await mirror.addPending(c, ws)),
-      removePending: async (c, w) => (await r.removePending(c, w), await mirror.removePending(c, w)),
-      pending: (c) => r.pending(c),
-      recordConvergence: async (c, e) => (await r.recordConvergence(c, e), await mirror.recordConvergence(c, e)),
-      getConvergence: (c) => r.getConvergence(c),
-      tryLock: (n, t) => r.tryLock(n, t),
-      unlock: (n, t) => r.unlock(n, t),
-      clear: async () => (await r.clear(), await mirror.clear()),
-    };
-    return mirroredCache;
-  }
+  const mirrored = (r: SnapshotStore): SnapshotStore => (mirroredCache ??= createMirroredStore(r, mirror));
 
   // ---- input caches: keep object identity so translation's index memo hits across jobs ----
   const desiredCache = new Map<string, Promise<DesiredRecord | undefined>>();
