@@ -71,7 +71,9 @@ describe("gen-types", () => {
     expect(after["gone.gen.ts"]).toBeUndefined();
     run();
     expect(generated()).toEqual(after);
-  });
+    // Four runs of the real generator (each compiles every validator with ajv, ~3 s CPU): more than
+    // the default 60 s when the whole suite shares two cores.
+  }, 240_000);
 
   it("refuses two schemas that define the same type name", () => {
     const schema = JSON.parse(readFileSync(join(dir, "schemas/mirror-policy.schema.json"), "utf8"));
