@@ -19,7 +19,9 @@ export {
   type KubeReader,
   type KubeWriter,
   type DeleteOptions,
+  type KubeClientOptions,
 } from "./kube.js";
+export { createConnectionPool, DEFAULT_MAX_SOCKETS, type ConnectionPool, type ConnectionPoolOptions } from "./kube-connections.js";
 export { backoffDelay, createRunnableManager, type BackoffOptions, type Runnable, type RunnableManager } from "./runnable.js";
 export { createSupervisedInformer, type InformerEvent, type SupervisedInformer, type SupervisedInformerOptions } from "./informer.js";
 export { createAgentMetrics, type AgentMetrics } from "./metrics.js";

@@ -5,7 +5,8 @@
  * Objects crossing these interfaces are PLAIN JSON (what `kubectl get -o json` prints), never
  * client-node model instances.
  */
-import { ApiException, KubernetesObjectApi, PatchStrategy, V1DeleteOptions, V1Preconditions, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import { ApiException, createConfiguration, KubernetesObjectApi, PatchStrategy, ServerConfiguration, V1DeleteOptions, V1Preconditions, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import { createConnectionPool, type ConnectionPool, type ConnectionPoolOptions } from "./kube-connections.js";
 
 /** A Kubernetes object as plain JSON. */
 export type KubeObject = Record<string, unknown> & {
@@ -191,9 +192,45 @@ function withKind(o: unknown, ref: KindRef): KubeObject {
   return p as KubeObject;
 }
 
-/** Reader and writer over client-node's KubernetesObjectApi (one per KubeConfig). */
-export function createKubeClient(kc: KubeConfig): KubeReader & KubeWriter {
-  const api = KubernetesObjectApi.makeApiClient(kc);
+export interface KubeClientOptions {
+  /**
+   * Connections to the API server (kube-connections.ts): kept alive, at most `maxSockets` at once
+   * (default 64), shared by every request of this client. Default: a pool of its own.
+   */
+  readonly connections?: ConnectionPool | ConnectionPoolOptions;
+}
+
+/** KubernetesObjectApi over a configuration of our own (its default-namespace setup is protected). */
+class ObjectApi extends KubernetesObjectApi {
+  static over(kc: KubeConfig, pool: ConnectionPool): ObjectApi {
+    const server = kc.getCurrentCluster()?.server;
+    if (server === undefined) throw new Error("the kubeconfig has no current cluster");
+    const api = new ObjectApi(
+      createConfiguration({
+        baseServer: new ServerConfiguration(server, {}),
+        authMethods: { default: kc },
+        // After the KubeConfig's authentication built this request's agent: send it over the pool instead.
+        promiseMiddleware: [
+          {
+            pre: (ctx) => {
+              const agent = pool.agentFor(ctx.getAgent());
+              if (agent !== undefined) ctx.setAgent(agent);
+              return Promise.resolve(ctx);
+            },
+            post: (res) => Promise.resolve(res),
+          },
+        ],
+      }),
+    );
+    api.setDefaultNamespace(kc);
+    return api;
+  }
+}
+
+/** Reader and writer over client-node's KubernetesObjectApi (one per KubeConfig), over kept-alive, bounded connections. */
+export function createKubeClient(kc: KubeConfig, options: KubeClientOptions = {}): KubeReader & KubeWriter & { readonly connections: ConnectionPool } {
+  const pool = options.connections !== undefined && "agentFor" in options.connections ? options.connections : createConnectionPool(options.connections);
+  const api = ObjectApi.over(kc, pool);
   const refOf = (obj: KubeObject): KindRef => ({ apiVersion: obj.apiVersion, kind: obj.kind, plural: "", namespaced: obj.metadata.namespace !== undefined });
   const spec = (obj: KubeObject) => obj as unknown as KubernetesObject;
   const target = (ref: KindRef, namespace: string | undefined, name: string): KubeObject => ({
@@ -202,6 +239,7 @@ export function createKubeClient(kc: KubeConfig): KubeReader & KubeWriter {
     metadata: { name, ...(namespace === undefined ? {} : { namespace }) },
   });
   return {
+    connections: pool,
     async get(ref, namespace, name) {
       try {
         const o = await api.read(target(ref, namespace, name) as unknown as Parameters<typeof api.read>[0]); // eslint-disable-line @typescript-eslint/no-unnecessary-type-assertion -- tsc (exactOptionalPropertyTypes) needs it
