@@ -13,7 +13,7 @@ import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
 import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, renderMarkdown, resolveRevision, type GitLocation, type RenderSide } from "../git-sync/index.js";
 import type { CiContext } from "../git-host/index.js";
-import { loadRevisions, renderRevisions, type RevisionRender } from "./diff-render.js";
+import { loadRevisions, renderRevisions, type RevisionRender } from "../translate/index.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
 
 interface DiffFlags {

@@ -4,16 +4,18 @@
  * from Git, each translated against the discovery the server holds now, compared per cluster and
  * object (git-sync's compareRenders, renderJson).
  *
- * Two full translations are not free on a large fleet, so diffs run one at a time and the last few
+ * Base is translated in full and head incrementally from it (src/translate's loadRevisions +
+ * renderRevisions, as `gitmesh diff` does: only the files that differ are parsed again, only the
+ * workspaces they touch translated again, and what head kept is skipped by identity when compared).
+ * That is still a full translation on a large fleet, so diffs run one at a time and the last few
  * answers are kept (keyed by the two commits and the discovery checksums: a discovery change makes a
  * new diff). A remote repository is read through a cache of its own (`<dataDir>/diff.git`), never the
  * live source's, so a diff cannot disturb the sync in progress.
  */
-import { loadDesiredState } from "../config/index.js";
 import type { Logger } from "../core/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
 import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, type GitLocation, type RenderSide } from "../git-sync/index.js";
-import { translateAll } from "../translate/index.js";
+import { loadRevisions, renderRevisions, type RevisionRender } from "../translate/index.js";
 import { HttpError } from "./http.js";
 
 export interface DiffServiceOptions {
@@ -50,13 +52,16 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
     const key = `${base}..${head}|${discovery.map((d) => `${d.cluster}:${d.checksum}`).sort().join(",")}`;
     if (cache.has(key)) return cache.get(key);
     const snapshots = new Map(discovery.map((d) => [d.cluster, d.snapshot]));
-    const side = async (sha: string): Promise<RenderSide> => {
-      const { commit, files } = await read(sha);
-      const load = loadDesiredState(files);
-      const result = translateAll(load.state, snapshots);
-      return { ref: sha, commit: commit.oid, clusters: new Map([...result.clusters].map(([c, out]) => [c, out.resources])), diagnostics: [...load.diagnostics, ...result.diagnostics] };
-    };
-    const report = JSON.parse(renderJson(compareRenders(await side(base), await side(head)))) as unknown;
+    const baseRev = await read(base);
+    const headRev = await read(head);
+    const renders = renderRevisions(loadRevisions(baseRev.files, headRev.files), snapshots);
+    const side = (sha: string, commit: string, render: RevisionRender): RenderSide => ({
+      ref: sha,
+      commit,
+      clusters: new Map([...render.result.clusters].map(([c, out]) => [c, out.resources])),
+      diagnostics: [...render.load.diagnostics, ...render.result.diagnostics],
+    });
+    const report = JSON.parse(renderJson(compareRenders(side(base, baseRev.commit.oid, renders.base), side(head, headRev.commit.oid, renders.head)))) as unknown;
     cache.set(key, report);
     while (cache.size > keep) cache.delete(cache.keys().next().value!);
     return report;

@@ -5,6 +5,7 @@
  * Stage 1 `translateWorkspace(workspace, desired, discovery)` → per-cluster fragments + diagnostics.
  * Stage 2 `assembleCluster(cluster, fragments)` → the cluster's sorted output.
  * `translateAll` composes both; `affectedWorkspaces` + `retranslate` do it incrementally.
+ * `loadRevisions` + `renderRevisions` render two revisions for a diff: base in full, head incrementally from it.
  */
 export type {
   ClusterOutput,
@@ -46,6 +47,7 @@ export {
   type TranslateOptions,
 } from "./workspace.js";
 export { affectedWorkspaces, type InputChange } from "./incremental.js";
+export { fileDelta, loadRevisions, renderRevisions, type LoadedRevisions, type RevisionRender, type RevisionRenders } from "./revisions.js";
 export { validateIstioResource, validateOutputs, type IstioIssue } from "./istio-validate.js";
 export { DestinationCode } from "./destination-common.js";
 export { validateIssuedCertificate } from "./root-trust.js";

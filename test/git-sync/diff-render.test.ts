@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments, stringify } from "yaml";
 import { loadDesiredState, type SourceFile } from "../../src/config/index.js";
-import { loadRevisions, renderRevisions } from "../../src/cli/diff-render.js";
 import { generateFleet, type FleetFile, type FleetOptions } from "../../src/devtools/index.js";
-import { translateAll, type DiscoveryMap, type TranslationResult } from "../../src/translate/index.js";
+import { loadRevisions, renderRevisions, translateAll, type DiscoveryMap, type TranslationResult } from "../../src/translate/index.js";
 import { createRandom } from "../helpers/random.js";
 
 // 6 clusters in blocks of 2, 5 workspaces per block: 15 workspaces in a ring of import/export.

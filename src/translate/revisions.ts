@@ -1,5 +1,5 @@
 /**
- * The two renders of `gitmesh diff`: the base revision is loaded and translated in full; the head
+ * Two revisions of the configuration rendered for a diff (`gitmesh diff`, the server's `/api/diff`): the base revision is loaded and translated in full; the head
  * revision is the base plus the files that differ, loaded incrementally (updateDesiredState parses
  * only those) and translated incrementally (affectedWorkspaces + retranslate re-run only the
  * workspaces the change touches, and re-assemble only the clusters whose fragments changed), the way
@@ -12,7 +12,10 @@
  * the head is loaded and translated in full.
  */
 import { loadDesiredState, SETTINGS_FILE, updateDesiredState, type LoadResult, type SourceFile } from "../config/index.js";
-import { affectedWorkspaces, retranslate, translateAll, type DiscoveryMap, type TranslateOptions, type TranslationResult } from "../translate/index.js";
+import { affectedWorkspaces } from "./incremental.js";
+import type { DiscoveryMap } from "./input.js";
+import type { TranslationResult } from "./types.js";
+import { retranslate, translateAll, type TranslateOptions } from "./workspace.js";
 
 export interface RevisionRender {
   readonly load: Pick<LoadResult, "state" | "diagnostics">;
