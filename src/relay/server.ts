@@ -9,19 +9,22 @@ import { REJECTION_REASONS, RELAY_DEFAULTS, type RejectionReason } from "./const
 import { RelayRejectedError } from "./errors.js";
 import { createClusterIdentities, createMemoryRecordStore, type ClusterIdentities } from "./identity.js";
 import {
-  type DiscoveryUpdate,
   type OutputAck,
-  type DiscoveryAck,
   type OutputUpdate,
 } from "./gen/gitmesh/relay/v1/relay.js";
 import { createRelayMetrics } from "./metrics.js";
 import { createPeerGate, isRevoked, revokedRejection } from "./peer-gate.js";
 import type { RelayPki } from "./pki.js";
-import { assertDecoded, checkNamedCluster, createRefusals, endWithStatus, malformedMessage, wireRejection, type Malformed } from "./refusals.js";
+import { assertDecoded, checkNamedCluster, createRefusals, endWithStatus, type Malformed } from "./refusals.js";
+import { createDiscoveryStreams, type DiscoveryEvent } from "./discovery-streams.js";
 import { createIntermediateSigning } from "./intermediate-signing.js";
+import { closeWhenStreamEnds, type StreamKind } from "./stream-sessions.js";
 import { createRegistration } from "./registration.js";
 import { createRelayTransport } from "./transport.js";
-import { applyStateDelta, createChunkAssembler, diffStates, encodeChunks, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
+import { diffStates, encodeChunks, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
+
+export type { DiscoveryEvent } from "./discovery-streams.js";
+export type { StreamKind } from "./stream-sessions.js";
 
 /** A rendered output snapshot for one cluster. */
 export interface OutputSnapshot {
@@ -33,17 +36,6 @@ export interface OutputSnapshot {
   readonly complete: boolean;
   /** Resource key → bytes (JSON of the Istio object by convention). */
   readonly resources: RelayState;
-}
-
-export interface DiscoveryEvent {
-  readonly cluster: string;
-  readonly version: number;
-  readonly full: boolean;
-  readonly checksum: string;
-  /** The whole state after the update. */
-  readonly state: RelayState;
-  /** What changed (for a full update: everything, nothing removed). */
-  readonly delta: StateDelta;
 }
 
 export interface AppliedVersion {
@@ -68,9 +60,6 @@ export interface DriftRepairEvent {
 
 /** What one drift report may carry: anything beyond is dropped (an agent cannot grow the server's memory). */
 export const DRIFT_LIMITS = { repairs: 50, keyChars: 300, managers: 5, managerChars: 100 } as const;
-
-export type StreamKind = "push" | "pull";
-
 
 export interface RelayServerOptions {
   /** CA, server certificate and signing CA (see loadOrCreateRelayPki). */
@@ -166,17 +155,6 @@ export interface RelayServer {
   refusals(): ReadonlyMap<string, { reason: string; message: string; atMs: number }>;
 }
 
-interface PushSession {
-  readonly cluster: string;
-  readonly issuedAtMs: number;
-  readonly call: grpc.ServerDuplexStream<DiscoveryUpdate | Malformed, DiscoveryAck>;
-  closed: boolean;
-  awaitingFull: boolean;
-  warmed: boolean;
-  /** Cancels the close-at-certificate-expiry timer. */
-  readonly stopExpiry: () => void;
-}
-
 interface PullSession {
   readonly cluster: string;
   readonly issuedAtMs: number;
@@ -195,23 +173,6 @@ interface PullSession {
   readonly stopExpiry: () => void;
 }
 
-/**
- * Runs `close` (idempotent) however a bidirectional stream ends (client half-close, cancel, error, close);
- * a client half-close is answered by ending our side too.
- */
-function closeWhenStreamEnds<Req, Res>(call: grpc.ServerDuplexStream<Req, Res>, close: () => void): void {
-  call.on("end", () => {
-    close();
-    call.end();
-  });
-  call.on("cancelled", close);
-  call.on("error", close);
-  call.on("close", close);
-}
-
-/** Discovery updates (chunks) read ahead of handling before the server stops reading a push stream. */
-const PUSH_QUEUE_LIMIT = 8;
-
 export function createRelayServer(options: RelayServerOptions): RelayServer {
   const log = options.logger;
   const metrics = createRelayMetrics(options.registry);
@@ -219,173 +180,23 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   const maxMessageBytes = options.maxMessageBytes ?? RELAY_DEFAULTS.maxMessageBytes;
   const chunkBytes = Math.max(1024, Math.min(options.chunkBytes ?? RELAY_DEFAULTS.chunkBytes, Math.floor(maxMessageBytes * 0.9)));
   const sendBufferBytes = Math.max(1, options.sendBufferBytes ?? 2 * chunkBytes);
-  const limits = {
-    maxChunkBytes: maxMessageBytes,
-    maxStateBytes: options.maxStateBytes ?? RELAY_DEFAULTS.maxStateBytes,
-    maxRatio: options.maxCompressionRatio ?? RELAY_DEFAULTS.maxCompressionRatio,
-    ratioFloorBytes: RELAY_DEFAULTS.ratioFloorBytes,
-  };
-  const maxDiscoveryBytes = options.maxDiscoveryBytes ?? RELAY_DEFAULTS.maxDiscoveryBytes;
   const identities = options.identities ?? createClusterIdentities(createMemoryRecordStore(), { now });
 
-  const pushSessions = new Map<string, PushSession>();
   const pullSessions = new Map<string, PullSession>();
   const outputs = new Map<string, OutputSnapshot>();
   const applied = new Map<string, AppliedVersion>();
-  const discovery = new Map<string, { version: number; checksum: string; state: RelayState }>();
   let revalidateTimer: NodeJS.Timeout | undefined;
 
   const refusals = createRefusals({ logger: log, metrics, now });
   const refuse = refusals.refuse;
   const reject = (reason: RejectionReason, code: RelayRejectedError["grpcCode"], message: string) => new RelayRejectedError(reason, code, message);
   const gate = createPeerGate({ identities, isClusterRegistered: options.isClusterRegistered, refusals, logger: log });
-  const malformed = malformedMessage;
 
   const registration = createRegistration({ ...options, identities, gate, refusals, metrics, logger: log });
 
   const intermediates = createIntermediateSigning({ ...options, gate, refusals, metrics, logger: log });
 
-  // ---- discovery push -----------------------------------------------------------------------
-
-
-  function pushDiscovery(call: grpc.ServerDuplexStream<DiscoveryUpdate | Malformed, DiscoveryAck>) {
-    const fields: Record<string, unknown> = { rpc: "PushDiscovery", peer: call.getPeer() };
-    let session: PushSession | undefined;
-    const queue: (DiscoveryUpdate | Malformed)[] = [];
-    let draining = false;
-    const assembler = createChunkAssembler<DiscoveryUpdate>(limits, (a, b) => a.version === b.version && a.full === b.full && a.checksum === b.checksum && a.baseVersion === b.baseVersion && a.cluster === b.cluster);
-
-    const close = () => {
-      if (!session || session.closed) return;
-      session.closed = true;
-      session.stopExpiry();
-      if (pushSessions.get(session.cluster) === session) {
-        pushSessions.delete(session.cluster);
-        metrics.pushConnected.set({ cluster: session.cluster }, 0);
-        metrics.warmed.set({ cluster: session.cluster }, 0);
-        log.info("discovery stream closed", { cluster: session.cluster });
-        options.onDisconnect?.(session.cluster, "push");
-      }
-    };
-    const fail = (err: unknown) => {
-      refuse(err, fields, (se) => endWithStatus(call, se));
-      close();
-    };
-
-    const handle = async (msg: DiscoveryUpdate | Malformed, s: PushSession) => {
-      assertDecoded(msg, "DiscoveryUpdate");
-      checkNamedCluster(s.cluster, msg.cluster);
-      metrics.streamBytes.inc({ direction: "received" }, msg.chunk?.payload.length ?? 0);
-      let delta: StateDelta | undefined;
-      try {
-        delta = assembler.push(msg, msg.chunk);
-      } catch (err) {
-        throw wireRejection(err);
-      }
-      if (!delta) return;
-      const prev = discovery.get(s.cluster);
-      const resync = (why: string) => {
-        s.awaitingFull = true;
-        metrics.resyncs.inc({ direction: "push" });
-        log.warn("asking agent for a full discovery resync", { cluster: s.cluster, version: msg.version, why });
-        ack({ version: msg.version, resync: true, checksum: prev?.checksum ?? "", message: why });
-      };
-      let state: Map<string, Uint8Array>;
-      if (msg.full) {
-        if (delta.removed.length > 0) throw malformed("DiscoveryUpdate", "a full update cannot remove keys");
-        state = new Map(delta.upserts);
-      } else {
-        if (s.awaitingFull || !prev) return resync("a full snapshot is required first");
-        if (msg.baseVersion !== prev.version) return resync(`delta is based on version ${msg.baseVersion} but the server has version ${prev.version}`);
-        state = applyStateDelta(prev.state, delta);
-      }
-      let size = 0;
-      for (const [k, v] of state) size += k.length + v.length;
-      if (size > maxDiscoveryBytes) {
-        throw reject(
-          REJECTION_REASONS.messageTooLarge,
-          grpc.status.RESOURCE_EXHAUSTED,
-          `the discovery state of cluster "${s.cluster}" would be ${size} bytes decompressed, above the server's limit of ${maxDiscoveryBytes} bytes per cluster (maxDiscoveryBytes); narrow the agent's discovery selectors, or raise the limit`,
-        );
-      }
-      const checksum = stateChecksum(state);
-      if (checksum !== msg.checksum) {
-        if (msg.full) {
-          throw reject(
-            REJECTION_REASONS.checksumMismatch,
-            grpc.status.INVALID_ARGUMENT,
-            "the checksum of a full snapshot does not match its content; agent and server compute checksums differently (version skew?) — upgrade the agent to the server's protocol version",
-          );
-        }
-        return resync(`checksum mismatch after applying delta ${msg.version} (agent ${msg.checksum.slice(0, 12)}, server ${checksum.slice(0, 12)})`);
-      }
-      const entry = { version: msg.version, checksum, state };
-      try {
-        await options.onDiscovery?.({ cluster: s.cluster, version: msg.version, full: msg.full, checksum, state, delta: msg.full ? { upserts: state, removed: [] } : delta });
-      } catch (err) {
-        log.error("onDiscovery failed; asking the agent to resend", { cluster: s.cluster, error: describeError(err) });
-        return resync("the server could not store the update");
-      }
-      discovery.set(s.cluster, entry);
-      s.awaitingFull = false;
-      metrics.discoveryUpdates.inc({ kind: msg.full ? "full" : "delta" });
-      if (msg.full && !s.warmed) {
-        s.warmed = true;
-        metrics.warmed.set({ cluster: s.cluster }, 1);
-      }
-      ack({ version: msg.version, resync: false, checksum, message: "" });
-    };
-    // Backpressure both ways: stop reading while updates wait to be handled or while acks cannot be
-    // flushed to an agent that does not read them; at most PUSH_QUEUE_LIMIT updates wait in memory.
-    let ackBlocked = false;
-    const ack = (a: DiscoveryAck) => {
-      if (call.write(a) || ackBlocked) return;
-      ackBlocked = true;
-      call.pause();
-      call.once("drain", () => {
-        ackBlocked = false;
-        if (queue.length < PUSH_QUEUE_LIMIT) call.resume();
-      });
-    };
-
-    const drain = async () => {
-      if (draining) return;
-      draining = true;
-      try {
-        while (queue.length > 0 && session && !session.closed) {
-          await handle(queue.shift()!, session);
-          if (queue.length < PUSH_QUEUE_LIMIT && !ackBlocked) call.resume();
-        }
-      } catch (err) {
-        fail(err);
-      } finally {
-        draining = false;
-      }
-    };
-
-    call.on("data", (msg: DiscoveryUpdate | Malformed) => {
-      queue.push(msg);
-      if (queue.length >= PUSH_QUEUE_LIMIT) call.pause();
-      if (session) void drain();
-    });
-    closeWhenStreamEnds(call, close);
-
-    gate.acceptStream(call, fields, ({ cluster, issuedAtMs, stopExpiry }) => {
-        const old = pushSessions.get(cluster);
-        session = { cluster, issuedAtMs, call, closed: false, awaitingFull: true, warmed: false, stopExpiry };
-        pushSessions.set(cluster, session);
-        if (old) {
-          old.closed = true;
-          old.stopExpiry();
-          endWithStatus(old.call, { code: grpc.status.ABORTED, details: "replaced by a newer discovery stream of the same cluster" });
-        }
-        metrics.pushConnected.set({ cluster }, 1);
-        metrics.warmed.set({ cluster }, 0);
-        log.info("discovery stream opened", { cluster });
-        options.onConnect?.(cluster, "push");
-        void drain();
-    });
-  }
+  const discovery = createDiscoveryStreams({ ...options, gate, refusals, metrics, logger: log });
 
   // ---- output pull --------------------------------------------------------------------------
 
@@ -546,7 +357,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   }
 
   const closeAll = (cluster: string | undefined, code: grpc.status, details: string) => {
-    for (const s of [...pushSessions.values(), ...pullSessions.values()]) {
+    for (const s of [...discovery.sessions.all(), ...pullSessions.values()]) {
       if (cluster !== undefined && s.cluster !== cluster) continue;
       endWithStatus(s.call, { code, details });
     }
@@ -554,7 +365,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   /** Ends the streams of `cluster` (those whose certificate `which` selects) with a logged, counted rejection. */
   const closeWith = (cluster: string, err: RelayRejectedError, which: (s: { issuedAtMs: number }) => boolean = () => true) => {
     let closed = 0;
-    for (const s of [...pushSessions.values(), ...pullSessions.values()]) {
+    for (const s of [...discovery.sessions.all(), ...pullSessions.values()]) {
       if (s.cluster !== cluster || !which(s)) continue;
       closed++;
       refuse(err, { rpc: "stream", cluster }, (se) => endWithStatus(s.call, se));
@@ -567,7 +378,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
    * the cluster leaving this replica's desired state) end the streams they concern here too.
    */
   async function revalidate(): Promise<void> {
-    const clusters = new Set([...pushSessions.keys(), ...pullSessions.keys()]);
+    const clusters = new Set([...discovery.sessions.clusters(), ...pullSessions.keys()]);
     if (clusters.size === 0) return;
     const records = await identities.list();
     gate.remember(records);
@@ -582,7 +393,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
 
   const transport = createRelayTransport({
     ...options,
-    handlers: { register: registration.register, renew: registration.renew, signIntermediate: intermediates.signIntermediate, pushDiscovery, pullOutput },
+    handlers: { register: registration.register, renew: registration.renew, signIntermediate: intermediates.signIntermediate, pushDiscovery: discovery.pushDiscovery, pullOutput },
     refusals,
     logger: log,
     describe: { identities: identities.describe, fleetToken: options.token !== undefined },
@@ -613,16 +424,16 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       if (s?.subscribed && !s.closed) sendOutput(s, snapshot, false);
     },
     connectedClusters() {
-      const names = new Set([...pushSessions.keys(), ...pullSessions.keys()]);
+      const names = new Set([...discovery.sessions.clusters(), ...pullSessions.keys()]);
       return [...names].sort().map((cluster) => ({
         cluster,
-        push: pushSessions.has(cluster),
+        push: discovery.sessions.get(cluster) !== undefined,
         pull: pullSessions.has(cluster),
-        warmed: pushSessions.get(cluster)?.warmed ?? false,
+        warmed: discovery.sessions.get(cluster)?.warmed ?? false,
       }));
     },
     appliedVersions: () => applied,
-    discoveryState: (cluster) => discovery.get(cluster),
+    discoveryState: (cluster) => discovery.state(cluster),
     disconnect(cluster, message) {
       log.info("closing a cluster's streams (not revoked)", { cluster, why: message });
       closeWith(cluster, reject(REJECTION_REASONS.clusterNotRegistered, grpc.status.PERMISSION_DENIED, message));
