@@ -43,6 +43,7 @@ import { createBullRunner } from "./bullmq-runner.js";
 import { computeHolds } from "./holds.js";
 import { createMirroredStore } from "./mirrored-store.js";
 import { createClusterStageReader } from "./shared-reads.js";
+import { writeBack } from "./write-back.js";
 import { createPipelineMetrics } from "./metrics.js";
 import { createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient, type RedisClientOptions, type RedisConnectionConfig } from "./redis-connection.js";
 import { createInProcessRunner, JOB_TYPES, type ClusterJobData, type JobEvent, type JobRunner, type JobType, type RunnerSettings, type WorkspaceJobData } from "./runner.js";
@@ -609,54 +610,14 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     // Let in-process work finish first (this runs inside the serial chain: do not wait for the chain).
     await waitIdle(() => runner.depth(), 30_000, false).catch(() => undefined);
     // Write the memory state back; Redis may have restarted empty or been written by other replicas.
-    const pointer = await mirror.getDesiredPointer();
-    const desired = pointer === undefined ? undefined : await mirror.getDesired(pointer.commit);
-    const remote = await r.getDesiredPointer();
-    if (desired !== undefined && (remote === undefined || remote.generation <= desired.generation)) await r.putDesired(desired);
-    for (const d of await mirror.listDiscovery()) await r.putDiscovery(d);
-    const byWs = new Map<string, FragmentRecord[]>();
-    for (const f of await mirror.listFragments()) byWs.set(f.workspace, [...(byWs.get(f.workspace) ?? []), f]);
-    // Every replica lost Redis at the same moment and translated from its own memory: one that missed
-    // a commit (or a discovery change) must not write its older translations over newer ones another
-    // replica wrote back first. A workspace is written back only when this replica's translation is
-    // at least as recent (desired-state generation, then time) as what Redis holds.
-    const theirs = new Map((await r.listWorkspaceStatus()).map((st) => [st.workspace, st]));
-    const older = new Set<string>();
-    const mine = new Map((await mirror.listWorkspaceStatus()).map((st) => [st.workspace, st]));
-    for (const ws of new Set([...byWs.keys(), ...mine.keys()])) {
-      const m = mine.get(ws);
-      const t = theirs.get(ws);
-      if (t !== undefined && (m === undefined || t.generation > m.generation || (t.generation === m.generation && t.atMs > m.atMs))) older.add(ws);
-    }
-    for (const st of mine.values()) {
-      if (older.has(st.workspace)) continue;
-      await r.putWorkspaceStatus(st);
-      if (!byWs.has(st.workspace)) byWs.set(st.workspace, []);
-    }
-    for (const [ws, list] of byWs) if (!older.has(ws)) await r.putFragments(ws, list);
-    if (older.size > 0) log.info("kept newer translations in Redis over this replica's older ones", { workspaces: [...older].sort() });
-    // A replica promoted by Sentinel, unlike a restarted empty Redis, holds the state of just before the
-    // outage: the unit locks of the jobs that died with the old primary (ours: released by token), and
-    // workspaces still pending for the commit that memory has translated since. Left there, they would
-    // hold that workspace's jobs, and every cluster job of the commit, until the lock's lease ends.
-    for (const [token, name] of unreleased) {
-      await r.unlock(name, token);
-      unreleased.delete(token);
-    }
-    if (desired !== undefined && (await r.getDesiredPointer())?.commit === desired.commit) {
-      const open = new Set(await mirror.pending(desired.commit));
-      for (const ws of await r.pending(desired.commit)) if (!open.has(ws)) await r.removePending(desired.commit, ws);
-    }
-    const outputs = await mirror.listOutputs();
-    const written: OutputRecord[] = [];
-    for (const o of outputs) if (await r.putOutputIfNewer(o)) written.push(o);
+    const written = await writeBack({ mirror, redis: r, unreleased, logger: log });
     const old = runner;
     runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });
     setMode("redis", "Redis is reachable again; memory state written back");
     await old.close(false);
     for (const o of written) await publish({ origin, type: "output", cluster: o.cluster, version: o.version });
     // Reconcile: every known cluster re-assembles against the (merged) Redis state.
-    const clusters = new Set([...outputs.map((o) => o.cluster), ...(await r.outputVersions()).keys()]);
+    const clusters = new Set([...(await mirror.outputVersions()).keys(), ...(await r.outputVersions()).keys()]);
     const stamp = sha(`${now()}-${origin}`).slice(0, 12);
     for (const c of clusters) await runner.add({ type: "cluster", id: `cl-${c}-resume-${stamp}`, data: { cluster: c } });
   }
