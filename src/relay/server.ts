@@ -8,58 +8,22 @@ import type { SignIntermediateFn } from "../pki/index.js";
 import { REJECTION_REASONS, RELAY_DEFAULTS, type RejectionReason } from "./constants.js";
 import { RelayRejectedError } from "./errors.js";
 import { createClusterIdentities, createMemoryRecordStore, type ClusterIdentities } from "./identity.js";
-import {
-  type OutputAck,
-  type OutputUpdate,
-} from "./gen/gitmesh/relay/v1/relay.js";
 import { createRelayMetrics } from "./metrics.js";
 import { createPeerGate, isRevoked, revokedRejection } from "./peer-gate.js";
 import type { RelayPki } from "./pki.js";
-import { assertDecoded, checkNamedCluster, createRefusals, endWithStatus, type Malformed } from "./refusals.js";
+import { createRefusals, endWithStatus } from "./refusals.js";
 import { createDiscoveryStreams, type DiscoveryEvent } from "./discovery-streams.js";
 import { createIntermediateSigning } from "./intermediate-signing.js";
-import { closeWhenStreamEnds, type StreamKind } from "./stream-sessions.js";
+import { createOutputDelivery, type AppliedVersion, type DriftRepairEvent, type OutputAckEvent, type OutputNackEvent, type OutputSnapshot } from "./output-delivery.js";
+import type { StreamKind } from "./stream-sessions.js";
 import { createRegistration } from "./registration.js";
 import { createRelayTransport } from "./transport.js";
-import { diffStates, encodeChunks, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
+import type { RelayState } from "./wire.js";
 
 export type { DiscoveryEvent } from "./discovery-streams.js";
 export type { StreamKind } from "./stream-sessions.js";
 
-/** A rendered output snapshot for one cluster. */
-export interface OutputSnapshot {
-  /** Increases with every publication for the cluster. */
-  readonly version: number;
-  /** Git commit the output was rendered from. */
-  readonly sourceCommit: string;
-  /** true when this is the complete desired output (the agent may prune against it). */
-  readonly complete: boolean;
-  /** Resource key → bytes (JSON of the Istio object by convention). */
-  readonly resources: RelayState;
-}
-
-export interface AppliedVersion {
-  readonly version: number;
-  readonly sourceCommit: string;
-  readonly atMs: number;
-}
-
-export interface OutputAckEvent extends AppliedVersion {
-  readonly cluster: string;
-}
-
-export interface OutputNackEvent extends OutputAckEvent {
-  readonly errors: readonly { readonly key: string; readonly message: string }[];
-}
-
-/** Owned objects an agent found changed or deleted by someone else and put back (bounded: see DRIFT_LIMITS). */
-export interface DriftRepairEvent {
-  readonly cluster: string;
-  readonly repairs: readonly { readonly key: string; readonly why: "changed" | "deleted"; readonly atMs: number; readonly managers: readonly string[] }[];
-}
-
-/** What one drift report may carry: anything beyond is dropped (an agent cannot grow the server's memory). */
-export const DRIFT_LIMITS = { repairs: 50, keyChars: 300, managers: 5, managerChars: 100 } as const;
+export { DRIFT_LIMITS, type AppliedVersion, type DriftRepairEvent, type OutputAckEvent, type OutputNackEvent, type OutputSnapshot } from "./output-delivery.js";
 
 export interface RelayServerOptions {
   /** CA, server certificate and signing CA (see loadOrCreateRelayPki). */
@@ -155,36 +119,12 @@ export interface RelayServer {
   refusals(): ReadonlyMap<string, { reason: string; message: string; atMs: number }>;
 }
 
-interface PullSession {
-  readonly cluster: string;
-  readonly issuedAtMs: number;
-  readonly call: grpc.ServerDuplexStream<OutputAck | Malformed, OutputUpdate>;
-  closed: boolean;
-  subscribed: boolean;
-  sent: { version: number; entries: RelayState } | undefined;
-  readonly sentVersions: Map<number, { sourceCommit: string }>;
-  /** The next output to send (newer publications replace it: a slow agent gets the latest, not every version). */
-  pending: { snap: OutputSnapshot; forceFull: boolean } | undefined;
-  sending: boolean;
-  /** Compressed bytes handed to gRPC and not yet flushed to the connection. */
-  buffered: number;
-  /** Woken when `buffered` shrinks or the stream closes. */
-  readonly wakeups: (() => void)[];
-  readonly stopExpiry: () => void;
-}
-
 export function createRelayServer(options: RelayServerOptions): RelayServer {
   const log = options.logger;
   const metrics = createRelayMetrics(options.registry);
   const now = options.now ?? Date.now;
-  const maxMessageBytes = options.maxMessageBytes ?? RELAY_DEFAULTS.maxMessageBytes;
-  const chunkBytes = Math.max(1024, Math.min(options.chunkBytes ?? RELAY_DEFAULTS.chunkBytes, Math.floor(maxMessageBytes * 0.9)));
-  const sendBufferBytes = Math.max(1, options.sendBufferBytes ?? 2 * chunkBytes);
   const identities = options.identities ?? createClusterIdentities(createMemoryRecordStore(), { now });
 
-  const pullSessions = new Map<string, PullSession>();
-  const outputs = new Map<string, OutputSnapshot>();
-  const applied = new Map<string, AppliedVersion>();
   let revalidateTimer: NodeJS.Timeout | undefined;
 
   const refusals = createRefusals({ logger: log, metrics, now });
@@ -198,166 +138,10 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
 
   const discovery = createDiscoveryStreams({ ...options, gate, refusals, metrics, logger: log });
 
-  // ---- output pull --------------------------------------------------------------------------
-
-  /** Queues the latest output for a stream; a version still waiting is replaced (the agent gets a delta to the newest). */
-  function sendOutput(s: PullSession, snap: OutputSnapshot, forceFull: boolean) {
-    if (s.pending) metrics.outputCoalesced.inc();
-    s.pending = { snap, forceFull: forceFull || (s.pending?.forceFull ?? false) };
-    void pumpOutput(s);
-  }
-
-  /** Frees what a closed output stream holds: its queued version, buffered-bytes gauge, waiting sender, expiry timer. */
-  function releasePull(s: PullSession) {
-    s.pending = undefined;
-    metrics.outputBuffered.dec({ cluster: s.cluster }, s.buffered);
-    s.buffered = 0;
-    s.stopExpiry();
-    wake(s);
-  }
-
-  /** Re-reads `closed` after an await (the stream may close while the sender waits). */
-  const isOpen = (s: PullSession) => !s.closed;
-  const wake = (s: PullSession) => {
-    for (const w of s.wakeups.splice(0)) w();
-  };
-
-  /**
-   * Writes queued output chunk by chunk, respecting backpressure: it waits while more than
-   * sendBufferBytes are handed to gRPC but not flushed (write callbacks), or while the stream's own
-   * buffer is full (write() returned false, until 'drain'). So a slow agent costs the server at most
-   * one encoded update plus sendBufferBytes, however many versions are published meanwhile.
-   */
-  async function pumpOutput(s: PullSession): Promise<void> {
-    if (s.sending) return;
-    s.sending = true;
-    try {
-      while (s.pending && !s.closed) {
-        const { snap, forceFull } = s.pending;
-        s.pending = undefined;
-        const full = forceFull || s.sent === undefined;
-        const delta: StateDelta = full ? { upserts: snap.resources, removed: [] } : diffStates(s.sent!.entries, snap.resources);
-        const baseVersion = full ? 0 : s.sent!.version;
-        const checksum = stateChecksum(snap.resources);
-        const chunks = encodeChunks(delta, chunkBytes);
-        s.sent = { version: snap.version, entries: snap.resources };
-        s.sentVersions.set(snap.version, { sourceCommit: snap.sourceCommit });
-        if (s.sentVersions.size > 64) s.sentVersions.delete(s.sentVersions.keys().next().value!);
-        for (const chunk of chunks) {
-          while (isOpen(s) && s.buffered > 0 && s.buffered + chunk.payload.length > sendBufferBytes) {
-            await new Promise<void>((resolve) => s.wakeups.push(resolve));
-          }
-          if (!isOpen(s)) return;
-          const size = chunk.payload.length;
-          s.buffered += size;
-          metrics.outputBuffered.inc({ cluster: s.cluster }, size);
-          metrics.streamBytes.inc({ direction: "sent" }, size);
-          const ok = s.call.write({ version: snap.version, baseVersion, full, complete: snap.complete, sourceCommit: snap.sourceCommit, checksum, chunk }, () => {
-            if (!isOpen(s)) return; // close() already released the stream's buffered bytes
-            s.buffered -= size;
-            metrics.outputBuffered.dec({ cluster: s.cluster }, size);
-            wake(s);
-          });
-          if (!ok && isOpen(s)) {
-            await new Promise<void>((resolve) => {
-              s.call.once("drain", resolve);
-              s.wakeups.push(resolve);
-            });
-          }
-        }
-      }
-    } finally {
-      s.sending = false;
-    }
-  }
-
-  function pullOutput(call: grpc.ServerDuplexStream<OutputAck | Malformed, OutputUpdate>) {
-    const fields: Record<string, unknown> = { rpc: "PullOutput", peer: call.getPeer() };
-    let session: PullSession | undefined;
-    const early: (OutputAck | Malformed)[] = [];
-
-    const close = () => {
-      if (!session || session.closed) return;
-      session.closed = true;
-      releasePull(session);
-      if (pullSessions.get(session.cluster) === session) {
-        pullSessions.delete(session.cluster);
-        metrics.pullConnected.set({ cluster: session.cluster }, 0);
-        log.info("output stream closed", { cluster: session.cluster });
-        options.onDisconnect?.(session.cluster, "pull");
-      }
-    };
-    const handle = (msg: OutputAck | Malformed, s: PullSession) => {
-      try {
-        assertDecoded(msg, "OutputAck");
-        checkNamedCluster(s.cluster, msg.cluster);
-        const latest = outputs.get(s.cluster);
-        if (!s.subscribed) {
-          s.subscribed = true;
-          if (latest) sendOutput(s, latest, true);
-          return;
-        }
-        if (msg.report) {
-          const repairs = msg.repairs.slice(0, DRIFT_LIMITS.repairs).map((r) => ({
-            key: r.key.slice(0, DRIFT_LIMITS.keyChars),
-            why: r.why === "deleted" ? ("deleted" as const) : ("changed" as const),
-            atMs: Number.isFinite(r.atMs) && r.atMs > 0 ? Math.min(r.atMs, now()) : now(),
-            managers: r.managers.slice(0, DRIFT_LIMITS.managers).map((m) => m.slice(0, DRIFT_LIMITS.managerChars)),
-          }));
-          if (repairs.length > 0) options.onDriftRepairs?.({ cluster: s.cluster, repairs });
-          return;
-        }
-        if (msg.resync) {
-          metrics.resyncs.inc({ direction: "pull" });
-          log.warn("agent asked for a full output resync", { cluster: s.cluster, version: msg.version });
-          if (latest) sendOutput(s, latest, true);
-          return;
-        }
-        const sent = s.sentVersions.get(msg.version);
-        if (!sent) {
-          log.warn("agent acknowledged an output version this stream did not send; ignored", { cluster: s.cluster, version: msg.version });
-          return;
-        }
-        const event = { cluster: s.cluster, version: msg.version, sourceCommit: sent.sourceCommit, atMs: now() };
-        if (msg.ack) {
-          metrics.outputAcks.inc({ result: "ack" });
-          applied.set(s.cluster, { version: event.version, sourceCommit: event.sourceCommit, atMs: event.atMs });
-          options.onAck?.(event);
-        } else {
-          metrics.outputAcks.inc({ result: "nack" });
-          const errors = msg.errors.map((e) => ({ key: e.key, message: e.message }));
-          log.warn("agent could not apply output", { cluster: s.cluster, version: msg.version, errors: errors.length, first: errors[0]?.message });
-          options.onNack?.({ ...event, errors });
-        }
-      } catch (err) {
-        refuse(err, fields, (se) => endWithStatus(call, se));
-        close();
-      }
-    };
-    call.on("data", (msg: OutputAck | Malformed) => {
-      if (!session) early.push(msg);
-      else if (!session.closed) handle(msg, session);
-    });
-    closeWhenStreamEnds(call, close);
-
-    gate.acceptStream(call, fields, ({ cluster, issuedAtMs, stopExpiry }) => {
-        const old = pullSessions.get(cluster);
-        session = { cluster, issuedAtMs, call, closed: false, subscribed: false, sent: undefined, sentVersions: new Map(), pending: undefined, sending: false, buffered: 0, wakeups: [], stopExpiry };
-        pullSessions.set(cluster, session);
-        if (old) {
-          old.closed = true;
-          releasePull(old);
-          endWithStatus(old.call, { code: grpc.status.ABORTED, details: "replaced by a newer output stream of the same cluster" });
-        }
-        metrics.pullConnected.set({ cluster }, 1);
-        log.info("output stream opened", { cluster });
-        options.onConnect?.(cluster, "pull");
-        for (const m of early.splice(0)) if (!session.closed) handle(m, session);
-    });
-  }
+  const output = createOutputDelivery({ ...options, gate, refusals, metrics, logger: log });
 
   const closeAll = (cluster: string | undefined, code: grpc.status, details: string) => {
-    for (const s of [...discovery.sessions.all(), ...pullSessions.values()]) {
+    for (const s of [...discovery.sessions.all(), ...output.sessions.all()]) {
       if (cluster !== undefined && s.cluster !== cluster) continue;
       endWithStatus(s.call, { code, details });
     }
@@ -365,7 +149,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   /** Ends the streams of `cluster` (those whose certificate `which` selects) with a logged, counted rejection. */
   const closeWith = (cluster: string, err: RelayRejectedError, which: (s: { issuedAtMs: number }) => boolean = () => true) => {
     let closed = 0;
-    for (const s of [...discovery.sessions.all(), ...pullSessions.values()]) {
+    for (const s of [...discovery.sessions.all(), ...output.sessions.all()]) {
       if (s.cluster !== cluster || !which(s)) continue;
       closed++;
       refuse(err, { rpc: "stream", cluster }, (se) => endWithStatus(s.call, se));
@@ -378,7 +162,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
    * the cluster leaving this replica's desired state) end the streams they concern here too.
    */
   async function revalidate(): Promise<void> {
-    const clusters = new Set([...discovery.sessions.clusters(), ...pullSessions.keys()]);
+    const clusters = new Set([...discovery.sessions.clusters(), ...output.sessions.clusters()]);
     if (clusters.size === 0) return;
     const records = await identities.list();
     gate.remember(records);
@@ -393,7 +177,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
 
   const transport = createRelayTransport({
     ...options,
-    handlers: { register: registration.register, renew: registration.renew, signIntermediate: intermediates.signIntermediate, pushDiscovery: discovery.pushDiscovery, pullOutput },
+    handlers: { register: registration.register, renew: registration.renew, signIntermediate: intermediates.signIntermediate, pushDiscovery: discovery.pushDiscovery, pullOutput: output.pullOutput },
     refusals,
     logger: log,
     describe: { identities: identities.describe, fleetToken: options.token !== undefined },
@@ -418,21 +202,17 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       closeAll(undefined, grpc.status.UNAVAILABLE, "the relay server is shutting down; reconnect");
       await transport.stop();
     },
-    publishOutput(cluster, snapshot) {
-      outputs.set(cluster, snapshot);
-      const s = pullSessions.get(cluster);
-      if (s?.subscribed && !s.closed) sendOutput(s, snapshot, false);
-    },
+    publishOutput: output.publish,
     connectedClusters() {
-      const names = new Set([...discovery.sessions.clusters(), ...pullSessions.keys()]);
+      const names = new Set([...discovery.sessions.clusters(), ...output.sessions.clusters()]);
       return [...names].sort().map((cluster) => ({
         cluster,
         push: discovery.sessions.get(cluster) !== undefined,
-        pull: pullSessions.has(cluster),
+        pull: output.sessions.get(cluster) !== undefined,
         warmed: discovery.sessions.get(cluster)?.warmed ?? false,
       }));
     },
-    appliedVersions: () => applied,
+    appliedVersions: output.applied,
     discoveryState: (cluster) => discovery.state(cluster),
     disconnect(cluster, message) {
       log.info("closing a cluster's streams (not revoked)", { cluster, why: message });
