@@ -23,7 +23,7 @@ import type { ClusterConvergence, SnapshotStore } from "../store/index.js";
 import type { CommitStatusPoster } from "../git-host/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
 import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
-import { frozenTables, pruneHeldView, relayResources } from "./completeness.js";
+import { frozenTables, pruneHeldView } from "./completeness.js";
 import type { ServerConfig } from "./config.js";
 import { createCommitStatusReporter } from "./commit-status.js";
 import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
@@ -34,9 +34,9 @@ import { createServerMetrics } from "./metrics.js";
 import type { PipelineOutput, PipelinePort } from "./pipeline-port.js";
 import { generateToken, type RelaySecretStore } from "./pki-storage.js";
 import type { PresenceRegistry } from "./presence.js";
-import { createWarmingGate, type WarmingGate } from "./warming.js";
 import { createCommitInForce } from "./commit-in-force.js";
 import { createGitPolling } from "./git-polling.js";
+import { createPublishing } from "./publishing.js";
 import { serverGitLocations } from "./git-locations.js";
 
 /** Guards singleton work (Git polling, audit commits) across replicas; default: this replica always leads. */
@@ -110,23 +110,17 @@ export function createManagementServer(options: ManagementServerOptions): Manage
 
   let relay: RelayServer | undefined;
   let http: ServerHttp | undefined;
-  let gate: WarmingGate | undefined;
   let token: string | undefined;
   let rootCaPem: string | undefined;
   let apiTokens: ApiTokens | undefined;
   const identities = createClusterIdentities(options.secrets.records, { now });
   let stopped = false;
   const stopping = new AbortController();
-  /** Read after an await (a plain read would be narrowed to its value before the await). */
-  const isStopped = () => stopped;
   const convergence: ConvergenceTracker = createConvergenceTracker({
     keepCommits: config.retention.convergenceCommits,
     sink: { record: (commit, p) => store().recordConvergence(commit, { cluster: p.cluster, version: p.version, ...(p.publishedAtMs === undefined ? {} : { publishedAtMs: p.publishedAtMs }), ...(p.appliedAtMs === undefined ? {} : { appliedAtMs: p.appliedAtMs }), ...(p.nack ? { nack: { message: p.nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), atMs: p.nack.atMs } } : {}) }) },
     onSinkError: (err) => log.debug("convergence not mirrored to the store", { error: describeError(err) }),
   });
-  /** Latest output per cluster, and what was handed to the relay. */
-  const latest = new Map<string, PipelineOutput>();
-  const publishedComplete = new Map<string, { version: number; complete: boolean }>();
   const connected = new Map<string, Set<"push" | "pull">>();
   const lastSeen = new Map<string, number>();
   /** Drift repairs agents reported, newest first, the last DRIFT_KEPT per cluster (in the memory of the replica holding the agent). */
@@ -159,12 +153,24 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     signal: stopping.signal,
   });
   const source = { status: () => polling.status() };
+  const publishing = createPublishing({
+    pipeline,
+    store,
+    relay: () => relay,
+    convergence,
+    metrics,
+    warmingWindowMs: config.warmingWindowMs,
+    skipWarming: config.skipWarming,
+    onProgress: () => scheduleAudit(),
+    logger: log,
+    signal: stopping.signal,
+    now,
+  });
   inForce.onAdopted(({ commit, registered, atMs }) => {
     convergence.accepted(commit, atMs);
-    gate?.setRegistered(registered);
+    publishing.setRegistered(registered);
     // The outputs of this commit may all have arrived before it was adopted here.
     scheduleAudit();
-    updateWarmedGauge();
     // A cluster removed from Git is cut off, not revoked: its reconnects are refused while it is absent,
     // and once it is restored its agent reconnects with the certificate it holds (README "Trust model").
     for (const c of connected.keys()) {
@@ -187,47 +193,12 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     polling.reconcile((await pipeline.status()).mode);
     const mine = [...connected.entries()].filter(([, set]) => set.size > 0).map(([c]) => c);
     await options.presence?.refresh(mine).catch(() => undefined);
-    if (gate) {
-      for (const cluster of (await store().discoveryChecksums()).keys()) gate.discovered(cluster);
-      updateWarmedGauge();
-    }
+    await publishing.learnDiscovery();
     if (singleton.isLeader()) {
       await reportCommitStatuses().catch((err: unknown) => log.warn("could not evaluate commit statuses", { error: describeError(err) }));
       return;
     }
     await inForce.follow();
-  };
-
-  // ---- audit completeness: the audit branch records outputs computed from every cluster's discovery ----
-  // (Pruning is decided per dependency by the pipeline, src/queue/holds.ts: an output is complete
-  // unless it must hold deletions it cannot carry; held deletions travel as kept objects.)
-  let settling = 0;
-  let settledAt: number | undefined;
-  const inputsSettled = (): boolean => gate === undefined || (gate.inputsComplete() && settledAt === settling);
-
-  // ---- publishing ------------------------------------------------------------------------------
-  const publish = (rec: PipelineOutput, reason: string): void => {
-    if (!relay) return;
-    const complete = rec.complete;
-    const resources = relayResources(rec);
-    relay.publishOutput(rec.cluster, { version: rec.version, sourceCommit: rec.sourceCommit, complete, resources });
-    publishedComplete.set(rec.cluster, { version: rec.version, complete });
-    metrics.outputsPublished.inc({ complete: String(complete) });
-    convergence.published(rec.cluster, rec.version, rec.sourceCommit, now());
-    const held = rec.held?.reduce((n, h) => n + h.objects.length, 0) ?? 0;
-    log.info("output published", { cluster: rec.cluster, version: rec.version, sourceCommit: rec.sourceCommit, resources: rec.resources.length, complete, reason, ...(held > 0 ? { held } : {}), ...(rec.options?.allowMassDeletion === true ? { allowMassDeletion: true } : {}) });
-  };
-
-  const onOutput = (rec: PipelineOutput): void => {
-    const prev = latest.get(rec.cluster);
-    if (prev && prev.version > rec.version) return;
-    latest.set(rec.cluster, rec);
-    if (gate?.warming) {
-      log.debug("output held back while warming", { cluster: rec.cluster, version: rec.version });
-      return;
-    }
-    publish(rec, "new output");
-    scheduleAudit();
   };
 
   // ---- audit -----------------------------------------------------------------------------------
@@ -244,7 +215,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const writeAudit = async (): Promise<void> => {
     const desired = inForce.current();
     if (!audit || !desired || stopped || !singleton.isLeader()) return;
-    if (gate && (gate.warming || !inputsSettled())) return;
+    if (!publishing.settled()) return;
     const commit = desired.commit;
     if ((await store().pending(commit)).length > 0) {
       scheduleAudit();
@@ -255,7 +226,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     // writer serialises only what changed (its cache is by object, then by content).
     const outputs: PipelineOutput[] = [];
     for (const [cluster, version] of [...(await store().outputVersions())].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const mine = latest.get(cluster);
+      const mine = publishing.latest(cluster);
       const rec = mine?.version === version ? mine : await store().getOutput(cluster);
       if (rec !== undefined) outputs.push(rec);
     }
@@ -269,11 +240,6 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   };
 
   // ---- relay callbacks -------------------------------------------------------------------------
-  const updateWarmedGauge = () => {
-    const st = gate?.status();
-    metrics.clustersWarmed.set(st ? st.discovered.filter((c) => inForce.isRegistered(c)).length : 0);
-    metrics.warming.set(st?.warming ? 1 : 0);
-  };
   const onDiscovery = async (event: { cluster: string; state: ReadonlyMap<string, Uint8Array>; full: boolean; version: number }) => {
     // One decoder for the relay state (src/relay): bad JSON or a snapshot naming another cluster than
     // the certificate's is reported, never thrown (which made the relay ask for resyncs forever).
@@ -285,8 +251,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     const snapshot = read.snapshot;
     lastSeen.set(event.cluster, now());
     await pipeline.setDiscovery(event.cluster, snapshot);
-    gate?.discovered(event.cluster);
-    updateWarmedGauge();
+    publishing.discovered(event.cluster);
   };
   const setConnected = (cluster: string, stream: "push" | "pull", up: boolean) => {
     const set = connected.get(cluster) ?? new Set();
@@ -313,8 +278,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     if (!reg && !conn && !disc && !out) return undefined;
     const here = conn !== undefined && conn.size > 0;
     const holder = here ? config.identity : (holders.get(name) ?? null);
-    const st = gate?.status();
-    const pub = publishedComplete.get(name);
+    const st = publishing.warming();
+    const pub = publishing.published(name);
     const held = pruneHeldView(out, out?.atMs ?? now());
     const cutOff = await cutOffReason(name, reg !== undefined, here);
     // An agent that never registered is not "stale": nobody has installed it yet.
@@ -504,7 +469,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       if (stopped) return { ready: false, reason: "stopping" };
       const desired = inForce.current();
       if (!desired) return { ready: false, reason: source.status().lastError ? `no desired state yet: ${source.status().lastError!.message}` : "no desired state yet (first Git sync pending)" };
-      const st = gate?.status();
+      const st = publishing.warming();
       if (st?.warming) return { ready: false, reason: `warming: waiting for discovery from ${st.waitingFor.join(", ") || "-"} (window ${Math.round(st.windowMs / 1000)} s)` };
       return { ready: true, reason: `commit ${desired.commit.slice(0, 12)} in force` };
     },
@@ -520,7 +485,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         readiness: ready.reason,
         pipeline: await pipeline.status(),
         store: store().kind,
-        warming: gate?.status() ?? null,
+        warming: publishing.warming() ?? null,
         source: { repository: sourceName, ref: src.ref, path: src.subPath, lastError: src.lastError ?? null },
         // The desired state in force (a follower adopts it from the leader; its own source may lag).
         commit: desired
@@ -659,41 +624,9 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       const access = await prepareHttpAccess(config, options.apiTokens ?? createMemoryApiTokenStore(), log.child("http"));
       apiTokens = access.tokens;
 
-      pipeline.onOutput(onOutput);
+      pipeline.onOutput((rec) => publishing.onOutput(rec));
       await pipeline.start();
-
-      // Warming: state is lost when the store remembers no discovery at all.
-      const known = (await store().listDiscovery()).map((d) => d.cluster);
-      gate = createWarmingGate({ lostState: known.length === 0, windowMs: config.warmingWindowMs, skip: config.skipWarming, known, now });
-      gate.onWarmed(() => {
-        const st = gate!.status();
-        log.info("warmed: publishing output", { reason: st.reason, waitedMs: now() - st.sinceMs, missing: st.waitingFor });
-        updateWarmedGauge();
-        for (const rec of latest.values()) publish(rec, `warmed (${st.reason})`);
-        scheduleAudit();
-      });
-      gate.onInputsComplete(() => {
-        // Every cluster's discovery is known now, but outputs computed before the last of it was
-        // translated are partial: only once the pipeline is idle (every replica's queue) do the latest
-        // outputs reflect all of it. Until then nothing is marked complete (the agents prune nothing).
-        const generation = ++settling;
-        settledAt = undefined;
-        void pipeline
-          .idle(120_000)
-          .catch((err: unknown) => log.warn("pipeline not idle; marking outputs complete anyway", { error: describeError(err) }))
-          .then(() => {
-            if (generation !== settling || isStopped() || !gate!.inputsComplete()) return;
-            settledAt = generation;
-            // Outputs published as incomplete while some discovery was missing: mark them complete now.
-            for (const rec of latest.values()) {
-              const p = publishedComplete.get(rec.cluster);
-              if (p && !p.complete && rec.complete && !gate!.warming) publish(rec, "inputs complete");
-            }
-            scheduleAudit();
-          });
-      });
-
-      for (const rec of await store().listOutputs()) onOutput(rec);
+      await publishing.start();
 
       // First sync before the relay opens: registration needs the KubernetesClusters.
       // A repository, branch or credential that does not work will not fix itself: stop with what to
@@ -713,7 +646,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
           ...(options.meshCa?.describeSecrets ? { describeSecrets: options.meshCa.describeSecrets } : {}),
           logger: log.child("mesh-ca"),
         }),
-        isIssuanceAllowed: (cluster, request) => findIssuedCertificate(latest.get(cluster)?.resources ?? [], request),
+        isIssuanceAllowed: (cluster, request) => findIssuedCertificate(publishing.latest(cluster)?.resources ?? [], request),
         logger: log.child("mesh-ca"),
       });
       relay = createRelayServer({
@@ -748,7 +681,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         now,
       });
       await relay.start();
-      for (const rec of latest.values()) if (!gate.warming) publish(rec, "start");
+      publishing.publishAll("start");
 
       // The first sync already ran; start() syncs again (a no-op "unchanged") and then polls.
       polling.start((await pipeline.status()).mode);
@@ -791,7 +724,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         ref: config.gitBranch,
         store: store().kind,
         pipeline: (await pipeline.status()).mode,
-        warming: gate.warming,
+        warming: publishing.warming()?.warming ?? false,
         pki: options.secrets.describe,
         meshRoot: meshStorage.describe,
       });
@@ -808,7 +741,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       await relay?.stop();
       await auditRunning;
       await pipeline.stop();
-      gate?.stop();
+      publishing.stop();
       log.info("gitmesh server stopped", { replica: config.identity });
     },
   };
