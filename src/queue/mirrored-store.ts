@@ -20,17 +20,21 @@ export function createMirroredStore(redis: SnapshotStore, mirror: SnapshotStore)
       await write(redis, ...args);
       await write(mirror, ...args);
     };
+  /** A read from Redis whose result is copied into the mirror on the way. */
+  const through =
+    <R>(read: (key: string) => Promise<R | undefined>, keep: (rec: R) => Promise<unknown>) =>
+    async (key: string): Promise<R | undefined> => {
+      const rec = await read(key);
+      if (rec !== undefined) await keep(rec);
+      return rec;
+    };
   return {
     kind: "redis",
     putDesired: both((s, rec) => s.putDesired(rec)),
     getDesired: async (commit) => (await mirror.getDesired(commit)) ?? (await redis.getDesired(commit)),
     getDesiredPointer: () => redis.getDesiredPointer(),
     putDiscovery: both((s, rec) => s.putDiscovery(rec)),
-    getDiscovery: async (cluster) => {
-      const rec = await redis.getDiscovery(cluster);
-      if (rec !== undefined) await mirror.putDiscovery(rec);
-      return rec;
-    },
+    getDiscovery: through((cluster) => redis.getDiscovery(cluster), (rec) => mirror.putDiscovery(rec)),
     discoveryChecksums: () => redis.discoveryChecksums(),
     listDiscovery: () => redis.listDiscovery(),
     putFragments: async (workspace, list) => {
@@ -51,11 +55,7 @@ export function createMirroredStore(redis: SnapshotStore, mirror: SnapshotStore)
       await mirror.putOutputIfNewer(rec);
       return ok;
     },
-    getOutput: async (cluster) => {
-      const rec = await redis.getOutput(cluster);
-      if (rec !== undefined) await mirror.putOutputIfNewer(rec);
-      return rec;
-    },
+    getOutput: through((cluster) => redis.getOutput(cluster), (rec) => mirror.putOutputIfNewer(rec)),
     outputVersions: () => redis.outputVersions(),
     listOutputs: () => redis.listOutputs(),
     putWorkspaceStatus: both((s, status) => s.putWorkspaceStatus(status)),

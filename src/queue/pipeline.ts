@@ -14,7 +14,7 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { Registry } from "prom-client";
-import { RetryLaterError, silentLogger, TransientError, type Diagnostic, type Logger } from "../core/index.js";
+import { RetryLaterError, silentLogger, TransientError, type Logger } from "../core/index.js";
 import { workspaceNames, type DesiredState } from "../config/index.js";
 import { snapshotChecksum, type DiscoverySnapshot } from "../discovery/index.js";
 import {
@@ -23,7 +23,6 @@ import {
   translateWorkspace as realTranslate,
   type ClusterOutput,
   type DiscoveryMap,
-  type IstioResource,
   type WorkspaceFragment,
   type WorkspaceResult,
 } from "../translate/index.js";
@@ -33,7 +32,6 @@ import {
   DEFAULT_PREFIX,
   type DesiredRecord,
   type FragmentRecord,
-  type HeldObjects,
   type OutputOptions,
   type OutputRecord,
   type RetentionOptions,
@@ -60,22 +58,13 @@ export type PipelineMode = "redis" | "degraded" | "standalone";
  */
 export type PipelineRole = "server" | "worker";
 
-/** A new output snapshot for a cluster (this replica's job, or another replica's via pub/sub). */
-export interface OutputEvent {
-  readonly cluster: string;
-  readonly version: number;
-  readonly sourceCommit: string;
-  readonly resources: readonly IstioResource[];
-  /** The agent may prune every owned object absent from `resources` (held objects are in them). */
-  readonly complete: boolean;
-  readonly diagnostics: readonly Diagnostic[];
-  /** Options for the agent (the OUTPUT_OPTIONS_KEY entry); absent: none. */
-  readonly options?: OutputOptions;
-  /** Deletions held back (their previous versions are in `resources`); absent: none. */
-  readonly held?: readonly HeldObjects[];
-  /** Why `complete` is false. */
-  readonly incompleteReason?: string;
-}
+/**
+ * A new output snapshot for a cluster (this replica's job, or another replica's via pub/sub): the stored
+ * record without its hash and time. `complete`: the agent may prune every owned object absent from
+ * `resources` (held objects are in them); `options`: for the agent (the OUTPUT_OPTIONS_KEY entry);
+ * `held`: deletions held back, their previous versions in `resources`; `incompleteReason`: why not complete.
+ */
+export type OutputEvent = Omit<OutputRecord, "hash" | "atMs">;
 
 export interface DesiredStateInput {
   readonly commit: string;
@@ -424,17 +413,8 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     if (!wants(record.cluster) || record.version <= (lastDelivered.get(record.cluster) ?? 0)) return;
     lastDelivered.set(record.cluster, record.version);
     try {
-      await options.onOutput?.({
-        cluster: record.cluster,
-        version: record.version,
-        sourceCommit: record.sourceCommit,
-        resources: record.resources,
-        complete: record.complete,
-        diagnostics: record.diagnostics,
-        ...(record.options === undefined ? {} : { options: record.options }),
-        ...(record.held === undefined ? {} : { held: record.held }),
-        ...(record.incompleteReason === undefined ? {} : { incompleteReason: record.incompleteReason }),
-      });
+      const { hash: _hash, atMs: _atMs, ...event } = record;
+      await options.onOutput?.(event);
     } catch (err) {
       log.error("onOutput failed", { cluster: record.cluster, version: record.version, error: String(err) });
     }
