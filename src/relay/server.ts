@@ -1,22 +1,35 @@
 /**
- * The relay server (management side, port 9900).
+ * The relay server (management side, port 9900): the composition root of the relay's parts.
+ *
+ *   agent ──TLS :9900──▶ transport.ts (gRPC listener: TLS without a required client cert, tolerant decoding, size guard)
+ *                          │  every mTLS call: peer-gate.ts (cluster from the peer certificate; revoked/unregistered refused; closed at expiry)
+ *                          │  every refusal:   refusals.ts  (logged, counted, last per cluster, one gRPC status)
+ *                          ├─ Register, Renew ─────▶ registration.ts         ◀─ revoke / reissue (operator)
+ *                          ├─ PushDiscovery ──────▶ discovery-streams.ts    ─▶ onDiscovery, discoveryState()
+ *                          ├─ PullOutput ─────────▶ output-delivery.ts      ◀─ publishOutput; ─▶ onAck/onNack, appliedVersions()
+ *                          └─ SignIntermediate ───▶ intermediate-signing.ts ─▶ signIntermediate (src/mesh-ca)
+ *   stream-supervisor.ts: ends the open streams (of discovery and output) on revoke, disconnect, shutdown,
+ *   and re-checks them every revalidateIntervalMs against the shared identity store.
+ *
+ * Each part keeps its own state; this file only wires them. README.md tells the protocol.
  */
 import * as grpc from "@grpc/grpc-js";
 import type { Registry } from "prom-client";
-import { describeError, type Logger } from "../core/index.js";
+import type { Logger } from "../core/index.js";
 import type { SignIntermediateFn } from "../pki/index.js";
-import { REJECTION_REASONS, RELAY_DEFAULTS, type RejectionReason } from "./constants.js";
+import { REJECTION_REASONS } from "./constants.js";
+import { createDiscoveryStreams, type DiscoveryEvent } from "./discovery-streams.js";
 import { RelayRejectedError } from "./errors.js";
 import { createClusterIdentities, createMemoryRecordStore, type ClusterIdentities } from "./identity.js";
-import { createRelayMetrics } from "./metrics.js";
-import { createPeerGate, isRevoked, revokedRejection } from "./peer-gate.js";
-import type { RelayPki } from "./pki.js";
-import { createRefusals, endWithStatus } from "./refusals.js";
-import { createDiscoveryStreams, type DiscoveryEvent } from "./discovery-streams.js";
 import { createIntermediateSigning } from "./intermediate-signing.js";
+import { createRelayMetrics } from "./metrics.js";
 import { createOutputDelivery, type AppliedVersion, type DriftRepairEvent, type OutputAckEvent, type OutputNackEvent, type OutputSnapshot } from "./output-delivery.js";
-import type { StreamKind } from "./stream-sessions.js";
+import { createPeerGate } from "./peer-gate.js";
+import type { RelayPki } from "./pki.js";
+import { createRefusals } from "./refusals.js";
 import { createRegistration } from "./registration.js";
+import type { StreamKind } from "./stream-sessions.js";
+import { createStreamSupervisor } from "./stream-supervisor.js";
 import { createRelayTransport } from "./transport.js";
 import type { RelayState } from "./wire.js";
 
@@ -120,66 +133,21 @@ export interface RelayServer {
 }
 
 export function createRelayServer(options: RelayServerOptions): RelayServer {
-  const log = options.logger;
+  const logger = options.logger;
   const metrics = createRelayMetrics(options.registry);
-  const now = options.now ?? Date.now;
-  const identities = options.identities ?? createClusterIdentities(createMemoryRecordStore(), { now });
+  const identities = options.identities ?? createClusterIdentities(createMemoryRecordStore(), { now: options.now ?? Date.now });
+  const refusals = createRefusals({ ...options, metrics });
+  const gate = createPeerGate({ ...options, identities, refusals });
+  const parts = { ...options, identities, gate, refusals, metrics };
 
-  let revalidateTimer: NodeJS.Timeout | undefined;
-
-  const refusals = createRefusals({ logger: log, metrics, now });
-  const refuse = refusals.refuse;
-  const reject = (reason: RejectionReason, code: RelayRejectedError["grpcCode"], message: string) => new RelayRejectedError(reason, code, message);
-  const gate = createPeerGate({ identities, isClusterRegistered: options.isClusterRegistered, refusals, logger: log });
-
-  const registration = createRegistration({ ...options, identities, gate, refusals, metrics, logger: log });
-
-  const intermediates = createIntermediateSigning({ ...options, gate, refusals, metrics, logger: log });
-
-  const discovery = createDiscoveryStreams({ ...options, gate, refusals, metrics, logger: log });
-
-  const output = createOutputDelivery({ ...options, gate, refusals, metrics, logger: log });
-
-  const closeAll = (cluster: string | undefined, code: grpc.status, details: string) => {
-    for (const s of [...discovery.sessions.all(), ...output.sessions.all()]) {
-      if (cluster !== undefined && s.cluster !== cluster) continue;
-      endWithStatus(s.call, { code, details });
-    }
-  };
-  /** Ends the streams of `cluster` (those whose certificate `which` selects) with a logged, counted rejection. */
-  const closeWith = (cluster: string, err: RelayRejectedError, which: (s: { issuedAtMs: number }) => boolean = () => true) => {
-    let closed = 0;
-    for (const s of [...discovery.sessions.all(), ...output.sessions.all()]) {
-      if (s.cluster !== cluster || !which(s)) continue;
-      closed++;
-      refuse(err, { rpc: "stream", cluster }, (se) => endWithStatus(s.call, se));
-    }
-    return closed;
-  };
-
-  /**
-   * Revocations and deregistrations decided elsewhere (another replica's re-issue, an operator's revoke,
-   * the cluster leaving this replica's desired state) end the streams they concern here too.
-   */
-  async function revalidate(): Promise<void> {
-    const clusters = new Set([...discovery.sessions.clusters(), ...output.sessions.clusters()]);
-    if (clusters.size === 0) return;
-    const records = await identities.list();
-    gate.remember(records);
-    for (const cluster of clusters) {
-      const r = records.get(cluster);
-      if (r) closeWith(cluster, revokedRejection(cluster, r), (s) => isRevoked(r, s.issuedAtMs));
-      if (!(await options.isClusterRegistered(cluster))) {
-        closeWith(cluster, reject(REJECTION_REASONS.clusterNotRegistered, grpc.status.PERMISSION_DENIED, `cluster "${cluster}" is no longer registered (no KubernetesCluster in the desired state); it reconnects on its own once restored`));
-      }
-    }
-  }
-
+  const registration = createRegistration(parts);
+  const discovery = createDiscoveryStreams(parts);
+  const output = createOutputDelivery(parts);
+  const intermediates = createIntermediateSigning(parts);
+  const supervisor = createStreamSupervisor({ ...parts, streams: [discovery, output] });
   const transport = createRelayTransport({
-    ...options,
-    handlers: { register: registration.register, renew: registration.renew, signIntermediate: intermediates.signIntermediate, pushDiscovery: discovery.pushDiscovery, pullOutput: output.pullOutput },
-    refusals,
-    logger: log,
+    ...parts,
+    handlers: { register: registration.register, renew: registration.renew, pushDiscovery: discovery.pushDiscovery, pullOutput: output.pullOutput, signIntermediate: intermediates.signIntermediate },
     describe: { identities: identities.describe, fleetToken: options.token !== undefined },
   });
 
@@ -189,44 +157,38 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
     },
     async start() {
       const port = await transport.start();
-      const every = options.revalidateIntervalMs ?? RELAY_DEFAULTS.revalidateIntervalMs;
-      revalidateTimer = setInterval(() => {
-        revalidate().catch((err: unknown) => log.warn("could not re-check open streams against the identity store", { store: identities.describe, error: describeError(err) }));
-      }, every);
-      revalidateTimer.unref();
+      supervisor.start();
       return port;
     },
     async stop() {
       if (!transport.serving) return;
-      clearInterval(revalidateTimer);
-      closeAll(undefined, grpc.status.UNAVAILABLE, "the relay server is shutting down; reconnect");
+      supervisor.stop();
+      supervisor.closeAll(grpc.status.UNAVAILABLE, "the relay server is shutting down; reconnect");
       await transport.stop();
     },
     publishOutput: output.publish,
-    connectedClusters() {
-      const names = new Set([...discovery.sessions.clusters(), ...output.sessions.clusters()]);
-      return [...names].sort().map((cluster) => ({
+    connectedClusters: () =>
+      [...new Set([...discovery.sessions.clusters(), ...output.sessions.clusters()])].sort().map((cluster) => ({
         cluster,
         push: discovery.sessions.get(cluster) !== undefined,
         pull: output.sessions.get(cluster) !== undefined,
         warmed: discovery.sessions.get(cluster)?.warmed ?? false,
-      }));
-    },
+      })),
     appliedVersions: output.applied,
-    discoveryState: (cluster) => discovery.state(cluster),
+    discoveryState: discovery.state,
     disconnect(cluster, message) {
-      log.info("closing a cluster's streams (not revoked)", { cluster, why: message });
-      closeWith(cluster, reject(REJECTION_REASONS.clusterNotRegistered, grpc.status.PERMISSION_DENIED, message));
+      logger.info("closing a cluster's streams (not revoked)", { cluster, why: message });
+      supervisor.closeCluster(cluster, new RelayRejectedError(REJECTION_REASONS.clusterNotRegistered, grpc.status.PERMISSION_DENIED, message));
     },
     async revoke(cluster, reason) {
-      closeWith(cluster, await registration.revoke(cluster, reason));
+      supervisor.closeCluster(cluster, await registration.revoke(cluster, reason));
     },
     async reissue(cluster, opts = {}) {
       const { rejection, ...minted } = await registration.reissue(cluster, opts);
-      closeWith(cluster, rejection);
+      supervisor.closeCluster(cluster, rejection);
       return minted;
     },
     identities,
-    refusals: () => refusals.last(),
+    refusals: refusals.last,
   };
 }
