@@ -11,6 +11,9 @@
  * handlers on the in-process runner over the memory store) and `degraded` (Redis lost under a
  * running pipeline: in-process from the memory mirror until Redis answers again, then the mirror
  * is written back — outputs only if newer — and the queue resumes).
+ *
+ * Parts: mirrored-store.ts (Redis + memory mirror), write-back.ts (mirror → Redis on recovery),
+ * runner.ts / bullmq-runner.ts (the same handlers in-process or on BullMQ), holds.ts, shared-reads.ts.
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { Registry } from "prom-client";
