@@ -1,0 +1,126 @@
+/**
+ * Audit scheduling: which source commits get an audit commit, written by one replica (the leader).
+ *
+ *   output published · commit adopted · warmed · outputs settled · became leader ──▶ schedule()
+ *   schedule() ──quiet time──▶ run(): leader? settled? nothing pending? every output complete? ──▶ audit writer
+ *
+ * The audit branch records the outputs of the commit in force computed from every cluster's
+ * discovery: while outputs are unsettled, incomplete or hold deletions it is not written (the next
+ * trigger tries again); while workspaces of the commit are still translating it is retried after the
+ * quiet time; a write that fails is retried with the next trigger.
+ */
+import { describeError, type Logger } from "../core/index.js";
+import type { AuditWriter, RenderedResource } from "../git-sync/index.js";
+import type { SnapshotStore } from "../store/index.js";
+import type { InForce } from "./commit-in-force.js";
+import type { PipelineOutput } from "./pipeline-port.js";
+
+export interface AuditSchedulingOptions {
+  /** Writes the audit branch; absent: no audit branch (scheduling does nothing). */
+  readonly writer: AuditWriter | undefined;
+  /** The audit branch (for logs). */
+  readonly branch: string;
+  /** The source branch the commits come from (`refs/heads/<ref>` in the audit commit). */
+  readonly ref: string;
+  /** The store in use now: outputs, discovery and the workspaces still pending per commit. */
+  readonly store: () => Pick<SnapshotStore, "pending" | "outputVersions" | "getOutput" | "listDiscovery">;
+  readonly inForce: () => InForce | undefined;
+  /** Only registered clusters are written (an output of a cluster removed from Git is left out). */
+  readonly isRegistered: (cluster: string) => boolean;
+  /** One writer across replicas. */
+  readonly isLeader: () => boolean;
+  /** The outputs reflect every cluster's discovery (publishing's `settled`). */
+  readonly settled: () => boolean;
+  /** This replica's copy of a cluster's newest output (used instead of the store's when the version matches). */
+  readonly latest: (cluster: string) => PipelineOutput | undefined;
+  /** Quiet time after the last trigger before a write (default 300 ms). */
+  readonly debounceMs?: number;
+  readonly logger: Logger;
+  /** Aborted when the server stops: nothing is written after it. */
+  readonly signal?: AbortSignal;
+}
+
+/** What one attempt did. */
+export type AuditRun =
+  | { readonly kind: "skipped"; readonly why: "no-audit" | "no-commit" | "stopping" | "follower" | "unsettled" | "incomplete" }
+  /** Workspaces of the commit are still translating: tried again after the quiet time. */
+  | { readonly kind: "pending"; readonly workspaces: readonly string[] }
+  /** `auditCommit` is undefined when the branch already held exactly this. */
+  | { readonly kind: "written"; readonly sourceCommit: string; readonly auditCommit: string | undefined };
+
+export interface AuditScheduling {
+  /** Something changed: try after the quiet time (restarts it). */
+  schedule(): void;
+  /** One attempt now (what the quiet time ends in). */
+  run(): Promise<AuditRun>;
+  /** The audit commit written for a source commit, if any. */
+  audited(sourceCommit: string): string | undefined;
+  /** Clears the quiet time and waits for a running write. */
+  stop(): Promise<void>;
+}
+
+const byName = ([a]: [string, number], [b]: [string, number]) => (a < b ? -1 : a > b ? 1 : 0);
+
+export function createAuditScheduling(options: AuditSchedulingOptions): AuditScheduling {
+  const { writer, logger: log } = options;
+  const audited = new Map<string, string | undefined>();
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> = Promise.resolve();
+
+  const schedule = () => {
+    if (!writer) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      running = running.then(run).catch((err: unknown) => log.error("audit commit failed; retried with the next output", { error: describeError(err) }));
+    }, options.debounceMs ?? 300);
+  };
+
+  /**
+   * Every output of the store's current versions; one this replica was handed (every replica gets every
+   * output) is taken from memory, not decoded again: the same objects write after write, so the audit
+   * writer serialises only what changed (its cache is by object, then by content).
+   */
+  const currentOutputs = async (): Promise<PipelineOutput[]> => {
+    const outputs: PipelineOutput[] = [];
+    for (const [cluster, version] of [...(await options.store().outputVersions())].sort(byName)) {
+      const mine = options.latest(cluster);
+      const rec = mine?.version === version ? mine : await options.store().getOutput(cluster);
+      if (rec !== undefined) outputs.push(rec);
+    }
+    return outputs;
+  };
+
+  const run = async (): Promise<AuditRun> => {
+    const desired = options.inForce();
+    if (!writer) return { kind: "skipped", why: "no-audit" };
+    if (!desired) return { kind: "skipped", why: "no-commit" };
+    if (options.signal?.aborted === true) return { kind: "skipped", why: "stopping" };
+    if (!options.isLeader()) return { kind: "skipped", why: "follower" };
+    if (!options.settled()) return { kind: "skipped", why: "unsettled" };
+    const commit = desired.commit;
+    const pending = await options.store().pending(commit);
+    if (pending.length > 0) {
+      schedule();
+      return { kind: "pending", workspaces: pending };
+    }
+    const outputs = await currentOutputs();
+    // Held objects are not what the commit renders: the audit branch waits until nothing is held.
+    if (outputs.some((o) => !o.complete || (o.held?.length ?? 0) > 0)) return { kind: "skipped", why: "incomplete" };
+    const clusters = new Map(outputs.filter((o) => options.isRegistered(o.cluster)).map((o) => [o.cluster, o.resources as unknown as readonly RenderedResource[]]));
+    const discovery = new Map((await options.store().listDiscovery()).map((d) => [d.cluster, d.snapshot as unknown]));
+    const result = await writer.write({ clusters, discovery, sourceCommit: commit, sourceRef: `refs/heads/${options.ref}`, timestamp: desired.committedAt });
+    audited.set(commit, result.commit ?? audited.get(commit));
+    if (result.commit) log.info("audit commit written", { branch: options.branch, commit: result.commit, sourceCommit: commit, clusters: result.changes.map((c) => c.cluster) });
+    return { kind: "written", sourceCommit: commit, auditCommit: result.commit };
+  };
+
+  return {
+    schedule,
+    run,
+    audited: (commit) => audited.get(commit),
+    async stop() {
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
