@@ -16,9 +16,9 @@ import { mkdir } from "node:fs/promises";
 import type { Registry } from "prom-client";
 import { describeError, formatDiagnostic, Severity, type Diagnostic, type Logger } from "../core/index.js";
 import { allObjects, diagnosticsOf } from "../config/index.js";
-import { createAuditWriter, createWebhookHandlers, type AuditWriter, type CommitVerifier, type RenderedResource } from "../git-sync/index.js";
-import { createClusterIdentities, createRelayServer, isValidClusterName, loadOrCreateRelayPki, snapshotFromRelayState, type AppliedVersion, type ClusterIdentities, type RelayServer } from "../relay/index.js";
-import { createFileMeshRootStorage, createMeshCa, createMeshRootResolver, findIssuedCertificate, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
+import { createAuditWriter, createWebhookHandlers, type CommitVerifier } from "../git-sync/index.js";
+import { createClusterIdentities, isValidClusterName, type AppliedVersion, type ClusterIdentities } from "../relay/index.js";
+import { createFileMeshRootStorage, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
 import type { ClusterConvergence, SnapshotStore } from "../store/index.js";
 import type { CommitStatusPoster } from "../git-host/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
@@ -31,12 +31,15 @@ import { createServerHttp, HttpError, type Route, type ServerApi, type ServerHtt
 import { createEventStream, createWebRoutes, type EventStream } from "./web.js";
 import { createDiffService } from "./diff-service.js";
 import { createServerMetrics } from "./metrics.js";
-import type { PipelineOutput, PipelinePort } from "./pipeline-port.js";
-import { generateToken, type RelaySecretStore } from "./pki-storage.js";
+import type { PipelinePort } from "./pipeline-port.js";
+import type { RelaySecretStore } from "./pki-storage.js";
 import type { PresenceRegistry } from "./presence.js";
 import { createCommitInForce } from "./commit-in-force.js";
 import { createGitPolling } from "./git-polling.js";
 import { createPublishing } from "./publishing.js";
+import { createAuditScheduling } from "./audit-scheduling.js";
+import { createAgentSessions } from "./agent-sessions.js";
+import { createRelayEndpoint } from "./relay-endpoint.js";
 import { serverGitLocations } from "./git-locations.js";
 
 /** Guards singleton work (Git polling, audit commits) across replicas; default: this replica always leads. */
@@ -108,10 +111,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const metrics = createServerMetrics(options.registry);
   const singleton = options.singleton ?? { isLeader: () => true };
 
-  let relay: RelayServer | undefined;
   let http: ServerHttp | undefined;
-  let token: string | undefined;
-  let rootCaPem: string | undefined;
   let apiTokens: ApiTokens | undefined;
   const identities = createClusterIdentities(options.secrets.records, { now });
   let stopped = false;
@@ -121,11 +121,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     sink: { record: (commit, p) => store().recordConvergence(commit, { cluster: p.cluster, version: p.version, ...(p.publishedAtMs === undefined ? {} : { publishedAtMs: p.publishedAtMs }), ...(p.appliedAtMs === undefined ? {} : { appliedAtMs: p.appliedAtMs }), ...(p.nack ? { nack: { message: p.nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), atMs: p.nack.atMs } } : {}) }) },
     onSinkError: (err) => log.debug("convergence not mirrored to the store", { error: describeError(err) }),
   });
-  const connected = new Map<string, Set<"push" | "pull">>();
-  const lastSeen = new Map<string, number>();
-  /** Drift repairs agents reported, newest first, the last DRIFT_KEPT per cluster (in the memory of the replica holding the agent). */
-  const driftRepairs = new Map<string, { key: string; why: string; at: string; managers: readonly string[] }[]>();
-  const DRIFT_KEPT = 20;
+  const sessions = createAgentSessions({ replica: config.identity, metrics, logger: log, now });
 
   const git = serverGitLocations(config.git, options.dataDir);
   const sourceName = git.name;
@@ -135,8 +131,6 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     discovery: () => store().listDiscovery(),
     logger: log.child("diff"),
   });
-
-  const audit: AuditWriter | undefined = config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, logger: log.child("audit") });
 
   const inForce = createCommitInForce({ pipeline, store, ref: config.gitBranch, metrics, logger: log, signal: stopping.signal, now });
   const polling = createGitPolling({
@@ -156,7 +150,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const publishing = createPublishing({
     pipeline,
     store,
-    relay: () => relay,
+    relay: () => relayEndpoint.server,
     convergence,
     metrics,
     warmingWindowMs: config.warmingWindowMs,
@@ -171,13 +165,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     publishing.setRegistered(registered);
     // The outputs of this commit may all have arrived before it was adopted here.
     scheduleAudit();
-    // A cluster removed from Git is cut off, not revoked: its reconnects are refused while it is absent,
-    // and once it is restored its agent reconnects with the certificate it holds (README "Trust model").
-    for (const c of connected.keys()) {
-      if ((connected.get(c)?.size ?? 0) > 0 && !inForce.isRegistered(c)) {
-        relay?.disconnect(c, `cluster "${c}" was removed from the configuration repository (no KubernetesCluster "${c}" in commit ${commit.slice(0, 12)}); its agent keeps its configuration and reconnects on its own once the KubernetesCluster is restored`);
-      }
-    }
+    relayEndpoint.cutOffRemoved(commit);
   });
 
   /**
@@ -191,8 +179,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const follow = async (): Promise<void> => {
     if (stopped) return;
     polling.reconcile((await pipeline.status()).mode);
-    const mine = [...connected.entries()].filter(([, set]) => set.size > 0).map(([c]) => c);
-    await options.presence?.refresh(mine).catch(() => undefined);
+    await options.presence?.refresh(sessions.held()).catch(() => undefined);
     await publishing.learnDiscovery();
     if (singleton.isLeader()) {
       await reportCommitStatuses().catch((err: unknown) => log.warn("could not evaluate commit statuses", { error: describeError(err) }));
@@ -201,75 +188,50 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     await inForce.follow();
   };
 
-  // ---- audit -----------------------------------------------------------------------------------
-  let auditTimer: NodeJS.Timeout | undefined;
-  let auditRunning: Promise<void> = Promise.resolve();
-  const auditedCommits = new Map<string, string | undefined>();
-  const scheduleAudit = () => {
-    if (!audit) return;
-    clearTimeout(auditTimer);
-    auditTimer = setTimeout(() => {
-      auditRunning = auditRunning.then(writeAudit).catch((err: unknown) => log.error("audit commit failed; retried with the next output", { error: describeError(err) }));
-    }, options.auditDebounceMs ?? 300);
-  };
-  const writeAudit = async (): Promise<void> => {
-    const desired = inForce.current();
-    if (!audit || !desired || stopped || !singleton.isLeader()) return;
-    if (!publishing.settled()) return;
-    const commit = desired.commit;
-    if ((await store().pending(commit)).length > 0) {
-      scheduleAudit();
-      return;
-    }
-    // Every output of the store's current versions; one this replica was handed (every replica gets every
-    // output) is taken from memory, not decoded again: the same objects write after write, so the audit
-    // writer serialises only what changed (its cache is by object, then by content).
-    const outputs: PipelineOutput[] = [];
-    for (const [cluster, version] of [...(await store().outputVersions())].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const mine = publishing.latest(cluster);
-      const rec = mine?.version === version ? mine : await store().getOutput(cluster);
-      if (rec !== undefined) outputs.push(rec);
-    }
-    // Held objects are not what the commit renders: the audit branch waits until nothing is held.
-    if (outputs.some((o) => !o.complete || (o.held?.length ?? 0) > 0)) return;
-    const clusters = new Map(outputs.filter((o) => inForce.isRegistered(o.cluster)).map((o) => [o.cluster, o.resources as unknown as readonly RenderedResource[]]));
-    const discovery = new Map((await store().listDiscovery()).map((d) => [d.cluster, d.snapshot as unknown]));
-    const result = await audit.write({ clusters, discovery, sourceCommit: commit, sourceRef: `refs/heads/${config.gitBranch}`, timestamp: desired.committedAt });
-    auditedCommits.set(commit, result.commit ?? auditedCommits.get(commit));
-    if (result.commit) log.info("audit commit written", { branch: config.auditBranch, commit: result.commit, sourceCommit: commit, clusters: result.changes.map((c) => c.cluster) });
-  };
+  const audit = createAuditScheduling({
+    writer: config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, logger: log.child("audit") }),
+    branch: config.auditBranch,
+    ref: config.gitBranch,
+    store,
+    inForce: () => inForce.current(),
+    isRegistered: (c) => inForce.isRegistered(c),
+    isLeader: () => singleton.isLeader(),
+    settled: () => publishing.settled(),
+    latest: (c) => publishing.latest(c),
+    ...(options.auditDebounceMs === undefined ? {} : { debounceMs: options.auditDebounceMs }),
+    logger: log,
+    signal: stopping.signal,
+  });
+  const scheduleAudit = () => audit.schedule();
 
-  // ---- relay callbacks -------------------------------------------------------------------------
-  const onDiscovery = async (event: { cluster: string; state: ReadonlyMap<string, Uint8Array>; full: boolean; version: number }) => {
-    // One decoder for the relay state (src/relay): bad JSON or a snapshot naming another cluster than
-    // the certificate's is reported, never thrown (which made the relay ask for resyncs forever).
-    const read = snapshotFromRelayState(event.state, event.cluster);
-    if (!read.ok) {
-      log.warn("discovery snapshot could not be read; ignored", { cluster: event.cluster, error: read.message });
-      return;
-    }
-    const snapshot = read.snapshot;
-    lastSeen.set(event.cluster, now());
-    await pipeline.setDiscovery(event.cluster, snapshot);
-    publishing.discovered(event.cluster);
-  };
-  const setConnected = (cluster: string, stream: "push" | "pull", up: boolean) => {
-    const set = connected.get(cluster) ?? new Set();
-    const before = set.size;
-    if (up) set.add(stream);
-    else set.delete(stream);
-    connected.set(cluster, set);
-    lastSeen.set(cluster, now());
-    if (before === 0 && set.size > 0) log.info("cluster connected", { cluster, replica: config.identity });
-    if (before > 0 && set.size === 0) log.warn("cluster lost; it keeps its last applied config", { cluster, replica: config.identity });
-    metrics.clustersConnected.set([...connected.values()].filter((s) => s.size === 2).length);
-  };
+  const meshRoot = options.meshCa?.storage ?? createFileMeshRootStorage(join(options.dataDir, "mesh-ca"));
+  const relayEndpoint = createRelayEndpoint({
+    config,
+    secrets: options.secrets,
+    identities,
+    registry: options.registry,
+    sessions,
+    convergence,
+    metrics,
+    isRegistered: (c) => inForce.isRegistered(c),
+    latestOutput: (c) => publishing.latest(c),
+    onDiscovery: async (cluster, snapshot) => {
+      await pipeline.setDiscovery(cluster, snapshot);
+      publishing.discovered(cluster);
+    },
+    meshRoot,
+    ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}),
+    ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}),
+    logger: log,
+    now,
+  });
+  const relay = () => relayEndpoint.server;
 
   // ---- API -------------------------------------------------------------------------------------
   const clusterView = async (name: string) => {
     const reg = inForce.registered().find((r) => r.name === name);
-    const conn = connected.get(name);
-    const applied = relay?.appliedVersions().get(name);
+    const conn = sessions.streams(name);
+    const applied = relay()?.appliedVersions().get(name);
     const [disc, out, holders] = await Promise.all([
       store().getDiscovery(name),
       store().getOutput(name),
@@ -295,7 +257,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       replica: holder,
       stale: holder === null && !waiting,
       waitingForAgent: waiting,
-      lastSeen: lastSeen.has(name) ? new Date(lastSeen.get(name)!).toISOString() : null,
+      lastSeen: sessions.lastSeen(name) !== undefined ? new Date(sessions.lastSeen(name)!).toISOString() : null,
       warmed: st?.discovered.includes(name) ?? disc !== undefined,
       discovery: disc ? { checksum: disc.checksum, at: new Date(disc.atMs).toISOString(), services: disc.snapshot.services.length, workloads: disc.snapshot.workloads.length } : null,
       output: out ? { version: out.version, sourceCommit: out.sourceCommit, complete: out.complete, resources: out.resources.length, published: pub ?? null, diagnostics: out.diagnostics.length } : null,
@@ -310,7 +272,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       /** Why the relay refuses this cluster's agent (removed from Git, certificate revoked), or null. */
       cutOff,
       /** Owned objects someone else changed or deleted and the agent put back, newest first (reported to the replica holding the agent). */
-      driftRepairs: driftRepairs.get(name) ?? [],
+      driftRepairs: sessions.driftRepairs(name),
       inSync: cutOff === null && applied !== undefined && out !== undefined && applied.version >= out.version && held === null,
     };
   };
@@ -341,7 +303,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   type Progress = Omit<ClusterConvergence, "nack"> & { readonly nack?: unknown; readonly latencyMs?: number };
   const appliedAtOf = async (cluster: string, p: Progress): Promise<number | undefined> => {
     if (p.appliedAtMs !== undefined || p.unchangedFrom === undefined || p.nack !== undefined) return p.appliedAtMs;
-    const acked = relay?.appliedVersions().get(cluster);
+    const acked = relay()?.appliedVersions().get(cluster);
     if (acked !== undefined && acked.version === p.version) return Math.max(p.publishedAtMs ?? acked.atMs, acked.atMs);
     const origin = (await store().getConvergence(p.unchangedFrom).catch(() => undefined))?.clusters[cluster];
     if (origin?.appliedAtMs !== undefined && origin.version === p.version) return Math.max(p.publishedAtMs ?? origin.appliedAtMs, origin.appliedAtMs);
@@ -388,7 +350,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     if (record?.revocation && record.revokedBeforeMs !== undefined && !(record.issued && record.issued.issuedAtMs > record.revokedBeforeMs)) {
       return `certificate revoked at ${new Date(record.revocation.atMs).toISOString()} (${record.revocation.reason}); waiting for the agent to register with its new bootstrap credential`;
     }
-    const refusal = relay?.refusals().get(name);
+    const refusal = relay()?.refusals().get(name);
     return refusal ? `relay refused the agent at ${new Date(refusal.atMs).toISOString()}: ${refusal.reason}: ${refusal.message}` : null;
   };
   /**
@@ -405,7 +367,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     handler: async (_req, res, [name]) => {
       if (name === undefined || !isValidClusterName(name)) throw new HttpError(400, `"${name ?? ""}" is not a valid cluster name`);
       if (!inForce.isRegistered(name)) throw new HttpError(404, `no KubernetesCluster "${name}" in the desired state; add it to the configuration repository first`);
-      const minted = await identitiesApi.mintCredential(name, { reissue: true });
+      const minted = await relayEndpoint.mintCredential(name, { reissue: true });
       log.warn("cluster identity re-issued through the API", { cluster: name, credentialExpires: new Date(minted.expiresAtMs).toISOString() });
       res.writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
       res.end(
@@ -423,15 +385,8 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       );
     },
   };
-  const identitiesApi = {
-    mintCredential: async (cluster: string, opts: { readonly reissue?: boolean; readonly ttlMs?: number } = {}) => {
-      if (opts.reissue && relay) return relay.reissue(cluster, opts.ttlMs === undefined ? {} : { ttlMs: opts.ttlMs });
-      const m = await identities.mintCredential(cluster, { ...(opts.reissue ? { reissue: true } : {}), ...(opts.ttlMs === undefined ? {} : { ttlMs: opts.ttlMs }) });
-      return { credential: m.credential, expiresAtMs: m.expiresAtMs };
-    },
-  };
   const clusterNames = async () => {
-    const names = new Set<string>([...inForce.registered().map((r) => r.name), ...connected.keys()]);
+    const names = new Set<string>([...inForce.registered().map((r) => r.name), ...sessions.known()]);
     for (const o of await store().listOutputs()) names.add(o.cluster);
     return [...names].sort();
   };
@@ -457,7 +412,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       commit: sha,
       acceptedAt: mine?.acceptedAtMs !== undefined ? new Date(mine.acceptedAtMs).toISOString() : null,
       inForce: inForce.current()?.commit === sha,
-      audit: auditedCommits.get(sha) ?? null,
+      audit: audit.audited(sha) ?? null,
       applied: appliedCount,
       nacked,
       clusters,
@@ -497,7 +452,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         rejected: src.rejection
           ? { commit: src.rejection.commit, rejectedAt: src.rejection.rejectedAt, errors: src.rejection.diagnostics.filter((d) => d.severity === Severity.Error).length, diagnostics: src.rejection.diagnostics.slice(0, 10).map(formatDiagnostic) }
           : null,
-        audit: { branch: config.auditBranch || null, lastCommit: desired ? (auditedCommits.get(desired.commit) ?? null) : null },
+        audit: { branch: config.auditBranch || null, lastCommit: desired ? (audit.audited(desired.commit) ?? null) : null },
         clusters,
       };
     },
@@ -586,18 +541,18 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   return {
     api,
     get relayPort() {
-      return relay?.port;
+      return relayEndpoint.port;
     },
     get httpPort() {
       return http?.port;
     },
     get token() {
-      return token;
+      return relayEndpoint.token;
     },
     identities,
-    mintCredential: identitiesApi.mintCredential,
+    mintCredential: (cluster, opts) => relayEndpoint.mintCredential(cluster, opts),
     get rootCaPem() {
-      return rootCaPem;
+      return relayEndpoint.rootCaPem;
     },
     get apiTokens() {
       return apiTokens;
@@ -605,21 +560,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     syncIdle: () => polling.idle(),
     async start() {
       if (config.git.kind === "remote") await mkdir(options.dataDir, { recursive: true });
-      // PKI and token: stored ones win; generated once otherwise.
-      const sans = [...config.relayAdditionalSans];
-      let pki = (await options.secrets.load()) ?? undefined;
-      if (!pki) {
-        if (!config.generateCa) throw new Error(`no relay PKI found in ${options.secrets.describe} and CA generation is off (relay.tls.existingSecrets): create the secrets or allow generation`);
-        await loadOrCreateRelayPki(options.secrets, { authority: config.relayAuthority, additionalSans: sans });
-        pki = await options.secrets.load();
-        if (!pki) throw new Error(`the relay PKI could not be stored in ${options.secrets.describe}`);
-        log.info("relay PKI generated", { storage: options.secrets.describe });
-      }
-      rootCaPem = pki.rootCaCertPem;
-      // The fleet-wide token is an explicit opt-in; by default only per-cluster credentials register.
-      if (config.bootstrap === "fleet-token") {
-        token = config.relayToken ?? (await options.secrets.loadToken()) ?? (await options.secrets.saveTokenIfAbsent(generateToken()));
-      }
+      await relayEndpoint.prepare();
       // API tokens and HTTPS material: a bad file stops the start here, before anything listens.
       const access = await prepareHttpAccess(config, options.apiTokens ?? createMemoryApiTokenStore(), log.child("http"));
       apiTokens = access.tokens;
@@ -633,54 +574,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       // fix (fail fast, before anything listens). A Git server that cannot be reached is retried.
       await polling.firstSync();
 
-      // RootTrustPolicy: the mesh CA signs each cluster's Istio intermediate with the root its
-      // IssuedCertificate names: the one generated root of the management plane (created once in
-      // shared storage on the first request, so servers without a RootTrustPolicy never pay for it),
-      // or the policy's secretRef Secret. Only a cluster whose output holds the matching
-      // IssuedCertificate may ask (mTLS identity, never the message).
-      const meshStorage = options.meshCa?.storage ?? createFileMeshRootStorage(join(options.dataDir, "mesh-ca"));
-      const meshCa = createMeshCa({
-        resolveRoot: createMeshRootResolver({
-          generated: meshStorage,
-          ...(options.meshCa?.readSecret ? { readSecret: options.meshCa.readSecret } : {}),
-          ...(options.meshCa?.describeSecrets ? { describeSecrets: options.meshCa.describeSecrets } : {}),
-          logger: log.child("mesh-ca"),
-        }),
-        isIssuanceAllowed: (cluster, request) => findIssuedCertificate(publishing.latest(cluster)?.resources ?? [], request),
-        logger: log.child("mesh-ca"),
-      });
-      relay = createRelayServer({
-        pki,
-        signIntermediate: meshCa.signIntermediate,
-        ...(config.bootstrap === "fleet-token" ? { token: () => token ?? "" } : {}),
-        identities,
-        isClusterRegistered: (c) => inForce.isRegistered(c),
-        logger: log.child("relay"),
-        registry: options.registry,
-        host: config.relayHost,
-        port: config.relayPort,
-        onDiscovery: onDiscovery,
-        onAck: (e) => {
-          metrics.acks.inc({ result: "ack" });
-          const latency = convergence.ack(e);
-          if (latency !== undefined) metrics.convergence.observe(latency / 1000);
-          log.info("cluster applied output", { cluster: e.cluster, version: e.version, sourceCommit: e.sourceCommit, latencyMs: latency });
-        },
-        onNack: (e) => {
-          metrics.acks.inc({ result: "nack" });
-          convergence.nack(e);
-          log.warn("cluster rejected output", { cluster: e.cluster, version: e.version, sourceCommit: e.sourceCommit, errors: e.errors.length, first: e.errors[0] ? `${e.errors[0].key}: ${e.errors[0].message}` : undefined });
-        },
-        onDriftRepairs: (e) => {
-          const fresh = e.repairs.map((r) => ({ key: r.key, why: r.why, at: new Date(r.atMs).toISOString(), managers: r.managers })).reverse();
-          driftRepairs.set(e.cluster, [...fresh, ...(driftRepairs.get(e.cluster) ?? [])].slice(0, DRIFT_KEPT));
-          log.info("agent repaired drift", { cluster: e.cluster, repairs: e.repairs.length, first: `${e.repairs[0]?.why ?? ""} ${e.repairs[0]?.key ?? ""}` });
-        },
-        onConnect: (c, s) => setConnected(c, s, true),
-        onDisconnect: (c, s) => setConnected(c, s, false),
-        now,
-      });
-      await relay.start();
+      await relayEndpoint.start();
       publishing.publishAll("start");
 
       // The first sync already ran; start() syncs again (a no-op "unchanged") and then polls.
@@ -716,7 +610,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       await http.start();
       log.info("gitmesh server started", {
         replica: config.identity,
-        relayPort: relay.port,
+        relayPort: relayEndpoint.port,
         httpPort: http.port,
         http: access.tls ? "https" : "http",
         apiAuth: access.auth !== null,
@@ -726,20 +620,19 @@ export function createManagementServer(options: ManagementServerOptions): Manage
         pipeline: (await pipeline.status()).mode,
         warming: publishing.warming()?.warming ?? false,
         pki: options.secrets.describe,
-        meshRoot: meshStorage.describe,
+        meshRoot: meshRoot.describe,
       });
     },
     async stop() {
       stopped = true;
       stopping.abort();
-      clearTimeout(auditTimer);
       clearInterval(followTimer);
       await following;
       events.close();
       await http?.stop();
       await polling.stop();
-      await relay?.stop();
-      await auditRunning;
+      await relayEndpoint.stop();
+      await audit.stop();
       await pipeline.stop();
       publishing.stop();
       log.info("gitmesh server stopped", { replica: config.identity });
