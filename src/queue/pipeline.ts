@@ -13,41 +13,39 @@
  * is written back — outputs only if newer — and the queue resumes).
  *
  * Parts: mirrored-store.ts (Redis + memory mirror), write-back.ts (mirror → Redis on recovery),
+ * input-cache.ts (desired state and discovery read once), job-handlers.ts (workspace and cluster jobs),
  * runner.ts / bullmq-runner.ts (the same handlers in-process or on BullMQ), holds.ts, shared-reads.ts.
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { Registry } from "prom-client";
-import { RetryLaterError, silentLogger, TransientError, type Logger } from "../core/index.js";
+import { silentLogger, type Logger } from "../core/index.js";
 import { workspaceNames, type DesiredState } from "../config/index.js";
 import { snapshotChecksum, type DiscoverySnapshot } from "../discovery/index.js";
 import {
   affectedWorkspaces,
   assembleCluster as realAssemble,
   translateWorkspace as realTranslate,
-  type ClusterOutput,
   type DiscoveryMap,
-  type WorkspaceFragment,
-  type WorkspaceResult,
 } from "../translate/index.js";
 import {
   createMemoryStore,
   createRedisStore,
   DEFAULT_PREFIX,
   type DesiredRecord,
-  type FragmentRecord,
-  type OutputOptions,
   type OutputRecord,
   type RetentionOptions,
   type SnapshotStore,
 } from "../store/index.js";
 import { createBullRunner } from "./bullmq-runner.js";
-import { computeHolds } from "./holds.js";
 import { createMirroredStore } from "./mirrored-store.js";
-import { createClusterStageReader } from "./shared-reads.js";
 import { writeBack } from "./write-back.js";
+import { createInputCache } from "./input-cache.js";
+import { createJobHandlers, type PipelineTranslators } from "./job-handlers.js";
 import { createPipelineMetrics } from "./metrics.js";
 import { createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient, type RedisClientOptions, type RedisConnectionConfig } from "./redis-connection.js";
-import { createInProcessRunner, JOB_TYPES, type ClusterJobData, type JobEvent, type JobRunner, type JobType, type RunnerSettings, type WorkspaceJobData } from "./runner.js";
+import { createInProcessRunner, JOB_TYPES, type JobEvent, type JobRunner, type JobType, type RunnerSettings } from "./runner.js";
+
+export { outputOptions, type PipelineTranslators } from "./job-handlers.js";
 
 export type PipelineMode = "redis" | "degraded" | "standalone";
 
@@ -77,12 +75,6 @@ export interface DesiredStateInput {
   readonly changedKeys: Iterable<string>;
   /** Clusters this commit allows to delete any number of objects at once (its `Gitmesh-Allow-Deletion` trailers; `*` = all). */
   readonly allowMassDeletion?: readonly string[];
-}
-
-/** The translation functions (a seam for tests and benchmarks; defaults are src/translate's). */
-export interface PipelineTranslators {
-  readonly translateWorkspace: (workspace: string, desired: DesiredState, discovery: DiscoveryMap) => WorkspaceResult;
-  readonly assembleCluster: (cluster: string, fragments: readonly WorkspaceFragment[]) => ClusterOutput;
 }
 
 export interface PipelineOptions {
@@ -165,22 +157,10 @@ export interface Pipeline {
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 
-/** Options for one cluster's output of a commit: the commit's (and gitmesh.yaml's) mass-deletion allowance, gitmesh.yaml's ignoreDifferences. */
-export function outputOptions(desired: DesiredRecord, cluster: string): OutputOptions | undefined {
-  const settings = desired.state.settings as Partial<typeof desired.state.settings>;
-  const allowed = [...(desired.allowMassDeletion ?? []), ...(settings.allowMassDeletion ?? [])];
-  const allow = allowed.includes("*") || allowed.includes(cluster);
-  const ignore = settings.ignoreDifferences ?? [];
-  if (!allow && ignore.length === 0) return undefined;
-  return { ...(allow ? { allowMassDeletion: true } : {}), ...(ignore.length > 0 ? { ignoreDifferences: ignore } : {}) };
-}
-
 const optionsFingerprint = (desired: DesiredRecord): string => {
   const settings = desired.state.settings as Partial<typeof desired.state.settings>;
   return sha(JSON.stringify([desired.allowMassDeletion ?? [], settings.allowMassDeletion ?? [], settings.ignoreDifferences ?? []])).slice(0, 16);
 };
-const PENDING_RETRY_MS = 25;
-const LOCK_RETRY_MS = 50;
 
 type EventMessage =
   | { readonly origin: string; readonly type: "output"; readonly cluster: string; readonly version: number }
@@ -221,13 +201,30 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   /** Unit locks taken in Redis that could not be released because Redis went away (token → name). */
   const unreleased = new Map<string, string>();
 
+  const inputs = createInputCache();
+  const handlers = createJobHandlers({
+    store: () => active(),
+    inputs,
+    enqueue: (job) => runner.add(job),
+    reassess: (store, stamp, all) => reassess(store, stamp, all),
+    async announce(record) {
+      await publish({ origin, type: "output", cluster: record.cluster, version: record.version });
+      await deliver(record);
+    },
+    translators,
+    metrics,
+    lockMs,
+    unreleased,
+    now,
+    logger: log,
+    ...(options.onJob === undefined ? {} : { onJob: options.onJob }),
+  });
   const settings: RunnerSettings = {
     concurrency: { workspace: options.concurrency?.workspace ?? 4, cluster: options.concurrency?.cluster ?? 4 },
     attempts: options.attempts ?? 5,
     backoffMs: options.backoffMs ?? 100,
     maxDelays: options.maxDelays ?? 2400,
-    handler: (type, data) => (type === "workspace" ? workspaceJob(data as WorkspaceJobData) : clusterJob(data as ClusterJobData)),
-    onEvent: (ev) => onJobEvent(ev),
+    ...handlers,
   };
 
   // ---- the store in use: Redis with a write-through memory mirror, or the mirror alone ----
@@ -236,180 +233,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   let mirroredCache: SnapshotStore | undefined;
   const mirrored = (r: SnapshotStore): SnapshotStore => (mirroredCache ??= createMirroredStore(r, mirror));
 
-  // ---- input caches: keep object identity so translation's index memo hits across jobs ----
-  const desiredCache = new Map<string, Promise<DesiredRecord | undefined>>();
-  const loadDesired = (store: SnapshotStore, commit: string): Promise<DesiredRecord | undefined> => {
-    let p = desiredCache.get(commit);
-    if (p === undefined) {
-      p = store.getDesired(commit);
-      desiredCache.set(commit, p);
-      void p.then((rec) => rec === undefined && desiredCache.delete(commit), () => desiredCache.delete(commit));
-      while (desiredCache.size > 4) desiredCache.delete(desiredCache.keys().next().value!);
-    }
-    return p;
-  };
-  let discoveryCache: { fingerprint: string; sums: Map<string, string>; map: Promise<DiscoveryMap> } | undefined;
-  const loadDiscovery = async (store: SnapshotStore): Promise<{ map: DiscoveryMap; fingerprint: string }> => {
-    const sums = await store.discoveryChecksums();
-    const fingerprint = sha([...sums].sort(([a], [b]) => (a < b ? -1 : 1)).map(([c, s]) => `${c}=${s}`).join("\n"));
-    if (discoveryCache?.fingerprint === fingerprint) return { map: await discoveryCache.map, fingerprint };
-    const prev = discoveryCache;
-    const build = (async () => {
-      const old = prev === undefined ? undefined : await prev.map.catch(() => undefined);
-      const next = new Map<string, DiscoverySnapshot>();
-      for (const [cluster, sum] of [...sums].sort(([a], [b]) => (a < b ? -1 : 1))) {
-        const reuse = prev?.sums.get(cluster) === sum ? (old?.get(cluster) as DiscoverySnapshot | undefined) : undefined;
-        const snap = reuse ?? (await store.getDiscovery(cluster))?.snapshot;
-        if (snap !== undefined) next.set(cluster, snap);
-      }
-      return next as unknown as DiscoveryMap;
-    })();
-    discoveryCache = { fingerprint, sums, map: build };
-    build.catch(() => {
-      if (discoveryCache?.map === build) discoveryCache = undefined;
-    });
-    return { map: await build, fingerprint };
-  };
-
-  /** Statuses and discovered clusters, decoded once per change, not once per cluster job (shared-reads.ts). */
-  const clusterStageInputs = createClusterStageReader();
-
-  // ---- jobs ----
-  async function workspaceJob(data: WorkspaceJobData): Promise<void> {
-    const store = active();
-    const lockName = `workspace:${data.workspace}`;
-    const token = await store.tryLock(lockName, lockMs);
-    if (token === undefined) throw new RetryLaterError(`workspace ${data.workspace} is being translated by another job`, LOCK_RETRY_MS);
-    try {
-      const pointer = await store.getDesiredPointer();
-      if (pointer === undefined) return;
-      const desired = await loadDesired(store, pointer.commit);
-      if (desired === undefined) throw new TransientError(`desired state of commit ${pointer.commit} is not in the store yet`);
-      const { map } = await loadDiscovery(store);
-      const t0 = process.hrtime.bigint();
-      const result = translators.translateWorkspace(data.workspace, desired.state, map);
-      metrics.translation.observe({ stage: "workspace" }, Number(process.hrtime.bigint() - t0) / 1e9);
-      const records: FragmentRecord[] = [];
-      for (const [cluster, resources] of result.fragments) {
-        if (resources.length === 0) continue;
-        records.push({ workspace: data.workspace, cluster, hash: sha(JSON.stringify(resources)), resources, commit: pointer.commit });
-      }
-      const changed = await store.putFragments(data.workspace, records);
-      const before = await store.getWorkspaceStatus(data.workspace);
-      await store.putWorkspaceStatus({
-        workspace: data.workspace,
-        commit: pointer.commit,
-        generation: pointer.generation,
-        diagnostics: result.diagnostics,
-        ...(result.frozen === undefined ? {} : { frozen: result.frozen }),
-        discovered: [...map.keys()].sort(),
-        atMs: now(),
-      });
-      await store.removePending(pointer.commit, data.workspace);
-      if (data.commit !== pointer.commit) await store.removePending(data.commit, data.workspace);
-      for (const cluster of changed) {
-        const id = `cl-${cluster}-${sha(`${data.workspace}\n${records.find((r) => r.cluster === cluster)?.hash ?? "-"}\n${pointer.commit}`).slice(0, 16)}`;
-        await runner.add({ type: "cluster", id, data: { cluster } });
-      }
-      // It failed before: deletions held because of it may go now, even where its fragments are unchanged.
-      if (before?.failure !== undefined || before?.commit === "") await reassess(store, `recovered-${data.workspace}-${pointer.commit}`, true);
-    } finally {
-      // Redis gone mid-job: the lock outlives it there (a promoted replica has it); released on recovery.
-      await store.unlock(lockName, token).catch(() => {
-        if (store.kind === "redis") unreleased.set(token, lockName);
-      });
-    }
-  }
-
-  async function clusterJob(data: ClusterJobData): Promise<void> {
-    const store = active();
-    const pointer = await store.getDesiredPointer();
-    if (pointer === undefined) return;
-    const pending = await store.pending(pointer.commit);
-    if (pending.length > 0) throw new RetryLaterError(`waiting for ${pending.length} workspace(s) of commit ${pointer.commit}`, PENDING_RETRY_MS);
-    const desired = await loadDesired(store, pointer.commit);
-    if (desired === undefined) throw new TransientError(`desired state of commit ${pointer.commit} is not in the store yet`);
-    const fragments = await store.fragmentsForCluster(data.cluster);
-    const t0 = process.hrtime.bigint();
-    const out = translators.assembleCluster(data.cluster, fragments.map((f) => ({ workspace: f.workspace, resources: f.resources })));
-    metrics.translation.observe({ stage: "cluster" }, Number(process.hrtime.bigint() - t0) / 1e9);
-    const prev = await store.getOutput(data.cluster);
-    const { statuses, discovered } = await clusterStageInputs(store);
-    const own = discovered.has(data.cluster) ? await store.getDiscovery(data.cluster) : undefined;
-    // Completeness per dependency (holds.ts): what the inputs no longer give is dropped only when
-    // the inputs its removal depends on are complete; otherwise its previous version is kept.
-    const holds = computeHolds({
-      cluster: data.cluster,
-      assembled: out.resources,
-      previous: prev,
-      desired: desired.state,
-      statuses,
-      discovered,
-      live: own?.snapshot.istioObjects,
-      nowMs: now(),
-    });
-    const options = outputOptions(desired, data.cluster);
-    const complete = holds.incompleteReason === undefined;
-    const held = holds.held.map(({ sinceMs: _since, ...h }) => h);
-    const hash = sha(JSON.stringify({ resources: holds.resources, complete, options, held, incompleteReason: holds.incompleteReason }));
-    if (prev?.hash === hash) {
-      // Same output as the cluster already has: nothing to send, but the commit did reach it (a revert,
-      // a commit that only touched comments): record that, so its convergence does not wait for an ACK
-      // that never comes.
-      if (prev.sourceCommit !== pointer.commit && (await store.getConvergence(pointer.commit))?.clusters[data.cluster] === undefined) {
-        await store.recordConvergence(pointer.commit, { cluster: data.cluster, version: prev.version, publishedAtMs: now(), unchangedFrom: prev.sourceCommit });
-      }
-      return;
-    }
-    const record: OutputRecord = {
-      cluster: data.cluster,
-      version: (prev?.version ?? 0) + 1,
-      sourceCommit: pointer.commit,
-      hash,
-      resources: holds.resources,
-      complete,
-      diagnostics: out.diagnostics,
-      ...(options === undefined ? {} : { options }),
-      ...(holds.held.length === 0 ? {} : { held: holds.held }),
-      ...(holds.incompleteReason === undefined ? {} : { incompleteReason: holds.incompleteReason }),
-      atMs: now(),
-    };
-    if (!(await store.putOutput(record, prev?.version ?? 0))) throw new TransientError(`output of ${data.cluster} was published concurrently; recomputing`);
-    metrics.outputs.inc();
-    await store.recordConvergence(record.sourceCommit, { cluster: record.cluster, version: record.version, publishedAtMs: record.atMs });
-    log.info("output published", { cluster: record.cluster, version: record.version, sourceCommit: record.sourceCommit, resources: record.resources.length, complete, held: holds.held.reduce((n, h) => n + h.objects.length, 0), allowMassDeletion: options?.allowMassDeletion === true });
-    await publish({ origin, type: "output", cluster: record.cluster, version: record.version });
-    await deliver(record);
-  }
-
-  function onJobEvent(ev: JobEvent): void {
-    metrics.jobs.inc({ type: ev.type, result: ev.result });
-    options.onJob?.(ev);
-    if (ev.result !== "failed") return;
-    metrics.failures.inc({ type: ev.type, reaction: ev.error?.reaction ?? "transient" });
-    log.warn("job failed", { type: ev.type, unit: ev.unit, attempt: ev.attempt, code: ev.error?.code, error: ev.error?.message });
-    if (ev.type !== "workspace") return;
-    void (async () => {
-      const store = active();
-      const pointer = await store.getDesiredPointer();
-      const prev = await store.getWorkspaceStatus(ev.unit);
-      const commit = pointer?.commit ?? "";
-      await store.putWorkspaceStatus({
-        ...prev,
-        workspace: ev.unit,
-        commit: prev?.commit ?? "",
-        generation: prev?.generation ?? 0,
-        diagnostics: prev?.diagnostics ?? [],
-        failure: { code: ev.error?.code ?? "Error", reaction: ev.error?.reaction ?? "transient", message: ev.error?.message ?? "", attempts: ev.attempt, commit, atMs: now() },
-        atMs: now(),
-      });
-      // A failed workspace keeps its last fragments; it must not hold the other clusters' outputs.
-      if (commit !== "") await store.removePending(commit, ev.unit);
-      // Every cluster re-assesses which deletions it holds because of the failure (and says so).
-      await reassess(store, `failed-${ev.unit}-${commit}-${String(now())}`, true);
-    })().catch((err: unknown) => log.warn("could not record a job failure", { unit: ev.unit, error: String(err) }));
-  }
-
+  // ---- the runners' job handlers (job-handlers.ts) on the input caches (input-cache.ts) ----
   async function deliver(record: OutputRecord): Promise<void> {
     if (record.held !== undefined || !record.complete) unsettled.add(record.cluster);
     else unsettled.delete(record.cluster);
@@ -510,9 +334,9 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     const store = active();
     const pointer = await store.getDesiredPointer();
     if (pointer === undefined) return;
-    const desired = await loadDesired(store, pointer.commit);
+    const desired = await inputs.desired(store, pointer.commit);
     if (desired === undefined) return;
-    const { map, fingerprint } = await loadDiscovery(store);
+    const { map, fingerprint } = await inputs.discovery(store);
     const c = change;
     change = { all: false, keys: new Set(), clusters: new Set() };
     let affected: string[];
@@ -711,7 +535,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
         const allow = [...new Set(input.allowMassDeletion ?? [])].sort();
         const record: DesiredRecord = { commit: input.commit, ref: input.ref, generation: (pointer?.generation ?? 0) + 1, state: input.state, changedKeys: keys, ...(allow.length > 0 ? { allowMassDeletion: allow } : {}), atMs: now() };
         await write((s) => s.putDesired(record));
-        desiredCache.set(record.commit, Promise.resolve(record));
+        inputs.remember(record);
         if (keys.length === 0) change.all = true;
         for (const k of keys) change.keys.add(k);
         await publish({ origin, type: "desired", commit: record.commit });
