@@ -1,15 +1,16 @@
 /**
- * The management server, wired by hand from its parts (CONVENTIONS §6):
+ * The management server, wired by hand from its parts (CONVENTIONS §6; src/server/README.md "Parts"):
  *
- *   git-sync source ──accepted commit──▶ pipeline.setDesiredState ──▶ onOutput ──▶ warming gate ──▶ relay.publishOutput
- *                   └─rejected commit──▶ kept with diagnostics (status API + one log line)
- *   relay ──discovery──▶ pipeline.setDiscovery + warming gate;  ──ACK/NACK──▶ convergence tracking
- *   outputs of a source commit, once complete ──▶ audit writer (singleton) ──▶ audit branch
- *   HTTP :9091 ──▶ health, readiness (warmed), metrics, webhooks (hints to the sync trigger), JSON API
+ *   git-polling ──accepted commit──▶ commit-in-force ──▶ pipeline.setDesiredState ──▶ onOutput ──▶ publishing (warming gate) ──▶ relay-endpoint
+ *               └─rejected commit──▶ kept with diagnostics (api-views + one log line)
+ *   relay-endpoint ──discovery──▶ pipeline.setDiscovery + publishing;  ──ACK/NACK──▶ convergence;  ──streams, drift──▶ agent-sessions
+ *   publishing (outputs of the commit in force, settled) ──▶ audit-scheduling (leader) ──▶ audit branch
+ *   HTTP :9091 ──▶ health, readiness, metrics, webhooks (hints to git-polling), api-views (JSON API, reissue, events)
+ *   follow ticker, every second ──▶ trigger role, presence, discovery from other replicas, commit statuses (leader) / adopt the leader's commit (follower)
  *
- * Long-running parts start in order (pipeline, first sync, relay, trigger, HTTP) and stop in the
- * reverse order. Nothing here reads the environment: `gitmesh server` parses the configuration once
- * and passes it in.
+ * Long-running parts start in the order of `steps` (relay PKI and HTTP access, pipeline, first sync,
+ * relay, trigger, HTTP, follow loop) and stop in the reverse order. Nothing here reads the
+ * environment: `gitmesh server` parses the configuration once and passes it in.
  */
 import { join } from "node:path";
 import { mkdir } from "node:fs/promises";
@@ -18,27 +19,28 @@ import { describeError, type Logger } from "../core/index.js";
 import { createAuditWriter, createWebhookHandlers, type CommitVerifier } from "../git-sync/index.js";
 import { createClusterIdentities, type ClusterIdentities } from "../relay/index.js";
 import { createFileMeshRootStorage, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
-import type { SnapshotStore } from "../store/index.js";
+import type { ClusterConvergence, SnapshotStore } from "../store/index.js";
 import type { CommitStatusPoster } from "../git-host/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
 import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
 import type { ServerConfig } from "./config.js";
-import { createConvergenceTracker, type ConvergenceTracker } from "./convergence.js";
-import { createServerHttp, type ServerApi, type ServerHttp } from "./http.js";
+import { createConvergenceTracker, type ClusterProgress } from "./convergence.js";
+import { createServerHttp, type Route, type ServerApi, type ServerHttp } from "./http.js";
 import { createWebRoutes } from "./web.js";
 import { createDiffService } from "./diff-service.js";
-import { createServerMetrics } from "./metrics.js";
+import { createServerMetrics, type ServerMetrics } from "./metrics.js";
 import type { PipelinePort } from "./pipeline-port.js";
 import type { RelaySecretStore } from "./pki-storage.js";
 import type { PresenceRegistry } from "./presence.js";
 import { createCommitInForce } from "./commit-in-force.js";
-import { createGitPolling } from "./git-polling.js";
+import { createGitPolling, type GitPolling } from "./git-polling.js";
 import { createPublishing } from "./publishing.js";
 import { createAuditScheduling } from "./audit-scheduling.js";
 import { createApiViews } from "./api-views.js";
 import { createAgentSessions } from "./agent-sessions.js";
 import { createRelayEndpoint } from "./relay-endpoint.js";
 import { serverGitLocations } from "./git-locations.js";
+import { createTicker } from "./ticker.js";
 
 /** Guards singleton work (Git polling, audit commits) across replicas; default: this replica always leads. */
 export interface SingletonGuard {
@@ -103,252 +105,148 @@ export interface ManagementServer {
 
 export function createManagementServer(options: ManagementServerOptions): ManagementServer {
   const { config, pipeline, logger: log } = options;
-  /** The store in use now (it changes with the pipeline's mode: Redis, or the memory mirror). */
-  const store = (): SnapshotStore => pipeline.store;
+  const store = (): SnapshotStore => pipeline.store; // the store in use now (Redis, or the memory mirror while degraded)
   const now = options.now ?? Date.now;
   const metrics = createServerMetrics(options.registry);
   const singleton = options.singleton ?? { isLeader: () => true };
-
+  const isLeader = () => singleton.isLeader();
+  const stopping = new AbortController();
+  const signal = stopping.signal;
+  const git = serverGitLocations(config.git, options.dataDir);
+  const identities = createClusterIdentities(options.secrets.records, { now });
+  const meshRoot = options.meshCa?.storage ?? createFileMeshRootStorage(join(options.dataDir, "mesh-ca"));
   let http: ServerHttp | undefined;
   let apiTokens: ApiTokens | undefined;
-  const identities = createClusterIdentities(options.secrets.records, { now });
-  let stopped = false;
-  const stopping = new AbortController();
-  const convergence: ConvergenceTracker = createConvergenceTracker({
-    keepCommits: config.retention.convergenceCommits,
-    sink: { record: (commit, p) => store().recordConvergence(commit, { cluster: p.cluster, version: p.version, ...(p.publishedAtMs === undefined ? {} : { publishedAtMs: p.publishedAtMs }), ...(p.appliedAtMs === undefined ? {} : { appliedAtMs: p.appliedAtMs }), ...(p.nack ? { nack: { message: p.nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), atMs: p.nack.atMs } } : {}) }) },
-    onSinkError: (err) => log.debug("convergence not mirrored to the store", { error: describeError(err) }),
-  });
+
+  // The parts, in the order of the diagram at the top of this file.
+  const convergence = createConvergenceTracker({ keepCommits: config.retention.convergenceCommits, sink: { record: (commit, p) => store().recordConvergence(commit, toStoredProgress(p)) }, onSinkError: (err) => log.debug("convergence not mirrored to the store", { error: describeError(err) }) });
   const sessions = createAgentSessions({ replica: config.identity, metrics, logger: log, now });
-
-  const git = serverGitLocations(config.git, options.dataDir);
-  const sourceName = git.name;
-  const diffs = createDiffService({
-    location: git.diff,
-    ...(config.gitPath ? { subPath: config.gitPath } : {}),
-    discovery: () => store().listDiscovery(),
-    logger: log.child("diff"),
-  });
-
-  const inForce = createCommitInForce({ pipeline, store, ref: config.gitBranch, metrics, logger: log, signal: stopping.signal, now });
-  const polling = createGitPolling({
-    location: git.source,
-    name: git.name,
-    ref: config.gitBranch,
-    ...(config.gitPath ? { subPath: config.gitPath } : {}),
-    ...(options.verifier ? { verifier: options.verifier } : {}),
-    pollIntervalMs: config.pollIntervalMs,
-    debounceMs: config.webhookDebounceMs,
-    onOutcome: (outcome) => inForce.onOutcome(outcome),
-    isLeader: () => singleton.isLeader(),
-    logger: log,
-    signal: stopping.signal,
-  });
-  const source = { status: () => polling.status() };
-  const publishing = createPublishing({
-    pipeline,
-    store,
-    relay: () => relayEndpoint.server,
-    convergence,
-    metrics,
-    warmingWindowMs: config.warmingWindowMs,
-    skipWarming: config.skipWarming,
-    onProgress: () => scheduleAudit(),
-    logger: log,
-    signal: stopping.signal,
-    now,
-  });
+  const inForce = createCommitInForce({ pipeline, store, ref: config.gitBranch, metrics, logger: log, signal, now });
+  const polling = createGitPolling({ location: git.source, name: git.name, ref: config.gitBranch, ...(config.gitPath ? { subPath: config.gitPath } : {}), ...(options.verifier ? { verifier: options.verifier } : {}), pollIntervalMs: config.pollIntervalMs, debounceMs: config.webhookDebounceMs, onOutcome: (o) => inForce.onOutcome(o), isLeader, logger: log, signal });
+  const publishing = createPublishing({ pipeline, store, relay: () => relay.server, convergence, metrics, warmingWindowMs: config.warmingWindowMs, skipWarming: config.skipWarming, onProgress: () => audit.schedule(), logger: log, signal, now });
+  const audit = createAuditScheduling({ writer: config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, logger: log.child("audit") }), branch: config.auditBranch, ref: config.gitBranch, store, inForce: () => inForce.current(), isRegistered: (c) => inForce.isRegistered(c), isLeader, settled: () => publishing.settled(), latest: (c) => publishing.latest(c), ...(options.auditDebounceMs === undefined ? {} : { debounceMs: options.auditDebounceMs }), logger: log, signal });
+  const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
+  const diffs = createDiffService({ location: git.diff, ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), logger: log.child("diff") });
+  const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, audited: (sha) => audit.audited(sha), diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
   inForce.onAdopted(({ commit, registered, atMs }) => {
     convergence.accepted(commit, atMs);
     publishing.setRegistered(registered);
-    // The outputs of this commit may all have arrived before it was adopted here.
-    scheduleAudit();
-    relayEndpoint.cutOffRemoved(commit);
+    audit.schedule(); // the outputs of this commit may all have arrived before it was adopted here
+    relay.cutOffRemoved(commit);
+  });
+  // Every second: the trigger's role (the leader polls; every replica does while there is no Redis), presence, discovery
+  // other replicas received, then commit statuses (leader) or the desired state the leader stored (follower).
+  const follow = createTicker({
+    intervalMs: options.followIntervalMs ?? 1000,
+    tick: async () => {
+      polling.reconcile((await pipeline.status()).mode);
+      await options.presence?.refresh(sessions.held()).catch(() => undefined);
+      await publishing.learnDiscovery();
+      if (isLeader()) await views.reportCommitStatuses().catch((err: unknown) => log.warn("could not evaluate commit statuses", { error: describeError(err) }));
+      else await inForce.follow();
+    },
+    onError: (err) => log.debug("could not read the leader's desired state", { error: describeError(err) }),
   });
 
-  /**
-   * Every second: the trigger's role (polling on the leader, and on every replica while the pipeline
-   * runs without Redis: there is no shared state then, so each replica must read Git itself); warming
-   * learns of discovery that reached other replicas (the shared store holds it); followers adopt the
-   * desired state the leader stored.
-   */
-  let followTimer: NodeJS.Timeout | undefined;
-  let following: Promise<void> = Promise.resolve();
-  const follow = async (): Promise<void> => {
-    if (stopped) return;
-    polling.reconcile((await pipeline.status()).mode);
-    await options.presence?.refresh(sessions.held()).catch(() => undefined);
-    await publishing.learnDiscovery();
-    if (singleton.isLeader()) {
-      await reportCommitStatuses().catch((err: unknown) => log.warn("could not evaluate commit statuses", { error: describeError(err) }));
-      return;
-    }
-    await inForce.follow();
-  };
-
-  const audit = createAuditScheduling({
-    writer: config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, logger: log.child("audit") }),
-    branch: config.auditBranch,
-    ref: config.gitBranch,
-    store,
-    inForce: () => inForce.current(),
-    isRegistered: (c) => inForce.isRegistered(c),
-    isLeader: () => singleton.isLeader(),
-    settled: () => publishing.settled(),
-    latest: (c) => publishing.latest(c),
-    ...(options.auditDebounceMs === undefined ? {} : { debounceMs: options.auditDebounceMs }),
-    logger: log,
-    signal: stopping.signal,
-  });
-  const scheduleAudit = () => audit.schedule();
-
-  const meshRoot = options.meshCa?.storage ?? createFileMeshRootStorage(join(options.dataDir, "mesh-ca"));
-  const relayEndpoint = createRelayEndpoint({
-    config,
-    secrets: options.secrets,
-    identities,
-    registry: options.registry,
-    sessions,
-    convergence,
-    metrics,
-    isRegistered: (c) => inForce.isRegistered(c),
-    latestOutput: (c) => publishing.latest(c),
-    onDiscovery: async (cluster, snapshot) => {
-      await pipeline.setDiscovery(cluster, snapshot);
-      publishing.discovered(cluster);
-    },
-    meshRoot,
-    ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}),
-    ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}),
-    logger: log,
-    now,
-  });
-  const relay = () => relayEndpoint.server;
-
-  const views = createApiViews({
-    replica: config.identity,
-    auditBranch: config.auditBranch,
-    repository: sourceName,
-    store,
-    pipeline,
-    inForce,
-    source,
-    publishing,
-    sessions,
-    relay,
-    identities,
-    convergence,
-    audited: (sha) => audit.audited(sha),
-    diffs,
-    mintCredential: (cluster, opts) => relayEndpoint.mintCredential(cluster, opts),
-    isLeader: () => singleton.isLeader(),
-    stopped: () => stopped,
-    ...(options.presence ? { presence: options.presence } : {}),
-    ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}),
-    logger: log,
-    now,
-  });
-  const api = views.api;
-  const reportCommitStatuses = () => views.reportCommitStatuses();
-
-  return {
-    api,
-    get relayPort() {
-      return relayEndpoint.port;
-    },
-    get httpPort() {
-      return http?.port;
-    },
-    get token() {
-      return relayEndpoint.token;
-    },
-    identities,
-    mintCredential: (cluster, opts) => relayEndpoint.mintCredential(cluster, opts),
-    get rootCaPem() {
-      return relayEndpoint.rootCaPem;
-    },
-    get apiTokens() {
-      return apiTokens;
-    },
-    syncIdle: () => polling.idle(),
-    async start() {
+  // Started in this order, stopped in the reverse order.
+  let access: HttpAccess | undefined;
+  const steps: readonly Step[] = [
+    // A bad PKI, token or certificate file stops the start here, before anything listens.
+    { name: "relay PKI, API tokens, HTTPS", start: async () => {
       if (config.git.kind === "remote") await mkdir(options.dataDir, { recursive: true });
-      await relayEndpoint.prepare();
-      // API tokens and HTTPS material: a bad file stops the start here, before anything listens.
-      const access = await prepareHttpAccess(config, options.apiTokens ?? createMemoryApiTokenStore(), log.child("http"));
+      await relay.prepare();
+      access = await prepareHttpAccess(config, options.apiTokens ?? createMemoryApiTokenStore(), log.child("http"));
       apiTokens = access.tokens;
-
+    } },
+    { name: "pipeline and publishing", start: async () => {
       pipeline.onOutput((rec) => publishing.onOutput(rec));
       await pipeline.start();
       await publishing.start();
-
-      // First sync before the relay opens: registration needs the KubernetesClusters.
-      // A repository, branch or credential that does not work will not fix itself: stop with what to
-      // fix (fail fast, before anything listens). A Git server that cannot be reached is retried.
-      await polling.firstSync();
-
-      await relayEndpoint.start();
+    }, stop: async () => {
+      await pipeline.stop();
+      publishing.stop();
+    } },
+    { name: "audit", start: () => undefined, stop: () => audit.stop() },
+    // Before the relay opens (registration needs the KubernetesClusters); a repository, branch or
+    // credential that does not work stops the start with what to fix; an unreachable Git server is retried.
+    { name: "first Git sync", start: () => polling.firstSync() },
+    { name: "relay", start: async () => {
+      await relay.start();
       publishing.publishAll("start");
-
-      // The first sync already ran; start() syncs again (a no-op "unchanged") and then polls.
+    }, stop: () => relay.stop() },
+    // The first sync already ran; start() syncs again (a no-op "unchanged") and then polls.
+    { name: "Git trigger", start: async () => {
       polling.start((await pipeline.status()).mode);
       singleton.onChange?.((leader) => {
         polling.reconcile();
-        if (leader) scheduleAudit();
+        if (leader) audit.schedule();
       });
-      const followMs = options.followIntervalMs ?? 1000;
-      followTimer = setInterval(() => {
-        following = following.then(follow).catch((err: unknown) => log.debug("could not read the leader's desired state", { error: describeError(err) }));
-      }, followMs);
-      followTimer.unref();
-
-      const secret = config.webhookSecret;
-      const webhooks = createWebhookHandlers({
-        ...(secret !== undefined ? { githubSecret: secret, gitlabToken: secret, genericSecret: secret } : {}),
-        onPush: (e) => polling.hint({ repo: e.repo, ref: e.ref, sha: e.sha }),
-        logger: log.child("webhooks"),
-      });
-      http = createServerHttp({
-        api,
-        auth: access.auth,
-        ...(access.tls ? { tls: access.tls } : {}),
-        registry: options.registry,
-        webhooks,
-        onWebhook: (provider, status) => metrics.webhooks.inc({ provider, status: String(status) }),
-        logger: log.child("http"),
-        host: config.httpHost,
-        port: config.httpPort,
-        routes: [...views.routes, ...createWebRoutes()],
-      });
+    }, stop: () => polling.stop() },
+    { name: "HTTP", start: async () => {
+      http = createHttpEdge({ options, access: access!, api: views.api, polling, metrics, routes: views.routes });
       await http.start();
-      log.info("gitmesh server started", {
-        replica: config.identity,
-        relayPort: relayEndpoint.port,
-        httpPort: http.port,
-        http: access.tls ? "https" : "http",
-        apiAuth: access.auth !== null,
-        source: sourceName,
-        ref: config.gitBranch,
-        store: store().kind,
-        pipeline: (await pipeline.status()).mode,
-        warming: publishing.warming()?.warming ?? false,
-        pki: options.secrets.describe,
-        meshRoot: meshRoot.describe,
-      });
-    },
-    async stop() {
-      stopped = true;
-      stopping.abort();
-      clearInterval(followTimer);
-      await following;
+    }, stop: async () => {
       views.close();
       await http?.stop();
-      await polling.stop();
-      await relayEndpoint.stop();
-      await audit.stop();
-      await pipeline.stop();
-      publishing.stop();
+    } },
+    { name: "follow loop", start: () => follow.start(), stop: () => follow.stop() },
+  ];
+
+  return {
+    api: views.api,
+    identities,
+    get relayPort() { return relay.port; },
+    get httpPort() { return http?.port; },
+    get token() { return relay.token; },
+    get rootCaPem() { return relay.rootCaPem; },
+    get apiTokens() { return apiTokens; },
+    mintCredential: (cluster, opts) => relay.mintCredential(cluster, opts),
+    syncIdle: () => polling.idle(),
+    async start() {
+      for (const step of steps) await step.start();
+      log.info("gitmesh server started", { replica: config.identity, relayPort: relay.port, httpPort: http?.port, http: access?.tls ? "https" : "http", apiAuth: access?.auth !== null, source: git.name, ref: config.gitBranch, store: store().kind, pipeline: (await pipeline.status()).mode, warming: publishing.warming()?.warming ?? false, pki: options.secrets.describe, meshRoot: meshRoot.describe });
+    },
+    async stop() {
+      stopping.abort();
+      for (const step of [...steps].reverse()) await step.stop?.();
       log.info("gitmesh server stopped", { replica: config.identity });
     },
   };
+}
+
+/** One long-running part as the root starts and stops it. */
+interface Step {
+  readonly name: string;
+  start(): Promise<void> | void;
+  stop?(): Promise<void> | void;
+}
+
+type HttpAccess = Awaited<ReturnType<typeof prepareHttpAccess>>;
+
+/** Convergence progress as the store keeps it (a NACK as one message). */
+function toStoredProgress(p: ClusterProgress): ClusterConvergence {
+  return { cluster: p.cluster, version: p.version, ...(p.publishedAtMs === undefined ? {} : { publishedAtMs: p.publishedAtMs }), ...(p.appliedAtMs === undefined ? {} : { appliedAtMs: p.appliedAtMs }), ...(p.nack ? { nack: { message: p.nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), atMs: p.nack.atMs } } : {}) };
+}
+
+/** The HTTP edge: the API, the webhooks (hints to the Git trigger), the web UI and the root's extra routes. */
+function createHttpEdge(parts: { options: ManagementServerOptions; access: HttpAccess; api: ServerApi; polling: Pick<GitPolling, "hint">; metrics: ServerMetrics; routes: readonly Route[] }): ServerHttp {
+  const { options, access, metrics } = parts;
+  const secret = options.config.webhookSecret;
+  const webhooks = createWebhookHandlers({
+    ...(secret !== undefined ? { githubSecret: secret, gitlabToken: secret, genericSecret: secret } : {}),
+    onPush: (e) => parts.polling.hint({ repo: e.repo, ref: e.ref, sha: e.sha }),
+    logger: options.logger.child("webhooks"),
+  });
+  return createServerHttp({
+    api: parts.api,
+    auth: access.auth,
+    ...(access.tls ? { tls: access.tls } : {}),
+    registry: options.registry,
+    webhooks,
+    onWebhook: (provider, status) => metrics.webhooks.inc({ provider, status: String(status) }),
+    logger: options.logger.child("http"),
+    host: options.config.httpHost,
+    port: options.config.httpPort,
+    routes: [...parts.routes, ...createWebRoutes()],
+  });
 }
