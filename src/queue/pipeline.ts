@@ -13,20 +13,16 @@
  * is written back — outputs only if newer — and the queue resumes).
  *
  * Parts: mirrored-store.ts (Redis + memory mirror), write-back.ts (mirror → Redis on recovery),
- * input-cache.ts (desired state and discovery read once), job-handlers.ts (workspace and cluster jobs),
+ * input-cache.ts (desired state and discovery read once), scheduler.ts (debounce, flush, serial chain),
+ * job-handlers.ts (workspace and cluster jobs),
  * runner.ts / bullmq-runner.ts (the same handlers in-process or on BullMQ), holds.ts, shared-reads.ts.
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { Registry } from "prom-client";
 import { silentLogger, type Logger } from "../core/index.js";
-import { workspaceNames, type DesiredState } from "../config/index.js";
+import type { DesiredState } from "../config/index.js";
 import { snapshotChecksum, type DiscoverySnapshot } from "../discovery/index.js";
-import {
-  affectedWorkspaces,
-  assembleCluster as realAssemble,
-  translateWorkspace as realTranslate,
-  type DiscoveryMap,
-} from "../translate/index.js";
+import { assembleCluster as realAssemble, translateWorkspace as realTranslate } from "../translate/index.js";
 import {
   createMemoryStore,
   createRedisStore,
@@ -40,10 +36,11 @@ import { createBullRunner } from "./bullmq-runner.js";
 import { createMirroredStore } from "./mirrored-store.js";
 import { writeBack } from "./write-back.js";
 import { createInputCache } from "./input-cache.js";
+import { createScheduler } from "./scheduler.js";
 import { createJobHandlers, type PipelineTranslators } from "./job-handlers.js";
 import { createPipelineMetrics } from "./metrics.js";
 import { createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient, type RedisClientOptions, type RedisConnectionConfig } from "./redis-connection.js";
-import { createInProcessRunner, JOB_TYPES, type JobEvent, type JobRunner, type JobType, type RunnerSettings } from "./runner.js";
+import { createInProcessRunner, type JobEvent, type JobRunner, type JobType, type RunnerSettings } from "./runner.js";
 
 export { outputOptions, type PipelineTranslators } from "./job-handlers.js";
 
@@ -157,11 +154,6 @@ export interface Pipeline {
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 
-const optionsFingerprint = (desired: DesiredRecord): string => {
-  const settings = desired.state.settings as Partial<typeof desired.state.settings>;
-  return sha(JSON.stringify([desired.allowMassDeletion ?? [], settings.allowMassDeletion ?? [], settings.ignoreDifferences ?? []])).slice(0, 16);
-};
-
 type EventMessage =
   | { readonly origin: string; readonly type: "output"; readonly cluster: string; readonly version: number }
   | { readonly origin: string; readonly type: "desired"; readonly commit: string }
@@ -202,11 +194,12 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   const unreleased = new Map<string, string>();
 
   const inputs = createInputCache();
+  const scheduler = createScheduler({ store: () => active(), inputs, enqueue: (job) => runner.add(job), debounceMs, maxDebounceMs, now, logger: log });
   const handlers = createJobHandlers({
     store: () => active(),
     inputs,
     enqueue: (job) => runner.add(job),
-    reassess: (store, stamp, all) => reassess(store, stamp, all),
+    reassess: (store, stamp, all) => scheduler.reassess(store, stamp, all),
     async announce(record) {
       await publish({ origin, type: "output", cluster: record.cluster, version: record.version });
       await deliver(record);
@@ -235,8 +228,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
 
   // ---- the runners' job handlers (job-handlers.ts) on the input caches (input-cache.ts) ----
   async function deliver(record: OutputRecord): Promise<void> {
-    if (record.held !== undefined || !record.complete) unsettled.add(record.cluster);
-    else unsettled.delete(record.cluster);
+    scheduler.noteOutput(record);
     if (!wants(record.cluster) || record.version <= (lastDelivered.get(record.cluster) ?? 0)) return;
     lastDelivered.set(record.cluster, record.version);
     try {
@@ -289,91 +281,6 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     }
   }
 
-  // ---- holds and options: outputs that must be computed again although no fragment changed ----
-  /** Clusters whose last output holds deletions, is incomplete or carries options. */
-  const unsettled = new Set<string>();
-  let flushedOptions: string | undefined;
-  /** Enqueues a cluster job for every cluster whose output may change without a fragment change (all: every known cluster). */
-  async function reassess(store: SnapshotStore, stamp: string, all: boolean): Promise<void> {
-    const clusters = new Set(unsettled);
-    if (all) for (const c of (await store.outputVersions()).keys()) clusters.add(c);
-    const tag = sha(stamp).slice(0, 16);
-    for (const c of [...clusters].sort()) await runner.add({ type: "cluster", id: `cl-${c}-re-${tag}`, data: { cluster: c } });
-  }
-
-  // ---- inputs, debounce, flush ----
-  let change = { all: false, keys: new Set<string>(), clusters: new Set<string>() };
-  let flushed: { desired: DesiredState; discovery: DiscoveryMap } | undefined;
-  let flushedCommit: string | undefined;
-  let debounceTimer: NodeJS.Timeout | undefined;
-  let burstStart = 0;
-  let chain: Promise<void> = Promise.resolve();
-  let chainDepth = 0;
-  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    chainDepth++;
-    const p = chain.then(fn);
-    const done = () => {
-      chainDepth--;
-    };
-    chain = p.then(done, done);
-    return p;
-  };
-
-  const scheduleFlush = () => {
-    const t = now();
-    if (debounceTimer === undefined) burstStart = t;
-    else clearTimeout(debounceTimer);
-    const wait = t - burstStart >= maxDebounceMs ? 0 : debounceMs;
-    debounceTimer = setTimeout(() => {
-      debounceTimer = undefined;
-      void serial(flush).catch((err: unknown) => log.error("flush failed", { error: String(err) }));
-    }, wait);
-  };
-
-  async function flush(): Promise<void> {
-    const store = active();
-    const pointer = await store.getDesiredPointer();
-    if (pointer === undefined) return;
-    const desired = await inputs.desired(store, pointer.commit);
-    if (desired === undefined) return;
-    const { map, fingerprint } = await inputs.discovery(store);
-    const c = change;
-    change = { all: false, keys: new Set(), clusters: new Set() };
-    let affected: string[];
-    if (flushed === undefined || c.all) {
-      const known = (await store.listWorkspaceStatus()).map((s) => s.workspace);
-      affected = [...new Set([...workspaceNames(desired.state), ...known])].sort();
-    } else {
-      affected = affectedWorkspaces(flushed, { desired: desired.state, discovery: map }, { changedKeys: c.keys, discoveryClusters: c.clusters });
-      // A cluster reported for the first time: every workspace translated without it runs again, so
-      // that the deletions held for want of its discovery (holds.ts) are decided on inputs that had it.
-      const before = flushed.discovery;
-      if ([...c.clusters].some((cl) => !before.has(cl) && map.has(cl))) {
-        const extra = (await store.listWorkspaceStatus()).filter((st) => st.discovered !== undefined && [...map.keys()].some((cl) => !st.discovered!.includes(cl))).map((st) => st.workspace);
-        affected = [...new Set([...affected, ...extra.filter((w) => workspaceNames(desired.state).includes(w))])].sort();
-      }
-    }
-    const first = flushed === undefined;
-    // A new commit: every cluster's output is assembled again once its workspaces are translated (the
-    // cluster job waits for them), so that each cluster records that it runs this commit even where its
-    // output did not change (a revert, a comment, a workspace elsewhere): nothing is sent then.
-    const newCommit = flushedCommit !== undefined && flushedCommit !== pointer.commit;
-    flushedCommit = pointer.commit;
-    flushed = { desired: desired.state, discovery: map };
-    // Options (allowMassDeletion of this commit, ignoreDifferences) changed: every output carries them.
-    const opts = optionsFingerprint(desired);
-    const optionsChanged = opts !== flushedOptions;
-    flushedOptions = opts;
-    if (affected.length > 0) await store.addPending(pointer.commit, affected);
-    await reassess(store, `${pointer.commit}-${fingerprint}-${opts}`, first || optionsChanged || newCommit);
-    if (affected.length === 0) return;
-    for (const ws of affected) {
-      const id = `ws-${sha(`${ws}\n${pointer.commit}\n${fingerprint}`).slice(0, 24)}`;
-      await runner.add({ type: "workspace", id, data: { workspace: ws, commit: pointer.commit } });
-    }
-    log.debug("enqueued workspace jobs", { commit: pointer.commit, workspaces: affected.length });
-  }
-
   /** Runs a write against the active store; a Redis failure switches to degraded and redoes it in memory. */
   async function write(op: (store: SnapshotStore) => Promise<void>): Promise<void> {
     try {
@@ -405,17 +312,14 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     setMode("degraded", reason);
     void old.close(true).catch(() => undefined);
     // Jobs queued in Redis may be lost: re-translate everything from memory.
-    void serial(async () => {
-      change.all = true;
-      await flush();
-    }).catch((err: unknown) => log.error("degraded re-translation failed", { error: String(err) }));
+    void scheduler.flushAll().catch((err: unknown) => log.error("degraded re-translation failed", { error: String(err) }));
   }
 
   async function recover(): Promise<void> {
     if (mode !== "degraded" || closed || redisStore === undefined || bullConn === undefined) return;
     const r = redisStore;
     // Let in-process work finish first (this runs inside the serial chain: do not wait for the chain).
-    await waitIdle(() => runner.depth(), 30_000, false).catch(() => undefined);
+    await scheduler.idle(() => runner.depth(), 30_000, false).catch(() => undefined);
     // Write the memory state back; Redis may have restarted empty or been written by other replicas.
     const written = await writeBack({ mirror, redis: r, unreleased, logger: log });
     const old = runner;
@@ -427,19 +331,6 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     const clusters = new Set([...(await mirror.outputVersions()).keys(), ...(await r.outputVersions()).keys()]);
     const stamp = sha(`${now()}-${origin}`).slice(0, 12);
     for (const c of clusters) await runner.add({ type: "cluster", id: `cl-${c}-resume-${stamp}`, data: { cluster: c } });
-  }
-
-  async function waitIdle(depthOf: () => Promise<Record<JobType, number>>, timeoutMs: number, inputsToo = true): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let quiet = 0;
-    for (;;) {
-      const d = await depthOf();
-      const busy = (inputsToo && (debounceTimer !== undefined || chainDepth > 0)) || JOB_TYPES.some((t) => d[t] > 0);
-      quiet = busy ? 0 : quiet + 1;
-      if (quiet >= 3) return;
-      if (Date.now() > deadline) throw new Error(`pipeline not idle after ${timeoutMs} ms (${JSON.stringify(d)})`);
-      await new Promise((res) => setTimeout(res, 20));
-    }
   }
 
   async function depth(): Promise<Record<JobType, number>> {
@@ -469,7 +360,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
         if (started && mode === "degraded") setMode("redis", "Redis is reachable again");
         return;
       }
-      if (started && mode === "degraded") void serial(recover).catch((err: unknown) => log.warn("recovery failed; staying degraded", { error: String(err) }));
+      if (started && mode === "degraded") void scheduler.serial(recover).catch((err: unknown) => log.warn("recovery failed; staying degraded", { error: String(err) }));
     });
     sub.on("message", (_ch: string, raw: string) => void onMessage(raw).catch((err: unknown) => log.debug("event handling failed", { error: String(err) })));
     // Subscribe on every ready connection and never before: ioredis lets a SUBSCRIBE through during the
@@ -516,7 +407,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     }
     started = true;
     if (role === "worker" && mode === "degraded" && storeClient.status === "ready") setMode("redis", "connected");
-    if (role === "server" && mode === "degraded" && storeClient.status === "ready") void serial(recover).catch(() => undefined);
+    if (role === "server" && mode === "degraded" && storeClient.status === "ready") void scheduler.serial(recover).catch(() => undefined);
   }
 
   const serverOnly = (what: string) => {
@@ -527,7 +418,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     role,
     store: () => active(),
     setDesiredState: (input) =>
-      serial(async () => {
+      scheduler.serial(async () => {
         serverOnly("setDesiredState");
         const pointer = await active().getDesiredPointer();
         if (pointer?.commit === input.commit) return;
@@ -536,20 +427,17 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
         const record: DesiredRecord = { commit: input.commit, ref: input.ref, generation: (pointer?.generation ?? 0) + 1, state: input.state, changedKeys: keys, ...(allow.length > 0 ? { allowMassDeletion: allow } : {}), atMs: now() };
         await write((s) => s.putDesired(record));
         inputs.remember(record);
-        if (keys.length === 0) change.all = true;
-        for (const k of keys) change.keys.add(k);
         await publish({ origin, type: "desired", commit: record.commit });
-        scheduleFlush();
+        scheduler.changed({ keys, all: keys.length === 0 });
       }),
     setDiscovery: (cluster, snapshot) =>
-      serial(async () => {
+      scheduler.serial(async () => {
         serverOnly("setDiscovery");
         const checksum = snapshotChecksum(snapshot);
         if ((await active().discoveryChecksums()).get(cluster) === checksum) return;
         await write((s) => s.putDiscovery({ cluster, checksum, snapshot, atMs: now() }));
-        change.clusters.add(cluster);
         await publish({ origin, type: "discovery", cluster });
-        scheduleFlush();
+        scheduler.changed({ cluster });
       }),
     getOutput: (cluster) => active().getOutput(cluster),
     async recordApplied(cluster, applied) {
@@ -561,11 +449,10 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     },
     depth,
     workers: () => runner.workers(),
-    idle: (timeoutMs = 30_000) => waitIdle(depth, timeoutMs),
+    idle: (timeoutMs = 30_000) => scheduler.idle(depth, timeoutMs),
     async close(graceMs?: number) {
       closed = true;
-      if (debounceTimer !== undefined) clearTimeout(debounceTimer);
-      await chain.catch(() => undefined);
+      await scheduler.close();
       if (graceMs !== undefined && mode === "redis") {
         // Finish the jobs in hand within the grace period; after it, leave them to stalled-job recovery.
         const clean = runner.close(false).then(() => true);
