@@ -37,6 +37,7 @@ import { createMirroredStore } from "./mirrored-store.js";
 import { writeBack } from "./write-back.js";
 import { createInputCache } from "./input-cache.js";
 import { createScheduler } from "./scheduler.js";
+import { createReplicaEvents } from "./replica-events.js";
 import { createJobHandlers, type PipelineTranslators } from "./job-handlers.js";
 import { createPipelineMetrics } from "./metrics.js";
 import { createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient, type RedisClientOptions, type RedisConnectionConfig } from "./redis-connection.js";
@@ -154,11 +155,6 @@ export interface Pipeline {
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 
-type EventMessage =
-  | { readonly origin: string; readonly type: "output"; readonly cluster: string; readonly version: number }
-  | { readonly origin: string; readonly type: "desired"; readonly commit: string }
-  | { readonly origin: string; readonly type: "discovery"; readonly cluster: string };
-
 export async function createPipeline(options: PipelineOptions = {}): Promise<Pipeline> {
   const log = options.logger ?? silentLogger;
   const redisConfig = typeof options.redis === "string" ? parseRedisUrl(options.redis) : options.redis;
@@ -189,10 +185,19 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   let started = false;
 
   const metrics = createPipelineMetrics(options.registry, () => depth());
-  const lastDelivered = new Map<string, number>();
   /** Unit locks taken in Redis that could not be released because Redis went away (token → name). */
   const unreleased = new Map<string, string>();
 
+  const replicas = createReplicaEvents({
+    origin,
+    channel,
+    redis: () => (mode === "redis" && redisStore !== undefined && storeClient !== undefined ? { store: redisStore, client: storeClient } : undefined),
+    mirror,
+    wants,
+    ...(options.onOutput === undefined ? {} : { onOutput: options.onOutput }),
+    noteOutput: (record) => scheduler.noteOutput(record),
+    logger: log,
+  });
   const inputs = createInputCache();
   const scheduler = createScheduler({ store: () => active(), inputs, enqueue: (job) => runner.add(job), debounceMs, maxDebounceMs, now, logger: log });
   const handlers = createJobHandlers({
@@ -200,10 +205,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     inputs,
     enqueue: (job) => runner.add(job),
     reassess: (store, stamp, all) => scheduler.reassess(store, stamp, all),
-    async announce(record) {
-      await publish({ origin, type: "output", cluster: record.cluster, version: record.version });
-      await deliver(record);
-    },
+    announce: (record) => replicas.announce(record),
     translators,
     metrics,
     lockMs,
@@ -225,61 +227,6 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
   const active = (): SnapshotStore => (role === "worker" && redisStore !== undefined ? redisStore : mode === "redis" && redisStore !== undefined ? mirrored(redisStore) : mirror);
   let mirroredCache: SnapshotStore | undefined;
   const mirrored = (r: SnapshotStore): SnapshotStore => (mirroredCache ??= createMirroredStore(r, mirror));
-
-  // ---- the runners' job handlers (job-handlers.ts) on the input caches (input-cache.ts) ----
-  async function deliver(record: OutputRecord): Promise<void> {
-    scheduler.noteOutput(record);
-    if (!wants(record.cluster) || record.version <= (lastDelivered.get(record.cluster) ?? 0)) return;
-    lastDelivered.set(record.cluster, record.version);
-    try {
-      const { hash: _hash, atMs: _atMs, ...event } = record;
-      await options.onOutput?.(event);
-    } catch (err) {
-      log.error("onOutput failed", { cluster: record.cluster, version: record.version, error: String(err) });
-    }
-  }
-
-  /** Delivers every output newer than the last one delivered (announcements missed while unsubscribed). */
-  async function catchUp(): Promise<void> {
-    if (role === "worker" || redisStore === undefined || mode !== "redis") return;
-    const r = redisStore;
-    for (const [cluster, version] of await r.outputVersions()) {
-      if (!wants(cluster) || version <= (lastDelivered.get(cluster) ?? 0)) continue;
-      const rec = await r.getOutput(cluster);
-      if (rec === undefined) continue;
-      await mirror.putOutputIfNewer(rec);
-      await deliver(rec);
-    }
-  }
-
-  async function publish(msg: EventMessage): Promise<void> {
-    if (mode !== "redis" || storeClient === undefined) return;
-    await storeClient.publish(channel, JSON.stringify(msg)).catch(() => undefined);
-  }
-
-  async function onMessage(raw: string): Promise<void> {
-    let msg: EventMessage;
-    try {
-      msg = JSON.parse(raw) as EventMessage;
-    } catch {
-      return;
-    }
-    if (msg.origin === origin || redisStore === undefined || mode !== "redis") return;
-    const r = redisStore;
-    if (msg.type === "output") {
-      if (!wants(msg.cluster)) return;
-      const rec = await r.getOutput(msg.cluster);
-      if (rec === undefined) return;
-      await mirror.putOutputIfNewer(rec);
-      await deliver(rec);
-    } else if (msg.type === "desired") {
-      const rec = await r.getDesired(msg.commit);
-      if (rec !== undefined) await mirror.putDesired(rec);
-    } else {
-      const rec = await r.getDiscovery(msg.cluster);
-      if (rec !== undefined) await mirror.putDiscovery(rec);
-    }
-  }
 
   /** Runs a write against the active store; a Redis failure switches to degraded and redoes it in memory. */
   async function write(op: (store: SnapshotStore) => Promise<void>): Promise<void> {
@@ -326,7 +273,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });
     setMode("redis", "Redis is reachable again; memory state written back");
     await old.close(false);
-    for (const o of written) await publish({ origin, type: "output", cluster: o.cluster, version: o.version });
+    for (const o of written) await replicas.publish({ origin, type: "output", cluster: o.cluster, version: o.version });
     // Reconcile: every known cluster re-assembles against the (merged) Redis state.
     const clusters = new Set([...(await mirror.outputVersions()).keys(), ...(await r.outputVersions()).keys()]);
     const stamp = sha(`${now()}-${origin}`).slice(0, 12);
@@ -362,7 +309,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       }
       if (started && mode === "degraded") void scheduler.serial(recover).catch((err: unknown) => log.warn("recovery failed; staying degraded", { error: String(err) }));
     });
-    sub.on("message", (_ch: string, raw: string) => void onMessage(raw).catch((err: unknown) => log.debug("event handling failed", { error: String(err) })));
+    sub.on("message", (_ch: string, raw: string) => void replicas.onMessage(raw).catch((err: unknown) => log.debug("event handling failed", { error: String(err) })));
     // Subscribe on every ready connection and never before: ioredis lets a SUBSCRIBE through during the
     // handshake, its ready check (INFO) then fails in subscriber mode, and the reconnection that follows
     // forgets the subscription for good (ioredis' own autoResubscribe is off: this does it).
@@ -376,7 +323,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       void events
         .subscribe(channel)
         .then(async () => {
-          if (subscribedOnce) return catchUp();
+          if (subscribedOnce) return role === "worker" ? undefined : replicas.catchUp();
           subscribedOnce = true;
           firstSubscription();
         })
@@ -427,7 +374,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
         const record: DesiredRecord = { commit: input.commit, ref: input.ref, generation: (pointer?.generation ?? 0) + 1, state: input.state, changedKeys: keys, ...(allow.length > 0 ? { allowMassDeletion: allow } : {}), atMs: now() };
         await write((s) => s.putDesired(record));
         inputs.remember(record);
-        await publish({ origin, type: "desired", commit: record.commit });
+        await replicas.publish({ origin, type: "desired", commit: record.commit });
         scheduler.changed({ keys, all: keys.length === 0 });
       }),
     setDiscovery: (cluster, snapshot) =>
@@ -436,7 +383,7 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
         const checksum = snapshotChecksum(snapshot);
         if ((await active().discoveryChecksums()).get(cluster) === checksum) return;
         await write((s) => s.putDiscovery({ cluster, checksum, snapshot, atMs: now() }));
-        await publish({ origin, type: "discovery", cluster });
+        await replicas.publish({ origin, type: "discovery", cluster });
         scheduler.changed({ cluster });
       }),
     getOutput: (cluster) => active().getOutput(cluster),
