@@ -2,60 +2,40 @@
  * The translation pipeline (DESIGN.md "Management server"): desired state and discovery in,
  * versioned output snapshots per cluster out, through workspace jobs and cluster jobs.
  *
- *   setDesiredState / setDiscovery ─(debounce)→ affectedWorkspaces → workspace jobs
- *   workspace job: translateWorkspace → fragments per cluster (hash) → cluster jobs for changed ones
- *   cluster job: wait until no workspace of the current commit is pending → assembleCluster →
- *                compare with the last output → new version → onOutput + pub/sub to replicas
+ *   setDesiredState / setDiscovery ─(scheduler.ts: debounce, serial chain)→ flush: affectedWorkspaces → workspace jobs
+ *   workspace job (job-handlers.ts): translateWorkspace → fragments per cluster (hash) → cluster jobs for changed ones
+ *   cluster job (job-handlers.ts): wait until no workspace of the current commit is pending → assembleCluster →
+ *                holds.ts → compare with the last output → new version → replica-events.ts: pub/sub + onOutput
+ *   runner (mode-switch.ts): BullMQ in `redis` mode, in-process in `standalone` and `degraded`
  *
- * Modes: `redis` (BullMQ + Redis store, shared by replicas), `standalone` (no Redis: the same
- * handlers on the in-process runner over the memory store) and `degraded` (Redis lost under a
- * running pipeline: in-process from the memory mirror until Redis answers again, then the mirror
- * is written back — outputs only if newer — and the queue resumes).
+ * Modes (mode-switch.ts): `redis` (BullMQ + Redis store with its memory mirror, mirrored-store.ts, shared by
+ * replicas), `standalone` (no Redis: the same handlers on the in-process runner over the memory store) and
+ * `degraded` (Redis lost under a running pipeline: in-process from the memory mirror until Redis answers
+ * again, then the mirror is written back — write-back.ts, outputs only if newer — and the queue resumes).
  *
- * Parts: mirrored-store.ts (Redis + memory mirror), write-back.ts (mirror → Redis on recovery),
- * input-cache.ts (desired state and discovery read once), scheduler.ts (debounce, flush, serial chain),
- * job-handlers.ts (workspace and cluster jobs),
- * runner.ts / bullmq-runner.ts (the same handlers in-process or on BullMQ), holds.ts, shared-reads.ts.
+ * Parts: input-cache.ts, scheduler.ts, job-handlers.ts (with holds.ts, shared-reads.ts), replica-events.ts,
+ * mode-switch.ts (with write-back.ts, runner.ts / bullmq-runner.ts), mirrored-store.ts. createPipeline
+ * composes them; pipelineApi is the front door over them.
  */
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import type { Registry } from "prom-client";
 import { silentLogger, type Logger } from "../core/index.js";
 import type { DesiredState } from "../config/index.js";
 import { snapshotChecksum, type DiscoverySnapshot } from "../discovery/index.js";
 import { assembleCluster as realAssemble, translateWorkspace as realTranslate } from "../translate/index.js";
-import {
-  createMemoryStore,
-  createRedisStore,
-  DEFAULT_PREFIX,
-  type DesiredRecord,
-  type OutputRecord,
-  type RetentionOptions,
-  type SnapshotStore,
-} from "../store/index.js";
-import { createBullRunner } from "./bullmq-runner.js";
+import { createMemoryStore, DEFAULT_PREFIX, type DesiredRecord, type OutputRecord, type RetentionOptions, type SnapshotStore } from "../store/index.js";
 import { createMirroredStore } from "./mirrored-store.js";
-import { writeBack } from "./write-back.js";
-import { createInputCache } from "./input-cache.js";
-import { createScheduler } from "./scheduler.js";
-import { createReplicaEvents } from "./replica-events.js";
+import { createInputCache, type InputCache } from "./input-cache.js";
+import { createScheduler, type Scheduler } from "./scheduler.js";
+import { createReplicaEvents, type ReplicaEvents } from "./replica-events.js";
 import { createJobHandlers, type PipelineTranslators } from "./job-handlers.js";
+import { createModeSwitch, type ModeSwitch, type PipelineMode, type PipelineRole } from "./mode-switch.js";
 import { createPipelineMetrics } from "./metrics.js";
-import { createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient, type RedisClientOptions, type RedisConnectionConfig } from "./redis-connection.js";
-import { createInProcessRunner, type JobEvent, type JobRunner, type JobType, type RunnerSettings } from "./runner.js";
+import { parseRedisUrl, redisKeyPrefix, type RedisConnectionConfig } from "./redis-connection.js";
+import type { JobEvent, JobSpec, JobType, RunnerSettings } from "./runner.js";
 
 export { outputOptions, type PipelineTranslators } from "./job-handlers.js";
-
-export type PipelineMode = "redis" | "degraded" | "standalone";
-
-/**
- * What this process does with the pipeline:
- * - `server` (default): takes inputs (setDesiredState, setDiscovery), enqueues jobs, delivers outputs
- *   (onOutput), and runs jobs itself unless `work` is false; translates in-process from memory while
- *   Redis is down (degraded).
- * - `worker`: only runs jobs from Redis (`gitmesh worker`). No inputs, no delivery, no memory mirror:
- *   while Redis is down it waits (mode `degraded`) and translates nothing, since its inputs are in Redis.
- */
-export type PipelineRole = "server" | "worker";
+export type { PipelineMode, PipelineRole } from "./mode-switch.js";
 
 /**
  * A new output snapshot for a cluster (this replica's job, or another replica's via pub/sub): the stored
@@ -153,62 +133,36 @@ export interface Pipeline {
   close(graceMs?: number): Promise<void>;
 }
 
-const sha = (s: string) => createHash("sha256").update(s).digest("hex");
-
 export async function createPipeline(options: PipelineOptions = {}): Promise<Pipeline> {
   const log = options.logger ?? silentLogger;
   const redisConfig = typeof options.redis === "string" ? parseRedisUrl(options.redis) : options.redis;
   // On a Redis Cluster the prefix is a hash tag (`{gitmesh}:`): every key in one slot (redisKeyPrefix).
   const prefix = redisKeyPrefix(redisConfig, options.prefix ?? DEFAULT_PREFIX);
   const now = options.now ?? Date.now;
-  const translators: PipelineTranslators = options.translators ?? { translateWorkspace: realTranslate, assembleCluster: realAssemble };
   const origin = randomUUID();
-  const channel = `${prefix}events`;
-  const debounceMs = options.debounceMs ?? 50;
-  const maxDebounceMs = options.maxDebounceMs ?? 500;
   const role: PipelineRole = options.role ?? "server";
   if (role === "worker" && options.redis === undefined) throw new Error("a worker pipeline needs Redis: its jobs and inputs are there");
   const jobLockMs = options.jobLockMs ?? 30_000;
-  const lockMs = options.unitLockMs ?? 2 * jobLockMs;
-  const bullOptions = { jobLockMs, ...(options.workerName === undefined ? {} : { workerName: options.workerName }) };
   const wants = role === "worker" ? () => false : (options.wantsOutput ?? (() => true));
-
+  const metrics = createPipelineMetrics(options.registry, () => modes.runner().depth());
   const mirror = createMemoryStore({ retention: options.retention, now });
-  let redisStore: SnapshotStore | undefined;
-  let storeClient: RedisClient | undefined;
-  let bullConn: RedisClient | undefined;
-  let sub: RedisClient | undefined;
-  let mode: PipelineMode = options.redis === undefined ? "standalone" : "degraded";
-  let runner: JobRunner;
-  let closed = false;
-  /** false until the first connection attempt has been settled (no recovery before that). */
-  let started = false;
-
-  const metrics = createPipelineMetrics(options.registry, () => depth());
   /** Unit locks taken in Redis that could not be released because Redis went away (token → name). */
   const unreleased = new Map<string, string>();
 
-  const replicas = createReplicaEvents({
-    origin,
-    channel,
-    redis: () => (mode === "redis" && redisStore !== undefined && storeClient !== undefined ? { store: redisStore, client: storeClient } : undefined),
-    mirror,
-    wants,
-    ...(options.onOutput === undefined ? {} : { onOutput: options.onOutput }),
-    noteOutput: (record) => scheduler.noteOutput(record),
-    logger: log,
-  });
+  // setDesiredState / setDiscovery ─(scheduler: debounce, flush)→ workspace jobs ─(job handlers)→ cluster jobs → events
   const inputs = createInputCache();
-  const scheduler = createScheduler({ store: () => active(), inputs, enqueue: (job) => runner.add(job), debounceMs, maxDebounceMs, now, logger: log });
+  const enqueue = (job: JobSpec) => modes.runner().add(job);
+  const scheduler = createScheduler({ store: () => active(), inputs, enqueue, debounceMs: options.debounceMs ?? 50, maxDebounceMs: options.maxDebounceMs ?? 500, now, logger: log });
+  const events = createReplicaEvents({ origin, channel: `${prefix}events`, redis: () => modes.redis(), mirror, wants, ...(options.onOutput === undefined ? {} : { onOutput: options.onOutput }), noteOutput: (r) => scheduler.noteOutput(r), logger: log });
   const handlers = createJobHandlers({
     store: () => active(),
     inputs,
-    enqueue: (job) => runner.add(job),
+    enqueue,
     reassess: (store, stamp, all) => scheduler.reassess(store, stamp, all),
-    announce: (record) => replicas.announce(record),
-    translators,
+    announce: (record) => events.announce(record),
+    translators: options.translators ?? { translateWorkspace: realTranslate, assembleCluster: realAssemble },
     metrics,
-    lockMs,
+    lockMs: options.unitLockMs ?? 2 * jobLockMs,
     unreleased,
     now,
     logger: log,
@@ -221,147 +175,60 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     maxDelays: options.maxDelays ?? 2400,
     ...handlers,
   };
+  // Modes: standalone, redis ⇄ degraded (mode-switch.ts), the runner in use with them.
+  const modes = createModeSwitch({
+    ...(redisConfig === undefined ? {} : { redis: redisConfig }),
+    prefix,
+    channel: `${prefix}events`,
+    role,
+    origin,
+    settings,
+    bull: { jobLockMs, ...(options.workerName === undefined ? {} : { workerName: options.workerName }), work: options.work ?? true },
+    mirror,
+    unreleased,
+    scheduler,
+    events,
+    ...(options.retention === undefined ? {} : { retention: options.retention }),
+    now,
+    logger: log,
+    onMode(mode, reason) {
+      for (const m of ["redis", "degraded", "standalone"] as const) metrics.mode.set({ mode: m }, m === mode ? 1 : 0);
+      log.info("pipeline mode", { mode, reason });
+      options.onModeChange?.(mode, reason);
+    },
+  });
 
-  // ---- the store in use: Redis with a write-through memory mirror, or the mirror alone ----
-  // A worker reads and writes Redis only: it has no inputs of its own to mirror or write back.
-  const active = (): SnapshotStore => (role === "worker" && redisStore !== undefined ? redisStore : mode === "redis" && redisStore !== undefined ? mirrored(redisStore) : mirror);
+  // The store in use: Redis with a write-through memory mirror, or the mirror alone. A worker reads
+  // and writes Redis only: it has no inputs of its own to mirror or write back.
   let mirroredCache: SnapshotStore | undefined;
-  const mirrored = (r: SnapshotStore): SnapshotStore => (mirroredCache ??= createMirroredStore(r, mirror));
+  const active = (): SnapshotStore => {
+    const r = modes.redisStore();
+    if (r === undefined) return mirror;
+    return role === "worker" ? r : modes.mode() === "redis" ? (mirroredCache ??= createMirroredStore(r, mirror)) : mirror;
+  };
 
-  /** Runs a write against the active store; a Redis failure switches to degraded and redoes it in memory. */
-  async function write(op: (store: SnapshotStore) => Promise<void>): Promise<void> {
-    try {
-      await op(active());
-    } catch (err) {
-      if (mode !== "redis" || storeClient?.status === "ready") throw err;
-      enterDegraded(`write failed: ${err instanceof Error ? err.message : String(err)}`);
-      await op(active());
-    }
-  }
+  await modes.start();
+  return pipelineApi({ role, origin, now, modes, scheduler, events, inputs, active });
+}
 
-  // ---- modes ----
-  function setMode(next: PipelineMode, reason: string): void {
-    mode = next;
-    for (const m of ["redis", "degraded", "standalone"] as const) metrics.mode.set({ mode: m }, m === next ? 1 : 0);
-    log.info("pipeline mode", { mode: next, reason });
-    options.onModeChange?.(next, reason);
-  }
-
-  function enterDegraded(reason: string): void {
-    if (mode !== "redis" || closed) return;
-    if (role === "worker") {
-      // BullMQ's worker reconnects by itself; jobs wait in Redis, which is down too.
-      setMode("degraded", `${reason}; waiting for Redis (a worker translates nothing without it)`);
-      return;
-    }
-    const old = runner;
-    runner = createInProcessRunner(settings);
-    setMode("degraded", reason);
-    void old.close(true).catch(() => undefined);
-    // Jobs queued in Redis may be lost: re-translate everything from memory.
-    void scheduler.flushAll().catch((err: unknown) => log.error("degraded re-translation failed", { error: String(err) }));
-  }
-
-  async function recover(): Promise<void> {
-    if (mode !== "degraded" || closed || redisStore === undefined || bullConn === undefined) return;
-    const r = redisStore;
-    // Let in-process work finish first (this runs inside the serial chain: do not wait for the chain).
-    await scheduler.idle(() => runner.depth(), 30_000, false).catch(() => undefined);
-    // Write the memory state back; Redis may have restarted empty or been written by other replicas.
-    const written = await writeBack({ mirror, redis: r, unreleased, logger: log });
-    const old = runner;
-    runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });
-    setMode("redis", "Redis is reachable again; memory state written back");
-    await old.close(false);
-    for (const o of written) await replicas.publish({ origin, type: "output", cluster: o.cluster, version: o.version });
-    // Reconcile: every known cluster re-assembles against the (merged) Redis state.
-    const clusters = new Set([...(await mirror.outputVersions()).keys(), ...(await r.outputVersions()).keys()]);
-    const stamp = sha(`${now()}-${origin}`).slice(0, 12);
-    for (const c of clusters) await runner.add({ type: "cluster", id: `cl-${c}-resume-${stamp}`, data: { cluster: c } });
-  }
-
-  async function depth(): Promise<Record<JobType, number>> {
-    return runner.depth();
-  }
-
-  // ---- start ----
-  if (redisConfig === undefined) {
-    runner = createInProcessRunner(settings);
-    setMode("standalone", "no Redis configured");
-  } else {
-    log.info("connecting to Redis", { topology: redisConfig.kind, address: redisConfig.display, prefix });
-    // Three clients: the store's fails fast (a failed write switches to degraded mode), BullMQ's and the
-    // subscriber retry until Redis answers. Through Sentinel each reconnection asks for the current primary.
-    // BullMQ's is not lazy: its workers duplicate it, and a lazy duplicate whose first attempt fails
-    // ends its worker for good (bullmq-runner.ts).
-    const make = (extra: RedisClientOptions) => createRedisClient(redisConfig, { lazyConnect: true, ...extra, retryStrategy: () => 250 });
-    storeClient = make({ maxRetriesPerRequest: 1, enableOfflineQueue: false });
-    bullConn = make({ maxRetriesPerRequest: null, lazyConnect: false });
-    sub = make({ maxRetriesPerRequest: null, autoResubscribe: false });
-    for (const c of [storeClient, bullConn, sub]) c.on("error", (err: Error) => log.debug("redis connection error", { error: err.message }));
-    redisStore = createRedisStore({ redis: storeClient, prefix, retention: options.retention, now });
-    runner = createInProcessRunner(settings);
-    storeClient.on("close", () => enterDegraded("Redis connection lost"));
-    storeClient.on("ready", () => {
-      if (role === "worker") {
-        if (started && mode === "degraded") setMode("redis", "Redis is reachable again");
-        return;
-      }
-      if (started && mode === "degraded") void scheduler.serial(recover).catch((err: unknown) => log.warn("recovery failed; staying degraded", { error: String(err) }));
-    });
-    sub.on("message", (_ch: string, raw: string) => void replicas.onMessage(raw).catch((err: unknown) => log.debug("event handling failed", { error: String(err) })));
-    // Subscribe on every ready connection and never before: ioredis lets a SUBSCRIBE through during the
-    // handshake, its ready check (INFO) then fails in subscriber mode, and the reconnection that follows
-    // forgets the subscription for good (ioredis' own autoResubscribe is off: this does it).
-    // Pub/sub is fire-and-forget: what was announced while the subscriber was reconnecting (a Redis
-    // restart, a Sentinel failover) never arrives; once subscribed again, catch up from the store.
-    const events = sub;
-    let subscribedOnce = false;
-    let firstSubscription = () => {};
-    const subscribed = new Promise<void>((resolve) => (firstSubscription = resolve));
-    const subscribe = (): void => {
-      void events
-        .subscribe(channel)
-        .then(async () => {
-          if (subscribedOnce) return role === "worker" ? undefined : replicas.catchUp();
-          subscribedOnce = true;
-          firstSubscription();
-        })
-        .catch((err: unknown) => {
-          log.warn("pub/sub subscription or catch-up failed; retrying", { error: String(err) });
-          // Refused on a live connection (an ACL without SUBSCRIBE, say): try again. A lost connection
-          // subscribes on its next ready.
-          if (events.status === "ready" && !closed) setTimeout(subscribe, 1000).unref();
-        });
-    };
-    events.on("ready", subscribe);
-    void events.connect().catch(() => undefined);
-    if (role === "worker") {
-      // Jobs come from BullMQ, which connects (and reconnects) by itself: take them as soon as it can.
-      runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: true, logger: log });
-    }
-    try {
-      await storeClient.connect();
-      await subscribed;
-      if (role === "server") {
-        const old = runner;
-        runner = createBullRunner({ ...settings, ...bullOptions, connection: bullConn, prefix: `${prefix}bull`, work: options.work ?? true, logger: log });
-        await old.close(true);
-      }
-      setMode("redis", "connected");
-    } catch (err) {
-      setMode("degraded", `Redis unreachable at start: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    started = true;
-    if (role === "worker" && mode === "degraded" && storeClient.status === "ready") setMode("redis", "connected");
-    if (role === "server" && mode === "degraded" && storeClient.status === "ready") void scheduler.serial(recover).catch(() => undefined);
-  }
-
+/** The front door over the parts: inputs on the serial chain, reads from the store in use, close in order. */
+function pipelineApi(p: {
+  role: PipelineRole;
+  origin: string;
+  now: () => number;
+  modes: ModeSwitch;
+  scheduler: Scheduler;
+  events: ReplicaEvents;
+  inputs: InputCache;
+  active: () => SnapshotStore;
+}): Pipeline {
+  const { role, origin, now, modes, scheduler, events, inputs, active } = p;
   const serverOnly = (what: string) => {
     if (role === "worker") throw new Error(`${what}: a worker pipeline takes no inputs (the server does)`);
   };
+  const depth = () => modes.runner().depth();
   return {
-    mode: () => mode,
+    mode: () => modes.mode(),
     role,
     store: () => active(),
     setDesiredState: (input) =>
@@ -372,9 +239,9 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
         const keys = [...input.changedKeys];
         const allow = [...new Set(input.allowMassDeletion ?? [])].sort();
         const record: DesiredRecord = { commit: input.commit, ref: input.ref, generation: (pointer?.generation ?? 0) + 1, state: input.state, changedKeys: keys, ...(allow.length > 0 ? { allowMassDeletion: allow } : {}), atMs: now() };
-        await write((s) => s.putDesired(record));
+        await modes.write(active, (s) => s.putDesired(record));
         inputs.remember(record);
-        await replicas.publish({ origin, type: "desired", commit: record.commit });
+        await events.publish({ origin, type: "desired", commit: record.commit });
         scheduler.changed({ keys, all: keys.length === 0 });
       }),
     setDiscovery: (cluster, snapshot) =>
@@ -382,8 +249,8 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
         serverOnly("setDiscovery");
         const checksum = snapshotChecksum(snapshot);
         if ((await active().discoveryChecksums()).get(cluster) === checksum) return;
-        await write((s) => s.putDiscovery({ cluster, checksum, snapshot, atMs: now() }));
-        await replicas.publish({ origin, type: "discovery", cluster });
+        await modes.write(active, (s) => s.putDiscovery({ cluster, checksum, snapshot, atMs: now() }));
+        await events.publish({ origin, type: "discovery", cluster });
         scheduler.changed({ cluster });
       }),
     getOutput: (cluster) => active().getOutput(cluster),
@@ -395,20 +262,8 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
       });
     },
     depth,
-    workers: () => runner.workers(),
+    workers: () => modes.runner().workers(),
     idle: (timeoutMs = 30_000) => scheduler.idle(depth, timeoutMs),
-    async close(graceMs?: number) {
-      closed = true;
-      await scheduler.close();
-      if (graceMs !== undefined && mode === "redis") {
-        // Finish the jobs in hand within the grace period; after it, leave them to stalled-job recovery.
-        const clean = runner.close(false).then(() => true);
-        const finished = await Promise.race([clean, new Promise<false>((r) => setTimeout(() => r(false), graceMs).unref())]);
-        // BullMQ cannot turn a clean close into a forced one: the connections are cut below instead.
-        if (!finished) log.warn("jobs still running at the end of the shutdown grace period; they go back to the queue when their lock expires", { graceMs, jobLockMs });
-      } else await runner.close(mode !== "redis");
-      for (const c of [sub, bullConn, storeClient]) c?.disconnect();
-    },
+    close: (graceMs?: number) => modes.close(graceMs, () => scheduler.close()),
   };
 }
-
