@@ -91,6 +91,14 @@ export function createRelayEndpoint(options: RelayEndpointOptions): RelayEndpoin
   // One decoder for the relay state (src/relay): bad JSON or a snapshot naming another cluster than
   // the certificate's is reported, never thrown (which made the relay ask for resyncs forever).
   const onDiscovery = async (event: DiscoveryEvent): Promise<void> => {
+    // A new leader opens its session while its informers still list: the session's first state is
+    // empty, and its snapshot follows. Nothing to read yet and nothing wrong (it was a warning on
+    // every reconnect of every agent, sending operators after a problem that was not there).
+    if (event.state.size === 0) {
+      sessions.seen(event.cluster);
+      log.debug("agent connected before its first discovery snapshot; waiting for it", { cluster: event.cluster });
+      return;
+    }
     const read = snapshotFromRelayState(event.state, event.cluster);
     if (!read.ok) {
       log.warn("discovery snapshot could not be read; ignored", { cluster: event.cluster, error: read.message });

@@ -129,4 +129,30 @@ describe("relay endpoint", () => {
     endpoint.cutOffRemoved("c3");
     await until("streams closed", () => sessions.held().length === 0);
   });
+
+  it("an agent that connects before its first discovery snapshot is waited for, not reported as unreadable", async () => {
+    const { endpoint, sessions, discovered, mem } = setup();
+    await endpoint.prepare();
+    await endpoint.start();
+    const { credential } = await endpoint.mintCredential("cluster1");
+    const client: RelayClient = createRelayClient({
+      address: `127.0.0.1:${String(endpoint.port)}`,
+      cluster: "cluster1",
+      rootCaPem: endpoint.rootCaPem!,
+      token: credential,
+      logger: createMemoryLogger("agent").logger,
+      backoff: { initialMs: 50, maxMs: 500 },
+      onOutput: () => ({ ack: true }),
+    });
+    cleanup.push(() => client.close());
+    // A new leader's session opens while its informers still list: its first full state is empty.
+    client.connect();
+    await until("both streams", () => sessions.streams("cluster1")?.size === 2);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(discovered).toEqual([]);
+    await client.pushDiscovery(relayStateFromSnapshot(emptySnapshot("cluster1")));
+    await until("discovery", () => discovered.length > 0);
+    expect(discovered).toEqual([{ cluster: "cluster1", snapshot: emptySnapshot("cluster1") }]);
+    expect(mem.records.filter((r) => r.level === "warn" || r.level === "error").map((r) => r.msg)).toEqual([]);
+  });
 });
