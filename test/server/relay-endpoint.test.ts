@@ -55,6 +55,25 @@ function setup(overrides: Partial<RelayEndpointOptions> = {}, secrets: RelaySecr
   return { endpoint, secrets, sessions, convergence, registered, discovered, mem };
 }
 
+/** A relay client for cluster1 with a freshly minted credential (not connected yet); ACKs every output. */
+async function agentClient(endpoint: RelayEndpoint, onVersion: (version: number) => void = () => {}): Promise<RelayClient> {
+  const { credential } = await endpoint.mintCredential("cluster1");
+  const client = createRelayClient({
+    address: `127.0.0.1:${String(endpoint.port)}`,
+    cluster: "cluster1",
+    rootCaPem: endpoint.rootCaPem!,
+    token: credential,
+    logger: createMemoryLogger("agent").logger,
+    backoff: { initialMs: 50, maxMs: 500 },
+    onOutput: (e) => {
+      onVersion(e.version);
+      return { ack: true };
+    },
+  });
+  cleanup.push(() => client.close());
+  return client;
+}
+
 const until = async (what: string, pred: () => boolean) => {
   for (let i = 0; i < 1500 && !pred(); i++) await new Promise((r) => setTimeout(r, 20));
   if (!pred()) throw new Error(`timed out waiting for ${what}`);
@@ -95,21 +114,8 @@ describe("relay endpoint", () => {
     await endpoint.prepare();
     await endpoint.start();
     expect(endpoint.port).toBeGreaterThan(0);
-    const { credential } = await endpoint.mintCredential("cluster1");
     const applied: number[] = [];
-    const client: RelayClient = createRelayClient({
-      address: `127.0.0.1:${String(endpoint.port)}`,
-      cluster: "cluster1",
-      rootCaPem: endpoint.rootCaPem!,
-      token: credential,
-      logger: createMemoryLogger("agent").logger,
-      backoff: { initialMs: 50, maxMs: 500 },
-      onOutput: (e) => {
-        applied.push(e.version);
-        return { ack: true };
-      },
-    });
-    cleanup.push(() => client.close());
+    const client = await agentClient(endpoint, (version) => applied.push(version));
     client.connect();
     await client.pushDiscovery(relayStateFromSnapshot(emptySnapshot("cluster1")));
     await until("discovery", () => discovered.length > 0);
@@ -134,17 +140,7 @@ describe("relay endpoint", () => {
     const { endpoint, sessions, discovered, mem } = setup();
     await endpoint.prepare();
     await endpoint.start();
-    const { credential } = await endpoint.mintCredential("cluster1");
-    const client: RelayClient = createRelayClient({
-      address: `127.0.0.1:${String(endpoint.port)}`,
-      cluster: "cluster1",
-      rootCaPem: endpoint.rootCaPem!,
-      token: credential,
-      logger: createMemoryLogger("agent").logger,
-      backoff: { initialMs: 50, maxMs: 500 },
-      onOutput: () => ({ ack: true }),
-    });
-    cleanup.push(() => client.close());
+    const client = await agentClient(endpoint);
     // A new leader's session opens while its informers still list: its first full state is empty.
     client.connect();
     await until("both streams", () => sessions.streams("cluster1")?.size === 2);
