@@ -3,7 +3,8 @@
  * burst of workspace jobs never delays cluster jobs, one Worker per type in this process. The only
  * file (with pipeline.ts' connection handling) that knows BullMQ.
  */
-import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from "bullmq";
+import { EventEmitter } from "node:events";
+import { DelayedError, Queue, RedisConnection, UnrecoverableError, Worker, type Job } from "bullmq";
 import { Reaction, type Logger } from "../core/index.js";
 import type { RedisClient } from "./redis-connection.js";
 import { classify, JOB_TYPES, unitOf, type JobData, type JobRunner, type JobType, type RunnerSettings } from "./runner.js";
@@ -38,6 +39,28 @@ const EVENTS_KEPT = 500;
 /** A job whose worker died this many times is failed (a poison job must not kill every worker in turn). */
 const MAX_STALLED = 3;
 
+/**
+ * BullMQ 5's connections, minus one crash: a connection reports a failed start-up (`init()`) by
+ * emitting `error` from a promise handler, and `close()` removes every listener first. A worker closed
+ * while its blocking connection is still connecting — Redis went away moments after the worker was
+ * made, and the pipeline closes that runner on entering degraded mode — then rejects with the
+ * connection's error (`connect ECONNREFUSED`) where nobody listens: an unhandled rejection, which ends a
+ * Node process. An `error` with no listener left is the error of a connection closed on purpose:
+ * dropped, as BullMQ 6 does. Queues and workers get this class for their own connection; a worker's
+ * blocking connection is always BullMQ's class, so its `emit` is wrapped the same way.
+ */
+function emitErrorOnlyToListeners(emitter: Pick<EventEmitter, "emit" | "listenerCount">): void {
+  const emit = emitter.emit.bind(emitter);
+  emitter.emit = (event: string | symbol, ...args: unknown[]): boolean => (event === "error" && emitter.listenerCount("error") === 0 ? false : emit(event, ...args));
+}
+
+class ClosableConnection extends RedisConnection {
+  constructor(...args: ConstructorParameters<typeof RedisConnection>) {
+    super(...args);
+    emitErrorOnlyToListeners(this);
+  }
+}
+
 export function createBullRunner(o: BullRunnerOptions): JobRunner {
   if (o.work && o.connection.options.lazyConnect === true) throw new Error("createBullRunner: the connection must not be lazyConnect (BullMQ's workers duplicate it, and a lazy duplicate that fails its first attempt ends its worker)");
   const queues = new Map<JobType, Queue>();
@@ -45,7 +68,7 @@ export function createBullRunner(o: BullRunnerOptions): JobRunner {
   for (const type of JOB_TYPES) {
     // BullMQ's event stream (`<prefix>:<type>:events`) is read by nothing in gitmesh (results come
     // through the job handlers and pub/sub); keep a short tail for operators' tools, not BullMQ's 10,000.
-    const q = new Queue(type, { connection: o.connection, prefix: o.prefix, streams: { events: { maxLen: EVENTS_KEPT } } });
+    const q = new Queue(type, { connection: o.connection, prefix: o.prefix, streams: { events: { maxLen: EVENTS_KEPT } } }, ClosableConnection);
     q.on("error", (err) => o.logger.debug("queue error", { type, error: err.message }));
     queues.set(type, q);
     if (!o.work) continue;
@@ -57,7 +80,9 @@ export function createBullRunner(o: BullRunnerOptions): JobRunner {
       stalledInterval: o.jobLockMs ?? 30_000,
       maxStalledCount: MAX_STALLED,
       ...(o.workerName === undefined ? {} : { name: o.workerName }),
-    });
+    }, ClosableConnection);
+    const blocking = (w as unknown as { blockingConnection?: unknown }).blockingConnection;
+    if (blocking instanceof EventEmitter) emitErrorOnlyToListeners(blocking as EventEmitter);
     w.on("error", (err) => o.logger.debug("worker error", { type, error: err.message }));
     w.on("stalled", (id) => o.logger.warn("job stalled (its worker stopped); handed back to the queue", { type, id }));
     // A job that stalled too often never reaches process(): report its failure like any other, so
