@@ -171,7 +171,7 @@ export function createJobHandlers(deps: JobHandlerDeps): JobHandlers {
     if (!(await store.putOutput(record, prev?.version ?? 0))) throw new TransientError(`output of ${data.cluster} was published concurrently; recomputing`);
     metrics.outputs.inc();
     await store.recordConvergence(record.sourceCommit, { cluster: record.cluster, version: record.version, publishedAtMs: record.atMs });
-    log.info("output published", { cluster: record.cluster, version: record.version, sourceCommit: record.sourceCommit, resources: record.resources.length, complete, held: holds.held.reduce((n, h) => n + h.objects.length, 0), allowMassDeletion: options?.allowMassDeletion === true });
+    log.info("output stored", { cluster: record.cluster, version: record.version, sourceCommit: record.sourceCommit, resources: record.resources.length, complete, held: holds.held.reduce((n, h) => n + h.objects.length, 0), allowMassDeletion: options?.allowMassDeletion === true });
     await deps.announce(record);
   }
 
