@@ -140,6 +140,9 @@ describe("gitmesh-server chart: translation workers", () => {
   it("external Redis: the worker reads the same URL Secret and prefix as the server, and no other Secret", async () => {
     for (const redis of [
       ["redis.bundled.enabled=false,redis.external.url=rediss://:pw@redis.internal:6380/0", { secretKeyRef: { name: "gitmesh-server-redis", key: "url" } }],
+      // The URL forms values.yaml documents for highly available Redis (the server and worker parse them).
+      ["redis.bundled.enabled=false,redis.external.url=redis-sentinel://:pw@s1:26379\\,s2:26379\\,s3:26379/mymaster", { secretKeyRef: { name: "gitmesh-server-redis", key: "url" } }],
+      ["redis.bundled.enabled=false,redis.external.url=rediss-cluster://n1:6379\\,n2:6379\\,n3:6379", { secretKeyRef: { name: "gitmesh-server-redis", key: "url" } }],
       ["redis.bundled.enabled=false,redis.external.existingSecret=redis-conn,redis.external.existingSecretKey=address", { secretKeyRef: { name: "redis-conn", key: "address" } }],
     ] as const) {
       const { manifests } = await renderOk(CHART, [...WORKERS, "--set", redis[0], "--set", "redis.prefix=team-a", "--set", "git.credentials.username=bot,git.credentials.password=s3cret-token"]);
@@ -151,6 +154,11 @@ describe("gitmesh-server chart: translation workers", () => {
       const secretRefs = (workerContainer(manifests).env ?? []).filter((e) => e.valueFrom !== undefined && JSON.stringify(e.valueFrom).includes("secretKeyRef"));
       expect(secretRefs.map((e) => e.name)).toEqual(["REDIS_URL"]);
       expect(JSON.stringify(env)).not.toContain("s3cret-token");
+      const url = /redis\.external\.url=(\S+)$/.exec(redis[0])?.[1]?.replaceAll("\\,", ",");
+      if (url !== undefined) {
+        const data = find(manifests, "Secret", "gitmesh-server-redis").data as Record<string, string>;
+        expect(Buffer.from(data.url!, "base64").toString()).toBe(url);
+      }
     }
   });
 
