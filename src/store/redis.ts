@@ -97,12 +97,22 @@ if previous ~= '' and previous ~= ARGV[3] then
 end
 return 1`;
 
-// Writes one cluster's (merged) entry: a kept record stays without a TTL, any other lives maxAgeMs from its last entry.
+// Merges one cluster's entry into what is recorded (its fields replace the same fields, the others stay), in
+// the script so that two writers of one cluster's entry (a job recording the publication, the replica that
+// holds the agent recording its ACK) cannot lose each other's fields; a kept record stays without a TTL,
+// any other lives maxAgeMs from its last entry.
 // KEYS[1] conv:<commit>, KEYS[2] conv:commits, KEYS[3] pointer, KEYS[4] outsrc:refs
 // ARGV[1] cluster, ARGV[2] entry JSON, ARGV[3] commit, ARGV[4] now (ms), ARGV[5] maxAgeMs
 // Returns 1 when the commit is new to conv:commits (then the count bound is applied).
 const RECORD_CONVERGENCE = `${CURRENT}
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local entry = ARGV[2]
+local prev = redis.call('HGET', KEYS[1], ARGV[1])
+if prev then
+  local merged = cjson.decode(prev)
+  for field, value in pairs(cjson.decode(entry)) do merged[field] = value end
+  entry = cjson.encode(merged)
+end
+redis.call('HSET', KEYS[1], ARGV[1], entry)
 if ARGV[3] == current(KEYS[3]) or redis.call('HEXISTS', KEYS[4], ARGV[3]) == 1 then
   redis.call('PERSIST', KEYS[1])
 else
@@ -419,9 +429,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       return (await redis.smembers(k.pending(commit))).sort();
     },
     async recordConvergence(commit, entry) {
-      const prev = await redis.hget(k.conv(commit), entry.cluster);
-      const merged: ClusterConvergence = { ...(prev === null ? {} : (JSON.parse(prev) as ClusterConvergence)), ...entry };
-      const added = await redis.eval(RECORD_CONVERGENCE, 4, k.conv(commit), k.convCommits, k.pointer, k.outsrcRefs, entry.cluster, JSON.stringify(merged), commit, String(now()), maxAge);
+      const added = await redis.eval(RECORD_CONVERGENCE, 4, k.conv(commit), k.convCommits, k.pointer, k.outsrcRefs, entry.cluster, JSON.stringify(entry), commit, String(now()), maxAge);
       if (added === 1) await retainConvergence();
     },
     async getConvergence(commit): Promise<ConvergenceRecord | undefined> {

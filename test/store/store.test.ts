@@ -121,6 +121,35 @@ describe.each(cases)("%s store", (_name, make) => {
   });
 });
 
+describe("redis store: convergence entries from several writers", () => {
+  it("a publication and an ACK recorded at the same moment by two processes both stay (the merge is atomic)", async () => {
+    const prefix = `t${Math.random().toString(36).slice(2)}:`;
+    // Two replicas (or a worker and a replica) on one Redis: one records publications, the other ACKs and NACKs.
+    const other = new Redis(redis.url);
+    try {
+      const jobs = createRedisStore({ redis: client, prefix });
+      const acks = createRedisStore({ redis: other, prefix });
+      const clusters = Array.from({ length: 200 }, (_, i) => `c${i}`);
+      const at = 1_764_186_000_123; // a millisecond timestamp keeps every digit through the script
+      await Promise.all(
+        clusters.flatMap((c, i) => [
+          jobs.recordConvergence("k1", { cluster: c, version: i + 1, publishedAtMs: at + i }),
+          i % 10 === 0
+            ? acks.recordConvergence("k1", { cluster: c, version: i + 1, nack: { message: `ServiceEntry "a/b" refusé: ${"x".repeat(3)} é/ü`, atMs: at } })
+            : acks.recordConvergence("k1", { cluster: c, version: i + 1, appliedAtMs: at + 1_000 + i }),
+        ]),
+      );
+      const rec = await jobs.getConvergence("k1");
+      for (const [i, c] of clusters.entries()) {
+        const expected = i % 10 === 0 ? { cluster: c, version: i + 1, publishedAtMs: at + i, nack: { message: `ServiceEntry "a/b" refusé: xxx é/ü`, atMs: at } } : { cluster: c, version: i + 1, publishedAtMs: at + i, appliedAtMs: at + 1_000 + i };
+        expect(rec?.clusters[c]).toEqual(expected);
+      }
+    } finally {
+      other.disconnect();
+    }
+  });
+});
+
 describe("redis store: records it knows are not decoded again", () => {
   const resources = (tag: string) => Array.from({ length: 40 }, (_, i) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `cm-${i}`, namespace: "web", labels: {} }, spec: { tag } }));
   const big = (cluster: string, version: number, tag: string): OutputRecord => ({ ...output(cluster, version), hash: `h-${tag}`, resources: resources(tag) });
