@@ -109,13 +109,15 @@ describe("gitmesh simulate", () => {
     }
   }, 240_000);
 
-  it("prints the figures as a table by default", async () => {
-    const run = await simulate(["--clusters", "2", "--services-per-cluster", "1", "--commits", "1", "--no-audit"]);
+  it("prints the figures as a table by default, with CPU and memory of the server and of each worker", async () => {
+    const run = await simulate(["--clusters", "2", "--services-per-cluster", "1", "--commits", "1", "--no-audit", "--workers", "1"]);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/^gitmesh simulate: 2 clusters x 1 services \(2 services, \d+ workspaces, \d+ configuration objects\), 1 pushes, translation in the server$/m);
+    expect(run.stdout).toMatch(/^gitmesh simulate: 2 clusters x 1 services \(2 services, \d+ workspaces, \d+ configuration objects\), 1 pushes, 1 worker process\(es\)$/m);
     for (const label of ["push → all applied", "accepted → all applied", "relay bytes per commit", "server memory per agent", "Redis", "fleet start", "machine"]) {
       expect(run.stdout).toMatch(new RegExp(`^  ${label} +\\S`, "m"));
     }
+    const processLine = /CPU \d+\.\d s in all, \d+\.\d s during the pushes \(\d+\.\d\d s per commit\); RSS \d+\.\d MiB, peak \d+\.\d MiB$/.source;
+    for (const name of ["server", "worker-1"]) expect(run.stdout).toMatch(new RegExp(`^  ${name} +${processLine}`, "m"));
     expect(run.stdout).toContain("1 of 1 commits applied by all 2 clusters; 1 confirmed by the server's record");
   }, 240_000);
 
