@@ -10,6 +10,19 @@
  * one on generated fleets: test/git-sync/diff-render.test.ts). Where the incremental path would need
  * more than the changed files — gitmesh.yaml changed (its ignore rules decide which files count) —
  * the head is loaded and translated in full.
+ *
+ * Why the base is translated in full, and not only over the workspaces the change touches (and those
+ * that render into the clusters they touch) — evaluated for #20 and rejected: such a base would give
+ * every cluster output the report compares (an untouched workspace's fragments, and an untouched
+ * cluster's output, are the same objects on both sides), but not its diagnostics. The report counts
+ * head's errors over every workspace and cluster (`headErrors`: ":x: head has N errors", the exit
+ * status), and lists a touched workspace's diagnostic as introduced or fixed only if no untouched one
+ * reports the same. An untouched workspace's diagnostics are the same in base and head (same inputs:
+ * the contract of affectedWorkspaces), so they cancel out of introduced/fixed — but they are known only
+ * by translating that workspace once. The full base translation is that once: the diff translates
+ * every workspace once and the touched ones a second time, the least a diff can do without a stored
+ * earlier translation. test/git-sync/diff-render.test.ts holds the counterexample (errors of their own
+ * in a workspace the edit does not touch).
  */
 import { loadDesiredState, SETTINGS_FILE, updateDesiredState, type LoadResult, type SourceFile } from "../config/index.js";
 import { affectedWorkspaces } from "./incremental.js";
