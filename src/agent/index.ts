@@ -11,7 +11,9 @@ export {
   isInstallObject,
   ISTIO_KINDS,
   KINDS,
+  messageOf,
   objectKey,
+  statusOf,
   withFieldOwner,
   type FieldOwnerWriter,
   type KindRef,
@@ -21,6 +23,7 @@ export {
   type DeleteOptions,
   type KubeClientOptions,
 } from "./kube.js";
+export { APPLY_PATCH_CONTENT_TYPE, type ApplyRequestOptions } from "./kube-apply.js";
 export { createConnectionPool, DEFAULT_MAX_SOCKETS, type ConnectionPool, type ConnectionPoolOptions } from "./kube-connections.js";
 export { backoffDelay, createRunnableManager, type BackoffOptions, type Runnable, type RunnableManager } from "./runnable.js";
 export { createSupervisedInformer, type InformerEvent, type SupervisedInformer, type SupervisedInformerOptions } from "./informer.js";

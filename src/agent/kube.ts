@@ -6,6 +6,7 @@
  * client-node model instances.
  */
 import { ApiException, createConfiguration, KubernetesObjectApi, PatchStrategy, ServerConfiguration, V1DeleteOptions, V1Preconditions, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import { createApplyTransport } from "./kube-apply.js";
 import { createConnectionPool, type ConnectionPool, type ConnectionPoolOptions } from "./kube-connections.js";
 
 /** A Kubernetes object as plain JSON. */
@@ -119,7 +120,8 @@ export interface KubeReader {
 
 /** Writes, without a field manager of their own (see FieldOwnerWriter). */
 export interface KubeWriter {
-  apply(obj: KubeObject, options: { fieldManager: string; force: boolean }): Promise<KubeObject>;
+  /** Server-side apply; `dryRun`: validated and answered by the API server, not stored (default false). */
+  apply(obj: KubeObject, options: { fieldManager: string; force: boolean; dryRun?: boolean }): Promise<KubeObject>;
   create(obj: KubeObject, options: { fieldManager: string }): Promise<KubeObject>;
   replace(obj: KubeObject, options: { fieldManager: string }): Promise<KubeObject>;
   /** false when the object is absent; `uid` is a precondition (409 Conflict when the live object has another uid). */
@@ -225,12 +227,18 @@ class ObjectApi extends KubernetesObjectApi {
     api.setDefaultNamespace(kc);
     return api;
   }
+
+  /** The object's REST path (discovery tells the plural and whether it is namespaced; cached per apiVersion). */
+  pathOf(spec: KubernetesObject): Promise<string> {
+    return this.specUriPath(spec, "patch");
+  }
 }
 
 /** Reader and writer over client-node's KubernetesObjectApi (one per KubeConfig), over kept-alive, bounded connections. */
 export function createKubeClient(kc: KubeConfig, options: KubeClientOptions = {}): KubeReader & KubeWriter & { readonly connections: ConnectionPool } {
   const pool = options.connections !== undefined && "agentFor" in options.connections ? options.connections : createConnectionPool(options.connections);
   const api = ObjectApi.over(kc, pool);
+  const thin = createApplyTransport(kc, pool);
   const refOf = (obj: KubeObject): KindRef => ({ apiVersion: obj.apiVersion, kind: obj.kind, plural: "", namespaced: obj.metadata.namespace !== undefined });
   const spec = (obj: KubeObject) => obj as unknown as KubernetesObject;
   const target = (ref: KindRef, namespace: string | undefined, name: string): KubeObject => ({
@@ -253,8 +261,17 @@ export function createKubeClient(kc: KubeConfig, options: KubeClientOptions = {}
       const res = await api.list(ref.apiVersion, ref.kind, options.namespace, undefined, undefined, undefined, undefined, options.labelSelector);
       return { items: res.items.map((i) => withKind(i, ref)), resourceVersion: res.metadata?.resourceVersion ?? "" };
     },
-    async apply(obj, { fieldManager, force }) {
-      const o = await api.patch(spec(obj), undefined, undefined, fieldManager, force, PatchStrategy.ServerSideApply);
+    async apply(obj, { fieldManager, force, dryRun = false }) {
+      // Applies go straight over node:http(s) (kube-apply.ts); a cluster behind a proxy through client-node.
+      const path = await api.pathOf(spec(obj));
+      const sent = thin.apply(path, JSON.stringify(obj), { fieldManager, force, dryRun });
+      if (sent !== undefined) {
+        const o = (await sent) as Record<string, unknown>;
+        o.apiVersion = obj.apiVersion;
+        o.kind = obj.kind;
+        return o as KubeObject;
+      }
+      const o = await api.patch(spec(obj), undefined, dryRun ? "All" : undefined, fieldManager, force, PatchStrategy.ServerSideApply);
       return withKind(o, refOf(obj));
     },
     async create(obj, { fieldManager }) {
