@@ -59,8 +59,9 @@ export function snapshotEntries(snapshot: DiscoverySnapshot): Map<string, unknow
 
 /** sha256 (hex) of the canonical JSON of the normalised snapshot. */
 export function snapshotChecksum(snapshot: DiscoverySnapshot): string {
-  // normalizeSnapshot returns canonical key order already: plain JSON.stringify is canonical JSON
-  return createHash("sha256").update(JSON.stringify(normalizeSnapshot(snapshot))).digest("hex");
+  // normalizeSnapshot returns canonical key order already: plain JSON.stringify is canonical JSON. The
+  // normalised form only lives until it is serialised, so it may share the input's canonical parts.
+  return createHash("sha256").update(JSON.stringify(normalizeSnapshot(snapshot, { owned: true }))).digest("hex");
 }
 
 /** The delta that turns `from` into `to`. */

@@ -54,4 +54,5 @@ export {
   DISCOVERY_KIND,
   emptySnapshot,
   normalizeSnapshot,
+  type NormalizeOptions,
 } from "./snapshot.js";

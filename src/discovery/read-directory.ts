@@ -167,7 +167,8 @@ function readSnapshotDoc(d: ParsedDoc, expectedCluster: string | undefined, diag
     });
     return undefined;
   }
-  return normalizeSnapshot(snapshot);
+  // d.value was parsed from this file for this call alone and nobody modifies it: the snapshot may share its canonical parts
+  return normalizeSnapshot(snapshot, { owned: true });
 }
 
 function compare(a: string, b: string): number {
