@@ -253,6 +253,27 @@ function shareCanonical(value: unknown): unknown {
     return out ?? value;
   }
   const obj = value as Record<string, unknown>;
+  // Keys in order and no `undefined` (the usual case for files gitmesh wrote): checked without
+  // allocating anything; the object is kept unless a child changes, then copied as it is (its keys
+  // are in order) with the new children.
+  let prev: string | undefined;
+  let ordered = true;
+  for (const k in obj) {
+    if (obj[k] === undefined || (prev !== undefined && !(prev < k))) {
+      ordered = false;
+      break;
+    }
+    prev = k;
+  }
+  if (ordered) {
+    let copy: Record<string, unknown> | undefined;
+    for (const k in obj) {
+      const v = obj[k];
+      const c = shareCanonical(v);
+      if (c !== v) (copy ??= { ...obj })[k] = c;
+    }
+    return copy ?? obj;
+  }
   const keys = Object.keys(obj);
   const order = orderedKeys(keys);
   const changed = order !== keys;
