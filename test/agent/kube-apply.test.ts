@@ -4,6 +4,8 @@
 // answers must read exactly as they did through client-node (same status, same NACK text).
 import * as http from "node:http";
 import * as https from "node:https";
+import { connect } from "node:net";
+import type { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { KubeConfig, KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
@@ -215,6 +217,66 @@ describe("server-side apply over node:https (kube-apply.ts)", () => {
       expect(now.message, what).toMatch(new RegExp(`^HTTP ${String(status)}: .+`));
     }
     expect(kube.emulator.get("networking.istio.io/v1", "VirtualService", "a", "taken")?.spec).toEqual(vs("taken", "a", "theirs.example.com").spec);
+  });
+
+  it("a connection refused reads as it did through client-node (node-fetch's words)", async () => {
+    const kc = kubeconfig("agent-token");
+    const before = KubernetesObjectApi.makeApiClient(kc);
+    const now = createKubeClient(kc);
+    const obj = vs("r8", "a", "r8.example.com");
+    try {
+      // Discovery cached on both sides, then the API server goes away.
+      await before.patch(structuredClone(obj), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+      await now.apply(structuredClone(obj), { fieldManager: FIELD_MANAGER, force: true });
+      now.connections.destroy();
+      front.closeAllConnections();
+      await new Promise<void>((resolve) => front.close(() => resolve()));
+      const failure = async (p: Promise<unknown>) => p.then(() => "no error", (err: unknown) => `${String(statusOf(err))} ${messageOf(err)}`);
+      const a = await failure(before.patch(structuredClone(obj), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply));
+      const b = await failure(now.apply(structuredClone(obj), { fieldManager: FIELD_MANAGER, force: true }));
+      expect(a).toMatch(/^undefined request to https:\/\/127\.0\.0\.1:\d+\/apis\/networking\.istio\.io\/v1\/namespaces\/a\/virtualservices\/r8\?fieldManager=gitmesh-agent&force=true failed, reason: connect ECONNREFUSED/);
+      expect(b).toBe(a);
+    } finally {
+      now.connections.destroy();
+      front.listen(0, "127.0.0.1"); // afterEach closes it
+    }
+  });
+
+  it("a cluster behind a proxy (proxyUrl) is applied through client-node's proxy agent, as before", async () => {
+    // client-node's proxy agent (hpagent) tunnels every request through CONNECT, one tunnel per request.
+    const tunnels: string[] = [];
+    const proxy = http.createServer((_req, res) => res.writeHead(405).end());
+    proxy.on("connect", (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
+      tunnels.push(req.url ?? "");
+      const [host, port] = (req.url ?? "").split(":");
+      const up = connect(Number(port), host ?? "", () => {
+        client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        up.write(head);
+        up.pipe(client).pipe(up);
+      });
+      const end = () => (client.destroy(), up.destroy());
+      up.on("error", end).on("close", end);
+      client.on("error", end).on("close", end);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "p", server: kube.url, skipTLSVerify: true, proxyUrl: `http://127.0.0.1:${String((proxy.address() as { port: number }).port)}` }],
+      users: [{ name: "u", token: "agent-token" }],
+      contexts: [{ name: "p", cluster: "p", user: "u" }],
+      currentContext: "p",
+    });
+    const c = createKubeClient(kc);
+    try {
+      const out = await c.apply(vs("r9", "a", "r9.example.com"), { fieldManager: FIELD_MANAGER, force: true });
+      expect(out.metadata.managedFields).toEqual([expect.objectContaining({ manager: FIELD_MANAGER, operation: "Apply" })]);
+      // Discovery of networking.istio.io/v1, then the apply: both through the proxy.
+      expect(tunnels).toEqual([`127.0.0.1:${String(kube.emulator.port)}`, `127.0.0.1:${String(kube.emulator.port)}`]);
+    } finally {
+      c.connections.destroy();
+      proxy.closeAllConnections();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
   });
 
   it("the applier's NACK texts: an RBAC refusal and an invalid object are apply errors with the server's message; the rest applies", async () => {
