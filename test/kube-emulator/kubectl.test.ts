@@ -45,7 +45,7 @@ spec:
     - destination: {host: reviews, subset: ${subset}}
 `;
 
-describe.each(binaries)("kubectl $label against the emulator", ({ path: kubectlPath }: KubectlBinary) => {
+describe.each(binaries)("kubectl $label against the emulator", ({ label, path: kubectlPath }: KubectlBinary) => {
   let kube: StartedKube;
   let dir: string;
   let env: NodeJS.ProcessEnv;
@@ -158,6 +158,20 @@ describe.each(binaries)("kubectl $label against the emulator", ({ path: kubectlP
     expect(get("rbac.authorization.k8s.io/v1", "Role", "r").rules).toEqual([{ verbs: ["get"], apiGroups: [""], resources: ["pods"] }]);
     expect(get("rbac.authorization.k8s.io/v1", "RoleBinding", "rb").subjects).toEqual([{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: "bob" }]);
     expect(get("v1", "Pod", "p").spec.containers[0]).toMatchObject({ name: "p", args: ["sleep", "1"], env: [{ name: "A", value: "B" }] });
+  });
+
+  it("sends the body format of its minor (protobuf from 1.32 on, JSON before) and the emulator takes it", async () => {
+    const minor = /^1\.(\d+)\b/.exec(label);
+    expect(minor, `kubectl minor of "${label}"`).not.toBeNull();
+    // -v=8 logs the request headers; --validate=false keeps the OpenAPI download out of the log.
+    const r = await kubectl("create", "configmap", "wire", "-n", "default", "--from-literal=k=v", "--validate=false", "-v=8");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("configmap/wire created");
+    // The first Content-Type after the POST line is the request's (the answer's is logged after it).
+    const post = r.stderr.slice(r.stderr.indexOf("POST"));
+    expect(/Content-Type: (application\/vnd\.kubernetes\.protobuf|application\/json)/.exec(post)?.[1]).toBe(Number(minor![1]) >= 32 ? "application/vnd.kubernetes.protobuf" : "application/json");
+    expect(post).toMatch(/201 Created/);
+    expect(kube.emulator.get("v1", "ConfigMap", "default", "wire")?.data).toEqual({ k: "v" });
   });
 
   it("delete removes the object (and a namespace its contents)", async () => {
