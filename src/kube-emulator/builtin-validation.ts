@@ -196,12 +196,16 @@ export function validateMetadata(meta: JsonObject): StatusCause[] {
     for (const [k, v] of Object.entries(labels)) {
       const e = qualifiedNameErrors(k);
       if (e !== undefined) causes.push({ reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(k)}: ${e}`, field: "metadata.labels" });
-      if (typeof v === "string" && (v.length > 63 || !LABEL_VALUE.test(v))) {
-        causes.push({
-          reason: "FieldValueInvalid",
-          message: `Invalid value: ${JSON.stringify(v)}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')${v.length > 63 ? ", must be no more than 63 characters" : ""}`,
-          field: "metadata.labels",
-        });
+      if (typeof v === "string") {
+        // IsValidLabelValue: one error per rule broken (length, then format), as separate causes.
+        if (v.length > 63) causes.push({ reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(v)}: must be no more than 63 characters`, field: "metadata.labels" });
+        if (!LABEL_VALUE.test(v)) {
+          causes.push({
+            reason: "FieldValueInvalid",
+            message: `Invalid value: ${JSON.stringify(v)}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
+            field: "metadata.labels",
+          });
+        }
       }
     }
   }

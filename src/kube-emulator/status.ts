@@ -108,7 +108,9 @@ export function staleConflict(plural: string, group: string, name: string): Kube
 }
 
 export function invalid(kind: string, group: string, name: string, causes: readonly StatusCause[]): KubeApiError {
-  const what = causes.map((c) => (c.field === undefined ? c.message : `${c.field}: ${c.message}`)).join(", ");
+  // errs.ToAggregate(): identical messages once, several in brackets.
+  const messages = [...new Set(causes.map((c) => (c.field === undefined ? c.message : `${c.field}: ${c.message}`)))];
+  const what = messages.length === 1 ? messages[0]! : `[${messages.join(", ")}]`;
   return new KubeApiError(422, StatusReason.Invalid, `${kind}${group === "" ? "" : `.${group}`} "${name}" is invalid: ${what}`, {
     name,
     ...(group === "" ? {} : { group }),

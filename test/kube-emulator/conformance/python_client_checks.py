@@ -411,7 +411,12 @@ def _(c):
     body = expect_status(lambda: c.core.create_namespaced_config_map(c.ns, c.cm("ok", labels={"app": "not a valid value!"})), 422, "Invalid")
     expect(body["details"]["causes"][0]["field"] == "metadata.labels", body)
     expect_status(lambda: c.core.create_namespaced_config_map(c.ns, c.cm("ok", labels={"bad key!": "v"})), 422, "Invalid")
-    expect_status(lambda: c.core.create_namespaced_config_map(c.ns, c.cm("ok", labels={"a": "x" * 64})), 422, "Invalid")
+    # IsValidLabelValue reports each broken rule as its own cause: 64 letters break only the length.
+    body = expect_status(lambda: c.core.create_namespaced_config_map(c.ns, c.cm("ok", labels={"a": "x" * 64})), 422, "Invalid")
+    expect([x["message"] for x in body["details"]["causes"]] == ['Invalid value: "%s": must be no more than 63 characters' % ("x" * 64)], body)
+    body = expect_status(lambda: c.core.create_namespaced_config_map(c.ns, c.cm("ok", labels={"a": "x" * 63 + "!"})), 422, "Invalid")
+    expect([x["message"].split(": ")[-1] for x in body["details"]["causes"]] == ["must be no more than 63 characters", "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"], body)
+    expect(body["message"].startswith('ConfigMap "ok" is invalid: [metadata.labels: Invalid value: ') and body["message"].endswith("')]"), body["message"])
     expect_status(lambda: c.core.create_namespaced_config_map(c.ns, c.cm("Bad_Name")), 422, "Invalid")
     svc = {"metadata": {"name": "1-starts-with-digit"}, "spec": {"ports": [{"port": 80}]}}
     body = expect_status(lambda: c.core.create_namespaced_service(c.ns, svc), 422, "Invalid")
