@@ -82,5 +82,10 @@ export function registerWorker(program: Command, io: CliIo): void {
       logger.info("stopping: finishing the jobs in hand", { shutdownTimeoutMs: config.shutdownTimeoutMs });
       await worker.stop();
       logger.info("worker stopped");
+      // The one process.exit of a command, on purpose: a job still running when the shutdown timeout
+      // ran out goes back to the queue when its lock expires, but BullMQ 5 keeps retrying that job's
+      // result on the connection the pipeline cut, without a pause while it closes (Worker.retryIfFailed),
+      // which never lets the event loop end: the process would spin on a core until SIGKILL.
+      process.exit(io.exitCode);
     });
 }
