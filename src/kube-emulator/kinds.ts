@@ -47,8 +47,12 @@ export function singularOf(k: ResourceKind): string {
 /** Built-in kinds whose status is a subresource (written through `/status` only). */
 const WITH_STATUS = new Set(["Pod", "Service", "Namespace", "Node", "Deployment", "StatefulSet", "DaemonSet", "HorizontalPodAutoscaler", "PodDisruptionBudget"]);
 
+/** Built-in kinds in the `all` category (`kubectl get all`), as their REST storages declare it. */
+const IN_ALL = new Set(["Pod", "Service", "Deployment", "StatefulSet", "DaemonSet", "HorizontalPodAutoscaler"]);
+
 const core = (kind: string, plural: string, namespaced: boolean, shortNames: readonly string[] = []): ResourceKind => ({
   ...(WITH_STATUS.has(kind) ? { statusSubresource: true } : {}),
+  ...(IN_ALL.has(kind) ? { categories: ["all"] } : {}),
   group: "",
   version: "v1",
   kind,
@@ -61,6 +65,7 @@ const core = (kind: string, plural: string, namespaced: boolean, shortNames: rea
 
 const builtIn = (group: string, version: string, kind: string, plural: string, shortNames: readonly string[] = []): ResourceKind => ({
   ...(WITH_STATUS.has(kind) ? { statusSubresource: true } : {}),
+  ...(IN_ALL.has(kind) ? { categories: ["all"] } : {}),
   group,
   version,
   kind,

@@ -118,11 +118,15 @@ describe.each(binaries)("kubectl $label: conformance", ({ path: kubectlPath }: K
     expect(after.spec.template.spec.containers[0].image).toBe("app:3");
   });
 
-  it("server-side apply merges ServiceEntry ports by name across field managers; get by category lists it", async () => {
+  it("server-side apply merges ServiceEntry ports by name across field managers; get by category (istio-io, all) lists it", async () => {
     await ok("apply", "--server-side", "--field-manager=one", "-f", await file("se1.yaml", serviceEntry("{name: https, number: 443, protocol: TLS}")));
     await ok("apply", "--server-side", "--field-manager=two", "-f", await file("se2.yaml", serviceEntry("{name: http, number: 80, protocol: HTTP}")));
     expect(live("networking.istio.io/v1", "ServiceEntry", "ext").spec.ports.map((p: any) => p.name).sort()).toEqual(["http", "https"]);
     expect(await ok("get", "istio-io", "-o", "name")).toContain("serviceentry.networking.istio.io/ext");
+    // `all`: the built-in workloads and Services (not ConfigMaps, not Istio kinds).
+    const all = await ok("get", "all", "-o", "name");
+    expect(all).toContain("deployment.apps/web");
+    expect(all).not.toContain("serviceentry");
     expect(await ok("get", "serviceentries.v1beta1.networking.istio.io", "ext", "-o", "jsonpath={.apiVersion}")).toBe("networking.istio.io/v1beta1");
   });
 

@@ -384,7 +384,7 @@ def _(c):
     expect([i["apiVersion"] for i in items] == ["networking.istio.io/v1alpha3"], items)
 
 
-@check("discovery: Istio kinds carry their categories and the status subresource; v1 is the preferred version")
+@check("discovery: Istio kinds carry their categories and the status subresource; v1 is the preferred version; built-in workloads are in `all`")
 def _(c):
     status, doc = c.raw("GET", "/apis/networking.istio.io")
     expect(doc["preferredVersion"]["version"] == "v1" and {v["version"] for v in doc["versions"]} >= {"v1", "v1beta1", "v1alpha3"}, doc)
@@ -392,6 +392,12 @@ def _(c):
     vs = next(r for r in rl["resources"] if r["name"] == "virtualservices")
     expect("istio-io" in vs.get("categories", []) and "vs" in vs.get("shortNames", []), vs)
     expect(any(r["name"] == "virtualservices/status" for r in rl["resources"]), "virtualservices/status listed")
+    # Built-in workloads and Services are in the `all` category (kubectl get all); ConfigMaps are not.
+    status, apps = c.raw("GET", "/apis/apps/v1")
+    expect(next(r for r in apps["resources"] if r["name"] == "deployments").get("categories") == ["all"], apps)
+    status, core = c.raw("GET", "/api/v1")
+    expect(next(r for r in core["resources"] if r["name"] == "services").get("categories") == ["all"], core)
+    expect("categories" not in next(r for r in core["resources"] if r["name"] == "configmaps"), core)
 
 
 @check("apply: ServiceEntry ports (listType=map keyed by name) merge across field managers")
