@@ -214,6 +214,13 @@ describe("server replicas with --workers 0 and gitmesh worker processes", () => 
       expect(s.pipeline.workerProcesses).toBe(0);
       expect(s.clusters.filter((c) => c.output !== null)).toEqual([]);
     }
+    // The server exports the queue depth the workers' autoscaler reads (chart: HPA or KEDA on
+    // gitmesh_queue_depth), also while no worker runs, so that workers can scale up from zero.
+    for (const r of replicas) {
+      const metrics = await (await fetch(`${r.base}/metrics`)).text();
+      const depth = [...metrics.matchAll(/^gitmesh_queue_depth\{type="(workspace|cluster)"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[2]), 0);
+      expect(depth, `${r.name}: gitmesh_queue_depth`).toBeGreaterThan(0);
+    }
     // gitmesh check names the cause.
     const check = await new Promise<{ code: number | null; out: string }>((resolve) => {
       const child = spawn(process.execPath, ["bin/gitmesh.js", "check", "--server", replicas[0]!.base, "--token-file", join(tmp, "pki", "api-token-read")], { stdio: ["ignore", "pipe", "pipe"] });
