@@ -1,7 +1,8 @@
 /**
  * The little server-side defaulting that clients observably rely on: Secret `stringData` folded into
  * base64 `data` (and never returned) with `type: Opaque`; Service `type: ClusterIP`, an allocated
- * `clusterIP`/`clusterIPs` kept across updates, and port `protocol: TCP`. Nothing else is defaulted.
+ * `clusterIP`/`clusterIPs` kept across updates, and port `protocol: TCP`; a Namespace's
+ * `kubernetes.io/metadata.name` label. Nothing else is defaulted.
  */
 import { isObject, type JsonObject } from "./patch.js";
 import type { ResourceKind } from "./kinds.js";
@@ -24,6 +25,12 @@ function allocateClusterIp(state: DefaultingState): string {
 /** Mutates `obj` (the object about to be stored); `live` is the stored version, if any. */
 export function applyDefaults(kind: ResourceKind, obj: JsonObject, live: JsonObject | undefined, state: DefaultingState): void {
   if (kind.group !== "" || kind.version !== "v1") return;
+  if (kind.kind === "Namespace") {
+    // SetDefaults_Namespace: every named Namespace carries its name as a label, always (selectors rely on it).
+    const meta = isObject(obj.metadata) ? obj.metadata : {};
+    if (typeof meta.name === "string" && meta.name !== "") meta.labels = { ...(isObject(meta.labels) ? meta.labels : {}), "kubernetes.io/metadata.name": meta.name };
+    return;
+  }
   if (kind.kind === "Secret") {
     if (isObject(obj.stringData)) {
       const data = isObject(obj.data) ? obj.data : {};

@@ -511,6 +511,18 @@ def _(c):
     expect_status(lambda: c.core.read_namespace(ns), 404, "NotFound")
 
 
+@check("namespaces: every Namespace carries its name as the kubernetes.io/metadata.name label, which a write cannot change")
+def _(c):
+    ns = f"{c.ns}-label"
+    created = c.core.create_namespace({"metadata": {"name": ns, "labels": {"team": "a"}}})
+    expect(created.metadata.labels == {"team": "a", "kubernetes.io/metadata.name": ns}, created.metadata.labels)
+    patched = c.core.patch_namespace(ns, {"metadata": {"labels": {"kubernetes.io/metadata.name": "other"}}})
+    expect(patched.metadata.labels["kubernetes.io/metadata.name"] == ns, patched.metadata.labels)
+    found = c.core.list_namespace(label_selector=f"kubernetes.io/metadata.name={ns}").items
+    expect([n.metadata.name for n in found] == [ns], found)
+    c.core.delete_namespace(ns)
+
+
 @check("field selectors: status.phase and spec.nodeName on Pods, type on Secrets; an unsupported field is 400")
 def _(c):
     pod = lambda name, node: {"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}}  # noqa: E731
