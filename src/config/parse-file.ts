@@ -9,6 +9,7 @@ import { closest } from "../model/index.js";
 import { CONFIG_CODES, ConfigCode } from "./codes.js";
 import type { KindRegistry } from "./kinds.js";
 import type { FileRecord, LoadedObject, ObjectMetadata, Position, SourceFile, SourceLocation, UnsupportedObject } from "./types.js";
+import { parseYamlFast } from "./yaml-fast.js";
 import { parseYamlDocuments, type ParsedDocument } from "./yaml-positions.js";
 
 export const CLUSTER_ANNOTATION = "cluster.solo.io/cluster";
@@ -84,7 +85,8 @@ function parseSourceFileUnguarded(file: SourceFile, registry: KindRegistry, sche
     diagnostics.push(diag(ConfigCode.FILE_ENCODING, file.path, [1, 1], "the file is not valid UTF-8; save it as UTF-8"));
     return { path: file.path, digest, objects, invalid, unsupported, diagnostics };
   }
-  for (const doc of parseYamlDocuments(text)) {
+  // The fast path declines whatever it cannot read exactly as the composer does (yaml-fast.ts).
+  for (const doc of parseYamlFast(text) ?? parseYamlDocuments(text)) {
     for (const e of doc.errors) {
       diagnostics.push(diag(ConfigCode.YAML_SYNTAX, file.path, e.position, `${e.message}; fix the YAML (this document is skipped)`));
     }
