@@ -15,6 +15,12 @@ export interface Step {
   readonly cpuMs: number;
   /** Pause time of the garbage collections that ended during the step (main thread). */
   readonly gcMs: number;
+  /**
+   * CPU time of the main thread alone (Linux: /proc/thread-self/schedstat); `cpuMs` minus this is what
+   * V8's helper threads spent: concurrent optimising compilation (TurboFan) and parallel/concurrent GC.
+   * Absent where the kernel does not expose it.
+   */
+  readonly mainCpuMs?: number;
 }
 
 export interface ColdChildReport {
@@ -23,11 +29,24 @@ export interface ColdChildReport {
   readonly cold: { readonly load: Step; readonly translate: Step };
   readonly warm: readonly { readonly load: Step; readonly translate: Step }[];
   readonly resources: number;
+  /** Peak resident set size of the child, MiB (process.resourceUsage().maxRSS). */
+  readonly peakRssMiB: number;
+  /** The V8/Node flags the child ran with (process.execArgv, less the bench's own). */
+  readonly flags: readonly string[];
 }
 
 const cpuNow = (): number => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
+};
+
+/** The main thread's CPU time in ms (first field of schedstat: nanoseconds on CPU), or undefined. */
+const mainCpuNow = (): number | undefined => {
+  try {
+    return Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
 };
 
 // GC entries are delivered asynchronously; each step is synchronous, so the entries that ended
@@ -39,14 +58,17 @@ new PerformanceObserver((list) => {
 const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 50));
 const gcBetween = (from: number, to: number): number => gcEntries.filter((e) => e.start >= from && e.start < to).reduce((s, e) => s + e.duration, 0);
 
-async function step<T>(fn: () => T): Promise<{ step: Step; result: T }> {
+async function step<T>(fn: () => T | Promise<T>): Promise<{ step: Step; result: T }> {
+  const m = mainCpuNow();
   const c = cpuNow();
   const t = performance.now();
-  const result = fn();
+  const result = await fn();
   const end = performance.now();
   const cpuMs = cpuNow() - c;
+  const m1 = mainCpuNow();
   await settle();
-  return { step: { ms: end - t, cpuMs, gcMs: gcBetween(t, end) }, result };
+  const mainCpuMs = m === undefined || m1 === undefined ? {} : { mainCpuMs: m1 - m };
+  return { step: { ms: end - t, cpuMs, gcMs: gcBetween(t, end), ...mainCpuMs }, result };
 }
 
 async function main(): Promise<void> {
@@ -57,14 +79,9 @@ async function main(): Promise<void> {
   // Reading the input is not part of the cold path (a server reads Git; the bench reads a file).
   const input = JSON.parse(readFileSync(file, "utf8")) as { files: { path: string; content: string }[]; discovery: [string, unknown][] };
 
-  const c0 = cpuNow();
-  const t0 = performance.now();
-  const config = await import("../../src/config/index.js");
-  const translate = await import("../../src/translate/index.js");
-  const t1 = performance.now();
-  const importCpu = cpuNow() - c0;
-  await settle();
-  const importModules: Step = { ms: t1 - t0, cpuMs: importCpu, gcMs: gcBetween(t0, t1) };
+  const imported = await step(async () => ({ config: await import("../../src/config/index.js"), translate: await import("../../src/translate/index.js") }));
+  const { config, translate } = imported.result;
+  const importModules = imported.step;
 
   const discovery = new Map(input.discovery) as unknown as Parameters<typeof translate.translateAll>[1];
   const run = async () => {
@@ -84,7 +101,15 @@ async function main(): Promise<void> {
     const w = await run();
     warm.push({ load: w.load, translate: w.translate });
   }
-  const report: ColdChildReport = { importModules, cold: { load: cold.load, translate: cold.translate }, warm, resources: cold.resources };
+  const flags = process.execArgv.filter((a, i, all) => a !== "--expose-gc" && a !== "--import" && all[i - 1] !== "--import");
+  const report: ColdChildReport = {
+    importModules,
+    cold: { load: cold.load, translate: cold.translate },
+    warm,
+    resources: cold.resources,
+    peakRssMiB: process.resourceUsage().maxRSS / 1024,
+    flags,
+  };
   process.stdout.write(`${JSON.stringify(report)}\n`);
 }
 
