@@ -578,8 +578,9 @@ export function createHandler(opts: HandlerOptions): {
         const { object: deletedObject, finalized } = store.dryRun(dryRunDelete, () => store.deleteObject(kind, namespace, name, preconditions));
         const deleted = reply(deletedObject);
         // Like the real server: an object that is not gone yet (finalizers, a namespace being emptied)
-        // is answered as it now is; Pods and Services answer the deleted object, others a Status.
-        if (!finalized || (kind.builtIn === true && (kind.kind === "Pod" || kind.kind === "Service" || kind.kind === "Namespace"))) return send(res, 200, deleted);
+        // is answered as it now is; Pods, Services and ServiceAccounts (ReturnDeletedObject) answer the
+        // deleted object, others a Status.
+        if (!finalized || (kind.builtIn === true && ["Pod", "Service", "ServiceAccount", "Namespace"].includes(kind.kind))) return send(res, 200, deleted);
         return send(res, 200, {
           kind: "Status",
           apiVersion: "v1",

@@ -523,6 +523,16 @@ def _(c):
     c.core.delete_namespace(ns)
 
 
+@check("delete answers the deleted object where the real storage does (ReturnDeletedObject: a ServiceAccount), a Success Status elsewhere (a ConfigMap)")
+def _(c):
+    c.core.create_namespaced_service_account(c.ns, {"metadata": {"name": "del-sa"}})
+    c.core.create_namespaced_config_map(c.ns, c.cm("del-cm"))
+    status, sa = c.raw("DELETE", f"/api/v1/namespaces/{c.ns}/serviceaccounts/del-sa")
+    expect(status == 200 and sa["kind"] == "ServiceAccount" and sa["metadata"]["name"] == "del-sa", sa)
+    status, cm = c.raw("DELETE", f"/api/v1/namespaces/{c.ns}/configmaps/del-cm")
+    expect(status == 200 and cm["kind"] == "Status" and cm["status"] == "Success" and cm["details"]["kind"] == "configmaps", cm)
+
+
 @check("field selectors: status.phase and spec.nodeName on Pods, type on Secrets; an unsupported field is 400")
 def _(c):
     pod = lambda name, node: {"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}}  # noqa: E731
