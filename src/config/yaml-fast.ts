@@ -11,7 +11,7 @@
  * results and diagnostics stay those of `parseAllDocuments`. test/config/yaml-fast.test.ts
  * compares both paths over the generated repository, the corpus and edge cases.
  */
-import { CST, Document, LineCounter, Parser } from "yaml";
+import { CST, Document, isScalar, LineCounter, Parser } from "yaml";
 import type { Position } from "./types.js";
 import type { ParsedDocument } from "./yaml-positions.js";
 
@@ -91,7 +91,9 @@ export function parseYamlFast(text: string): ParsedDocument[] | undefined {
     const str = res.value;
     for (const tag of scalarTags) {
       if (tag.test.test(str)) {
-        const v = tag.resolve(str, bail, tagOptions);
+        const res = tag.resolve(str, bail, tagOptions);
+        // Booleans come back as a Scalar node (to keep their source form); the composer takes its value.
+        const v = isScalar(res) ? res.value : res;
         if ((v !== null && typeof v === "object") || typeof v === "bigint") throw BAIL;
         return v;
       }
