@@ -268,26 +268,34 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
  * Returns `value` itself when it has no null entry (no copy).
  */
 function dropNulls(value: unknown, pointer: string, dropped: string[]): unknown {
+  // Plain loops, no entries arrays or closures: this runs over every spec, and most have no null.
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;
-    value.forEach((item, i) => {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (item === null || typeof item !== "object") continue;
       const v = dropNulls(item, `${pointer}/${i}`, dropped);
       if (v !== item) (out ??= [...(value as unknown[])])[i] = v;
-    });
+    }
     return out ?? value;
   }
   if (!isRecord(value)) return value;
-  const entries = Object.entries(value);
-  const at = (k: string): string => `${pointer}/${k.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+  const keys = Object.keys(value);
   // Copy only from the first changed entry on: most documents have no null and allocate nothing.
   let out: Record<string, unknown> | undefined;
-  for (const [i, [k, item]] of entries.entries()) {
-    if (item === null) dropped.push(at(k));
-    const v = item === null || typeof item !== "object" ? item : dropNulls(item, at(k), dropped);
-    if (out === undefined && (item === null || v !== item)) out = Object.fromEntries(entries.slice(0, i));
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    const item = value[k];
+    if (item === null) dropped.push(escapedChild(pointer, k));
+    const v = item === null || typeof item !== "object" ? item : dropNulls(item, escapedChild(pointer, k), dropped);
+    if (out === undefined && (item === null || v !== item)) out = Object.fromEntries(keys.slice(0, i).map((key) => [key, value[key]]));
     if (out !== undefined && item !== null) out[k] = v;
   }
   return out ?? value;
+}
+
+function escapedChild(pointer: string, key: string): string {
+  return `${pointer}/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`;
 }
 
 function stringMap(

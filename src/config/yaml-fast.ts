@@ -49,21 +49,30 @@ export function parseYamlFast(text: string): ParsedDocument[] | undefined {
   const parser = new Parser(lineCounter.addNewLine);
   const docs: ParsedDocument[] = [];
   const lineStarts = lineCounter.lineStarts;
-  const at = (offset: number): Position => {
-    const p = lineCounter.linePos(offset);
-    return [p.line, p.col];
-  };
-  const column = (offset: number): number => {
-    // lineStarts is complete for every offset already parsed (tokens are walked after parsing).
-    let lo = 0;
-    let hi = lineStarts.length;
-    while (lo + 1 < hi) {
-      const mid = (lo + hi) >> 1;
-      if (lineStarts[mid]! <= offset) lo = mid;
-      else hi = mid;
+  // Lines of the offsets walked, which mostly ascend: a cursor, and a binary search when it moves back.
+  // (Same answer as LineCounter.linePos: the parser records line 1 at offset 0.)
+  let cursor = 0;
+  const lineIndex = (offset: number): number => {
+    const n = lineStarts.length;
+    if (lineStarts[cursor]! > offset) {
+      let lo = 0;
+      let hi = cursor;
+      while (lo + 1 < hi) {
+        const mid = (lo + hi) >> 1;
+        if (lineStarts[mid]! <= offset) lo = mid;
+        else hi = mid;
+      }
+      cursor = lo;
+    } else {
+      while (cursor + 1 < n && lineStarts[cursor + 1]! <= offset) cursor++;
     }
-    return offset - lineStarts[lo]!;
+    return cursor;
   };
+  const at = (offset: number): Position => {
+    const i = lineIndex(offset);
+    return [i + 1, offset - lineStarts[i]! + 1];
+  };
+  const column = (offset: number): number => offset - lineStarts[lineIndex(offset)]!;
   const commentOk = (tok: SourceToken): boolean => {
     if (tok.type !== "comment") return true;
     const prev = tok.offset === 0 ? "\n" : text[tok.offset - 1];
