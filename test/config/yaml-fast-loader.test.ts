@@ -8,6 +8,7 @@ import { generateConfigRepo } from "../../bench/config/generate-config-repo.js";
 import type * as ConfigModule from "../../src/config/index.js";
 import type { SourceFile } from "../../src/config/index.js";
 import { corpusSets } from "../corpus/corpus.js";
+import { createRandom } from "../helpers/random.js";
 
 async function loaders(): Promise<{ fast: typeof ConfigModule; composer: typeof ConfigModule }> {
   const fast = await import("../../src/config/index.js");
@@ -19,15 +20,6 @@ async function loaders(): Promise<{ fast: typeof ConfigModule; composer: typeof 
   return { fast, composer };
 }
 
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("the loader with and without the YAML fast path", () => {
   it("gives the same state and diagnostics", async () => {
@@ -44,7 +36,7 @@ describe("the loader with and without the YAML fast path", () => {
     const sets = corpusSets();
     for (const s of sets) same(s.files);
 
-    const next = rng(7);
+    const next = createRandom(7);
     const inserts = [" ", "\t", ":", "- ", "#", "'", "\n", "[", "{", "&a ", "*a", "~", "null", "x"];
     let diagnostics = 0;
     for (const s of sets) {

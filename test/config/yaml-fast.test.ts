@@ -10,6 +10,7 @@ import { FLEET_PRESETS } from "../../bench/fleet/presets.js";
 import { parseYamlFast } from "../../src/config/yaml-fast.js";
 import { parseYamlDocuments } from "../../src/config/yaml-positions.js";
 import { corpusSets } from "../corpus/corpus.js";
+import { createRandom } from "../helpers/random.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -34,16 +35,6 @@ function yamlFilesUnder(dir: string): string[] {
   return out;
 }
 
-/** A small deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("the YAML fast path", () => {
   it("answers for every generated file, as the composer would", () => {
@@ -91,7 +82,7 @@ describe("the YAML fast path", () => {
   });
 
   it("agrees or declines on thousands of random one-character edits of real files", () => {
-    const next = rng(20);
+    const next = createRandom(20);
     const sources = generateConfigRepo({ objects: 40, docsPerFile: 4 }).map((f) => f.content);
     const corpus = corpusSets().flatMap((s) => s.files.map((f) => Buffer.from(f.content).toString("utf8")));
     for (let i = 0; i < 40; i++) sources.push(corpus[Math.floor(next() * corpus.length)]!);
