@@ -11,8 +11,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, posix, resolve } from "node:path";
 import git, { Errors, type GitAuth } from "isomorphic-git";
-import http from "isomorphic-git/http/node";
-import { createTreeWriter, openObjectStore } from "../git-sync/index.js";
+import { createTreeWriter, openObjectStore, withIdleTimeout } from "../git-sync/index.js";
+
+/** isomorphic-git's HTTP client with an idle timeout: a Git server that stops answering fails the command instead of hanging it. */
+const http = withIdleTimeout();
 
 export interface RepoAuthor {
   readonly name: string;

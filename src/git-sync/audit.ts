@@ -24,13 +24,13 @@ import * as nodeFs from "node:fs";
 import { dirname, join } from "node:path";
 import * as git from "isomorphic-git";
 import type { FsClient, GitAuth, HttpClient } from "isomorphic-git";
-import nodeHttp from "isomorphic-git/http/node";
 import { canonicalJson, canonicalYaml, describeError, type Logger } from "../core/index.js";
 import { AuditPushConflictError, classifyGitError } from "./errors.js";
 import { hasObject, openObjectStore, readBlobContent, readTreeEntries, type ObjectStore, type TreeEntry } from "./objects.js";
 import { withBackoff, type BackoffOptions } from "./retry.js";
 import { createTreeWriter, pacer, type PathChange } from "./tree-writer.js";
 import { splitCredentials, type GitCredentials } from "./source.js";
+import { withIdleTimeout } from "./http-client.js";
 
 /** A rendered Kubernetes object (plain data; translate's IstioResource fits). Serialised whole. */
 export interface RenderedResource {
@@ -136,7 +136,7 @@ function segment(s: string): string {
 
 export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   const fs = options.fs ?? nodeFs;
-  const http = options.http ?? nodeHttp;
+  const http = options.http ?? withIdleTimeout();
   const branch = options.branch ?? "gitmesh/rendered";
   const fullRef = `refs/heads/${branch}`;
   const identity = options.identity ?? { name: "gitmesh", email: "gitmesh@localhost" };

@@ -89,3 +89,4 @@ export {
 } from "./diff-report.js";
 export { ALLOW_DELETION_TRAILER, allowedDeletions, commitTrailers } from "./trailers.js";
 export { createCommitVerifier, parseAllowedSigners, splitSignedCommit, verifySshSignature, type CommitVerifier, type CommitVerifierOptions, type Verdict } from "./signatures.js";
+export { GIT_HTTP_IDLE_TIMEOUT_MS, GitHttpTimeoutError, withIdleTimeout } from "./http-client.js";

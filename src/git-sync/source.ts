@@ -8,12 +8,12 @@ import * as nodeFs from "node:fs";
 import { join } from "node:path";
 import * as git from "isomorphic-git";
 import type { FsClient, GitAuth, HttpClient } from "isomorphic-git";
-import nodeHttp from "isomorphic-git/http/node";
 import { formatDiagnostic, hasErrors, Severity, stripCredentials, sortDiagnostics, describeError, type Diagnostic, type Logger } from "../core/index.js";
-import { classifyGitError, CommitNotYetVisibleError, GitRefNotFoundError } from "./errors.js";
+import { classifyGitError, CommitNotYetVisibleError, GitRefNotFoundError, GitTransportError } from "./errors.js";
 import { diffTrees, hasObject as hasStoredObject, listBlobs, openObjectStore, peelToCommit, readBlobContent, readCommitSummary, readRawCommit, subtreeOid, type BlobEntry, type CommitSummary, type ObjectStore, type PathFilter } from "./objects.js";
 import { withBackoff, type BackoffOptions } from "./retry.js";
 import { splitSignedCommit, type CommitVerifier } from "./signatures.js";
+import { idleTimeoutsOf, withIdleTimeout } from "./http-client.js";
 
 /** A file handed to the loader; structurally a `SourceFile` of src/config. */
 export interface GitSourceFile {
@@ -66,7 +66,7 @@ export interface GitSourceOptions<S> {
   readonly logger: Logger;
   /** Retry policy for fetches (defaults of `withBackoff`: 5 attempts from 500 ms). */
   readonly retry?: BackoffOptions;
-  /** File system and HTTP client for isomorphic-git (defaults: node:fs, isomorphic-git/http/node). */
+  /** File system and HTTP client for isomorphic-git (defaults: node:fs, isomorphic-git/http/node with an idle timeout: http-client.ts). */
   readonly fs?: FsClient;
   readonly http?: HttpClient;
   readonly now?: () => number;
@@ -146,7 +146,7 @@ interface Good<S> {
 
 export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
   const fs = options.fs ?? nodeFs;
-  const http = options.http ?? nodeHttp;
+  const http = options.http ?? withIdleTimeout();
   const ref = options.ref ?? "main";
   const subPath = (options.subPath ?? "").replace(/^\/+|\/+$/g, "");
   const include = options.include ?? defaultInclude;
@@ -231,7 +231,11 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
     }
     const wanted = hint.sha?.toLowerCase();
     if (wanted !== undefined && good?.commit.oid === wanted) return wanted;
+    const before = idleTimeoutsOf(http).count;
     const fetched = await fetchRef(ref);
+    // An advertisement cut short by the idle timeout reads as "no refs": say what happened.
+    const stalled = idleTimeoutsOf(http);
+    if (fetched === undefined && stalled.count > before && stalled.last !== undefined) throw new GitTransportError(`fetching ${ref} from ${remote.url}: ${stalled.last.message}`, { cause: stalled.last });
     if (fetched === undefined) throw new GitRefNotFoundError(`${remote.url} is empty; push a commit to ${ref}`);
     const tip = await peelToCommit(store, fetched);
     if (wanted === undefined || wanted === tip) return tip;
