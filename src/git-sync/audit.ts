@@ -30,9 +30,7 @@ import { hasObject, openObjectStore, readBlobContent, readTreeEntries, type Obje
 import { withBackoff, type BackoffOptions } from "./retry.js";
 import { createTreeWriter, pacer, type PathChange } from "./tree-writer.js";
 import { splitCredentials, type GitCredentials } from "./source.js";
-import { GIT_HTTP_IDLE_TIMEOUT_MS, withIdleTimeout } from "./http-client.js";
-import { createObjectReader } from "./object-reader.js";
-import { pushPack } from "./pack-push.js";
+import { withIdleTimeout } from "./http-client.js";
 
 /** A rendered Kubernetes object (plain data; translate's IstioResource fits). Serialised whole. */
 export interface RenderedResource {
@@ -139,8 +137,6 @@ function segment(s: string): string {
 export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   const fs = options.fs ?? nodeFs;
   const http = options.http ?? withIdleTimeout();
-  /** Pushes go out as one pack over node:http(s) unless a caller brought its own HTTP client (and file system) for isomorphic-git. */
-  const ownHttp = options.http === undefined && options.fs === undefined;
   const branch = options.branch ?? "gitmesh/rendered";
   const fullRef = `refs/heads/${branch}`;
   const identity = options.identity ?? { name: "gitmesh", email: "gitmesh@localhost" };
@@ -195,12 +191,6 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
     await git.writeRef({ fs, gitdir, ref: fullRef, value: commit, force: true });
     // a lost race (non-fast-forward, or the server's ref lock) is an answer, not a transport failure
     return transport(`pushing ${branch} to ${remote.url}`, async () => {
-      if (ownHttp) {
-        // One pack, one request (pack-push.ts); a refused update is a race, as below.
-        const pushed = await pushPack({ url: remote.url, auth: credentials, ref: fullRef, old: base, commit, reader: createObjectReader(gitdir), idleMs: GIT_HTTP_IDLE_TIMEOUT_MS });
-        if (pushed.kind === "rejected") log.debug("audit push refused by the server; rebuilding on its tip", { branch, reason: pushed.reason });
-        return pushed.kind === "pushed";
-      }
       try {
         await git.push({ fs, http, gitdir, url: remote.url, ref: fullRef, remoteRef: fullRef, cache: store.cache, onAuthFailure: () => ({ cancel: true }), ...auth });
         return true;
