@@ -61,10 +61,12 @@ export function withIdleTimeout(idleMs: number = GIT_HTTP_IDLE_TIMEOUT_MS, base:
         controller.abort();
       };
       timedOut.catch(() => undefined);
-      let timer = setTimeout(expire, idleMs);
+      // Unref'd: a request in flight keeps the process alive by its socket; an answer whose body nobody
+      // reads (isomorphic-git leaves a 401's) must not keep it alive for the idle time.
+      let timer = setTimeout(expire, idleMs).unref();
       const moved = () => {
         clearTimeout(timer);
-        timer = setTimeout(expire, idleMs);
+        timer = setTimeout(expire, idleMs).unref();
       };
       const done = () => clearTimeout(timer);
       // A caller's own signal still cancels the request.
