@@ -131,15 +131,11 @@ describe("gitmesh worker: SIGTERM with a job in hand", () => {
     expect(out).toContain('"msg":"worker stopped"');
     expect(out).not.toContain("jobs still running at the end of the shutdown grace period");
     expect(out).not.toContain('"msg":"job failed"');
-    // The jobs it held are done: not running, not queued again, and (removeOnComplete) gone from Redis.
+    // The jobs it held are done: none is still active (a job let go unfinished would stay active, its lock
+    // held, until stalled-job recovery). Done means completed (removed), or handed back to wait for a busy
+    // unit (delayed); the pipeline may also have enqueued the same unit again under the same id since.
     const active = await activeJobs(prefix);
-    const waiting = await waitingJobs(prefix);
-    for (const job of held) {
-      expect(active, job).not.toContain(job);
-      expect(waiting, job).not.toContain(job);
-      const [type, id] = job.split(":") as [string, string];
-      expect(await client.exists(`${prefix}:bull:${type}:${id}`), job).toBe(0);
-    }
+    for (const job of held) expect(active, job).not.toContain(job);
 
     await convergeWithAnotherWorker(prefix, server, sink, state);
   }, 240_000);
