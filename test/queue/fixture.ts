@@ -1,6 +1,7 @@
 /** The bookinfo example (examples/repo-layout + examples/discovery) as pipeline inputs. */
 import { loadDesiredState, readConfigDirectory, updateDesiredState, type DesiredState, type SourceFile } from "../../src/config/index.js";
-import { readDiscoveryDirectory, type DiscoverySnapshot } from "../../src/discovery/index.js";
+import { readDiscoveryDirectory, snapshotChecksum, type DiscoverySnapshot } from "../../src/discovery/index.js";
+import { createMemoryStore } from "../../src/store/index.js";
 import { translateAll } from "../../src/translate/index.js";
 import type { OutputEvent } from "../../src/queue/index.js";
 
@@ -18,6 +19,15 @@ export async function loadFixture(): Promise<Fixture> {
 }
 
 /** The fault-injection policy of bookinfo-backends with another delay: a one-workspace change. */
+/** The fixture in a memory store, as the pipeline leaves it after commit c1 and every cluster's first discovery. */
+export async function seededMemoryStore() {
+  const f = await loadFixture();
+  const store = createMemoryStore();
+  await store.putDesired({ commit: "c1", ref: "main", generation: 1, state: f.state, changedKeys: [], atMs: 1 });
+  for (const [cluster, snapshot] of f.discovery) await store.putDiscovery({ cluster, checksum: snapshotChecksum(snapshot), snapshot, atMs: 1 });
+  return { f, store };
+}
+
 export function faultInjectionChange(f: Fixture, delay = "3s") {
   const file = f.files.find((x) => x.path.endsWith("fault-injection.yaml"))!;
   const content = (typeof file.content === "string" ? file.content : new TextDecoder().decode(file.content)).replace("fixedDelay: 2s", `fixedDelay: ${delay}`);

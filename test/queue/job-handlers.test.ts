@@ -2,20 +2,16 @@
 import { describe, expect, it } from "vitest";
 import { RetryLaterError, silentLogger } from "../../src/core/index.js";
 import { workspaceNames } from "../../src/config/index.js";
-import { snapshotChecksum } from "../../src/discovery/index.js";
 import { assembleCluster, translateWorkspace } from "../../src/translate/index.js";
-import { createMemoryStore, type OutputRecord, type SnapshotStore } from "../../src/store/index.js";
+import type { OutputRecord, SnapshotStore } from "../../src/store/index.js";
 import { createInputCache } from "../../src/queue/input-cache.js";
 import { createJobHandlers } from "../../src/queue/job-handlers.js";
 import { createPipelineMetrics } from "../../src/queue/metrics.js";
 import type { JobEvent, JobSpec } from "../../src/queue/runner.js";
-import { loadFixture } from "./fixture.js";
+import { seededMemoryStore } from "./fixture.js";
 
 async function setup() {
-  const f = await loadFixture();
-  const store = createMemoryStore();
-  await store.putDesired({ commit: "c1", ref: "main", generation: 1, state: f.state, changedKeys: [], atMs: 1 });
-  for (const [cluster, snapshot] of f.discovery) await store.putDiscovery({ cluster, checksum: snapshotChecksum(snapshot), snapshot, atMs: 1 });
+  const { f, store } = await seededMemoryStore();
   const jobs: JobSpec[] = [];
   const announced: OutputRecord[] = [];
   const reassessed: { stamp: string; all: boolean }[] = [];

@@ -2,22 +2,18 @@
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/core/index.js";
 import { workspaceNames } from "../../src/config/index.js";
-import { snapshotChecksum } from "../../src/discovery/index.js";
 import { affectedWorkspaces, type DiscoveryMap } from "../../src/translate/index.js";
-import { createMemoryStore, type OutputRecord } from "../../src/store/index.js";
+import type { OutputRecord } from "../../src/store/index.js";
 import { createInputCache } from "../../src/queue/input-cache.js";
 import { createScheduler } from "../../src/queue/scheduler.js";
 import type { JobSpec } from "../../src/queue/runner.js";
-import { faultInjectionChange, loadFixture } from "./fixture.js";
+import { faultInjectionChange, seededMemoryStore } from "./fixture.js";
 
 const output = (cluster: string, extra: Partial<OutputRecord> = {}): OutputRecord => ({ cluster, version: 1, sourceCommit: "c1", hash: "h", resources: [], complete: true, diagnostics: [], atMs: 1, ...extra });
 const noJobs = () => Promise.resolve({ workspace: 0, cluster: 0 });
 
 async function setup() {
-  const f = await loadFixture();
-  const store = createMemoryStore();
-  await store.putDesired({ commit: "c1", ref: "main", generation: 1, state: f.state, changedKeys: [], atMs: 1 });
-  for (const [cluster, snapshot] of f.discovery) await store.putDiscovery({ cluster, checksum: snapshotChecksum(snapshot), snapshot, atMs: 1 });
+  const { f, store } = await seededMemoryStore();
   const jobs: JobSpec[] = [];
   const scheduler = createScheduler({
     store: () => store,
