@@ -10,7 +10,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { createAgentMetrics, createApplier, createConnectionPool, createInventory, createKubeClient, withFieldOwner, type KubeObject } from "../../src/agent/index.js";
-import { forge, forgePublicKeyOf, generateRsaKeyPem, randomSerial, signNatively } from "../../src/pki/index.js";
+import { selfSigned } from "../helpers/self-signed.js";
 import { eventually, startKube, type StartedKube } from "../helpers/kube.js";
 import { dr, output, vs } from "./helpers.js";
 import { startStallProxy } from "./stall-proxy.js";
@@ -108,21 +108,7 @@ describe("agent connections to the API server", () => {
   });
 
   it("over TLS: one handshake per pooled socket, not per request", async () => {
-    const keyPem = await generateRsaKeyPem(2048);
-    const cert = forge.pki.createCertificate();
-    cert.publicKey = forgePublicKeyOf(keyPem);
-    cert.serialNumber = randomSerial();
-    cert.validity.notBefore = new Date(Date.now() - 60_000);
-    cert.validity.notAfter = new Date(Date.now() + 3_600_000);
-    const name = [{ name: "commonName", value: "kube-emulator" }];
-    cert.setSubject(name);
-    cert.setIssuer(name);
-    cert.setExtensions([
-      { name: "basicConstraints", cA: true },
-      { name: "subjectAltName", altNames: [{ type: 7, ip: "127.0.0.1" }] },
-    ]);
-    signNatively(cert, keyPem);
-    const certPem = forge.pki.certificateToPem(cert);
+    const { keyPem, certPem } = await selfSigned("kube-emulator", "127.0.0.1");
 
     // TLS in front of the emulator: each TLS connection is piped to a plain one.
     let handshakes = 0;

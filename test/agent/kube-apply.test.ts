@@ -12,7 +12,7 @@ import { KubeConfig, KubernetesObjectApi, PatchStrategy } from "@kubernetes/clie
 import { Registry } from "prom-client";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { APPLY_PATCH_CONTENT_TYPE, createAgentMetrics, createApplier, createInventory, createKubeClient, FIELD_MANAGER, messageOf, statusOf, withFieldOwner, type KubeObject } from "../../src/agent/index.js";
-import { forge, forgePublicKeyOf, generateRsaKeyPem, randomSerial, signNatively } from "../../src/pki/index.js";
+import { selfSigned } from "../helpers/self-signed.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
 import { output, vs } from "./helpers.js";
 
@@ -51,21 +51,6 @@ interface Seen {
   readonly body: string;
   /** Common name of the client certificate the TLS connection presented. */
   readonly clientCn: string | undefined;
-}
-
-async function selfSigned(cn: string, ip?: string): Promise<{ keyPem: string; certPem: string }> {
-  const keyPem = await generateRsaKeyPem(2048);
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forgePublicKeyOf(keyPem);
-  cert.serialNumber = randomSerial();
-  cert.validity.notBefore = new Date(Date.now() - 60_000);
-  cert.validity.notAfter = new Date(Date.now() + 3_600_000);
-  const name = [{ name: "commonName", value: cn }];
-  cert.setSubject(name);
-  cert.setIssuer(name);
-  cert.setExtensions([{ name: "basicConstraints", cA: true }, ...(ip === undefined ? [] : [{ name: "subjectAltName", altNames: [{ type: 7, ip }] }])]);
-  signNatively(cert, keyPem);
-  return { keyPem, certPem: forge.pki.certificateToPem(cert) };
 }
 
 let kube: StartedKube;
