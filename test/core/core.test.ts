@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   canonicalJson,
+  canonicalObject,
   canonicalYaml,
   createLogger,
   createMemoryLogger,
@@ -10,6 +11,7 @@ import {
   reactionOf,
   RetryLaterError,
   sortDiagnostics,
+  sortedKeys,
   stripCredentials,
   TransientError,
   type Diagnostic,
@@ -26,6 +28,30 @@ describe("canonical serialisation", () => {
 
   it("does not put apiVersion first below the top level", () => {
     expect(canonicalJson({ spec: { kind: 1, a: 2 } })).toBe('{"spec":{"a":2,"kind":1}}');
+  });
+
+  it("shares what is already canonical and copies only the levels that are not", () => {
+    const leaf = { a: 1, b: [{ x: 1 }] };
+    const sorted = { apiVersion: "v1", kind: "K", metadata: { name: "n" }, spec: { leaf, z: 2 } };
+    expect(canonicalObject(sorted)).toBe(sorted);
+    const unsorted = { apiVersion: "v1", kind: "K", metadata: { name: "n" }, spec: { z: 2, leaf } };
+    const c = canonicalObject(unsorted);
+    expect(c).not.toBe(unsorted);
+    expect(c.spec).not.toBe(unsorted.spec);
+    expect(c.spec.leaf).toBe(leaf);
+    expect(c.metadata).toBe(unsorted.metadata);
+    expect(JSON.stringify(c)).toBe(canonicalJson(unsorted));
+    const dropped = canonicalObject({ spec: { a: 1, b: undefined } });
+    expect(JSON.stringify(dropped)).toBe('{"spec":{"a":1}}');
+  });
+
+  it("sortedKeys orders one level: the object itself when in order, else a shallow copy", () => {
+    const inOrder = { a: 1, b: { d: 1, c: 2 } };
+    expect(sortedKeys(inOrder)).toBe(inOrder);
+    const child = { d: 1, c: 2 };
+    const out = sortedKeys({ b: child, a: 1, c: undefined });
+    expect(Object.keys(out)).toEqual(["a", "b"]);
+    expect(out.b).toBe(child);
   });
 });
 
