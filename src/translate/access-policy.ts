@@ -232,9 +232,9 @@ function ruleOf(ctx: WorkspaceContext, ap: InputObject, raw: unknown, path: stri
   if (remote.length > 0) source.remoteIpBlocks = remote;
   const operation: Record<string, unknown> = {};
   const paths = strings(e.allowedPaths);
-  if (paths.length > 0) operation.paths = paths;
   const methods = strings(e.allowedMethods);
   if (methods.length > 0) operation.methods = methods;
+  if (paths.length > 0) operation.paths = paths;
   const when: Record<string, unknown>[] = [];
   const headers = asRecord(asRecord(asRecord(e.match).request).headers);
   for (const name of Object.keys(headers).sort(cmpStr)) {

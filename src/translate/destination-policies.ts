@@ -22,6 +22,7 @@
  * Services (name from `serviceDestinationRuleName`, so that route subsets can merge into it).
  */
 import { Severity, type Diagnostic } from "../core/index.js";
+import { sortedKeys } from "./canonical.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
 import { consumersOf,
   DestinationCode,
@@ -244,9 +245,9 @@ export function destinationTrafficPolicy(
   const uniform = perPort.every((p) => JSON.stringify(p) === first);
   if (uniform) {
     const tp = perPort[0] ?? {};
-    return { trafficPolicy: Object.keys(tp).length === 0 ? undefined : tp, policies };
+    return { trafficPolicy: Object.keys(tp).length === 0 ? undefined : sortedKeys(tp), policies };
   }
-  const levels = ports.flatMap((port, i) => (Object.keys(perPort[i] ?? {}).length === 0 ? [] : [{ port: { number: port }, ...perPort[i] }]));
+  const levels = ports.flatMap((port, i) => (Object.keys(perPort[i] ?? {}).length === 0 ? [] : [sortedKeys({ port: { number: port }, ...perPort[i] })]));
   return { trafficPolicy: { portLevelSettings: levels }, policies };
 }
 
@@ -355,63 +356,69 @@ function duration(ctx: WorkspaceContext, policy: InputObject, v: unknown, path: 
 
 function outlierFields(ctx: WorkspaceContext, policy: InputObject, config: Record<string, unknown>): { fields: TrafficPolicy; diagnostics: Diagnostic[] } {
   const diagnostics = reportUnsupported(ctx, policy, config, "/spec/config", ["consecutiveErrors", "interval", "baseEjectionTime", "maxEjectionPercent", "consecutiveGatewayErrors"]);
-  const od: Record<string, unknown> = {
-    consecutive5xxErrors: asNumber(config.consecutiveErrors) ?? OUTLIER_DEFAULTS.consecutiveErrors,
-    interval: duration(ctx, policy, config.interval, "/spec/config/interval", diagnostics) ?? OUTLIER_DEFAULTS.interval,
-    baseEjectionTime: duration(ctx, policy, config.baseEjectionTime, "/spec/config/baseEjectionTime", diagnostics) ?? OUTLIER_DEFAULTS.baseEjectionTime,
-  };
+  const consecutive5xxErrors = asNumber(config.consecutiveErrors) ?? OUTLIER_DEFAULTS.consecutiveErrors;
+  const interval = duration(ctx, policy, config.interval, "/spec/config/interval", diagnostics) ?? OUTLIER_DEFAULTS.interval;
+  const baseEjectionTime = duration(ctx, policy, config.baseEjectionTime, "/spec/config/baseEjectionTime", diagnostics) ?? OUTLIER_DEFAULTS.baseEjectionTime;
   const max = asNumber(config.maxEjectionPercent);
-  // 0 means "unset" in the proto: leave it to Istio's default (10%) rather than forbidding ejection.
-  if (max === undefined) od.maxEjectionPercent = OUTLIER_DEFAULTS.maxEjectionPercent;
-  else if (max > 0) od.maxEjectionPercent = Math.min(100, max);
   const gw = asNumber(config.consecutiveGatewayErrors);
-  if (gw !== undefined) od.consecutiveGatewayErrors = gw;
+  // Keys in canonical (code-unit) order. maxEjectionPercent 0 means "unset" in the proto: leave it to
+  // Istio's default (10%) rather than forbidding ejection.
+  const od: Record<string, unknown> = {
+    baseEjectionTime,
+    consecutive5xxErrors,
+    ...(gw === undefined ? {} : { consecutiveGatewayErrors: gw }),
+    interval,
+    ...(max === undefined ? { maxEjectionPercent: OUTLIER_DEFAULTS.maxEjectionPercent } : max > 0 ? { maxEjectionPercent: Math.min(100, max) } : {}),
+  };
   return { fields: { outlierDetection: od }, diagnostics };
 }
 
 function connectionFields(ctx: WorkspaceContext, policy: InputObject, config: Record<string, unknown>): { fields: TrafficPolicy; diagnostics: Diagnostic[] } {
   const diagnostics = reportUnsupported(ctx, policy, config, "/spec/config", ["tcp", "http"]);
-  const pool: Record<string, unknown> = {};
+  // Every object below gets its fields in canonical (code-unit) key order: its canonical form is itself.
+  let tcp: Record<string, unknown> | undefined;
   const tcpIn = asRecord(config.tcp);
   if (config.tcp !== undefined) {
     diagnostics.push(...reportUnsupported(ctx, policy, tcpIn, "/spec/config/tcp", ["tcpKeepalive", "maxConnections", "connectTimeout"]));
-    const tcp: Record<string, unknown> = {};
     const max = asNumber(tcpIn.maxConnections);
-    if (max !== undefined) tcp.maxConnections = max;
     const ct = duration(ctx, policy, tcpIn.connectTimeout, "/spec/config/tcp/connectTimeout", diagnostics);
-    if (ct !== undefined) tcp.connectTimeout = ct;
+    let keepalive: Record<string, unknown> | undefined;
     if (tcpIn.tcpKeepalive !== undefined) {
       const ka = asRecord(tcpIn.tcpKeepalive);
-      const out: Record<string, unknown> = {};
       const probes = asNumber(ka.probes);
-      if (probes !== undefined) out.probes = probes;
       const time = duration(ctx, policy, ka.time, "/spec/config/tcp/tcpKeepalive/time", diagnostics);
-      if (time !== undefined) out.time = time;
       const interval = duration(ctx, policy, ka.interval, "/spec/config/tcp/tcpKeepalive/interval", diagnostics);
-      if (interval !== undefined) out.interval = interval;
-      tcp.tcpKeepalive = out;
+      keepalive = {
+        ...(interval === undefined ? {} : { interval }),
+        ...(probes === undefined ? {} : { probes }),
+        ...(time === undefined ? {} : { time }),
+      };
     }
-    pool.tcp = tcp;
+    tcp = {
+      ...(ct === undefined ? {} : { connectTimeout: ct }),
+      ...(max === undefined ? {} : { maxConnections: max }),
+      ...(keepalive === undefined ? {} : { tcpKeepalive: keepalive }),
+    };
   }
+  let http: Record<string, unknown> | undefined;
   if (config.http !== undefined) {
     const httpIn = asRecord(config.http);
     diagnostics.push(...reportUnsupported(ctx, policy, httpIn, "/spec/config/http", ["maxRequestsPerConnection", "maxRetries", "maxRequests", "maxPendingRequests", "idleTimeout"]));
-    const http: Record<string, unknown> = {};
-    const map = [
-      ["maxRequestsPerConnection", "maxRequestsPerConnection"],
-      ["maxRetries", "maxRetries"],
-      ["maxRequests", "http2MaxRequests"],
-      ["maxPendingRequests", "http1MaxPendingRequests"],
-    ] as const;
-    for (const [from, to] of map) {
-      const v = asNumber(httpIn[from]);
-      if (v !== undefined) http[to] = v;
-    }
     const idle = duration(ctx, policy, httpIn.idleTimeout, "/spec/config/http/idleTimeout", diagnostics);
-    if (idle !== undefined) http.idleTimeout = idle;
-    pool.http = http;
+    const pending = asNumber(httpIn.maxPendingRequests);
+    const requests = asNumber(httpIn.maxRequests);
+    const perConnection = asNumber(httpIn.maxRequestsPerConnection);
+    const retries = asNumber(httpIn.maxRetries);
+    http = {
+      ...(pending === undefined ? {} : { http1MaxPendingRequests: pending }),
+      ...(requests === undefined ? {} : { http2MaxRequests: requests }),
+      ...(idle === undefined ? {} : { idleTimeout: idle }),
+      ...(perConnection === undefined ? {} : { maxRequestsPerConnection: perConnection }),
+      ...(retries === undefined ? {} : { maxRetries: retries }),
+    };
   }
-  return { fields: Object.keys(pool).length === 0 ? {} : { connectionPool: pool }, diagnostics };
+  if (tcp === undefined && http === undefined) return { fields: {}, diagnostics };
+  return { fields: { connectionPool: { ...(http === undefined ? {} : { http }), ...(tcp === undefined ? {} : { tcp }) } }, diagnostics };
 }
 
 const SIMPLE_LB = ["RANDOM", "PASSTHROUGH", "ROUND_ROBIN", "LEAST_REQUEST"] as const;

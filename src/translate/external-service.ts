@@ -141,14 +141,15 @@ function translateOne(ctx: WorkspaceContext, es: InputObject): TranslatorOutput 
         kind: "ServiceEntry",
         metadata: meta(name),
         spec: {
-          hosts,
+          // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
           ...(addresses.length > 0 ? { addresses } : {}),
-          ports: sePorts,
-          location: "MESH_EXTERNAL",
-          resolution: wildcard ? "NONE" : endpoints?.resolution ?? "DNS",
           ...(endpoints !== undefined ? { endpoints: endpoints.endpoints } : {}),
-          ...(sans.length > 0 ? { subjectAltNames: sans } : {}),
           exportTo: seExport,
+          hosts,
+          location: "MESH_EXTERNAL",
+          ports: sePorts,
+          resolution: wildcard ? "NONE" : endpoints?.resolution ?? "DNS",
+          ...(sans.length > 0 ? { subjectAltNames: sans } : {}),
         },
       },
     });

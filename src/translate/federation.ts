@@ -76,6 +76,14 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
       const clients = new Set<string>();
       for (const w of [ws.name, ...consumers]) for (const c of ctx.index.workspaces.get(w)?.clusters ?? []) clients.add(c);
       const remoteEps = eastWestEndpoints(ctx, svcCluster, false);
+      // The same for every client cluster: built once, shared (rendered objects are never mutated).
+      const portNames = sePorts.map((p) => p.name).sort(cmpStr);
+      const remoteEndpoints = remoteEps.map((ep) => ({
+        address: ep.address,
+        ...(ep.locality === undefined ? {} : { locality: ep.locality }),
+        ports: Object.fromEntries(portNames.map((n) => [n, ep.port])),
+      }));
+      const remoteResolution = remoteEps.every((e) => isIpAddress(e.address)) ? "STATIC" : "DNS";
       const name = stableName("federation", svc.name, svc.namespace, svcCluster, ws.name);
       const parent = { kind: "Service", name: svc.name, namespace: svc.namespace, cluster: svcCluster, ...(settings === undefined ? {} : { file: settings.source.file }) };
       for (const cluster of [...clients].sort(cmpStr)) {
@@ -89,24 +97,17 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
         const exportList = [...exportTo].sort(cmpStr);
         const namespace = local || exportList.includes(svc.namespace) ? svc.namespace : exportList[0];
         if (namespace === undefined) continue;
+        // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
         const seSpec: Record<string, unknown> = {
-          hosts: [host],
           ...(address === undefined ? {} : { addresses: [address] }),
-          ports: sePorts,
-          location: "MESH_INTERNAL",
+          ...(local ? {} : { endpoints: remoteEndpoints }),
           exportTo: exportList,
+          hosts: [host],
+          location: "MESH_INTERNAL",
+          ports: sePorts,
+          resolution: local ? "STATIC" : remoteResolution,
+          ...(local ? { workloadSelector: { labels: svc.selector ?? {} } } : {}),
         };
-        if (local) {
-          seSpec.resolution = "STATIC";
-          seSpec.workloadSelector = { labels: svc.selector ?? {} };
-        } else {
-          seSpec.resolution = remoteEps.every((e) => isIpAddress(e.address)) ? "STATIC" : "DNS";
-          seSpec.endpoints = remoteEps.map((ep) => ({
-            address: ep.address,
-            ports: Object.fromEntries(sePorts.map((p) => [p.name, ep.port])),
-            ...(ep.locality === undefined ? {} : { locality: ep.locality }),
-          }));
-        }
         const meta = outputMetadata(name, namespace, cluster, ws.name, parent);
         resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", metadata: meta, spec: seSpec } });
         resources.push({

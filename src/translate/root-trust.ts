@@ -265,19 +265,20 @@ export function translateRootTrust(ctx: WorkspaceContext): TranslatorOutput {
       kind: ISSUED_CERTIFICATE_KIND,
       metadata: outputMetadata(stableName("istiod", mesh.revision, mesh.namespace, mesh.cluster), mesh.namespace, mesh.cluster, ws, ctx.parentOf(policy)),
       spec: {
-        hosts: [spiffe(mesh.trustDomain, mesh.namespace, mesh.istiodServiceAccount)],
-        secret: { name: "cacerts", namespace: mesh.namespace },
-        certOptions: {
-          ttlDays: asNumber(opts.ttlDays) || CERT_DEFAULTS.ttlDays,
-          rsaKeySizeBytes: asNumber(opts.rsaKeySizeBytes) || CERT_DEFAULTS.rsaKeySizeBytes,
-          orgName: asString(opts.orgName) || CERT_DEFAULTS.orgName,
-          ...(ratio !== undefined && ratio > 0 ? { secretRotationGracePeriodRatio: ratio } : {}),
-        },
-        ca: caRef(asRecord(config.mgmtServerCa), policyNamespace),
-        ...(passiveCas.length > 0 ? { passiveCas } : {}),
-        mesh: { cluster: mesh.cluster, namespace: mesh.namespace, revision: mesh.revision, trustDomain: mesh.trustDomain },
-        rootTrustPolicy: { name: policy.metadata.name, namespace: policyNamespace },
+        // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
         ...(config.autoRestartPods === true ? { autoRestartPods: true } : {}),
+        ca: caRef(asRecord(config.mgmtServerCa), policyNamespace),
+        certOptions: {
+          orgName: asString(opts.orgName) || CERT_DEFAULTS.orgName,
+          rsaKeySizeBytes: asNumber(opts.rsaKeySizeBytes) || CERT_DEFAULTS.rsaKeySizeBytes,
+          ...(ratio !== undefined && ratio > 0 ? { secretRotationGracePeriodRatio: ratio } : {}),
+          ttlDays: asNumber(opts.ttlDays) || CERT_DEFAULTS.ttlDays,
+        },
+        hosts: [spiffe(mesh.trustDomain, mesh.namespace, mesh.istiodServiceAccount)],
+        mesh: { cluster: mesh.cluster, namespace: mesh.namespace, revision: mesh.revision, trustDomain: mesh.trustDomain },
+        ...(passiveCas.length > 0 ? { passiveCas } : {}),
+        rootTrustPolicy: { name: policy.metadata.name, namespace: policyNamespace },
+        secret: { name: "cacerts", namespace: mesh.namespace },
       },
     };
     const issues = validateIssuedCertificate(resource);

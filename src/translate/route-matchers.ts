@@ -61,14 +61,11 @@ export function createQueryMatch(raw: unknown, path: string): { readonly name: s
 /** One Gloo matcher (+ optional source labels) → one Istio HTTPMatchRequest. */
 export function createMatch(raw: unknown, path: string, sourceLabels: Labels | undefined): MatchResult {
   const m = asRecord(raw);
-  const out: Record<string, unknown> = {};
-  const name = asString(m.name);
-  if (name !== undefined) out.name = name;
+  let uri: { uri: unknown; ignoreCase: boolean } | undefined;
   if (m.uri !== undefined) {
     const u = createUriMatch(m.uri, `${path}/uri`);
     if ("error" in u) return u;
-    out.uri = u.uri;
-    if (u.ignoreCase) out.ignoreUriCase = true;
+    uri = u;
   }
   const headers: Record<string, unknown> = {};
   const without: Record<string, unknown> = {};
@@ -77,20 +74,26 @@ export function createMatch(raw: unknown, path: string, sourceLabels: Labels | u
     if ("error" in r) return r;
     (r.invert ? without : headers)[r.name] = r.match;
   }
-  if (Object.keys(headers).length > 0) out.headers = headers;
-  if (Object.keys(without).length > 0) out.withoutHeaders = without;
   const query: Record<string, unknown> = {};
   for (const [i, q] of asArray(m.queryParameters).entries()) {
     const r = createQueryMatch(q, `${path}/queryParameters/${i}`);
     if ("error" in r) return r;
     query[r.name] = r.match;
   }
-  if (Object.keys(query).length > 0) out.queryParams = query;
+  // Fields set in canonical (code-unit) key order, so the output's canonical form is this object (no copy).
+  const out: Record<string, unknown> = {};
+  if (Object.keys(headers).length > 0) out.headers = headers;
+  if (uri?.ignoreCase === true) out.ignoreUriCase = true;
   const method = asString(m.method);
   if (method !== undefined) out.method = { exact: method.toUpperCase() };
+  const name = asString(m.name);
+  if (name !== undefined) out.name = name;
   const port = asNumber(m.port);
   if (port !== undefined) out.port = port;
+  if (Object.keys(query).length > 0) out.queryParams = query;
   if (sourceLabels !== undefined && Object.keys(sourceLabels).length > 0) out.sourceLabels = sourceLabels;
+  if (uri !== undefined) out.uri = uri.uri;
+  if (Object.keys(without).length > 0) out.withoutHeaders = without;
   return { match: out };
 }
 

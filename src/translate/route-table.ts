@@ -16,6 +16,7 @@
  *   layer (src/queue) keeps the objects it last published for that table in that cluster.
  */
 import { Severity, type Diagnostic } from "../core/index.js";
+import { sortedKeys } from "./canonical.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
 import { flattenRoutes, type FlatRoute } from "./delegation.js";
 import type { DiscoveredService, InputObject } from "./input.js";
@@ -179,11 +180,12 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
       } else if (blocked !== undefined) {
         // Fail closed: a route whose authorization cannot be rendered is not served.
         diagnostics.push(ctx.diag(authPolicy, TranslateCode.DestinationNotFound, Severity.Error, asRecord(asRecord(authPolicy.spec).config).server === undefined ? "/spec/config" : "/spec/config/server", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name}: ${blocked}; the route answers 403 in cluster "${target.cluster}" instead`));
-        http.push({ name: r.route.name, ...(r.route.match === undefined ? {} : { match: r.route.match }), directResponse: { status: 403, body: { string: EXT_AUTH_DENIED_BODY } } });
+        http.push({ directResponse: { body: { string: EXT_AUTH_DENIED_BODY }, status: 403 }, ...(r.route.match === undefined ? {} : { match: r.route.match }), name: r.route.name });
         continue;
       } else extAuth.set(String(r.route.name), authPolicy);
     }
-    http.push(r.route);
+    // Its fields come from the conversion and from route policies: brought to canonical key order here, once.
+    http.push(sortedKeys(r.route));
     resources.push(...r.subsets);
     const csrfPolicy = r.failed ? undefined : winningPolicy(ctx, fr, "CSRFPolicy");
     if (csrfPolicy !== undefined) {
@@ -471,6 +473,35 @@ export function splitWeights(given: readonly (number | undefined)[]): number[] |
 type Resolved = { readonly host: string; readonly port?: number; readonly service?: DiscoveredService } | { readonly error: string; readonly path: string; readonly code: string };
 
 /** A DestinationReference (Service, VirtualDestination or ExternalService) → Istio host and port, in one cluster. */
+function visibleService(ctx: WorkspaceContext, cluster: string, ns: string, name: string): DiscoveredService | undefined {
+  const svc = ctx.service(cluster, ns, name);
+  return svc !== undefined && ctx.serviceVisible(cluster, svc) ? svc : undefined;
+}
+
+/**
+ * The Service a destination without `ref.cluster` means: the one in the route's own cluster, else in
+ * the workspace's other clusters, else in any other cluster (in index order). Searched in place — it
+ * runs for every destination of every route in every cluster, and is found in the first cluster nearly
+ * always, so no list of the candidate clusters is built (that list was 134 MB per translation of the
+ * large fleet, #20).
+ */
+function nearestService(ctx: WorkspaceContext, cluster: string, ns: string, name: string): DiscoveredService | undefined {
+  const here = visibleService(ctx, cluster, ns, name);
+  if (here !== undefined) return here;
+  const own = ctx.workspace.clusters;
+  for (const c of own) {
+    if (c === cluster) continue;
+    const svc = visibleService(ctx, c, ns, name);
+    if (svc !== undefined) return svc;
+  }
+  for (const c of ctx.index.clusters) {
+    if (c === cluster || own.includes(c)) continue;
+    const svc = visibleService(ctx, c, ns, name);
+    if (svc !== undefined) return svc;
+  }
+  return undefined;
+}
+
 export function resolveDestination(ctx: WorkspaceContext, owner: InputObject, raw: Record<string, unknown>, path: string, cluster: string): Resolved {
   if (raw.awsLambda !== undefined || raw.function !== undefined || raw.kind === "CLOUD_PROVIDER") {
     const at = raw.awsLambda !== undefined ? `${path}/awsLambda` : raw.function !== undefined ? `${path}/function` : `${path}/kind`;
@@ -490,15 +521,7 @@ export function resolveDestination(ctx: WorkspaceContext, owner: InputObject, ra
   if (name === undefined) return { code: TranslateCode.InvalidField, path: `${path}/ref`, error: "destination has no ref.name" };
   if (kind === "SERVICE") {
     const refCluster = asString(ref.cluster);
-    const clusters = refCluster !== undefined ? [refCluster] : [cluster, ...ctx.workspace.clusters.filter((c) => c !== cluster), ...ctx.index.clusters.filter((c) => c !== cluster && !ctx.workspace.clusters.includes(c))];
-    let found: DiscoveredService | undefined;
-    for (const c of clusters) {
-      const svc = ctx.service(c, ns, name);
-      if (svc !== undefined && ctx.serviceVisible(c, svc)) {
-        found = svc;
-        break;
-      }
-    }
+    const found = refCluster !== undefined ? visibleService(ctx, refCluster, ns, name) : nearestService(ctx, cluster, ns, name);
     if (found === undefined) {
       return { code: TranslateCode.DestinationNotFound, path: `${path}/ref`, error: `Service ${ns}/${name} is not in discovery${refCluster === undefined ? "" : ` of cluster "${refCluster}"`} or not visible to workspace "${ctx.workspace.name}" (it must be in the workspace or exported to it and imported)` };
     }

@@ -180,18 +180,10 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
       }
       return out;
     });
-    const gwPorts = (ep: GatewayEndpoint): Record<string, number> => Object.fromEntries(ports.map((p) => [p.name, ep.port]));
-    const seSpec: Record<string, unknown> = {
-      hosts,
-      addresses,
-      ports: sePorts,
-      location: "MESH_INTERNAL",
-      exportTo: exportList,
-    };
+    const portNames = ports.map((p) => p.name).sort(cmpStr);
+    const gwPorts = (ep: GatewayEndpoint): Record<string, number> => Object.fromEntries(portNames.map((n) => [n, ep.port]));
+    const selector = local?.service.selector ?? {};
     if (local !== undefined) {
-      const selector = local.service.selector ?? {};
-      seSpec.resolution = "STATIC";
-      seSpec.workloadSelector = { labels: selector };
       for (const ep of remote) {
         resources.push({
           cluster,
@@ -203,10 +195,18 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
           },
         });
       }
-    } else {
-      seSpec.resolution = remote.every((e) => isIpAddress(e.address)) ? "STATIC" : "DNS";
-      seSpec.endpoints = remote.map((ep) => ({ address: ep.address, ports: gwPorts(ep), ...(ep.locality === undefined ? {} : { locality: ep.locality }) }));
     }
+    // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
+    const seSpec: Record<string, unknown> = {
+      addresses,
+      ...(local === undefined ? { endpoints: remote.map((ep) => ({ address: ep.address, ...(ep.locality === undefined ? {} : { locality: ep.locality }), ports: gwPorts(ep) })) } : {}),
+      exportTo: exportList,
+      hosts,
+      location: "MESH_INTERNAL",
+      ports: sePorts,
+      resolution: local !== undefined || remote.every((e) => isIpAddress(e.address)) ? "STATIC" : "DNS",
+      ...(local === undefined ? {} : { workloadSelector: { labels: selector } }),
+    };
     resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", metadata: meta(baseName), spec: seSpec } });
     for (const host of hosts) {
       const drSpec: Record<string, unknown> = { exportTo: exportList, host };
