@@ -109,21 +109,14 @@ export function validateIstioResource(r: IstioResource): IstioIssue[] {
 }
 
 /**
- * INVALID_OUTPUT diagnostics for every object that fails its schema. Issues are remembered per
- * object identity (rendered output is immutable), so an object rendered into several clusters, or
- * kept from a previous run by `retranslate`, is validated once.
+ * INVALID_OUTPUT diagnostics for every object of one cluster's output that fails its schema.
+ * `issuesOf` gives an object's issues (default: validate it now); the workspace stage validates each
+ * object once, when it brings it to canonical form, and passes what it found.
  */
-const issueCache = new WeakMap<IstioResource, readonly IstioIssue[]>();
-
-export function validateOutputs(cluster: string, resources: readonly IstioResource[]): Diagnostic[] {
+export function validateOutputs(cluster: string, resources: readonly IstioResource[], issuesOf: (r: IstioResource) => readonly IstioIssue[] = validateIstioResource): Diagnostic[] {
   const out: Diagnostic[] = [];
   for (const r of resources) {
-    let issues = issueCache.get(r);
-    if (issues === undefined) {
-      issues = validateIstioResource(r);
-      issueCache.set(r, issues);
-    }
-    for (const issue of issues) {
+    for (const issue of issuesOf(r)) {
       const file = r.metadata.annotations?.[ANNOTATION_SOURCE_FILE];
       out.push({
         code: TranslateCode.InvalidOutput,
