@@ -22,7 +22,10 @@ describe("test helper: private redis-server", () => {
   it("can be stopped and restarted on the same port (outage simulation)", async () => {
     await redis.stop();
     const client = new Redis(redis.url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+    const errors: Error[] = [];
+    client.on("error", (err: Error) => errors.push(err)); // the refusal is expected: heard here, not printed as unhandled
     await expect(client.connect()).rejects.toThrow();
+    expect(errors.some((e) => /ECONNREFUSED/.test(e.message))).toBe(true);
     client.disconnect();
     await redis.start();
     const again = new Redis(redis.url);
