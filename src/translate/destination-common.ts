@@ -240,6 +240,24 @@ export interface GatewayEndpoint {
   readonly network: string | undefined;
 }
 
+/** Every port of an entry (by name) sent to the gateway's port; `portNames` sorted, so the map is in canonical key order. */
+export function gatewayPorts(ep: GatewayEndpoint, portNames: readonly string[]): Record<string, number> {
+  return Object.fromEntries(portNames.map((n) => [n, ep.port]));
+}
+
+/**
+ * A ServiceEntry's `endpoints` reaching remote workloads through east-west gateways, with the
+ * resolution they need (STATIC when every address is an IP). Built in canonical key order; the same
+ * for every client cluster, so a translator builds it once and shares it.
+ */
+export function gatewayEntryEndpoints(eps: readonly GatewayEndpoint[], portNames: readonly string[]): { endpoints: Record<string, unknown>[]; resolution: "STATIC" | "DNS" } {
+  const sorted = [...portNames].sort(cmpStr);
+  return {
+    endpoints: eps.map((ep) => ({ address: ep.address, ...(ep.locality === undefined ? {} : { locality: ep.locality }), ports: gatewayPorts(ep, sorted) })),
+    resolution: eps.every((e) => isIpAddress(e.address)) ? "STATIC" : "DNS",
+  };
+}
+
 /**
  * Endpoints through which other clusters reach `cluster`: its east-west gateways (or those the
  * workspace's `eastWestGateways` option selects), port "tls" (15443) or, for tlsTermination

@@ -21,7 +21,7 @@ import { consumersOf,
   eastWestEndpoints,
   effectiveOptions,
   federationIdentity,
-  isIpAddress,
+  gatewayEntryEndpoints,
   istioProtocol,
   namespacesIn,
   namespaceOwner,
@@ -77,13 +77,7 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
       for (const w of [ws.name, ...consumers]) for (const c of ctx.index.workspaces.get(w)?.clusters ?? []) clients.add(c);
       const remoteEps = eastWestEndpoints(ctx, svcCluster, false);
       // The same for every client cluster: built once, shared (rendered objects are never mutated).
-      const portNames = sePorts.map((p) => p.name).sort(cmpStr);
-      const remoteEndpoints = remoteEps.map((ep) => ({
-        address: ep.address,
-        ...(ep.locality === undefined ? {} : { locality: ep.locality }),
-        ports: Object.fromEntries(portNames.map((n) => [n, ep.port])),
-      }));
-      const remoteResolution = remoteEps.every((e) => isIpAddress(e.address)) ? "STATIC" : "DNS";
+      const remote = gatewayEntryEndpoints(remoteEps, sePorts.map((p) => p.name));
       const name = stableName("federation", svc.name, svc.namespace, svcCluster, ws.name);
       const parent = { kind: "Service", name: svc.name, namespace: svc.namespace, cluster: svcCluster, ...(settings === undefined ? {} : { file: settings.source.file }) };
       for (const cluster of [...clients].sort(cmpStr)) {
@@ -100,12 +94,12 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
         // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
         const seSpec: Record<string, unknown> = {
           ...(address === undefined ? {} : { addresses: [address] }),
-          ...(local ? {} : { endpoints: remoteEndpoints }),
+          ...(local ? {} : { endpoints: remote.endpoints }),
           exportTo: exportList,
           hosts: [host],
           location: "MESH_INTERNAL",
           ports: sePorts,
-          resolution: local ? "STATIC" : remoteResolution,
+          resolution: local ? "STATIC" : remote.resolution,
           ...(local ? { workloadSelector: { labels: svc.selector ?? {} } } : {}),
         };
         const meta = outputMetadata(name, namespace, cluster, ws.name, parent);

@@ -26,7 +26,8 @@ import { consumersOf,
   cmpStr,
   eastWestEndpoints,
   effectiveOptions,
-  isIpAddress,
+  gatewayEntryEndpoints,
+  gatewayPorts,
   istioProtocol,
   namespacesIn,
   objectSelector,
@@ -181,7 +182,6 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
       return out;
     });
     const portNames = ports.map((p) => p.name).sort(cmpStr);
-    const gwPorts = (ep: GatewayEndpoint): Record<string, number> => Object.fromEntries(portNames.map((n) => [n, ep.port]));
     const selector = local?.service.selector ?? {};
     if (local !== undefined) {
       for (const ep of remote) {
@@ -191,20 +191,22 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
             apiVersion: "networking.istio.io/v1",
             kind: "WorkloadEntry",
             metadata: meta(stableName(baseName, ep.cluster, ep.address)),
-            spec: { address: ep.address, labels: { ...selector, [TLS_MODE_LABEL]: "istio" }, ...(ep.locality === undefined ? {} : { locality: regionOf(ep.locality) }), ports: gwPorts(ep) },
+            spec: { address: ep.address, labels: { ...selector, [TLS_MODE_LABEL]: "istio" }, ...(ep.locality === undefined ? {} : { locality: regionOf(ep.locality) }), ports: gatewayPorts(ep, portNames) },
           },
         });
       }
     }
+    // Local backing: the entry selects the local workloads (plus WorkloadEntries above); otherwise it lists the gateways.
+    const remoteEntries = local === undefined ? gatewayEntryEndpoints(remote, portNames) : undefined;
     // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
     const seSpec: Record<string, unknown> = {
       addresses,
-      ...(local === undefined ? { endpoints: remote.map((ep) => ({ address: ep.address, ...(ep.locality === undefined ? {} : { locality: ep.locality }), ports: gwPorts(ep) })) } : {}),
+      ...(remoteEntries === undefined ? {} : { endpoints: remoteEntries.endpoints }),
       exportTo: exportList,
       hosts,
       location: "MESH_INTERNAL",
       ports: sePorts,
-      resolution: local !== undefined || remote.every((e) => isIpAddress(e.address)) ? "STATIC" : "DNS",
+      resolution: remoteEntries?.resolution ?? "STATIC",
       ...(local === undefined ? {} : { workloadSelector: { labels: selector } }),
     };
     resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", metadata: meta(baseName), spec: seSpec } });
