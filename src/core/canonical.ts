@@ -101,18 +101,17 @@ function sortedCopy(obj: Record<string, unknown>, top: boolean, sorted: boolean,
 export function sortedKeys<T extends object>(value: T): T {
   const obj = value as Record<string, unknown>;
   let prev: string | undefined;
-  let ok = true;
+  let sorted = true;
+  let dropped = false;
   for (const k in obj) {
-    if (obj[k] === undefined || (prev !== undefined && prev > k)) {
-      ok = false;
-      break;
+    if (obj[k] === undefined) {
+      dropped = true;
+      continue;
     }
+    if (prev !== undefined && prev > k) sorted = false;
     prev = k;
   }
-  if (ok) return value;
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(obj).sort(compareCodeUnits)) if (obj[k] !== undefined) out[k] = obj[k];
-  return out as T;
+  return sorted && !dropped ? value : (sortedCopy(obj, false, sorted, dropped, undefined) as T);
 }
 
 /** Canonical form sharing structure with the input (see above); the input itself when it already is canonical. */
