@@ -24,8 +24,13 @@ export class GitHttpTimeoutError extends Error {
   }
 }
 
-/** Timeouts per client made here, so that a caller can tell a truncated answer from an empty one. */
-const timeouts = new WeakMap<HttpClient, GitHttpTimeoutError[]>();
+interface TimeoutRecord {
+  count: number;
+  last: GitHttpTimeoutError | undefined;
+}
+
+/** Timeouts per client made here (a count and the last one), so that a caller can tell a truncated answer from an empty one. */
+const timeouts = new WeakMap<HttpClient, TimeoutRecord>();
 
 /**
  * How many requests of `client` timed out so far, and the last error. isomorphic-git reads a ref
@@ -33,13 +38,13 @@ const timeouts = new WeakMap<HttpClient, GitHttpTimeoutError[]>();
  * an error): a caller that finds "no refs" checks this to report the timeout instead.
  */
 export function idleTimeoutsOf(client: HttpClient): { readonly count: number; readonly last: GitHttpTimeoutError | undefined } {
-  const list = timeouts.get(client) ?? [];
-  return { count: list.length, last: list.at(-1) };
+  const record = timeouts.get(client);
+  return { count: record?.count ?? 0, last: record?.last };
 }
 
 /** `base` (default: isomorphic-git's node client) with an idle timeout on every request. */
 export function withIdleTimeout(idleMs: number = GIT_HTTP_IDLE_TIMEOUT_MS, base: HttpClient = nodeHttp): HttpClient {
-  const seen: GitHttpTimeoutError[] = [];
+  const seen: TimeoutRecord = { count: 0, last: undefined };
   const client: HttpClient = {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       const controller = new AbortController();
@@ -50,7 +55,10 @@ export function withIdleTimeout(idleMs: number = GIT_HTTP_IDLE_TIMEOUT_MS, base:
           "abort",
           () => {
             const err = new GitHttpTimeoutError(url, idleMs);
-            if (expired) seen.push(err);
+            if (expired) {
+              seen.count++;
+              seen.last = err;
+            }
             reject(err);
           },
           { once: true },
