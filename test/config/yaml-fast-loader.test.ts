@@ -20,7 +20,6 @@ async function loaders(): Promise<{ fast: typeof ConfigModule; composer: typeof 
   return { fast, composer };
 }
 
-
 describe("the loader with and without the YAML fast path", () => {
   it("gives the same state and diagnostics", async () => {
     const { fast, composer } = await loaders();
