@@ -205,6 +205,7 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     relayToken: flags.relayToken ?? e("relayToken"),
     bootstrap: flags.bootstrap ?? e("bootstrap"),
     warmingWindowSeconds: flags.warmingWindow ?? e("warmingWindowSeconds"),
+    diffMaxMemoryMb: e("diffMaxMemoryMb"),
     apiAuth: flags.apiAuth === false ? "false" : e("apiAuth"),
     apiTokenFile: flags.apiTokenFile ?? e("apiTokenFile"),
     apiAdminTokenFile: flags.apiAdminTokenFile ?? e("apiAdminTokenFile"),

@@ -50,6 +50,8 @@ export interface ServerConfig {
   readonly gitPath: string;
   /** Poll interval, the backstop of webhooks (default 30 s; 0 = off). */
   readonly pollIntervalMs: number;
+  /** Heap of the worker thread that renders /api/diff, MiB (GITMESH_DIFF_MAX_MEMORY_MB, default 2048). */
+  readonly diffMaxMemoryMb: number;
   /** Audit branch (default `gitmesh/rendered`); "" turns the audit writer off. */
   readonly auditBranch: string;
   /** HMAC secret of /webhooks/{github,gitlab,generic}; undefined = webhooks answer 404. */
@@ -148,6 +150,7 @@ export const SERVER_ENV = {
   relayToken: "GITMESH_RELAY_TOKEN",
   bootstrap: "GITMESH_RELAY_BOOTSTRAP",
   warmingWindowSeconds: "GITMESH_WARMING_WINDOW_SECONDS",
+  diffMaxMemoryMb: "GITMESH_DIFF_MAX_MEMORY_MB",
   apiAuth: "GITMESH_API_AUTH",
   apiTokenFile: "GITMESH_API_TOKEN_FILE",
   apiAdminTokenFile: "GITMESH_API_ADMIN_TOKEN_FILE",
@@ -198,6 +201,7 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   tokenSecret: "Secret holding the fleet bootstrap token, with GITMESH_RELAY_BOOTSTRAP=fleet-token (default relay-identity-token-secret)",
   relayToken: "the fleet bootstrap token itself (--relay-token; prefer the Secret)",
   bootstrap: "per-cluster (default: single-use credentials from `gitmesh cluster register`) or fleet-token (--bootstrap)",
+  diffMaxMemoryMb: "memory (MiB) of the worker thread that renders GET /api/diff; a diff that needs more is refused (503) and the server runs on (default 2048)",
   warmingWindowSeconds: "after a restart that lost state, hold output at most this long for discovery (default 60; --warming-window)",
   apiAuth: "false: serve /api without tokens (trials only; --no-api-auth)",
   apiTokenFile: "file holding the read-role API token (default: stored, generated once; --api-token-file)",
@@ -300,6 +304,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
 
   const pollSeconds = read.number(input.pollIntervalSeconds, "poll interval", 30, (n) => n >= 0, "seconds ≥ 0 (0 = off)");
   const warmingSeconds = read.number(input.warmingWindowSeconds, "warming window", 60, (n) => n >= 0, "seconds ≥ 0");
+  const diffMaxMemoryMb = read.number(input.diffMaxMemoryMb, `diff memory (${SERVER_ENV.diffMaxMemoryMb})`, 2048, (n) => Number.isInteger(n) && n >= 64, "an integer number of MiB ≥ 64");
 
   const config: ServerConfig = {
     namespace,
@@ -319,6 +324,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     gitBranch: input.gitBranch || "main",
     gitPath: (input.gitPath ?? "").replace(/^\/+|\/+$/g, ""),
     pollIntervalMs: pollSeconds * 1000,
+    diffMaxMemoryMb,
     auditBranch: input.auditBranch ?? "gitmesh/rendered",
     webhookSecret: input.webhookSecret || undefined,
     relayAuthority: input.relayAuthority || "gitmesh-server.gitmesh",

@@ -7,16 +7,29 @@
  * Base is translated in full and head incrementally from it (src/translate's loadRevisions +
  * renderRevisions, as `gitmesh diff` does: only the files that differ are parsed again, only the
  * workspaces they touch translated again, and what head kept is skipped by identity when compared).
- * That is still a full translation on a large fleet, so diffs run one at a time and the last few
- * answers are kept (keyed by the two commits and the discovery checksums: a discovery change makes a
- * new diff). A remote repository is read through a cache of its own (`<dataDir>/diff.git`), never the
- * live source's, so a diff cannot disturb the sync in progress.
+ * That is still a full translation on a large fleet — seconds of synchronous work — so it runs in a
+ * worker thread (diff-worker.ts), never on the thread that serves the relay, the webhooks and the
+ * health checks. The worker is started at the first diff and kept; it holds the discovery it was
+ * sent, and a later diff sends only the clusters whose discovery checksum changed. Its heap is capped
+ * (`maxMemoryMb`): a diff that needs more fails alone (503) and the next one gets a new worker.
+ * Diffs run one at a time and the last few answers are kept (keyed by the two commits and the
+ * discovery checksums: a discovery change makes a new diff). A remote repository is read through a
+ * cache of its own (`<dataDir>/diff.git`), never the live source's, so a diff cannot disturb the
+ * sync in progress.
  */
-import type { Logger } from "../core/index.js";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import { describeError, type Logger } from "../core/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
-import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, type GitLocation, type RenderSide } from "../git-sync/index.js";
-import { loadRevisions, renderRevisions, type RevisionRender } from "../translate/index.js";
+import { GitRefNotFoundError, readRevisionFiles, type GitLocation } from "../git-sync/index.js";
+import type { DiffAnswer, DiffRequest, DiffRevision } from "./diff-render.js";
 import { HttpError } from "./http.js";
+
+/** Default cap of the diff worker's heap (MiB): a 100-cluster, 1,000-services-per-cluster fleet's diff peaks near 700. */
+export const DEFAULT_DIFF_MAX_MEMORY_MB = 2048;
 
 export interface DiffServiceOptions {
   readonly location: GitLocation;
@@ -25,12 +38,16 @@ export interface DiffServiceOptions {
   readonly discovery: () => Promise<readonly { readonly cluster: string; readonly checksum: string; readonly snapshot: DiscoverySnapshot }[]>;
   /** Answers kept (default 8). */
   readonly keep?: number;
+  /** Heap of the diff worker thread, MiB (default DEFAULT_DIFF_MAX_MEMORY_MB). */
+  readonly maxMemoryMb?: number;
   readonly logger: Logger;
 }
 
 export interface DiffService {
   /** The JSON report (renderJson's shape) of `base` → `head`, both full commit SHAs. */
   diff(base: string, head: string): Promise<unknown>;
+  /** Stops the worker thread (a diff in progress fails). */
+  close(): Promise<void>;
 }
 
 const FULL_SHA = /^[0-9a-f]{40}$/;
@@ -38,10 +55,12 @@ const FULL_SHA = /^[0-9a-f]{40}$/;
 export function createDiffService(options: DiffServiceOptions): DiffService {
   const keep = options.keep ?? 8;
   const cache = new Map<string, unknown>();
+  const runner = createDiffRunner(options.maxMemoryMb ?? DEFAULT_DIFF_MAX_MEMORY_MB, options.logger);
   let queue: Promise<unknown> = Promise.resolve();
-  const read = async (ref: string) => {
+  const read = async (ref: string): Promise<DiffRevision> => {
     try {
-      return await readRevisionFiles({ location: options.location, ref, logger: options.logger, retry: { attempts: 2 }, ...(options.subPath === undefined ? {} : { subPath: options.subPath }) });
+      const rev = await readRevisionFiles({ location: options.location, ref, logger: options.logger, retry: { attempts: 2 }, ...(options.subPath === undefined ? {} : { subPath: options.subPath }) });
+      return { ref, commit: rev.commit.oid, files: rev.files };
     } catch (err) {
       if (err instanceof GitRefNotFoundError) throw new HttpError(404, `commit ${ref} is not in the configuration repository`);
       throw err;
@@ -51,17 +70,7 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
     const discovery = await options.discovery();
     const key = `${base}..${head}|${discovery.map((d) => `${d.cluster}:${d.checksum}`).sort().join(",")}`;
     if (cache.has(key)) return cache.get(key);
-    const snapshots = new Map(discovery.map((d) => [d.cluster, d.snapshot]));
-    const baseRev = await read(base);
-    const headRev = await read(head);
-    const renders = renderRevisions(loadRevisions(baseRev.files, headRev.files), snapshots);
-    const side = (sha: string, commit: string, render: RevisionRender): RenderSide => ({
-      ref: sha,
-      commit,
-      clusters: new Map([...render.result.clusters].map(([c, out]) => [c, out.resources])),
-      diagnostics: [...render.load.diagnostics, ...render.result.diagnostics],
-    });
-    const report = JSON.parse(renderJson(compareRenders(side(base, baseRev.commit.oid, renders.base), side(head, headRev.commit.oid, renders.head)))) as unknown;
+    const report = JSON.parse(await runner.run(await read(base), await read(head), discovery)) as unknown;
     cache.set(key, report);
     while (cache.size > keep) cache.delete(cache.keys().next().value!);
     return report;
@@ -76,5 +85,125 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
       queue = run.catch(() => undefined);
       return run;
     },
+    close: () => runner.close(),
   };
+}
+
+interface DiffRunner {
+  run(base: DiffRevision, head: DiffRevision, discovery: readonly { readonly cluster: string; readonly checksum: string; readonly snapshot: DiscoverySnapshot }[]): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The worker thread, started on first use and replaced after it fails; one diff at a time (the service queues). */
+function createDiffRunner(maxMemoryMb: number, log: Logger): DiffRunner {
+  // In a checkout (tsx, vitest) this module is TypeScript and so is the worker's entry; the image runs dist/.
+  const typescript = import.meta.url.endsWith(".ts");
+  const entry = new URL(typescript ? "./diff-worker.ts" : "./diff-worker.js", import.meta.url);
+  let current: { readonly worker: Worker; readonly held: Map<string, string> } | undefined;
+  let nextId = 1;
+  let closed = false;
+
+  const start = () => {
+    // A worker does not inherit the main thread's module hooks (tsx registers them as bin/gitmesh.js does):
+    // in a checkout it registers tsx (as bin/gitmesh.js does) before loading the TypeScript entry.
+    const source = typescript
+      ? `import(${JSON.stringify(tsxApiUrl())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); });`
+      : undefined;
+    const worker = new Worker(source ?? entry, {
+      name: "gitmesh-diff",
+      eval: source !== undefined,
+      resourceLimits: { maxOldGenerationSizeMb: maxMemoryMb },
+      stdout: false,
+      stderr: false,
+    });
+    // Idle, it does not keep the process alive; a diff in progress holds a promise the HTTP request waits on.
+    worker.unref();
+    const handle = { worker, held: new Map<string, string>() };
+    current = handle;
+    return handle;
+  };
+  const discard = (handle: { readonly worker: Worker }) => {
+    if (current?.worker === handle.worker) current = undefined;
+    void handle.worker.terminate();
+  };
+
+  return {
+    run(base, head, discovery) {
+      if (closed) return Promise.reject(new HttpError(503, "the server is stopping; no diff is rendered"));
+      const handle = current ?? start();
+      const id = nextId++;
+      const request: DiffRequest = {
+        id,
+        base,
+        head,
+        clusters: discovery.map((d) => [d.cluster, d.checksum] as const),
+        snapshots: discovery.filter((d) => handle.held.get(d.cluster) !== d.checksum).map((d) => [d.cluster, d.checksum, d.snapshot] as const),
+      };
+      return new Promise<string>((resolve, reject) => {
+        const settle = () => {
+          handle.worker.off("message", onMessage);
+          handle.worker.off("error", onError);
+          handle.worker.off("exit", onExit);
+        };
+        const onMessage = (answer: DiffAnswer) => {
+          if (answer.id !== id) return;
+          settle();
+          if ("report" in answer) return resolve(answer.report);
+          // A bug in translation or comparison: answered 500 and logged by the HTTP edge. The worker is replaced,
+          // so that nothing it holds outlives an exception.
+          discard(handle);
+          const err = new Error(`rendering the diff ${base.ref.slice(0, 12)}..${head.ref.slice(0, 12)} failed: ${answer.error.message}`);
+          if (answer.error.stack !== undefined) err.stack = `${err.name}: ${err.message}\n(diff worker) ${answer.error.stack}`;
+          reject(err);
+        };
+        const onError = (err: Error) => {
+          settle();
+          discard(handle);
+          if ((err as { code?: unknown }).code === "ERR_WORKER_OUT_OF_MEMORY") {
+            log.warn("diff worker ran out of memory; the diff is refused and the next diff starts a new worker", { base: base.ref, head: head.ref, maxMemoryMb });
+            return reject(
+              new HttpError(503, `rendering ${base.ref.slice(0, 12)}..${head.ref.slice(0, 12)} needs more memory than the diff worker may use (${maxMemoryMb} MiB); raise GITMESH_DIFF_MAX_MEMORY_MB or run \`gitmesh diff\` in CI`),
+            );
+          }
+          log.error("diff worker failed", { base: base.ref, head: head.ref, error: describeError(err) });
+          reject(err);
+        };
+        const onExit = (code: number) => {
+          settle();
+          discard(handle);
+          reject(closed ? new HttpError(503, "the server is stopping; no diff is rendered") : new Error(`the diff worker exited (code ${code}) while rendering ${base.ref.slice(0, 12)}..${head.ref.slice(0, 12)}`));
+        };
+        handle.worker.on("message", onMessage);
+        handle.worker.on("error", onError);
+        handle.worker.on("exit", onExit);
+        handle.worker.ref();
+        try {
+          handle.worker.postMessage(request);
+        } catch (err) {
+          settle();
+          discard(handle);
+          return reject(err instanceof Error ? err : new Error(String(err)));
+        }
+        // What the worker holds from now on (it drops clusters not in this request).
+        handle.held.clear();
+        for (const d of discovery) handle.held.set(d.cluster, d.checksum);
+      }).finally(() => {
+        if (current?.worker === handle.worker) handle.worker.unref();
+      });
+    },
+    async close() {
+      closed = true;
+      const handle = current;
+      current = undefined;
+      if (handle !== undefined) await handle.worker.terminate();
+    },
+  };
+}
+
+/** The ES module of tsx's register API (its package's `./esm/api` export for `import`), for a worker's bootstrap. */
+function tsxApiUrl(): string {
+  const require = createRequire(import.meta.url);
+  const manifest = require.resolve("tsx/package.json");
+  const pkg = JSON.parse(readFileSync(manifest, "utf8")) as { exports: { "./esm/api": { import: { default: string } } } };
+  return pathToFileURL(join(dirname(manifest), pkg.exports["./esm/api"].import.default)).href;
 }

@@ -126,7 +126,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const publishing = createPublishing({ pipeline, store, relay: () => relay.server, convergence, metrics, warmingWindowMs: config.warmingWindowMs, skipWarming: config.skipWarming, onProgress: () => audit.schedule(), logger: log, signal, now });
   const audit = createAuditScheduling({ writer: config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, logger: log.child("audit") }), branch: config.auditBranch, ref: config.gitBranch, store, inForce: () => inForce.current(), isRegistered: (c) => inForce.isRegistered(c), isLeader, settled: () => publishing.settled(), latest: (c) => publishing.latest(c), ...(options.auditDebounceMs === undefined ? {} : { debounceMs: options.auditDebounceMs }), logger: log, signal });
   const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
-  const diffs = createDiffService({ location: git.diff, ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), logger: log.child("diff") });
+  const diffs = createDiffService({ location: git.diff, ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), maxMemoryMb: config.diffMaxMemoryMb, logger: log.child("diff") });
   const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, audited: (sha) => audit.audited(sha), diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
   inForce.onAdopted(({ commit, registered, atMs }) => {
     convergence.accepted(commit, atMs);
@@ -188,6 +188,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     }, stop: async () => {
       views.close();
       await http?.stop();
+      await diffs.close();
     } },
     { name: "follow loop", start: () => follow.start(), stop: () => follow.stop() },
   ];

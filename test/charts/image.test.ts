@@ -7,9 +7,10 @@
  * commands say so instead of failing with a stack trace.
  */
 import { execFile } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "./helm-render.js";
@@ -81,6 +82,34 @@ describe("container image layout", () => {
     }
     const help = await run(process.execPath, [join(app, "bin", "gitmesh.js"), "--help"], { cwd: app });
     expect(help.stdout).toContain("demo, simulate and kube-emulator are development commands: they run from a source checkout; the container image does not ship them.");
+  });
+
+  it("renders GET /api/diff in its worker thread from compiled code (the worker's entry is dist/server/diff-worker.js)", async () => {
+    const repo = mkdtempSync(join(tmpdir(), "gitmesh-image-diff-"));
+    try {
+      cpSync(join(ROOT, "examples", "repo-layout"), repo, { recursive: true });
+      const git = (...args: string[]) => run("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
+      await git("init", "-q", "-b", "main");
+      await git("add", "-A");
+      await git("commit", "-q", "-m", "base");
+      const sha = (await git("rev-parse", "HEAD")).stdout.trim();
+      const script =
+        `import { createDiffService } from ${JSON.stringify(pathToFileURL(join(app, "dist", "server", "index.js")).href)};\n` +
+        `import { createMemoryLogger } from ${JSON.stringify(pathToFileURL(join(app, "dist", "core", "index.js")).href)};\n` +
+        `const service = createDiffService({ location: { kind: "local", path: ${JSON.stringify(repo)} }, discovery: async () => [], logger: createMemoryLogger("diff").logger });\n` +
+        `const report = await service.diff(${JSON.stringify(sha)}, ${JSON.stringify(sha)});\n` +
+        `await service.close();\n` +
+        `process.stdout.write(JSON.stringify(report));\n`;
+      writeFileSync(join(repo, "..", `${basename(repo)}.mjs`), script);
+      const r = await run(process.execPath, [join(repo, "..", `${basename(repo)}.mjs`)], { cwd: app });
+      const report = JSON.parse(r.stdout) as { base: { commit: string }; head: { commit: string }; clusters: unknown[] };
+      expect(report.base.commit).toBe(sha);
+      expect(report.head.commit).toBe(sha);
+      expect(report.clusters).toEqual([]);
+    } finally {
+      rmSync(repo, { recursive: true, force: true });
+      rmSync(join(repo, "..", `${basename(repo)}.mjs`), { force: true });
+    }
   });
 
   it("Dockerfile: multi-stage build, non-root user matching the charts, the charts' ports", () => {

@@ -1,7 +1,10 @@
 // GET /api/diff over the real HTTP edge, on a real Git repository: the server renders base in full and
-// head incrementally from it (src/translate's renderRevisions); its answer must be exactly what full
-// translations of both revisions, compared object by object, report — for a one-policy change with a
-// removed file, and for a head that introduces errors.
+// head incrementally from it (src/translate's renderRevisions) in a worker thread; its answer must be
+// exactly what full translations of both revisions, compared object by object, report — for a
+// one-policy change with a removed file, for a head that introduces errors, and after the discovery
+// changed under the worker. The server's own thread keeps answering while a diff renders, and a diff
+// that outgrows the worker's memory cap is refused alone.
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
 import { loadDesiredState } from "../../src/config/index.js";
@@ -9,7 +12,7 @@ import { createMemoryLogger } from "../../src/core/index.js";
 import { generateFleet, type FleetOptions } from "../../src/devtools/index.js";
 import type { DiscoverySnapshot } from "../../src/discovery/index.js";
 import { compareRenders, createWebhookHandlers, renderJson, type RenderSide } from "../../src/git-sync/index.js";
-import { createApiAuth, createDiffService, createServerHttp, generateApiToken, type ServerApi, type ServerHttp } from "../../src/server/index.js";
+import { createApiAuth, createDiffService, createServerHttp, generateApiToken, parseServerConfig, type DiffService, type ServerApi, type ServerHttp } from "../../src/server/index.js";
 import { translateAll } from "../../src/translate/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 
@@ -31,11 +34,13 @@ const fleet = generateFleet(OPTIONS);
 const snapshots = fleet.discovery as unknown as ReadonlyMap<string, DiscoverySnapshot>;
 const READ = generateApiToken();
 
+type Discovery = readonly { cluster: string; checksum: string; snapshot: DiscoverySnapshot }[];
+
 /** The reference: both revisions loaded and translated in full, compared object by object. */
-function expectedReport(base: string, baseFiles: ReadonlyMap<string, string>, head: string, headFiles: ReadonlyMap<string, string>): unknown {
+function expectedReport(base: string, baseFiles: ReadonlyMap<string, string>, head: string, headFiles: ReadonlyMap<string, string>, discovery: ReadonlyMap<string, DiscoverySnapshot> = snapshots): unknown {
   const side = (sha: string, files: ReadonlyMap<string, string>): RenderSide => {
     const load = loadDesiredState([...files].map(([path, content]) => ({ path, content })));
-    const result = translateAll(load.state, snapshots);
+    const result = translateAll(load.state, discovery);
     return { ref: sha, commit: sha, clusters: new Map([...result.clusters].map(([c, o]) => [c, o.resources])), diagnostics: [...load.diagnostics, ...result.diagnostics] };
   };
   return JSON.parse(renderJson(compareRenders(side(base, baseFiles), side(head, headFiles))));
@@ -43,8 +48,6 @@ function expectedReport(base: string, baseFiles: ReadonlyMap<string, string>, he
 
 describe("GET /api/diff renders head incrementally and answers what full translations report", () => {
   let git: GitServer;
-  let http: ServerHttp;
-  let url: string;
   const baseFiles = new Map(fleet.files.map((f) => [f.path, f.content]));
   const headFiles = new Map(baseFiles);
   const brokenFiles = new Map(baseFiles);
@@ -68,22 +71,16 @@ describe("GET /api/diff renders head incrementally and answers what full transla
     // On top of head, head's changes undone: base plus the two broken files.
     const undo = { [fleet.onePolicyChange.after.path]: baseFiles.get(fleet.onePolicyChange.after.path)!, [removed]: baseFiles.get(removed)! };
     broken = await git.commitFiles("fleet", { ...undo, [routes.path]: brokenRoutes, "workspaces/broken.yaml": "kind: [unclosed\n" }, "broken");
-    const logger = createMemoryLogger("diff").logger;
-    const discovery = [...snapshots].map(([cluster, snapshot]) => ({ cluster, checksum: cluster, snapshot }));
-    const service = createDiffService({ location: { kind: "local", path: git.repoPath("fleet") }, discovery: () => Promise.resolve(discovery), logger });
-    const api = { diff: (b: string, h: string) => service.diff(b, h) } as unknown as ServerApi;
-    http = createServerHttp({ api, registry: new Registry(), webhooks: createWebhookHandlers({ genericSecret: "s", onPush: () => "accepted", logger }), logger, host: "127.0.0.1", port: 0, auth: createApiAuth({ tokens: { read: READ, admin: generateApiToken() }, hint: "test" }), onWebhook: () => undefined, maxBodyBytes: 1024 });
-    url = `http://127.0.0.1:${String(await http.start())}`;
+    api = await startDiffApi(git.repoPath("fleet"), () => discovery);
   });
   afterAll(async () => {
-    await http.stop();
+    await api.stop();
     await git.stop();
   });
 
-  const get = async (b: string, h: string) => {
-    const res = await fetch(`${url}/api/diff?base=${b}&head=${h}`, { headers: { authorization: `Bearer ${READ}` } });
-    return { status: res.status, body: (await res.json()) as { clusters: unknown[]; headErrors: number; introduced: unknown[] } };
-  };
+  let discovery: Discovery = [...snapshots].map(([cluster, snapshot]) => ({ cluster, checksum: cluster, snapshot }));
+  let api: DiffApi;
+  const get = (b: string, h: string) => api.get(b, h);
 
   it("a one-policy change with a removed file: the same clusters, objects and diagnostics as full translations", async () => {
     const { status, body } = await get(base, head);
@@ -102,5 +99,122 @@ describe("GET /api/diff renders head incrementally and answers what full transla
 
   it("a commit the repository does not have is a 404", async () => {
     expect((await get(base, "f".repeat(40))).status).toBe(404);
+  });
+
+  it("renders against the discovery the server holds now: a changed and a removed cluster reach the worker", async () => {
+    const before = (await get(base, head)).body;
+    // One cluster loses its services (new checksum), another disappears from discovery.
+    const [emptied, removed] = [...snapshots.keys()];
+    const changed = new Map(snapshots);
+    changed.set(emptied!, { ...snapshots.get(emptied!)!, services: [] });
+    changed.delete(removed!);
+    discovery = [...changed].map(([cluster, snapshot]) => ({ cluster, checksum: cluster === emptied ? `${cluster}-emptied` : cluster, snapshot }));
+    const { status, body } = await get(base, head);
+    expect(status).toBe(200);
+    expect(body).not.toEqual(before);
+    expect(body).toEqual(expectedReport(base, baseFiles, head, headFiles, changed));
+    // And back: the worker takes the first discovery again.
+    discovery = [...snapshots].map(([cluster, snapshot]) => ({ cluster, checksum: cluster, snapshot }));
+    expect((await get(base, head)).body).toEqual(before);
+  });
+});
+
+interface DiffApi {
+  readonly service: DiffService;
+  readonly url: string;
+  get(base: string, head: string): Promise<{ status: number; body: { clusters: unknown[]; headErrors: number; introduced: unknown[]; error?: { message: string } } }>;
+  stop(): Promise<void>;
+}
+
+/** The diff service behind the real HTTP edge, as the server wires it. */
+async function startDiffApi(repoPath: string, discovery: () => Discovery, options: { maxMemoryMb?: number; logger?: ReturnType<typeof createMemoryLogger>["logger"] } = {}): Promise<DiffApi> {
+  const logger = options.logger ?? createMemoryLogger("diff").logger;
+  const service = createDiffService({ location: { kind: "local", path: repoPath }, discovery: () => Promise.resolve(discovery()), logger, ...(options.maxMemoryMb === undefined ? {} : { maxMemoryMb: options.maxMemoryMb }) });
+  const api = { diff: (b: string, h: string) => service.diff(b, h), healthy: () => true } as unknown as ServerApi;
+  const http: ServerHttp = createServerHttp({ api, registry: new Registry(), webhooks: createWebhookHandlers({ genericSecret: "s", onPush: () => "accepted", logger }), logger, host: "127.0.0.1", port: 0, auth: createApiAuth({ tokens: { read: READ, admin: generateApiToken() }, hint: "test" }), onWebhook: () => undefined, maxBodyBytes: 1024 });
+  const url = `http://127.0.0.1:${String(await http.start())}`;
+  return {
+    service,
+    url,
+    async get(b, h) {
+      const res = await fetch(`${url}/api/diff?base=${b}&head=${h}`, { headers: { authorization: `Bearer ${READ}` } });
+      return { status: res.status, body: (await res.json()) as Awaited<ReturnType<DiffApi["get"]>>["body"] };
+    },
+    async stop() {
+      await http.stop();
+      await service.close();
+    },
+  };
+}
+
+describe("GET /api/diff runs in a worker thread", () => {
+  // Large enough that rendering takes a while (a few hundred milliseconds here; seconds at 100 clusters).
+  const big = generateFleet({ ...OPTIONS, name: "diff-worker", clusters: 8, servicesPerCluster: 160, servicesPerNamespace: 8, namespacesPerWorkspace: 2, clustersPerWorkspace: 4 });
+  const bigDiscovery: Discovery = [...(big.discovery as unknown as ReadonlyMap<string, DiscoverySnapshot>)].map(([cluster, snapshot]) => ({ cluster, checksum: cluster, snapshot }));
+  let git: GitServer;
+  let base: string;
+  let head: string;
+  beforeAll(async () => {
+    git = await startGitServer();
+    await git.createRepo("big");
+    base = await git.commitFiles("big", Object.fromEntries(big.files.map((f) => [f.path, f.content])), "base");
+    head = await git.commitFiles("big", { [big.onePolicyChange.after.path]: big.onePolicyChange.after.content }, "one policy");
+  });
+  afterAll(async () => {
+    await git.stop();
+  });
+
+  it("the server's thread keeps answering while a diff renders", async () => {
+    const api = await startDiffApi(git.repoPath("big"), () => bigDiscovery);
+    try {
+      const delay = monitorEventLoopDelay({ resolution: 5 });
+      delay.enable();
+      const started = performance.now();
+      let healthy = 0;
+      let rendering = true;
+      const diff = api.get(base, head).finally(() => (rendering = false));
+      // Health checks one after the other for as long as the diff renders.
+      while (rendering) if ((await fetch(`${api.url}/healthz`)).status === 200) healthy++;
+      const { status, body } = await diff;
+      const elapsed = performance.now() - started;
+      delay.disable();
+      expect(status).toBe(200);
+      expect(body.clusters.length).toBeGreaterThan(0);
+      // On the server's own thread the translation blocked the loop for most of the diff; in the worker the
+      // longest stall is a small part of it (sending discovery, parsing the answer), and health checks went on.
+      expect(delay.max / 1e6).toBeLessThan(elapsed / 2);
+      expect(healthy).toBeGreaterThan(1);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it("a diff that needs more memory than the worker may use is refused alone; the server answers on, and so does the next worker", async () => {
+    const { logger, records } = createMemoryLogger("diff");
+    const api = await startDiffApi(git.repoPath("big"), () => bigDiscovery, { maxMemoryMb: 16, logger });
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const { status, body } = await api.get(base, head);
+        expect(status).toBe(503);
+        expect(body.error?.message).toMatch(/needs more memory than the diff worker may use \(16 MiB\); raise GITMESH_DIFF_MAX_MEMORY_MB/);
+        expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
+      }
+      expect(records.filter((r) => r.msg.includes("diff worker ran out of memory"))).toHaveLength(2);
+    } finally {
+      await api.stop();
+    }
+  });
+});
+
+describe("GITMESH_DIFF_MAX_MEMORY_MB", () => {
+  const base = { gitUrl: "https://git.example.com/mesh.git" };
+  it("caps the diff worker at 2048 MiB unless set; a value that is not a whole number of MiB ≥ 64 stops the start with what to write", () => {
+    expect(parseServerConfig(base, { identity: "r1" }).config?.diffMaxMemoryMb).toBe(2048);
+    expect(parseServerConfig({ ...base, diffMaxMemoryMb: "512" }, { identity: "r1" }).config?.diffMaxMemoryMb).toBe(512);
+    for (const bad of ["lots", "32", "1.5"]) {
+      const { config, problems } = parseServerConfig({ ...base, diffMaxMemoryMb: bad }, { identity: "r1" });
+      expect(config).toBeUndefined();
+      expect(problems.join("\n")).toContain(`diff memory (GITMESH_DIFF_MAX_MEMORY_MB) "${bad}" is invalid`);
+    }
   });
 });

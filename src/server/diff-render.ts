@@ -1,0 +1,45 @@
+/**
+ * The work behind `GET /api/diff`, run by the diff worker thread (diff-worker.ts): both revisions
+ * loaded (head as an update of base), base translated in full and head incrementally, compared per
+ * cluster and object, and the JSON report rendered — what `gitmesh diff --format json` prints.
+ * Pure: files and discovery in, report text out.
+ */
+import type { SourceFile } from "../config/index.js";
+import type { DiscoverySnapshot } from "../discovery/index.js";
+import { compareRenders, renderJson, type RenderSide } from "../git-sync/index.js";
+import { loadRevisions, renderRevisions, type RevisionRender } from "../translate/index.js";
+
+export interface DiffRevision {
+  /** The revision as asked for (a full SHA). */
+  readonly ref: string;
+  /** The commit read. */
+  readonly commit: string;
+  readonly files: readonly SourceFile[];
+}
+
+export function renderDiffReport(base: DiffRevision, head: DiffRevision, discovery: ReadonlyMap<string, DiscoverySnapshot>): string {
+  const renders = renderRevisions(loadRevisions(base.files, head.files), discovery);
+  const side = (rev: DiffRevision, render: RevisionRender): RenderSide => ({
+    ref: rev.ref,
+    commit: rev.commit,
+    clusters: new Map([...render.result.clusters].map(([c, out]) => [c, out.resources])),
+    diagnostics: [...render.load.diagnostics, ...render.result.diagnostics],
+  });
+  return renderJson(compareRenders(side(base, renders.base), side(head, renders.head)));
+}
+
+/** Main thread → worker: one diff, with the discovery snapshots the worker does not hold yet. */
+export interface DiffRequest {
+  readonly id: number;
+  readonly base: DiffRevision;
+  readonly head: DiffRevision;
+  /** Every cluster of this diff's discovery and its checksum; the worker forgets the others. */
+  readonly clusters: readonly (readonly [cluster: string, checksum: string])[];
+  /** Snapshots that are new or changed since the worker's last diff (by checksum). */
+  readonly snapshots: readonly (readonly [cluster: string, checksum: string, snapshot: DiscoverySnapshot])[];
+}
+
+/** Worker → main thread: the report text, or what went wrong. */
+export type DiffAnswer =
+  | { readonly id: number; readonly report: string }
+  | { readonly id: number; readonly error: { readonly name: string; readonly message: string; readonly stack?: string } };
