@@ -28,16 +28,13 @@ export function renderDiffReport(base: DiffRevision, head: DiffRevision, discove
   return renderJson(compareRenders(side(base, renders.base), side(head, renders.head)));
 }
 
-/** Main thread → worker: one diff, with the discovery snapshots the worker does not hold yet. */
-export interface DiffRequest {
-  readonly id: number;
-  readonly base: DiffRevision;
-  readonly head: DiffRevision;
-  /** Every cluster of this diff's discovery and its checksum; the worker forgets the others. */
-  readonly clusters: readonly (readonly [cluster: string, checksum: string])[];
-  /** Snapshots that are new or changed since the worker's last diff (by checksum). */
-  readonly snapshots: readonly (readonly [cluster: string, checksum: string, snapshot: DiscoverySnapshot])[];
-}
+/**
+ * Main thread → worker: a discovery snapshot the worker does not hold yet (by checksum), or one diff
+ * over the snapshots of the clusters it names (the worker forgets the others).
+ */
+export type DiffMessage =
+  | { readonly kind: "snapshot"; readonly cluster: string; readonly checksum: string; readonly snapshot: DiscoverySnapshot }
+  | { readonly kind: "diff"; readonly id: number; readonly base: DiffRevision; readonly head: DiffRevision; readonly clusters: readonly (readonly [cluster: string, checksum: string])[] };
 
 /** Worker → main thread: the report text, or what went wrong. */
 export type DiffAnswer =
