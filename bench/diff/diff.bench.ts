@@ -55,7 +55,7 @@ function writeFiles(dir: string, files: readonly FleetFile[]): void {
 }
 
 /** base/ (the configuration of the base revision), repo/ (a Git repository: base, then head), discovery/ (JSON). */
-function prepare(fleet: Fleet, dir: string): { discoveryBytes: number } {
+export function prepare(fleet: Fleet, dir: string): { discoveryBytes: number } {
   const base = join(dir, "base");
   const repo = join(dir, "repo");
   writeFiles(base, fleet.files);
@@ -77,7 +77,7 @@ function prepare(fleet: Fleet, dir: string): { discoveryBytes: number } {
 }
 
 /** `gitmesh` of `checkout` built as the image holds it (bin, dist, package.json, node_modules): its root. */
-function buildLikeTheImage(checkout: string, into: string): string {
+export function buildLikeTheImage(checkout: string, into: string): string {
   const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
   const r = spawnSync(process.execPath, [tsc, "-p", join(checkout, "tsconfig.build.json"), "--outDir", join(into, "dist")], { cwd: checkout, stdio: ["ignore", "pipe", "pipe"] });
   if (r.status !== 0) throw new Error(`building ${checkout}: ${r.stdout.toString()}${r.stderr.toString()}`);

@@ -10,7 +10,8 @@
  * That is still a full translation on a large fleet — seconds of synchronous work — so it runs in a
  * worker thread (diff-worker.ts), never on the thread that serves the relay, the webhooks and the
  * health checks. The worker is started at the first diff and kept; it holds the discovery it was
- * sent (a snapshot per message), and a later diff sends only the clusters whose discovery checksum changed. Its heap is capped
+ * sent (a snapshot per message), and a later diff sends only the clusters whose discovery checksum changed;
+ * after `idleMs` without a diff it stops and gives that memory back. Its heap is capped
  * (`maxMemoryMb`): a diff that needs more fails alone (503) and the next one gets a new worker.
  * Diffs run one at a time and the last few answers are kept (keyed by the two commits and the
  * discovery checksums: a discovery change makes a new diff). A remote repository is read through a
@@ -40,6 +41,8 @@ export interface DiffServiceOptions {
   readonly keep?: number;
   /** Heap of the diff worker thread, MiB (default DEFAULT_DIFF_MAX_MEMORY_MB). */
   readonly maxMemoryMb?: number;
+  /** The worker stops after this long without a diff, giving back its copy of discovery (default 5 minutes). */
+  readonly idleMs?: number;
   readonly logger: Logger;
 }
 
@@ -55,7 +58,7 @@ const FULL_SHA = /^[0-9a-f]{40}$/;
 export function createDiffService(options: DiffServiceOptions): DiffService {
   const keep = options.keep ?? 8;
   const cache = new Map<string, unknown>();
-  const runner = createDiffRunner(options.maxMemoryMb ?? DEFAULT_DIFF_MAX_MEMORY_MB, options.logger);
+  const runner = createDiffRunner(options.maxMemoryMb ?? DEFAULT_DIFF_MAX_MEMORY_MB, options.idleMs ?? 300_000, options.logger);
   let queue: Promise<unknown> = Promise.resolve();
   const read = async (ref: string): Promise<DiffRevision> => {
     try {
@@ -95,13 +98,14 @@ interface DiffRunner {
 }
 
 /** The worker thread, started on first use and replaced after it fails; one diff at a time (the service queues). */
-function createDiffRunner(maxMemoryMb: number, log: Logger): DiffRunner {
+function createDiffRunner(maxMemoryMb: number, idleMs: number, log: Logger): DiffRunner {
   // In a checkout (tsx, vitest) this module is TypeScript and so is the worker's entry; the image runs dist/.
   const typescript = import.meta.url.endsWith(".ts");
   const entry = new URL(typescript ? "./diff-worker.ts" : "./diff-worker.js", import.meta.url);
   let current: { readonly worker: Worker; readonly held: Map<string, string> } | undefined;
   let nextId = 1;
   let closed = false;
+  let idle: NodeJS.Timeout | undefined;
 
   const start = () => {
     // A worker does not inherit the main thread's module hooks (tsx registers them as bin/gitmesh.js does):
@@ -130,6 +134,7 @@ function createDiffRunner(maxMemoryMb: number, log: Logger): DiffRunner {
   return {
     run(base, head, discovery) {
       if (closed) return Promise.reject(new HttpError(503, "the server is stopping; no diff is rendered"));
+      clearTimeout(idle);
       const handle = current ?? start();
       const id = nextId++;
       const request: DiffMessage = { kind: "diff", id, base, head, clusters: discovery.map((d) => [d.cluster, d.checksum] as const) };
@@ -196,11 +201,21 @@ function createDiffRunner(maxMemoryMb: number, log: Logger): DiffRunner {
           reject(err instanceof Error ? err : new Error(String(err)));
         });
       }).finally(() => {
-        if (current?.worker === handle.worker) handle.worker.unref();
+        if (current?.worker !== handle.worker) return;
+        handle.worker.unref();
+        // Idle, it gives back what it holds (a copy of every cluster's discovery); the next diff starts another.
+        idle = setTimeout(() => {
+          if (current?.worker !== handle.worker) return;
+          current = undefined;
+          void handle.worker.terminate();
+          log.info("diff worker stopped after a while without diffs; the next diff starts a new one", { idleSeconds: Math.round(idleMs / 1000) });
+        }, idleMs);
+        idle.unref();
       });
     },
     async close() {
       closed = true;
+      clearTimeout(idle);
       const handle = current;
       current = undefined;
       if (handle !== undefined) await handle.worker.terminate();

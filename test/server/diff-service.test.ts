@@ -15,6 +15,7 @@ import { compareRenders, createWebhookHandlers, renderJson, type RenderSide } fr
 import { createApiAuth, createDiffService, createServerHttp, generateApiToken, parseServerConfig, type DiffService, type ServerApi, type ServerHttp } from "../../src/server/index.js";
 import { translateAll } from "../../src/translate/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
+import { until } from "../queue/fixture.js";
 
 const OPTIONS: FleetOptions = {
   name: "diff-service",
@@ -127,9 +128,9 @@ interface DiffApi {
 }
 
 /** The diff service behind the real HTTP edge, as the server wires it. */
-async function startDiffApi(repoPath: string, discovery: () => Discovery, options: { maxMemoryMb?: number; logger?: ReturnType<typeof createMemoryLogger>["logger"] } = {}): Promise<DiffApi> {
-  const logger = options.logger ?? createMemoryLogger("diff").logger;
-  const service = createDiffService({ location: { kind: "local", path: repoPath }, discovery: () => Promise.resolve(discovery()), logger, ...(options.maxMemoryMb === undefined ? {} : { maxMemoryMb: options.maxMemoryMb }) });
+async function startDiffApi(repoPath: string, discovery: () => Discovery, options: { maxMemoryMb?: number; idleMs?: number; logger?: ReturnType<typeof createMemoryLogger>["logger"] } = {}): Promise<DiffApi> {
+  const { logger = createMemoryLogger("diff").logger, ...limits } = options;
+  const service = createDiffService({ location: { kind: "local", path: repoPath }, discovery: () => Promise.resolve(discovery()), logger, ...limits });
   const api = { diff: (b: string, h: string) => service.diff(b, h), healthy: () => true } as unknown as ServerApi;
   const http: ServerHttp = createServerHttp({ api, registry: new Registry(), webhooks: createWebhookHandlers({ genericSecret: "s", onPush: () => "accepted", logger }), logger, host: "127.0.0.1", port: 0, auth: createApiAuth({ tokens: { read: READ, admin: generateApiToken() }, hint: "test" }), onWebhook: () => undefined, maxBodyBytes: 1024 });
   const url = `http://127.0.0.1:${String(await http.start())}`;
@@ -184,6 +185,23 @@ describe("GET /api/diff runs in a worker thread", () => {
       // longest stall is a small part of it (sending discovery, parsing the answer), and health checks went on.
       expect(delay.max / 1e6).toBeLessThan(elapsed / 2);
       expect(healthy).toBeGreaterThan(1);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it("an idle worker stops and gives its memory back; the next diff starts another (the reverse diff: the same clusters change)", async () => {
+    const { logger, records } = createMemoryLogger("diff");
+    const api = await startDiffApi(git.repoPath("big"), () => bigDiscovery, { idleMs: 200, logger });
+    const stopped = () => records.filter((r) => r.msg.startsWith("diff worker stopped after a while without diffs")).length;
+    try {
+      const first = await api.get(base, head);
+      expect(first.status).toBe(200);
+      await until(() => stopped() === 1);
+      const again = await api.get(head, base);
+      expect(again.status).toBe(200);
+      expect(again.body.clusters.length).toBe(first.body.clusters.length);
+      await until(() => stopped() === 2);
     } finally {
       await api.stop();
     }
