@@ -90,3 +90,4 @@ export {
 export { ALLOW_DELETION_TRAILER, allowedDeletions, commitTrailers } from "./trailers.js";
 export { createCommitVerifier, parseAllowedSigners, splitSignedCommit, verifySshSignature, type CommitVerifier, type CommitVerifierOptions, type Verdict } from "./signatures.js";
 export { GIT_HTTP_IDLE_TIMEOUT_MS, GitHttpTimeoutError, withIdleTimeout } from "./http-client.js";
+export type { HttpClient } from "isomorphic-git";

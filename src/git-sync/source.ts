@@ -427,6 +427,8 @@ export interface RevisionFilesOptions {
   readonly include?: PathFilter;
   readonly logger: Logger;
   readonly retry?: BackoffOptions;
+  /** HTTP client for a remote location (default: isomorphic-git's, with an idle timeout). */
+  readonly http?: HttpClient;
 }
 
 /** Every configuration file of one revision (for `gitmesh diff` and offline tools), read from the object store. */
@@ -447,6 +449,7 @@ export async function readRevisionFiles(options: RevisionFilesOptions): Promise<
     ...(options.subPath === undefined ? {} : { subPath: options.subPath }),
     ...(options.include === undefined ? {} : { include: options.include }),
     ...(options.retry === undefined ? {} : { retry: options.retry }),
+    ...(options.http === undefined ? {} : { http: options.http }),
   });
   const outcome = await source.sync();
   if (outcome.kind === "rejected") {

@@ -50,6 +50,8 @@ export interface ServerConfig {
   readonly gitPath: string;
   /** Poll interval, the backstop of webhooks (default 30 s; 0 = off). */
   readonly pollIntervalMs: number;
+  /** A Git HTTP request whose server sends nothing for this long fails (GITMESH_GIT_IDLE_TIMEOUT_SECONDS, default 120). */
+  readonly gitIdleTimeoutMs: number;
   /** Heap of the worker thread that renders /api/diff, MiB (GITMESH_DIFF_MAX_MEMORY_MB, default 2048). */
   readonly diffMaxMemoryMb: number;
   /** Audit branch (default `gitmesh/rendered`); "" turns the audit writer off. */
@@ -136,6 +138,7 @@ export const SERVER_ENV = {
   gitBranch: "GITMESH_GIT_BRANCH",
   gitPath: "GITMESH_GIT_PATH",
   pollIntervalSeconds: "GITMESH_GIT_POLL_INTERVAL_SECONDS",
+  gitIdleTimeoutSeconds: "GITMESH_GIT_IDLE_TIMEOUT_SECONDS",
   gitUsername: "GITMESH_GIT_USERNAME",
   gitPassword: "GITMESH_GIT_PASSWORD",
   auditBranch: "GITMESH_AUDIT_BRANCH",
@@ -188,6 +191,7 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   gitBranch: "branch, tag or commit to follow (default main; --branch)",
   gitPath: "sub-directory of the repository holding the configuration (default: all; --path)",
   pollIntervalSeconds: "Git poll interval, the backstop of webhooks (default 30; 0 = off; --poll-interval)",
+  gitIdleTimeoutSeconds: "a Git request (fetch, audit push, diff read) whose server sends nothing for this long fails and is retried (default 120)",
   gitUsername: "Git HTTP user name (default git when a password is set)",
   gitPassword: "Git HTTP password or access token (never logged; the chart reads it from a Secret)",
   auditBranch: "branch of the rendered output (default gitmesh/rendered; --audit-branch; empty or --no-audit: off)",
@@ -303,6 +307,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
   if (!DNS1123_LABEL.test(apiTokenSecret)) problems.push(`API token Secret "${apiTokenSecret}" is not a valid Secret name (${SERVER_ENV.apiTokenSecret})`);
 
   const pollSeconds = read.number(input.pollIntervalSeconds, "poll interval", 30, (n) => n >= 0, "seconds ≥ 0 (0 = off)");
+  const gitIdleSeconds = read.number(input.gitIdleTimeoutSeconds, `Git idle timeout (${SERVER_ENV.gitIdleTimeoutSeconds})`, 120, (n) => n >= 1 && n <= 3600, "seconds from 1 to 3600");
   const warmingSeconds = read.number(input.warmingWindowSeconds, "warming window", 60, (n) => n >= 0, "seconds ≥ 0");
   const diffMaxMemoryMb = read.number(input.diffMaxMemoryMb, `diff memory (${SERVER_ENV.diffMaxMemoryMb})`, 2048, (n) => Number.isInteger(n) && n >= 64, "an integer number of MiB ≥ 64");
 
@@ -324,6 +329,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     gitBranch: input.gitBranch || "main",
     gitPath: (input.gitPath ?? "").replace(/^\/+|\/+$/g, ""),
     pollIntervalMs: pollSeconds * 1000,
+    gitIdleTimeoutMs: gitIdleSeconds * 1000,
     diffMaxMemoryMb,
     auditBranch: input.auditBranch ?? "gitmesh/rendered",
     webhookSecret: input.webhookSecret || undefined,

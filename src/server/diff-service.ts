@@ -25,7 +25,7 @@ import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { describeError, type Logger } from "../core/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
-import { GitRefNotFoundError, readRevisionFiles, type GitLocation } from "../git-sync/index.js";
+import { GitRefNotFoundError, readRevisionFiles, type GitLocation, type HttpClient } from "../git-sync/index.js";
 import type { DiffAnswer, DiffMessage, DiffRevision } from "./diff-render.js";
 import { HttpError } from "./http.js";
 
@@ -34,6 +34,8 @@ export const DEFAULT_DIFF_MAX_MEMORY_MB = 2048;
 
 export interface DiffServiceOptions {
   readonly location: GitLocation;
+  /** HTTP client for a remote repository (default: git-sync's, with its idle timeout). */
+  readonly http?: HttpClient;
   readonly subPath?: string;
   /** Discovery per cluster, as the server holds it. */
   readonly discovery: () => Promise<readonly { readonly cluster: string; readonly checksum: string; readonly snapshot: DiscoverySnapshot }[]>;
@@ -62,7 +64,7 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
   let queue: Promise<unknown> = Promise.resolve();
   const read = async (ref: string): Promise<DiffRevision> => {
     try {
-      const rev = await readRevisionFiles({ location: options.location, ref, logger: options.logger, retry: { attempts: 2 }, ...(options.subPath === undefined ? {} : { subPath: options.subPath }) });
+      const rev = await readRevisionFiles({ location: options.location, ref, logger: options.logger, retry: { attempts: 2 }, ...(options.subPath === undefined ? {} : { subPath: options.subPath }), ...(options.http === undefined ? {} : { http: options.http }) });
       return { ref, commit: rev.commit.oid, files: rev.files };
     } catch (err) {
       if (err instanceof GitRefNotFoundError) throw new HttpError(404, `commit ${ref} is not in the configuration repository`);

@@ -19,6 +19,7 @@ import {
   type GitSource,
   type GitSourceStatus,
   type HintDisposition,
+  type HttpClient,
   type PushHint,
   type SyncOutcome,
   type SyncTrigger,
@@ -27,6 +28,8 @@ import { SERVER_ENV } from "./config.js";
 
 export interface GitPollingOptions {
   readonly location: GitLocation;
+  /** HTTP client for a remote repository (default: isomorphic-git's, with git-sync's idle timeout). */
+  readonly http?: HttpClient;
   /** How logs and errors name the repository (no credentials in it). */
   readonly name: string;
   /** Branch, tag or commit. */
@@ -72,6 +75,7 @@ export function createGitPolling(options: GitPollingOptions): GitPolling {
     loader: createConfigLoader(),
     logger: log.child("git"),
     ...(options.verifier ? { verifier: options.verifier } : {}),
+    ...(options.http ? { http: options.http } : {}),
   });
   let trigger: SyncTrigger | undefined;
   let polling = false;

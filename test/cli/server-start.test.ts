@@ -3,6 +3,8 @@
 import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
+import { createServer, request, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SERVER_ENV, SERVER_ENV_HELP } from "../../src/server/index.js";
@@ -54,6 +56,41 @@ afterAll(async () => {
 });
 
 describe("gitmesh server start-up", () => {
+  it("a Git server that accepts and then says nothing: the request fails after GITMESH_GIT_IDLE_TIMEOUT_SECONDS and is retried; the server starts once Git answers", async () => {
+    // In front of the real Git server: the first two requests are held open and never answered.
+    let held = 0;
+    const open: ServerResponse[] = [];
+    const front = createServer((req, res) => {
+      if (held < 2) {
+        held++;
+        open.push(res);
+        return;
+      }
+      const upstream = request(new URL(req.url ?? "/", git.url("mesh")), { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${String((front.address() as AddressInfo).port)}/mesh.git`;
+      const r = await server(["--git-url", url], /gitmesh server started/, { [SERVER_ENV.gitIdleTimeoutSeconds]: "1" });
+      expect(r.matched).toBe(true);
+      expect(held).toBe(2);
+      expect(r.out).toMatch(/the Git server sent nothing for 1000 ms \(http:\/\/127\.0\.0\.1:\d+\/mesh\.git/);
+    } finally {
+      for (const res of open) res.destroy();
+      await new Promise((resolve) => front.close(resolve));
+    }
+  });
+
+  it("a Git idle timeout that is not 1–3600 seconds: usage error (exit 2) naming the variable", async () => {
+    const r = await server(["--git-url", git.url("mesh")], undefined, { [SERVER_ENV.gitIdleTimeoutSeconds]: "0" });
+    expect(r.code).toBe(2);
+    expect(r.out).toContain('Git idle timeout (GITMESH_GIT_IDLE_TIMEOUT_SECONDS) "0" is invalid: seconds from 1 to 3600');
+  });
+
   it("a --git-local path that does not exist, or is not a repository: usage error (exit 2) saying which", async () => {
     const missing = await server(["--git-local", join(tempDir(), "nope")]);
     expect(missing.code).toBe(2);
