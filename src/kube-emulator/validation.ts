@@ -28,6 +28,16 @@ function quote(v: Json): string {
   return typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v);
 }
 
+/** A decoded JSON value as field.Error prints a bad value: strings quoted, maps and lists as Go's `%#v` (keys sorted). */
+function goValue(v: Json): string {
+  if (v === null) return "null";
+  if (typeof v === "string") return JSON.stringify(v);
+  if (typeof v !== "object") return String(v);
+  if (Array.isArray(v)) return `[]interface {}{${v.map(goValue).join(", ")}}`;
+  const entries = Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${goValue(v[k]!)}`);
+  return `map[string]interface {}{${entries.join(", ")}}`;
+}
+
 const child = (path: string, key: string): string => (path === "" ? key : `${path}.${key}`);
 
 /** Removes unknown fields and non-nullable nulls in place; returns the pruned paths. */
@@ -100,11 +110,15 @@ export function validateValue(v: Json, s: Schema, path: string, errors: StatusCa
     const listType = s["x-kubernetes-list-type"];
     if (listType === "set" || listType === "map") {
       const keys = s["x-kubernetes-list-map-keys"] ?? [];
-      const seen: Json[] = [];
+      // As apiextensions' listtype validation: a map element is identified by the key fields it has (a missing
+      // key is left out, not null), the message shows those keys as a Go map, and a value is reported once, at
+      // its second occurrence.
+      const seen: { id: Json; times: number }[] = [];
       v.forEach((el, i) => {
-        const id: Json = listType === "set" ? el : isObject(el) ? keys.map((k) => el[k] ?? null) : el;
-        if (seen.some((x) => deepEqual(x, id))) errors.push({ reason: "FieldValueDuplicate", message: `Duplicate value: ${quote(el)}`, field: `${path}[${i}]` });
-        else seen.push(id);
+        const id: Json = listType === "set" ? el : isObject(el) ? Object.fromEntries(keys.filter((k) => el[k] !== undefined).map((k) => [k, el[k]!])) : {};
+        const prev = seen.find((x) => deepEqual(x.id, id));
+        if (prev === undefined) seen.push({ id, times: 1 });
+        else if (prev.times++ === 1) errors.push({ reason: "FieldValueDuplicate", message: `Duplicate value: ${goValue(id)}`, field: `${path}[${i}]` });
       });
     }
   }

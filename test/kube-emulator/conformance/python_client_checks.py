@@ -410,6 +410,17 @@ def _(c):
     expect(sorted(p["name"] for p in got["spec"]["ports"]) == ["http", "https"], got["spec"]["ports"])
 
 
+@check("create: a listType=map list with a key twice is 422 Duplicate value naming the key, once per duplicated key")
+def _(c):
+    ports = [{"name": "http", "number": 80, "protocol": "HTTP"}, {"name": "http", "number": 8080, "protocol": "HTTP"},
+             {"name": "http", "number": 8081, "protocol": "HTTP"}, {"name": "https", "number": 443, "protocol": "TLS"}]
+    se = {"apiVersion": "networking.istio.io/v1", "kind": "ServiceEntry", "metadata": {"name": "dup", "namespace": c.ns},
+          "spec": {"hosts": ["dup.example.com"], "resolution": "DNS", "ports": ports}}
+    body = expect_status(lambda: c.custom.create_namespaced_custom_object("networking.istio.io", "v1", c.ns, "serviceentries", se), 422, "Invalid")
+    causes = [(x["field"], x["message"]) for x in body["details"]["causes"]]
+    expect(causes == [("spec.ports[1]", 'Duplicate value: map[string]interface {}{"name":"http"}')], causes)
+
+
 # --- validation of built-in kinds (API conventions; "Object Names and IDs"; "Labels and Selectors"; Secrets; Leases)
 
 @check("built-in: invalid label keys and values and invalid names are 422 Invalid")
