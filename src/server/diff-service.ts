@@ -110,8 +110,8 @@ function createDiffRunner(maxMemoryMb: number, idleMs: number, log: Logger): Dif
   let idle: NodeJS.Timeout | undefined;
 
   const start = () => {
-    // A worker does not inherit the main thread's module hooks (tsx registers them as bin/gitmesh.js does):
-    // in a checkout it registers tsx (as bin/gitmesh.js does) before loading the TypeScript entry.
+    // A worker does not inherit the main thread's module hooks: in a checkout it registers tsx itself, as
+    // bin/gitmesh.js does, before it loads the TypeScript entry.
     const source = typescript
       ? `import(${JSON.stringify(tsxApiUrl())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); });`
       : undefined;
@@ -165,7 +165,7 @@ function createDiffRunner(maxMemoryMb: number, idleMs: number, log: Logger): Dif
           if ((err as { code?: unknown }).code === "ERR_WORKER_OUT_OF_MEMORY") {
             log.warn("diff worker ran out of memory; the diff is refused and the next diff starts a new worker", { base: base.ref, head: head.ref, maxMemoryMb });
             return reject(
-              new HttpError(503, `rendering ${base.ref.slice(0, 12)}..${head.ref.slice(0, 12)} needs more memory than the diff worker may use (${maxMemoryMb} MiB); raise GITMESH_DIFF_MAX_MEMORY_MB or run \`gitmesh diff\` in CI`),
+              new HttpError(503, `rendering ${base.ref.slice(0, 12)}..${head.ref.slice(0, 12)} needs more memory than the diff worker may use (${maxMemoryMb} MiB); raise GITMESH_DIFF_MAX_MEMORY_MB (Helm: diff.maxMemoryMb) together with the server's memory limit, or render it with \`gitmesh diff\` in CI`),
             );
           }
           log.error("diff worker failed", { base: base.ref, head: head.ref, error: describeError(err) });
