@@ -31,6 +31,7 @@ import { withBackoff, type BackoffOptions } from "./retry.js";
 import { createTreeWriter, pacer, type PathChange } from "./tree-writer.js";
 import { splitCredentials, type GitCredentials } from "./source.js";
 import { withIdleTimeout } from "./http-client.js";
+import { createReadSyncFs } from "./read-sync-fs.js";
 
 /** A rendered Kubernetes object (plain data; translate's IstioResource fits). Serialised whole. */
 export interface RenderedResource {
@@ -71,6 +72,7 @@ export interface AuditWriterOptions {
   /** Transport retries for fetch/push (see withBackoff). */
   readonly retry?: BackoffOptions;
   readonly logger: Logger;
+  /** Default: node:fs with synchronous reads (read-sync-fs.ts). */
   readonly fs?: FsClient;
   readonly http?: HttpClient;
 }
@@ -135,7 +137,8 @@ function segment(s: string): string {
 }
 
 export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
-  const fs = options.fs ?? nodeFs;
+  // Reads of its own git directory synchronously underneath: a push reads every object it sends (read-sync-fs.ts).
+  const fs = options.fs ?? createReadSyncFs();
   const http = options.http ?? withIdleTimeout();
   const branch = options.branch ?? "gitmesh/rendered";
   const fullRef = `refs/heads/${branch}`;
