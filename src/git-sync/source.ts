@@ -227,6 +227,8 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
     }
     if (isSha(ref)) {
       if (!(await hasObject(ref))) await fetchRef(ref);
+      // A commit the server does not have comes back as an empty fetch, not an error.
+      if (!(await hasObject(ref))) throw new GitRefNotFoundError(`commit ${ref} is not served by ${remote.url}`);
       return peelToCommit(store, ref);
     }
     const wanted = hint.sha?.toLowerCase();

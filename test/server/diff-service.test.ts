@@ -15,6 +15,7 @@ import { compareRenders, createWebhookHandlers, renderJson, type RenderSide } fr
 import { createApiAuth, createDiffService, createServerHttp, generateApiToken, parseServerConfig, type DiffService, type ServerApi, type ServerHttp } from "../../src/server/index.js";
 import { translateAll } from "../../src/translate/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
+import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../queue/fixture.js";
 
 const OPTIONS: FleetOptions = {
@@ -34,6 +35,7 @@ const OPTIONS: FleetOptions = {
 const fleet = generateFleet(OPTIONS);
 const snapshots = fleet.discovery as unknown as ReadonlyMap<string, DiscoverySnapshot>;
 const READ = generateApiToken();
+const cacheDir = useTempDirs("gitmesh-diff-cache-");
 
 type Discovery = readonly { cluster: string; checksum: string; snapshot: DiscoverySnapshot }[];
 
@@ -98,8 +100,14 @@ describe("GET /api/diff renders head incrementally and answers what full transla
     expect(body).toEqual(expectedReport(base, baseFiles, broken, brokenFiles));
   });
 
-  it("a commit the repository does not have is a 404", async () => {
+  it("a commit the repository does not have is a 404, read from disk or over HTTP", async () => {
     expect((await get(base, "f".repeat(40))).status).toBe(404);
+    const remote = createDiffService({ location: { kind: "remote", url: git.url("fleet"), cacheDir: cacheDir(), depth: null }, discovery: () => Promise.resolve(discovery), logger: createMemoryLogger("diff").logger });
+    try {
+      await expect(remote.diff(base, "f".repeat(40))).rejects.toMatchObject({ status: 404, message: `commit ${"f".repeat(40)} is not in the configuration repository` });
+    } finally {
+      await remote.close();
+    }
   });
 
   it("renders against the discovery the server holds now: a changed and a removed cluster reach the worker", async () => {
