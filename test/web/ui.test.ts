@@ -104,6 +104,9 @@ describe("web UI (Chromium)", () => {
     await expect.poll(() => diff.textContent(), { timeout: 60_000 }).toContain(`timeout: ${String(n + 3)}s`);
     expect(await diff.textContent()).toMatch(/changed VirtualService/);
     await shot(page, "diff");
+    // A commit the repository does not have: the server's own message, not "[object Object]".
+    await page.evaluate(`location.hash = ${JSON.stringify(`#/diff?base=${sha}&head=${"f".repeat(40)}`)}`);
+    await expect.poll(() => page.locator("p.error").textContent(), { timeout: 30_000 }).toBe(`commit ${"f".repeat(40)} is not in the configuration repository`);
 
     const bad = push({ "workspaces/broken.yaml": "apiVersion: networking.gloo.solo.io/v2\nkind: RouteTable\nmetadata:\n  name: broken\n  namespace: bookinfo\nspec:\n  hosts: [broken.example.com]\n  http:\n  - name: r\n    forwardTo: {destinations: [{ref: {name: x}, port: {numbr: 80}}]}\n" }, "broken");
     await page.getByRole("link", { name: "Fleet" }).click();

@@ -36,8 +36,9 @@ export async function getJson<T>(path: string, bearer: string | null = token()):
   const res = await fetch(path, { headers: { accept: "application/json", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) } });
   if (res.status === 401) throw new UnauthorizedError("the token was refused");
   if (!res.ok) {
-    const body = (await res.json().catch(() => ({}))) as { error?: string };
-    throw new ApiError(res.status, body.error ?? `${res.status} ${res.statusText}`);
+    // The HTTP edge answers every error as {error: {status, code, message}}.
+    const body = (await res.json().catch(() => ({}))) as { error?: { message?: string } };
+    throw new ApiError(res.status, body.error?.message ?? `${res.status} ${res.statusText}`);
   }
   return (await res.json()) as T;
 }
