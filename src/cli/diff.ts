@@ -11,9 +11,9 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
-import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, renderMarkdown, resolveRevision, type GitLocation, type RenderSide } from "../git-sync/index.js";
+import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, renderMarkdown, resolveRevision, type GitLocation } from "../git-sync/index.js";
 import type { CiContext } from "../git-host/index.js";
-import { loadRevisions, renderRevisions, type RevisionRender } from "../translate/index.js";
+import { loadRevisions, renderedSide, renderRevisions } from "../translate/index.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
 
 interface DiffFlags {
@@ -134,13 +134,7 @@ export function registerDiff(program: Command, io: CliIo): void {
 
         // Base in full, head incrementally from it; compareRenders then skips by identity what the head kept.
         const renders = renderRevisions(loaded, snapshots);
-        const side = (ref: string, commit: string, render: RevisionRender): RenderSide => ({
-          ref,
-          commit,
-          clusters: new Map([...render.result.clusters].map(([c, out]) => [c, out.resources])),
-          diagnostics: [...render.load.diagnostics, ...render.result.diagnostics],
-        });
-        const report = compareRenders(side(flags.base, base.commit.oid, renders.base), side(flags.head, head.commit.oid, renders.head));
+        const report = compareRenders(renderedSide(flags.base, base.commit.oid, renders.base), renderedSide(flags.head, head.commit.oid, renders.head));
         for (const d of sortDiagnostics(discoveryDiagnostics)) io.err(`${formatDiagnostic(d)}\n`);
 
         if (flags.format === "json") {

@@ -6,8 +6,8 @@
  */
 import type { SourceFile } from "../config/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
-import { compareRenders, renderJson, type RenderSide } from "../git-sync/index.js";
-import { loadRevisions, renderRevisions, type RevisionRender } from "../translate/index.js";
+import { compareRenders, renderJson } from "../git-sync/index.js";
+import { loadRevisions, renderedSide, renderRevisions } from "../translate/index.js";
 
 export interface DiffRevision {
   /** The revision as asked for (a full SHA). */
@@ -19,13 +19,7 @@ export interface DiffRevision {
 
 export function renderDiffReport(base: DiffRevision, head: DiffRevision, discovery: ReadonlyMap<string, DiscoverySnapshot>): string {
   const renders = renderRevisions(loadRevisions(base.files, head.files), discovery);
-  const side = (rev: DiffRevision, render: RevisionRender): RenderSide => ({
-    ref: rev.ref,
-    commit: rev.commit,
-    clusters: new Map([...render.result.clusters].map(([c, out]) => [c, out.resources])),
-    diagnostics: [...render.load.diagnostics, ...render.result.diagnostics],
-  });
-  return renderJson(compareRenders(side(base, renders.base), side(head, renders.head)));
+  return renderJson(compareRenders(renderedSide(base.ref, base.commit, renders.base), renderedSide(head.ref, head.commit, renders.head)));
 }
 
 /**

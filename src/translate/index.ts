@@ -47,7 +47,7 @@ export {
   type TranslateOptions,
 } from "./workspace.js";
 export { affectedWorkspaces, type InputChange } from "./incremental.js";
-export { fileDelta, loadRevisions, renderRevisions, type LoadedRevisions, type RevisionRender, type RevisionRenders } from "./revisions.js";
+export { fileDelta, loadRevisions, renderedSide, renderRevisions, type LoadedRevisions, type RevisionRender, type RevisionRenders } from "./revisions.js";
 export { validateIstioResource, validateOutputs, type IstioIssue } from "./istio-validate.js";
 export { DestinationCode } from "./destination-common.js";
 export { validateIssuedCertificate } from "./root-trust.js";

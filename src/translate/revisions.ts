@@ -27,7 +27,8 @@
 import { loadDesiredState, SETTINGS_FILE, updateDesiredState, type LoadResult, type SourceFile } from "../config/index.js";
 import { affectedWorkspaces } from "./incremental.js";
 import type { DiscoveryMap } from "./input.js";
-import type { TranslationResult } from "./types.js";
+import type { Diagnostic } from "../core/index.js";
+import type { IstioResource, TranslationResult } from "./types.js";
 import { retranslate, translateAll, type TranslateOptions } from "./workspace.js";
 
 export interface RevisionRender {
@@ -81,6 +82,16 @@ export function loadRevisions(base: readonly SourceFile[], head: readonly Source
   if (delta === undefined) return { base: baseLoad, head: loadDesiredState(head) };
   const headLoad = updateDesiredState(baseLoad.state, delta.changed, delta.removed);
   return { base: baseLoad, head: headLoad, changedKeys: headLoad.changedKeys };
+}
+
+/** One side of a diff as git-sync's compareRenders takes it: the revision's output per cluster and every diagnostic (load, then translation). */
+export function renderedSide(ref: string, commit: string, render: RevisionRender): { ref: string; commit: string; clusters: Map<string, readonly IstioResource[]>; diagnostics: Diagnostic[] } {
+  return {
+    ref,
+    commit,
+    clusters: new Map([...render.result.clusters].map(([c, out]) => [c, out.resources])),
+    diagnostics: [...render.load.diagnostics, ...render.result.diagnostics],
+  };
 }
 
 /** Translates the base in full and the head incrementally from it (see above). */
