@@ -4,8 +4,10 @@
  * and frozen. Problems are returned as messages that say what to fix, never thrown.
  */
 import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel, type ConfigReader } from "../core/index.js";
+import { GIT_HTTP_IDLE_TIMEOUT_MS } from "../git-sync/index.js";
 import { redisUrlProblem } from "../queue/index.js";
 import { isValidClusterName } from "../relay/index.js";
+import { DEFAULT_DIFF_MAX_MEMORY_MB } from "./diff-service.js";
 
 export type ServerLogFormat = "json" | "human";
 export type ServerLogLevel = "debug" | "info" | "warn" | "error";
@@ -50,9 +52,9 @@ export interface ServerConfig {
   readonly gitPath: string;
   /** Poll interval, the backstop of webhooks (default 30 s; 0 = off). */
   readonly pollIntervalMs: number;
-  /** A Git HTTP request whose server sends nothing for this long fails (GITMESH_GIT_IDLE_TIMEOUT_SECONDS, default 120). */
+  /** A Git HTTP request whose server sends nothing for this long fails (GITMESH_GIT_IDLE_TIMEOUT_SECONDS, default GIT_HTTP_IDLE_TIMEOUT_MS). */
   readonly gitIdleTimeoutMs: number;
-  /** Heap of the worker thread that renders /api/diff, MiB (GITMESH_DIFF_MAX_MEMORY_MB, default 2048). */
+  /** Heap of the worker thread that renders /api/diff, MiB (GITMESH_DIFF_MAX_MEMORY_MB, default DEFAULT_DIFF_MAX_MEMORY_MB). */
   readonly diffMaxMemoryMb: number;
   /** Audit branch (default `gitmesh/rendered`); "" turns the audit writer off. */
   readonly auditBranch: string;
@@ -191,7 +193,7 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   gitBranch: "branch, tag or commit to follow (default main; --branch)",
   gitPath: "sub-directory of the repository holding the configuration (default: all; --path)",
   pollIntervalSeconds: "Git poll interval, the backstop of webhooks (default 30; 0 = off; --poll-interval)",
-  gitIdleTimeoutSeconds: "a Git request (fetch, audit push, diff read) whose server sends nothing for this long fails and is retried (default 120)",
+  gitIdleTimeoutSeconds: `a Git request (fetch, audit push, diff read) whose server sends nothing for this long fails and is retried (default ${GIT_HTTP_IDLE_TIMEOUT_MS / 1000})`,
   gitUsername: "Git HTTP user name (default git when a password is set)",
   gitPassword: "Git HTTP password or access token (never logged; the chart reads it from a Secret)",
   auditBranch: "branch of the rendered output (default gitmesh/rendered; --audit-branch; empty or --no-audit: off)",
@@ -205,7 +207,7 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   tokenSecret: "Secret holding the fleet bootstrap token, with GITMESH_RELAY_BOOTSTRAP=fleet-token (default relay-identity-token-secret)",
   relayToken: "the fleet bootstrap token itself (--relay-token; prefer the Secret)",
   bootstrap: "per-cluster (default: single-use credentials from `gitmesh cluster register`) or fleet-token (--bootstrap)",
-  diffMaxMemoryMb: "memory (MiB) of the worker thread that renders GET /api/diff; a diff that needs more is refused (503) and the server runs on (default 2048)",
+  diffMaxMemoryMb: `memory (MiB) of the worker thread that renders GET /api/diff; a diff that needs more is refused (503) and the server runs on (default ${DEFAULT_DIFF_MAX_MEMORY_MB})`,
   warmingWindowSeconds: "after a restart that lost state, hold output at most this long for discovery (default 60; --warming-window)",
   apiAuth: "false: serve /api without tokens (trials only; --no-api-auth)",
   apiTokenFile: "file holding the read-role API token (default: stored, generated once; --api-token-file)",
@@ -307,9 +309,9 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
   if (!DNS1123_LABEL.test(apiTokenSecret)) problems.push(`API token Secret "${apiTokenSecret}" is not a valid Secret name (${SERVER_ENV.apiTokenSecret})`);
 
   const pollSeconds = read.number(input.pollIntervalSeconds, "poll interval", 30, (n) => n >= 0, "seconds ≥ 0 (0 = off)");
-  const gitIdleSeconds = read.number(input.gitIdleTimeoutSeconds, `Git idle timeout (${SERVER_ENV.gitIdleTimeoutSeconds})`, 120, (n) => n >= 1 && n <= 3600, "seconds from 1 to 3600");
+  const gitIdleSeconds = read.number(input.gitIdleTimeoutSeconds, `Git idle timeout (${SERVER_ENV.gitIdleTimeoutSeconds})`, GIT_HTTP_IDLE_TIMEOUT_MS / 1000, (n) => n >= 1 && n <= 3600, "seconds from 1 to 3600");
   const warmingSeconds = read.number(input.warmingWindowSeconds, "warming window", 60, (n) => n >= 0, "seconds ≥ 0");
-  const diffMaxMemoryMb = read.number(input.diffMaxMemoryMb, `diff memory (${SERVER_ENV.diffMaxMemoryMb})`, 2048, (n) => Number.isInteger(n) && n >= 64, "an integer number of MiB ≥ 64");
+  const diffMaxMemoryMb = read.number(input.diffMaxMemoryMb, `diff memory (${SERVER_ENV.diffMaxMemoryMb})`, DEFAULT_DIFF_MAX_MEMORY_MB, (n) => Number.isInteger(n) && n >= 64, "an integer number of MiB ≥ 64");
 
   const config: ServerConfig = {
     namespace,
