@@ -46,8 +46,12 @@ export async function repeat(runs: number, fn: () => unknown): Promise<{ median:
     const used = process.cpuUsage(before);
     cpu.push((used.user + used.system) / 1000);
   }
-  const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
   return { median: median(times), min: Math.min(...times), cpuMedian: median(cpu) };
+}
+
+/** The middle value (the upper one of an even count); NaN for none. */
+export function median(list: readonly number[]): number {
+  return [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)] ?? Number.NaN;
 }
 
 /** Heap in use after a full garbage collection (the runner starts children with --expose-gc). */

@@ -26,7 +26,7 @@ import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { silentLogger } from "../../src/core/index.js";
 import { createApplier, createInventory, createKubeClient, withFieldOwner, type KubeObject } from "../../src/agent/index.js";
-import { round, time, type Benchmark, type Figure } from "../harness.js";
+import { median, round, time, type Benchmark, type Figure } from "../harness.js";
 import { spawnEmulator, type EmulatorProcess } from "./emulator-process.js";
 import { outputObjects, outputVersion } from "./output.js";
 
@@ -45,7 +45,6 @@ interface SideResult {
   readonly again?: Run;
 }
 
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 function seed(): KubeObject[] {
   return [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "gitmesh" } }, ...Array.from({ length: NAMESPACES }, (_, i): KubeObject => ({ apiVersion: "v1", kind: "Namespace", metadata: { name: `ns-${i}` } }))];

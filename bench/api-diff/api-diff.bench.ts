@@ -25,7 +25,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { buildLikeTheImage, prepare } from "../diff/diff.bench.js";
 import { generateFleet } from "../fleet/generate.js";
 import { FLEET_PRESETS } from "../fleet/presets.js";
-import { round, type Benchmark, type Figure } from "../harness.js";
+import { median, round, type Benchmark, type Figure } from "../harness.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -55,8 +55,6 @@ async function measure(fn: () => Promise<unknown>): Promise<Sample> {
   delay.disable();
   return { wallMs, stallMs: delay.max / 1e6 };
 }
-
-const median = (list: readonly number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
 
 export const benchmark: Benchmark = {
   name: "api-diff",

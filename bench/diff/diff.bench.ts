@@ -26,7 +26,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateFleet, type Fleet, type FleetFile } from "../fleet/generate.js";
 import { FLEET_PRESETS } from "../fleet/presets.js";
-import { MB, round, type Benchmark, type Figure } from "../harness.js";
+import { MB, median, round, type Benchmark, type Figure } from "../harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -106,8 +106,7 @@ function measure(args: readonly string[], cwd: string, usageFile: string): Promi
 }
 
 function medianOf(list: readonly ProcessFigures[]): ProcessFigures {
-  const med = (pick: (p: ProcessFigures) => number) => [...list.map(pick)].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
-  return { wallMs: med((p) => p.wallMs), cpuMs: med((p) => p.cpuMs), maxRssKb: med((p) => p.maxRssKb) };
+  return { wallMs: median(list.map((p) => p.wallMs)), cpuMs: median(list.map((p) => p.cpuMs)), maxRssKb: median(list.map((p) => p.maxRssKb)) };
 }
 
 const SIZES: Readonly<Record<string, keyof typeof FLEET_PRESETS>> = { "20": "medium", "100": "large" };

@@ -16,7 +16,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateFleet } from "../fleet/generate.js";
 import { FLEET_PRESETS } from "../fleet/presets.js";
-import { MB, round, type Benchmark, type Figure } from "../harness.js";
+import { MB, median, round, type Benchmark, type Figure } from "../harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -40,7 +40,6 @@ function child(gitmeshRoot: string, dir: string, mode: "read" | "parse"): Promis
   });
 }
 
-const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export const benchmark: Benchmark = {
   name: "discovery-read",

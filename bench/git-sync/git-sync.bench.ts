@@ -23,7 +23,7 @@ import { silentLogger } from "../../src/core/index.js";
 import { createAuditWriter, createConfigLoader, createGitSource, type DesiredStateLoader, type RenderedResource } from "../../src/git-sync/index.js";
 import { startGitServer } from "../../test/helpers/git-server.js";
 import { generateConfigRepo } from "../config/generate-config-repo.js";
-import { round, time, type Benchmark, type Figure } from "../harness.js";
+import { median, round, time, type Benchmark, type Figure } from "../harness.js";
 
 const exec = promisify(execFile);
 const FILES = 10_000;
@@ -115,9 +115,8 @@ export const benchmark: Benchmark = {
         theirs.push(g);
         log(`first sync ${i + 1}: gitmesh ${round(o.ms)} ms (CPU ${round(o.cpuMs)} ms, ${round(o.maxRssKb / 1024)} MiB), git clone + cat-file ${round(g.ms)} ms (CPU ${round(g.cpuMs)} ms, ${round(g.maxRssKb / 1024)} MiB); load ${load1()}`);
       }
-      const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-      const m = (l: readonly SideRun[], k: keyof SideRun) => med(l.map((r) => r[k]));
-      const perSample = (k: keyof SideRun) => med(ours.map((o, i) => o[k] / theirs[i]![k]));
+      const m = (l: readonly SideRun[], k: keyof SideRun) => median(l.map((r) => r[k]));
+      const perSample = (k: keyof SideRun) => median(ours.map((o, i) => o[k] / theirs[i]![k]));
       figures.push(
         { label: `first sync, ${FILES} files: samples (alternated, fresh processes)`, value: ours.length, unit: `each side; load average ${loadBefore} → ${load1()}` },
         { label: "first sync: gitmesh fetch + read every blob (median)", value: round(m(ours, "ms")), unit: `ms (CPU ${round(m(ours, "cpuMs"))} ms)` },
@@ -148,13 +147,13 @@ export const benchmark: Benchmark = {
         if (r.result.kind !== "updated" || r.result.parsedPaths.length !== 1) throw new Error("one-file commit did not parse exactly one file");
         fullTimes.push(r.ms);
       }
-      log(`one-file commit: git CLI ${round(med(cliTimes))} ms, git-sync ${round(med(oursTimes))} ms, + load ${round(med(fullTimes))} ms`);
+      log(`one-file commit: git CLI ${round(median(cliTimes))} ms, git-sync ${round(median(oursTimes))} ms, + load ${round(median(fullTimes))} ms`);
       figures.push(
-        { label: "one-file commit: git fetch (CLI) (median)", value: round(med(cliTimes)), unit: "ms" },
-        { label: "one-file commit: git-sync fetch + diff + read (median)", value: round(med(oursTimes)), unit: "ms" },
-        { label: "one-file commit: git-sync + incremental load (median)", value: round(med(fullTimes)), unit: "ms" },
-        { label: "one-file commit ratio git-sync (no parse) / git CLI", value: round(med(oursTimes) / med(cliTimes), 2), unit: "x" },
-        { label: "one-file commit ratio git-sync + load / git CLI", value: round(med(fullTimes) / med(cliTimes), 2), unit: "x" },
+        { label: "one-file commit: git fetch (CLI) (median)", value: round(median(cliTimes)), unit: "ms" },
+        { label: "one-file commit: git-sync fetch + diff + read (median)", value: round(median(oursTimes)), unit: "ms" },
+        { label: "one-file commit: git-sync + incremental load (median)", value: round(median(fullTimes)), unit: "ms" },
+        { label: "one-file commit ratio git-sync (no parse) / git CLI", value: round(median(oursTimes) / median(cliTimes), 2), unit: "x" },
+        { label: "one-file commit ratio git-sync + load / git CLI", value: round(median(fullTimes) / median(cliTimes), 2), unit: "x" },
       );
 
       // audit writer: 100 clusters × 50 resources
@@ -199,10 +198,10 @@ export const benchmark: Benchmark = {
         }
         const unchanged = await time(() => writer.write(input(Math.max(1, runs))));
         if (unchanged.result.commit !== undefined) throw new Error("unchanged output produced a commit");
-        log(`audit ${kind}: first ${round(first.ms)} ms, one change ${round(med(times))} ms, unchanged ${round(unchanged.ms)} ms`);
+        log(`audit ${kind}: first ${round(first.ms)} ms, one change ${round(median(times))} ms, unchanged ${round(unchanged.ms)} ms`);
         figures.push(
           { label: `audit ${kind}: first write, ${CLUSTERS} clusters × ${PER_CLUSTER}`, value: round(first.ms), unit: "ms" },
-          { label: `audit ${kind}: write with one changed resource, other objects reused (median)`, value: round(med(times)), unit: "ms" },
+          { label: `audit ${kind}: write with one changed resource, other objects reused (median)`, value: round(median(times)), unit: "ms" },
           { label: `audit ${kind}: write with no change`, value: round(unchanged.ms), unit: "ms" },
         );
       }

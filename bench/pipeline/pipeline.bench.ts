@@ -11,7 +11,7 @@ import { encodeValue } from "../../src/store/index.js";
 import { translateAll, type DiscoveryMap } from "../../src/translate/index.js";
 import { generateFleet } from "../fleet/generate.js";
 import { FLEET_PRESETS } from "../fleet/presets.js";
-import { MB, round, time, type Benchmark, type Figure } from "../harness.js";
+import { MB, median, round, time, type Benchmark, type Figure } from "../harness.js";
 // The tests' private redis-server helper (free port, no persistence, killed on exit).
 import { startRedis } from "../../test/helpers/redis.js";
 
@@ -51,7 +51,6 @@ export const benchmark: Benchmark = {
         await p.close();
         return { full: full.ms, one: one.ms, outputs };
       };
-      const pick = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
       const inproc: { full: number; one: number }[] = [];
       const queued: { full: number; one: number }[] = [];
       for (let i = 0; i < Math.max(1, Math.min(runs, 3)); i++) {
@@ -59,8 +58,8 @@ export const benchmark: Benchmark = {
         queued.push(await through(server.url, `r${i}:`));
         log(`run ${i + 1}: in-process ${round(inproc[i]!.full)} ms, BullMQ+Redis ${round(queued[i]!.full)} ms`);
       }
-      const inFull = pick(inproc.map((r) => r.full));
-      const qFull = pick(queued.map((r) => r.full));
+      const inFull = median(inproc.map((r) => r.full));
+      const qFull = median(queued.map((r) => r.full));
 
       // what the store holds: JSON vs encoded
       const desiredJson = Buffer.byteLength(JSON.stringify(state));
@@ -80,8 +79,8 @@ export const benchmark: Benchmark = {
         { label: "medium: full translation through BullMQ + Redis", value: round(qFull), unit: "ms" },
         { label: "medium: BullMQ+Redis / in-process", value: round(qFull / inFull, 2), unit: "x" },
         { label: "medium: in-process pipeline / translateAll", value: round(inFull / direct.ms, 2), unit: "x" },
-        { label: "medium: one-policy change, in-process (debounce 50 ms incl.)", value: round(pick(inproc.map((r) => r.one))), unit: "ms" },
-        { label: "medium: one-policy change, BullMQ+Redis (debounce 50 ms incl.)", value: round(pick(queued.map((r) => r.one))), unit: "ms" },
+        { label: "medium: one-policy change, in-process (debounce 50 ms incl.)", value: round(median(inproc.map((r) => r.one))), unit: "ms" },
+        { label: "medium: one-policy change, BullMQ+Redis (debounce 50 ms incl.)", value: round(median(queued.map((r) => r.one))), unit: "ms" },
         { label: "medium: desired state JSON", value: round(desiredJson / MB, 2), unit: "MB" },
         { label: "medium: desired state stored (deflate level 1)", value: round(desiredEnc / MB, 2), unit: "MB" },
         { label: "medium: desired state encode time", value: round(enc.ms), unit: "ms" },

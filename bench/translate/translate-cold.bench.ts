@@ -23,7 +23,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateFleet } from "../fleet/generate.js";
 import { FLEET_PRESETS, isFleetPreset } from "../fleet/presets.js";
-import { round, type Benchmark, type Figure } from "../harness.js";
+import { median, round, type Benchmark, type Figure } from "../harness.js";
 import type { ColdChildReport, Step } from "./cold-child.js";
 
 const childScript = fileURLToPath(new URL("./cold-child.ts", import.meta.url));
@@ -41,7 +41,6 @@ function runChild(fleetFile: string, warmRuns: number, flags: readonly string[])
   });
 }
 
-const median = (l: readonly number[]): number => [...l].sort((a, b) => a - b)[Math.floor(l.length / 2)]!;
 const load1 = (): number => round(loadavg()[0]!, 1);
 
 interface Variant {

@@ -12,7 +12,7 @@ import { allObjects, loadDesiredState, updateDesiredState, type DesiredState } f
 import { affectedWorkspaces, retranslate, translateAll, type DiscoveryMap, type TranslationResult } from "../../src/translate/index.js";
 import { generateFleet, type FleetFile } from "../fleet/generate.js";
 import { FLEET_PRESETS, type FleetPresetName } from "../fleet/presets.js";
-import { heapAfterGc, MB, repeat, round, time, type Benchmark, type Figure } from "../harness.js";
+import { heapAfterGc, MB, median, repeat, round, time, type Benchmark, type Figure } from "../harness.js";
 
 function outputJson(result: TranslationResult): string {
   const all: unknown[] = [];
@@ -35,7 +35,6 @@ async function warmRuns(runs: number, fn: () => TranslationResult): Promise<{ me
     wall.push(t.ms);
     cpu.push((used.user + used.system) / 1000);
   }
-  const median = (l: number[]) => [...l].sort((a, b) => a - b)[Math.floor(l.length / 2)]!;
   return { median: median(wall), cpuMedian: median(cpu) };
 }
 
