@@ -9,7 +9,7 @@
 import { execFile } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -86,6 +86,7 @@ describe("container image layout", () => {
 
   it("renders GET /api/diff in its worker thread from compiled code (the worker's entry is dist/server/diff-worker.js)", async () => {
     const repo = mkdtempSync(join(tmpdir(), "gitmesh-image-diff-"));
+    const scriptFile = `${repo}.mjs`;
     try {
       cpSync(join(ROOT, "examples", "repo-layout"), repo, { recursive: true });
       const git = (...args: string[]) => run("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo });
@@ -100,15 +101,15 @@ describe("container image layout", () => {
         `const report = await service.diff(${JSON.stringify(sha)}, ${JSON.stringify(sha)});\n` +
         `await service.close();\n` +
         `process.stdout.write(JSON.stringify(report));\n`;
-      writeFileSync(join(repo, "..", `${basename(repo)}.mjs`), script);
-      const r = await run(process.execPath, [join(repo, "..", `${basename(repo)}.mjs`)], { cwd: app });
+      writeFileSync(scriptFile, script);
+      const r = await run(process.execPath, [scriptFile], { cwd: app });
       const report = JSON.parse(r.stdout) as { base: { commit: string }; head: { commit: string }; clusters: unknown[] };
       expect(report.base.commit).toBe(sha);
       expect(report.head.commit).toBe(sha);
       expect(report.clusters).toEqual([]);
     } finally {
       rmSync(repo, { recursive: true, force: true });
-      rmSync(join(repo, "..", `${basename(repo)}.mjs`), { force: true });
+      rmSync(scriptFile, { force: true });
     }
   });
 
