@@ -113,37 +113,88 @@ export function sortResources(resources: readonly IstioResource[]): IstioResourc
 
 /** Cluster stage: merge every workspace's fragment for `cluster` into its sorted, canonical output. */
 export function assembleCluster(cluster: string, fragments: readonly WorkspaceFragment[]): ClusterOutput {
-  const diagnostics: Diagnostic[] = [];
-  const chosen = new Map<string, { workspace: string; resource: IstioResource }>();
-  const multi = new Set<string>();
   const ordered = [...fragments].sort((x, y) => cmp(x.workspace, y.workspace));
-  for (const frag of ordered) {
-    for (const r of frag.resources) {
-      const key = sortKey(r);
-      const prev = chosen.get(key);
-      if (prev === undefined) {
-        chosen.set(key, { workspace: frag.workspace, resource: r });
-        continue;
-      }
-      multi.add(key);
-      if (prev.resource === r || contentHash(prev.resource) === contentHash(r)) continue;
-      diagnostics.push({
-        code: TranslateCode.OutputConflict,
-        severity: Severity.Error,
-        message:
-          `workspaces "${prev.workspace}" and "${frag.workspace}" both produce ${r.kind} ${r.metadata.namespace}/${r.metadata.name} ` +
-          `for cluster "${cluster}" with different content; the one from "${prev.workspace}" is kept. ` +
-          `Rename one of the parent objects or move it so that only one workspace renders this object.`,
-        object: { kind: r.kind, name: r.metadata.name, namespace: r.metadata.namespace, cluster },
-      });
+  const chosen: IstioResource[] = [];
+  const diagnostics: Diagnostic[] = [];
+  const multi = new Set<string>();
+  // Each object goes to `chosen` in output order; of several with one key the first in workspace order
+  // is kept, the others are duplicates (same content) or conflicts.
+  let last: { workspace: string; resource: IstioResource } | undefined;
+  const take = (workspace: string, r: IstioResource): void => {
+    if (last === undefined || compareResources(last.resource, r) !== 0) {
+      chosen.push(r);
+      last = { workspace, resource: r };
+      return;
     }
+    multi.add(sortKey(r));
+    const prev = last;
+    if (prev.resource === r || contentHash(prev.resource) === contentHash(r)) return;
+    diagnostics.push({
+      code: TranslateCode.OutputConflict,
+      severity: Severity.Error,
+      message:
+        `workspaces "${prev.workspace}" and "${workspace}" both produce ${r.kind} ${r.metadata.namespace}/${r.metadata.name} ` +
+        `for cluster "${cluster}" with different content; the one from "${prev.workspace}" is kept. ` +
+        `Rename one of the parent objects or move it so that only one workspace renders this object.`,
+      object: { kind: r.kind, name: r.metadata.name, namespace: r.metadata.namespace, cluster },
+    });
+  };
+  if (ordered.every((f) => isSorted(f.resources))) mergeSorted(ordered, take);
+  else {
+    // A fragment out of order (never from translateWorkspace, which sorts): stable sort of all, in workspace order.
+    const all = ordered.flatMap((f) => f.resources.map((resource) => ({ workspace: f.workspace, resource })));
+    const keyed = all.map((x) => ({ k: sortKey(x.resource), x }));
+    keyed.sort((a, b) => cmp(a.k, b.k));
+    for (const { x } of keyed) take(x.workspace, x.resource);
   }
   // Fragments from translateWorkspace are already canonical (sorted keys): no second deep copy.
-  const keys = [...chosen.keys()].sort(cmp);
-  const resources = keys.map((k) => chosen.get(k)!.resource);
-  const out: ClusterOutput = { cluster, resources, diagnostics: sortDiagnostics(diagnostics) };
+  const out: ClusterOutput = { cluster, resources: chosen, diagnostics: sortDiagnostics(diagnostics) };
   multiProvider.set(out, multi);
   return out;
+}
+
+function isSorted(list: readonly IstioResource[]): boolean {
+  for (let i = 1; i < list.length; i++) if (compareResources(list[i - 1]!, list[i]!) > 0) return false;
+  return true;
+}
+
+/**
+ * k-way merge of sorted fragments (the workspaces' own order), in (object, workspace, position) order:
+ * what a stable sort of the fragments concatenated in workspace order gives, without building a sort
+ * key per object or sorting the cluster's whole output again (#20: 218,000 objects at 100 clusters).
+ */
+function mergeSorted(fragments: readonly WorkspaceFragment[], take: (workspace: string, r: IstioResource) => void): void {
+  const lists = fragments.filter((f) => f.resources.length > 0);
+  const pos = lists.map(() => 0);
+  // A binary heap of list indices, ordered by (current object, list index).
+  const heap: number[] = [];
+  const less = (a: number, b: number): boolean => {
+    const c = compareResources(lists[a]!.resources[pos[a]!]!, lists[b]!.resources[pos[b]!]!);
+    return c < 0 || (c === 0 && a < b);
+  };
+  const down = (i: number): void => {
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= heap.length) return;
+      const m = l + 1 < heap.length && less(heap[l + 1]!, heap[l]!) ? l + 1 : l;
+      if (!less(heap[m]!, heap[i]!)) return;
+      [heap[i], heap[m]] = [heap[m]!, heap[i]!];
+      i = m;
+    }
+  };
+  for (let i = 0; i < lists.length; i++) heap.push(i);
+  for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i);
+  while (heap.length > 0) {
+    const top = heap[0]!;
+    const f = lists[top]!;
+    take(f.workspace, f.resources[pos[top]!]!);
+    if (++pos[top]! === f.resources.length) {
+      const end = heap.pop()!;
+      if (heap.length === 0) break;
+      heap[0] = end;
+    }
+    down(0);
+  }
 }
 
 /** One workspace's fragment for a cluster before and after a re-run (each sorted, as translateWorkspace returns them). */

@@ -14,6 +14,7 @@ import {
   type IstioResource,
   type KindTranslator,
 } from "../../src/translate/index.js";
+import { createRandom } from "../helpers/random.js";
 import { desiredFromYaml, discoveryFromYaml } from "./helpers.js";
 
 const WORKSPACES = `
@@ -105,6 +106,48 @@ describe("merge and assemble", () => {
     expect(out.diagnostics.map((d) => d.code)).toEqual(["OUTPUT_CONFLICT"]);
     expect(out.diagnostics[0]!.message).toContain('"alpha" and "zeta"');
     expect(Object.keys(out.resources[0]!)).toEqual(["apiVersion", "kind", "metadata", "spec"]);
+  });
+
+  // The definition assembleCluster's k-way merge must keep: every workspace's objects in workspace order,
+  // stably sorted by (kind, namespace, name); the first of a key is kept, a later one with other content
+  // is a conflict. Random fragments with shared keys, identical and conflicting duplicates, and some
+  // fragments out of order (which take the sorting path).
+  it("equals a stable sort of all fragments in workspace order, on random fragments", () => {
+    const reference = (fragments: { workspace: string; resources: IstioResource[] }[]) => {
+      const all = [...fragments].sort((a, b) => (a.workspace < b.workspace ? -1 : 1)).flatMap((f) => f.resources.map((r) => ({ w: f.workspace, r })));
+      const key = (r: IstioResource) => [r.kind, r.metadata.namespace, r.metadata.name];
+      const cmpKey = (a: string[], b: string[]) => { for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1; return 0; };
+      const sorted = all.map((x, i) => ({ ...x, i })).sort((a, b) => cmpKey(key(a.r), key(b.r)) || a.i - b.i);
+      const kept: { w: string; r: IstioResource }[] = [];
+      const conflicts: string[] = [];
+      for (const x of sorted) {
+        const prev = kept.at(-1);
+        if (prev !== undefined && cmpKey(key(prev.r), key(x.r)) === 0) {
+          if (JSON.stringify(prev.r) !== JSON.stringify(x.r)) conflicts.push(`${prev.w}/${x.w}/${x.r.metadata.name}`);
+        } else kept.push(x);
+      }
+      return { resources: kept.map((x) => x.r), conflicts: conflicts.sort() };
+    };
+    const random = createRandom(20);
+    const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    for (let round = 0; round < 300; round++) {
+      const fragments = Array.from({ length: 1 + Math.floor(random() * 6) }, (_, i) => {
+        const resources = Array.from({ length: Math.floor(random() * 8) }, () => {
+          const r = res(pick(["a", "b", "c", "d"]), { host: pick(["x", "y"]) });
+          return { ...r, kind: pick(["DestinationRule", "ServiceEntry", "Sidecar"]), metadata: { ...r.metadata, namespace: pick(["n1", "n2"]) } };
+        });
+        const order = (r: IstioResource) => `${r.kind}\u0000${r.metadata.namespace}\u0000${r.metadata.name}`;
+        if (random() < 0.8) resources.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+        return { workspace: `ws-${pick(["p", "q", "r", "s", "t", "u"])}${i}`, resources };
+      });
+      const out = assembleCluster("c", fragments);
+      const want = reference(fragments);
+      expect(out.resources, `round ${round}`).toEqual(want.resources);
+      for (let i = 0; i < want.resources.length; i++) expect(out.resources[i]).toBe(want.resources[i]); // the kept object itself
+      expect(out.diagnostics.map((d) => d.message.match(/"([^"]+)" and "([^"]+)".*\/(\w+) for/)!.slice(1).join("/")).sort(), `round ${round}`).toEqual(
+        want.conflicts.map((c) => c.split("/")).map(([a, b, n]) => `${a}/${b}/${n}`).sort(),
+      );
+    }
   });
 });
 
