@@ -8,7 +8,11 @@ import { createHash } from "node:crypto";
 
 export const MAX_NAME_LENGTH = 63;
 
+/** Names that sanitising leaves as they are (most of them: lower-case DNS labels joined by `-`). */
+const ALREADY_SANITISED = /^[a-z0-9-]{0,63}$/;
+
 export function sanitizeName(raw: string): string {
+  if (ALREADY_SANITISED.test(raw)) return raw;
   const s = raw
     .replace(/[*/.:_ ]/g, "-")
     .replace(/[[\]"'\n]/g, "")
