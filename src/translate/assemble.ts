@@ -104,11 +104,13 @@ function sortKey(r: IstioResource): string {
   return `${r.kind}\u0000${r.metadata.namespace}\u0000${r.metadata.name}`;
 }
 
-/** Sorts by (kind, namespace, name), computing each sort key once. */
+/**
+ * Sorts by (kind, namespace, name) (stable). Compares the fields themselves: a key string and a wrapper
+ * per object cost more than the comparisons they save (translators emit their objects in runs of one
+ * kind, which the sort takes as they are).
+ */
 export function sortResources(resources: readonly IstioResource[]): IstioResource[] {
-  const keyed = resources.map((r) => ({ k: sortKey(r), r }));
-  keyed.sort((a, b) => cmp(a.k, b.k));
-  return keyed.map((x) => x.r);
+  return [...resources].sort(compareResources);
 }
 
 /** Cluster stage: merge every workspace's fragment for `cluster` into its sorted, canonical output. */
