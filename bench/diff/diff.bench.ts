@@ -2,8 +2,11 @@
  * `npm run bench -- diff`: `gitmesh diff` of a one-policy change (the fleet generator's
  * OutlierDetectionPolicy edit) on generated fleets of 20 clusters × 500 services and 100 clusters ×
  * 1,000 services, as CI runs it: a fresh process through bin/gitmesh.js, both revisions read from a
- * real Git repository, discovery from a directory of JSON snapshot files (`<dir>/<cluster>/snapshot.json`),
- * Markdown comments and report.json written with --out-dir.
+ * real Git repository, Markdown comments and report.json written with --out-dir. Discovery from each
+ * source users have, alternated: the audit branch's `discovery/<cluster>.yaml` (canonical YAML, as the
+ * audit writer writes it; what `gitmesh diff` reads without --discovery) and a directory of JSON
+ * snapshot files (`--discovery <dir>`, `<dir>/<cluster>/snapshot.json`). GITMESH_BENCH_DIFF_DISCOVERY=dir
+ * or =audit runs one.
  *
  * Floor, in the same run and also a fresh process (bench/diff/floor.ts): load both configuration
  * trees from disk, JSON.parse the discovery files, translate both revisions in full, JSON.stringify
@@ -27,6 +30,10 @@ import { fileURLToPath } from "node:url";
 import { generateFleet, type Fleet, type FleetFile } from "../fleet/generate.js";
 import { FLEET_PRESETS } from "../fleet/presets.js";
 import { MB, median, round, type Benchmark, type Figure } from "../harness.js";
+import { canonicalYaml } from "../../src/core/index.js";
+import { discoveryPath } from "../../src/git-sync/index.js";
+
+const AUDIT_BRANCH = "gitmesh/rendered";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -38,13 +45,14 @@ interface ProcessFigures {
   readonly maxRssKb: number;
 }
 
-function git(cwd: string, args: readonly string[]): void {
+function git(cwd: string, args: readonly string[], env: Readonly<Record<string, string>> = {}): string {
   const r = spawnSync("git", args, {
     cwd,
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, GIT_AUTHOR_NAME: "bench", GIT_AUTHOR_EMAIL: "bench@example.com", GIT_COMMITTER_NAME: "bench", GIT_COMMITTER_EMAIL: "bench@example.com", GIT_AUTHOR_DATE: "1700000000 +0000", GIT_COMMITTER_DATE: "1700000000 +0000" },
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env, GIT_AUTHOR_NAME: "bench", GIT_AUTHOR_EMAIL: "bench@example.com", GIT_COMMITTER_NAME: "bench", GIT_COMMITTER_EMAIL: "bench@example.com", GIT_AUTHOR_DATE: "1700000000 +0000", GIT_COMMITTER_DATE: "1700000000 +0000" },
   });
   if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
+  return r.stdout.toString().trim();
 }
 
 function writeFiles(dir: string, files: readonly FleetFile[]): void {
@@ -54,8 +62,11 @@ function writeFiles(dir: string, files: readonly FleetFile[]): void {
   }
 }
 
-/** base/ (the configuration of the base revision), repo/ (a Git repository: base, then head), discovery/ (JSON). */
-export function prepare(fleet: Fleet, dir: string): { discoveryBytes: number } {
+/**
+ * base/ (the configuration of the base revision), repo/ (a Git repository: base, then head, and the audit
+ * branch gitmesh/rendered holding discovery/<cluster>.yaml as the audit writer writes it), discovery/ (JSON).
+ */
+export function prepare(fleet: Fleet, dir: string): { discoveryBytes: number; auditDiscoveryBytes: number } {
   const base = join(dir, "base");
   const repo = join(dir, "repo");
   writeFiles(base, fleet.files);
@@ -67,13 +78,26 @@ export function prepare(fleet: Fleet, dir: string): { discoveryBytes: number } {
   writeFiles(repo, [fleet.onePolicyChange.after]);
   git(repo, ["commit", "-q", "-am", "one policy"]);
   let discoveryBytes = 0;
+  let auditDiscoveryBytes = 0;
+  const audit = join(dir, "audit");
   for (const [cluster, snapshot] of fleet.discovery) {
     mkdirSync(join(dir, "discovery", cluster), { recursive: true });
-    const json = JSON.stringify({ apiVersion: "gitmesh.io/v1alpha1", kind: "DiscoverySnapshot", ...snapshot }, null, 2) + "\n";
+    const document = { apiVersion: "gitmesh.io/v1alpha1", kind: "DiscoverySnapshot", ...snapshot };
+    const json = JSON.stringify(document, null, 2) + "\n";
     discoveryBytes += json.length;
     writeFileSync(join(dir, "discovery", cluster, "snapshot.json"), json);
+    // The audit writer's file: canonical YAML of the snapshot at discovery/<cluster>.yaml (src/git-sync/audit.ts).
+    const yaml = canonicalYaml(document);
+    auditDiscoveryBytes += yaml.length;
+    mkdirSync(join(audit, "discovery"), { recursive: true });
+    writeFileSync(join(audit, discoveryPath(cluster)), yaml);
   }
-  return { discoveryBytes };
+  // The audit branch: a commit of its own (no source files on it), built with an index of its own.
+  const index = { GIT_INDEX_FILE: join(dir, "audit.index") };
+  git(audit, ["--git-dir", join(repo, ".git"), "--work-tree", ".", "add", "-A"], index);
+  const tree = git(repo, ["write-tree"], index);
+  git(repo, ["update-ref", `refs/heads/${AUDIT_BRANCH}`, git(repo, ["commit-tree", tree, "-m", "rendered"])]);
+  return { discoveryBytes, auditDiscoveryBytes };
 }
 
 /** `gitmesh` of `checkout` built as the image holds it (bin, dist, package.json, node_modules): its root. */
@@ -116,6 +140,8 @@ export const benchmark: Benchmark = {
   description: "gitmesh diff of a one-policy change at 20 and 100 clusters (fresh process, real Git, JSON discovery) vs two translations + JSON.stringify",
   async run(ctx) {
     const sizes = (process.env.GITMESH_BENCH_DIFF_SIZES ?? "20,100").split(",").map((s) => s.trim());
+    const sources = (process.env.GITMESH_BENCH_DIFF_DISCOVERY ?? "dir,audit").split(",").map((s) => s.trim());
+    for (const s of sources) if (s !== "dir" && s !== "audit") throw new Error(`GITMESH_BENCH_DIFF_DISCOVERY: ${s} is not dir or audit`);
     const checkout = process.env.GITMESH_BENCH_DIFF_ROOT ?? root;
     const built = process.env.GITMESH_BENCH_DIFF_BUILD !== "0";
     const how = built ? "built" : "tsx";
@@ -131,35 +157,49 @@ export const benchmark: Benchmark = {
         const dir = mkdtempSync(join(tmpdir(), `gitmesh-bench-diff-${size}-`));
         try {
           const fleet = generateFleet(FLEET_PRESETS[preset]);
-          const { discoveryBytes } = prepare(fleet, dir);
-          ctx.log(`${size} clusters: ${fleet.counts.configObjects} configuration objects, ${fleet.counts.services} services, ${round(discoveryBytes / MB)} MB of JSON discovery`);
+          const { discoveryBytes, auditDiscoveryBytes } = prepare(fleet, dir);
+          ctx.log(
+            `${size} clusters: ${fleet.counts.configObjects} configuration objects, ${fleet.counts.services} services, ` +
+              `${round(discoveryBytes / MB)} MB of JSON discovery, ${round(auditDiscoveryBytes / MB)} MB of YAML discovery on the audit branch`,
+          );
           const usage = join(dir, "usage.json");
-          const diffArgs = [bin, "diff", "--repo", join(dir, "repo"), "--base", "HEAD~1", "--head", "HEAD", "--discovery", join(dir, "discovery"), "--out-dir", join(dir, "out")];
+          const common = [bin, "diff", "--repo", join(dir, "repo"), "--base", "HEAD~1", "--head", "HEAD", "--out-dir", join(dir, "out")];
+          const variants = sources.map((source) => ({
+            source,
+            label: source === "dir" ? "discovery from a JSON directory" : "discovery from the audit branch (the default)",
+            args: source === "dir" ? [...common, "--discovery", join(dir, "discovery")] : common,
+            runs: [] as ProcessFigures[],
+          }));
           const floorArgs = ["--import", "tsx", join(here, "floor.ts"), join(dir, "base"), join(dir, "repo"), join(dir, "discovery")];
-          const diffs: ProcessFigures[] = [];
           const floors: ProcessFigures[] = [];
-          // Alternated, so that a change in the machine's load falls on both sides.
+          // Alternated, so that a change in the machine's load falls on every side.
           for (let i = 0; i < ctx.runs; i++) {
             floors.push(await measure(floorArgs, root, usage));
             ctx.log(`  floor run ${i + 1}: ${round(floors.at(-1)!.wallMs / 1000, 2)} s`);
-            diffs.push(await measure(diffArgs, gitmeshRoot, usage));
-            ctx.log(`  diff run ${i + 1}: ${round(diffs.at(-1)!.wallMs / 1000, 2)} s, ${round(diffs.at(-1)!.maxRssKb / 1024)} MB`);
+            for (const v of variants) {
+              v.runs.push(await measure(v.args, gitmeshRoot, usage));
+              ctx.log(`  diff (${v.label}) run ${i + 1}: ${round(v.runs.at(-1)!.wallMs / 1000, 2)} s, ${round(v.runs.at(-1)!.maxRssKb / 1024)} MB`);
+            }
           }
-          const d = medianOf(diffs);
           const f = medianOf(floors);
-          const comments = readFileSync(join(dir, "out", "report.json"), "utf8").length;
           figures.push(
-            { label: `${size} clusters: gitmesh diff (${how}) wall (median of ${ctx.runs})`, value: round(d.wallMs / 1000, 2), unit: "s" },
-            { label: `${size} clusters: gitmesh diff CPU`, value: round(d.cpuMs / 1000, 2), unit: "s" },
-            { label: `${size} clusters: gitmesh diff peak RSS`, value: round(d.maxRssKb / 1024), unit: "MB" },
             { label: `${size} clusters: floor (load + translate both, JSON.stringify both) wall`, value: round(f.wallMs / 1000, 2), unit: "s" },
             { label: `${size} clusters: floor CPU`, value: round(f.cpuMs / 1000, 2), unit: "s" },
             { label: `${size} clusters: floor peak RSS`, value: round(f.maxRssKb / 1024), unit: "MB" },
-            { label: `${size} clusters: diff / floor, wall`, value: round(d.wallMs / f.wallMs, 2), unit: "x" },
-            { label: `${size} clusters: diff / floor, CPU`, value: round(d.cpuMs / f.cpuMs, 2), unit: "x" },
-            { label: `${size} clusters: diff / floor, peak RSS`, value: round(d.maxRssKb / f.maxRssKb, 2), unit: "x" },
-            { label: `${size} clusters: report.json size`, value: round(comments / 1024), unit: "KiB" },
           );
+          for (const v of variants) {
+            const d = medianOf(v.runs);
+            const at = `${size} clusters, ${v.label}`;
+            figures.push(
+              { label: `${at}: gitmesh diff (${how}) wall (median of ${ctx.runs})`, value: round(d.wallMs / 1000, 2), unit: "s" },
+              { label: `${at}: gitmesh diff CPU`, value: round(d.cpuMs / 1000, 2), unit: "s" },
+              { label: `${at}: gitmesh diff peak RSS`, value: round(d.maxRssKb / 1024), unit: "MB" },
+              { label: `${at}: diff / floor, wall`, value: round(d.wallMs / f.wallMs, 2), unit: "x" },
+              { label: `${at}: diff / floor, CPU`, value: round(d.cpuMs / f.cpuMs, 2), unit: "x" },
+              { label: `${at}: diff / floor, peak RSS`, value: round(d.maxRssKb / f.maxRssKb, 2), unit: "x" },
+            );
+          }
+          figures.push({ label: `${size} clusters: report.json size`, value: round(readFileSync(join(dir, "out", "report.json"), "utf8").length / 1024), unit: "KiB" });
         } finally {
           rmSync(dir, { recursive: true, force: true });
         }
