@@ -53,6 +53,9 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
   const table = addressTable(ctx.index);
   let selected = 0;
   const missingGateway = new Set<string>();
+  // exportTo of a client cluster depends on the cluster, the consumers and whether it is the Service's own
+  // cluster, not on the Service: computed once per combination and shared (rendered objects are never mutated).
+  const exportLists = new Map<string, readonly string[]>();
 
   for (const svcCluster of ws.clusters) {
     const snap = ctx.snapshot(svcCluster);
@@ -86,9 +89,14 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
           missingGateway.add(svcCluster);
           continue;
         }
-        const exportTo = new Set(namespacesIn(ctx.index, cluster, [ws.name, ...consumers]));
-        if (local) for (const g of snap?.gateways ?? []) if (g.kind === "east-west") exportTo.add(g.namespace);
-        const exportList = [...exportTo].sort(cmpStr);
+        const exportKey = `${local ? "local" : "remote"}\u0000${cluster}\u0000${consumers.join("\u0000")}`;
+        let exportList = exportLists.get(exportKey);
+        if (exportList === undefined) {
+          const exportTo = new Set(namespacesIn(ctx.index, cluster, [ws.name, ...consumers]));
+          if (local) for (const g of snap?.gateways ?? []) if (g.kind === "east-west") exportTo.add(g.namespace);
+          exportList = [...exportTo].sort(cmpStr);
+          exportLists.set(exportKey, exportList);
+        }
         const namespace = local || exportList.includes(svc.namespace) ? svc.namespace : exportList[0];
         if (namespace === undefined) continue;
         // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
