@@ -11,9 +11,10 @@
  * results and diagnostics stay those of `parseAllDocuments`. test/config/yaml-fast.test.ts
  * compares both paths over the generated repository, the corpus and edge cases.
  */
-import { CST, Document, isScalar, LineCounter, Parser } from "yaml";
+import { CST, LineCounter, Parser } from "yaml";
 import type { Position } from "./types.js";
 import type { ParsedDocument } from "./yaml-positions.js";
+import { plainScalarValue } from "./yaml-scalar.js";
 
 type Token = CST.Token;
 type SourceToken = CST.SourceToken;
@@ -25,15 +26,6 @@ const BAIL = new NeedsComposer("the document needs the yaml composer");
 const bail = (): never => {
   throw BAIL;
 };
-
-// The core schema's scalar tags, tried in the composer's order (findScalarTagByTest).
-const coreDocument = new Document();
-const scalarTags = coreDocument.schema.tags.filter((t) => t.default === true && t.test !== undefined && !t.collection) as unknown as readonly ScalarTag[];
-interface ScalarTag {
-  readonly test: RegExp;
-  resolve(str: string, onError: (message: string) => void, options: unknown): unknown;
-}
-const tagOptions = coreDocument.options;
 
 /**
  * Deeper documents take the composer, whose recursion is deeper per level: where it overflows the
@@ -97,17 +89,9 @@ export function parseYamlFast(text: string): ParsedDocument[] | undefined {
     } else if (!onlySpace(tok.end)) throw BAIL;
     const res = CST.resolveAsScalar(tok, true, bail);
     if (tok.type !== "scalar") return res.value;
-    const str = res.value;
-    for (const tag of scalarTags) {
-      if (tag.test.test(str)) {
-        const res = tag.resolve(str, bail, tagOptions);
-        // Booleans come back as a Scalar node (to keep their source form); the composer takes its value.
-        const v = isScalar(res) ? res.value : res;
-        if ((v !== null && typeof v === "object") || typeof v === "bigint") throw BAIL;
-        return v;
-      }
-    }
-    return str;
+    const v = plainScalarValue(res.value);
+    if (v === undefined) throw BAIL;
+    return v;
   };
 
   const node = (tok: Token, pointer: string, out: Record<string, Position>, depth: number): unknown => {

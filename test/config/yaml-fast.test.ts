@@ -9,6 +9,7 @@ import { generateFleet } from "../../bench/fleet/generate.js";
 import { FLEET_PRESETS } from "../../bench/fleet/presets.js";
 import { parseYamlFast } from "../../src/config/yaml-fast.js";
 import { parseYamlDocuments } from "../../src/config/yaml-positions.js";
+import { coreScalarTests, plainScalarValue } from "../../src/config/yaml-scalar.js";
 import { corpusSets } from "../corpus/corpus.js";
 import { createRandom } from "../helpers/random.js";
 
@@ -94,6 +95,23 @@ describe("the YAML fast path", () => {
       const edited =
         r < 0.3 ? src.slice(0, at) + src.slice(at + 1) : r < 0.5 ? src.slice(0, at) + src.slice(at, at + 1) + src.slice(at) : src.slice(0, at) + inserts[Math.floor(next() * inserts.length)]! + src.slice(at);
       agree(edited);
+    }
+  });
+});
+
+describe("plain scalars", () => {
+  it("takes the core tags only for plain scalars that can match one", () => {
+    // plainScalarValue skips the tags unless the first character is one of these; no tag matches otherwise.
+    const mayMatch = new Set("~nNtTfF0123456789+-.");
+    const rests = ["", "0", "1", "x", "ull", "rue", "alse", "inf", ".inf", "nan", "e3", "o7", "x1F", "1.5", "UE"];
+    for (let c = 32; c < 0x250; c++) {
+      const first = String.fromCharCode(c);
+      if (mayMatch.has(first)) continue;
+      for (const rest of rests) {
+        const s = first + rest;
+        expect(coreScalarTests.some((t) => t.test(s)), s).toBe(false);
+        expect(plainScalarValue(s)).toBe(s);
+      }
     }
   });
 });

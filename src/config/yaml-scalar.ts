@@ -1,0 +1,60 @@
+/**
+ * The value of a plain (unquoted) scalar under the YAML 1.2 core schema, resolved by the `yaml`
+ * package's own scalar tags in the composer's order (findScalarTagByTest), so that both fast paths
+ * (yaml-scan.ts, yaml-fast.ts) give exactly the composer's value: `null`/`~`/empty → null,
+ * `true`/`False`/`TRUE`… → booleans, `0o17`, `0x1F`, `010` → integers, `1e3`, `.5`, `-.inf`,
+ * `.nan` → floats, anything else (`yes`, `on`, `1_000`) → the string itself.
+ */
+import { Document, isScalar } from "yaml";
+
+interface ScalarTag {
+  readonly test: RegExp;
+  resolve(str: string, onError: (message: string) => void, options: unknown): unknown;
+}
+
+const coreDocument = new Document();
+const scalarTags = coreDocument.schema.tags.filter((t) => t.default === true && t.test !== undefined && !t.collection) as unknown as readonly ScalarTag[];
+const tagOptions = coreDocument.options;
+
+/**
+ * Characters a core tag's test can match first: `~`, `n N t T f F` (null, booleans), digits,
+ * `+ - .` (numbers, .inf, .nan). Every other plain scalar is a string without trying the tags;
+ * test/config/yaml-fast.test.ts checks this against the tags themselves.
+ */
+const MAY_BE_TAGGED = new Uint8Array(128);
+for (const ch of "~nNtTfF0123456789+-.") MAY_BE_TAGGED[ch.charCodeAt(0)] = 1;
+
+let tagError = false;
+const onTagError = (): void => {
+  tagError = true;
+};
+/** Whether a tag reported a problem since the last call. */
+function takeTagError(): boolean {
+  const reported = tagError;
+  tagError = false;
+  return reported;
+}
+
+/**
+ * The composer's value of plain scalar `source` (trimmed, one line), or undefined when the tag
+ * reports a problem or resolves to something the fast paths do not build (an object, a bigint).
+ */
+export function plainScalarValue(source: string): string | number | boolean | null | undefined {
+  if (source.length > 0) {
+    const c = source.charCodeAt(0);
+    if (c >= 128 || MAY_BE_TAGGED[c] === 0) return source;
+  }
+  for (const tag of scalarTags) {
+    if (!tag.test.test(source)) continue;
+    const res = tag.resolve(source, onTagError, tagOptions);
+    // Null, booleans and floats come back as a Scalar node (to keep their source form); the composer takes its value.
+    const v = isScalar(res) ? res.value : res;
+    if (takeTagError()) return undefined;
+    if (v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean") return v;
+    return undefined;
+  }
+  return source;
+}
+
+/** The core tags' tests, for the test that checks MAY_BE_TAGGED against them. */
+export const coreScalarTests: readonly RegExp[] = scalarTags.map((t) => t.test);
