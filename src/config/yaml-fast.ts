@@ -1,20 +1,25 @@
 /**
- * A fast path for the common YAML document: block mappings and sequences of plain, quoted and
- * block scalars, single-line flow sequences of scalars and `{}`, comments. It builds the plain
- * value and the positions straight from the `yaml` package's CST (its lexer and parser), skipping
- * the composer's node objects and the second walk over them, which were ~25% of a full load.
+ * The fast paths of the YAML reader, tried in turn before the composer (yaml-positions.ts):
  *
- * It is only an optimisation: whatever it does not recognise as certainly valid (anchors, aliases,
+ * 1. the scanner (yaml-scan.ts): reads the common document straight from the text;
+ * 2. the CST path (below), for what the scanner declines: block mappings and sequences of plain,
+ *    quoted and block scalars, single-line flow sequences of scalars and `{}`, comments. It builds
+ *    the plain value and the positions straight from the `yaml` package's CST (its lexer and
+ *    parser), skipping the composer's node objects and the second walk over them, which were ~25%
+ *    of a full load.
+ *
+ * Both are only optimisations: whatever they do not recognise as certainly valid (anchors, aliases,
  * tags, merge keys, duplicate keys, explicit keys, tabs, empty documents or items, multi-line or
  * nested flow collections, any scalar the yaml package reports a problem for, a root that is not
- * a mapping…) makes it return `undefined`, and the file goes through the composer as before, so
+ * a mapping…) makes them return `undefined`, and the file goes through the composer as before, so
  * results and diagnostics stay those of `parseAllDocuments`. test/config/yaml-fast.test.ts
- * compares both paths over the generated repository, the corpus and edge cases.
+ * compares each path with the composer over the generated repositories, the corpus and edge cases.
  */
 import { CST, LineCounter, Parser } from "yaml";
 import type { Position } from "./types.js";
 import type { ParsedDocument } from "./yaml-positions.js";
 import { plainScalarValue } from "./yaml-scalar.js";
+import { MAX_DEPTH, scanYaml } from "./yaml-scan.js";
 
 type Token = CST.Token;
 type SourceToken = CST.SourceToken;
@@ -27,16 +32,15 @@ const bail = (): never => {
   throw BAIL;
 };
 
-/**
- * Deeper documents take the composer, whose recursion is deeper per level: where it overflows the
- * stack (a YAML_SYNTAX diagnostic, see parse-file.ts) must not depend on which path read the file.
- */
-const MAX_DEPTH = 64;
-
 const SPACE_OK = new Set(["space", "newline", "comment"]);
 
-/** The documents of `text`, or undefined when some part of it needs the composer. */
+/** The documents of `text` by the scanner, else by the CST path; undefined when the file needs the composer. */
 export function parseYamlFast(text: string): ParsedDocument[] | undefined {
+  return scanYaml(text) ?? parseYamlCst(text);
+}
+
+/** The documents of `text` read from the `yaml` CST, or undefined when some part of it needs the composer. */
+export function parseYamlCst(text: string): ParsedDocument[] | undefined {
   const lineCounter = new LineCounter();
   const parser = new Parser(lineCounter.addNewLine);
   const docs: ParsedDocument[] = [];
