@@ -89,15 +89,32 @@ const DOC_END = 2; // a `...` line
 
 /** The documents of `text`, or undefined when some part of it needs the CST fast path or the composer. */
 export function scanYaml(text: string): ParsedDocument[] | undefined {
+  return scan(text, true);
+}
+
+/**
+ * The documents' values only (not frozen, no positions), or undefined where scanYaml would decline:
+ * for data read in bulk whose positions matter only when it turns out invalid — the audit branch's
+ * discovery (57 MB of YAML at 100 clusters), which src/discovery reads this way and sends to the
+ * composer for a diagnostic's line. Same values as scanYaml, which the composer's are.
+ */
+export function scanYamlValues(text: string): unknown[] | undefined {
+  return scan(text, false)?.map((d) => d.value);
+}
+
+function scan(text: string, track: boolean): ParsedDocument[] | undefined {
   // CR line ends and a BOM (stripped by the lexer at a stream start) would need their own rules.
   if (text.includes("\r") || text.includes("\uFEFF")) return undefined;
   try {
-    return new Scanner(text).documents();
+    return new Scanner(text, track).documents();
   } catch (err) {
     if (err === DECLINE) return undefined;
     throw err;
   }
 }
+
+/** The position of everything when positions are not tracked (a non-null "the key was scanned" mark). */
+const UNTRACKED: Position = Object.freeze([0, 0]) as unknown as Position;
 
 function pointerToken(token: string): string {
   return token.includes("~") || token.includes("/") ? escapePointerToken(token) : token;
@@ -123,9 +140,17 @@ class Scanner {
   private scalar: string | number | boolean | null = null;
   private isKey = false;
 
-  constructor(text: string) {
+  /** Positions kept and values frozen (scanYaml), or values only (scanYamlValues). */
+  private readonly track: boolean;
+
+  constructor(text: string, track: boolean) {
     this.text = text;
     this.len = text.length;
+    this.track = track;
+  }
+
+  private done<T extends object>(value: T): T {
+    return this.track ? Object.freeze(value) : value;
   }
 
   documents(): ParsedDocument[] {
@@ -159,7 +184,7 @@ class Scanner {
   }
 
   private here(): Position {
-    return [this.line, this.pos - this.lineStart + 1];
+    return this.track ? [this.line, this.pos - this.lineStart + 1] : UNTRACKED;
   }
 
   /**
@@ -268,8 +293,8 @@ class Scanner {
       const k = this.scalar;
       const keyText = k === null ? "" : String(k);
       if (keyText === "<<" || keyText === "__proto__" || Object.hasOwn(map, keyText)) throw DECLINE;
-      const child = `${pointer}/${pointerToken(k === null ? "null" : keyText)}`;
-      positions[child] = keyPosition;
+      const child = this.track ? `${pointer}/${pointerToken(k === null ? "null" : keyText)}` : "";
+      if (this.track) positions[child] = keyPosition;
       keyPosition = null;
       // Just past the `:`.
       let value: unknown;
@@ -288,7 +313,7 @@ class Scanner {
       }
       map[keyText] = value;
       const indent = this.indent;
-      if (indent < col) return Object.freeze(map);
+      if (indent < col) return this.done(map);
       // More indented after a value: a multi-line plain scalar, or an error.
       if (indent > col) throw DECLINE;
     }
@@ -311,9 +336,9 @@ class Scanner {
       const c = text.charCodeAt(i);
       if (c === LF || c === HASH || i >= this.len) throw DECLINE;
       this.pos = i;
-      const child = `${pointer}/${list.length}`;
+      const child = this.track ? `${pointer}/${list.length}` : "";
       const position = this.here();
-      positions[child] = position;
+      if (this.track) positions[child] = position;
       let value: unknown;
       if (c === LBRACKET || c === LBRACE) value = this.inlineValue(child);
       else {
@@ -331,7 +356,7 @@ class Scanner {
       if (indent > col) throw DECLINE;
       if (!this.isSeqItem()) break;
     }
-    return Object.freeze(list);
+    return this.done(list);
   }
 
   /** A value on its key's line: a scalar or a one-line flow collection, then the rest of the line. */
@@ -492,11 +517,11 @@ class Scanner {
     while (text.charCodeAt(i) === SPACE) i++;
     if (text.charCodeAt(i) === RBRACKET) {
       this.pos = i + 1;
-      return Object.freeze(list);
+      return this.done(list);
     }
     for (;;) {
       this.pos = i;
-      this.positions[`${pointer}/${list.length}`] = this.here();
+      if (this.track) this.positions[`${pointer}/${list.length}`] = this.here();
       const c = text.charCodeAt(i);
       if (c === QUOTE) list.push(this.singleQuoted());
       else if (c === DQUOTE) list.push(this.doubleQuoted());
@@ -511,7 +536,7 @@ class Scanner {
       if (text.charCodeAt(i) === RBRACKET) throw DECLINE; // a trailing comma
     }
     this.pos = i + 1;
-    return Object.freeze(list);
+    return this.done(list);
   }
 
   /** A plain scalar inside `[…]`, ending before `,` or `]`; `pos` past its last character. */
@@ -542,7 +567,7 @@ class Scanner {
     while (this.text.charCodeAt(i) === SPACE) i++;
     if (this.text.charCodeAt(i) !== RBRACE) throw DECLINE;
     this.pos = i + 1;
-    return Object.freeze({});
+    return this.done({});
   }
 }
 

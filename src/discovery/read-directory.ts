@@ -12,6 +12,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { posix } from "node:path";
 import { isMap, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document } from "yaml";
+import { scanYamlValues } from "../config/index.js";
 import { Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { validateDiscoverySnapshot, type DiscoverySnapshot } from "../model/index.js";
 import { DiscoveryCode, snapshotFromKubernetesObjects, type SnapshotOptions, type SourceLocation } from "./convert.js";
@@ -102,6 +103,22 @@ function parseFile(file: string, content: string | Uint8Array, diagnostics: Diag
       let source: { doc: Document; lines: LineCounter } | undefined;
       return [{ file, value, source: () => (source ??= yamlDocument(text)) }];
     }
+  }
+  // The common YAML (what the audit writer writes, and most of what kubectl prints) is read by the config
+  // loader's scanner, values only; the composer makes the documents when a diagnostic needs a position
+  // (as for JSON above), and reads whatever the scanner declines.
+  const values = scanYamlValues(text);
+  if (values !== undefined) {
+    let all: { docs: Document[]; lines: LineCounter } | undefined;
+    const composed = (): { docs: Document[]; lines: LineCounter } => {
+      if (all === undefined) {
+        const lines = new LineCounter();
+        const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
+        all = { docs: Array.isArray(docs) ? docs : [], lines };
+      }
+      return all;
+    };
+    return values.map((value, i) => ({ file, value, source: () => ({ doc: composed().docs[i]!, lines: composed().lines }) }));
   }
   const lines = new LineCounter();
   const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });

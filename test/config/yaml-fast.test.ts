@@ -11,7 +11,7 @@ import { FLEET_PRESETS } from "../../bench/fleet/presets.js";
 import { parseYamlCst, parseYamlFast } from "../../src/config/yaml-fast.js";
 import { parseYamlDocuments, type ParsedDocument } from "../../src/config/yaml-positions.js";
 import { coreScalarTests, plainScalarValue } from "../../src/config/yaml-scalar.js";
-import { scanYaml } from "../../src/config/yaml-scan.js";
+import { scanYaml, scanYamlValues } from "../../src/config/yaml-scan.js";
 import { corpusSets } from "../corpus/corpus.js";
 import { createRandom } from "../helpers/random.js";
 
@@ -36,6 +36,13 @@ function paths(text: string): { scanner: boolean; cst: boolean } {
     expect(docs, `${name}:\n${text}`).toEqual(composed);
     expect(JSON.stringify(docs), `${name}:\n${text}`).toBe(JSON.stringify(composed)); // key order of values and positions too
     for (const d of docs) expect(deeplyFrozen(d.value), `${name}:\n${text}`).toBe(true);
+  }
+  // The scanner's values-only mode (discovery's reader) answers exactly where it does, with the same values, not frozen.
+  const values = scanYamlValues(text);
+  expect(values !== undefined, `scanYamlValues and scanYaml disagree on answering:\n${text}`).toBe(answered.scanner);
+  if (values !== undefined) {
+    expect(JSON.stringify(values), text).toBe(JSON.stringify(composed.map((d) => d.value)));
+    expect(values.some((v) => v !== null && typeof v === "object" && Object.isFrozen(v)), text).toBe(false);
   }
   return answered;
 }
