@@ -7,9 +7,20 @@ export type { Labels };
 export function globMatch(pattern: string | undefined, value: string): boolean {
   if (pattern === undefined || pattern === "" || pattern === "*") return true;
   if (!pattern.includes("*")) return pattern === value;
-  const re = new RegExp("^" + pattern.split("*").map(escapeRegExp).join(".*") + "$");
+  let re = globs.get(pattern);
+  if (re === undefined) {
+    if (globs.size >= MAX_GLOBS) globs.clear();
+    re = new RegExp("^" + pattern.split("*").map(escapeRegExp).join(".*") + "$");
+    globs.set(pattern, re);
+  }
   return re.test(value);
 }
+
+// Compiled globs by pattern: the same few patterns (workspace namespace and cluster globs) are matched
+// against every namespace and Service of a fleet, and compiling one was most of a match (#20). A memo
+// of the configuration's patterns; cleared if a run ever brings more than MAX_GLOBS of them.
+const MAX_GLOBS = 1000;
+const globs = new Map<string, RegExp>();
 
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

@@ -62,6 +62,13 @@ describe("selectors", () => {
     expect(globMatch("bookinfo-*", "bookinfo-backends")).toBe(true);
     expect(globMatch("book.info", "bookxinfo")).toBe(false);
     expect(globMatch(undefined, "x")).toBe(true);
+    // a compiled glob is kept and reused: the same answers on later calls, and no state between them
+    for (let i = 0; i < 2; i++) {
+      expect(globMatch("bookinfo-*", "bookinfo-frontends")).toBe(true);
+      expect(globMatch("bookinfo-*", "other-bookinfo-x")).toBe(false);
+      expect(globMatch("*.svc.*", "a.svc.b")).toBe(true);
+      expect(globMatch("*.svc.*", "axsvcxb")).toBe(false);
+    }
     expect(labelsMatch({ a: "1" }, { a: "1", b: "2" })).toBe(true);
     expect(labelsMatch({ a: "1" }, {})).toBe(false);
     const obj = { kind: "RouteTable", name: "rt", namespace: "ns", cluster: "", labels: { t: "a" }, workspace: "ws" };
