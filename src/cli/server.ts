@@ -206,6 +206,7 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     bootstrap: flags.bootstrap ?? e("bootstrap"),
     warmingWindowSeconds: flags.warmingWindow ?? e("warmingWindowSeconds"),
     diffMaxMemoryMb: e("diffMaxMemoryMb"),
+    diffTimeoutSeconds: e("diffTimeoutSeconds"),
     gitIdleTimeoutSeconds: e("gitIdleTimeoutSeconds"),
     apiAuth: flags.apiAuth === false ? "false" : e("apiAuth"),
     apiTokenFile: flags.apiTokenFile ?? e("apiTokenFile"),

@@ -7,7 +7,7 @@ import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel, type Confi
 import { GIT_HTTP_IDLE_TIMEOUT_MS } from "../git-sync/index.js";
 import { redisUrlProblem } from "../queue/index.js";
 import { isValidClusterName } from "../relay/index.js";
-import { DEFAULT_DIFF_MAX_MEMORY_MB } from "./diff-service.js";
+import { DEFAULT_DIFF_MAX_MEMORY_MB, DEFAULT_DIFF_TIMEOUT_SECONDS } from "./diff-service.js";
 
 export type ServerLogFormat = "json" | "human";
 export type ServerLogLevel = "debug" | "info" | "warn" | "error";
@@ -56,6 +56,8 @@ export interface ServerConfig {
   readonly gitIdleTimeoutMs: number;
   /** Heap of the worker thread that renders /api/diff, MiB (GITMESH_DIFF_MAX_MEMORY_MB, default DEFAULT_DIFF_MAX_MEMORY_MB). */
   readonly diffMaxMemoryMb: number;
+  /** A /api/diff rendering that takes longer is stopped, ms (GITMESH_DIFF_TIMEOUT_SECONDS, default DEFAULT_DIFF_TIMEOUT_SECONDS). */
+  readonly diffTimeoutMs: number;
   /** Audit branch (default `gitmesh/rendered`); "" turns the audit writer off. */
   readonly auditBranch: string;
   /** HMAC secret of /webhooks/{github,gitlab,generic}; undefined = webhooks answer 404. */
@@ -156,6 +158,7 @@ export const SERVER_ENV = {
   bootstrap: "GITMESH_RELAY_BOOTSTRAP",
   warmingWindowSeconds: "GITMESH_WARMING_WINDOW_SECONDS",
   diffMaxMemoryMb: "GITMESH_DIFF_MAX_MEMORY_MB",
+  diffTimeoutSeconds: "GITMESH_DIFF_TIMEOUT_SECONDS",
   apiAuth: "GITMESH_API_AUTH",
   apiTokenFile: "GITMESH_API_TOKEN_FILE",
   apiAdminTokenFile: "GITMESH_API_ADMIN_TOKEN_FILE",
@@ -208,6 +211,7 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   relayToken: "the fleet bootstrap token itself (--relay-token; prefer the Secret)",
   bootstrap: "per-cluster (default: single-use credentials from `gitmesh cluster register`) or fleet-token (--bootstrap)",
   diffMaxMemoryMb: `memory (MiB) of the worker thread that renders GET /api/diff; a diff that needs more is refused (503) and the server runs on (default ${DEFAULT_DIFF_MAX_MEMORY_MB})`,
+  diffTimeoutSeconds: `a GET /api/diff rendering that takes longer is stopped and answered 503; the next diff starts afresh (default ${DEFAULT_DIFF_TIMEOUT_SECONDS})`,
   warmingWindowSeconds: "after a restart that lost state, hold output at most this long for discovery (default 60; --warming-window)",
   apiAuth: "false: serve /api without tokens (trials only; --no-api-auth)",
   apiTokenFile: "file holding the read-role API token (default: stored, generated once; --api-token-file)",
@@ -312,6 +316,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
   const gitIdleSeconds = read.number(input.gitIdleTimeoutSeconds, `Git idle timeout (${SERVER_ENV.gitIdleTimeoutSeconds})`, GIT_HTTP_IDLE_TIMEOUT_MS / 1000, (n) => n >= 1 && n <= 3600, "seconds from 1 to 3600");
   const warmingSeconds = read.number(input.warmingWindowSeconds, "warming window", 60, (n) => n >= 0, "seconds ≥ 0");
   const diffMaxMemoryMb = read.number(input.diffMaxMemoryMb, `diff memory (${SERVER_ENV.diffMaxMemoryMb})`, DEFAULT_DIFF_MAX_MEMORY_MB, (n) => Number.isInteger(n) && n >= 64, "an integer number of MiB ≥ 64");
+  const diffTimeoutSeconds = read.number(input.diffTimeoutSeconds, `diff timeout (${SERVER_ENV.diffTimeoutSeconds})`, DEFAULT_DIFF_TIMEOUT_SECONDS, (n) => n >= 1 && n <= 86_400, "seconds from 1 to 86400");
 
   const config: ServerConfig = {
     namespace,
@@ -333,6 +338,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     pollIntervalMs: pollSeconds * 1000,
     gitIdleTimeoutMs: gitIdleSeconds * 1000,
     diffMaxMemoryMb,
+    diffTimeoutMs: diffTimeoutSeconds * 1000,
     auditBranch: input.auditBranch ?? "gitmesh/rendered",
     webhookSecret: input.webhookSecret || undefined,
     relayAuthority: input.relayAuthority || "gitmesh-server.gitmesh",

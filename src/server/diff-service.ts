@@ -32,6 +32,12 @@ import { HttpError } from "./http.js";
 /** Default cap of the diff worker's heap (MiB): a 100-cluster, 1,000-services-per-cluster fleet's diff peaks near 700. */
 export const DEFAULT_DIFF_MAX_MEMORY_MB = 2048;
 
+/** Default limit of one diff's rendering (seconds): a 100-cluster fleet's first diff takes ~10 s in the worker. */
+export const DEFAULT_DIFF_TIMEOUT_SECONDS = 300;
+
+/** Diffs that may wait behind the one rendering; more are answered 503 at once. */
+export const DEFAULT_DIFF_MAX_WAITING = 8;
+
 export interface DiffServiceOptions {
   readonly location: GitLocation;
   /** HTTP client for a remote repository (default: git-sync's, with its idle timeout). */
@@ -45,6 +51,10 @@ export interface DiffServiceOptions {
   readonly maxMemoryMb?: number;
   /** The worker stops after this long without a diff, giving back its copy of discovery (default 5 minutes). */
   readonly idleMs?: number;
+  /** A rendering that takes longer is stopped (the worker with it) and answered 503 (default DEFAULT_DIFF_TIMEOUT_SECONDS). */
+  readonly timeoutMs?: number;
+  /** Diffs that may wait behind the one in progress; more are answered 503 (default DEFAULT_DIFF_MAX_WAITING). */
+  readonly maxWaiting?: number;
   readonly logger: Logger;
 }
 
@@ -60,8 +70,11 @@ const FULL_SHA = /^[0-9a-f]{40}$/;
 export function createDiffService(options: DiffServiceOptions): DiffService {
   const keep = options.keep ?? 8;
   const cache = new Map<string, unknown>();
-  const runner = createDiffRunner(options.maxMemoryMb ?? DEFAULT_DIFF_MAX_MEMORY_MB, options.idleMs ?? 300_000, options.logger);
+  const runner = createDiffRunner(options.maxMemoryMb ?? DEFAULT_DIFF_MAX_MEMORY_MB, options.idleMs ?? 300_000, options.timeoutMs ?? DEFAULT_DIFF_TIMEOUT_SECONDS * 1000, options.logger);
+  const maxWaiting = options.maxWaiting ?? DEFAULT_DIFF_MAX_WAITING;
   let queue: Promise<unknown> = Promise.resolve();
+  // Diffs asked for and not answered yet (the one rendering and those waiting behind it).
+  let pending = 0;
   const read = async (ref: string): Promise<DiffRevision> => {
     try {
       const rev = await readRevisionFiles({ location: options.location, ref, logger: options.logger, retry: { attempts: 2 }, ...(options.subPath === undefined ? {} : { subPath: options.subPath }), ...(options.http === undefined ? {} : { http: options.http }) });
@@ -85,8 +98,16 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
       for (const [name, sha] of [["base", base], ["head", head]] as const) {
         if (!FULL_SHA.test(sha)) throw new HttpError(400, `${name} must be a full commit SHA (40 hex digits), not ${JSON.stringify(sha.slice(0, 60))}; GET /api/commits lists them`);
       }
-      // One at a time: a second request waits for the first (and then usually finds it cached).
-      const run = queue.then(() => compute(base, head));
+      // One at a time: a second request waits for the first (and then usually finds it cached). The wait is
+      // bounded: a burst of diffs (a page reloaded many times, a script) is refused rather than held in memory
+      // and answered minutes later.
+      if (pending > maxWaiting) {
+        options.logger.warn("diff refused: too many diffs waiting", { waiting: pending - 1, maxWaiting });
+        const waiting = pending - 1;
+        return Promise.reject(new HttpError(503, `${waiting === 1 ? "1 diff is" : `${waiting} diffs are`} waiting to be rendered, one at a time; try again when they are done`));
+      }
+      pending++;
+      const run = queue.then(() => compute(base, head)).finally(() => pending--);
       queue = run.catch(() => undefined);
       return run;
     },
@@ -100,7 +121,7 @@ interface DiffRunner {
 }
 
 /** The worker thread, started on first use and replaced after it fails; one diff at a time (the service queues). */
-function createDiffRunner(maxMemoryMb: number, idleMs: number, log: Logger): DiffRunner {
+function createDiffRunner(maxMemoryMb: number, idleMs: number, timeoutMs: number, log: Logger): DiffRunner {
   // In a checkout (tsx, vitest) this module is TypeScript and so is the worker's entry; the image runs dist/.
   const typescript = import.meta.url.endsWith(".ts");
   const entry = new URL(typescript ? "./diff-worker.ts" : "./diff-worker.js", import.meta.url);
@@ -144,10 +165,22 @@ function createDiffRunner(maxMemoryMb: number, idleMs: number, log: Logger): Dif
         let settled = false;
         const settle = () => {
           settled = true;
+          clearTimeout(timer);
           handle.worker.off("message", onMessage);
           handle.worker.off("error", onError);
           handle.worker.off("exit", onExit);
         };
+        // A rendering that does not end (a bug, a fleet far larger than the server was sized for) would hold every
+        // diff behind it: it is stopped with its worker, and the next diff starts a new one.
+        const timer = setTimeout(() => {
+          if (settled) return;
+          settle();
+          discard(handle);
+          log.warn("diff stopped: rendering took too long; the next diff starts a new worker", { base: base.ref, head: head.ref, timeoutSeconds: timeoutMs / 1000 });
+          reject(
+            new HttpError(503, `rendering ${base.ref.slice(0, 12)}..${head.ref.slice(0, 12)} took longer than ${timeoutMs / 1000} s and was stopped; raise GITMESH_DIFF_TIMEOUT_SECONDS (Helm: diff.timeoutSeconds), or render it with \`gitmesh diff\` in CI`),
+          );
+        }, timeoutMs);
         const onMessage = (answer: DiffAnswer) => {
           if (answer.id !== id) return;
           settle();

@@ -136,7 +136,11 @@ interface DiffApi {
 }
 
 /** The diff service behind the real HTTP edge, as the server wires it. */
-async function startDiffApi(repoPath: string, discovery: () => Discovery, options: { maxMemoryMb?: number; idleMs?: number; logger?: ReturnType<typeof createMemoryLogger>["logger"] } = {}): Promise<DiffApi> {
+async function startDiffApi(
+  repoPath: string,
+  discovery: () => Discovery,
+  options: { maxMemoryMb?: number; idleMs?: number; timeoutMs?: number; maxWaiting?: number; logger?: ReturnType<typeof createMemoryLogger>["logger"] } = {},
+): Promise<DiffApi> {
   const { logger = createMemoryLogger("diff").logger, ...limits } = options;
   const service = createDiffService({ location: { kind: "local", path: repoPath }, discovery: () => Promise.resolve(discovery()), logger, ...limits });
   const api = { diff: (b: string, h: string) => service.diff(b, h), healthy: () => true } as unknown as ServerApi;
@@ -228,6 +232,70 @@ describe("GET /api/diff runs in a worker thread", () => {
       expect(records.filter((r) => r.msg.includes("diff worker ran out of memory"))).toHaveLength(2);
     } finally {
       await api.stop();
+    }
+  });
+});
+
+describe("GET /api/diff is bounded in time and in waiting requests", () => {
+  const big = generateFleet({ ...OPTIONS, name: "diff-bounds", clusters: 8, servicesPerCluster: 160, servicesPerNamespace: 8, namespacesPerWorkspace: 2, clustersPerWorkspace: 4 });
+  const bigDiscovery: Discovery = [...(big.discovery as unknown as ReadonlyMap<string, DiscoverySnapshot>)].map(([cluster, snapshot]) => ({ cluster, checksum: cluster, snapshot }));
+  let git: GitServer;
+  let base: string;
+  let head: string;
+  beforeAll(async () => {
+    git = await startGitServer();
+    await git.createRepo("big");
+    base = await git.commitFiles("big", Object.fromEntries(big.files.map((f) => [f.path, f.content])), "base");
+    head = await git.commitFiles("big", { [big.onePolicyChange.after.path]: big.onePolicyChange.after.content }, "one policy");
+  });
+  afterAll(async () => {
+    await git.stop();
+  });
+
+  it("a rendering that takes longer than the limit is stopped with its worker and answered 503; the server answers on", async () => {
+    const { logger, records } = createMemoryLogger("diff");
+    // 100 ms: less than starting a worker and rendering this fleet takes (hundreds of milliseconds).
+    const api = await startDiffApi(git.repoPath("big"), () => bigDiscovery, { timeoutMs: 100, logger });
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const { status, body } = await api.get(base, head);
+        expect(status).toBe(503);
+        expect(body.error?.message).toMatch(/took longer than 0\.1 s and was stopped; raise GITMESH_DIFF_TIMEOUT_SECONDS \(Helm: diff\.timeoutSeconds\)/);
+        expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
+      }
+      expect(records.filter((r) => r.msg.startsWith("diff stopped: rendering took too long"))).toHaveLength(2);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it("diffs wait one at a time up to the bound; more are refused at once, and the waiting ones are answered", async () => {
+    const { logger, records } = createMemoryLogger("diff");
+    const api = await startDiffApi(git.repoPath("big"), () => bigDiscovery, { maxWaiting: 1, logger });
+    try {
+      // Four at once: one renders, one waits, two are refused (the first takes hundreds of milliseconds).
+      const answers = await Promise.all([api.get(base, head), api.get(head, base), api.get(base, head), api.get(head, base)]);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 503, 503]);
+      for (const a of answers.filter((x) => x.status === 503)) expect(a.body.error?.message).toBe("1 diff is waiting to be rendered, one at a time; try again when they are done");
+      expect(records.filter((r) => r.msg === "diff refused: too many diffs waiting")).toHaveLength(2);
+      // Nothing is left counted: the next ones are served.
+      expect((await api.get(base, head)).status).toBe(200);
+      expect((await api.get(head, base)).status).toBe(200);
+    } finally {
+      await api.stop();
+    }
+  });
+});
+
+describe("GITMESH_DIFF_TIMEOUT_SECONDS", () => {
+  const base = { gitUrl: "https://git.example.com/mesh.git" };
+  it("stops a diff after 300 s unless set; a value outside 1–86400 stops the start with what to write", () => {
+    expect(parseServerConfig(base, { identity: "r1" }).config?.diffTimeoutMs).toBe(300_000);
+    expect(parseServerConfig({ ...base, diffTimeoutSeconds: "30" }, { identity: "r1" }).config?.diffTimeoutMs).toBe(30_000);
+    for (const bad of ["soon", "0", "100000"]) {
+      const { config, problems } = parseServerConfig({ ...base, diffTimeoutSeconds: bad }, { identity: "r1" });
+      expect(config).toBeUndefined();
+      expect(problems.join("\n")).toContain(`diff timeout (GITMESH_DIFF_TIMEOUT_SECONDS) "${bad}" is invalid`);
     }
   });
 });
