@@ -21,7 +21,9 @@ export interface LabelSelector {
 
 /** True when every label of `selector` is present with the same value in `labels`. */
 export function matchesLabels(selector: Labels, labels: Labels): boolean {
-  for (const [k, v] of Object.entries(selector)) if (labels[k] !== v) return false;
+  // A key loop, not Object.entries: translation matches selectors against every Service and workload of a
+  // fleet, and the entry arrays were 50 MB of garbage per translation of the 100-cluster fleet (#20).
+  for (const k in selector) if (labels[k] !== selector[k]) return false;
   return true;
 }
 
