@@ -2,8 +2,8 @@
 // head incrementally from it (src/translate's renderRevisions) in a worker thread; its answer must be
 // exactly what full translations of both revisions, compared object by object, report — for a
 // one-policy change with a removed file, for a head that introduces errors, and after the discovery
-// changed under the worker. The server's own thread keeps answering while a diff renders, and a diff
-// that outgrows the worker's memory cap is refused alone.
+// changed under the worker. The server's own thread keeps answering while a diff renders, a diff
+// that outgrows the worker's memory cap or its time limit is refused alone, and the diffs waiting are bounded.
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
@@ -233,23 +233,6 @@ describe("GET /api/diff runs in a worker thread", () => {
     } finally {
       await api.stop();
     }
-  });
-});
-
-describe("GET /api/diff is bounded in time and in waiting requests", () => {
-  const big = generateFleet({ ...OPTIONS, name: "diff-bounds", clusters: 8, servicesPerCluster: 160, servicesPerNamespace: 8, namespacesPerWorkspace: 2, clustersPerWorkspace: 4 });
-  const bigDiscovery: Discovery = [...(big.discovery as unknown as ReadonlyMap<string, DiscoverySnapshot>)].map(([cluster, snapshot]) => ({ cluster, checksum: cluster, snapshot }));
-  let git: GitServer;
-  let base: string;
-  let head: string;
-  beforeAll(async () => {
-    git = await startGitServer();
-    await git.createRepo("big");
-    base = await git.commitFiles("big", Object.fromEntries(big.files.map((f) => [f.path, f.content])), "base");
-    head = await git.commitFiles("big", { [big.onePolicyChange.after.path]: big.onePolicyChange.after.content }, "one policy");
-  });
-  afterAll(async () => {
-    await git.stop();
   });
 
   it("a rendering that takes longer than the limit is stopped with its worker and answered 503; the server answers on", async () => {
