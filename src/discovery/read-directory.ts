@@ -11,7 +11,7 @@
  */
 import { readdir, readFile } from "node:fs/promises";
 import { posix } from "node:path";
-import { isMap, isSeq, LineCounter, parseAllDocuments, parseDocument, type Document } from "yaml";
+import { Document, isMap, isSeq, LineCounter, parseAllDocuments, parseDocument } from "yaml";
 import { scanYamlValues } from "../config/index.js";
 import { Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { validateDiscoverySnapshot, type DiscoverySnapshot } from "../model/index.js";
@@ -118,7 +118,9 @@ function parseFile(file: string, content: string | Uint8Array, diagnostics: Diag
       }
       return all;
     };
-    return values.map((value, i) => ({ file, value, source: () => ({ doc: composed().docs[i]!, lines: composed().lines }) }));
+    // The scanner answers only where the composer reads the same documents, so docs[i] is this value's; were
+    // it ever missing, a diagnostic would point at the file's start rather than fail.
+    return values.map((value, i) => ({ file, value, source: () => ({ doc: composed().docs[i] ?? new Document(), lines: composed().lines }) }));
   }
   const lines = new LineCounter();
   const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
