@@ -17,7 +17,7 @@
  */
 import { CST, LineCounter, Parser } from "yaml";
 import type { Position } from "./types.js";
-import type { ParsedDocument } from "./yaml-positions.js";
+import { escapePointerToken, type ParsedDocument } from "./yaml-positions.js";
 import { plainScalarValue } from "./yaml-scalar.js";
 import { MAX_DEPTH, scanYaml } from "./yaml-scan.js";
 
@@ -135,7 +135,7 @@ export function parseYamlCst(text: string): ParsedDocument[] | undefined {
       if (typeof k !== "string" && typeof k !== "number" && typeof k !== "boolean" && k !== null) throw BAIL;
       const keyText = k === null ? "" : String(k);
       if (keyText === "<<" || Object.prototype.hasOwnProperty.call(map, keyText) || keyText === "__proto__") throw BAIL;
-      const child = `${pointer}/${escapeToken(String(k))}`;
+      const child = `${pointer}/${escapePointerToken(String(k))}`;
       out[child] = at(key.offset);
       const value = item.value;
       let v: unknown = null;
@@ -248,8 +248,4 @@ export function parseYamlCst(text: string): ParsedDocument[] | undefined {
     throw err;
   }
   return docs;
-}
-
-function escapeToken(token: string): string {
-  return token.includes("~") || token.includes("/") ? token.replace(/~/g, "~0").replace(/\//g, "~1") : token;
 }

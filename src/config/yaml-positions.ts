@@ -23,7 +23,8 @@ export interface YamlProblem {
 
 /** RFC 6901 escaping of one pointer token. */
 export function escapePointerToken(token: string): string {
-  return token.replace(/~/g, "~0").replace(/\//g, "~1");
+  // Most keys have neither character: returned as they are, without two regex passes.
+  return token.includes("~") || token.includes("/") ? token.replace(/~/g, "~0").replace(/\//g, "~1") : token;
 }
 
 export function parseYamlDocuments(text: string): ParsedDocument[] {

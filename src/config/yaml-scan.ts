@@ -116,10 +116,6 @@ function scan(text: string, track: boolean): ParsedDocument[] | undefined {
 /** The position of everything when positions are not tracked (a non-null "the key was scanned" mark). */
 const UNTRACKED: Position = Object.freeze([0, 0]) as unknown as Position;
 
-function pointerToken(token: string): string {
-  return token.includes("~") || token.includes("/") ? escapePointerToken(token) : token;
-}
-
 /**
  * The scan state: `pos` moves forward through `text` once; `line` and `lineStart` are those of
  * `pos`. Block parsing is by lines: nextLine() skips blank and comment lines and leaves `pos` at
@@ -293,7 +289,7 @@ class Scanner {
       const k = this.scalar;
       const keyText = k === null ? "" : String(k);
       if (keyText === "<<" || keyText === "__proto__" || Object.hasOwn(map, keyText)) throw DECLINE;
-      const child = this.track ? `${pointer}/${pointerToken(k === null ? "null" : keyText)}` : "";
+      const child = this.track ? `${pointer}/${escapePointerToken(k === null ? "null" : keyText)}` : "";
       if (this.track) positions[child] = keyPosition;
       keyPosition = null;
       // Just past the `:`.
