@@ -24,17 +24,6 @@ const tagOptions = coreDocument.options;
 const MAY_BE_TAGGED = new Uint8Array(128);
 for (const ch of "~nNtTfF0123456789+-.") MAY_BE_TAGGED[ch.charCodeAt(0)] = 1;
 
-let tagError = false;
-const onTagError = (): void => {
-  tagError = true;
-};
-/** Whether a tag reported a problem since the last call. */
-function takeTagError(): boolean {
-  const reported = tagError;
-  tagError = false;
-  return reported;
-}
-
 /**
  * The composer's value of plain scalar `source` (trimmed, one line), or undefined when the tag
  * reports a problem or resolves to something the fast paths do not build (an object, a bigint).
@@ -46,10 +35,11 @@ export function plainScalarValue(source: string): string | number | boolean | nu
   }
   for (const tag of scalarTags) {
     if (!tag.test.test(source)) continue;
-    const res = tag.resolve(source, onTagError, tagOptions);
+    const problem = { reported: false };
+    const res = tag.resolve(source, () => (problem.reported = true), tagOptions);
+    if (problem.reported) return undefined;
     // Null, booleans and floats come back as a Scalar node (to keep their source form); the composer takes its value.
     const v = isScalar(res) ? res.value : res;
-    if (takeTagError()) return undefined;
     if (v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean") return v;
     return undefined;
   }
