@@ -120,7 +120,14 @@ function parseFile(file: string, content: string | Uint8Array, diagnostics: Diag
     };
     // The scanner answers only where the composer reads the same documents, so docs[i] is this value's; were
     // it ever missing, a diagnostic would point at the file's start rather than fail.
-    return values.map((value, i) => ({ file, value, source: () => ({ doc: composed().docs[i] ?? new Document(), lines: composed().lines }) }));
+    return values.map((value, i) => ({
+      file,
+      value,
+      source: () => {
+        const { docs, lines } = composed();
+        return { doc: docs[i] ?? new Document(), lines };
+      },
+    }));
   }
   const lines = new LineCounter();
   const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
