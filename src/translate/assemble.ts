@@ -121,22 +121,22 @@ export function assembleCluster(cluster: string, fragments: readonly WorkspaceFr
   const multi = new Set<string>();
   // Each object goes to `chosen` in output order; of several with one key the first in workspace order
   // is kept, the others are duplicates (same content) or conflicts.
-  let last: { workspace: string; resource: IstioResource } | undefined;
+  let keptWorkspace = "";
   const take = (workspace: string, r: IstioResource): void => {
-    if (last === undefined || compareResources(last.resource, r) !== 0) {
+    const kept = chosen.at(-1);
+    if (kept === undefined || compareResources(kept, r) !== 0) {
       chosen.push(r);
-      last = { workspace, resource: r };
+      keptWorkspace = workspace;
       return;
     }
     multi.add(sortKey(r));
-    const prev = last;
-    if (prev.resource === r || contentHash(prev.resource) === contentHash(r)) return;
+    if (kept === r || contentHash(kept) === contentHash(r)) return;
     diagnostics.push({
       code: TranslateCode.OutputConflict,
       severity: Severity.Error,
       message:
-        `workspaces "${prev.workspace}" and "${workspace}" both produce ${r.kind} ${r.metadata.namespace}/${r.metadata.name} ` +
-        `for cluster "${cluster}" with different content; the one from "${prev.workspace}" is kept. ` +
+        `workspaces "${keptWorkspace}" and "${workspace}" both produce ${r.kind} ${r.metadata.namespace}/${r.metadata.name} ` +
+        `for cluster "${cluster}" with different content; the one from "${keptWorkspace}" is kept. ` +
         `Rename one of the parent objects or move it so that only one workspace renders this object.`,
       object: { kind: r.kind, name: r.metadata.name, namespace: r.metadata.namespace, cluster },
     });
@@ -145,9 +145,8 @@ export function assembleCluster(cluster: string, fragments: readonly WorkspaceFr
   else {
     // A fragment out of order (never from translateWorkspace, which sorts): stable sort of all, in workspace order.
     const all = ordered.flatMap((f) => f.resources.map((resource) => ({ workspace: f.workspace, resource })));
-    const keyed = all.map((x) => ({ k: sortKey(x.resource), x }));
-    keyed.sort((a, b) => cmp(a.k, b.k));
-    for (const { x } of keyed) take(x.workspace, x.resource);
+    all.sort((a, b) => compareResources(a.resource, b.resource));
+    for (const x of all) take(x.workspace, x.resource);
   }
   // Fragments from translateWorkspace are already canonical (sorted keys): no second deep copy.
   const out: ClusterOutput = { cluster, resources: chosen, diagnostics: sortDiagnostics(diagnostics) };
