@@ -219,37 +219,30 @@ describe("GET /api/diff runs in a worker thread", () => {
     }
   });
 
-  it("a diff that needs more memory than the worker may use is refused alone; the server answers on, and so does the next worker", async () => {
+  /** Two diffs in a row refused 503 with `message`, each logged (`logged`), while /healthz answers 200. */
+  async function expectRefusedAlone(limits: { maxMemoryMb?: number; timeoutMs?: number }, message: RegExp, logged: string): Promise<void> {
     const { logger, records } = createMemoryLogger("diff");
-    const api = await startDiffApi(git.repoPath("big"), () => bigDiscovery, { maxMemoryMb: 16, logger });
+    const api = await startDiffApi(git.repoPath("big"), () => bigDiscovery, { ...limits, logger });
     try {
       for (let attempt = 0; attempt < 2; attempt++) {
         const { status, body } = await api.get(base, head);
         expect(status).toBe(503);
-        expect(body.error?.message).toMatch(/needs more memory than the diff worker may use \(16 MiB\); raise GITMESH_DIFF_MAX_MEMORY_MB/);
+        expect(body.error?.message).toMatch(message);
         expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
       }
-      expect(records.filter((r) => r.msg.includes("diff worker ran out of memory"))).toHaveLength(2);
+      expect(records.filter((r) => r.msg.startsWith(logged))).toHaveLength(2);
     } finally {
       await api.stop();
     }
+  }
+
+  it("a diff that needs more memory than the worker may use is refused alone; the server answers on, and so does the next worker", async () => {
+    await expectRefusedAlone({ maxMemoryMb: 16 }, /needs more memory than the diff worker may use \(16 MiB\); raise GITMESH_DIFF_MAX_MEMORY_MB/, "diff worker ran out of memory");
   });
 
   it("a rendering that takes longer than the limit is stopped with its worker and answered 503; the server answers on", async () => {
-    const { logger, records } = createMemoryLogger("diff");
     // 100 ms: less than starting a worker and rendering this fleet takes (hundreds of milliseconds).
-    const api = await startDiffApi(git.repoPath("big"), () => bigDiscovery, { timeoutMs: 100, logger });
-    try {
-      for (let attempt = 0; attempt < 2; attempt++) {
-        const { status, body } = await api.get(base, head);
-        expect(status).toBe(503);
-        expect(body.error?.message).toMatch(/took longer than 0\.1 s and was stopped; raise GITMESH_DIFF_TIMEOUT_SECONDS \(Helm: diff\.timeoutSeconds\)/);
-        expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
-      }
-      expect(records.filter((r) => r.msg.startsWith("diff stopped: rendering took too long"))).toHaveLength(2);
-    } finally {
-      await api.stop();
-    }
+    await expectRefusedAlone({ timeoutMs: 100 }, /took longer than 0\.1 s and was stopped; raise GITMESH_DIFF_TIMEOUT_SECONDS \(Helm: diff\.timeoutSeconds\)/, "diff stopped: rendering took too long");
   });
 
   it("diffs wait one at a time up to the bound; more are refused at once, and the waiting ones are answered", async () => {
