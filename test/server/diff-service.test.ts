@@ -263,28 +263,22 @@ describe("GET /api/diff runs in a worker thread", () => {
   });
 });
 
-describe("GITMESH_DIFF_TIMEOUT_SECONDS", () => {
+describe("the diff settings GITMESH_DIFF_TIMEOUT_SECONDS and GITMESH_DIFF_MAX_MEMORY_MB", () => {
   const base = { gitUrl: "https://git.example.com/mesh.git" };
-  it("stops a diff after 300 s unless set; a value outside 1–86400 stops the start with what to write", () => {
-    expect(parseServerConfig(base, { identity: "r1" }).config?.diffTimeoutMs).toBe(300_000);
-    expect(parseServerConfig({ ...base, diffTimeoutSeconds: "30" }, { identity: "r1" }).config?.diffTimeoutMs).toBe(30_000);
-    for (const bad of ["soon", "0", "100000"]) {
-      const { config, problems } = parseServerConfig({ ...base, diffTimeoutSeconds: bad }, { identity: "r1" });
-      expect(config).toBeUndefined();
-      expect(problems.join("\n")).toContain(`diff timeout (GITMESH_DIFF_TIMEOUT_SECONDS) "${bad}" is invalid`);
-    }
-  });
-});
-
-describe("GITMESH_DIFF_MAX_MEMORY_MB", () => {
-  const base = { gitUrl: "https://git.example.com/mesh.git" };
-  it("caps the diff worker at 2048 MiB unless set; a value that is not a whole number of MiB ≥ 64 stops the start with what to write", () => {
-    expect(parseServerConfig(base, { identity: "r1" }).config?.diffMaxMemoryMb).toBe(2048);
-    expect(parseServerConfig({ ...base, diffMaxMemoryMb: "512" }, { identity: "r1" }).config?.diffMaxMemoryMb).toBe(512);
-    for (const bad of ["lots", "32", "1.5"]) {
-      const { config, problems } = parseServerConfig({ ...base, diffMaxMemoryMb: bad }, { identity: "r1" });
-      expect(config).toBeUndefined();
-      expect(problems.join("\n")).toContain(`diff memory (GITMESH_DIFF_MAX_MEMORY_MB) "${bad}" is invalid`);
+  const settings = [
+    // what the setting is, its default and a good value as parsed, values that stop the start
+    { input: "diffTimeoutSeconds", read: "diffTimeoutMs", name: "diff timeout (GITMESH_DIFF_TIMEOUT_SECONDS)", fallback: 300_000, good: ["30", 30_000], bad: ["soon", "0", "100000"] },
+    { input: "diffMaxMemoryMb", read: "diffMaxMemoryMb", name: "diff memory (GITMESH_DIFF_MAX_MEMORY_MB)", fallback: 2048, good: ["512", 512], bad: ["lots", "32", "1.5"] },
+  ] as const;
+  it("stop a diff after 300 s and cap its worker at 2048 MiB unless set; a value out of range stops the start with what to write", () => {
+    for (const s of settings) {
+      expect(parseServerConfig(base, { identity: "r1" }).config?.[s.read], s.name).toBe(s.fallback);
+      expect(parseServerConfig({ ...base, [s.input]: s.good[0] }, { identity: "r1" }).config?.[s.read], s.name).toBe(s.good[1]);
+      for (const bad of s.bad) {
+        const { config, problems } = parseServerConfig({ ...base, [s.input]: bad }, { identity: "r1" });
+        expect(config).toBeUndefined();
+        expect(problems.join("\n")).toContain(`${s.name} "${bad}" is invalid`);
+      }
     }
   });
 });
