@@ -7,7 +7,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { inflateSync } from "node:zlib";
+import { constants, inflateSync } from "node:zlib";
 
 export type ObjectType = "commit" | "tree" | "blob" | "tag";
 
@@ -62,16 +62,25 @@ export function createObjectReader(gitdir: string): ObjectReader {
   };
 
   const readLoose = (oid: string): RawObject | undefined => {
-    let raw: Buffer;
+    let file: Buffer;
     try {
-      raw = inflateSync(readFileSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2))));
+      file = readFileSync(join(gitdir, "objects", oid.slice(0, 2), oid.slice(2)));
     } catch {
       return undefined;
+    }
+    let raw: Buffer;
+    try {
+      raw = inflateLoose(file);
+    } catch (err) {
+      throw new Error(`loose object ${oid} is corrupt: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     const space = raw.indexOf(0x20);
     const nul = raw.indexOf(0);
     const type = raw.subarray(0, space).toString("latin1") as ObjectType;
-    return { type, content: raw.subarray(nul + 1) };
+    const content = raw.subarray(nul + 1);
+    const size = Number(raw.subarray(space + 1, nul).toString("latin1"));
+    if (content.length !== size) throw new Error(`loose object ${oid} is corrupt: ${content.length} bytes inflated, its header says ${size}`);
+    return { type, content };
   };
 
   const readAt = (pack: Pack, offset: number): RawObject => {
@@ -79,7 +88,13 @@ export function createObjectReader(gitdir: string): ObjectReader {
     let pos = offset;
     let byte = d[pos++]!;
     const typeCode = (byte >> 4) & 7;
-    while (byte & 0x80) byte = d[pos++]!;
+    // The inflated size (of the object, or of the delta): 4 bits here, then 7 per continuation byte.
+    let size = byte & 0x0f;
+    for (let shift = 4; byte & 0x80; shift += 7) {
+      byte = d[pos++]!;
+      size += (byte & 0x7f) * 2 ** shift;
+    }
+    const inflate = (from: number): Buffer => inflateSized(d.subarray(from), size, (n) => `object at pack offset ${offset} is corrupt: ${n} bytes inflated, the pack says ${size}`);
     const kind = TYPES[typeCode];
     if (kind === undefined) throw new Error(`bad object type ${typeCode} at pack offset ${offset}`);
     if (kind === "ofs") {
@@ -90,13 +105,13 @@ export function createObjectReader(gitdir: string): ObjectReader {
         rel = ((rel + 1) << 7) | (byte & 0x7f);
       }
       const base = baseAt(pack, offset - rel);
-      return { type: base.type, content: applyDelta(base.content, inflateSync(d.subarray(pos))) };
+      return { type: base.type, content: applyDelta(base.content, inflate(pos)) };
     }
     if (kind === "ref") {
       const base = read(d.subarray(pos, pos + 20).toString("hex"));
-      return { type: base.type, content: applyDelta(base.content, inflateSync(d.subarray(pos + 20))) };
+      return { type: base.type, content: applyDelta(base.content, inflate(pos + 20)) };
     }
-    return { type: kind, content: inflateSync(d.subarray(pos)) };
+    return { type: kind, content: inflate(pos) };
   };
 
   /** A delta base, from the bounded cache (delta chains share their bases). */
@@ -139,6 +154,36 @@ export function createObjectReader(gitdir: string): ObjectReader {
       }
     },
   };
+}
+
+/**
+ * Inflates a zlib stream whose inflated size is known, into one buffer of that size. inflateSync's
+ * default 16 KiB chunks meant a large blob was inflated piece by piece and then copied once more into
+ * one buffer (Buffer.concat): for the 57 MB of discovery a 100-cluster `gitmesh diff` reads from the
+ * audit branch, ~0.2 s of the 0.45 s spent reading blobs (#20).
+ */
+function inflateSized(input: Buffer, size: number, corrupt: (inflated: number) => string): Buffer {
+  // One byte more than needed: a full output buffer would make zlib allocate another chunk to find the end.
+  const out = inflateSync(input, { chunkSize: Math.max(64, size + 1) });
+  if (out.length !== size) throw new Error(corrupt(out.length));
+  return out;
+}
+
+/** Loose objects below this many bytes on disk inflate in inflateSync's default chunks (one or a few). */
+const LOOSE_SIZED_FROM = 4096;
+
+/**
+ * A loose object's bytes ("<type> <size>\0" + content), inflated. A large one is inflated into one
+ * buffer of its size, read first from the header (a partial inflate of the file's start).
+ */
+function inflateLoose(file: Buffer): Buffer {
+  if (file.length < LOOSE_SIZED_FROM) return inflateSync(file);
+  const start = inflateSync(file.subarray(0, 1024), { finishFlush: constants.Z_SYNC_FLUSH });
+  const nul = start.indexOf(0);
+  const space = start.indexOf(0x20);
+  const size = nul > space && space > 0 ? Number(start.subarray(space + 1, nul).toString("latin1")) : NaN;
+  if (!Number.isSafeInteger(size)) throw new Error('no "<type> <size>" header');
+  return inflateSized(file, nul + 1 + size, (n) => `${n - nul - 1} bytes inflated, its header says ${size}`);
 }
 
 /** Pack index version 2: oid → offset. */
