@@ -119,6 +119,14 @@ export function canonicalObject<T>(value: T): T {
   return shareSorted(value, true) as T;
 }
 
+/**
+ * Canonical form of a value below the top level of an object (a resource's `spec`, `metadata`): keys in
+ * code-unit order at every depth, structure shared as `canonicalObject` shares it.
+ */
+export function canonicalMember<T>(value: T): T {
+  return shareSorted(value, false) as T;
+}
+
 const hashes = new WeakMap<object, string>();
 
 /** sha256 (base64url) of the JSON of an object already in canonical form; computed once per object (cached by identity). */

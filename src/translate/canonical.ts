@@ -3,4 +3,4 @@
  * src/core's structure-sharing `canonicalObject` and the per-object `contentHash` that the cluster stage
  * and `retranslate` compare fragments by (re-exported here so translators import it next to them).
  */
-export { canonicalObject, contentHash, sortedKeys } from "../core/index.js";
+export { canonicalMember, canonicalObject, contentHash, sortedKeys } from "../core/index.js";

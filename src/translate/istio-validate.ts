@@ -95,17 +95,55 @@ export function validateIstioResource(r: IstioResource): IstioIssue[] {
   if (Model === undefined) {
     return isIstioKind(r) ? [{ path: "/kind", message: `no schema for ${r.apiVersion} ${r.kind}` }] : [];
   }
+  return modelIssues(Model, r, plainMetadata(r.metadata));
+}
+
+function modelIssues(Model: ModelCtor, r: IstioResource, plain: boolean): IstioIssue[] {
   try {
     // The model's constructor deep-copies its input (filtering undefined members, which canonical
     // output never has); its validate() only runs the generated, non-mutating ajv function on
     // `this`. Calling it on the object itself validates the same data without the copy.
-    Model.prototype.validate.call(plainMetadata(r.metadata) ? { ...r, metadata: { name: r.metadata.name, namespace: r.metadata.namespace } } : r);
+    Model.prototype.validate.call(plain ? { ...r, metadata: { name: r.metadata.name, namespace: r.metadata.namespace } } : r);
     return r.kind === "EnvoyFilter" ? validateEnvoyPatches(r.spec) : [];
   } catch (err) {
     const errors = (err as { errors?: readonly { instancePath?: string; message?: string }[] }).errors;
     if (errors === undefined) return [{ path: "", message: err instanceof Error ? err.message : String(err) }];
     return errors.map((e) => ({ path: e.instancePath ?? "", message: e.message ?? "invalid" }));
   }
+}
+
+/** Whether an object's own keys are exactly apiVersion, kind, metadata and spec (none undefined). */
+function specOnly(r: IstioResource): boolean {
+  let n = 0;
+  for (const k in r) {
+    if ((k !== "apiVersion" && k !== "kind" && k !== "metadata" && k !== "spec") || (r as unknown as Record<string, unknown>)[k] === undefined) return false;
+    n++;
+  }
+  return n === 4;
+}
+
+/**
+ * `validateIstioResource` that validates a spec object once per kind: the result of every later object
+ * with the same kind, the same spec object (identity) and plain metadata (see plainMetadata: checked on
+ * each object, not remembered) is the first one's. Translators render one spec into many clusters
+ * (the large fleet's 218,100 objects hold 14,920 different specs), so the workspace stage, which
+ * validates every object it renders, uses one of these per workspace. Objects are immutable once
+ * rendered, which is what makes the spec's identity stand for its content.
+ */
+export function createIstioValidator(): (r: IstioResource) => IstioIssue[] {
+  const bySpec = new Map<unknown, Map<string, IstioIssue[]>>();
+  return (r) => {
+    const sail = validateSailResource(r);
+    if (sail !== undefined) return sail;
+    const type = `${r.apiVersion}/${r.kind}`;
+    const Model = MODELS[type];
+    if (Model === undefined || !specOnly(r) || !plainMetadata(r.metadata)) return validateIstioResource(r);
+    let kinds = bySpec.get(r.spec);
+    if (kinds === undefined) bySpec.set(r.spec, (kinds = new Map<string, IstioIssue[]>()));
+    let issues = kinds.get(type);
+    if (issues === undefined) kinds.set(type, (issues = modelIssues(Model, r, true)));
+    return issues;
+  };
 }
 
 /**

@@ -45,6 +45,7 @@ import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
 import { asArray, asNumber, asRecord, asString } from "./selectors.js";
+import { SpecTable } from "./spec-table.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 interface VdPort {
@@ -151,12 +152,21 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
     tls: { mode: "ISTIO_MUTUAL", ...(sans.size > 0 ? { subjectAltNames: [...sans].sort() } : {}) },
   });
   const missingGateway = new Set<string>();
+  const portNames = ports.map((p) => p.name).sort(cmpStr);
+  const entrySpecs = new Map<GatewayEndpoint, SpecTable>();
+  const exportLists = new Map<string, string[]>();
+  const serviceEntrySpecs = new SpecTable();
+  const ruleSpecs = new SpecTable();
 
   for (const cluster of [...clients].sort(cmpStr)) {
     const local = backing.get(cluster);
     const exportTo = new Set(namespacesIn(ctx.index, cluster, [ws, ...consumers]));
     if (local !== undefined) for (const g of ctx.snapshot(cluster)?.gateways ?? []) if (g.kind === "east-west") exportTo.add(g.namespace);
-    const exportList = [...exportTo].sort(cmpStr);
+    // Clusters with the same exportTo share the list, so that their specs can be shared (SpecTable).
+    const sorted = [...exportTo].sort(cmpStr);
+    const exportKey = JSON.stringify(sorted);
+    let exportList = exportLists.get(exportKey);
+    if (exportList === undefined) exportLists.set(exportKey, (exportList = sorted));
     const remote: GatewayEndpoint[] = [];
     for (const c of backingClusters) {
       if (c === cluster) continue;
@@ -181,17 +191,20 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
       }
       return out;
     });
-    const portNames = ports.map((p) => p.name).sort(cmpStr);
     const selector = local?.service.selector ?? {};
     if (local !== undefined) {
+      const selectorKey = JSON.stringify(selector);
       for (const ep of remote) {
+        // The same gateway endpoint's entry in every client cluster whose local Service selects the same pods: one spec (SpecTable).
+        let specs = entrySpecs.get(ep);
+        if (specs === undefined) entrySpecs.set(ep, (specs = new SpecTable()));
         resources.push({
           cluster,
           resource: {
             apiVersion: "networking.istio.io/v1",
             kind: "WorkloadEntry",
             metadata: meta(stableName(baseName, ep.cluster, ep.address)),
-            spec: { address: ep.address, labels: { ...selector, [TLS_MODE_LABEL]: "istio" }, ...(ep.locality === undefined ? {} : { locality: regionOf(ep.locality) }), ports: gatewayPorts(ep, portNames) },
+            spec: specs.get(selectorKey, () => ({ address: ep.address, labels: { ...selector, [TLS_MODE_LABEL]: "istio" }, ...(ep.locality === undefined ? {} : { locality: regionOf(ep.locality) }), ports: gatewayPorts(ep, portNames) })),
           },
         });
       }
@@ -199,7 +212,7 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
     // Local backing: the entry selects the local workloads (plus WorkloadEntries above); otherwise it lists the gateways.
     const remoteEntries = local === undefined ? gatewayEntryEndpoints(remote, portNames) : undefined;
     // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
-    const seSpec: Record<string, unknown> = {
+    const makeSeSpec = (): Record<string, unknown> => ({
       addresses,
       ...(remoteEntries === undefined ? {} : { endpoints: remoteEntries.endpoints }),
       exportTo: exportList,
@@ -208,11 +221,13 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
       ports: sePorts,
       resolution: remoteEntries?.resolution ?? "STATIC",
       ...(local === undefined ? {} : { workloadSelector: { labels: selector } }),
-    };
+    });
+    // With a local backing the entry is made of the exportTo, the ports and the selector (one spec per
+    // distinct content); without one, of this cluster's view of the remote gateways (built each time).
+    const seSpec = local === undefined ? makeSeSpec() : serviceEntrySpecs.get(`${exportKey}\n${JSON.stringify(sePorts)}\n${JSON.stringify(selector)}`, makeSeSpec);
     resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", metadata: meta(baseName), spec: seSpec } });
     for (const host of hosts) {
-      const drSpec: Record<string, unknown> = { exportTo: exportList, host };
-      if (trafficPolicy !== undefined) drSpec.trafficPolicy = trafficPolicy;
+      const drSpec = ruleSpecs.get(`${exportKey}\n${host}`, () => (trafficPolicy === undefined ? { exportTo: exportList, host } : { exportTo: exportList, host, trafficPolicy }));
       resources.push({
         cluster,
         resource: { apiVersion: "networking.istio.io/v1", kind: "DestinationRule", metadata: meta(hosts.length === 1 ? baseName : stableName(baseName, host)), spec: drSpec },

@@ -20,6 +20,7 @@ import { outputMetadata, type ParentRef } from "./labels.js";
 import { serviceHost, stableName } from "./names.js";
 import { asArray, asRecord } from "./selectors.js";
 import { sidecarName, trimPolicySelects } from "./trim-proxy-config.js";
+import { SpecTable } from "./spec-table.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 /** The keys of `spec.options` this module reads; any other set key is reported as UNSUPPORTED_FIELD. */
@@ -77,6 +78,9 @@ function isolation(ctx: WorkspaceContext, source: { source: { file: string } }):
     }
     return p;
   };
+  // One spec object per distinct content, shared by the clusters that render it (see SpecTable).
+  const peerSpecs = new SpecTable();
+  const allowSpecs = new SpecTable();
   for (const cluster of ws.clusters) {
     const snap = ctx.snapshot(cluster);
     const owned = new Set(ws.namespaces.get(cluster) ?? []);
@@ -85,19 +89,15 @@ function isolation(ctx: WorkspaceContext, source: { source: { file: string } }):
       const selector = svc.selector ?? {};
       if (Object.keys(selector).length === 0) continue;
       const consumers = consumersOf(ctx, { kind: "Service", name: svc.name, namespace: svc.namespace, cluster, labels: svc.labels ?? {}, workspace: ws.name });
-      const principals = principalsFor([ws.name, ...consumers].sort(cmpStr));
+      const principalsKey = [ws.name, ...consumers].sort(cmpStr);
+      const principals = principalsFor(principalsKey);
       const name = stableName("settings", svc.name, svc.namespace, cluster, ws.name);
       const meta = outputMetadata(name, svc.namespace, cluster, ws.name, serviceParent(cluster, svc.namespace, svc.name, "Service", source.source.file));
-      out.push({ cluster, resource: { apiVersion: "security.istio.io/v1", kind: "PeerAuthentication", metadata: meta, spec: { mtls: { mode: "STRICT" }, selector: { matchLabels: selector } } } });
-      out.push({
-        cluster,
-        resource: {
-          apiVersion: "security.istio.io/v1",
-          kind: "AuthorizationPolicy",
-          metadata: meta,
-          spec: { action: "ALLOW", rules: [{ from: [{ source: { principals } }] }], selector: { matchLabels: selector } },
-        },
-      });
+      const selectorKey = JSON.stringify(selector);
+      const peer = peerSpecs.get(selectorKey, () => ({ mtls: { mode: "STRICT" }, selector: { matchLabels: selector } }));
+      const allow = allowSpecs.get(`${principalsKey.join(",")}\n${selectorKey}`, () => ({ action: "ALLOW", rules: [{ from: [{ source: { principals } }] }], selector: { matchLabels: selector } }));
+      out.push({ cluster, resource: { apiVersion: "security.istio.io/v1", kind: "PeerAuthentication", metadata: meta, spec: peer } });
+      out.push({ cluster, resource: { apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata: meta, spec: allow } });
     }
   }
   return out;
@@ -110,6 +110,9 @@ function trimmedSidecars(ctx: WorkspaceContext, source: { source: { file: string
   for (const kind of ["VirtualDestination", "ExternalService"]) {
     for (const o of ctx.visible(kind)) for (const h of asArray(asRecord(o.spec).hosts)) if (typeof h === "string") globalHosts.add(`*/${h}`);
   }
+  // One spec per distinct content (SpecTable): the same workload's Sidecar in every cluster that runs it.
+  const sidecarSpecs = new SpecTable();
+  const egressIds = new Map<string, number>();
   for (const cluster of ws.clusters) {
     const snap = ctx.snapshot(cluster);
     const owned = ws.namespaces.get(cluster) ?? [];
@@ -121,7 +124,11 @@ function trimmedSidecars(ctx: WorkspaceContext, source: { source: { file: string
       if (owned.includes(svc.namespace)) continue;
       if (serviceVisibleTo(ctx, { cluster, service: svc, owner: namespaceOwner(ctx.index, cluster, svc.namespace) })) hosts.add(`*/${serviceHost(svc.name, svc.namespace)}`);
     }
-    const egress = [{ hosts: [...hosts].sort(cmpStr) }];
+    const egressHosts = [...hosts].sort(cmpStr);
+    // Clusters with the same egress hosts share one id in the spec key (the list is long, the key per workload short).
+    const hostsKey = egressHosts.join(" ");
+    let egressKey = egressIds.get(hostsKey);
+    if (egressKey === undefined) egressIds.set(hostsKey, (egressKey = egressIds.size));
     for (const w of snap?.workloads ?? []) {
       if (!owned.includes(w.namespace) || namespaceOwner(ctx.index, cluster, w.namespace) !== ws.name) continue;
       // A TrimProxyConfigPolicy that selects the workload renders its one Sidecar (trim-proxy-config.ts).
@@ -133,7 +140,7 @@ function trimmedSidecars(ctx: WorkspaceContext, source: { source: { file: string
           apiVersion: "networking.istio.io/v1",
           kind: "Sidecar",
           metadata: outputMetadata(name, w.namespace, cluster, ws.name, serviceParent(cluster, w.namespace, w.name, w.kind, source.source.file)),
-          spec: { egress, workloadSelector: { labels: w.podLabels } },
+          spec: sidecarSpecs.get(`${egressKey}\n${JSON.stringify(w.podLabels)}`, () => ({ egress: [{ hosts: egressHosts }], workloadSelector: { labels: w.podLabels } })),
         },
       });
     }

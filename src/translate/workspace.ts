@@ -13,10 +13,10 @@
  */
 import { Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { assembleCluster, compareResources, mergeResources, patchCluster, resourceKey, sameContent, sortResources, type FragmentChange } from "./assemble.js";
-import { canonicalObject } from "./canonical.js";
+import { canonicalMember, canonicalObject } from "./canonical.js";
 import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
 import { toDesiredInput, type Desired, type DiscoveryMap } from "./input.js";
-import { validateIstioResource, validateOutputs, type IstioIssue } from "./istio-validate.js";
+import { createIstioValidator, validateOutputs, type IstioIssue } from "./istio-validate.js";
 import { ANNOTATION_SOURCE_FILE } from "./labels.js";
 import { DESTINATION_TRANSLATORS } from "./destination-translators.js";
 import { translateJwtPolicies } from "./jwt-policy.js";
@@ -108,16 +108,20 @@ export function translateWorkspace(
   // validate it, once. Only the few objects that fail validation are remembered with their issues (a
   // collection keyed by every object hashed each of them: a WeakMap of all 218,000 objects of the large
   // fleet was 0.2 s of CPU per translation and weighed on every GC, #20).
+  // A spec object that several objects share (a translator renders one into many clusters) is brought to
+  // canonical form once, and validated once per kind (createIstioValidator).
   const validate = options.validate ?? true;
+  const validateOne = createIstioValidator();
   const canonical = new Map<IstioResource, IstioResource>();
+  const canonicalSpecs = new Map<unknown, Record<string, unknown>>();
   const invalid = new Map<IstioResource, readonly IstioIssue[]>();
   const canon = (r: IstioResource): IstioResource => {
     let c = canonical.get(r);
     if (c === undefined) {
-      c = canonicalObject(r);
+      c = canonicalResource(r, canonicalSpecs);
       canonical.set(r, c);
       if (validate) {
-        const issues = validateIstioResource(c);
+        const issues = validateOne(c);
         if (issues.length > 0) invalid.set(c, issues);
       }
     }
@@ -134,6 +138,26 @@ export function translateWorkspace(
   const result: WorkspaceResult = { workspace, fragments, diagnostics: sortDiagnostics(diagnostics) };
   return frozen.length === 0 ? result : { ...result, frozen: sortFrozen(frozen) };
 }
+
+/**
+ * canonicalObject(r), with the canonical form of r.spec taken from (or added to) `specs`, keyed by the
+ * spec object: a spec shared by many objects is walked once. Objects whose keys are not exactly
+ * apiVersion, kind, metadata, spec, in that order, take canonicalObject.
+ */
+function canonicalResource(r: IstioResource, specs: Map<unknown, Record<string, unknown>>): IstioResource {
+  let i = 0;
+  for (const k in r) {
+    if (k !== RESOURCE_KEYS[i] || (r as unknown as Record<string, unknown>)[k] === undefined) return canonicalObject(r);
+    i++;
+  }
+  if (i !== RESOURCE_KEYS.length) return canonicalObject(r);
+  let spec = specs.get(r.spec);
+  if (spec === undefined) specs.set(r.spec, (spec = canonicalMember(r.spec)));
+  const metadata = canonicalMember(r.metadata);
+  return spec === r.spec && metadata === r.metadata ? r : { apiVersion: r.apiVersion, kind: r.kind, metadata, spec };
+}
+
+const RESOURCE_KEYS = ["apiVersion", "kind", "metadata", "spec"] as const;
 
 function sortFrozen(list: readonly FrozenTable[]): FrozenTable[] {
   const key = (f: FrozenTable) => `${f.cluster}\n${f.namespace}\n${f.name}\n${f.kind}`;
