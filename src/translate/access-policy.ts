@@ -23,7 +23,8 @@ import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
 import { asArray, asRecord, asString, globMatch, labelsMatch, type Labels } from "./selectors.js";
-import { TranslateCode, type Emitted, type IstioMetadata, type IstioResource, type TranslatorOutput } from "./types.js";
+import { SpecTable } from "./spec-table.js";
+import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 const TLS_MODES = ["DISABLE", "PERMISSIVE", "STRICT"] as const;
 
@@ -289,23 +290,32 @@ function translateOne(ctx: WorkspaceContext, ap: InputObject): TranslatorOutput 
   if (tlsMode !== undefined && targets.some((t) => t.hosts !== undefined)) {
     diagnostics.push(ctx.diag(ap, TranslateCode.UnsupportedField, Severity.Warning, "/spec/config/authn", "authn.tlsMode does not apply to ExternalService destinations (the mTLS between sidecars and the egress gateway is set by the egress listener's tls.mode); no PeerAuthentication is rendered for them."));
   }
+  // Targets with the same selector and hosts (the same Service in several clusters) share their specs (spec-table.ts).
+  const enforcedSpecs = new SpecTable();
+  const drySpecs = new SpecTable();
+  const peerSpecs = new SpecTable();
   for (const t of targets) {
     const name = stableName("accesspolicy", ap.metadata.name, apNs, t.id, ws);
     const selector = Object.keys(t.matchLabels).length > 0 ? { selector: { matchLabels: t.matchLabels } } : {};
+    const targetKey = `${JSON.stringify(t.matchLabels)}\n${JSON.stringify(t.hosts ?? null)}`;
     if (hasAuthz && anyEnforced) {
-      resources.push({ cluster: t.cluster, resource: authorizationPolicy(outputMetadata(name, t.namespace, t.cluster, ws, parent), enforced, t.hosts, selector) });
+      const spec = enforcedSpecs.get(targetKey, () => authorizationPolicySpec(enforced, t.hosts, selector));
+      resources.push({ cluster: t.cluster, resource: { apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata: outputMetadata(name, t.namespace, t.cluster, ws, parent), spec } });
     }
     if (hasAuthz && anyDry) {
-      resources.push({ cluster: t.cluster, resource: authorizationPolicy(outputMetadata(stableName(name, "dry-run"), t.namespace, t.cluster, ws, parent, { "istio.io/dry-run": "true" }), dry, t.hosts, selector) });
+      const spec = drySpecs.get(targetKey, () => authorizationPolicySpec(dry, t.hosts, selector));
+      const metadata = outputMetadata(stableName(name, "dry-run"), t.namespace, t.cluster, ws, parent, { "istio.io/dry-run": "true" });
+      resources.push({ cluster: t.cluster, resource: { apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata, spec } });
     }
     if (tlsMode !== undefined && t.hosts === undefined) {
+      const mode = tlsMode;
       resources.push({
         cluster: t.cluster,
         resource: {
           apiVersion: "security.istio.io/v1",
           kind: "PeerAuthentication",
           metadata: outputMetadata(name, t.namespace, t.cluster, ws, parent),
-          spec: { mtls: { mode: tlsMode }, ...selector },
+          spec: peerSpecs.get(targetKey, () => ({ mtls: { mode }, ...selector })),
         },
       });
     }
@@ -318,10 +328,8 @@ function translateOne(ctx: WorkspaceContext, ap: InputObject): TranslatorOutput 
  * the ExternalService's hosts, and "allow nothing" is a DENY for those hosts: an ALLOW policy without
  * rules would deny every request through the gateway, for every external host.
  */
-function authorizationPolicy(metadata: IstioMetadata, rules: readonly Record<string, unknown>[], hosts: readonly string[] | undefined, selector: Record<string, unknown>): IstioResource {
-  if (hosts !== undefined && rules.length === 0) {
-    return { apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata, spec: { action: "DENY", rules: [{ to: [{ operation: { hosts: [...hosts] } }] }], ...selector } };
-  }
+function authorizationPolicySpec(rules: readonly Record<string, unknown>[], hosts: readonly string[] | undefined, selector: Record<string, unknown>): Record<string, unknown> {
+  if (hosts !== undefined && rules.length === 0) return { action: "DENY", rules: [{ to: [{ operation: { hosts: [...hosts] } }] }], ...selector };
   const scoped = hosts === undefined ? rules : rules.map((r) => forHosts(r, hosts));
-  return { apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata, spec: { action: "ALLOW", ...(scoped.length > 0 ? { rules: scoped } : {}), ...selector } };
+  return { action: "ALLOW", ...(scoped.length > 0 ? { rules: scoped } : {}), ...selector };
 }

@@ -37,6 +37,7 @@ import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { serviceHost, stableName } from "./names.js";
 import { asArray, asNumber, asRecord, asString } from "./selectors.js";
+import { SpecTable } from "./spec-table.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 export const DESTINATION_POLICY_KINDS = ["FailoverPolicy", "OutlierDetectionPolicy", "ConnectionPolicy", "LoadBalancerPolicy"] as const;
@@ -466,6 +467,8 @@ export function translateServiceDestinationPolicies(ctx: WorkspaceContext): Tran
   const resources: Emitted[] = [];
   const diagnostics: Diagnostic[] = [...idx.diagnostics];
   const ws = ctx.workspace.name;
+  // The same Service's rule in clusters with the same exportTo and policies: one spec (spec-table.ts).
+  const specs = new SpecTable();
   for (const [key, ref] of [...idx.services].sort((a, b) => cmpStr(a[0], b[0]))) {
     const svc = ref.service;
     const ports = svc.ports.map((p) => p.port).sort((a, b) => a - b);
@@ -473,6 +476,8 @@ export function translateServiceDestinationPolicies(ctx: WorkspaceContext): Tran
     if (trafficPolicy === undefined || policies.length === 0) continue;
     const parent = ctx.parentOf(policies[0]!);
     const consumers = consumersOf(ctx, { kind: "Service", name: svc.name, namespace: svc.namespace, cluster: ref.cluster, labels: svc.labels ?? {}, workspace: ws });
+    const exportTo = namespacesIn(ctx.index, ref.cluster, [ws, ...consumers]);
+    const host = serviceHost(svc.name, svc.namespace);
     resources.push({
       cluster: ref.cluster,
       resource: {
@@ -481,11 +486,7 @@ export function translateServiceDestinationPolicies(ctx: WorkspaceContext): Tran
         metadata: outputMetadata(serviceDestinationRuleName(svc.name, svc.namespace, ref.cluster, ws), svc.namespace, ref.cluster, ws, parent, {
           "gitmesh.io/policies": policies.map((p) => `${p.kind}/${p.metadata.namespace ?? ""}/${p.metadata.name}`).join(","),
         }),
-        spec: {
-          exportTo: namespacesIn(ctx.index, ref.cluster, [ws, ...consumers]),
-          host: serviceHost(svc.name, svc.namespace),
-          trafficPolicy,
-        },
+        spec: specs.get(`${JSON.stringify(exportTo)}\n${host}\n${JSON.stringify(trafficPolicy)}`, () => ({ exportTo, host, trafficPolicy })),
       },
     });
   }

@@ -56,6 +56,9 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
   // exportTo of a client cluster depends on the cluster, the consumers and whether it is the Service's own
   // cluster, not on the Service: computed once per combination and shared (rendered objects are never mutated).
   const exportLists = new Map<string, readonly string[]>();
+  // …and clusters whose lists are equal share one list, so that a Service's entries and rules for them
+  // can be one spec object each (see spec-table.ts).
+  const sameLists = new Map<string, readonly string[]>();
 
   for (const svcCluster of ws.clusters) {
     const snap = ctx.snapshot(svcCluster);
@@ -83,6 +86,11 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
       const remote = gatewayEntryEndpoints(remoteEps, sePorts.map((p) => p.name));
       const name = stableName("federation", svc.name, svc.namespace, svcCluster, ws.name);
       const parent = { kind: "Service", name: svc.name, namespace: svc.namespace, cluster: svcCluster, ...(settings === undefined ? {} : { file: settings.source.file }) };
+      const trafficPolicy = { tls: { mode: "ISTIO_MUTUAL", ...(sans.length > 0 ? { subjectAltNames: sans } : {}) } };
+      // This Service's entry in every remote client cluster, and its rule in every client cluster, is
+      // made of the exportTo list and what is fixed above: one spec per list.
+      const remoteEntries = new Map<readonly string[], Record<string, unknown>>();
+      const rules = new Map<readonly string[], Record<string, unknown>>();
       for (const cluster of [...clients].sort(cmpStr)) {
         const local = cluster === svcCluster;
         if (!local && remoteEps.length === 0) {
@@ -94,13 +102,16 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
         if (exportList === undefined) {
           const exportTo = new Set(namespacesIn(ctx.index, cluster, [ws.name, ...consumers]));
           if (local) for (const g of snap?.gateways ?? []) if (g.kind === "east-west") exportTo.add(g.namespace);
-          exportList = [...exportTo].sort(cmpStr);
+          const sorted = [...exportTo].sort(cmpStr);
+          const content = sorted.join("\u0000");
+          exportList = sameLists.get(content) ?? sorted;
+          sameLists.set(content, exportList);
           exportLists.set(exportKey, exportList);
         }
         const namespace = local || exportList.includes(svc.namespace) ? svc.namespace : exportList[0];
         if (namespace === undefined) continue;
         // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
-        const seSpec: Record<string, unknown> = {
+        const makeSeSpec = (): Record<string, unknown> => ({
           ...(address === undefined ? {} : { addresses: [address] }),
           ...(local ? {} : { endpoints: remote.endpoints }),
           exportTo: exportList,
@@ -109,18 +120,14 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
           ports: sePorts,
           resolution: local ? "STATIC" : remote.resolution,
           ...(local ? { workloadSelector: { labels: svc.selector ?? {} } } : {}),
-        };
+        });
+        let seSpec = local ? makeSeSpec() : remoteEntries.get(exportList);
+        if (seSpec === undefined) remoteEntries.set(exportList, (seSpec = makeSeSpec()));
+        let drSpec = rules.get(exportList);
+        if (drSpec === undefined) rules.set(exportList, (drSpec = { exportTo: exportList, host, trafficPolicy }));
         const meta = outputMetadata(name, namespace, cluster, ws.name, parent);
         resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", metadata: meta, spec: seSpec } });
-        resources.push({
-          cluster,
-          resource: {
-            apiVersion: "networking.istio.io/v1",
-            kind: "DestinationRule",
-            metadata: meta,
-            spec: { exportTo: exportList, host, trafficPolicy: { tls: { mode: "ISTIO_MUTUAL", ...(sans.length > 0 ? { subjectAltNames: sans } : {}) } } },
-          },
-        });
+        resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "DestinationRule", metadata: meta, spec: drSpec } });
       }
     }
   }

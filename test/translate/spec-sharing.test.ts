@@ -14,10 +14,12 @@ const CLUSTERS = ["c1", "c2", "c3", "c4"] as const;
 type Cluster = (typeof CLUSTERS)[number];
 
 // What differs between clusters: c3 is c1 again (so its specs can be c1's objects); c2 selects other
-// pods; c4 sends the port to another target port and runs pods with one more label.
+// pods; c4 sends the port to another target port, runs pods with one more label and has one more
+// namespace of the workspace (so every exportTo there is longer).
 const SELECTOR: Record<Cluster, Record<string, string>> = { c1: { app: "api" }, c2: { app: "api", track: "blue" }, c3: { app: "api" }, c4: { app: "api" } };
 const POD_LABELS: Record<Cluster, Record<string, string>> = { c1: { app: "api" }, c2: { app: "api", track: "blue" }, c3: { app: "api" }, c4: { app: "api", v: "4" } };
 const TARGET_PORT: Record<Cluster, number> = { c1: 8080, c2: 8080, c3: 8080, c4: 8081 };
+const NAMESPACES: Record<Cluster, string[]> = { c1: ["app"], c2: ["app"], c3: ["app"], c4: ["app", "app-extra"] };
 
 const config = `${CLUSTERS.map((c) => `apiVersion: admin.gloo.solo.io/v2
 kind: KubernetesCluster
@@ -28,7 +30,7 @@ spec: {clusterDomain: cluster.local}
 kind: Workspace
 metadata: {name: app, namespace: gloo-mesh}
 spec:
-  workloadClusters: [{name: '*', namespaces: [{name: app}]}]
+  workloadClusters: [{name: '*', namespaces: [{name: 'app*'}]}]
 ---
 apiVersion: admin.gloo.solo.io/v2
 kind: WorkspaceSettings
@@ -36,6 +38,23 @@ metadata: {name: app, namespace: app}
 spec:
   options:
     serviceIsolation: {enabled: true, trimProxyConfig: true}
+    federation: {enabled: true}
+---
+apiVersion: security.policy.gloo.solo.io/v2
+kind: AccessPolicy
+metadata: {name: api-access, namespace: app}
+spec:
+  applyToDestinations: [{selector: {name: api}}]
+  config:
+    authn: {tlsMode: STRICT}
+    authzList: [{allowedMethods: [GET]}]
+---
+apiVersion: trafficcontrol.policy.gloo.solo.io/v2
+kind: LoadBalancerPolicy
+metadata: {name: api-lb, namespace: app}
+spec:
+  applyToDestinations: [{selector: {name: api}}]
+  config: {simple: LEAST_REQUEST}
 ---
 apiVersion: networking.gloo.solo.io/v2
 kind: VirtualDestination
@@ -48,7 +67,7 @@ spec:
 
 const discoveryYaml = CLUSTERS.map(
   (c, i) => `cluster: ${c}
-namespaces: [{name: app, labels: {}}, {name: istio-system, labels: {}}, {name: istio-gateways, labels: {}}]
+namespaces: [${NAMESPACES[c].map((n) => `{name: ${n}, labels: {}}, `).join("")}{name: istio-system, labels: {}}, {name: istio-gateways, labels: {}}]
 services:
 - {name: api, namespace: app, labels: {app: api}, selector: ${JSON.stringify(SELECTOR[c])}, ports: [{name: http, port: 80, targetPort: ${TARGET_PORT[c]}, protocol: TCP}], type: ClusterIP}
 workloads:
@@ -65,26 +84,55 @@ function rendered(): Map<string, IstioResource[]> {
   return new Map([...result.clusters].map(([c, out]) => [c, [...out.resources]]));
 }
 
-function one(list: readonly IstioResource[], kind: string): IstioResource {
-  const found = list.filter((r) => r.kind === kind);
-  expect(found, kind).toHaveLength(1);
+/** The one object of `kind` named `name` (the name without the workspace suffix, as the translators make it). */
+function named(list: readonly IstioResource[], kind: string, name: string): IstioResource {
+  const found = list.filter((r) => r.kind === kind && r.metadata.name === name);
+  expect(found, `${kind} ${name}`).toHaveLength(1);
+  return found[0]!;
+}
+
+/** The object of `kind` whose parent is an object of `parentKind`, when there is one. */
+function byParent(list: readonly IstioResource[], kind: string, parentKind: string): IstioResource {
+  const found = list.filter((r) => r.kind === kind && r.metadata.labels["gitmesh.io/parent-kind"] === parentKind);
+  expect(found, `${kind} of a ${parentKind}`).toHaveLength(1);
   return found[0]!;
 }
 
 describe("specs shared between clusters", () => {
   const out = rendered();
+  const gatewaysToo = (c: Cluster) => [...NAMESPACES[c], "istio-gateways"];
 
   it("give every cluster the spec of its own inputs", () => {
     for (const c of CLUSTERS) {
       const list = out.get(c)!;
-      expect(one(list, "PeerAuthentication").spec).toEqual({ mtls: { mode: "STRICT" }, selector: { matchLabels: SELECTOR[c] } });
-      const allow = one(list, "AuthorizationPolicy").spec as { selector: unknown; rules: { from: { source: { principals: string[] } }[] }[] };
-      expect(allow.selector).toEqual({ matchLabels: SELECTOR[c] });
-      expect(allow.rules[0]!.from[0]!.source.principals).toEqual(CLUSTERS.map((x) => `${x}.local/ns/app/sa/*`));
-      expect(one(list, "Sidecar").spec.workloadSelector).toEqual({ labels: POD_LABELS[c] });
-      const entry = one(list, "ServiceEntry").spec as { ports: { targetPort?: number }[]; workloadSelector: unknown; exportTo: string[] };
+      const selector = { matchLabels: SELECTOR[c] };
+      // service isolation (workspace-settings.ts)
+      expect(named(list, "PeerAuthentication", `settings-api-app-${c}-app`).spec).toEqual({ mtls: { mode: "STRICT" }, selector });
+      const allow = (named(list, "AuthorizationPolicy", `settings-api-app-${c}-app`).spec as { selector: unknown; rules: { from: { source: { principals: string[] } }[] }[] });
+      expect(allow.selector).toEqual(selector);
+      expect(allow.rules[0]!.from[0]!.source.principals).toEqual(CLUSTERS.flatMap((x) => NAMESPACES[x].map((n) => `${x}.local/ns/${n}/sa/*`)).sort());
+      expect(byParent(list, "Sidecar", "Deployment").spec.workloadSelector).toEqual({ labels: POD_LABELS[c] });
+      // the AccessPolicy (access-policy.ts)
+      expect(named(list, "PeerAuthentication", "accesspolicy-api-access-app-api-app").spec).toEqual({ mtls: { mode: "STRICT" }, selector });
+      expect(named(list, "AuthorizationPolicy", "accesspolicy-api-access-app-api-app").spec).toEqual({ action: "ALLOW", rules: [{ to: [{ operation: { methods: ["GET"] } }] }], selector });
+      // the LoadBalancerPolicy (destination-policies.ts)
+      expect(byParent(list, "DestinationRule", "LoadBalancerPolicy").spec).toEqual({ exportTo: NAMESPACES[c], host: "api.app.svc.cluster.local", trafficPolicy: { loadBalancer: { simple: "LEAST_REQUEST" } } });
+      // federation (federation.ts): every cluster's api, local here or remote
+      for (const s of CLUSTERS) {
+        const exportTo = s === c ? gatewaysToo(c) : NAMESPACES[c];
+        const entry = (named(list, "ServiceEntry", `federation-api-app-${s}-app`).spec as { exportTo: string[]; endpoints?: unknown[]; workloadSelector?: unknown; ports: { targetPort?: number }[] });
+        expect(entry.exportTo, `${c}: entry of ${s}`).toEqual(exportTo);
+        expect(entry.workloadSelector).toEqual(s === c ? { labels: SELECTOR[c] } : undefined);
+        expect(entry.endpoints === undefined).toBe(s === c);
+        expect(entry.ports.map((p) => p.targetPort)).toEqual([TARGET_PORT[s]]);
+        expect((named(list, "DestinationRule", `federation-api-app-${s}-app`).spec as { exportTo: string[] }).exportTo).toEqual(exportTo);
+      }
+      // the VirtualDestination (virtual-destination.ts)
+      const entry = (named(list, "ServiceEntry", "vd-api-app-app").spec as { ports: { targetPort?: number }[]; workloadSelector: unknown; exportTo: string[] });
       expect(entry.ports.map((p) => p.targetPort)).toEqual([TARGET_PORT[c]]);
       expect(entry.workloadSelector).toEqual({ labels: SELECTOR[c] });
+      expect(entry.exportTo).toEqual(gatewaysToo(c));
+      expect((named(list, "DestinationRule", "vd-api-app-app").spec as { exportTo: string[] }).exportTo).toEqual(gatewaysToo(c));
       // one WorkloadEntry per other cluster's gateway, labelled with this cluster's selector
       const entries = list.filter((r) => r.kind === "WorkloadEntry");
       expect(entries.map((r) => r.spec.address).sort()).toEqual(CLUSTERS.map((x, i) => (x === c ? undefined : `172.18.${i}.10`)).filter((a) => a !== undefined));
@@ -93,14 +141,28 @@ describe("specs shared between clusters", () => {
   });
 
   it("are one object where the inputs are equal, and canonical", () => {
-    const spec = (c: Cluster, kind: string) => one(out.get(c)!, kind).spec;
-    for (const kind of ["PeerAuthentication", "AuthorizationPolicy", "Sidecar", "ServiceEntry", "DestinationRule"]) {
-      expect(spec("c3", kind), kind).toBe(spec("c1", kind));
-    }
-    expect(spec("c2", "PeerAuthentication")).not.toBe(spec("c1", "PeerAuthentication"));
-    expect(spec("c4", "Sidecar")).not.toBe(spec("c1", "Sidecar"));
-    expect(spec("c4", "ServiceEntry")).not.toBe(spec("c1", "ServiceEntry"));
-    expect(spec("c4", "PeerAuthentication")).toBe(spec("c1", "PeerAuthentication"));
+    const objects = (c: Cluster) => {
+      const list = out.get(c)!;
+      return {
+        isolationPeer: named(list, "PeerAuthentication", `settings-api-app-${c}-app`).spec,
+        isolationAllow: named(list, "AuthorizationPolicy", `settings-api-app-${c}-app`).spec,
+        sidecar: byParent(list, "Sidecar", "Deployment").spec,
+        accessPeer: named(list, "PeerAuthentication", "accesspolicy-api-access-app-api-app").spec,
+        accessAllow: named(list, "AuthorizationPolicy", "accesspolicy-api-access-app-api-app").spec,
+        loadBalancer: byParent(list, "DestinationRule", "LoadBalancerPolicy").spec,
+        federatedEntry: named(list, "ServiceEntry", "federation-api-app-c2-app").spec,
+        federatedRule: named(list, "DestinationRule", "federation-api-app-c2-app").spec,
+        vdEntry: named(list, "ServiceEntry", "vd-api-app-app").spec,
+        vdRule: named(list, "DestinationRule", "vd-api-app-app").spec,
+        workloadEntry: named(list, "WorkloadEntry", "vd-api-app-app-c2-172-18-1-10").spec,
+      };
+    };
+    const [c1, c3, c4] = [objects("c1"), objects("c3"), objects("c4")];
+    for (const [what, s] of Object.entries(c1)) expect(c3[what as keyof typeof c1], what).toBe(s);
+    // c4 differs in the pods' labels, the target port and the exportTo lists; its selector is c1's
+    for (const what of ["sidecar", "loadBalancer", "federatedEntry", "federatedRule", "vdEntry", "vdRule"] as const) expect(c4[what], what).not.toBe(c1[what]);
+    for (const what of ["isolationPeer", "accessPeer", "accessAllow", "workloadEntry"] as const) expect(c4[what], what).toBe(c1[what]);
+    expect(named(out.get("c2")!, "PeerAuthentication", "settings-api-app-c2-app").spec).not.toBe(c1.isolationPeer);
     for (const list of out.values()) for (const r of list) expect(JSON.stringify(r)).toBe(canonicalJson(r));
   });
 });
