@@ -112,14 +112,16 @@ function modelIssues(Model: ModelCtor, r: IstioResource, plain: boolean): IstioI
   }
 }
 
-/** Whether an object's own keys are exactly apiVersion, kind, metadata and spec (none undefined). */
-function specOnly(r: IstioResource): boolean {
-  let n = 0;
+const RESOURCE_KEYS = ["apiVersion", "kind", "metadata", "spec"] as const;
+
+/** Whether an object's own keys are apiVersion, kind, metadata and spec, in that (canonical) order, none undefined, and no other. */
+export function specOnly(r: IstioResource): boolean {
+  let i = 0;
   for (const k in r) {
-    if ((k !== "apiVersion" && k !== "kind" && k !== "metadata" && k !== "spec") || (r as unknown as Record<string, unknown>)[k] === undefined) return false;
-    n++;
+    if (k !== RESOURCE_KEYS[i] || (r as unknown as Record<string, unknown>)[k] === undefined) return false;
+    i++;
   }
-  return n === 4;
+  return i === RESOURCE_KEYS.length;
 }
 
 /**

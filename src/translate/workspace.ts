@@ -16,7 +16,7 @@ import { assembleCluster, compareResources, mergeResources, patchCluster, resour
 import { canonicalMember, canonicalObject } from "./canonical.js";
 import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
 import { toDesiredInput, type Desired, type DiscoveryMap } from "./input.js";
-import { createIstioValidator, validateOutputs, type IstioIssue } from "./istio-validate.js";
+import { createIstioValidator, specOnly, validateOutputs, type IstioIssue } from "./istio-validate.js";
 import { ANNOTATION_SOURCE_FILE } from "./labels.js";
 import { DESTINATION_TRANSLATORS } from "./destination-translators.js";
 import { translateJwtPolicies } from "./jwt-policy.js";
@@ -141,23 +141,16 @@ export function translateWorkspace(
 
 /**
  * canonicalObject(r), with the canonical form of r.spec taken from (or added to) `specs`, keyed by the
- * spec object: a spec shared by many objects is walked once. Objects whose keys are not exactly
- * apiVersion, kind, metadata, spec, in that order, take canonicalObject.
+ * spec object: a spec shared by many objects is walked once. Objects with other top-level keys, or
+ * these in another order, take canonicalObject.
  */
 function canonicalResource(r: IstioResource, specs: Map<unknown, Record<string, unknown>>): IstioResource {
-  let i = 0;
-  for (const k in r) {
-    if (k !== RESOURCE_KEYS[i] || (r as unknown as Record<string, unknown>)[k] === undefined) return canonicalObject(r);
-    i++;
-  }
-  if (i !== RESOURCE_KEYS.length) return canonicalObject(r);
+  if (!specOnly(r)) return canonicalObject(r);
   let spec = specs.get(r.spec);
   if (spec === undefined) specs.set(r.spec, (spec = canonicalMember(r.spec)));
   const metadata = canonicalMember(r.metadata);
   return spec === r.spec && metadata === r.metadata ? r : { apiVersion: r.apiVersion, kind: r.kind, metadata, spec };
 }
-
-const RESOURCE_KEYS = ["apiVersion", "kind", "metadata", "spec"] as const;
 
 function sortFrozen(list: readonly FrozenTable[]): FrozenTable[] {
   const key = (f: FrozenTable) => `${f.cluster}\n${f.namespace}\n${f.name}\n${f.kind}`;
