@@ -89,7 +89,7 @@ const DOC_END = 2; // a `...` line
 
 /** The documents of `text`, or undefined when some part of it needs the CST fast path or the composer. */
 export function scanYaml(text: string): ParsedDocument[] | undefined {
-  return scan(text, true);
+  return scan(text, undefined);
 }
 
 /**
@@ -98,15 +98,34 @@ export function scanYaml(text: string): ParsedDocument[] | undefined {
  * discovery (57 MB of YAML at 100 clusters), which src/discovery reads this way and sends to the
  * composer for a diagnostic's line. Same values as scanYaml, which the composer's are.
  */
-export function scanYamlValues(text: string): unknown[] | undefined {
-  return scan(text, false)?.map((d) => d.value);
+export function scanYamlValues(text: string, strings: Map<string, string> = new Map()): unknown[] | undefined {
+  return scan(text, strings)?.map((d) => d.value);
 }
 
-function scan(text: string, track: boolean): ParsedDocument[] | undefined {
+/**
+ * V8 makes a slice of 13 characters or more a view of the whole text (a "sliced string") rather than a
+ * copy: every such value scanned from a file would keep the file's text alive as long as the value —
+ * the 57 MB of the audit branch's discovery for the whole of a diff. Values mode copies each distinct
+ * one once (`strings`, which the caller may share between files: discovery repeats names across
+ * clusters) and gives that copy for every later occurrence. Shorter slices are copies already.
+ */
+const SLICED_FROM = 13;
+
+function ownString(s: string, strings: Map<string, string>): string {
+  let own = strings.get(s);
+  if (own === undefined) {
+    // A flat copy (JSON keeps any code unit, lone surrogates included); slice, concat and the like give views.
+    own = JSON.parse(JSON.stringify(s)) as string;
+    strings.set(own, own);
+  }
+  return own;
+}
+
+function scan(text: string, strings: Map<string, string> | undefined): ParsedDocument[] | undefined {
   // CR line ends and a BOM (stripped by the lexer at a stream start) would need their own rules.
   if (text.includes("\r") || text.includes("\uFEFF")) return undefined;
   try {
-    return new Scanner(text, track).documents();
+    return new Scanner(text, strings).documents();
   } catch (err) {
     if (err === DECLINE) return undefined;
     throw err;
@@ -138,15 +157,23 @@ class Scanner {
 
   /** Positions kept and values frozen (scanYaml), or values only (scanYamlValues). */
   private readonly track: boolean;
+  /** Values mode: the one copy of each long string value (see ownString). */
+  private readonly strings: Map<string, string> | undefined;
 
-  constructor(text: string, track: boolean) {
+  constructor(text: string, strings: Map<string, string> | undefined) {
     this.text = text;
     this.len = text.length;
-    this.track = track;
+    this.track = strings === undefined;
+    this.strings = strings;
   }
 
   private done<T extends object>(value: T): T {
     return this.track ? Object.freeze(value) : value;
+  }
+
+  /** A value as it is stored in its collection: in values mode, a long string as its own copy. */
+  private own<T>(value: T): T {
+    return this.strings !== undefined && typeof value === "string" && value.length >= SLICED_FROM ? (ownString(value, this.strings) as T) : value;
   }
 
   documents(): ParsedDocument[] {
@@ -172,7 +199,7 @@ class Scanner {
       positions[""] = position;
       this.positions = positions;
       const value = this.map(0, "", 0, null);
-      docs.push({ docIndex: docs.length, position, value, positions, errors: [], warnings: [] });
+      docs.push({ docIndex: docs.length, position, value: this.own(value), positions, errors: [], warnings: [] });
       // The root mapping ends only at the end of the text or at a marker line (indent -1).
       indent = this.indent;
       ended = true;
@@ -307,7 +334,7 @@ class Scanner {
         this.pos = i;
         value = this.inlineValue(child);
       }
-      map[keyText] = value;
+      map[keyText] = this.own(value);
       const indent = this.indent;
       if (indent < col) return this.done(map);
       // More indented after a value: a multi-line plain scalar, or an error.
@@ -345,7 +372,7 @@ class Scanner {
           this.finishLine();
         }
       }
-      list.push(value);
+      list.push(this.own(value));
       const indent = this.indent;
       if (indent < col) break;
       // More indented after an item: a multi-line plain scalar, or an error.
@@ -519,9 +546,9 @@ class Scanner {
       this.pos = i;
       if (this.track) this.positions[`${pointer}/${list.length}`] = this.here();
       const c = text.charCodeAt(i);
-      if (c === QUOTE) list.push(this.singleQuoted());
-      else if (c === DQUOTE) list.push(this.doubleQuoted());
-      else list.push(this.flowPlain(c, i));
+      if (c === QUOTE) list.push(this.own(this.singleQuoted()));
+      else if (c === DQUOTE) list.push(this.own(this.doubleQuoted()));
+      else list.push(this.own(this.flowPlain(c, i)));
       i = this.pos;
       while (text.charCodeAt(i) === SPACE) i++;
       const after = text.charCodeAt(i);

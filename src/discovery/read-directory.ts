@@ -85,7 +85,8 @@ function locateIn(d: ParsedDoc, pointer: string): SourceLocation {
 
 const JSON_FILE = /\.json$/i;
 
-function parseFile(file: string, content: string | Uint8Array, diagnostics: Diagnostic[]): ParsedDoc[] {
+/** `strings`: the one copy of each long string value read so far (scanYamlValues), shared by the files of one read. */
+function parseFile(file: string, content: string | Uint8Array, diagnostics: Diagnostic[], strings: Map<string, string>): ParsedDoc[] {
   const text = typeof content === "string" ? content : new TextDecoder("utf-8").decode(content);
   if (JSON_FILE.test(file)) {
     // JSON is YAML, so the YAML document made on demand has the same value; a file that is not valid
@@ -107,7 +108,7 @@ function parseFile(file: string, content: string | Uint8Array, diagnostics: Diag
   // The common YAML (what the audit writer writes, and most of what kubectl prints) is read by the config
   // loader's scanner, values only; the composer makes the documents when a diagnostic needs a position
   // (as for JSON above), and reads whatever the scanner declines.
-  const values = scanYamlValues(text);
+  const values = scanYamlValues(text, strings);
   if (values !== undefined) {
     let all: { docs: Document[]; lines: LineCounter } | undefined;
     const composed = (): { docs: Document[]; lines: LineCounter } => {
@@ -212,12 +213,13 @@ export function discoveryFromFiles(files: readonly DiscoveryFile[], options: Dis
   const topLevel: ParsedDoc[] = [];
   const clusterDirs = new Set<string>();
   const clustersWithFiles = new Set<string>();
+  const strings = new Map<string, string>();
   for (const f of [...files].sort((a, b) => compare(a.path, b.path))) {
     const parts = f.path.split("/").filter((p) => p !== "" && p !== ".");
     if (parts.length > 1) clusterDirs.add(parts[0]!);
     if (!FILE_PATTERN.test(f.path)) continue;
     if (parts.length > 1) clustersWithFiles.add(parts[0]!);
-    const docs = parseFile(display(f.path), f.content, diagnostics);
+    const docs = parseFile(display(f.path), f.content, diagnostics, strings);
     if (parts.length === 1) topLevel.push(...docs);
     else {
       const list = byCluster.get(parts[0]!) ?? [];

@@ -4,6 +4,8 @@
 // path must decline. Each path is checked on its own, so the tests show which one answered.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { getHeapStatistics, setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { generateConfigRepo } from "../../bench/config/generate-config-repo.js";
 import { generateFleet } from "../../bench/fleet/generate.js";
@@ -214,6 +216,30 @@ describe("the YAML scanner", () => {
       else expect.soft(false, `the scanner declined a document of its subset:\n${text}`).toBe(true);
     }
     expect(scanner).toBe(n);
+  });
+
+  it("values mode keeps no view of the text: the text is collected while the long values it gave live on", () => {
+    // V8 makes a slice of 13 characters or more a view of the whole text; values mode copies them.
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const host = (i: number) => `svc-${i % 40}.namespace-${i % 7}.svc.cluster.local`;
+    const kept: string[] = [];
+    let textBytes = 0;
+    gc();
+    const before = getHeapStatistics().used_heap_size;
+    for (let f = 0; f < 8; f++) {
+      const text = `items:\n${Array.from({ length: 20_000 }, (_, i) => `- host: ${host(i + f)}\n  port: ${i}\n`).join("")}`;
+      textBytes += text.length;
+      const [doc] = scanYamlValues(text) as [{ items: { host: string }[] }];
+      for (const item of doc.items) kept.push(item.host);
+    }
+    gc();
+    const retained = getHeapStatistics().used_heap_size - before;
+    expect(kept).toHaveLength(160_000);
+    expect(kept[1]).toBe(host(1));
+    // 160,000 array slots (1.3 MB) and 280 distinct strings, not the 8.9 MB of text (nor 160,000 views of it)
+    expect(textBytes).toBeGreaterThan(8_000_000);
+    expect(retained).toBeLessThan(textBytes / 3);
   });
 
   it("agrees or declines on thousands of mutations of real and random files", () => {
