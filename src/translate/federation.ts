@@ -33,6 +33,7 @@ import { consumersOf,
 } from "./destination-common.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
+import { ListTable, SpecTable, type SharedList } from "./spec-table.js";
 import { asArray, asNumber, asRecord, asString, objectSelectorMatches } from "./selectors.js";
 import { type Emitted, type TranslatorOutput } from "./types.js";
 
@@ -55,10 +56,10 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
   const missingGateway = new Set<string>();
   // exportTo of a client cluster depends on the cluster, the consumers and whether it is the Service's own
   // cluster, not on the Service: computed once per combination and shared (rendered objects are never mutated).
-  const exportLists = new Map<string, readonly string[]>();
+  const exportLists = new Map<string, SharedList>();
   // …and clusters whose lists are equal share one list, so that a Service's entries and rules for them
   // can be one spec object each (see spec-table.ts).
-  const sameLists = new Map<string, readonly string[]>();
+  const lists = new ListTable();
 
   for (const svcCluster of ws.clusters) {
     const snap = ctx.snapshot(svcCluster);
@@ -89,8 +90,8 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
       const trafficPolicy = { tls: { mode: "ISTIO_MUTUAL", ...(sans.length > 0 ? { subjectAltNames: sans } : {}) } };
       // This Service's entry in every remote client cluster, and its rule in every client cluster, is
       // made of the exportTo list and what is fixed above: one spec per list.
-      const remoteEntries = new Map<readonly string[], Record<string, unknown>>();
-      const rules = new Map<readonly string[], Record<string, unknown>>();
+      const remoteEntries = new SpecTable();
+      const rules = new SpecTable();
       for (const cluster of [...clients].sort(cmpStr)) {
         const local = cluster === svcCluster;
         if (!local && remoteEps.length === 0) {
@@ -102,29 +103,25 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
         if (exportList === undefined) {
           const exportTo = new Set(namespacesIn(ctx.index, cluster, [ws.name, ...consumers]));
           if (local) for (const g of snap?.gateways ?? []) if (g.kind === "east-west") exportTo.add(g.namespace);
-          const sorted = [...exportTo].sort(cmpStr);
-          const content = sorted.join("\u0000");
-          exportList = sameLists.get(content) ?? sorted;
-          sameLists.set(content, exportList);
+          exportList = lists.intern([...exportTo].sort(cmpStr));
           exportLists.set(exportKey, exportList);
         }
-        const namespace = local || exportList.includes(svc.namespace) ? svc.namespace : exportList[0];
+        const exportItems = exportList.items;
+        const namespace = local || exportItems.includes(svc.namespace) ? svc.namespace : exportItems[0];
         if (namespace === undefined) continue;
         // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
         const makeSeSpec = (): Record<string, unknown> => ({
           ...(address === undefined ? {} : { addresses: [address] }),
           ...(local ? {} : { endpoints: remote.endpoints }),
-          exportTo: exportList,
+          exportTo: exportItems,
           hosts: [host],
           location: "MESH_INTERNAL",
           ports: sePorts,
           resolution: local ? "STATIC" : remote.resolution,
           ...(local ? { workloadSelector: { labels: svc.selector ?? {} } } : {}),
         });
-        let seSpec = local ? makeSeSpec() : remoteEntries.get(exportList);
-        if (seSpec === undefined) remoteEntries.set(exportList, (seSpec = makeSeSpec()));
-        let drSpec = rules.get(exportList);
-        if (drSpec === undefined) rules.set(exportList, (drSpec = { exportTo: exportList, host, trafficPolicy }));
+        const seSpec = local ? makeSeSpec() : remoteEntries.get(exportList, makeSeSpec);
+        const drSpec = rules.get(exportList, () => ({ exportTo: exportItems, host, trafficPolicy }));
         const meta = outputMetadata(name, namespace, cluster, ws.name, parent);
         resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", metadata: meta, spec: seSpec } });
         resources.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "DestinationRule", metadata: meta, spec: drSpec } });

@@ -45,7 +45,7 @@ import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
 import { asArray, asNumber, asRecord, asString } from "./selectors.js";
-import { SpecTable } from "./spec-table.js";
+import { ListTable, SpecTable } from "./spec-table.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 interface VdPort {
@@ -153,8 +153,9 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
   });
   const missingGateway = new Set<string>();
   const portNames = ports.map((p) => p.name).sort(cmpStr);
-  const entrySpecs = new Map<GatewayEndpoint, SpecTable>();
-  const exportLists = new Map<string, string[]>();
+  // Per gateway endpoint, the entry's spec per selector of the client cluster's local Service.
+  const entrySpecs = new SpecTable<SpecTable>();
+  const exportLists = new ListTable();
   const serviceEntrySpecs = new SpecTable();
   const ruleSpecs = new SpecTable();
 
@@ -163,10 +164,7 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
     const exportTo = new Set(namespacesIn(ctx.index, cluster, [ws, ...consumers]));
     if (local !== undefined) for (const g of ctx.snapshot(cluster)?.gateways ?? []) if (g.kind === "east-west") exportTo.add(g.namespace);
     // Clusters with the same exportTo share the list, so that their specs can be shared (SpecTable).
-    const sorted = [...exportTo].sort(cmpStr);
-    const exportKey = JSON.stringify(sorted);
-    let exportList = exportLists.get(exportKey);
-    if (exportList === undefined) exportLists.set(exportKey, (exportList = sorted));
+    const { items: exportList, key: exportKey } = exportLists.intern([...exportTo].sort(cmpStr));
     const remote: GatewayEndpoint[] = [];
     for (const c of backingClusters) {
       if (c === cluster) continue;
@@ -196,8 +194,7 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
       const selectorKey = JSON.stringify(selector);
       for (const ep of remote) {
         // The same gateway endpoint's entry in every client cluster whose local Service selects the same pods: one spec (SpecTable).
-        let specs = entrySpecs.get(ep);
-        if (specs === undefined) entrySpecs.set(ep, (specs = new SpecTable()));
+        const specs = entrySpecs.get(ep, () => new SpecTable());
         resources.push({
           cluster,
           resource: {
