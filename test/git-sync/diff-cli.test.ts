@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { inflateSync } from "node:zlib";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { main } from "../../src/cli/main.js";
@@ -96,5 +97,28 @@ describe("gitmesh diff", () => {
     const r = await run(["--repo", server.repoPath("no-audit"), "--base", "main", "--head", "main"]);
     expect(r.code).toBe(2);
     expect(r.err).toContain("--discovery");
+  });
+
+  it("names a corrupt object of the repository instead of rendering what it holds", async () => {
+    // A copy of the repository whose loose object of head's changed file is cut short (a disk or copy gone wrong).
+    const copy = mkdtempSync(join(tmpdir(), "gitmesh-diff-corrupt-"));
+    dirs.push(copy);
+    cpSync(server.repoPath("mesh"), copy, { recursive: true });
+    const oid = (await server.git("mesh", ["rev-parse", `${head}:${TIMEOUT_FILE}`])).trim();
+    const loose = join(copy, "objects", oid.slice(0, 2), oid.slice(2));
+    const whole = readFileSync(loose);
+    expect(inflateSync(whole).toString("latin1")).toMatch(/^blob \d+\0/); // the object is loose: this is the file git reads
+    chmodSync(loose, 0o644);
+    writeFileSync(loose, whole.subarray(0, whole.length >> 1));
+
+    const r = await run(["--repo", copy, "--base", base, "--head", head, "--discovery", DISCOVERY]);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(`loose object ${oid} is corrupt`);
+    expect(r.err).not.toMatch(/\n\s+at /); // an error, not a stack trace
+    expect(r.out).toBe(""); // no report rendered from a partial revision
+    // base alone is intact: the same copy still diffs base against itself
+    const intact = await run(["--repo", copy, "--base", base, "--head", base, "--discovery", DISCOVERY]);
+    expect(intact.code).toBe(0);
+    expect(intact.out).toContain("**No rendered change.**");
   });
 });
