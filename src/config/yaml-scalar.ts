@@ -25,6 +25,26 @@ const MAY_BE_TAGGED = new Uint8Array(128);
 for (const ch of "~nNtTfF0123456789+-.") MAY_BE_TAGGED[ch.charCodeAt(0)] = 1;
 
 /**
+ * Of those, the letters start only the core schema's words — null, true, false in their three
+ * spellings — so a scalar that starts with one and is not 4 or 5 characters long is a string
+ * (discovery's keys `name`, `namespace`, `targetPort`, `network` would otherwise try every tag).
+ * Checked against the tags by the same test.
+ */
+const WORD_START = new Uint8Array(128);
+for (const ch of "nNtTfF") WORD_START[ch.charCodeAt(0)] = 1;
+
+const DIGIT_0 = 48;
+const DIGIT_9 = 57;
+
+function digitsOnly(source: string): boolean {
+  for (let i = 1; i < source.length; i++) {
+    const c = source.charCodeAt(i);
+    if (c < DIGIT_0 || c > DIGIT_9) return false;
+  }
+  return true;
+}
+
+/**
  * The composer's value of plain scalar `source` (trimmed, one line), or undefined when the tag
  * reports a problem or resolves to something the fast paths do not build (an object, a bigint).
  */
@@ -32,6 +52,10 @@ export function plainScalarValue(source: string): string | number | boolean | nu
   if (source.length > 0) {
     const c = source.charCodeAt(0);
     if (c >= 128 || MAY_BE_TAGGED[c] === 0) return source;
+    if (WORD_START[c] === 1 && (source.length < 4 || source.length > 5)) return source;
+    // Decimal digits alone (ports, counts): the first tag to match them is the core int, which resolves
+    // them with parseInt(…, 10) (the document's intAsBigInt is off), as here.
+    if (c >= DIGIT_0 && c <= DIGIT_9 && digitsOnly(source)) return Number.parseInt(source, 10);
   }
   for (const tag of scalarTags) {
     if (!tag.test.test(source)) continue;

@@ -298,6 +298,34 @@ describe("plain scalars", () => {
       }
     }
   });
+
+  it("takes the tags for a scalar starting with n, t or f only when it is 4 or 5 characters long", () => {
+    // plainScalarValue returns any other length as the string itself: no tag may match one.
+    const rests = ["", "u", "ul", "ull", "ULL", "ull ", "rue", "RUE", "ru", "alse", "ALSE", "als", "alsey", "ull0", "an", ".nan", "a", "amespace", "ame", "argetPort", "etwork", "0", "1.5", "e3", "x1F"];
+    let tagged = 0;
+    for (const first of "nNtTfF") {
+      for (const rest of rests) {
+        const s = first + rest;
+        const matches = coreScalarTests.some((t) => t.test(s));
+        if (s.length < 4 || s.length > 5) {
+          expect(matches, s).toBe(false);
+          expect(plainScalarValue(s)).toBe(s);
+        } else if (matches) tagged++;
+      }
+    }
+    expect(tagged).toBeGreaterThanOrEqual(9); // the nine words of the core schema are among them
+    for (const w of ["null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE"]) expect(plainScalarValue(w)).toBe(w.toLowerCase() === "null" ? null : w.toLowerCase() === "true");
+  });
+
+  it("resolves decimal digits as the composer does, short or long", () => {
+    const next = createRandom(20);
+    const digits = ["0", "7", "00", "010", "0010", "15021", "65535", "999999999999999", "9007199254740993", "12345678901234567890123"];
+    for (let i = 0; i < 200; i++) digits.push(Array.from({ length: 1 + Math.floor(next() * 20) }, () => String(Math.floor(next() * 10))).join(""));
+    for (const s of [...digits, "1a", "12 ", "1_000", "1.0", "0x1F", "0o17", "-12", "+12"]) {
+      const composed = parseYamlDocuments(`v: ${s}\n`)[0]!.value as { v: unknown };
+      expect(plainScalarValue(s.trim()), s).toBe(composed.v);
+    }
+  });
 });
 
 /**
