@@ -109,17 +109,20 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
         const exportItems = exportList.items;
         const namespace = local || exportItems.includes(svc.namespace) ? svc.namespace : exportItems[0];
         if (namespace === undefined) continue;
-        // Keys in canonical (code-unit) order: the canonical form is this object, not a copy.
-        const makeSeSpec = (): Record<string, unknown> => ({
-          ...(address === undefined ? {} : { addresses: [address] }),
-          ...(local ? {} : { endpoints: remote.endpoints }),
-          exportTo: exportItems,
-          hosts: [host],
-          location: "MESH_INTERNAL",
-          ports: sePorts,
-          resolution: local ? "STATIC" : remote.resolution,
-          ...(local ? { workloadSelector: { labels: svc.selector ?? {} } } : {}),
-        });
+        // Keys in canonical (code-unit) order: the canonical form is this object, not a copy. Member by
+        // member: a literal that starts with a spread gets a hidden class per object (see normalizeSnapshot).
+        const makeSeSpec = (): Record<string, unknown> => {
+          const spec: Record<string, unknown> = {};
+          if (address !== undefined) spec.addresses = [address];
+          if (!local) spec.endpoints = remote.endpoints;
+          spec.exportTo = exportItems;
+          spec.hosts = [host];
+          spec.location = "MESH_INTERNAL";
+          spec.ports = sePorts;
+          spec.resolution = local ? "STATIC" : remote.resolution;
+          if (local) spec.workloadSelector = { labels: svc.selector ?? {} };
+          return spec;
+        };
         const seSpec = local ? makeSeSpec() : remoteEntries.get(exportList, makeSeSpec);
         const drSpec = rules.get(exportList, () => ({ exportTo: exportItems, host, trafficPolicy }));
         const meta = outputMetadata(name, namespace, cluster, ws.name, parent);
