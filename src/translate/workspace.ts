@@ -12,7 +12,7 @@
  * labels and scalar fields.
  */
 import { Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
-import { assembleCluster, compareResources, mergeResources, patchCluster, resourceKey, sameContent, sortResources, type FragmentChange } from "./assemble.js";
+import { assembleCluster, compareResources, mergeResources, patchCluster, resourceKey, sameContent, type FragmentChange } from "./assemble.js";
 import { canonicalMember, canonicalObject } from "./canonical.js";
 import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
 import { toDesiredInput, type Desired, type DiscoveryMap } from "./input.js";
@@ -128,7 +128,11 @@ export function translateWorkspace(
     return c;
   };
   for (const cluster of [...perCluster.keys()].sort()) {
-    const resources: IstioResource[] = sortResources([...perCluster.get(cluster)!.values()].map(canon));
+    // Pushed one by one and sorted in place: sortResources([...values].map(canon)) made V8 bail out of
+    // this function at every workspace (an array of another elements kind each time, 93 of 100).
+    const resources: IstioResource[] = [];
+    for (const r of perCluster.get(cluster)!.values()) resources.push(canon(r));
+    resources.sort(compareResources);
     // Before keepIdentity, which swaps in the previous run's equal objects (same content, same issues).
     if (invalid.size > 0) diagnostics.push(...validateOutputs(cluster, resources, (r) => invalid.get(r) ?? NO_ISSUES));
     const before = options.previous?.fragments.get(cluster);
