@@ -419,9 +419,17 @@ function checkWorkspaceSettings(keys: ReadonlySet<string>, results: ReadonlyMap<
   return out;
 }
 
+/**
+ * `obj` with its owning workspace. Copied member by member in the same order as `{ ...rest, workspace }`
+ * would: V8 (Node 20) gives every object made by a literal that starts with a spread a hidden class of its
+ * own, which made 1,893 of the large fleet's 2,101 objects each a class apart and every translator's
+ * `o.metadata` and `o.spec` megamorphic (test/config/object-shape.test.ts).
+ */
 function withWorkspace(obj: LoadedObject, ws: string | undefined): LoadedObject {
-  const { workspace: _old, ...rest } = obj;
-  return Object.freeze(ws === undefined ? rest : { ...rest, workspace: ws });
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(obj)) if (k !== "workspace") out[k] = obj[k as keyof LoadedObject];
+  if (ws !== undefined) out.workspace = ws;
+  return Object.freeze(out) as unknown as LoadedObject;
 }
 
 function isGlobalSettings(obj: LoadedObject, settings: RepoSettings): boolean {

@@ -355,8 +355,8 @@ function createContext(index: TranslationIndex, info: WorkspaceInfo): WorkspaceC
       const owners = namespaceOwners(index).get(cluster)?.get(svc.namespace);
       if (owners === undefined) return false;
       if (owners.includes(info.name)) return true;
-      const sel: Selectable = { kind: "Service", name: svc.name, namespace: svc.namespace, cluster, labels: svc.labels ?? {}, workspace: "" };
-      for (const w of owners) if (shared(index, w, info.name, { ...sel, workspace: w })) return true;
+      // One literal per owner, not { ...sel, workspace }: a literal that starts with a spread gets a hidden class per object.
+      for (const w of owners) if (shared(index, w, info.name, { kind: "Service", name: svc.name, namespace: svc.namespace, cluster, labels: svc.labels ?? {}, workspace: w })) return true;
       return false;
     },
     ownerOf,
