@@ -28,7 +28,7 @@ for (const ch of "~nNtTfF0123456789+-.") MAY_BE_TAGGED[ch.charCodeAt(0)] = 1;
  * Of those, the letters start only the core schema's words — null, true, false in their three
  * spellings — so a scalar that starts with one and is not 4 or 5 characters long is a string
  * (discovery's keys `name`, `namespace`, `targetPort`, `network` would otherwise try every tag).
- * Checked against the tags by the same test.
+ * test/config/yaml-fast.test.ts checks this against the tags too.
  */
 const WORD_START = new Uint8Array(128);
 for (const ch of "nNtTfF") WORD_START[ch.charCodeAt(0)] = 1;

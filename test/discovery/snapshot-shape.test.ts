@@ -2,17 +2,11 @@
  * Normalised snapshots of one layout share one hidden class. V8 (Node 20) gives every object made by a
  * literal that starts with a spread (`{ ...a, b }`) a class of its own; normalizeSnapshot was written that
  * way, so the large fleet's 100 snapshots had 92 classes and every translator's `snapshot.services` was
- * megamorphic. %HaveSameMap (V8's natives syntax, enabled for this worker) is the check; it says nothing
- * of values, which normalize.test.ts covers.
+ * megamorphic. Values are normalize.test.ts's concern.
  */
-import { setFlagsFromString } from "node:v8";
 import { describe, expect, it } from "vitest";
 import { discoveryFromFiles, normalizeSnapshot, type DiscoverySnapshot } from "../../src/discovery/index.js";
-
-setFlagsFromString("--allow-natives-syntax");
-// Natives syntax is not TypeScript: the check is compiled at run time, after the flag is set.
-// eslint-disable-next-line @typescript-eslint/no-implied-eval
-const haveSameMap = new Function("a", "b", "return %HaveSameMap(a, b)") as (a: object, b: object) => boolean;
+import { hiddenClasses as classes } from "../helpers/hidden-classes.js";
 
 function snapshot(i: number): DiscoverySnapshot {
   return {
@@ -25,12 +19,6 @@ function snapshot(i: number): DiscoverySnapshot {
     services: [{ name: `svc-${i}`, namespace: `ns-${i}`, labels: {}, selector: { app: `svc-${i}` }, type: "ClusterIP", ports: [{ name: "http", port: 8080 + i, protocol: "TCP", targetPort: 8080 }] }],
     workloads: [],
   } as unknown as DiscoverySnapshot;
-}
-
-function classes(objects: readonly object[]): number {
-  const seen: object[] = [];
-  for (const o of objects) if (!seen.some((s) => haveSameMap(s, o))) seen.push(o);
-  return seen.length;
 }
 
 describe("normalised snapshots", () => {
