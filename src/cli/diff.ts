@@ -26,6 +26,7 @@ interface DiffFlags {
   readonly auditBranch?: string;
   readonly format: string;
   readonly maxCommentChars: string;
+  readonly maxComments: string;
   readonly outDir?: string;
   readonly tokenEnv: string;
   readonly post?: string;
@@ -61,6 +62,7 @@ export function registerDiff(program: Command, io: CliIo): void {
     .option("--audit-branch <branch>", "audit branch (default: gitmesh.yaml's auditBranch, else gitmesh/rendered)")
     .option("--format <format>", "markdown or json", "markdown")
     .option("--max-comment-chars <n>", "maximum characters of one Markdown comment body", "65000")
+    .option("--max-comments <n>", "maximum number of Markdown comment bodies; the last says what it leaves out (report.json and --format json hold everything)", "10")
     .option("--out-dir <dir>", "write comment-<n>.md files and report.json here instead of printing")
     .option("--token-env <name>", "environment variable holding the Git token for a remote --repo", "GITMESH_GIT_TOKEN")
     .option("--post <platform>", "post the report as a sticky pull-request comment and a commit status: github or gitlab")
@@ -78,6 +80,8 @@ export function registerDiff(program: Command, io: CliIo): void {
       const env = io.env ?? process.env;
       const maxChars = Number.parseInt(flags.maxCommentChars, 10);
       if (!Number.isInteger(maxChars) || maxChars < 1000) throw new UsageError("diff: --max-comment-chars must be a number of at least 1000");
+      const maxBodies = Number(flags.maxComments);
+      if (!Number.isInteger(maxBodies) || maxBodies < 1) throw new UsageError(`diff: --max-comments must be a whole number of at least 1, not "${flags.maxComments}"`);
       const logger = createLogger({ name: "gitmesh.diff", level: "warn", format: "human", write: (line) => io.err(line + "\n") });
       const temp: string[] = [];
       try {
@@ -141,7 +145,7 @@ export function registerDiff(program: Command, io: CliIo): void {
           if (flags.outDir !== undefined) await writeOut(flags.outDir, [], renderJson(report));
           else io.out(renderJson(report));
         } else {
-          const bodies = renderMarkdown(report, { maxChars });
+          const bodies = renderMarkdown(report, { maxChars, maxBodies });
           if (flags.outDir !== undefined) {
             await writeOut(flags.outDir, bodies, renderJson(report));
             io.err(`wrote ${bodies.length} comment bod${bodies.length === 1 ? "y" : "ies"} and report.json to ${flags.outDir}\n`);

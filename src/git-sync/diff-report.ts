@@ -234,7 +234,16 @@ function reorder(ops: Op[]): Op[] {
 export interface MarkdownOptions {
   /** Maximum characters of one comment body (default 65,000; GitHub rejects more than 65,536). */
   readonly maxChars?: number;
+  /**
+   * Maximum number of bodies (default 10): a change to every object of a large fleet would otherwise be
+   * thousands of comments. The last body allowed says what it leaves out; the JSON report has everything.
+   */
+  readonly maxBodies?: number;
 }
+
+const DEFAULT_MAX_BODIES = 10;
+/** Room kept in every body for the omission note when a report is cut (the note is ~330 characters). */
+const NOTE_ROOM = 600;
 
 /** Marker at the top of every body, so CI can find and update its own comments. */
 export const COMMENT_MARKER = "<!-- gitmesh-diff -->";
@@ -292,45 +301,88 @@ export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}
   const partHeader = (i: number, n: number) => `${COMMENT_MARKER}\n${title}${n > 1 ? ` — part ${i}/${n}` : ""}\n\n`;
   const headerReserve = partHeader(999, 999).length;
   const budget = Math.max(200, max - headerReserve);
+  const maxBodies = Math.max(1, options.maxBodies ?? DEFAULT_MAX_BODIES);
 
-  const bodies: string[] = [];
-  let cur = "";
-  let openCluster: string | undefined;
-  const seen = new Set<string>();
-  const flush = () => {
-    if (openCluster !== undefined) cur += close;
-    bodies.push(cur);
-    cur = "";
-    openCluster = undefined;
+  /** What the last body allowed says it leaves out. */
+  const omissionNote = (left: readonly Section[], diagnostics: number): string => {
+    const clusters = new Set(left.map((s) => s.cluster)).size;
+    const parts: string[] = [];
+    if (left.length > 0) parts.push(`${left.length.toLocaleString("en")} resource change${left.length === 1 ? "" : "s"} in ${clusters} cluster${clusters === 1 ? "" : "s"}`);
+    if (diagnostics > 0) parts.push(`${diagnostics.toLocaleString("en")} diagnostic${diagnostics === 1 ? "" : "s"}`);
+    return (
+      `\n_Not shown: ${parts.join(" and ")}; the report is longer than ${maxBodies} comment${maxBodies === 1 ? "" : "s"} (\`--max-comments\`). ` +
+      "The summary in the first comment counts every change, and the JSON report (`--format json`, or report.json with `--out-dir`) holds them all._\n"
+    );
   };
-  const pushPlain = (text: string) => {
-    const piece = text.length > budget ? text.slice(0, budget - 40) + "\n_(truncated)_\n" : text;
-    if (cur.length + piece.length > budget && cur.length > 0) flush();
-    cur += piece;
-  };
-  for (const h of head) pushPlain(h);
-  for (const d of diagBlocks) pushPlain(d);
-  if (sections.length > 0) pushPlain("\n");
-  for (const s of sections) {
-    let text = s.text;
-    const opening = openCluster === s.cluster ? "" : open(s.cluster, seen.has(s.cluster));
-    const overhead = opening.length + close.length + (openCluster !== undefined && openCluster !== s.cluster ? close.length : 0);
-    if (text.length + overhead > budget) {
-      text = `_The diff of this resource has ${text.length.toLocaleString("en")} characters, more than fits in one comment; see the JSON report (\`--format json\`)._\n\n`;
-      text = s.text.slice(0, s.text.indexOf("\n") + 2) + text;
-    }
-    if (cur.length + overhead + text.length > budget && cur.length > 0) {
-      flush();
-    }
-    if (openCluster !== s.cluster) {
+
+  /** The bodies, packed in order; at the `limit`-th body, what does not fit is left out and the omission noted. */
+  const pack = (budget: number, limit: number): string[] => {
+    const bodies: string[] = [];
+    let cur = "";
+    let openCluster: string | undefined;
+    const seen = new Set<string>();
+    const flush = () => {
       if (openCluster !== undefined) cur += close;
-      cur += open(s.cluster, seen.has(s.cluster));
-      openCluster = s.cluster;
-      seen.add(s.cluster);
+      bodies.push(cur);
+      cur = "";
+      openCluster = undefined;
+    };
+    // A piece that does not fit starts another body, unless this one is the last allowed.
+    const mayFlush = () => bodies.length + 1 < limit;
+    const pushPlain = (text: string): boolean => {
+      const piece = text.length > budget ? text.slice(0, budget - 40) + "\n_(truncated)_\n" : text;
+      if (cur.length + piece.length > budget && cur.length > 0) {
+        if (!mayFlush()) return false;
+        flush();
+      }
+      cur += piece;
+      return true;
+    };
+    const plain = [...head, ...diagBlocks, ...(sections.length > 0 ? ["\n"] : [])];
+    let stopAt = -1; // the first section left out
+    let diagnosticsLeft = 0;
+    const p = plain.findIndex((text) => !pushPlain(text));
+    if (p >= 0) {
+      stopAt = 0;
+      diagnosticsLeft = plain.slice(p).filter((text) => text.startsWith("- `")).length;
+    } else {
+      for (const [i, s] of sections.entries()) {
+        let text = s.text;
+        const opening = openCluster === s.cluster ? "" : open(s.cluster, seen.has(s.cluster));
+        const overhead = opening.length + close.length + (openCluster !== undefined && openCluster !== s.cluster ? close.length : 0);
+        if (text.length + overhead > budget) {
+          text = `_The diff of this resource has ${text.length.toLocaleString("en")} characters, more than fits in one comment; see the JSON report (\`--format json\`)._\n\n`;
+          text = s.text.slice(0, s.text.indexOf("\n") + 2) + text;
+        }
+        if (cur.length + overhead + text.length > budget && cur.length > 0) {
+          if (!mayFlush()) {
+            stopAt = i;
+            break;
+          }
+          flush();
+        }
+        if (openCluster !== s.cluster) {
+          if (openCluster !== undefined) cur += close;
+          cur += open(s.cluster, seen.has(s.cluster));
+          openCluster = s.cluster;
+          seen.add(s.cluster);
+        }
+        cur += text;
+      }
     }
-    cur += text;
-  }
-  flush();
+    if (stopAt >= 0) {
+      if (openCluster !== undefined) cur += close;
+      openCluster = undefined;
+      cur += omissionNote(sections.slice(stopAt), diagnosticsLeft);
+    }
+    flush();
+    return bodies;
+  };
+
+  // Packed as it comes; only a report that needs more than maxBodies bodies is packed again, with room
+  // for the note kept in every body, and cut at the last body allowed.
+  let bodies = pack(budget, Number.POSITIVE_INFINITY);
+  if (bodies.length > maxBodies) bodies = pack(Math.max(200, budget - NOTE_ROOM), maxBodies);
   const n = bodies.length;
   return bodies.map((b, i) => (partHeader(i + 1, n) + b).trimEnd() + "\n");
 }

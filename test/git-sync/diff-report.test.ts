@@ -108,6 +108,24 @@ describe("rendered diff report", () => {
     expect(bodies.join("")).toContain("more than fits in one comment");
   });
 
+  it("stops at maxBodies even inside the diagnostics, counting what it leaves out", () => {
+    const many: RenderSide = { ...head, diagnostics: Array.from({ length: 300 }, (_, i) => diag(`CODE_${i}`, "warning", `workspaces/web/f${i}.yaml`, i + 1, `problem number ${i} of a long list`)) };
+    const capped = compareRenders(base, many);
+    const bodies = renderMarkdown(capped, { maxChars: 1500, maxBodies: 2 });
+    expect(renderMarkdown(capped, { maxChars: 1500, maxBodies: 1000 }).length).toBeGreaterThan(2);
+    expect(bodies).toHaveLength(2);
+    for (const b of bodies) expect(b.length).toBeLessThanOrEqual(1500);
+    const shown = bodies.join("").split("\n- `").length - 1;
+    const note = /_Not shown: 4 resource changes in 2 clusters and (\d+) diagnostics;/.exec(bodies[1]!);
+    expect(note, bodies[1]).not.toBeNull();
+    expect(shown + Number(note![1])).toBe(capped.introduced.length + capped.fixed.length);
+    expect(bodies.join("")).not.toContain("#### "); // no resource section after diagnostics that were cut
+    // one body: everything in it, cut where it is full
+    const one = renderMarkdown(capped, { maxChars: 1500, maxBodies: 1 });
+    expect(one).toHaveLength(1);
+    expect(one[0]).toContain("_Not shown: 4 resource changes in 2 clusters and ");
+  });
+
   it("produces unified diffs with context and hunk headers", () => {
     const a = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\n";
     const b = "a\nb\nc\nD\ne\nf\ng\nh\ni\nj\nk\nl\nm\nn\n";

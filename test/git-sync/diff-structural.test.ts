@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -8,7 +8,7 @@ import { createCapturingIo } from "../../src/cli/io.js";
 import { loadDesiredState } from "../../src/config/index.js";
 import { DiscoveryCode, discoveryFromFiles, readDiscoveryDirectory } from "../../src/discovery/index.js";
 import { generateFleet, type FleetOptions } from "../../src/devtools/index.js";
-import { compareRenders, renderJson, renderMarkdown, type RenderSide } from "../../src/git-sync/index.js";
+import { compareRenders, renderJson, renderMarkdown, type DiffReport, type RenderSide } from "../../src/git-sync/index.js";
 import { translateAll } from "../../src/translate/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 
@@ -102,6 +102,38 @@ describe("gitmesh diff compares by structure, reading JSON discovery without the
     await run(["--repo", server.repoPath("fleet"), "--base", base, "--head", head, "--discovery", jsonDir, "--out-dir", out, "--max-comment-chars", "4000"]);
     expect(readFileSync(join(out, "comment-1.md"), "utf8")).toBe(renderMarkdown(expected, { maxChars: 4000 })[0]);
     expect(readFileSync(join(out, "report.json"), "utf8")).toBe(renderJson(expected));
+  });
+
+  it("posts at most --max-comments bodies, the last saying what it leaves out, with report.json whole", async () => {
+    const out = join(work, "capped");
+    const args = ["--repo", server.repoPath("fleet"), "--base", base, "--head", head, "--discovery", jsonDir, "--max-comment-chars", "2000"];
+    const all = await run([...args, "--max-comments", "1000", "--out-dir", join(work, "uncapped")]);
+    expect(all.code).toBe(0);
+    const uncapped = readdirSync(join(work, "uncapped")).filter((f) => f.startsWith("comment-")).length;
+    expect(uncapped).toBeGreaterThan(3); // the change needs more bodies than the cap below
+
+    const capped = await run([...args, "--max-comments", "3", "--out-dir", out]);
+    expect(capped.code).toBe(0);
+    expect(capped.err).toContain("wrote 3 comment bodies");
+    const bodies = [1, 2, 3].map((i) => readFileSync(join(out, `comment-${i}.md`), "utf8"));
+    expect(existsSync(join(out, "comment-4.md"))).toBe(false);
+    for (const [i, b] of bodies.entries()) {
+      expect(b.length).toBeLessThanOrEqual(2000);
+      expect(b.startsWith(`<!-- gitmesh-diff -->\n`)).toBe(true);
+      expect(b).toContain(`— part ${i + 1}/3`);
+      expect(b.split("<details>").length).toBe(b.split("</details>").length);
+      expect(b.split("```").length % 2).toBe(1);
+    }
+    // What the bodies show plus what the note counts is every resource change of the report.
+    const report = JSON.parse(readFileSync(join(out, "report.json"), "utf8")) as DiffReport;
+    const total = report.clusters.reduce((n, c) => n + c.added.length + c.changed.length + c.removed.length, 0);
+    const shown = bodies.join("").split("\n#### ").length - 1;
+    const note = /_Not shown: ([\d,]+) resource changes? in (\d+) clusters?; the report is longer than 3 comments \(`--max-comments`\)/.exec(bodies[2]!);
+    expect(note).not.toBeNull();
+    expect(shown + Number(note![1]!.replace(/,/g, ""))).toBe(total);
+    expect(readFileSync(join(out, "report.json"), "utf8")).toBe(readFileSync(join(work, "uncapped", "report.json"), "utf8"));
+
+    expect((await run([...args, "--max-comments", "0"])).code).toBe(2);
   });
 
   it("points at the line and column of a problem in a JSON snapshot", () => {
