@@ -309,6 +309,7 @@ export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}
     const parts: string[] = [];
     if (left.length > 0) parts.push(`${left.length.toLocaleString("en")} resource change${left.length === 1 ? "" : "s"} in ${clusters} cluster${clusters === 1 ? "" : "s"}`);
     if (diagnostics > 0) parts.push(`${diagnostics.toLocaleString("en")} diagnostic${diagnostics === 1 ? "" : "s"}`);
+    if (parts.length === 0) parts.push("the end of the summary"); // only the closing line of the diagnostics did not fit
     return (
       `\n_Not shown: ${parts.join(" and ")}; the report is longer than ${maxBodies} comment${maxBodies === 1 ? "" : "s"} (\`--max-comments\`). ` +
       "The summary in the first comment counts every change, and the JSON report (`--format json`, or report.json with `--out-dir`) holds them all._\n"
@@ -341,8 +342,9 @@ export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}
     const plain = [...head, ...diagBlocks, ...(sections.length > 0 ? ["\n"] : [])];
     let stopAt = -1; // the first section left out
     let diagnosticsLeft = 0;
-    const p = plain.findIndex((text) => !pushPlain(text));
-    if (p >= 0) {
+    let p = 0;
+    while (p < plain.length && pushPlain(plain[p]!)) p++;
+    if (p < plain.length) {
       stopAt = 0;
       diagnosticsLeft = plain.slice(p).filter((text) => text.startsWith("- `")).length;
     } else {
