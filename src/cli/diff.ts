@@ -5,13 +5,13 @@
  * or, by default, from `discovery/` on the audit branch. Exit 1 when head has errors.
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
-import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJson, renderMarkdown, resolveRevision, type GitLocation } from "../git-sync/index.js";
+import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation } from "../git-sync/index.js";
 import type { CiContext } from "../git-host/index.js";
 import { loadRevisions, renderedSide, renderRevisions } from "../translate/index.js";
 import { ExitCode, UsageError, type CliIo } from "./io.js";
@@ -142,12 +142,13 @@ export function registerDiff(program: Command, io: CliIo): void {
         for (const d of sortDiagnostics(discoveryDiagnostics)) io.err(`${formatDiagnostic(d)}\n`);
 
         if (flags.format === "json") {
-          if (flags.outDir !== undefined) await writeOut(flags.outDir, [], renderJson(report));
-          else io.out(renderJson(report));
+          // In pieces (one per changed cluster): a report of every object of a large fleet is hundreds of MB.
+          if (flags.outDir !== undefined) await writeOut(flags.outDir, [], report);
+          else for (const chunk of renderJsonChunks(report)) io.out(chunk);
         } else {
           const bodies = renderMarkdown(report, { maxChars, maxBodies });
           if (flags.outDir !== undefined) {
-            await writeOut(flags.outDir, bodies, renderJson(report));
+            await writeOut(flags.outDir, bodies, report);
             io.err(`wrote ${bodies.length} comment bod${bodies.length === 1 ? "y" : "ies"} and report.json to ${flags.outDir}\n`);
           } else if (target === undefined) {
             io.out(bodies.join("\n"));
@@ -182,10 +183,15 @@ async function locate(repo: string, token: string | undefined, temp: string[]): 
   return { kind: "local", path: repo };
 }
 
-async function writeOut(dir: string, bodies: readonly string[], json: string): Promise<void> {
+async function writeOut(dir: string, bodies: readonly string[], report: DiffReport): Promise<void> {
   await mkdir(dir, { recursive: true });
   for (const [i, body] of bodies.entries()) await writeFile(join(dir, `comment-${i + 1}.md`), body);
-  await writeFile(join(dir, "report.json"), json);
+  const file = await open(join(dir, "report.json"), "w");
+  try {
+    for (const chunk of renderJsonChunks(report)) await file.write(chunk);
+  } finally {
+    await file.close();
+  }
 }
 
 /** The git directory of a local repository: `<path>/.git` for a work tree, else the path (bare). */

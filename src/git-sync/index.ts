@@ -78,6 +78,7 @@ export {
   compareRenders,
   COMMENT_MARKER,
   renderJson,
+  renderJsonChunks,
   renderMarkdown,
   unifiedDiff,
   type ClusterDiff,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { compareRenders, renderJson, renderMarkdown, unifiedDiff, type RenderedResource, type RenderSide } from "../../src/git-sync/index.js";
+import { compareRenders, renderJson, renderJsonChunks, renderMarkdown, unifiedDiff, type RenderedResource, type RenderSide } from "../../src/git-sync/index.js";
 import type { Diagnostic } from "../../src/core/index.js";
 
 const UPDATE = process.env.UPDATE_GOLDEN === "1";
@@ -124,6 +124,23 @@ describe("rendered diff report", () => {
     const one = renderMarkdown(capped, { maxChars: 1500, maxBodies: 1 });
     expect(one).toHaveLength(1);
     expect(one[0]).toContain("_Not shown: 4 resource changes in 2 clusters and ");
+  });
+
+  it("writes the JSON report one changed cluster at a time, the pieces joined exactly JSON.stringify's text", () => {
+    const odd: RenderSide = {
+      ...head,
+      clusters: new Map([...head.clusters, ["cluster4", [vs("cluster4", "odd", ["line\nbreak.example.com", "ünïcödé.example.com", 'quote".example.com'])]]]),
+      diagnostics: [...head.diagnostics, diag("MULTI", "warning", "x.yaml", 1, "two\nlines\tand a tab")],
+    };
+    const reports = [report, compareRenders(base, odd), compareRenders(base, { ...base, ref: "same", commit: "c".repeat(40) }), compareRenders({ ...base, clusters: new Map() }, odd)];
+    for (const r of reports) {
+      const chunks = [...renderJsonChunks(r)];
+      expect(chunks.join("")).toBe(JSON.stringify(r, null, 2) + "\n");
+      expect(renderJson(r)).toBe(JSON.stringify(r, null, 2) + "\n");
+      // one piece per changed cluster, plus one per other member (5), the list's start and end, and the closing brace
+      if (r.clusters.length > 0) expect(chunks.length).toBe(r.clusters.length + 8);
+    }
+    expect(reports.map((r) => r.clusters.length)).toEqual([2, 3, 0, 4]);
   });
 
   it("produces unified diffs with context and hunk headers", () => {
