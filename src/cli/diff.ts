@@ -11,10 +11,10 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
-import { compareRenders, GitRefNotFoundError, readRevisionFiles, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation } from "../git-sync/index.js";
+import { compareRenders, DEFAULT_MAX_COMMENT_BODIES, GitRefNotFoundError, readRevisionFiles, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation } from "../git-sync/index.js";
 import type { CiContext } from "../git-host/index.js";
 import { loadRevisions, renderedSide, renderRevisions } from "../translate/index.js";
-import { ExitCode, UsageError, type CliIo } from "./io.js";
+import { ExitCode, integerFlag, UsageError, type CliIo } from "./io.js";
 
 interface DiffFlags {
   readonly repo?: string;
@@ -62,7 +62,7 @@ export function registerDiff(program: Command, io: CliIo): void {
     .option("--audit-branch <branch>", "audit branch (default: gitmesh.yaml's auditBranch, else gitmesh/rendered)")
     .option("--format <format>", "markdown or json", "markdown")
     .option("--max-comment-chars <n>", "maximum characters of one Markdown comment body", "65000")
-    .option("--max-comments <n>", "maximum number of Markdown comment bodies; the last says what it leaves out (report.json and --format json hold everything)", "10")
+    .option("--max-comments <n>", "maximum number of Markdown comment bodies; the last says what it leaves out (report.json and --format json hold everything)", String(DEFAULT_MAX_COMMENT_BODIES))
     .option("--out-dir <dir>", "write comment-<n>.md files and report.json here instead of printing")
     .option("--token-env <name>", "environment variable holding the Git token for a remote --repo", "GITMESH_GIT_TOKEN")
     .option("--post <platform>", "post the report as a sticky pull-request comment and a commit status: github or gitlab")
@@ -80,8 +80,7 @@ export function registerDiff(program: Command, io: CliIo): void {
       const env = io.env ?? process.env;
       const maxChars = Number.parseInt(flags.maxCommentChars, 10);
       if (!Number.isInteger(maxChars) || maxChars < 1000) throw new UsageError("diff: --max-comment-chars must be a number of at least 1000");
-      const maxBodies = Number(flags.maxComments);
-      if (!Number.isInteger(maxBodies) || maxBodies < 1) throw new UsageError(`diff: --max-comments must be a whole number of at least 1, not "${flags.maxComments}"`);
+      const maxBodies = integerFlag("diff: --max-comments", flags.maxComments, 1, 10_000);
       const logger = createLogger({ name: "gitmesh.diff", level: "warn", format: "human", write: (line) => io.err(line + "\n") });
       const temp: string[] = [];
       try {

@@ -58,3 +58,10 @@ function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
   return pkg.version;
 }
+
+/** An integer flag within [min, max], else a usage error naming the flag. */
+export function integerFlag(flag: string, value: string, min: number, max: number): number {
+  const n = /^\s*\d+\s*$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${String(min)} to ${String(max)}, got ${JSON.stringify(value)}`);
+  return n;
+}

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { runSimulation, SimulationAbortedError, SimulationError, type ProcessFigures, type SimulationReport } from "../devtools/index.js";
 import { redisUrlProblem } from "../queue/index.js";
-import { ExitCode, secondsFlag, UsageError, type CliIo } from "./io.js";
+import { ExitCode, integerFlag, secondsFlag, UsageError, type CliIo } from "./io.js";
 
 interface SimulateFlags {
   readonly clusters: string;
@@ -97,13 +97,6 @@ export function registerSimulate(program: Command, io: CliIo): void {
         process.off("SIGTERM", onSignal);
       }
     });
-}
-
-/** An integer flag within [min, max], else a usage error naming the flag. */
-function integerFlag(flag: string, value: string, min: number, max: number): number {
-  const n = /^\s*\d+\s*$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${String(min)} to ${String(max)}, got ${JSON.stringify(value)}`);
-  return n;
 }
 
 const MiB = 1024 * 1024;

@@ -241,7 +241,8 @@ export interface MarkdownOptions {
   readonly maxBodies?: number;
 }
 
-const DEFAULT_MAX_BODIES = 10;
+/** Default of `maxBodies` (and of `gitmesh diff --max-comments`). */
+export const DEFAULT_MAX_COMMENT_BODIES = 10;
 /** Room kept in every body for the omission note when a report is cut (the note is ~330 characters). */
 const NOTE_ROOM = 600;
 
@@ -301,7 +302,7 @@ export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}
   const partHeader = (i: number, n: number) => `${COMMENT_MARKER}\n${title}${n > 1 ? ` — part ${i}/${n}` : ""}\n\n`;
   const headerReserve = partHeader(999, 999).length;
   const budget = Math.max(200, max - headerReserve);
-  const maxBodies = Math.max(1, options.maxBodies ?? DEFAULT_MAX_BODIES);
+  const maxBodies = Math.max(1, options.maxBodies ?? DEFAULT_MAX_COMMENT_BODIES);
 
   /** What the last body allowed says it leaves out. */
   const omissionNote = (left: readonly Section[], diagnostics: number): string => {

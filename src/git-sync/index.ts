@@ -77,6 +77,7 @@ export {
 export {
   compareRenders,
   COMMENT_MARKER,
+  DEFAULT_MAX_COMMENT_BODIES,
   renderJson,
   renderJsonChunks,
   renderMarkdown,
