@@ -90,6 +90,9 @@ if (args.length === 0) {
   run("lint", "node_modules/.bin/eslint", ["."]);
   run("import cycles and module front doors", "node", ["scripts/check-imports.mjs"]);
 }
+// The Go test tools (real kube-apiserver, etcd, helm, Istio's validation and simulation): built once
+// per version into a cache outside the repository; also before a single test file, which may need them.
+run("Go test tools (tools/*: built once per version, cached outside the repository)", "node", ["scripts/build-tools.mjs"]);
 mkdirSync(".tmp", { recursive: true });
 process.stdout.write("\n==> tests\n");
 const r = spawnSync("node_modules/.bin/vitest", ["run", "--reporter=default", "--reporter=json", "--outputFile.json=.tmp/vitest.json", ...args], {
