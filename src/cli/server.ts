@@ -15,7 +15,7 @@ import { createLogger, describeError, NeedsHumanError, stripCredentials, type Lo
 import { createCommitStatusPoster, type CommitStatusPoster } from "../git-host/index.js";
 import { createCommitVerifier, type CommitVerifier } from "../git-sync/index.js";
 import { createFileMeshRootStorage } from "../mesh-ca/index.js";
-import { createLeaderLock, createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient } from "../queue/index.js";
+import { createLeaderLock, createRedisClient, leaseTimings, parseRedisUrl, redisKeyPrefix, type RedisClient } from "../queue/index.js";
 import {
   createDirectoryApiTokenStore,
   createKubernetesApiTokenStore,
@@ -179,6 +179,9 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     redisPrefix: e("redisPrefix"),
     redisOptional: flags.redisOptional === true ? "true" : e("redisOptional"),
     redisConnectTimeoutSeconds: e("redisConnectTimeoutSeconds"),
+    leaseDurationSeconds: e("leaseDurationSeconds"),
+    leaseRenewDeadlineSeconds: e("leaseRenewDeadlineSeconds"),
+    leaseRetryPeriodSeconds: e("leaseRetryPeriodSeconds"),
     workers: flags.workers ?? e("workers"),
     jobLockSeconds: e("jobLockSeconds"),
     retentionCommits: e("retentionCommits"),
@@ -388,12 +391,13 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
     identity: config.identity,
     retention: config.retention,
   });
-  const lockTtlMs = extra.leaseMs ?? 10_000;
+  // Kubernetes' leader-election timings unless configured; `extra.leaseMs` (tests) scales all three.
+  const lease = extra.leaseMs === undefined ? config.lease : leaseTimings({ ttlMs: extra.leaseMs });
   const leadership = createLeadership({
     ...(redis === undefined
       ? {}
-      : { lock: createLeaderLock({ redis, name: "server-leader", prefix: `${redisPrefix}:`, ttlMs: lockTtlMs, onLost: (reason) => leadership.lostLease(reason), logger: logger.child("lock") }) }),
-    retryMs: Math.max(200, Math.floor(lockTtlMs / 5)),
+      : { lock: createLeaderLock({ redis, name: "server-leader", prefix: `${redisPrefix}:`, ...lease, onLost: (reason) => leadership.lostLease(reason), logger: logger.child("lock") }) }),
+    retryMs: lease.retryPeriodMs,
     logger: logger.child("leader"),
   });
   await leadership.start();

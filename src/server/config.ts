@@ -5,7 +5,7 @@
  */
 import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel, type ConfigReader } from "../core/index.js";
 import { GIT_HTTP_IDLE_TIMEOUT_MS } from "../git-sync/index.js";
-import { redisUrlProblem } from "../queue/index.js";
+import { LEASE_DEFAULTS, redisUrlProblem } from "../queue/index.js";
 import { isValidClusterName } from "../relay/index.js";
 import { DEFAULT_DIFF_MAX_MEMORY_MB, DEFAULT_DIFF_TIMEOUT_SECONDS } from "./diff-service.js";
 
@@ -38,6 +38,8 @@ export interface ServerConfig {
   readonly redisOptional: boolean;
   /** How long start waits for Redis before giving up or, with redisOptional, starting degraded (default 30 s). */
   readonly redisConnectTimeoutMs: number;
+  /** The leader lease (src/queue/lock.ts): Kubernetes' timings by default, 15 s / 10 s / 2 s. */
+  readonly lease: { readonly ttlMs: number; readonly renewDeadlineMs: number; readonly retryPeriodMs: number };
   /** Jobs per type this replica translates at once (`--workers`, default 4); 0: none, `gitmesh worker` processes do (needs Redis). */
   readonly translationWorkers: number;
   /** Lock of a running translation job: a job of a process that died is handed back after at most about twice this (default 30 s). */
@@ -139,6 +141,9 @@ export const SERVER_ENV = {
   redisPrefix: "GITMESH_REDIS_PREFIX",
   redisOptional: "GITMESH_REDIS_OPTIONAL",
   redisConnectTimeoutSeconds: "GITMESH_REDIS_CONNECT_TIMEOUT_SECONDS",
+  leaseDurationSeconds: "GITMESH_LEASE_DURATION_SECONDS",
+  leaseRenewDeadlineSeconds: "GITMESH_LEASE_RENEW_DEADLINE_SECONDS",
+  leaseRetryPeriodSeconds: "GITMESH_LEASE_RETRY_PERIOD_SECONDS",
   workers: "GITMESH_WORKERS",
   jobLockSeconds: "GITMESH_JOB_LOCK_SECONDS",
   retentionCommits: "GITMESH_RETENTION_COMMITS",
@@ -195,6 +200,9 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   redisPrefix: "key prefix in Redis, to share one Redis between installations (default gitmesh)",
   redisOptional: "true: start even when Redis cannot be reached, in memory (degraded), writing back when it comes (default false: exit 1 naming the URL; --redis-optional)",
   redisConnectTimeoutSeconds: "how long start waits for Redis before exiting (or, with GITMESH_REDIS_OPTIONAL, starting degraded) (default 30)",
+  leaseDurationSeconds: "the leader lease (Git polling, audit commits): a dead leader's lease is taken over after this (default 15, as Kubernetes' leader election)",
+  leaseRenewDeadlineSeconds: "the leader steps down when no renewal succeeded for this long (default 10; below the lease duration)",
+  leaseRetryPeriodSeconds: "how often the leader renews and followers try to take the lease (default 2; below the renew deadline)",
   workers: "translation jobs per type this replica runs at once (default 4; --workers); 0: none, `gitmesh worker` processes translate (needs Redis)",
   jobLockSeconds: "lock of a running translation job: a job whose process died goes back to the queue after at most about twice this (default 30)",
   retentionCommits: "commits whose convergence record (which cluster applied it, when) is kept, besides the one in force and those clusters still run (default 100)",
@@ -306,6 +314,16 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     problems.push(`--redis-optional (${SERVER_ENV.redisOptional}) needs the relay PKI outside Redis, or the server cannot start while Redis is down: add --pki-dir <dir>, or run in Kubernetes (Secrets)`);
   }
 
+  const seconds = (v: string | undefined, what: string, dflt: number) => 1000 * read.number(v, what, dflt / 1000, (n) => n > 0 && n <= 3600, "seconds, more than 0 and at most 3600");
+  const lease = {
+    ttlMs: seconds(input.leaseDurationSeconds, `lease duration (${SERVER_ENV.leaseDurationSeconds})`, LEASE_DEFAULTS.ttlMs),
+    renewDeadlineMs: seconds(input.leaseRenewDeadlineSeconds, `lease renew deadline (${SERVER_ENV.leaseRenewDeadlineSeconds})`, LEASE_DEFAULTS.renewDeadlineMs),
+    retryPeriodMs: seconds(input.leaseRetryPeriodSeconds, `lease retry period (${SERVER_ENV.leaseRetryPeriodSeconds})`, LEASE_DEFAULTS.retryPeriodMs),
+  };
+  if (!(lease.retryPeriodMs < lease.renewDeadlineMs && lease.renewDeadlineMs < lease.ttlMs)) {
+    problems.push(`lease timings must satisfy ${SERVER_ENV.leaseRetryPeriodSeconds} < ${SERVER_ENV.leaseRenewDeadlineSeconds} < ${SERVER_ENV.leaseDurationSeconds} (got ${String(lease.retryPeriodMs / 1000)}, ${String(lease.renewDeadlineMs / 1000)}, ${String(lease.ttlMs / 1000)})`);
+  }
+
   const translationWorkers = read.number(input.workers, `translation workers (--workers or ${SERVER_ENV.workers})`, 4, (n) => Number.isInteger(n) && n >= 0 && n <= 64, "an integer from 0 to 64");
   if (translationWorkers === 0 && redisUrl === undefined) problems.push(`--workers 0 (${SERVER_ENV.workers}=0) needs Redis (--redis-url or ${SERVER_ENV.redisUrl}) and \`gitmesh worker\` processes on it: without them nothing would translate`);
   const jobLockSeconds = read.number(input.jobLockSeconds, `job lock (${SERVER_ENV.jobLockSeconds})`, 30, (n) => n >= 1 && n <= 3600, "seconds from 1 to 3600");
@@ -341,6 +359,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     redisUrl,
     redisPrefix: input.redisPrefix || "gitmesh",
     redisOptional,
+    lease,
     redisConnectTimeoutMs:
       1000 * read.number(input.redisConnectTimeoutSeconds, `Redis connect timeout (${SERVER_ENV.redisConnectTimeoutSeconds})`, 30, (n) => n >= 1 && n <= 3600, "seconds from 1 to 3600"),
     translationWorkers,

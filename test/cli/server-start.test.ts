@@ -132,6 +132,12 @@ describe("gitmesh server start-up", () => {
     for (const f of flags) expect(readme, `README mentions ${f}`).toContain(f);
   });
 
+  it("leader-lease timings out of order: usage error (exit 2) naming the three variables (#35)", async () => {
+    const r = await server(["--git-url", git.url("mesh")], undefined, { [SERVER_ENV.leaseDurationSeconds]: "5", [SERVER_ENV.leaseRenewDeadlineSeconds]: "6" });
+    expect(r.code).toBe(2);
+    expect(r.out).toContain("lease timings must satisfy GITMESH_LEASE_RETRY_PERIOD_SECONDS < GITMESH_LEASE_RENEW_DEADLINE_SECONDS < GITMESH_LEASE_DURATION_SECONDS (got 2, 6, 5)");
+  });
+
   it("a Redis that cannot be reached at start: exit 1 naming the URL without its password and the opt-in; with --redis-optional it starts degraded (#35)", async () => {
     const port = await freePort(); // nothing listens there
     const url = `redis://:s3cret-redis-pass@127.0.0.1:${String(port)}/0`;
