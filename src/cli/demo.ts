@@ -77,7 +77,8 @@ export function registerDemo(program: Command, io: CliIo): void {
         "converging. Uses REDIS_URL if set, else a private redis-server if installed, else runs standalone.",
     )
     .option("--exit", "stop after the first full convergence (exit 0), for scripts")
-    .option("--timeout <seconds>", "give up when convergence takes longer than this", "90")
+    // Generous: on a loaded 2-core machine the first convergence took 446 s (#35); progress is printed meanwhile.
+    .option("--timeout <seconds>", "give up when convergence takes longer than this", "600")
     .option("--keep", "keep the temporary directory (repository, logs) after exit")
     .action(async (flags: DemoFlags) => {
       const timeoutMs = secondsFlag("--timeout", flags.timeout) * 1000;
