@@ -12,6 +12,7 @@
 import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, workspaceContext, type WorkspaceContext } from "./context.js";
 import type { FlatRoute } from "./delegation.js";
+import { istioDurationProblem } from "./duration.js";
 import type { InputObject } from "./input.js";
 import { objectSelector, serviceIndex } from "./destination-common.js";
 import { asArray, asLabels, asNumber, asRecord, asString, globMatch, labelsMatch, objectSelectorMatches } from "./selectors.js";
@@ -105,16 +106,30 @@ export function winningPolicy(ctx: WorkspaceContext, route: FlatRoute, kind: str
 }
 
 /** Sets the fields of the winning policies on one Istio HTTP route. Returns diagnostics (e.g. an unresolvable mirror). */
-export function applyRoutePolicies(route: Record<string, unknown>, winners: ReadonlyMap<RoutePolicyKind, InputObject>, resolve: DestinationResolver, diag: (p: InputObject, code: string, path: string, msg: string) => Diagnostic): Diagnostic[] {
+export function applyRoutePolicies(
+  route: Record<string, unknown>,
+  winners: ReadonlyMap<RoutePolicyKind, InputObject>,
+  resolve: DestinationResolver,
+  diag: (p: InputObject, code: string, path: string, msg: string, severity?: Diagnostic["severity"]) => Diagnostic,
+): Diagnostic[] {
   const out: Diagnostic[] = [];
   for (const [kind, p] of winners) {
     const config = asRecord(asRecord(p.spec).config);
+    // A duration Istio's webhook would reject (the whole VirtualService with it) is left out, as an error.
+    const duration = (v: unknown, path: string): string | undefined => {
+      const d = asString(v);
+      if (d === undefined) return undefined;
+      const problem = istioDurationProblem(d);
+      if (problem === undefined) return d;
+      out.push(diag(p, TranslateCode.InvalidField, path, `${problem}; the field is left out.`, Severity.Error));
+      return undefined;
+    };
     switch (kind) {
       case "RetryTimeoutPolicy":
-        applyRetryTimeout(route, config);
+        applyRetryTimeout(route, config, duration);
         break;
       case "FaultInjectionPolicy":
-        applyFault(route, config);
+        applyFault(route, config, duration);
         break;
       case "CORSPolicy":
         applyCors(route, config);
@@ -138,26 +153,31 @@ export function applyRoutePolicies(route: Record<string, unknown>, winners: Read
   return out;
 }
 
-function applyRetryTimeout(route: Record<string, unknown>, c: Record<string, unknown>): void {
-  const timeout = asString(c.requestTimeout);
+type DurationField = (v: unknown, path: string) => string | undefined;
+
+function applyRetryTimeout(route: Record<string, unknown>, c: Record<string, unknown>, duration: DurationField): void {
+  const timeout = duration(c.requestTimeout, "/spec/config/requestTimeout");
   if (timeout !== undefined) route.timeout = timeout;
   if (c.retries !== undefined) {
     const r = asRecord(c.retries);
     const attempts = asNumber(r.attempts) ?? 2;
+    const perTryTimeout = duration(r.perTryTimeout, "/spec/config/retries/perTryTimeout");
     route.retries = {
       attempts,
-      ...(asString(r.perTryTimeout) === undefined ? {} : { perTryTimeout: asString(r.perTryTimeout) }),
+      ...(perTryTimeout === undefined ? {} : { perTryTimeout }),
       ...(asString(r.retryOn) === undefined ? {} : { retryOn: asString(r.retryOn) }),
       ...(typeof r.retryRemoteLocalities === "boolean" ? { retryRemoteLocalities: r.retryRemoteLocalities } : {}),
     };
   }
 }
 
-function applyFault(route: Record<string, unknown>, c: Record<string, unknown>): void {
+function applyFault(route: Record<string, unknown>, c: Record<string, unknown>, duration: DurationField): void {
   const fault: Record<string, unknown> = {};
   if (c.delay !== undefined) {
     const d = asRecord(c.delay);
-    fault.delay = { fixedDelay: asString(d.fixedDelay), percentage: { value: asNumber(d.percentage) ?? 100 } };
+    const fixedDelay = d.fixedDelay === undefined ? undefined : duration(d.fixedDelay, "/spec/config/delay/fixedDelay");
+    // Without its fixedDelay (left out above) the delay is left out too.
+    if (d.fixedDelay === undefined || fixedDelay !== undefined) fault.delay = { fixedDelay, percentage: { value: asNumber(d.percentage) ?? 100 } };
   }
   if (c.abort !== undefined) {
     const a = asRecord(c.abort);
