@@ -171,7 +171,7 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     if (r.failed) failed = true;
     if (r.route === undefined) continue;
     const resolver = destinationResolver(ctx, rt, target.cluster);
-    diagnostics.push(...applyRoutePolicies(r.route, winningPolicies(ctx, fr), resolver, (p, code, path, msg) => ctx.diag(p, code, Severity.Warning, path, msg)));
+    diagnostics.push(...applyRoutePolicies(r.route, winningPolicies(ctx, fr), resolver, (p, code, path, msg, severity = Severity.Warning) => ctx.diag(p, code, severity, path, msg)));
     const authPolicy = r.failed ? undefined : winningPolicy(ctx, fr, "ExtAuthPolicy", extAuthSelectsRoutes);
     if (authPolicy !== undefined) {
       const blocked = target.enforce === undefined ? undefined : extAuthBlocked(ctx, authPolicy, target.cluster);
