@@ -11,7 +11,7 @@ import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { Secret, Service, ServiceAccount } from "kubernetes-models/v1";
-import type { Manifest } from "./helm-render.js";
+import type { Manifest } from "./helm.js";
 
 interface Validatable {
   validate(): void;
