@@ -123,6 +123,27 @@ export function agentCalls(opts: { ns: string; istioNs: string; lease: string; i
 
 export const DEFAULT_SECRETS = { root: "relay-root-tls-secret", token: "relay-identity-token-secret", client: "relay-client-tls-secret" };
 
+/** Relay secret names (DESIGN.md "Relay protocol"; src/relay/constants.ts RELAY_SECRETS). */
+export const RELAY = { root: "relay-root-tls-secret", server: "relay-server-tls-secret", signing: "relay-tls-signing-secret", token: "relay-identity-token-secret" };
+
+/**
+ * What the server calls (DESIGN.md "Management server"/"Relay protocol"): get/watch its relay
+ * secrets by name; when it generates the CA (the default) also create them and update them by name.
+ */
+export function serverCalls(ns: string, generate: boolean): Set<Grant> {
+  const g = new Set<Grant>();
+  const scope = `ns:${ns}`;
+  for (const n of Object.values(RELAY)) for (const v of ["get", "watch"]) g.add(grant(scope, "", "secrets", v, n));
+  // Cluster identity records relay-identity-<cluster> (compare-and-swap; no name-prefix RBAC for Secrets).
+  for (const v of ["get", "list", "create", "update", "delete"]) g.add(grant(scope, "", "secrets", v));
+  // the mesh root (src/server/mesh-root-storage.ts): read, created once (meshCa.generateRoot, default true)
+  g.add(grant(scope, "", "secrets", "get", "gitmesh-mesh-root-ca"));
+  if (generate) {
+    for (const n of [RELAY.root, RELAY.server, RELAY.signing]) g.add(grant(scope, "", "secrets", "update", n));
+  }
+  return g;
+}
+
 interface PolicyRule {
   apiGroups?: string[];
   resources?: string[];

@@ -5,6 +5,7 @@
  *   validation, with helm's ownership labels and annotations, and records the release;
  * - `kubectl auth can-i --as system:serviceaccount:<ns>:<agent>`: every call the agent makes
  *   (src/agent, listed in checks.ts agentCalls) is allowed, and calls it must not make are denied;
+ *   the same for the server's ServiceAccount (checks.ts serverCalls);
  * - helm upgrade changes what changed values render and deletes what they no longer render;
  * - helm uninstall removes the release's objects, but keeps the server's `resource-policy: keep`
  *   Secrets, and `lookup` keeps generated secret values across upgrade, uninstall and reinstall
@@ -15,7 +16,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRealKube, type RealKube } from "../helpers/real-kube.js";
 import { chartDir, helm, helmBinary, renderOk, type HelmResult, type Manifest } from "./helm.js";
-import { agentCalls, DEFAULT_SECRETS, grant, type Grant } from "./checks.js";
+import { agentCalls, DEFAULT_SECRETS, grant, serverCalls, type Grant } from "./checks.js";
 
 const run = promisify(execFile);
 const AGENT_NS = "gitmesh";
@@ -239,6 +240,22 @@ describe("gitmesh-server chart installed by helm into a real API server", () => 
     expect(Object.keys(values["gitmesh-api-tokens"]!).sort()).toEqual(["admin", "read"]);
     expect(Buffer.from(values["relay-identity-token-secret"]!.token!, "base64").toString()).toMatch(/^[A-Za-z0-9]{48}$/);
   }, 60_000);
+
+  it("kubectl auth can-i as the server's ServiceAccount: its Secret calls are allowed, nothing outside them", async () => {
+    const user = `system:serviceaccount:${SERVER_NS}:gitmesh-server`;
+    expect(await wrongAnswers([...serverCalls(SERVER_NS, true)], user, true)).toEqual([]);
+    const denied = [
+      grant("ns:kube-system", "", "secrets", "get"),
+      grant("cluster", "", "secrets", "list"),
+      grant(`ns:${SERVER_NS}`, "", "secrets", "patch"),
+      grant(`ns:${SERVER_NS}`, "", "configmaps", "get"),
+      grant(`ns:${SERVER_NS}`, "apps", "deployments", "get"),
+      grant("cluster", "", "namespaces", "list"),
+      grant("cluster", "networking.istio.io", "virtualservices", "list"),
+      grant("ns:gloo-mesh", "", "secrets", "get", "mesh-root"), // meshCa.secretRefs is empty
+    ];
+    expect(await wrongAnswers(denied, user, false)).toEqual([]);
+  }, 120_000);
 
   it("helm upgrade keeps the generated secret values (lookup finds them) and applies the new values", async () => {
     const before = await secretValues();

@@ -5,12 +5,10 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { helmBinary, notes, render, renderOk, type Manifest } from "./helm.js";
-import { envOf, expectGolden, expectHardened, find, grant, grantsOf, ofKind, podSpec, validateAll, type Grant } from "./checks.js";
+import { envOf, expectGolden, expectHardened, find, grantsOf, ofKind, podSpec, RELAY, serverCalls, validateAll } from "./checks.js";
 
 const CHART = "gitmesh-server";
 const BASE = ["--name", "gitmesh-server", "--namespace", "gitmesh", "--set", "git.url=https://git.example.com/acme/mesh-config.git"];
-/** Relay secret names (DESIGN.md "Relay protocol"; src/relay/constants.ts RELAY_SECRETS). */
-const RELAY = { root: "relay-root-tls-secret", server: "relay-server-tls-secret", signing: "relay-tls-signing-secret", token: "relay-identity-token-secret" };
 
 /** Generated secret values differ on every render (lookup is empty under `helm template`): mask them for goldens. */
 function maskGenerated(text: string): string {
@@ -22,23 +20,6 @@ function secretData(manifests: readonly Manifest[], name: string): Record<string
   return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));
 }
 
-/**
- * What the server calls (DESIGN.md "Management server"/"Relay protocol"): get/watch its relay
- * secrets by name; when it generates the CA (the default) also create them and update them by name.
- */
-function serverCalls(ns: string, generate: boolean): Set<Grant> {
-  const g = new Set<Grant>();
-  const scope = `ns:${ns}`;
-  for (const n of Object.values(RELAY)) for (const v of ["get", "watch"]) g.add(grant(scope, "", "secrets", v, n));
-  // Cluster identity records relay-identity-<cluster> (compare-and-swap; no name-prefix RBAC for Secrets).
-  for (const v of ["get", "list", "create", "update", "delete"]) g.add(grant(scope, "", "secrets", v));
-  // the mesh root (src/server/mesh-root-storage.ts): read, created once (meshCa.generateRoot, default true)
-  g.add(grant(scope, "", "secrets", "get", "gitmesh-mesh-root-ca"));
-  if (generate) {
-    for (const n of [RELAY.root, RELAY.server, RELAY.signing]) g.add(grant(scope, "", "secrets", "update", n));
-  }
-  return g;
-}
 
 // The real helm (tools/helm): missing, every test here fails with the command that builds it.
 beforeAll(() => {
