@@ -273,6 +273,14 @@ describe("gitmesh-server chart installed by helm into a real API server", () => 
       else expect(obj, `${m.object.kind} ${m.object.metadata.name}`).toBeUndefined();
     }
     expect(await releaseSecrets(SERVER_NS, "gitmesh-server")).toEqual([]);
+    // They stay owned by the release name: another release in the namespace cannot take them over.
+    const other = await h(["install", "other", chartDir("gitmesh-server"), ...install]);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain('Secret "relay-identity-token-secret" in namespace "gitmesh-mgmt" exists and cannot be imported into the current release');
+    expect(other.stderr).toContain('key "meta.helm.sh/release-name" must equal "other": current value is "gitmesh-server"');
+    // Refused before anything was created.
+    expect(await releaseSecrets(SERVER_NS, "other")).toEqual([]);
+    expect(await live(`/apis/apps/v1/namespaces/${SERVER_NS}/deployments/other-gitmesh-server`)).toBeUndefined();
     // The same release installed again finds the kept Secrets (its ownership annotations) and keeps their values.
     expect(await hOk(["install", "gitmesh-server", chartDir("gitmesh-server"), ...install])).toContain("STATUS: deployed");
     expect(await secretValues()).toEqual(before);
