@@ -137,7 +137,7 @@ export function applyRoutePolicies(
         applyCors(route, config, duration, invalid);
         break;
       case "HeaderManipulationPolicy":
-        applyHeaders(route, config);
+        applyHeaders(route, config, invalid);
         break;
       case "MirrorPolicy": {
         const r = resolve(config.destination, "/spec/config/destination", p);
@@ -240,19 +240,96 @@ function applyCors(route: Record<string, unknown>, c: Record<string, unknown>, d
   route.corsPolicy = cors;
 }
 
-function applyHeaders(route: Record<string, unknown>, c: Record<string, unknown>): void {
-  const side = (add: unknown, remove: unknown): Record<string, unknown> | undefined => {
-    const a = asLabels(add);
-    const r = asArray(remove).filter((x): x is string => typeof x === "string");
+function applyHeaders(route: Record<string, unknown>, c: Record<string, unknown>, invalid: Invalid): void {
+  const side = (addKey: string, removeKey: string, request: boolean): Record<string, unknown> | undefined => {
+    const add: Record<string, string> = {};
+    for (const [name, value] of Object.entries(asLabels(c[addKey]) ?? {})) {
+      const problem = headerNameProblem(name, request) ?? headerValueProblem(value);
+      if (problem === undefined) add[name] = value;
+      else invalid(`/spec/config/${addKey}/${name}`, `${problem}; this header is left out.`);
+    }
+    const remove = asArray(c[removeKey])
+      .filter((x): x is string => typeof x === "string")
+      .filter((name, i) => {
+        const problem = headerNameProblem(name, false);
+        if (problem !== undefined) invalid(`/spec/config/${removeKey}/${String(i)}`, `${problem}; it is left out.`);
+        return problem === undefined;
+      });
     const out: Record<string, unknown> = {};
-    if (a !== undefined && Object.keys(a).length > 0) out.add = a;
-    if (r.length > 0) out.remove = r;
+    if (Object.keys(add).length > 0) out.add = add;
+    if (remove.length > 0) out.remove = remove;
     return Object.keys(out).length > 0 ? out : undefined;
   };
-  const request = side(c.appendRequestHeaders, c.removeRequestHeaders);
-  const response = side(c.appendResponseHeaders, c.removeResponseHeaders);
+  const request = side("appendRequestHeaders", "removeRequestHeaders", true);
+  const response = side("appendResponseHeaders", "removeResponseHeaders", false);
   if (request === undefined && response === undefined) return;
   route.headers = { ...(request === undefined ? {} : { request }), ...(response === undefined ? {} : { response }) };
+}
+
+/**
+ * Why Istio rejects a header name in a header operation (ValidateHTTPHeaderWithAuthorityOperationName
+ * for headers added to requests, ValidateHTTPHeaderOperationName for the rest), or undefined.
+ */
+function headerNameProblem(name: string, requestAdd: boolean): string | undefined {
+  if (name === "") return "a header name cannot be empty";
+  if (name.startsWith(":") && !(requestAdd && name.toLowerCase() === ":authority")) return `Istio does not let a route change the pseudo-header "${name}"`;
+  if (!requestAdd && name.toLowerCase() === "host") return `Istio does not let a route remove the Host header or set it on a response ("${name}")`;
+  return undefined;
+}
+
+/**
+ * Why Istio rejects a header value (ValidateHTTPHeaderValue), or undefined: control characters other
+ * than tab, or Envoy's `%VARIABLE%` / `%VARIABLE(args)%` syntax broken (a literal % is written %%).
+ */
+export function headerValueProblem(value: string): string | undefined {
+  if (/[\u0000-\u0008\u000A-\u001F\u007F]/.test(value)) return `the header value ${JSON.stringify(value)} has control characters`;
+  type State = "literal" | "name" | "array" | "string-start" | "string" | "delimiter" | "args-end" | "end";
+  let state: State = "literal";
+  const bad = (why: string) => `the header value ${JSON.stringify(value)} is not valid for Envoy: ${why} (write a literal % as %%)`;
+  for (let i = 0; i < value.length; i++) {
+    const ch = value[i];
+    switch (state) {
+      case "literal":
+        if (ch !== "%") break;
+        if (i + 1 === value.length) return bad("a % ends it");
+        if (value[i + 1] === "%") i++;
+        else state = "name";
+        break;
+      case "name":
+        if (ch === "%") state = "literal";
+        else if (ch === "(") state = "array";
+        break;
+      case "array":
+        if (ch === "[") state = "string-start";
+        else if (ch !== " ") state = "string";
+        break;
+      case "delimiter":
+        if (ch === ",") state = "string-start";
+        else if (ch === "]") state = "args-end";
+        else if (ch !== " ") return bad("',' or ']' expected in the arguments");
+        break;
+      case "string-start":
+        if (ch === '"') state = "string";
+        else if (ch !== " ") return bad("'\"' expected in the arguments");
+        break;
+      case "string":
+        if (ch === "\\") {
+          if (i + 1 === value.length) return bad("an unterminated backslash");
+          i++;
+        } else if (ch === ")") state = "end";
+        else if (ch === '"') state = "delimiter";
+        break;
+      case "args-end":
+        if (ch === ")") state = "end";
+        else if (ch !== " ") return bad("')' expected after the arguments");
+        break;
+      case "end":
+        if (ch === "%") state = "literal";
+        else if (ch !== " ") return bad("'%' expected after the arguments");
+        break;
+    }
+  }
+  return state === "literal" ? undefined : bad("a %VARIABLE% is not closed");
 }
 
 /**

@@ -17,7 +17,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { validateIstioResource, type IstioResource } from "../../src/translate/index.js";
-import { istioValidateObjects, istioValidateStream, type IstioVerdict } from "../helpers/istio-validate.js";
+import { istioValidateFiles, istioValidateObjects, istioValidateStream, type IstioVerdict } from "../helpers/istio-validate.js";
 
 const meta = (name: string) => ({ name, namespace: "bookinfo" });
 const host = "reviews.bookinfo.svc.cluster.local";
@@ -150,6 +150,16 @@ describe("Istio's webhook on objects that break its rules", () => {
 
   it("leaves kinds outside the webhook's groups alone", async () => {
     expect(await get("Gateway API HTTPRoute")).toMatchObject({ kind: "HTTPRoute", validated: false, valid: true, errors: [] });
+  });
+
+  it("reports a document that is not YAML or has no kind as invalid, and a missing file as a usage error", async () => {
+    const run = await istioValidateStream("a: [1\n---\nfoo: bar\n---\n# a comment only\n");
+    expect(run.code).toBe(1);
+    expect(run.verdicts.map((v) => [v.document, v.valid, v.errors[0]?.replace(/:.*/s, "")])).toEqual([
+      [0, false, "not YAML"],
+      [1, false, "the document has no apiVersion or kind"],
+    ]);
+    await expect(istioValidateFiles(["/nonexistent/gitmesh.yaml"])).rejects.toThrow(/exit 2.*no such file/s);
   });
 
   it("exits 1 when any document is invalid, 0 when all are valid", async () => {
