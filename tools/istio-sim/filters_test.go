@@ -261,3 +261,53 @@ func TestJWTPolicy(t *testing.T) {
 		}
 	})
 }
+
+// Gloo: an ExtAuthPolicy or RateLimitPolicy with `applyToDestinations` acts on the requests the
+// selected destination receives, on its own sidecar; other workloads are untouched. Envoy: the
+// inbound chain's connection manager gets the filters, and the inbound route configuration of
+// the port enables ext_authz and carries the rate-limit descriptors.
+// Case test/fixtures/simulation/sidecar-filters, cluster1: both select `details` (port 9080).
+func TestSidecarInboundFilters(t *testing.T) {
+	sc := load(t, "sidecar-filters", "cluster1")
+	const authz = "envoy.filters.http.ext_authz.http-authz.bookinfo-backends"
+	const rl = "envoy.filters.http.ratelimit.limits.gloo-mesh-addons"
+	inbound := func(x *xdsOf) *hcm.HttpConnectionManager {
+		return x.hcmOf(simulation.Call{Address: x.proxy.IPAddresses[0], Port: 9080, Protocol: simulation.HTTP, TLS: simulation.MTLS, CallMode: simulation.CallModeInbound})
+	}
+	details := sc.xds("details-v1")
+	h := inbound(details)
+	vhosts := h.GetRouteConfig().GetVirtualHosts()
+
+	check(t, "the destination's inbound chain runs ext_authz and ratelimit before the router", func(t *testing.T) {
+		a := &extauthz.ExtAuthz{}
+		beforeRouter(t, h, authz, a)
+		details.cluster(a.GetHttpService().GetServerUri().GetCluster())
+		r := &ratelimit.RateLimit{}
+		beforeRouter(t, h, rl, r)
+		details.cluster(r.GetRateLimitService().GetGrpcService().GetEnvoyGrpc().GetClusterName())
+	})
+	check(t, "the inbound route configuration enables ext_authz for the destination's requests", func(t *testing.T) {
+		if len(vhosts) == 0 {
+			t.Fatalf("inbound chain has no inline route configuration (rds %q)", h.GetRds().GetRouteConfigName())
+		}
+		for _, vh := range vhosts {
+			if vh.GetTypedPerFilterConfig()[authz] == nil {
+				t.Errorf("inbound virtual host %s does not enable %s", vh.Name, authz)
+			}
+		}
+	})
+	check(t, "the inbound route configuration sends the POST descriptor", func(t *testing.T) {
+		for _, vh := range vhosts {
+			limits := vh.GetRateLimits()
+			if len(limits) != 1 || limits[0].Actions[0].GetHeaderValueMatch().GetDescriptorValue() != "details-writes" {
+				t.Errorf("inbound virtual host %s rate limits %v", vh.Name, limits)
+			}
+		}
+	})
+	check(t, "another workload's inbound chain has neither", func(t *testing.T) {
+		names := httpFilterNames(inbound(sc.xds("reviews-v1")))
+		if indexOf(names, authz) >= 0 || indexOf(names, rl) >= 0 {
+			t.Errorf("reviews inbound HTTP filters %v", names)
+		}
+	})
+}
