@@ -72,7 +72,8 @@ export function createConvergenceTracker(options: { keepCommits?: number; sink?:
       const e = entry(commit);
       const prev = e.clusters.get(cluster);
       if (prev?.appliedAtMs !== undefined) return;
-      const p: ClusterProgress = { cluster, version, publishedAtMs: prev?.publishedAtMs ?? atMs };
+      // The same version sent again (a redelivery after a transient NACK): its NACK stands until the agent answers.
+      const p: ClusterProgress = { cluster, version, publishedAtMs: prev?.publishedAtMs ?? atMs, ...(prev?.version === version && prev.nack ? { nack: prev.nack } : {}) };
       e.clusters.set(cluster, p);
       mirror(commit, p);
     },
