@@ -386,7 +386,7 @@ async function watchConvergence(get: <T>(path: string) => Promise<T>, step: (m: 
  * The demo's wait condition: the server is ready, `commit` is in force, and the server says every one
  * of `clusters` is in sync with it (cluster-sync.ts: applied the output of that commit, same version).
  */
-export function converged(st: Pick<Status, "ready" | "commit" | "clusters">, commit: string, clusters: readonly string[]): boolean {
+export function converged(st: Pick<Status, "ready" | "commit"> & { readonly clusters: readonly Pick<ClusterStatus, "name" | "sync">[] }, commit: string, clusters: readonly string[]): boolean {
   if (!st.ready || st.commit?.sha !== commit) return false;
   return clusters.every((name) => {
     const c = st.clusters.find((x) => x.name === name);

@@ -105,8 +105,10 @@ export function clusterSync(f: ClusterSyncFacts): ClusterSync {
   const nack = f.progress?.appliedAtMs === undefined ? f.progress?.nack : undefined;
   if (nack !== undefined && outputOfCommit && f.progress?.version === out.version) {
     const messages = nackMessages(nack);
-    if (isTransientNack(messages)) return notApplied("retrying", `retrying (${clip(messages[0] ?? nack, 160)})`);
-    return { state: "refused", summary: `refused ${c} (v${String(out.version)}), a person must act: ${clip(nack)}`, commit };
+    // One line: the first error, and how many more (the commit view and the cluster page list them all).
+    const first = `${clip(messages[0] ?? nack, 320)}${messages.length > 1 ? ` (+${String(messages.length - 1)} more)` : ""}`;
+    if (isTransientNack(messages)) return notApplied("retrying", `retrying (${first})`);
+    return { state: "refused", summary: `refused ${c} (v${String(out.version)}), a person must act: ${first}`, commit };
   }
   if (f.agent === "waiting") return notApplied("waiting-for-agent", "waiting for its agent (it never connected)");
   if (f.agent === "disconnected") return notApplied("agent-disconnected", `agent disconnected${f.lastSeen ? ` (last seen ${f.lastSeen})` : ""}; the cluster keeps its last applied config`);

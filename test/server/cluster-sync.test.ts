@@ -40,7 +40,7 @@ describe("clusterSync", () => {
     expect(refused.summary).toContain("a person must act: VirtualService/bookinfo/reviews: not owned by gitmesh");
     const retrying = sync({ applied: { version: 2, sourceCommit: OLD }, progress: { version: 3, nack: "VirtualService/b/r: apply failed: HTTP 503: unavailable; DestinationRule/b/r: apply failed: HTTP 429: Too Many Requests" } });
     expect(retrying).toMatchObject({ state: "not-applied", why: "retrying" });
-    expect(retrying.summary).toBe("not applied yet — retrying (VirtualService/b/r: apply failed: HTTP 503: unavailable)");
+    expect(retrying.summary).toBe("not applied yet — retrying (VirtualService/b/r: apply failed: HTTP 503: unavailable (+1 more))");
     // An ACK after the NACK wins.
     expect(sync({ progress: { version: 3, appliedAtMs: 9, nack: "x: HTTP 422: invalid" } }).state).toBe("in-sync");
     // A NACK of an older version of the commit does not decide the newest one.
