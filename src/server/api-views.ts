@@ -117,7 +117,7 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       publishedVersion: pub?.version,
       applied,
       progress: commitInForce === undefined ? undefined : await progressAt(commitInForce, name),
-      held: held?.reason ?? null,
+      held: held === null ? null : { reason: held.reason, since: held.since, objects: held.objects.length },
     });
     return {
       name,

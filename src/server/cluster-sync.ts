@@ -50,8 +50,8 @@ export interface ClusterSyncFacts {
   readonly applied: { readonly version: number; readonly sourceCommit: string } | undefined;
   /** The commit in force at this cluster (convergence tracking): the version that carries it, its ACK or NACK. */
   readonly progress: CommitProgressFacts | undefined;
-  /** Deletions held back (the `pruneHeld` reason), or null. */
-  readonly held: string | null;
+  /** Deletions held back (the `pruneHeld` view: why, since when, how many objects), or null. */
+  readonly held: { readonly reason: string; readonly since: string; readonly objects: number } | null;
 }
 
 /** One commit's progress at one cluster, as the commit views show it. */
@@ -99,7 +99,7 @@ export function clusterSync(f: ClusterSyncFacts): ClusterSync {
   const acked = f.progress?.appliedAtMs !== undefined && f.progress.version === out?.version;
   const ran = outputOfCommit && (acked || (f.applied !== undefined && f.applied.version >= out.version && f.applied.sourceCommit === f.commit));
   if (ran) {
-    if (f.held !== null) return { state: "held", summary: `applied ${c} (v${String(out.version)}); deletions held back: ${clip(f.held)}`, commit };
+    if (f.held !== null) return { state: "held", summary: `applied ${c} (v${String(out.version)}); ${String(f.held.objects)} deletion(s) held back since ${f.held.since}: ${clip(f.held.reason, 320)}`, commit };
     return { state: "in-sync", summary: `in sync: applied ${c} (v${String(out.version)})`, commit };
   }
   const nack = f.progress?.appliedAtMs === undefined ? f.progress?.nack : undefined;

@@ -49,6 +49,6 @@ describe("demo: converged", () => {
     expect(converged({ ...status([cluster("cluster1"), cluster("cluster2")]), ready: false }, COMMIT, ["cluster1", "cluster2"])).toBe(false);
     // Refused, held, retrying: not converged.
     expect(converged(status([cluster("cluster1", { applied: { version: 1, sourceCommit: OLD }, progress: { version: 2, nack: "VirtualService/ns/r: not owned by gitmesh" } })]), COMMIT, ["cluster1"])).toBe(false);
-    expect(converged(status([cluster("cluster1", { held: "workspace failing" })]), COMMIT, ["cluster1"])).toBe(false);
+    expect(converged(status([cluster("cluster1", { held: { reason: "workspace failing", since: "2026-01-01T00:00:00.000Z", objects: 1 } })]), COMMIT, ["cluster1"])).toBe(false);
   });
 });

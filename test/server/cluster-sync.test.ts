@@ -48,7 +48,7 @@ describe("clusterSync", () => {
   });
 
   it("held: applied, with deletions held back; cut off wins over everything", () => {
-    expect(sync({ held: "workspace bookinfo failing" })).toMatchObject({ state: "held", summary: `applied ${C.slice(0, 12)} (v3); deletions held back: workspace bookinfo failing` });
+    expect(sync({ held: { reason: "workspace bookinfo failing", since: "2026-01-01T00:00:00.000Z", objects: 2 } })).toMatchObject({ state: "held", summary: `applied ${C.slice(0, 12)} (v3); 2 deletion(s) held back since 2026-01-01T00:00:00.000Z: workspace bookinfo failing` });
     expect(sync({ cutOff: "certificate revoked" })).toMatchObject({ state: "cut-off", summary: "cut off: certificate revoked" });
   });
 
