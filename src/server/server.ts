@@ -3,7 +3,8 @@
  *
  *   git-polling ──accepted commit──▶ commit-in-force ──▶ pipeline.setDesiredState ──▶ onOutput ──▶ publishing (warming gate) ──▶ relay-endpoint
  *               └─rejected commit──▶ kept with diagnostics (api-views + one log line)
- *   relay-endpoint ──discovery──▶ pipeline.setDiscovery + publishing;  ──ACK/NACK──▶ convergence;  ──streams, drift──▶ agent-sessions
+ *   relay-endpoint ──discovery──▶ pipeline.setDiscovery + publishing;  ──ACK/NACK──▶ convergence (+ publishing: a transient NACK is redelivered);  ──streams, drift──▶ agent-sessions
+ *   git-polling ──every outcome──▶ commit-log (message, author, rejections) ──▶ api-views
  *   publishing (outputs of the commit in force, settled) ──▶ audit-scheduling (leader) ──▶ audit branch
  *   HTTP :9091 ──▶ health, readiness, metrics, webhooks (hints to git-polling), api-views (JSON API, reissue, events)
  *   follow ticker, every second ──▶ trigger role, presence, discovery from other replicas, commit statuses (leader) / adopt the leader's commit (follower)

@@ -23,7 +23,7 @@
 //       branch, held back while cluster9 had no agent (named in the API, check and the UI), is written
 //       once cluster9 leaves Git.
 import { execFileSync, spawn } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -139,6 +139,11 @@ function check(...args: string[]): Promise<{ code: number | null; out: string }>
   });
 }
 
+/** Screenshots for a reviewer's eye (.tmp/screenshots, not compared). */
+const shot = async (page: Page, name: string) => {
+  mkdirSync(".tmp/screenshots", { recursive: true });
+  await page.screenshot({ path: join(".tmp/screenshots", `status-truth-${name}.png`), fullPage: true });
+};
 /** A cluster's sync as one word: `state` or `state:why`. */
 const word = (s: { state: string; why?: string | undefined }) => (s.why ? `${s.state}:${s.why}` : s.state);
 const fleetStates = () => fleetPage.locator("tr[data-cluster]").evaluateAll((rows) => Object.fromEntries(rows.map((r) => [r.getAttribute("data-cluster"), r.getAttribute("data-sync")])));
@@ -357,6 +362,7 @@ describe("status that tells the truth", () => {
     const flaky = await commit({ [broken]: null, "workspaces/bookinfo-backends/route-table-ratings-canary.yaml": canary }, "ratings: a canary route table");
     const retrying = await agree(flaky, { cluster1: "not-applied:retrying", cluster2: "in-sync", ...waiting }, "transient failure");
     expect(view(retrying, "cluster1").sync.summary).toMatch(/^not applied yet — retrying \(.*HTTP 500/);
+    await shot(fleetPage, "fleet-retrying");
     // A transient failure is not a failure of the commit on the Git host.
     expect((gh.statuses.get(flaky) ?? []).filter((x) => x.context === "gitmesh/apply").map((x) => x.state)).not.toContain("failure");
 
@@ -376,6 +382,7 @@ describe("status that tells the truth", () => {
     const refusedCell = commitsPage.locator(`tr[data-commit="${flaky}"] td[data-cluster="cluster1"]`);
     await expect.poll(() => refusedCell.textContent(), { timeout: 30_000 }).toMatch(/^refused: /);
     expect(await refusedCell.getAttribute("title")).toContain("not created by gitmesh");
+    await shot(commitsPage, "commits-refused");
 
     // The person acts (the foreign object goes) and pushes again: every view says in sync.
     await objects.deleteNamespacedCustomObject({ group: "networking.istio.io", version: "v1", namespace: ns, plural: "virtualservices", name });
