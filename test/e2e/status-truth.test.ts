@@ -268,6 +268,7 @@ afterAll(async () => {
 
 describe("status that tells the truth", () => {
   let first = "";
+  let commentOnly = "";
 
   it("a registered cluster whose agent never connected is waiting for its agent, not stale; check says how to install it", async () => {
     first = (await git.revParse("mesh", "refs/heads/main"))!;
@@ -293,6 +294,7 @@ describe("status that tells the truth", () => {
     const path = "workspaces/bookinfo-backends/resilience.yaml";
     const text = readFileSync(join("examples/repo-layout", path), "utf8");
     const sha = await commit({ [path]: `# reviewed by the platform team\n${text}` }, "a comment only");
+    commentOnly = sha;
     const s = await poll("new commit in force, both clusters run it", async () => {
       const st = await status();
       return st.commit?.sha === sha && LIVE.every((c) => view(st, c).commit === sha) ? st : undefined;
@@ -391,6 +393,11 @@ describe("status that tells the truth", () => {
     // History: the refused commit stays refused at cluster1 and applied at cluster2.
     const past = await getJson<CommitView>(`/api/commits/${flaky}`);
     expect({ c1: past.clusters.cluster1?.state, c2: past.clusters.cluster2?.state }).toEqual({ c1: "refused", c2: "applied" });
+    // Earlier commits that both clusters ran stay applied — also the one that left every output unchanged.
+    for (const sha of [accepted, commentOnly]) {
+      const earlier = await getJson<CommitView>(`/api/commits/${sha}`);
+      expect({ sha, c1: earlier.clusters.cluster1?.state, c2: earlier.clusters.cluster2?.state }).toEqual({ sha, c1: "applied", c2: "applied" });
+    }
   }, 400_000);
 
   it("a cluster removed from Git does not count towards a commit's convergence", async () => {
