@@ -87,7 +87,17 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
   const { store, pipeline, inForce, source, publishing, sessions, relay, identities, convergence, diffs, logger: log, now } = options;
   const config = { identity: options.replica, auditBranch: options.auditBranch };
   const sourceName = options.repository;
-  const clusterView = async (name: string) => {
+  /**
+   * One answer's reads of a commit's progress: a status lists every cluster, and each reads the same
+   * record (read once per answer, not once per cluster — at a thousand clusters that is a million entries).
+   */
+  type ProgressReads = Map<string, ReturnType<typeof mergedProgress>>;
+  const readsOf = (reads: ProgressReads, sha: string) => {
+    let r = reads.get(sha);
+    if (r === undefined) reads.set(sha, (r = mergedProgress(sha)));
+    return r;
+  };
+  const clusterView = async (name: string, reads: ProgressReads = new Map()) => {
     const reg = inForce.registered().find((r) => r.name === name);
     const conn = sessions.streams(name);
     const applied = relay()?.appliedVersions().get(name);
@@ -116,7 +126,7 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       output: out,
       publishedVersion: pub?.version,
       applied,
-      progress: commitInForce === undefined ? undefined : await progressAt(commitInForce, name),
+      progress: commitInForce === undefined ? undefined : await progressAt(reads, commitInForce, name),
       held: held === null ? null : { reason: held.reason, since: held.since, objects: held.objects.length },
     });
     return {
@@ -215,8 +225,8 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
     return { mine, shared, merged };
   };
   /** The facts clusterSync reads about a commit at one cluster. */
-  const progressAt = async (sha: string, cluster: string): Promise<CommitProgressFacts | undefined> => {
-    const p = (await mergedProgress(sha)).merged[cluster];
+  const progressAt = async (reads: ProgressReads, sha: string, cluster: string): Promise<CommitProgressFacts | undefined> => {
+    const p = (await readsOf(reads, sha)).merged[cluster];
     if (p === undefined) return undefined;
     const appliedAtMs = await appliedAtOf(cluster, p);
     const nack = nackText(p.nack);
@@ -286,7 +296,8 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
    * superseded before it ran).
    */
   const commitView = async (sha: string) => {
-    const { mine, shared, merged } = await mergedProgress(sha);
+    const reads: ProgressReads = new Map();
+    const { mine, shared, merged } = await readsOf(reads, sha);
     const isInForce = inForce.current()?.commit === sha;
     if (!mine && !shared && !isInForce) return undefined;
     const isRegistered = new Set(inForce.registered().map((r) => r.name));
@@ -298,7 +309,7 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       const p = merged[c];
       const appliedAtMs = p === undefined ? undefined : await appliedAtOf(c, p);
       const nack = p === undefined ? undefined : nackText(p.nack);
-      const sync: Pick<ClusterSync, "state" | "summary"> | undefined = isInForce && isRegistered.has(c) ? (await clusterView(c))?.sync : undefined;
+      const sync: Pick<ClusterSync, "state" | "summary"> | undefined = isInForce && isRegistered.has(c) ? (await clusterView(c, reads))?.sync : undefined;
       const state = sync?.state ?? (p === undefined ? "superseded" : pastCommitState({ version: p.version, ...(appliedAtMs === undefined ? {} : { appliedAtMs }), ...(nack === undefined ? {} : { nack }) }));
       // A cluster removed from Git does not count towards the commit's convergence (listed, flagged).
       if (isRegistered.has(c) && appliedAtMs !== undefined) appliedCount++;
@@ -344,7 +355,8 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       const desired = inForce.current();
       const src = source.status();
       const names = await clusterNames();
-      const clusters = (await Promise.all(names.map(clusterView))).filter((c) => c !== undefined);
+      const reads: ProgressReads = new Map();
+      const clusters = (await Promise.all(names.map((n) => clusterView(n, reads)))).filter((c) => c !== undefined);
       const ready = api.readiness();
       return {
         replica: config.identity,
@@ -368,8 +380,11 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
         clusters,
       };
     },
-    clusters: async () => ({ clusters: (await Promise.all((await clusterNames()).map(clusterView))).filter((c) => c !== undefined) }),
-    cluster: clusterView,
+    clusters: async () => {
+      const reads: ProgressReads = new Map();
+      return { clusters: (await Promise.all((await clusterNames()).map((n) => clusterView(n, reads)))).filter((c) => c !== undefined) };
+    },
+    cluster: (name) => clusterView(name),
     async clusterInput(name) {
       const d = await store().getDiscovery(name);
       return d ? { cluster: name, checksum: d.checksum, at: new Date(d.atMs).toISOString(), snapshot: d.snapshot } : undefined;
