@@ -182,7 +182,7 @@ describe("server-side apply over node:https (kube-apply.ts)", () => {
     }
   });
 
-  it("409 conflict, 403 RBAC refusal, 422 invalid object and 401 read exactly as they did through client-node", async () => {
+  it("409 conflict, 403 RBAC refusal, 500 typed-patch failure (a wrong type in an apply patch, as a real kube-apiserver answers it) and 401 read exactly as they did through client-node", async () => {
     const agent = kubeconfig("agent-token");
     // Someone else owns spec.hosts: a non-forced apply of other hosts conflicts.
     kube.emulator.seed([vs("taken", "a", "theirs.example.com")]);
@@ -191,7 +191,7 @@ describe("server-side apply over node:https (kube-apply.ts)", () => {
     const cases: [string, KubeConfig, KubeObject, boolean, number][] = [
       ["conflict", agent, conflict, false, 409],
       ["rbac", kubeconfig("reader-token"), vs("r3", "a", "r3.example.com"), true, 403],
-      ["invalid", agent, invalid, true, 422],
+      ["invalid", agent, invalid, true, 500],
       ["unknown token", kubeconfig("no-such-token"), vs("r4", "a", "r4.example.com"), true, 401],
     ];
     for (const [what, kc, obj, force, status] of cases) {
@@ -290,7 +290,8 @@ describe("server-side apply over node:https (kube-apply.ts)", () => {
       const applier = createApplier({ cluster: "cluster1", reader: a, writer, inventory, metrics: createAgentMetrics(new Registry()), logger: createMemoryLogger("agent").logger });
       const r = await applier.applyOutput(output(1, [vs("r6", "a", "r6.example.com"), { ...vs("r7", "a", "r7.example.com"), spec: { hosts: 7 } }]));
       expect(r.applied).toBe(1);
-      expect(r.errors).toEqual([{ key: expect.stringContaining("r7") as string, message: expect.stringMatching(/^apply failed: HTTP 422: /) as string }]);
+      // A wrong type fails making the typed patch: HTTP 500 on a real kube-apiserver (see the emulator's calibration).
+      expect(r.errors).toEqual([{ key: expect.stringContaining("r7") as string, message: expect.stringMatching(/^apply failed: HTTP 500: failed to create typed patch object \(a\/r7; networking\.istio\.io\/v1, Kind=VirtualService\): \.spec\.hosts: expected list/) as string }]);
       const sent = seen.slice(from).filter((s) => s.method === "PATCH");
       expect(sent.length).toBeGreaterThanOrEqual(2);
       expect(sent.every((s) => s.clientCn === SA && s.headers.authorization === "Bearer agent-token")).toBe(true);
