@@ -21,7 +21,7 @@ import { kubeObjects } from "./kube-objects.js";
  * the simulation (test/fixtures/simulation/<case>, same layout, no golden).
  */
 const SIMULATION_CASES = ["sidecar-filters"];
-const CASES = [...SIMULATION_CASES.map((c) => `../simulation/${c}`), "gateway-only-route-table", "eastwest-basic", "route-policies", "dest-vd-remote-only", "dest-policy-failover-outlier", "dest-access-destinations", "dest-settings-isolation", "ext-auth", "rate-limit", "csrf-policy", "jwt-policy"];
+const CASES = [...SIMULATION_CASES.map((c) => `../simulation/${c}`), "gateway-only-route-table", "eastwest-basic", "gateway-tls", "route-policies", "dest-vd-remote-only", "dest-policy-failover-outlier", "dest-access-destinations", "dest-settings-isolation", "ext-auth", "rate-limit", "csrf-policy", "jwt-policy"];
 
 const tempDir = useTempDirs("gitmesh-istio-sim-");
 
@@ -46,6 +46,7 @@ function writeScenarios(root: string): void {
 const GO_TESTS = [
   "TestRouteTableWorkloadSelectors",
   "TestRouteTableWorkloadSelectorLabels",
+  "TestGatewayTLSListeners",
   "TestRoutePolicies",
   "TestVirtualDestinationAcrossClusters",
   "TestFailoverAndOutlierDetection",
