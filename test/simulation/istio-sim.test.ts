@@ -69,7 +69,7 @@ interface GoTestRun {
 
 function runSimulation(dir: string): GoTestRun {
   const bin = toolBinary("istio-sim", "istio-sim.test");
-  const r = spawnSync(bin, ["-test.v", "-test.count=1", "-test.timeout=300s"], { env: { ...process.env, GITMESH_SIM_DIR: dir }, encoding: "utf8", maxBuffer: 256 * 2 ** 20 });
+  const r = spawnSync(bin, ["-test.v", "-test.count=1", "-test.timeout=300s"], { env: { ...process.env, GITMESH_SIM_DIR: dir }, encoding: "utf8", maxBuffer: 256 * 2 ** 20, timeout: 330_000, killSignal: "SIGKILL" });
   if (r.error) throw r.error;
   const output = `${r.stdout}${r.stderr}`;
   const names = (verdict: string) => [...output.matchAll(new RegExp(`^\\s*--- ${verdict}: (\\S+)`, "gm"))].map((m) => m[1] ?? "");
