@@ -49,4 +49,5 @@ export {
   generateToken,
   type RelaySecretStore,
 } from "./pki-storage.js";
+export { withDurableRevocations } from "./durable-revocations.js";
 export { createDirectoryCaSecretReader, createKubernetesCaSecretReader, createKubernetesMeshRootStorage, createRedisMeshRootStorage, MESH_ROOT_SECRET } from "./mesh-root-storage.js";
