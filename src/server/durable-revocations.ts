@@ -13,7 +13,9 @@
  * - a floor seen in the shared store but not yet beside the PKI (another replica revoked) is copied
  *   there on read — every replica keeps the revocations it has seen, and the server reads them all
  *   every revalidation interval (stream supervisor), so each replica's copy follows within it;
- * - the floor never goes down and survives the deletion of the shared record.
+ * - the floor never goes down and survives the deletion of the shared record;
+ * - while the shared store is unreachable, a read of a cluster with a kept floor answers from it (the
+ *   relay's peer gate otherwise falls back to the last record it saw: none after a restart).
  *
  * Kubernetes Secrets (the server in a pod) already keep the records themselves beside the relay
  * Secrets (`relay-identity-<cluster>`), whatever Redis does; this wrapper is for the directory.
@@ -74,7 +76,17 @@ export function withDurableRevocations(shared: ClusterRecordStore, beside: Clust
   return {
     describe: `${shared.describe}, revocations also in ${beside.describe}`,
     async get(cluster) {
-      const [s, k] = await Promise.all([shared.get(cluster), beside.get(cluster)]);
+      const k = await beside.get(cluster);
+      let s: StoredRecord | undefined;
+      try {
+        s = await shared.get(cluster);
+      } catch (err) {
+        // The shared store is unreachable (Redis down, failing over): a kept revocation still answers,
+        // so a server restarted meanwhile (no record seen yet) never admits a certificate it revoked.
+        const kept = floorOf(k?.value);
+        if (kept === undefined) throw err;
+        return { value: merge(undefined, kept)!, revision: ABSENT };
+      }
       return mergedRecord(cluster, s, k);
     },
     async list() {

@@ -8,16 +8,17 @@ import { isRevoked } from "../../src/relay/peer-gate.js";
 import { withDurableRevocations } from "../../src/server/index.js";
 
 /** A memory store that can be emptied (FLUSHALL) and can fail its writes. */
-function flushable(): ClusterRecordStore & { flush(): void; failWrites: boolean } {
+function flushable(): ClusterRecordStore & { flush(): void; failWrites: boolean; down: boolean } {
   let inner = createMemoryRecordStore("redis");
   const s = {
     describe: "redis",
     failWrites: false,
+    down: false,
     flush() {
       inner = createMemoryRecordStore("redis");
     },
-    get: (c: string) => inner.get(c),
-    list: () => inner.list(),
+    get: (c: string) => (s.down ? Promise.reject(new Error("redis down")) : inner.get(c)),
+    list: () => (s.down ? Promise.reject(new Error("redis down")) : inner.list()),
     swap: (c: string, e: string | undefined, n: string | undefined) => (s.failWrites ? Promise.reject(new Error("redis down")) : inner.swap(c, e, n)),
   };
   return s;
@@ -84,5 +85,21 @@ describe("withDurableRevocations", () => {
     const rec = (await store.get("c2")) as StoredRecord;
     expect(await store.swap("c2", rec.revision, undefined)).toBe(true);
     expect(JSON.parse((await store.get("c2"))!.value)).toMatchObject({ revokedBeforeMs: t });
+  });
+
+  it("while the shared store is down, a kept revocation still answers (a restarted server has seen no record yet)", async () => {
+    const redis = flushable();
+    const pki = createMemoryRecordStore("pki-dir");
+    let t = 9_000_000;
+    const ids = createClusterIdentities(withDurableRevocations(redis, pki), { now: () => t });
+    const { credential } = await ids.mintCredential("c1");
+    const reg = (await ids.register("c1", credential, false, HOUR)) as { ok: true; issuedAtMs: number };
+    t += 5;
+    await ids.revoke("c1", "stolen");
+    redis.down = true;
+    const restarted = createClusterIdentities(withDurableRevocations(redis, pki), { now: () => t });
+    expect(isRevoked(await restarted.read("c1"), reg.issuedAtMs)).toBe(true);
+    // a cluster without a kept revocation: the outage is reported (the peer gate then uses what it saw)
+    await expect(restarted.read("c2")).rejects.toThrow("redis down");
   });
 });
