@@ -7,6 +7,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Builds the web UI once, when stale, for the tests that serve it.
+    globalSetup: ["test/global-setup.ts"],
     reporters: process.env.CI ? ["default"] : ["default"],
   },
 });

@@ -22,7 +22,7 @@
 //       for a NACK that needs a person (which cluster), never for a transient failure; and the audit
 //       branch, held back while cluster9 had no agent (named in the API, check and the UI), is written
 //       once cluster9 leaves Git.
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CustomObjectsApi } from "@kubernetes/client-node";
@@ -241,8 +241,7 @@ beforeAll(async () => {
     await agent.start();
     agents.push(agent);
   }
-  // The server serves the built UI: build the current one (as test/web does), then sign in on two pages.
-  execFileSync(process.execPath, ["node_modules/vite/bin/vite.js", "build", "web", "--config", "web/vite.config.mjs", "--logLevel", "warn"], { stdio: "pipe" });
+  // The server serves the built UI (test/global-setup.ts builds it once per run when stale); sign in on two pages.
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-background-networking"] });
   const signIn = async (hash: string) => {
     const page = await browser!.newPage();

@@ -40,8 +40,7 @@ describe("web UI (Chromium)", () => {
   };
 
   beforeAll(async () => {
-    // The server serves the built UI: build the current one (a second or two).
-    execFileSync(process.execPath, ["node_modules/vite/bin/vite.js", "build", "web", "--config", "web/vite.config.mjs", "--logLevel", "warn"], { stdio: "pipe" });
+    // The server serves the built UI (test/global-setup.ts builds it once per run when stale).
     demo = startDemo([]);
     const m = await demo.waitFor(/Web UI: (http:\/\/127\.0\.0\.1:\d+)\/ — sign in with the token in (\S+?);/, 60_000);
     url = `${m[1]!}/`;
