@@ -115,6 +115,17 @@ describe("applier", () => {
     expect(names("VirtualService")).toEqual(["a", "other-cluster", "user"]);
   });
 
+  it("retries transient API answers (500s here; a real server answers 429 while a kind's storage initializes) within the delivery: applied and pruned, no NACK", async () => {
+    await applier.applyOutput(output(1, [vs("a", NS, "a"), vs("b", NS, "b")]));
+    kube.emulator.faults.failRequests(2, { methods: ["GET"], path: "/virtualservices" });
+    const r = await applier.applyOutput(output(2, [vs("a", NS, "a")]));
+    expect(r).toMatchObject({ ack: true, errors: [], pruned: 1 });
+    kube.emulator.faults.failRequests(1, { methods: ["PATCH"], path: "/virtualservices/c" });
+    const r2 = await applier.applyOutput(output(3, [vs("a", NS, "a"), vs("c", NS, "c")]));
+    expect(r2).toMatchObject({ ack: true, errors: [], applied: 2 });
+    expect(names("VirtualService")).toEqual(["a", "c"]);
+  });
+
   it("refuses a mass deletion loudly (log, metric, NACK) unless the output allows it", async () => {
     await applier.applyOutput(output(1, many(10)));
     const r = await applier.applyOutput(output(2, many(3)));
