@@ -35,7 +35,7 @@ import { describeError, type Logger } from "../core/index.js";
 import { entryKey, type Inventory } from "./inventory.js";
 import { isInstallObject, isRateLimitConfig, writableKinds, messageOf, objectKey, statusOf, type FieldOwnerWriter, type KindRef, type KubeObject, type KubeReader } from "./kube.js";
 import type { AgentMetrics } from "./metrics.js";
-import { foreignManagers, inSync, pointerPath, withIgnoredPaths } from "./sync.js";
+import { foreignManagers, inSync, leftoverPatch, pointerPath, withIgnoredPaths } from "./sync.js";
 import { retryTransient, type TransientRetryOptions } from "./transient.js";
 
 export const LABEL_MANAGED = "gitmesh.io/managed";
@@ -298,6 +298,7 @@ export function createApplier(options: ApplierOptions): Applier {
     apply: (o, opts) => again(() => (guard(), options.writer.apply(o, opts))),
     create: (o) => (guard(), options.writer.create(o)),
     replace: (o) => (guard(), options.writer.replace(o)),
+    mergePatch: (o) => again(() => (guard(), options.writer.mergePatch(o))),
     delete: (ref, ns, name, opts) => again(() => (guard(), options.writer.delete(ref, ns, name, opts))),
   };
   let desired = new Map<string, KubeObject>();
@@ -326,7 +327,14 @@ export function createApplier(options: ApplierOptions): Applier {
     const body = withIgnoredPaths(want, live, ignored);
     lastApplied.delete(key);
     try {
-      const out = await writer.apply({ ...body, metadata: { ...body.metadata, uid: uidOf(live) } }, { force: true });
+      let out = await writer.apply({ ...body, metadata: { ...body.metadata, uid: uidOf(live) } }, { force: true });
+      // What the forced apply could not take back (another manager's element in a list merged by key) goes with a merge patch.
+      const leftover = leftoverPatch(out, body);
+      if (leftover !== undefined) {
+        const rivals = otherManagers(out, fieldManager);
+        out = await writer.mergePatch({ apiVersion: want.apiVersion, kind: want.kind, metadata: { name: want.metadata.name, ...(want.metadata.namespace === undefined ? {} : { namespace: want.metadata.namespace }), uid: uidOf(out), ...(out.metadata.resourceVersion === undefined ? {} : { resourceVersion: out.metadata.resourceVersion }) }, ...leftover });
+        log.warn("removed fields other managers added inside an owned object (a server-side apply keeps them)", { object: describe(want), fields: Object.keys(leftover).join(", "), managers: rivals.join(", ") });
+      }
       lastApplied.set(key, hashOf(want, ignored));
       metrics?.applies.inc({ result: "ok" });
       return out;

@@ -227,6 +227,33 @@ describe("inventory", () => {
 });
 
 describe("drift", () => {
+  it("repairs an element another manager added to a list the CRD merges by key (ServiceEntry ports), which a forced apply keeps: removed with a merge patch", async () => {
+    const se: KubeObject = {
+      apiVersion: "networking.istio.io/v1",
+      kind: "ServiceEntry",
+      metadata: { name: "httpbin", namespace: NS },
+      spec: { hosts: ["httpbin.org"], location: "MESH_EXTERNAL", resolution: "DNS", ports: [{ name: "https", number: 443, protocol: "TLS" }] },
+    };
+    const drift = createDriftWatcher({ kc: kube.newKubeConfig(), reader: p.client, cluster: "cluster1", applier, metrics: p.metrics, backoff: { initialMs: 20 }, logger: p.logger });
+    const m = createRunnableManager([drift], p.logger);
+    await m.start();
+    try {
+      await applier.applyOutput(output(1, [se]));
+      await Promise.all(drift.informers.map((i) => i.whenSynced()));
+      // kubectl edit: an Update that adds a port; field manager kubectl-edit owns the new element.
+      const o = (await p.client.get({ apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", plural: "serviceentries", namespaced: true }, NS, "httpbin"))!;
+      (o.spec as { ports: unknown[] }).ports.push({ name: "http", number: 80, protocol: "HTTP" });
+      await p.client.replace(o, { fieldManager: "kubectl-edit" });
+      await eventually("port removed", () => (live("ServiceEntry", "httpbin")?.spec as { ports: unknown[] }).ports.length === 1);
+      expect((live("ServiceEntry", "httpbin")!.spec as { ports: unknown[] }).ports).toEqual([{ name: "https", number: 443, protocol: "TLS" }]);
+      expect(p.mem.records.some((x) => x.msg.startsWith("removed fields other managers added") && JSON.stringify(x).includes("kubectl-edit"))).toBe(true);
+      // Nothing left to do: the next output finds it unchanged.
+      expect(await applier.applyOutput(output(2, [se]))).toMatchObject({ ack: true, unchanged: 1 });
+    } finally {
+      await m.stop();
+    }
+  });
+
   it("repairs owned objects changed or deleted by someone else, and counts the repairs", async () => {
     const drift = createDriftWatcher({ kc: kube.newKubeConfig(), reader: p.client, cluster: "cluster1", applier, metrics: p.metrics, backoff: { initialMs: 20 }, logger: p.logger });
     const m = createRunnableManager([drift], p.logger);
