@@ -12,7 +12,8 @@
 //   { "description": "…", "coldMinutes": 8,
 //     "build": [ { "out": "kube-apiserver", "package": "k8s.io/kubernetes/cmd/kube-apiserver" },
 //                { "out": "sim.test", "test": "./simulation" } ] }
-// `package` is built with `go build`, `test` is compiled with `go test -c` (a test binary that
+// `package` is built with `go build` (`ldflags`, optional, are added to `-s -w`, e.g. the `-X`
+// version stamps a release build sets), `test` is compiled with `go test -c` (a test binary that
 // vitest runs later). Environment: GITMESH_TOOLS_CACHE (default $XDG_CACHE_HOME/gitmesh/tools or
 // ~/.cache/gitmesh/tools), GO (the go command; default /usr/local/go/bin/go when present, else `go`).
 import { spawn, spawnSync } from "node:child_process";
@@ -145,7 +146,7 @@ async function build(tool) {
     const out = join(tmp, step.out);
     const args = step.test
       ? ["test", "-c", "-trimpath", "-o", out, step.test]
-      : ["build", "-trimpath", "-ldflags=-s -w", "-o", out, step.package];
+      : ["build", "-trimpath", `-ldflags=-s -w${step.ldflags ? ` ${step.ldflags}` : ""}`, "-o", out, step.package];
     const r = await runGo(tool, args, `building ${step.out}`);
     if (r.code !== 0) fail(`\`go ${args.join(" ")}\` in tools/${tool.name} failed (exit ${r.code}); retry:  ${retry}`);
     console.log(`build-tools: built ${step.out} in ${r.seconds.toFixed(0)} s (${(statSync(out).size / 2 ** 20).toFixed(0)} MiB)`);

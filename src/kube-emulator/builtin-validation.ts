@@ -8,7 +8,7 @@
  *    `2006-01-02T15:04:05.000000Z07:00`. Unknown fields are dropped (and reported, for the
  *    `fieldValidation` warning or Strict refusal).
  * 2. Validation (422 Invalid): the rules clients trip over — label and annotation keys and values,
- *    object names by kind (DNS-1035 for Services), Secret and ConfigMap keys, Secret type
+ *    object names by kind (RFC 1123 labels for Services and Namespaces), Secret and ConfigMap keys, Secret type
  *    immutability and the keys its type requires, a workload's selector matching its template,
  *    container names and images, Service ports.
  *
@@ -171,7 +171,6 @@ function firstBadBase64(v: string): number {
 const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
 
@@ -183,7 +182,7 @@ function qualifiedNameErrors(key: string): string | undefined {
     if (prefix.length === 0 || prefix.length > 253 || !DNS1123_SUBDOMAIN.test(prefix)) return "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
   }
   if (name.length === 0) return "name part must be non-empty";
-  if (name.length > 63) return "name part must be no more than 63 characters";
+  if (name.length > 63) return "name part must be no more than 63 bytes";
   if (!QUALIFIED_NAME.test(name)) return "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
   return undefined;
 }
@@ -198,7 +197,7 @@ export function validateMetadata(meta: JsonObject): StatusCause[] {
       if (e !== undefined) causes.push({ reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(k)}: ${e}`, field: "metadata.labels" });
       if (typeof v === "string") {
         // IsValidLabelValue: one error per rule broken (length, then format), as separate causes.
-        if (v.length > 63) causes.push({ reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(v)}: must be no more than 63 characters`, field: "metadata.labels" });
+        if (v.length > 63) causes.push({ reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify(v)}: must be no more than 63 bytes`, field: "metadata.labels" });
         if (!LABEL_VALUE.test(v)) {
           causes.push({
             reason: "FieldValueInvalid",
@@ -225,10 +224,10 @@ export function validateMetadata(meta: JsonObject): StatusCause[] {
 /** The name rule of a kind, as its validation applies it. */
 export function nameError(kind: ResourceKind, name: string): string | undefined {
   const builtIn = kind.builtIn === true;
-  if (builtIn && kind.kind === "Service") {
-    return name.length <= 63 && DNS1035_LABEL.test(name) ? undefined : "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-  }
-  if (builtIn && kind.kind === "Namespace") {
+  // Services: an RFC 1123 label since Kubernetes 1.34's relaxed Service name validation (a leading
+  // digit is fine), no dots.
+  if (builtIn && kind.kind === "Service" && name.includes(".")) return "must not contain dots";
+  if (builtIn && (kind.kind === "Namespace" || kind.kind === "Service")) {
     return name.length <= 63 && DNS1123_LABEL.test(name) ? undefined : "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
   }
   if (builtIn && kind.group === "rbac.authorization.k8s.io") {

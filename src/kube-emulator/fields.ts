@@ -15,6 +15,13 @@ export type FieldPath = readonly string[];
 /** Marks a list-element segment (a map key cannot start with NUL in practice). */
 const ELEMENT = "\u0000";
 
+/**
+ * The last segment of a map's own entry (fieldsV1 `.`): an Update that creates a map owns the map
+ * itself besides its fields, as structured-merge-diff's comparison reports the map as added. Not a
+ * leaf: it never conflicts with an applied field and removing it removes nothing.
+ */
+const SELF = "\u0000.";
+
 /** Metadata fields that belong to the server or identify the object; never owned by a manager. */
 const SERVER_METADATA = new Set(["name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"]);
 
@@ -99,6 +106,7 @@ export function getPath(obj: Json | undefined, p: FieldPath, schema?: Schema): J
   let cur: Json | undefined = obj;
   let s = schema;
   for (const k of p) {
+    if (k === SELF) return isObject(cur) ? cur : undefined;
     if (k.startsWith(ELEMENT)) {
       if (!Array.isArray(cur)) return undefined;
       const i = findElement(cur, k, s);
@@ -210,6 +218,10 @@ export function toFieldsV1(paths: Iterable<FieldPath>): JsonObject {
   for (const p of paths) {
     let cur = root;
     for (const k of p) {
+      if (k === SELF) {
+        cur["."] = {};
+        break;
+      }
       const element = k.startsWith(ELEMENT);
       const key = element ? k.slice(1) : `f:${k}`;
       const next = cur[key];
@@ -221,7 +233,13 @@ export function toFieldsV1(paths: Iterable<FieldPath>): JsonObject {
       }
     }
   }
-  return root;
+  return selfFirst(root);
+}
+
+/** The real encoding lists a node's own `.` entry before its children. */
+function selfFirst(node: JsonObject): JsonObject {
+  const keys = Object.keys(node).sort((a, b) => Number(b === ".") - Number(a === "."));
+  return Object.fromEntries(keys.map((k) => [k, isObject(node[k]) ? selfFirst(node[k]) : node[k]!]));
 }
 
 /** Reads a fieldsV1 set (`f:` fields, `k:`/`v:` list elements; `i:` index entries collapse onto their list). */
@@ -229,6 +247,10 @@ export function fromFieldsV1(f: Json | undefined): Map<string, FieldPath> {
   const out = new Map<string, FieldPath>();
   const walk = (node: Json | undefined, path: string[]): void => {
     const keys = isObject(node) ? Object.keys(node).filter((k) => k !== ".") : [];
+    // A map's own entry beside its children: the manager created the map (an Update's `.`).
+    if (keys.length > 0 && isObject(node) && Object.hasOwn(node, ".") && path.length > 0 && !path[path.length - 1]!.startsWith(ELEMENT)) {
+      out.set(pathKey([...path, SELF]), [...path, SELF]);
+    }
     if (keys.some((k) => k.startsWith("i:"))) {
       out.set(pathKey(path), path);
       return;
@@ -276,7 +298,9 @@ export function writeManaged(entries: readonly ManagedEntry[]): Json[] {
 
 export interface FieldConflict {
   readonly manager: string;
+  readonly operation: "Apply" | "Update";
   readonly apiVersion: string;
+  readonly subresource?: string;
   readonly path: FieldPath;
 }
 
@@ -316,12 +340,13 @@ export function serverSideApply(opts: {
   for (const e of entries) {
     if (isMine(e)) continue;
     for (const [qk, q] of [...e.paths]) {
+      if (q[q.length - 1] === SELF) continue; // a map's own entry conflicts with no applied field
       for (const p of appliedPaths.values()) {
         if (!related(p, q)) continue;
         const longer = p.length >= q.length ? p : q;
         if (deepEqual(getPath(live, longer, schema), getPath(applied, longer, schema))) continue; // same value: shared ownership
         if (force) e.paths.delete(qk);
-        else conflicts.push({ manager: e.manager, apiVersion: e.apiVersion, path: q });
+        else conflicts.push({ manager: e.manager, operation: e.operation, apiVersion: e.apiVersion, ...(e.subresource === undefined ? {} : { subresource: e.subresource }), path: q });
         break;
       }
     }
@@ -365,16 +390,20 @@ export function recordUpdate(opts: {
   now: string;
   schema?: Schema;
   subresource?: string;
+  /** A built-in kind: only its string maps count as created maps (see createdMaps). */
+  builtIn?: boolean;
 }): void {
-  const { old, next, manager, apiVersion, now, schema, subresource } = opts;
+  const { old, next, manager, apiVersion, now, schema, subresource, builtIn } = opts;
   const entries = old !== undefined && isObject(old.metadata) ? readManaged(old.metadata) : [];
   const nextPaths = leafPaths(next, schema);
-  const changed = [...nextPaths.values()].filter((p) => !deepEqual(getPath(old, p, schema), getPath(next, p, schema)));
+  const leaves = [...nextPaths.values()].filter((p) => !deepEqual(getPath(old, p, schema), getPath(next, p, schema)));
+  const changed = [...leaves, ...createdMaps(old, next, leaves, builtIn === true, schema)];
   const isMine = (e: ManagedEntry): boolean => e.manager === manager && e.operation === "Update" && e.subresource === subresource;
   for (const e of entries) {
     for (const [k, q] of [...e.paths]) {
       const v = getPath(next, q, schema);
-      const gone = v === undefined || (isObject(v) && Object.keys(v).length > 0 && !nextPaths.has(k)); // vanished, or no longer a leaf
+      // Vanished, or no longer a leaf (a map's own entry stays while the map does).
+      const gone = v === undefined || (q[q.length - 1] !== SELF && isObject(v) && Object.keys(v).length > 0 && !nextPaths.has(k));
       if (gone || (!isMine(e) && changed.some((p) => related(p, q)))) e.paths.delete(k);
     }
   }
@@ -390,6 +419,32 @@ export function recordUpdate(opts: {
   const meta = isObject(next.metadata) ? next.metadata : {};
   setManaged(meta, entries);
   next.metadata = meta;
+}
+
+/** The map-typed fields of built-in kinds (Go `map[string]…`, nil until written). */
+const BUILTIN_MAPS = new Set(["labels", "annotations", "data", "binaryData", "nodeSelector", "matchLabels", "limits", "requests", "capacity", "allocatable"]);
+
+/**
+ * The maps the changed leaves sit in that did not exist before: their own entries (`.`). The real
+ * server compares typed objects: in a custom resource every map but `metadata` (server-owned) is
+ * absent until written; in a built-in kind the non-pointer structs (spec, template, …) always exist
+ * in Go, so only its string maps (labels, data, …) count — pointer structs (securityContext, …) are
+ * not modelled (see the README's differences).
+ */
+function createdMaps(old: JsonObject | undefined, next: JsonObject, leaves: readonly FieldPath[], builtIn: boolean, schema?: Schema): FieldPath[] {
+  const out = new Map<string, FieldPath>();
+  for (const p of leaves) {
+    for (let i = 1; i < p.length; i++) {
+      const prefix = p.slice(0, i);
+      const last = prefix[prefix.length - 1]!;
+      if (last.startsWith(ELEMENT) || (i === 1 && last === "metadata")) continue;
+      if (builtIn && !BUILTIN_MAPS.has(last)) continue;
+      if (getPath(old, prefix, schema) !== undefined || !isObject(getPath(next, prefix, schema))) continue;
+      const self = [...prefix, SELF];
+      out.set(pathKey(self), self);
+    }
+  }
+  return [...out.values()];
 }
 
 /** Writes managedFields, omitting the key when nobody owns anything (as the real server does). */

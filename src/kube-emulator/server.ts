@@ -276,7 +276,9 @@ export function createHandler(opts: HandlerOptions): {
       apiVersion: apiVersionOf(r.kind),
       metadata: {
         resourceVersion: String(atRv),
-        ...(more ? { continue: encodeContinue(atRv, `${last}\u0000`), remainingItemCount: all.length - limit } : {}),
+        ...(more ? { continue: encodeContinue(atRv, `${last}\u0000`) } : {}),
+        // Counted only for an unfiltered list: with a selector the real server cannot know the rest without reading it.
+        ...(more && labels.length === 0 && fields.length === 0 ? { remainingItemCount: all.length - limit } : {}),
       },
       items: page.map(([, o]) => listItem(r.kind, asVersion(r.kind, o))),
     });
@@ -302,25 +304,19 @@ export function createHandler(opts: HandlerOptions): {
     });
   };
 
-  const watch = async (r: Route, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const watch = (r: Route, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): void => {
     const { labels, fields } = selectors(q, r.kind);
     const rvParam = q.get("resourceVersion") ?? "";
     const bookmarks = boolParam(q, "allowWatchBookmarks");
-    if (boolParam(q, "sendInitialEvents")) {
-      // Streaming lists (KEP-3157) are not emulated: refused the way a server without the WatchList feature refuses them.
-      throw invalidOptions("ListOptions", ["sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"]);
+    // Streaming lists (KEP-3157, WatchList): the current state as ADDED events, then (with bookmarks)
+    // a BOOKMARK annotated `k8s.io/initial-events-end`, then the changes. `sendInitialEvents=false`
+    // starts at the current state without them.
+    const initialEvents = q.has("sendInitialEvents") ? boolParam(q, "sendInitialEvents") : undefined;
+    if (initialEvents !== undefined && q.get("resourceVersionMatch") !== "NotOlderThan") {
+      throw invalidOptions("ListOptions", ["resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"]);
     }
-    // A resourceVersion from the future: wait until the store reaches it, then 504 (like the watch cache).
-    if (/^[0-9]+$/.test(rvParam) && Number(rvParam) > store.resourceVersion) {
-      const pending: OpenWatch = { close: () => res.destroy() };
-      openWatches.add(pending);
-      try {
-        await waitFresh(Number(rvParam));
-      } finally {
-        openWatches.delete(pending);
-      }
-      if (res.destroyed) return;
-    }
+    // A resourceVersion from the future is accepted as the real watch cache accepts it: the stream
+    // stays open and sends the changes after that version once the store gets there.
     const requested = Number(q.get("timeoutSeconds") ?? "0");
     const timeoutSeconds = requested > 0 ? Math.min(requested, opts.watchTimeoutSeconds) : opts.watchTimeoutSeconds;
     const ns = r.namespace;
@@ -369,7 +365,18 @@ export function createHandler(opts: HandlerOptions): {
     req.on("close", finish);
     res.on("close", finish);
 
-    if (rvParam === "" || rvParam === "0") {
+    let floor = /^[0-9]+$/.test(rvParam) ? Number(rvParam) : 0;
+    if (initialEvents !== undefined) {
+      if (initialEvents) for (const o of store.list(r.kind, ns, labels, fields)) if (matches(o)) write("ADDED", o);
+      floor = store.resourceVersion;
+      if (initialEvents && bookmarks) {
+        write("BOOKMARK", {
+          kind: r.kind.kind,
+          apiVersion: apiVersionOf(r.kind),
+          metadata: { resourceVersion: String(floor), annotations: { "k8s.io/initial-events-end": "true" } },
+        });
+      }
+    } else if (rvParam === "" || rvParam === "0") {
       // "Start at most recent" with the current state as synthetic ADDED events, like the real server.
       for (const o of store.list(r.kind, ns, labels, fields)) if (matches(o)) write("ADDED", o);
     } else {
@@ -383,8 +390,7 @@ export function createHandler(opts: HandlerOptions): {
       }
       for (const e of events) deliver(e);
     }
-    // Nothing at or before the requested version is sent.
-    const floor = /^[0-9]+$/.test(rvParam) ? Number(rvParam) : 0;
+    // Nothing at or before the requested version (or the initial state) is sent.
     unsubscribe = store.subscribe((e) => {
       if (e.rv > floor) deliver(e);
     });

@@ -82,10 +82,10 @@ function mergeList(original: Json[], patch: Json[], s: Schema | undefined): Json
   }
   const mergeKey = s?.["x-kubernetes-patch-merge-key"];
   if (mergeKey === undefined) {
-    // A set of scalars: union, in order.
+    // A set of scalars: union, ordered as the real server orders a merge.
     const out = clone(original);
     for (const p of patch) if (!out.some((o) => deepEqual(o, p))) out.push(clone(p));
-    return out;
+    return mergeOrder(out, patch, original, (v) => v);
   }
   const out = clone(original);
   for (const p of patch) {
@@ -103,6 +103,31 @@ function mergeList(original: Json[], patch: Json[], s: Schema | undefined): Json
       if (at >= 0) out.splice(at, 1);
     } else if (at >= 0) out[at] = merged;
     else out.push(merged);
+  }
+  return mergeOrder(out, patch, original, (v) => (isObject(v) ? v[mergeKey] : undefined));
+}
+
+/**
+ * The order of a merged list (apimachinery's strategicpatch `normalizeElementOrder`): the patch's
+ * items in patch order, the server-only items in their live order, interleaved where the live order
+ * says a server-only item comes before a patch item; otherwise the patch item first.
+ */
+function mergeOrder(merged: Json[], patch: readonly Json[], original: readonly Json[], keyOf: (v: Json) => Json | undefined): Json[] {
+  const indexIn = (list: readonly Json[], v: Json): number => list.findIndex((x) => deepEqual(keyOf(x), keyOf(v)));
+  const right = merged.filter((v) => indexIn(patch, v) >= 0).sort((a, b) => indexIn(patch, a) - indexIn(patch, b));
+  const left = merged.filter((v) => indexIn(patch, v) < 0);
+  const out: Json[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < left.length || j < right.length) {
+    if (j >= right.length) out.push(left[i++]!);
+    else if (i >= left.length) out.push(right[j++]!);
+    else {
+      const li = indexIn(original, left[i]!);
+      const ri = indexIn(original, right[j]!);
+      if (li >= 0 && ri >= 0 && li < ri) out.push(left[i++]!);
+      else out.push(right[j++]!);
+    }
   }
   return out;
 }

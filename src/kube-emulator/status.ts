@@ -19,6 +19,8 @@ export const StatusReason = {
   NotAcceptable: "NotAcceptable",
   Forbidden: "Forbidden",
   Unauthorized: "Unauthorized",
+  /** No reason: an error the server did not classify (a plain Go error answered as 500, e.g. a typed-patch failure); the Status has no `reason`. */
+  Unknown: "",
 } as const;
 export type StatusReason = (typeof StatusReason)[keyof typeof StatusReason];
 
@@ -71,7 +73,7 @@ export function failureStatus(code: number, reason: string, message: string, det
     metadata: {},
     status: "Failure",
     message,
-    reason,
+    ...(reason === "" ? {} : { reason }),
     ...(details === undefined ? {} : { details }),
     code,
   };

@@ -9,7 +9,7 @@ import { applyDefaults, createDefaultingState } from "./defaults.js";
 import { apiVersionOf, type KindRegistry, type ResourceKind } from "./kinds.js";
 import { clone, deepEqual, dropKey, isObject, jsonPatch, mergePatch, type Json, type JsonObject } from "./patch.js";
 import { strategicMergePatch } from "./smp.js";
-import { checkCustomResource } from "./validation.js";
+import { checkCustomResource, typedPatchError } from "./validation.js";
 import { decodeBuiltIn, nameError, validateBuiltIn, validateMetadata } from "./builtin-validation.js";
 import type { Schema } from "./schema.js";
 import { matchesFields, matchesLabels, type FieldRequirement, type Selector } from "./selectors.js";
@@ -155,6 +155,26 @@ export class ObjectStore {
     const { errors, pruned } = checkCustomResource(obj, kind.schema);
     this.unknownFields(pruned);
     if (!partial && errors.length > 0) throw invalid(kind.kind, kind.group, str(metaOf(obj).name) ?? "", errors);
+  }
+
+  /**
+   * An apply patch is first made a typed object of the kind's schema, as structured-merge-diff does
+   * on the real server: a field the schema does not declare, or (custom resources) a value of the
+   * wrong type, fails there with HTTP 500 `failed to create typed patch object (<ns>/<name>;
+   * <group>/<version>, Kind=<kind>): …` whatever `fieldValidation` says. `at` is the namespace (as
+   * the body gives it) and name.
+   */
+  private admitApplyPatch(kind: ResourceKind, applied: JsonObject, at: string): void {
+    const typed = (detail: string): KubeApiError =>
+      new KubeApiError(500, StatusReason.Unknown, `failed to create typed patch object (${at}; ${kind.group}/${kind.version}, Kind=${kind.kind}): ${detail}`);
+    if (kind.builtIn === true) {
+      const decoded = decodeBuiltIn(kind, clone(applied));
+      if (decoded.error === undefined && decoded.unknown.length > 0) throw typed(`.${decoded.unknown[0]!}: field not declared in schema`);
+    } else if (kind.schema !== undefined) {
+      const error = typedPatchError(applied, kind.schema);
+      if (error !== undefined) throw typed(error);
+    }
+    this.admit(kind, applied, true);
   }
 
   /** Unknown fields (already dropped): refused under fieldValidation=Strict, a warning under Warn. */
@@ -331,7 +351,8 @@ export class ObjectStore {
     obj.kind = kind.kind;
     const meta = metaOf(obj);
     if (kind.namespaced) {
-      if (meta.namespace !== undefined && meta.namespace !== "" && meta.namespace !== ns) {
+      // null, like "", is unset (JSON null decodes to Go's zero value): the namespace of the path.
+      if (meta.namespace !== undefined && meta.namespace !== null && meta.namespace !== "" && meta.namespace !== ns) {
         throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
       }
       meta.namespace = ns ?? null;
@@ -425,7 +446,7 @@ export class ObjectStore {
     delete meta.managedFields;
     if (kind.kind === "Namespace") obj.status = { phase: "Active" };
     applyDefaults(kind, obj, undefined, this.defaulting);
-    recordUpdate({ old: undefined, next: obj, manager, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind) });
+    recordUpdate({ old: undefined, next: obj, manager, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind), builtIn: kind.builtIn === true });
     return this.commit(kind, "ADDED", obj);
   }
 
@@ -455,7 +476,7 @@ export class ObjectStore {
     this.carryOver(live, next);
     metaOf(next).resourceVersion = metaOf(live).resourceVersion ?? null;
     applyDefaults(kind, next, live, this.defaulting);
-    recordUpdate({ old: live, next, manager, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind), ...this.subresourceOpt() });
+    recordUpdate({ old: live, next, manager, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind), ...this.subresourceOpt(), builtIn: kind.builtIn === true });
     return this.storeIfChanged(kind, live, next);
   }
 
@@ -469,9 +490,11 @@ export class ObjectStore {
     if (deepEqual(withoutTimes(live), withoutTimes(next))) return clone(live);
     const nm = metaOf(next);
     if (nm.deletionTimestamp !== undefined && !hasFinalizers(next)) {
-      // The last finalizer is gone from an object being deleted: now it goes.
-      const out = this.commit(kind, "MODIFIED", next, clone(live));
-      this.finalize(kind, out);
+      // The last finalizer is gone from an object being deleted: the write deletes it, one DELETED
+      // event carrying the written state (the real storage's update that ends in a delete).
+      const out = this.commit(kind, "DELETED", next, clone(live));
+      const ns = str(nm.namespace);
+      if (kind.namespaced && ns !== undefined && !this.dryRunning) this.finalizeNamespace(ns);
       return out;
     }
     return this.commit(kind, "MODIFIED", next, clone(live));
@@ -564,6 +587,7 @@ export class ObjectStore {
     if (body.apiVersion === undefined || body.kind === undefined) {
       throw badRequest("invalid object type: apiVersion and kind must be set in an apply patch");
     }
+    const bodyNs = isObject(body.metadata) && typeof body.metadata.namespace === "string" ? body.metadata.namespace : "";
     const applied = this.normalize(kind, ns, body, name);
     const am = metaOf(applied);
     if (Array.isArray(am.managedFields) && am.managedFields.length > 0) {
@@ -586,7 +610,7 @@ export class ObjectStore {
         for (const k of Object.keys(am)) if (k !== "name" && k !== "namespace") dropKey(am, k);
       } else delete applied.status;
     }
-    this.admit(kind, applied, true);
+    this.admitApplyPatch(kind, applied, `${bodyNs}/${name}`);
     const result = serverSideApply({ live, applied, manager, force, apiVersion: apiVersionOf(kind), now: this.now(), ...schemaOpt(kind), ...this.subresourceOpt() });
     if (result.conflicts.length > 0) throw applyConflict(result.conflicts);
     const next = result.object;
@@ -721,23 +745,33 @@ function checkUid(live: JsonObject, next: JsonObject): void {
   }
 }
 
+/**
+ * The real server's conflict error (apimachinery's managedfields `NewConflictError`): a manager is
+ * named by its name, `with subresource "status"` when it wrote a subresource, and `using <apiVersion>`
+ * only for Update managers (an Apply manager's identity has no version; neither has a time). One
+ * conflict inline; several grouped as `conflicts with <manager>:` lines, managers sorted by identity.
+ */
 function applyConflict(conflicts: readonly FieldConflict[]): KubeApiError {
-  const byManager = new Map<string, FieldConflict[]>();
-  for (const c of conflicts) {
-    const key = `${c.manager}\u0000${c.apiVersion}`;
-    byManager.set(key, [...(byManager.get(key) ?? []), c]);
-  }
-  const parts = [...byManager.values()].map((cs) => {
-    const head = `conflict${cs.length > 1 ? "s" : ""} with "${cs[0]!.manager}" using ${cs[0]!.apiVersion}`;
-    return cs.length === 1 ? `${head}: ${formatPath(cs[0]!.path)}` : `${head}:\n${cs.map((c) => `- ${formatPath(c.path)}`).join("\n")}`;
-  });
+  const managerOf = (c: FieldConflict): string =>
+    `"${c.manager}"${c.subresource === undefined ? "" : ` with subresource "${c.subresource}"`}${c.operation === "Update" ? ` using ${c.apiVersion}` : ""}`;
+  // Sorted as the real server sorts them: by the JSON identity {"manager":…,"operation":…,"apiVersion":…}.
+  const identity = (c: FieldConflict): string =>
+    JSON.stringify({ manager: c.manager, operation: c.operation, ...(c.operation === "Update" ? { apiVersion: c.apiVersion } : {}), ...(c.subresource === undefined ? {} : { subresource: c.subresource }) });
   const n = conflicts.length;
-  return new KubeApiError(409, StatusReason.Conflict, `Apply failed with ${n} conflict${n > 1 ? "s" : ""}: ${parts.join("\n")}`, {
-    causes: conflicts.map((c) => ({
-      reason: "FieldManagerConflict",
-      message: `conflict with "${c.manager}" using ${c.apiVersion}`,
-      field: formatPath(c.path),
-    })),
+  let message: string;
+  if (n === 1) {
+    message = `Apply failed with 1 conflict: conflict with ${managerOf(conflicts[0]!)}: ${formatPath(conflicts[0]!.path)}`;
+  } else {
+    const byManager = new Map<string, FieldConflict[]>();
+    for (const c of conflicts) byManager.set(identity(c), [...(byManager.get(identity(c)) ?? []), c]);
+    const lines = [...byManager.keys()].sort().flatMap((k) => {
+      const cs = byManager.get(k)!;
+      return [`conflicts with ${managerOf(cs[0]!)}:`, ...cs.map((c) => `- ${formatPath(c.path)}`)];
+    });
+    message = `Apply failed with ${n} conflicts: ${lines.join("\n")}`;
+  }
+  return new KubeApiError(409, StatusReason.Conflict, message, {
+    causes: conflicts.map((c) => ({ reason: "FieldManagerConflict", message: `conflict with ${managerOf(c)}`, field: formatPath(c.path) })),
   });
 }
 

@@ -28,17 +28,72 @@ function quote(v: Json): string {
   return typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v);
 }
 
-/** A decoded JSON value as field.Error prints a bad value: strings quoted, maps and lists as Go's `%#v` (keys sorted). */
+/** A decoded JSON value as field.Error prints a bad value: JSON, map keys sorted (Go's encoding/json). */
 function goValue(v: Json): string {
-  if (v === null) return "null";
-  if (typeof v === "string") return JSON.stringify(v);
-  if (typeof v !== "object") return String(v);
-  if (Array.isArray(v)) return `[]interface {}{${v.map(goValue).join(", ")}}`;
-  const entries = Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${goValue(v[k]!)}`);
-  return `map[string]interface {}{${entries.join(", ")}}`;
+  if (v === null || typeof v !== "object") return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(goValue).join(",")}]`;
+  return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${goValue(v[k]!)}`).join(",")}}`;
 }
 
 const child = (path: string, key: string): string => (path === "" ? key : `${path}.${key}`);
+
+/** A value as Go's `%v` prints it (structured-merge-diff's `&{…}` in type errors). */
+function goPlain(v: Json): string {
+  if (v === null) return "<nil>";
+  if (Array.isArray(v)) return `[${v.map(goPlain).join(" ")}]`;
+  if (isObject(v)) return `map[${Object.keys(v).sort().map((k) => `${k}:${goPlain(v[k]!)}`).join(" ")}]`;
+  return String(v);
+}
+
+/** A value as Go's `%#v` prints a decoded JSON value. */
+function goSharp(v: Json): string {
+  if (v === null) return "interface {}(nil)";
+  if (typeof v === "string") return JSON.stringify(v);
+  if (Array.isArray(v)) return `[]interface {}{${v.map(goSharp).join(", ")}}`;
+  if (isObject(v)) return `map[string]interface {}{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${goSharp(v[k]!)}`).join(", ")}}`;
+  return String(v);
+}
+
+/**
+ * What structured-merge-diff says when an apply patch does not fit the schema (the real server makes
+ * a typed object of the patch before anything else): the first field the schema does not declare
+ * (`.spec.x: field not declared in schema`) or value of the wrong type (`.spec.hosts: expected list,
+ * got &{a}`, `.spec.resolution: expected string, got &value.valueUnstructured{Value:5}`); undefined
+ * when it fits. Nulls fit anywhere (they unset).
+ */
+export function typedPatchError(v: Json, s: Schema | undefined, path = ""): string | undefined {
+  if (s === undefined || v === null) return undefined;
+  if (s["x-kubernetes-int-or-string"] === true) {
+    return typeof v === "string" || typeof v === "number" ? undefined : `${path}: expected numeric or string, got &value.valueUnstructured{Value:${goSharp(v)}}`;
+  }
+  if (s.type === "array") {
+    if (!Array.isArray(v)) return `${path}: expected list, got &{${goPlain(v)}}`;
+    for (let i = 0; i < v.length; i++) {
+      const e = typedPatchError(v[i]!, s.items, `${path}[${i}]`);
+      if (e !== undefined) return e;
+    }
+    return undefined;
+  }
+  if (s.type === "object" || s.properties !== undefined) {
+    if (!isObject(v)) return `${path}: expected map, got &{${goPlain(v)}}`;
+    const open = s["x-kubernetes-preserve-unknown-fields"] === true || s.additionalProperties === true;
+    for (const [k, val] of Object.entries(v)) {
+      if (path === "" && (k === "apiVersion" || k === "kind" || k === "metadata")) continue; // ObjectMeta: not the CRD's schema
+      const cs = s.properties?.[k] ?? (typeof s.additionalProperties === "object" ? s.additionalProperties : undefined);
+      if (cs === undefined) {
+        if (!open) return `${path}.${k}: field not declared in schema`;
+        continue;
+      }
+      const e = typedPatchError(val, cs, `${path}.${k}`);
+      if (e !== undefined) return e;
+    }
+    return undefined;
+  }
+  const scalar = s.type === "string" ? "string" : s.type === "integer" || s.type === "number" ? "numeric" : s.type === "boolean" ? "boolean" : undefined;
+  if (scalar === undefined) return undefined;
+  const fits = scalar === "string" ? typeof v === "string" : scalar === "numeric" ? typeof v === "number" : typeof v === "boolean";
+  return fits ? undefined : `${path}: expected ${scalar}, got &value.valueUnstructured{Value:${goSharp(v)}}`;
+}
 
 /** Removes unknown fields and non-nullable nulls in place; returns the pruned paths. */
 export function prune(v: Json, s: Schema | undefined, path: string, pruned: string[]): void {

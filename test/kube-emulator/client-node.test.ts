@@ -336,9 +336,9 @@ describe("server-side apply", () => {
     const { code, status } = await failure(() => apply(vs(["ratings"], { gateways: ["gw"] }), "someone-else"));
     expect(code).toBe(409);
     expect(status).toMatchObject({ kind: "Status", status: "Failure", reason: "Conflict", code: 409 });
-    expect(status.message).toBe('Apply failed with 1 conflict: conflict with "gitmesh-agent" using networking.istio.io/v1: .spec.hosts');
+    expect(status.message).toBe('Apply failed with 1 conflict: conflict with "gitmesh-agent": .spec.hosts');
     expect(status.details.causes).toEqual([
-      { reason: "FieldManagerConflict", message: 'conflict with "gitmesh-agent" using networking.istio.io/v1', field: ".spec.hosts" },
+      { reason: "FieldManagerConflict", message: 'conflict with "gitmesh-agent"', field: ".spec.hosts" },
     ]);
     const live = kube.emulator.get("networking.istio.io/v1", "VirtualService", "shop", "reviews")!;
     expect((live.spec as any).hosts).toEqual(["reviews"]);

@@ -98,7 +98,7 @@ describe.each(binaries)("kubectl $label against the emulator", ({ label, path: k
 
     const conflict = await kubectl("apply", "--server-side", "--field-manager", "intruder", "-f", join(dir, "v2.yaml"));
     expect(conflict.code).not.toBe(0);
-    expect(conflict.stderr).toContain('Apply failed with 1 conflict: conflict with "kubectl" using networking.istio.io/v1: .spec.http');
+    expect(conflict.stderr).toContain('Apply failed with 1 conflict: conflict with "kubectl": .spec.http');
 
     await ok("apply", "--server-side", "--field-manager", "intruder", "--force-conflicts", "-f", join(dir, "v2.yaml"));
     const forced = JSON.parse(await ok("get", "vs", "reviews", "-n", "bookinfo", "-o", "json"));
