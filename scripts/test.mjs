@@ -21,11 +21,6 @@ const prerequisites = [
     what: "the official Kubernetes Python client (the emulator's conformance suite drives it)",
     pkg: "python3-kubernetes",
   },
-  {
-    ok: () => has("go") && existsSync("/usr/share/gocode/src/github.com/Masterminds/sprig") && existsSync("/usr/share/gocode/src/github.com/xeipuuv/gojsonschema"),
-    what: "Go with sprig and gojsonschema (the chart renderer)",
-    pkg: "golang-go golang-github-masterminds-sprig-dev golang-github-xeipuuv-gojsonschema-dev",
-  },
 ];
 if (!existsSync("node_modules/.bin/vitest")) {
   console.error("npm test: dependencies are not installed; run `npm install` (or `npm ci`) first");

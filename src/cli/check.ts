@@ -2,8 +2,9 @@
  * `gitmesh check --server http://host:9091`: the server's health as an operator wants to see it —
  * the commit in force, a rejected commit with its first diagnostics, warming, every cluster
  * (connected, warmed, applied output and commit), the pipeline — from GET /api/status. Exit 0 when
- * healthy, 1 when not (not ready, a rejected commit, a cluster stale, waiting for its agent or not applied,
- * an output applied with translation errors), so it also
+ * healthy, 1 when not (not ready, a rejected commit, a cluster not in sync — the server's `sync` answer,
+ * said in its words —, an output applied with translation errors, an audit branch held back by a
+ * cluster), so it also
  * serves as a scriptable probe. `--output json` prints the raw status.
  *
  * The API needs the server's read token (`--token-file`, `--token`, or GITMESH_API_TOKEN /
@@ -46,6 +47,8 @@ interface ClusterStatus {
   readonly pruneHeld?: { reason: string; since: string; objects: string[]; incomplete?: string | null } | null;
   readonly frozen?: string[];
   readonly inSync: boolean;
+  /** Where it stands with the commit in force, decided by the server (src/server/cluster-sync.ts); absent from older servers. */
+  readonly sync?: { state: string; why?: string; summary: string; commit: string | null };
   /** Registered, and its agent never connected (absent from older servers). */
   readonly waitingForAgent?: boolean;
   /** The newest commit the cluster runs (absent from older servers: applied.sourceCommit). */
@@ -65,7 +68,7 @@ interface Status {
   readonly source: { repository: string; ref: string; path: string; lastError: { message: string } | null };
   readonly commit: { sha: string; committedAt: string; syncedAt: string | null; from?: string } | null;
   readonly rejected: { commit: string; rejectedAt: string; errors: number; diagnostics: string[] } | null;
-  readonly audit: { branch: string | null; lastCommit: string | null };
+  readonly audit: { branch: string | null; lastCommit: string | null; heldBack?: { reason: string; clusters: string[]; since: string } | null };
   readonly clusters: ClusterStatus[];
 }
 
@@ -135,16 +138,13 @@ export function assess(s: Status): string[] {
   for (const c of s.clusters.filter((x) => x.registered)) {
     // Applied with errors: the routes concerned answer HTTP 500 (Gloo's replacement route) — never healthy.
     if (c.errors && c.errors.count > 0) problems.push(`cluster ${c.name}: applied with ${String(c.errors.count)} translation error(s): ${c.errors.first[0] ?? ""}`);
-    if (c.waitingForAgent) {
-      problems.push(`cluster ${c.name}: waiting for its agent (it never connected); install it: gitmesh cluster register ${c.name}`);
-      continue;
-    }
-    // With replicas an agent holds its streams to one replica: held by another one is not a fault.
-    if (!c.connected && !c.stale) continue;
-    if (!c.connected) problems.push(`cluster ${c.name}: no agent connected to any replica${c.lastSeen ? ` (last seen ${c.lastSeen})` : ""}; it keeps its last applied config`);
-    else if (c.pruneHeld) problems.push(`cluster ${c.name}: ${String(c.pruneHeld.objects.length)} deletion(s) held since ${c.pruneHeld.since}${c.pruneHeld.incomplete ? " (nothing is pruned there)" : ""}: ${c.pruneHeld.reason}`);
-    else if (!c.inSync) problems.push(`cluster ${c.name}: output v${String(c.output?.version ?? "-")} not applied yet (applied v${String(c.applied?.version ?? "-")})`);
+    // The server's one answer (cluster-sync.ts), said as it says it; an older server gives only inSync.
+    if (c.inSync) continue;
+    const hint = c.sync?.why === "waiting-for-agent" ? `; install it: gitmesh cluster register ${c.name}` : "";
+    problems.push(`cluster ${c.name}: ${c.sync?.summary ?? "not in sync"}${hint}`);
   }
+  const held = s.audit.heldBack;
+  if (held && held.clusters.length > 0) problems.push(`audit branch ${s.audit.branch ?? ""} held back since ${held.since} by ${held.clusters.join(", ")}: ${held.reason}`);
   return problems;
 }
 
@@ -164,15 +164,16 @@ function render(s: Status, problems: readonly string[]): string {
   const degraded = s.pipeline.mode === "degraded" ? ` (Redis unreachable: translating in-process from memory${s.pipeline.reason ? `; ${s.pipeline.reason}` : ""})` : "";
   const workers = s.pipeline.workerProcesses === undefined ? "" : `, ${String(s.pipeline.workerProcesses)} process(es) translating${s.pipeline.translationWorkers === 0 ? " (not this one: --workers 0)" : ""}`;
   lines.push(`  pipeline   ${s.pipeline.mode}${degraded}${depth}${workers}; store ${s.store}`);
-  lines.push(`  audit      ${s.audit.branch ?? "off"}${s.audit.lastCommit ? ` @ ${short(s.audit.lastCommit)}` : ""}`);
+  lines.push(`  audit      ${s.audit.branch ?? "off"}${s.audit.lastCommit ? ` @ ${short(s.audit.lastCommit)}` : ""}${s.audit.heldBack ? ` — HELD BACK: ${s.audit.heldBack.reason}` : ""}`);
   lines.push("");
-  lines.push("  CLUSTER          CONNECTED  WARMED  OUTPUT         APPLIED        COMMIT        ");
+  lines.push("  CLUSTER          CONNECTED  WARMED  OUTPUT         APPLIED        COMMIT        STATE");
   for (const c of s.clusters) {
     const out = c.output ? `v${String(c.output.version)} (${String(c.output.resources)})${c.output.complete ? "" : "*"}` : "-";
     const applied = c.applied ? `v${String(c.applied.version)}` : "-";
     const conn = c.connected ? "yes" : c.waitingForAgent ? "waiting" : c.stale ? "STALE" : "no";
     const errors = c.errors && c.errors.count > 0 ? `  (${String(c.errors.count)} error${c.errors.count === 1 ? "" : "s"})` : "";
-    lines.push(`  ${c.name.padEnd(16)} ${conn.padEnd(10)} ${(c.warmed ? "yes" : "no").padEnd(7)} ${out.padEnd(14)} ${applied.padEnd(14)} ${short(c.commit ?? c.applied?.sourceCommit)}${c.registered ? "" : "  (not registered in Git)"}${errors}`);
+    const state = c.sync ? `${c.sync.state}${c.sync.why ? ` (${c.sync.why})` : ""}` : c.inSync ? "in-sync" : "-";
+    lines.push(`  ${c.name.padEnd(16)} ${conn.padEnd(10)} ${(c.warmed ? "yes" : "no").padEnd(7)} ${out.padEnd(14)} ${applied.padEnd(14)} ${short(c.commit ?? c.applied?.sourceCommit).padEnd(13)} ${state}${c.registered ? "" : "  (not registered in Git)"}${errors}`);
   }
   for (const c of s.clusters.filter((x) => x.errors && x.errors.count > 0)) {
     lines.push(`  ERRORS     ${c.name}: applied with ${String(c.errors!.count)} translation error(s)`);

@@ -77,7 +77,8 @@ export function registerDemo(program: Command, io: CliIo): void {
         "converging. Uses REDIS_URL if set, else a private redis-server if installed, else runs standalone.",
     )
     .option("--exit", "stop after the first full convergence (exit 0), for scripts")
-    .option("--timeout <seconds>", "give up when convergence takes longer than this", "90")
+    // Generous: on a loaded 2-core machine the first convergence took 446 s (#35); progress is printed meanwhile.
+    .option("--timeout <seconds>", "give up when convergence takes longer than this", "600")
     .option("--keep", "keep the temporary directory (repository, logs) after exit")
     .action(async (flags: DemoFlags) => {
       const timeoutMs = secondsFlag("--timeout", flags.timeout) * 1000;
@@ -333,6 +334,8 @@ export interface ClusterStatus {
   readonly output: { version: number; sourceCommit: string; resources: number; complete: boolean } | null;
   readonly applied: { version: number; sourceCommit: string } | null;
   readonly inSync: boolean;
+  /** The server's one answer for the commit in force (src/server/cluster-sync.ts). */
+  readonly sync: { readonly state: string; readonly why?: string; readonly summary: string; readonly commit: string | null };
 }
 export interface Status {
   readonly ready: boolean;
@@ -368,37 +371,38 @@ async function watchConvergence(get: <T>(path: string) => Promise<T>, step: (m: 
         if (c.connected) say(`conn:${c.name}`, `${c.name}: agent connected`);
         if (c.warmed) say(`warm:${c.name}`, `${c.name}: discovery received (warmed)`);
         if (c.output && c.output.resources > 0 && c.output.complete) say(`out:${c.name}:${String(c.output.version)}`, `${c.name}: output v${String(c.output.version)} translated (${String(c.output.resources)} resources)`);
-        if (c.applied && c.output && c.applied.version >= c.output.version) say(`applied:${c.name}:${String(c.applied.version)}`, `${c.name}: output v${String(c.applied.version)} applied (ACK)`);
+        // What the server says of the cluster and the commit in force, each time it changes.
+        say(`sync:${c.name}:${c.sync.summary}`, `${c.name}: ${c.sync.summary}`);
       }
       if (!st.ready) say(`ready:${st.readiness}`, `Server: ${st.readiness}`);
       const target = commit ?? st.commit?.sha;
-      const clusters = st.clusters.filter((c) => c.output !== null);
-      if (
-        st.ready &&
-        target !== undefined &&
-        clusters.length >= CLUSTERS.length &&
-        clusters.every((c) => c.inSync && c.output!.complete && c.output!.resources > 0 && c.applied !== null && c.applied.version >= c.output!.version)
-      ) {
-        return { commit: target, clusters };
-      }
+      if (target !== undefined && converged(st, target, CLUSTERS)) return { commit: target, clusters: st.clusters.filter((c) => (CLUSTERS as readonly string[]).includes(c.name)) };
     }
     await sleep(200);
   }
   return undefined;
 }
 
-/** What a convergence wait is waiting for, from the last status read (undefined: the status API did not answer). */
+/**
+ * The demo's wait condition: the server is ready, `commit` is in force, and the server says every one
+ * of `clusters` is in sync with it (cluster-sync.ts: applied the output of that commit, same version).
+ */
+export function converged(st: Pick<Status, "ready" | "commit"> & { readonly clusters: readonly Pick<ClusterStatus, "name" | "sync">[] }, commit: string, clusters: readonly string[]): boolean {
+  if (!st.ready || st.commit?.sha !== commit) return false;
+  return clusters.every((name) => {
+    const c = st.clusters.find((x) => x.name === name);
+    return c !== undefined && c.sync.state === "in-sync" && c.sync.commit === commit;
+  });
+}
+
+/** What a convergence wait is waiting for, from the last status read (undefined: the status API did not answer): the server's summary of each cluster not in sync. */
 export function stillWaitingFor(st: Pick<Status, "ready" | "readiness" | "clusters"> | undefined): string {
   if (st === undefined) return "the server's status API to answer";
   if (!st.ready) return `the server (${st.readiness})`;
   const pending = CLUSTERS.flatMap((name) => {
     const c = st.clusters.find((x) => x.name === name);
-    if (c === undefined || !c.connected) return [`${name}: its agent to connect to the relay`];
-    if (!c.warmed) return [`${name}: its discovery`];
-    if (c.output === null || !c.output.complete || c.output.resources === 0) return [`${name}: translation`];
-    if (c.applied === null || c.applied.version < c.output.version) return [`${name}: its agent to apply output v${String(c.output.version)} (${String(c.output.resources)} resources)`];
-    if (!c.inSync) return [`${name}: to report in sync`];
-    return [];
+    if (c === undefined) return [`${name}: its agent to register`];
+    return c.sync.state === "in-sync" ? [] : [`${name}: ${c.sync.summary}`];
   });
   return pending.length > 0 ? pending.join("; ") : "the clusters to report the commit applied";
 }

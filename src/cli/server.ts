@@ -11,11 +11,11 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { Registry, collectDefaultMetrics } from "prom-client";
-import { createLogger, describeError, type Logger } from "../core/index.js";
+import { createLogger, describeError, NeedsHumanError, stripCredentials, type Logger } from "../core/index.js";
 import { createCommitStatusPoster, type CommitStatusPoster } from "../git-host/index.js";
 import { createCommitVerifier, type CommitVerifier } from "../git-sync/index.js";
 import { createFileMeshRootStorage } from "../mesh-ca/index.js";
-import { createLeaderLock, createRedisClient, parseRedisUrl, redisKeyPrefix, type RedisClient } from "../queue/index.js";
+import { createLeaderLock, createRedisClient, leaseTimings, parseRedisUrl, redisKeyPrefix, type RedisClient } from "../queue/index.js";
 import {
   createDirectoryApiTokenStore,
   createKubernetesApiTokenStore,
@@ -63,6 +63,7 @@ interface ServerFlags {
   readonly noAudit?: boolean;
   readonly audit?: boolean;
   readonly redisUrl?: string;
+  readonly redisOptional?: boolean;
   readonly workers?: string;
   readonly relayPort?: string;
   readonly relayHost?: string;
@@ -108,6 +109,7 @@ export function registerServer(program: Command, io: CliIo): void {
     .option("--audit-branch <branch>", `branch for rendered output [${SERVER_ENV.auditBranch}] (default gitmesh/rendered)`)
     .option("--no-audit", "do not write the audit branch")
     .option("--redis-url <url>", `Redis shared by replicas [${SERVER_ENV.redisUrl}] (unset: standalone, in memory)`)
+    .option("--redis-optional", `start even when --redis-url cannot be reached: in memory (degraded), written back when Redis comes [${SERVER_ENV.redisOptional}=true] (default: exit 1 naming the URL)`)
     .option("--workers <n>", `translation jobs per type this replica runs at once [${SERVER_ENV.workers}] (default 4; 0: none — \`gitmesh worker\` processes on the same Redis translate)`)
     .option("--relay-port <n>", `gRPC relay port [${SERVER_ENV.relayPort}] (default 9900)`)
     .option("--relay-host <addr>", "relay listen address (default 0.0.0.0)")
@@ -175,6 +177,11 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     identity: flags.identity ?? e("identity"),
     redisUrl: flags.redisUrl ?? e("redisUrl"),
     redisPrefix: e("redisPrefix"),
+    redisOptional: flags.redisOptional === true ? "true" : e("redisOptional"),
+    redisConnectTimeoutSeconds: e("redisConnectTimeoutSeconds"),
+    leaseDurationSeconds: e("leaseDurationSeconds"),
+    leaseRenewDeadlineSeconds: e("leaseRenewDeadlineSeconds"),
+    leaseRetryPeriodSeconds: e("leaseRetryPeriodSeconds"),
     workers: flags.workers ?? e("workers"),
     jobLockSeconds: e("jobLockSeconds"),
     retentionCommits: e("retentionCommits"),
@@ -286,16 +293,47 @@ async function commitVerifier(c: NonNullable<ServerConfig["verifyCommits"]>): Pr
   }
 }
 
-/** Waits until a Redis client is connected, at most `ms` (a Redis that is down is the pipeline's degraded mode, not an error). */
-async function waitReady(redis: RedisClient, ms: number): Promise<void> {
-  if (redis.status === "ready") return;
-  await new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
+/** Waits until a Redis client is connected, at most `ms`; true when it is. */
+async function waitReady(redis: RedisClient, ms: number): Promise<boolean> {
+  if (redis.status === "ready") return true;
+  return new Promise<boolean>((resolve) => {
+    const t = setTimeout(() => resolve(false), ms);
     redis.once("ready", () => {
       clearTimeout(t);
-      resolve();
+      resolve(true);
     });
   });
+}
+
+/**
+ * A Redis named by the configuration that cannot be reached at start: a misconfiguration until proved
+ * otherwise (wrong host, wrong password, a NetworkPolicy). Exiting makes it a crash loop, the signal
+ * Kubernetes and its operators read; `--redis-optional` starts degraded instead. The URL is named
+ * without its credentials.
+ */
+export class RedisUnreachableError extends NeedsHumanError {}
+
+async function requireRedis(redis: RedisClient, config: ServerConfig, logger: Logger): Promise<void> {
+  let lastError = "";
+  const onError = (err: unknown) => {
+    lastError = describeError(err);
+  };
+  redis.on("error", onError);
+  const ready = await waitReady(redis, config.redisConnectTimeoutMs);
+  redis.off("error", onError);
+  if (ready) return;
+  const where = stripCredentials(config.redisUrl ?? "");
+  const seconds = String(config.redisConnectTimeoutMs / 1000);
+  const why = lastError === "" ? "no answer" : stripCredentials(lastError);
+  if (config.redisOptional) {
+    logger.warn("Redis cannot be reached: starting degraded, in memory; state is written back when it comes", { redis: where, waitedSeconds: seconds, error: why });
+    return;
+  }
+  redis.disconnect();
+  throw new RedisUnreachableError(
+    `cannot reach Redis at ${where} within ${seconds} s (${why}). Start Redis or correct --redis-url (${SERVER_ENV.redisUrl}); ` +
+      `to start without it, in memory until it comes, pass --redis-optional (${SERVER_ENV.redisOptional}=true); ${SERVER_ENV.redisConnectTimeoutSeconds} sets the wait`,
+  );
 }
 
 /** Builds the clients for a parsed configuration and starts the server (also used by the demo). */
@@ -311,6 +349,7 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
     // Secrets and the leader lease: fail fast while Redis is down (the pipeline has its own clients).
     redis = createRedisClient(redisConfig, { maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => 250 });
     redis.on("error", (err) => logger.debug("redis connection error", { error: describeError(err) }));
+    await requireRedis(redis, config, logger);
   } else {
     logger.warn("no REDIS_URL: running standalone in memory (one replica; state is lost on restart)");
   }
@@ -352,15 +391,15 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
     identity: config.identity,
     retention: config.retention,
   });
-  const lockTtlMs = extra.leaseMs ?? 10_000;
+  // Kubernetes' leader-election timings unless configured; `extra.leaseMs` (tests) scales all three.
+  const lease = extra.leaseMs === undefined ? config.lease : leaseTimings({ ttlMs: extra.leaseMs });
   const leadership = createLeadership({
     ...(redis === undefined
       ? {}
-      : { lock: createLeaderLock({ redis, name: "server-leader", prefix: `${redisPrefix}:`, ttlMs: lockTtlMs, onLost: (reason) => leadership.lostLease(reason), logger: logger.child("lock") }) }),
-    retryMs: Math.max(200, Math.floor(lockTtlMs / 5)),
+      : { lock: createLeaderLock({ redis, name: "server-leader", prefix: `${redisPrefix}:`, ...lease, onLost: (reason) => leadership.lostLease(reason), logger: logger.child("lock") }) }),
+    retryMs: lease.retryPeriodMs,
     logger: logger.child("leader"),
   });
-  if (redis !== undefined) await waitReady(redis, 5_000);
   await leadership.start();
   const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${redisPrefix}:`, replica: config.identity });
   const commitStatus = config.commitStatus === undefined ? undefined : await commitStatusPoster(config.commitStatus);

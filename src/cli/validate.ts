@@ -79,12 +79,19 @@ export function registerValidate(program: Command, io: CliIo): void {
         errors,
         warnings,
       };
-      // Nothing to validate is almost always a wrong path: say so instead of "ok".
+      // Nothing to validate is almost always a wrong path: say so instead of "ok". YAML files without one
+      // Gloo object (a chart, CI files) are the same mistake one level down.
       const empty = summary.files === 0;
+      const noGloo = !empty && summary.objects === 0;
       if (flags.output === "json") {
-        io.out(`${JSON.stringify({ ok: errors === 0 && !empty, root: dir, summary, diagnostics }, null, 2)}\n`);
+        io.out(`${JSON.stringify({ ok: errors === 0 && !empty && !noGloo, root: dir, summary, diagnostics }, null, 2)}\n`);
       } else if (empty) {
         io.out(`${formatDiagnostics(diagnostics, dir)}failed: no configuration found in ${dir}: no .yaml or .yml files (besides gitmesh.yaml and ignored paths); check the path\n`);
+      } else if (noGloo) {
+        io.out(
+          `${formatDiagnostics(diagnostics, dir)}failed: no Gloo Mesh configuration found in ${dir}: ${plural(summary.files, "YAML file")} read, none holds a Gloo Mesh object ` +
+            "(apiVersion `*.solo.io/v2`, e.g. a Workspace or RouteTable); check the path, and list files that are not Gloo configuration (Helm values, CI settings) under `ignore:` in gitmesh.yaml\n",
+        );
       } else {
         const notes = [
           ...(summary.unsupported - summary.ignoredKinds > 0 ? [`${summary.unsupported - summary.ignoredKinds} unsupported`] : []),
@@ -99,7 +106,7 @@ export function registerValidate(program: Command, io: CliIo): void {
             `${notes.length > 0 ? ` (${notes.join(", ")})` : ""}: ${plural(errors, "error")}, ${plural(warnings, "warning")}\n`,
         );
       }
-      io.exitCode = errors > 0 || empty ? ExitCode.Failed : ExitCode.Ok;
+      io.exitCode = errors > 0 || empty || noGloo ? ExitCode.Failed : ExitCode.Ok;
     });
 }
 

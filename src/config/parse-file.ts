@@ -152,6 +152,20 @@ function documentToObject(file: string, doc: ParsedDocument, registry: KindRegis
     return undefined;
   }
   const { apiVersion, kind } = value;
+  const hasString = (v: unknown) => typeof v === "string" && v !== "";
+  if (!hasString(apiVersion) && !hasString(kind)) {
+    // Neither: not a Kubernetes-style object at all (Helm values, CI settings) rather than a Gloo object with a gap.
+    out.push(
+      diag(
+        ConfigCode.MISSING_API_VERSION,
+        file,
+        at("/apiVersion") ?? doc.position,
+        "no `apiVersion` and no `kind`: this is not Gloo Mesh configuration (a Gloo object starts with e.g. `apiVersion: networking.gloo.solo.io/v2` and `kind: RouteTable`); if the file is something else (Helm values, CI settings), list it under `ignore:` in gitmesh.yaml",
+        "/apiVersion",
+      ),
+    );
+    return undefined;
+  }
   let ok = true;
   if (typeof apiVersion !== "string" || apiVersion === "") {
     out.push(diag(ConfigCode.MISSING_API_VERSION, file, at("/apiVersion"), "add `apiVersion`, e.g. `networking.gloo.solo.io/v2`", "/apiVersion"));

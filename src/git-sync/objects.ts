@@ -68,11 +68,13 @@ export interface CommitSummary {
   /** Committer time, Unix seconds. */
   readonly timestamp: number;
   readonly message: string;
+  /** Who wrote the change (the commit's author line). */
+  readonly author: { readonly name: string; readonly email: string };
 }
 
 export async function readCommitSummary(store: ObjectStore, oid: string): Promise<CommitSummary> {
   const { commit } = await git.readCommit({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
-  return { oid, tree: commit.tree, parents: commit.parent, timestamp: commit.committer.timestamp, message: commit.message };
+  return { oid, tree: commit.tree, parents: commit.parent, timestamp: commit.committer.timestamp, message: commit.message, author: { name: commit.author.name, email: commit.author.email } };
 }
 
 /** The raw text of a commit object (what its signature covers, with the gpgsig header). */

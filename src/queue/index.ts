@@ -22,7 +22,7 @@ export {
 } from "./pipeline.js";
 export { computeHolds, workspaceDependencies, type HoldInputs, type HoldResult } from "./holds.js";
 export type { JobEvent, JobResult, JobType } from "./runner.js";
-export { createLeaderLock, type LeaderLock, type LeaderLockOptions } from "./lock.js";
+export { createLeaderLock, LEASE_DEFAULTS, leaseTimings, type LeaderLock, type LeaderLockOptions } from "./lock.js";
 export {
   createRedisClient,
   parseRedisUrl,

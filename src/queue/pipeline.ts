@@ -193,7 +193,9 @@ export async function createPipeline(options: PipelineOptions = {}): Promise<Pip
     logger: log,
     onMode(mode, reason) {
       for (const m of ["redis", "degraded", "standalone"] as const) metrics.mode.set({ mode: m }, m === mode ? 1 : 0);
-      log.info("pipeline mode", { mode, reason });
+      // Degraded is an outage an operator must see (Redis down); the other modes are normal operation.
+      if (mode === "degraded") log.warn("pipeline mode", { mode, reason });
+      else log.info("pipeline mode", { mode, reason });
       options.onModeChange?.(mode, reason);
     },
   });

@@ -4,7 +4,9 @@
  *
  *   commit in force · Git source ──▶ status, readiness, diagnostics, resources
  *   agent sessions · relay (applied, refusals) · identities · store (discovery, outputs) ──▶ cluster views
- *   convergence (this replica's, merged over the store's) · audit ──▶ commit views ──▶ commit statuses on the Git host
+ *   convergence (this replica's, merged over the store's) · audit · commit log ──▶ commit views ──▶ commit statuses on the Git host
+ *   every fact of a cluster and the commit in force ──clusterSync (cluster-sync.ts)──▶ `sync` and `inSync` of the
+ *   cluster view, the state of each cluster in the commit in force's view (nothing else decides "in sync")
  *   POST /api/clusters/<name>/reissue (admin) ──▶ a fresh bootstrap credential
  *   a digest of the status ──▶ /api/events
  *
@@ -17,6 +19,9 @@ import { isValidClusterName, type AppliedVersion, type ClusterIdentities, type R
 import type { ClusterConvergence, SnapshotStore } from "../store/index.js";
 import type { CommitStatusPoster } from "../git-host/index.js";
 import { frozenTables, pruneHeldView } from "./completeness.js";
+import { clusterSync, pastCommitState, type ClusterSync, type CommitProgressFacts } from "./cluster-sync.js";
+import type { AuditHold } from "./audit-scheduling.js";
+import type { CommitInfo, CommitLog } from "./commit-log.js";
 import { createCommitStatusReporter } from "./commit-status.js";
 import type { ConvergenceTracker } from "./convergence.js";
 import { HttpError, type Route, type ServerApi } from "./http.js";
@@ -49,6 +54,10 @@ export interface ApiViewsOptions {
   readonly convergence: Pick<ConvergenceTracker, "get" | "commits">;
   /** The audit commit written for a source commit, if any. */
   readonly audited: (sha: string) => string | undefined;
+  /** Why the audit branch waits (the clusters that hold it back), if it does. */
+  readonly auditHeld?: () => AuditHold | undefined;
+  /** Message and author of the commits read from Git, and the rejected ones. */
+  readonly commitLog?: Pick<CommitLog, "info" | "rejected">;
   readonly diffs: Pick<DiffService, "diff">;
   /** Revokes a cluster's certificates and mints a fresh bootstrap credential (the reissue route). */
   readonly mintCredential: (cluster: string, options: { readonly reissue: true }) => Promise<{ credential: string; expiresAtMs: number }>;
@@ -78,7 +87,17 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
   const { store, pipeline, inForce, source, publishing, sessions, relay, identities, convergence, diffs, logger: log, now } = options;
   const config = { identity: options.replica, auditBranch: options.auditBranch };
   const sourceName = options.repository;
-  const clusterView = async (name: string) => {
+  /**
+   * One answer's reads of a commit's progress: a status lists every cluster, and each reads the same
+   * record (read once per answer, not once per cluster — at a thousand clusters that is a million entries).
+   */
+  type ProgressReads = Map<string, ReturnType<typeof mergedProgress>>;
+  const readsOf = (reads: ProgressReads, sha: string) => {
+    let r = reads.get(sha);
+    if (r === undefined) reads.set(sha, (r = mergedProgress(sha)));
+    return r;
+  };
+  const clusterView = async (name: string, reads: ProgressReads = new Map()) => {
     const reg = inForce.registered().find((r) => r.name === name);
     const conn = sessions.streams(name);
     const applied = relay()?.appliedVersions().get(name);
@@ -97,6 +116,19 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
     // An agent that never registered is not "stale": nobody has installed it yet.
     const waiting = reg !== undefined && holder === null && applied === undefined && disc === undefined && cutOff === null && (await identities.read(name).catch(() => undefined))?.issued === undefined;
     const errors = [...(out?.diagnostics ?? []), ...((await workspaceErrorsByCluster()).get(name) ?? [])].filter((d) => d.severity === Severity.Error);
+    const commitInForce = inForce.current()?.commit;
+    const lastSeen = sessions.lastSeen(name);
+    const sync = clusterSync({
+      commit: commitInForce,
+      cutOff,
+      agent: holder !== null ? "connected" : waiting ? "waiting" : "disconnected",
+      lastSeen: lastSeen !== undefined ? new Date(lastSeen).toISOString() : null,
+      output: out,
+      publishedVersion: pub?.version,
+      applied,
+      progress: commitInForce === undefined ? undefined : await progressAt(reads, commitInForce, name),
+      held: held === null ? null : { reason: held.reason, since: held.since, objects: held.objects.length },
+    });
     return {
       name,
       registered: reg !== undefined,
@@ -123,7 +155,9 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       cutOff,
       /** Owned objects someone else changed or deleted and the agent put back, newest first (reported to the replica holding the agent). */
       driftRepairs: sessions.driftRepairs(name),
-      inSync: cutOff === null && applied !== undefined && out !== undefined && applied.version >= out.version && held === null,
+      /** Where the cluster stands with the commit in force (cluster-sync.ts): the one answer every view shows. */
+      sync,
+      inSync: sync.state === "in-sync",
     };
   };
   /**
@@ -174,11 +208,29 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
     if (!view) return;
     const applied = new Map<string, number>();
     const nacks: { cluster: string; message: string }[] = [];
-    for (const [cluster, p] of Object.entries(view.clusters as Record<string, { appliedAtMs?: number; nack?: { message?: string; errors?: { key: string; message: string }[] } }>)) {
+    for (const [cluster, p] of Object.entries(view.clusters as Record<string, { appliedAtMs?: number; state: string; nack?: { message?: string; errors?: { key: string; message: string }[] } }>)) {
       if (p.appliedAtMs !== undefined) applied.set(cluster, p.appliedAtMs);
-      if (p.nack) nacks.push({ cluster, message: p.nack.message ?? p.nack.errors?.map((e) => `${e.key}: ${e.message}`).join("; ") ?? "NACK" });
+      // A transient failure (retrying) is not a failure of the commit.
+      if (p.nack && p.state === "refused") nacks.push({ cluster, message: p.nack.message ?? p.nack.errors?.map((e) => `${e.key}: ${e.message}`).join("; ") ?? "NACK" });
     }
     await statusReporter.inForce({ commit: desired.commit, acceptedAtMs: view.acceptedAt === null ? undefined : Date.parse(view.acceptedAt), expected: inForce.registered().map((r) => r.name), applied, nacks });
+  };
+  /** A commit's progress per cluster (this replica's over the store's), with when each ran it. */
+  const mergedProgress = async (sha: string) => {
+    const mine = convergence.get(sha);
+    const shared = await store().getConvergence(sha).catch(() => undefined);
+    const merged: Record<string, Progress> = {};
+    for (const [c, p] of Object.entries(shared?.clusters ?? {})) merged[c] = { ...p };
+    for (const [c, p] of Object.entries(mine?.clusters ?? {})) merged[c] = { ...merged[c], ...p };
+    return { mine, shared, merged };
+  };
+  /** The facts clusterSync reads about a commit at one cluster. */
+  const progressAt = async (reads: ProgressReads, sha: string, cluster: string): Promise<CommitProgressFacts | undefined> => {
+    const p = (await readsOf(reads, sha)).merged[cluster];
+    if (p === undefined) return undefined;
+    const appliedAtMs = await appliedAtOf(cluster, p);
+    const nack = nackText(p.nack);
+    return { version: p.version, ...(appliedAtMs === undefined ? {} : { appliedAtMs }), ...(nack === undefined ? {} : { nack }) };
   };
   const runningCommit = async (name: string, applied: AppliedVersion | undefined): Promise<string | null> => {
     if (!applied) return null;
@@ -238,33 +290,56 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
     for (const o of await store().listOutputs()) names.add(o.cluster);
     return [...names].sort();
   };
+  /**
+   * A commit and each cluster's part in it. For the commit in force every registered cluster is listed
+   * with the state of its cluster view (clusterSync); for an older one, how it fared (applied, refused,
+   * superseded before it ran).
+   */
   const commitView = async (sha: string) => {
-    const mine = convergence.get(sha);
-    const shared = await store().getConvergence(sha).catch(() => undefined);
-    if (!mine && !shared) return undefined;
-    const merged: Record<string, Progress> = {};
-    for (const [c, p] of Object.entries(shared?.clusters ?? {})) merged[c] = { ...p };
-    for (const [c, p] of Object.entries(mine?.clusters ?? {})) merged[c] = { ...merged[c], ...p };
+    const reads: ProgressReads = new Map();
+    const { mine, shared, merged } = await readsOf(reads, sha);
+    const isInForce = inForce.current()?.commit === sha;
+    if (!mine && !shared && !isInForce) return undefined;
     const isRegistered = new Set(inForce.registered().map((r) => r.name));
+    const names = [...new Set([...Object.keys(merged), ...(isInForce ? isRegistered : [])])].sort();
     const clusters: Record<string, unknown> = {};
     let appliedCount = 0;
     let nacked = 0;
-    for (const [c, p] of Object.entries(merged)) {
-      const appliedAtMs = await appliedAtOf(c, p);
+    for (const c of names) {
+      const p = merged[c];
+      const appliedAtMs = p === undefined ? undefined : await appliedAtOf(c, p);
+      const nack = p === undefined ? undefined : nackText(p.nack);
+      const sync: Pick<ClusterSync, "state" | "summary"> | undefined = isInForce && isRegistered.has(c) ? (await clusterView(c, reads))?.sync : undefined;
+      const state = sync?.state ?? (p === undefined ? "superseded" : pastCommitState({ version: p.version, ...(appliedAtMs === undefined ? {} : { appliedAtMs }), ...(nack === undefined ? {} : { nack }) }));
       // A cluster removed from Git does not count towards the commit's convergence (listed, flagged).
       if (isRegistered.has(c) && appliedAtMs !== undefined) appliedCount++;
-      if (isRegistered.has(c) && p.nack !== undefined) nacked++;
-      clusters[c] = { ...p, ...(appliedAtMs === undefined ? {} : { appliedAtMs }), ...(p.unchangedFrom === undefined ? {} : { unchanged: true }), registered: isRegistered.has(c) };
+      if (isRegistered.has(c) && state === "refused") nacked++;
+      clusters[c] = {
+        ...p,
+        ...(appliedAtMs === undefined ? {} : { appliedAtMs }),
+        ...(p?.unchangedFrom === undefined ? {} : { unchanged: true }),
+        registered: isRegistered.has(c),
+        state,
+        ...(sync === undefined ? {} : { summary: sync.summary }),
+      };
     }
+    const info = options.commitLog?.info(sha);
     return {
       commit: sha,
+      ...commitInfo(info),
       acceptedAt: mine?.acceptedAtMs !== undefined ? new Date(mine.acceptedAtMs).toISOString() : null,
-      inForce: inForce.current()?.commit === sha,
+      inForce: isInForce,
+      rejected: null,
       audit: options.audited(sha) ?? null,
       applied: appliedCount,
       nacked,
       clusters,
     };
+  };
+  /** Why the audit branch waits, naming the clusters (null: it does not, or it is off). */
+  const auditHeldView = () => {
+    const h = config.auditBranch ? options.auditHeld?.() : undefined;
+    return h ? { reason: h.reason, clusters: h.clusters, since: new Date(h.sinceMs).toISOString() } : null;
   };
   const api: ServerApi = {
     healthy: () => !options.stopped(),
@@ -280,7 +355,8 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       const desired = inForce.current();
       const src = source.status();
       const names = await clusterNames();
-      const clusters = (await Promise.all(names.map(clusterView))).filter((c) => c !== undefined);
+      const reads: ProgressReads = new Map();
+      const clusters = (await Promise.all(names.map((n) => clusterView(n, reads)))).filter((c) => c !== undefined);
       const ready = api.readiness();
       return {
         replica: config.identity,
@@ -300,12 +376,15 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
         rejected: src.rejection
           ? { commit: src.rejection.commit, rejectedAt: src.rejection.rejectedAt, errors: src.rejection.diagnostics.filter((d) => d.severity === Severity.Error).length, diagnostics: src.rejection.diagnostics.slice(0, 10).map(formatDiagnostic) }
           : null,
-        audit: { branch: config.auditBranch || null, lastCommit: desired ? (options.audited(desired.commit) ?? null) : null },
+        audit: { branch: config.auditBranch || null, lastCommit: desired ? (options.audited(desired.commit) ?? null) : null, heldBack: auditHeldView() },
         clusters,
       };
     },
-    clusters: async () => ({ clusters: (await Promise.all((await clusterNames()).map(clusterView))).filter((c) => c !== undefined) }),
-    cluster: clusterView,
+    clusters: async () => {
+      const reads: ProgressReads = new Map();
+      return { clusters: (await Promise.all((await clusterNames()).map((n) => clusterView(n, reads)))).filter((c) => c !== undefined) };
+    },
+    cluster: (name) => clusterView(name),
     async clusterInput(name) {
       const d = await store().getDiscovery(name);
       return d ? { cluster: name, checksum: d.checksum, at: new Date(d.atMs).toISOString(), snapshot: d.snapshot } : undefined;
@@ -320,7 +399,22 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       const desired = inForce.current();
       const shas = convergence.commits().map((c) => c.commit);
       if (desired && !shas.includes(desired.commit)) shas.unshift(desired.commit);
-      return { inForce: desired?.commit ?? null, commits: (await Promise.all(shas.map(commitView))).filter((c) => c !== undefined) };
+      const accepted = (await Promise.all(shas.map(commitView))).filter((c) => c !== undefined);
+      // Rejected commits beside the accepted ones, newest first (a rejection is newer than the commit in force it left in force).
+      const rejected = (options.commitLog?.rejected() ?? []).map((r) => ({
+        commit: r.commit,
+        ...commitInfo(r),
+        acceptedAt: null,
+        inForce: false,
+        rejected: { at: r.rejectedAt, errorCount: r.errorCount, errors: r.errors },
+        audit: null,
+        applied: 0,
+        nacked: 0,
+        clusters: {},
+      }));
+      const at = (c: { acceptedAt: string | null; rejected: { at: string } | null }) => Date.parse(c.rejected?.at ?? c.acceptedAt ?? "") || 0;
+      const commits = [...accepted, ...rejected.filter((r) => !accepted.some((a) => a.commit === r.commit))].sort((a, b) => at(b) - at(a));
+      return { inForce: desired?.commit ?? null, commits };
     },
     async commit(sha) {
       const full = convergence.commits().find((c) => c.commit.startsWith(sha))?.commit ?? sha;
@@ -387,4 +481,18 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
   });
 
   return { api, routes: [reissueRoute, events.route], reportCommitStatuses, close: () => events.close() };
+}
+
+/** A NACK as one text (the tracker keeps its errors, the store one message). */
+function nackText(nack: unknown): string | undefined {
+  if (nack === undefined || nack === null) return undefined;
+  const n = nack as { message?: unknown; errors?: unknown };
+  if (typeof n.message === "string") return n.message;
+  if (Array.isArray(n.errors)) return (n.errors as readonly { key: string; message: string }[]).map((e) => `${e.key}: ${e.message}`).join("; ") || "NACK";
+  return "NACK";
+}
+
+/** Message and author of a commit (null when this replica did not read it from Git: adopted from the leader). */
+function commitInfo(info: CommitInfo | undefined) {
+  return { subject: info?.subject ?? null, message: info?.message ?? null, author: info ? `${info.author.name} <${info.author.email}>` : null, committedAt: info?.committedAt ?? null };
 }

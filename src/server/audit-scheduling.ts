@@ -7,7 +7,9 @@
  * The audit branch records the outputs of the commit in force computed from every cluster's
  * discovery: while outputs are unsettled, incomplete or hold deletions it is not written (the next
  * trigger tries again); while workspaces of the commit are still translating it is retried after the
- * quiet time; a write that fails is retried with the next trigger.
+ * quiet time; a write that fails is retried with the next trigger. While it waits for something only
+ * an operator can change — a registered cluster whose agent never sent discovery, outputs that hold
+ * deletions — `held()` names the clusters (the API, `check` and the UI show it).
  */
 import { describeError, type Logger } from "../core/index.js";
 import type { AuditWriter, RenderedResource } from "../git-sync/index.js";
@@ -31,6 +33,10 @@ export interface AuditSchedulingOptions {
   readonly isLeader: () => boolean;
   /** The outputs reflect every cluster's discovery (publishing's `settled`). */
   readonly settled: () => boolean;
+  /** Registered clusters whose discovery is still missing (publishing's warming status `waitingFor`). */
+  readonly waitingFor?: () => readonly string[];
+  /** Clock for `held().sinceMs` (default Date.now). */
+  readonly now?: () => number;
   /** This replica's copy of a cluster's newest output (used instead of the store's when the version matches). */
   readonly latest: (cluster: string) => PipelineOutput | undefined;
   /** Quiet time after the last trigger before a write (default 300 ms). */
@@ -48,7 +54,17 @@ export type AuditRun =
   /** `auditCommit` is undefined when the branch already held exactly this. */
   | { readonly kind: "written"; readonly sourceCommit: string; readonly auditCommit: string | undefined };
 
+/** Why the audit branch is not written for the commit in force, naming the clusters that hold it back. */
+export interface AuditHold {
+  readonly reason: string;
+  readonly clusters: readonly string[];
+  /** Since when (ms) this reason holds. */
+  readonly sinceMs: number;
+}
+
 export interface AuditScheduling {
+  /** Why the last attempt could not write the commit in force (undefined: written, or nothing waits). */
+  held(): AuditHold | undefined;
   /** Something changed: try after the quiet time (restarts it). */
   schedule(): void;
   /** One attempt now (what the quiet time ends in). */
@@ -66,6 +82,12 @@ export function createAuditScheduling(options: AuditSchedulingOptions): AuditSch
   const audited = new Map<string, string | undefined>();
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
+  let hold: AuditHold | undefined;
+  const holdBy = (reason: string, clusters: readonly string[]) => {
+    const since = hold?.reason === reason ? hold.sinceMs : undefined;
+    hold = { reason, clusters: [...clusters].sort(), sinceMs: since ?? (options.now ?? Date.now)() };
+    if (since === undefined && clusters.length > 0) log.warn("audit branch held back", { branch: options.branch, reason, clusters: hold.clusters });
+  };
 
   const schedule = () => {
     if (!writer) return;
@@ -95,8 +117,16 @@ export function createAuditScheduling(options: AuditSchedulingOptions): AuditSch
     if (!writer) return { kind: "skipped", why: "no-audit" };
     if (!desired) return { kind: "skipped", why: "no-commit" };
     if (options.signal?.aborted === true) return { kind: "skipped", why: "stopping" };
-    if (!options.isLeader()) return { kind: "skipped", why: "follower" };
-    if (!options.settled()) return { kind: "skipped", why: "unsettled" };
+    if (!options.isLeader()) {
+      hold = undefined;
+      return { kind: "skipped", why: "follower" };
+    }
+    if (!options.settled()) {
+      const missing = options.waitingFor?.() ?? [];
+      if (missing.length > 0) holdBy(`waiting for the discovery of ${missing.join(", ")}: registered in Git, but no agent has sent it (install the agent, or remove the KubernetesCluster)`, missing);
+      else holdBy("waiting for the outputs to settle (translation of every cluster's discovery)", []);
+      return { kind: "skipped", why: "unsettled" };
+    }
     const commit = desired.commit;
     const pending = await options.store().pending(commit);
     if (pending.length > 0) {
@@ -105,11 +135,16 @@ export function createAuditScheduling(options: AuditSchedulingOptions): AuditSch
     }
     const outputs = await currentOutputs();
     // Held objects are not what the commit renders: the audit branch waits until nothing is held.
-    if (outputs.some((o) => !o.complete || (o.held?.length ?? 0) > 0)) return { kind: "skipped", why: "incomplete" };
+    const partial = outputs.filter((o) => !o.complete || (o.held?.length ?? 0) > 0).map((o) => o.cluster);
+    if (partial.length > 0) {
+      holdBy(`outputs of ${partial.join(", ")} are incomplete or hold deletions back`, partial);
+      return { kind: "skipped", why: "incomplete" };
+    }
     const clusters = new Map(outputs.filter((o) => options.isRegistered(o.cluster)).map((o) => [o.cluster, o.resources as unknown as readonly RenderedResource[]]));
     const discovery = new Map((await options.store().listDiscovery()).map((d) => [d.cluster, d.snapshot as unknown]));
     const result = await writer.write({ clusters, discovery, sourceCommit: commit, sourceRef: `refs/heads/${options.ref}`, timestamp: desired.committedAt });
     audited.set(commit, result.commit ?? audited.get(commit));
+    hold = undefined;
     if (result.commit) log.info("audit commit written", { branch: options.branch, commit: result.commit, sourceCommit: commit, clusters: result.changes.map((c) => c.cluster) });
     return { kind: "written", sourceCommit: commit, auditCommit: result.commit };
   };
@@ -118,6 +153,7 @@ export function createAuditScheduling(options: AuditSchedulingOptions): AuditSch
     schedule,
     run,
     audited: (commit) => audited.get(commit),
+    held: () => hold,
     async stop() {
       clearTimeout(timer);
       await running;

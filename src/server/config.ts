@@ -5,7 +5,7 @@
  */
 import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel, type ConfigReader } from "../core/index.js";
 import { GIT_HTTP_IDLE_TIMEOUT_MS } from "../git-sync/index.js";
-import { redisUrlProblem } from "../queue/index.js";
+import { LEASE_DEFAULTS, redisUrlProblem } from "../queue/index.js";
 import { isValidClusterName } from "../relay/index.js";
 import { DEFAULT_DIFF_MAX_MEMORY_MB, DEFAULT_DIFF_TIMEOUT_SECONDS } from "./diff-service.js";
 
@@ -31,6 +31,15 @@ export interface ServerConfig {
   readonly redisUrl: string | undefined;
   /** Key prefix in Redis (default `gitmesh`); several installations can share one Redis with different prefixes. */
   readonly redisPrefix: string;
+  /**
+   * A Redis that cannot be reached at start stops the server (exit 1, a crash loop is the signal) unless
+   * this is set: then it starts in memory (degraded) and writes back when Redis comes (--redis-optional).
+   */
+  readonly redisOptional: boolean;
+  /** How long start waits for Redis before giving up or, with redisOptional, starting degraded (default 30 s). */
+  readonly redisConnectTimeoutMs: number;
+  /** The leader lease (src/queue/lock.ts): Kubernetes' timings by default, 15 s / 10 s / 2 s. */
+  readonly lease: { readonly ttlMs: number; readonly renewDeadlineMs: number; readonly retryPeriodMs: number };
   /** Jobs per type this replica translates at once (`--workers`, default 4); 0: none, `gitmesh worker` processes do (needs Redis). */
   readonly translationWorkers: number;
   /** Lock of a running translation job: a job of a process that died is handed back after at most about twice this (default 30 s). */
@@ -130,6 +139,11 @@ export const SERVER_ENV = {
   identity: "POD_NAME",
   redisUrl: "REDIS_URL",
   redisPrefix: "GITMESH_REDIS_PREFIX",
+  redisOptional: "GITMESH_REDIS_OPTIONAL",
+  redisConnectTimeoutSeconds: "GITMESH_REDIS_CONNECT_TIMEOUT_SECONDS",
+  leaseDurationSeconds: "GITMESH_LEASE_DURATION_SECONDS",
+  leaseRenewDeadlineSeconds: "GITMESH_LEASE_RENEW_DEADLINE_SECONDS",
+  leaseRetryPeriodSeconds: "GITMESH_LEASE_RETRY_PERIOD_SECONDS",
   workers: "GITMESH_WORKERS",
   jobLockSeconds: "GITMESH_JOB_LOCK_SECONDS",
   retentionCommits: "GITMESH_RETENTION_COMMITS",
@@ -184,6 +198,11 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   identity: "replica name in status, logs and leases (default: the hostname; --identity)",
   redisUrl: "Redis shared by the replicas: redis://host:6379[/db], rediss:// (TLS), redis-sentinel://s1:26379,s2:26379,s3:26379/<master name>, redis-cluster://n1:6379,n2:6379,n3:6379 (unset: one standalone replica, in memory; --redis-url)",
   redisPrefix: "key prefix in Redis, to share one Redis between installations (default gitmesh)",
+  redisOptional: "true: start even when Redis cannot be reached, in memory (degraded), writing back when it comes (default false: exit 1 naming the URL; --redis-optional)",
+  redisConnectTimeoutSeconds: "how long start waits for Redis before exiting (or, with GITMESH_REDIS_OPTIONAL, starting degraded) (default 30)",
+  leaseDurationSeconds: "the leader lease (Git polling, audit commits): a dead leader's lease is taken over after this (default 15, as Kubernetes' leader election)",
+  leaseRenewDeadlineSeconds: "the leader steps down when no renewal succeeded for this long (default 10; below the lease duration)",
+  leaseRetryPeriodSeconds: "how often the leader renews and followers try to take the lease (default 2; below the renew deadline)",
   workers: "translation jobs per type this replica runs at once (default 4; --workers); 0: none, `gitmesh worker` processes translate (needs Redis)",
   jobLockSeconds: "lock of a running translation job: a job whose process died goes back to the queue after at most about twice this (default 30)",
   retentionCommits: "commits whose convergence record (which cluster applied it, when) is kept, besides the one in force and those clusters still run (default 100)",
@@ -289,6 +308,22 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
   const redisProblem = redisUrl === undefined ? undefined : redisUrlProblem(redisUrl);
   if (redisProblem !== undefined) problems.push(`${redisProblem} (--redis-url or ${SERVER_ENV.redisUrl}); unset it to run standalone`);
 
+  const redisOptional = read.bool(input.redisOptional, `Redis optional (--redis-optional or ${SERVER_ENV.redisOptional})`, false);
+  if (redisOptional && redisUrl !== undefined && !input.pkiDir && !input.inCluster && !input.kubeconfig) {
+    // Without them the relay PKI and API tokens live in that Redis: nothing could start while it is down.
+    problems.push(`--redis-optional (${SERVER_ENV.redisOptional}) needs the relay PKI outside Redis, or the server cannot start while Redis is down: add --pki-dir <dir>, or run in Kubernetes (Secrets)`);
+  }
+
+  const seconds = (v: string | undefined, what: string, dflt: number) => 1000 * read.number(v, what, dflt / 1000, (n) => n > 0 && n <= 3600, "seconds, more than 0 and at most 3600");
+  const lease = {
+    ttlMs: seconds(input.leaseDurationSeconds, `lease duration (${SERVER_ENV.leaseDurationSeconds})`, LEASE_DEFAULTS.ttlMs),
+    renewDeadlineMs: seconds(input.leaseRenewDeadlineSeconds, `lease renew deadline (${SERVER_ENV.leaseRenewDeadlineSeconds})`, LEASE_DEFAULTS.renewDeadlineMs),
+    retryPeriodMs: seconds(input.leaseRetryPeriodSeconds, `lease retry period (${SERVER_ENV.leaseRetryPeriodSeconds})`, LEASE_DEFAULTS.retryPeriodMs),
+  };
+  if (!(lease.retryPeriodMs < lease.renewDeadlineMs && lease.renewDeadlineMs < lease.ttlMs)) {
+    problems.push(`lease timings must satisfy ${SERVER_ENV.leaseRetryPeriodSeconds} < ${SERVER_ENV.leaseRenewDeadlineSeconds} < ${SERVER_ENV.leaseDurationSeconds} (got ${String(lease.retryPeriodMs / 1000)}, ${String(lease.renewDeadlineMs / 1000)}, ${String(lease.ttlMs / 1000)})`);
+  }
+
   const translationWorkers = read.number(input.workers, `translation workers (--workers or ${SERVER_ENV.workers})`, 4, (n) => Number.isInteger(n) && n >= 0 && n <= 64, "an integer from 0 to 64");
   if (translationWorkers === 0 && redisUrl === undefined) problems.push(`--workers 0 (${SERVER_ENV.workers}=0) needs Redis (--redis-url or ${SERVER_ENV.redisUrl}) and \`gitmesh worker\` processes on it: without them nothing would translate`);
   const jobLockSeconds = read.number(input.jobLockSeconds, `job lock (${SERVER_ENV.jobLockSeconds})`, 30, (n) => n >= 1 && n <= 3600, "seconds from 1 to 3600");
@@ -323,6 +358,10 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     identity: input.identity || defaults.identity,
     redisUrl,
     redisPrefix: input.redisPrefix || "gitmesh",
+    redisOptional,
+    lease,
+    redisConnectTimeoutMs:
+      1000 * read.number(input.redisConnectTimeoutSeconds, `Redis connect timeout (${SERVER_ENV.redisConnectTimeoutSeconds})`, 30, (n) => n >= 1 && n <= 3600, "seconds from 1 to 3600"),
     translationWorkers,
     jobLockMs: jobLockSeconds * 1000,
     retention,

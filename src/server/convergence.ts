@@ -72,14 +72,24 @@ export function createConvergenceTracker(options: { keepCommits?: number; sink?:
       const e = entry(commit);
       const prev = e.clusters.get(cluster);
       if (prev?.appliedAtMs !== undefined) return;
-      const p: ClusterProgress = { cluster, version, publishedAtMs: prev?.publishedAtMs ?? atMs };
+      // The same version sent again (a redelivery after a transient NACK): its NACK stands until the agent answers.
+      const p: ClusterProgress = { cluster, version, publishedAtMs: prev?.publishedAtMs ?? atMs, ...(prev?.version === version && prev.nack ? { nack: prev.nack } : {}) };
       e.clusters.set(cluster, p);
       mirror(commit, p);
     },
     ack(event) {
       const e = entry(event.sourceCommit);
       const prev = e.clusters.get(event.cluster);
-      if (prev?.appliedAtMs !== undefined) return undefined;
+      if (prev?.appliedAtMs !== undefined) {
+        // A newer version of the same commit (published incomplete, then complete): the cluster runs it
+        // now. Recorded, so that "in sync" compares the version it runs; the latency stays the first ACK's.
+        if (event.version > prev.version) {
+          const p: ClusterProgress = { ...prev, version: event.version, appliedAtMs: event.atMs };
+          e.clusters.set(event.cluster, p);
+          mirror(event.sourceCommit, p);
+        }
+        return undefined;
+      }
       const latencyMs = e.acceptedAtMs === undefined ? undefined : Math.max(0, event.atMs - e.acceptedAtMs);
       const p: ClusterProgress = {
         cluster: event.cluster,

@@ -10,9 +10,15 @@
  * it must hold deletions it cannot carry, and is published as the pipeline computed it. `settled()`
  * is what the audit branch waits for: outputs computed before the last discovery was translated are
  * partial, so only once the pipeline went idle after every cluster's discovery is known do they count.
+ *
+ * A NACK whose every error is transient (HTTP 429/5xx, a timeout, an agent replica that lost its Lease:
+ * cluster-sync.ts isTransientNack) is not a refusal: the same output is handed to the relay again after
+ * a backoff (the agent re-applies it whole, skipping what is unchanged), until an ACK, another NACK or
+ * a newer version.
  */
-import { describeError, type Logger } from "../core/index.js";
-import type { RelayServer } from "../relay/index.js";
+import { backoffDelay, describeError, type BackoffOptions, type Logger } from "../core/index.js";
+import type { OutputNackEvent, RelayServer } from "../relay/index.js";
+import { isTransientNack } from "./cluster-sync.js";
 import type { SnapshotStore } from "../store/index.js";
 import { relayResources } from "./completeness.js";
 import type { ConvergenceTracker } from "./convergence.js";
@@ -35,6 +41,8 @@ export interface PublishingOptions {
   readonly skipWarming?: readonly string[];
   /** How long to wait for the pipeline to be idle before outputs count as complete anyway (default 120 s). */
   readonly idleTimeoutMs?: number;
+  /** Delays between redeliveries after transient NACKs (default 1 s doubling to 60 s). */
+  readonly retryBackoff?: BackoffOptions;
   /** Something the audit branch waits for happened: a new output published, the gate opened, outputs settled. */
   readonly onProgress?: () => void;
   readonly logger: Logger;
@@ -58,6 +66,10 @@ export interface Publishing {
   discovered(cluster: string): void;
   /** Learns the discovery that reached other replicas (the shared store holds it). */
   learnDiscovery(): Promise<void>;
+  /** An agent's NACK: a transient one is redelivered after a backoff. */
+  nacked(event: OutputNackEvent): void;
+  /** An agent's ACK (ends the redeliveries of its cluster). */
+  acked(cluster: string): void;
   /** This replica's newest output of a cluster. */
   latest(cluster: string): PipelineOutput | undefined;
   /** What was last handed to the relay for a cluster. */
@@ -138,7 +150,31 @@ export function createPublishing(options: PublishingOptions): Publishing {
       });
   };
 
+  /** Redeliveries after transient NACKs, per cluster: the version and how many were made. */
+  const retries = new Map<string, { version: number; attempt: number; timer: NodeJS.Timeout }>();
+  const stopRetry = (cluster: string) => {
+    clearTimeout(retries.get(cluster)?.timer);
+    retries.delete(cluster);
+  };
+  const nacked = (event: OutputNackEvent): void => {
+    const prev = retries.get(event.cluster);
+    stopRetry(event.cluster);
+    if (!isTransientNack(event.errors.map((e) => `${e.key}: ${e.message}`))) return;
+    const attempt = prev?.version === event.version ? prev.attempt + 1 : 0;
+    const delayMs = backoffDelay(options.retryBackoff ?? { initialMs: 1000, maxMs: 60_000 }, attempt);
+    log.info("transient failure applying output; redelivering it", { cluster: event.cluster, version: event.version, attempt: attempt + 1, delayMs: Math.round(delayMs), first: event.errors[0]?.message });
+    const timer = setTimeout(() => {
+      const rec = latest.get(event.cluster);
+      if (rec?.version !== event.version || gate?.warming === true || options.signal?.aborted === true) return;
+      publish(rec, `redelivery after a transient failure (attempt ${String(attempt + 1)})`);
+    }, delayMs);
+    timer.unref();
+    retries.set(event.cluster, { version: event.version, attempt, timer });
+  };
+
   return {
+    nacked,
+    acked: stopRetry,
     async start() {
       // Warming: state is lost when the store remembers no discovery at all.
       const known = (await options.store().listDiscovery()).map((d) => d.cluster);
@@ -148,7 +184,10 @@ export function createPublishing(options: PublishingOptions): Publishing {
       g.onInputsComplete(inputsComplete(g));
       for (const rec of await options.store().listOutputs()) onOutput(rec);
     },
-    stop: () => gate?.stop(),
+    stop: () => {
+      gate?.stop();
+      for (const c of [...retries.keys()]) stopRetry(c);
+    },
     onOutput,
     publishAll(reason) {
       for (const rec of latest.values()) if (!gate?.warming) publish(rec, reason);

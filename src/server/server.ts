@@ -3,7 +3,8 @@
  *
  *   git-polling ──accepted commit──▶ commit-in-force ──▶ pipeline.setDesiredState ──▶ onOutput ──▶ publishing (warming gate) ──▶ relay-endpoint
  *               └─rejected commit──▶ kept with diagnostics (api-views + one log line)
- *   relay-endpoint ──discovery──▶ pipeline.setDiscovery + publishing;  ──ACK/NACK──▶ convergence;  ──streams, drift──▶ agent-sessions
+ *   relay-endpoint ──discovery──▶ pipeline.setDiscovery + publishing;  ──ACK/NACK──▶ convergence (+ publishing: a transient NACK is redelivered);  ──streams, drift──▶ agent-sessions
+ *   git-polling ──every outcome──▶ commit-log (message, author, rejections) ──▶ api-views
  *   publishing (outputs of the commit in force, settled) ──▶ audit-scheduling (leader) ──▶ audit branch
  *   HTTP :9091 ──▶ health, readiness, metrics, webhooks (hints to git-polling), api-views (JSON API, reissue, events)
  *   follow ticker, every second ──▶ trigger role, presence, discovery from other replicas, commit statuses (leader) / adopt the leader's commit (follower)
@@ -36,6 +37,7 @@ import { createCommitInForce } from "./commit-in-force.js";
 import { createGitPolling, type GitPolling } from "./git-polling.js";
 import { createPublishing } from "./publishing.js";
 import { createAuditScheduling } from "./audit-scheduling.js";
+import { createCommitLog } from "./commit-log.js";
 import { createApiViews } from "./api-views.js";
 import { createAgentSessions } from "./agent-sessions.js";
 import { createRelayEndpoint } from "./relay-endpoint.js";
@@ -121,15 +123,16 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   // The parts, in the order of the diagram at the top of this file.
   const convergence = createConvergenceTracker({ keepCommits: config.retention.convergenceCommits, sink: { record: (commit, p) => store().recordConvergence(commit, toStoredProgress(p)) }, onSinkError: (err) => log.debug("convergence not mirrored to the store", { error: describeError(err) }) });
   const sessions = createAgentSessions({ replica: config.identity, metrics, logger: log, now });
+  const commitLog = createCommitLog({ keep: config.retention.convergenceCommits });
   const inForce = createCommitInForce({ pipeline, store, ref: config.gitBranch, metrics, logger: log, signal, now });
   // Each part its own client: a client counts the idle timeouts of its own requests (the source reports them).
   const gitHttp = () => withIdleTimeout(config.gitIdleTimeoutMs);
-  const polling = createGitPolling({ location: git.source, http: gitHttp(), name: git.name, ref: config.gitBranch, ...(config.gitPath ? { subPath: config.gitPath } : {}), ...(options.verifier ? { verifier: options.verifier } : {}), pollIntervalMs: config.pollIntervalMs, debounceMs: config.webhookDebounceMs, onOutcome: (o) => inForce.onOutcome(o), isLeader, logger: log, signal });
+  const polling = createGitPolling({ location: git.source, http: gitHttp(), name: git.name, ref: config.gitBranch, ...(config.gitPath ? { subPath: config.gitPath } : {}), ...(options.verifier ? { verifier: options.verifier } : {}), pollIntervalMs: config.pollIntervalMs, debounceMs: config.webhookDebounceMs, onOutcome: (o) => { commitLog.record(o); return inForce.onOutcome(o); }, isLeader, logger: log, signal });
   const publishing = createPublishing({ pipeline, store, relay: () => relay.server, convergence, metrics, warmingWindowMs: config.warmingWindowMs, skipWarming: config.skipWarming, onProgress: () => audit.schedule(), logger: log, signal, now });
-  const audit = createAuditScheduling({ writer: config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, http: gitHttp(), logger: log.child("audit") }), branch: config.auditBranch, ref: config.gitBranch, store, inForce: () => inForce.current(), isRegistered: (c) => inForce.isRegistered(c), isLeader, settled: () => publishing.settled(), latest: (c) => publishing.latest(c), ...(options.auditDebounceMs === undefined ? {} : { debounceMs: options.auditDebounceMs }), logger: log, signal });
-  const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
+  const audit = createAuditScheduling({ writer: config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, http: gitHttp(), logger: log.child("audit") }), branch: config.auditBranch, ref: config.gitBranch, store, inForce: () => inForce.current(), isRegistered: (c) => inForce.isRegistered(c), isLeader, settled: () => publishing.settled(), waitingFor: () => publishing.warming()?.waitingFor ?? [], now, latest: (c) => publishing.latest(c), ...(options.auditDebounceMs === undefined ? {} : { debounceMs: options.auditDebounceMs }), logger: log, signal });
+  const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence: { ack: (e) => { publishing.acked(e.cluster); return convergence.ack(e); }, nack: (e) => { convergence.nack(e); publishing.nacked(e); } }, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
   const diffs = createDiffService({ location: git.diff, http: gitHttp(), ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), maxMemoryMb: config.diffMaxMemoryMb, timeoutMs: config.diffTimeoutMs, logger: log.child("diff") });
-  const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, audited: (sha) => audit.audited(sha), diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
+  const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, audited: (sha) => audit.audited(sha), auditHeld: () => audit.held(), commitLog, diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
   inForce.onAdopted(({ commit, registered, atMs }) => {
     convergence.accepted(commit, atMs);
     publishing.setRegistered(registered);

@@ -5,6 +5,8 @@
  * the effective WorkspaceSettings options (a `global` WorkspaceSettings in the admin namespace
  * overrides every workspace's own options). All pure.
  */
+import { isIP } from "node:net";
+import { DNS1123_LABEL } from "../core/index.js";
 import { globalWorkspaceSettings, shared, sharingRules, type WorkspaceContext, type TranslationIndex } from "./context.js";
 import type { DiscoveredService, DiscoveredWorkload, DiscoveryInput, InputObject } from "./input.js";
 import { asArray, asNumber, asRecord, asString, globMatch, labelsMatch, objectSelectorMatches, type Labels, type ObjectSelectorSpec, type Selectable } from "./selectors.js";
@@ -317,8 +319,20 @@ export function portName(protocol: string, number: number): string {
   return `${protocol.toLowerCase()}-${number}`;
 }
 
+/** Whether `a` is an IPv4 or IPv6 address (Istio's IsValidIPAddress); `host:port` is not one. */
 export function isIpAddress(a: string): boolean {
-  return /^\d{1,3}(\.\d{1,3}){3}$/.test(a) || a.includes(":");
+  return isIP(a) !== 0;
+}
+
+/**
+ * Whether `a` is a host name Istio accepts as an endpoint address (its ValidateFQDN): at most 255
+ * characters of DNS-1123 labels (one trailing dot allowed), the last not all digits.
+ */
+export function isDnsName(a: string): boolean {
+  if (a.length === 0 || a.length > 255) return false;
+  const labels = (a.endsWith(".") ? a.slice(0, -1) : a).split(".");
+  if (/^\d+$/.test(labels[labels.length - 1] ?? "")) return false;
+  return labels.every((l) => l.length <= 63 && DNS1123_LABEL.test(l));
 }
 
 // ---------------------------------------------------------------------------------------------

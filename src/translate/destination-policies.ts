@@ -33,6 +33,7 @@ import { consumersOf,
   selectServices,
   type ServiceRef,
 } from "./destination-common.js";
+import { istioDurationProblem } from "./duration.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { serviceHost, stableName } from "./names.js";
@@ -348,9 +349,19 @@ function failoverFields(ctx: WorkspaceContext, policy: InputObject, config: Reco
   return { fields: { loadBalancer: { localityLbSetting: setting } }, diagnostics };
 }
 
-function duration(ctx: WorkspaceContext, policy: InputObject, v: unknown, path: string, diagnostics: Diagnostic[]): string | undefined {
+/**
+ * A duration field; anything else is an error and the field is left out. `istio`: the field is one
+ * Istio's webhook checks with ValidateDuration (at least 1ms, whole milliseconds), so a finer or
+ * shorter value, which would have the whole DestinationRule rejected, is an error too.
+ */
+function duration(ctx: WorkspaceContext, policy: InputObject, v: unknown, path: string, diagnostics: Diagnostic[], istio = true): string | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v === "string" && /^\d+(\.\d+)?(h|m|s|ms|us|µs|ns)$/.test(v)) return v;
+  if (typeof v === "string" && /^\d+(\.\d+)?(h|m|s|ms|us|µs|ns)$/.test(v)) {
+    const problem = istio ? istioDurationProblem(v) : undefined;
+    if (problem === undefined) return v;
+    diagnostics.push(ctx.diag(policy, TranslateCode.InvalidField, Severity.Error, path, `${problem}. The field is left out.`));
+    return undefined;
+  }
   diagnostics.push(ctx.diag(policy, TranslateCode.InvalidField, Severity.Error, path, `${JSON.stringify(v)} is not a duration; write it like "10s", "500ms" or "1m". The field is left out.`));
   return undefined;
 }
@@ -443,7 +454,7 @@ function loadBalancerFields(ctx: WorkspaceContext, policy: InputObject, config: 
         const c = asRecord(ch.httpCookie);
         const cookie: Record<string, unknown> = { name: asString(c.name) ?? "" };
         if (asString(c.path)) cookie.path = c.path;
-        const ttl = duration(ctx, policy, c.ttl, "/spec/config/consistentHash/httpCookie/ttl", diagnostics);
+        const ttl = duration(ctx, policy, c.ttl, "/spec/config/consistentHash/httpCookie/ttl", diagnostics, false);
         if (ttl !== undefined) cookie.ttl = ttl;
         out.httpCookie = cookie;
       } else if (ch.useSourceIp === true) out.useSourceIp = true;
@@ -453,7 +464,7 @@ function loadBalancerFields(ctx: WorkspaceContext, policy: InputObject, config: 
       } else lb.consistentHash = out;
     }
   }
-  const warmup = duration(ctx, policy, config.warmupDurationSecs, "/spec/config/warmupDurationSecs", diagnostics);
+  const warmup = duration(ctx, policy, config.warmupDurationSecs, "/spec/config/warmupDurationSecs", diagnostics, false);
   if (warmup !== undefined) lb.warmupDurationSecs = warmup;
   return { fields: Object.keys(lb).length === 0 ? {} : { loadBalancer: lb }, diagnostics };
 }

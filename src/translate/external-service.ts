@@ -11,7 +11,7 @@
  */
 import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
-import { consumersOf, cmpStr, isIpAddress, istioProtocol, namespacesIn, portName } from "./destination-common.js";
+import { consumersOf, cmpStr, isDnsName, isIpAddress, istioProtocol, namespacesIn, portName } from "./destination-common.js";
 import { destinationTrafficPolicy, type TrafficPolicy } from "./destination-policies.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
@@ -277,7 +277,15 @@ function endpointsOf(ctx: WorkspaceContext, es: InputObject, portNames: readonly
       diagnostics.push(ctx.diag(ee, TranslateCode.InvalidField, Severity.Error, "/spec/address", "an ExternalEndpoint needs an address; it is not used."));
       continue;
     }
-    if (!isIpAddress(address) && !address.startsWith("unix://")) dns = true;
+    const ip = isIpAddress(address) || address.startsWith("unix://");
+    if (!ip && !isDnsName(address)) {
+      // Istio rejects the ServiceEntry (STATIC: "not a valid IP address"; DNS: "not a valid FQDN or an IP address").
+      diagnostics.push(
+        ctx.diag(ee, TranslateCode.InvalidField, Severity.Error, "/spec/address", `address "${address}" is neither an IP address nor a host name (a port goes in spec.ports, not in the address); this endpoint is not used.`),
+      );
+      continue;
+    }
+    if (!ip) dns = true;
     const eePorts = asArray(spec.ports).map(asRecord);
     const ports: Record<string, number> = {};
     eePorts.forEach((p, i) => {

@@ -2,6 +2,11 @@
  * Every rendered object is validated against Istio's CRD schemas (Istio 1.29, via
  * @kubernetes-models/istio 3.0.1: networking.istio.io/v1 and security.istio.io/v1). A failure is a
  * gitmesh bug or an input value Istio would reject; either way it is reported, never shipped silently.
+ *
+ * The schemas hold types and enums, not Istio's semantic rules (weights, subset names, policy shapes,
+ * durations under 1ms, port ranges: Go code and CEL in Istio), and they let unknown fields through.
+ * test/istio-validate runs Istio's own webhook (tools/istio-validate) over every golden and the
+ * corpus and records where the two disagree; translators check the semantic rules they can break.
  */
 // One module per kind: a group's index (kubernetes-models/v1 above all) loads every kind of the group with
 // its schemas at the start of every process that translates — `gitmesh diff` loaded 1,584 modules, 400 now.

@@ -19,8 +19,8 @@
 import { createPublicKey } from "node:crypto";
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
-import { objectSelector, selectServices } from "./destination-common.js";
-import type { InputObject } from "./input.js";
+import { istioProtocol, objectSelector, selectServices } from "./destination-common.js";
+import type { DiscoveredService, InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
 import { asArray, asRecord, asString, type Labels } from "./selectors.js";
@@ -31,6 +31,8 @@ export interface Operation {
   readonly hosts?: readonly string[];
   readonly paths?: readonly string[];
   readonly methods?: readonly string[];
+  /** Pod ports, as strings (set by renderJwt from the enforcement point). */
+  readonly ports?: readonly string[];
 }
 
 interface Issue {
@@ -206,6 +208,12 @@ export interface Enforcement {
   readonly namespace: string;
   readonly labels: Labels;
   readonly operations?: readonly Operation[];
+  /**
+   * The pod ports the requests arrive on (undefined or empty: unknown). The DENY rules are limited to
+   * them: Istio applies a DENY rule of HTTP attributes only to every connection of the pods' other
+   * (TCP) ports, which would refuse them all.
+   */
+  readonly ports?: readonly number[];
   /** Name parts that tell this enforcement point apart (route table, or Service). */
   readonly scope: readonly string[];
 }
@@ -218,7 +226,9 @@ export function renderJwt(ctx: WorkspaceContext, policy: InputObject, e: Enforce
   const name = stableName("jwt", policy.metadata.name, policy.metadata.namespace ?? "", ...e.scope, e.cluster, ws);
   const meta = outputMetadata(name, e.namespace, e.cluster, ws, ctx.parentOf(policy));
   const selector = { matchLabels: e.labels };
-  const to = e.operations?.map((operation) => ({ operation }));
+  const ports = e.ports !== undefined && e.ports.length > 0 ? e.ports.map(String) : undefined;
+  const operations: readonly Operation[] | undefined = e.operations ?? (ports === undefined ? undefined : [{}]);
+  const to = operations?.map((operation) => ({ operation: ports === undefined ? operation : { ...operation, ports } }));
   const out: Emitted[] = [{ cluster: e.cluster, resource: { apiVersion: "security.istio.io/v1", kind: "RequestAuthentication", metadata: meta, spec: { selector, jwtRules: c.jwtRules } } }];
   if (c.denyRules.length > 0) {
     out.push({
@@ -228,6 +238,22 @@ export function renderJwt(ctx: WorkspaceContext, policy: InputObject, e: Enforce
   }
   return out;
 }
+
+/**
+ * The pod ports of a Service's HTTP ports (Istio's protocol selection: appProtocol, else the port
+ * name's prefix: http, http2, grpc, grpc-web…); empty when one of them targets a named container port.
+ */
+function httpTargetPorts(svc: DiscoveredService): number[] {
+  const out = new Set<number>();
+  for (const p of svc.ports) {
+    if (!HTTP_PROTOCOLS.has(istioProtocol(p.appProtocol ?? p.name))) continue;
+    if (typeof p.targetPort === "string") return [];
+    out.add(p.targetPort ?? p.port);
+  }
+  return [...out].sort((x, y) => x - y);
+}
+
+const HTTP_PROTOCOLS: ReadonlySet<string> = new Set(["HTTP", "HTTP2", "GRPC", "GRPC-WEB"]);
 
 /**
  * The JWTPolicy translator of a workspace: each policy's own diagnostics (once, here), SELECTS_NOTHING,
@@ -256,7 +282,7 @@ export function translateJwtPolicies(ctx: WorkspaceContext): TranslatorOutput {
         const labels = svc.selector ?? {};
         if (ref.owner !== ctx.workspace.name || Object.keys(labels).length === 0) continue;
         selected++;
-        resources.push(...renderJwt(ctx, policy, { cluster: ref.cluster, namespace: svc.namespace, labels, scope: [svc.name, svc.namespace] }));
+        resources.push(...renderJwt(ctx, policy, { cluster: ref.cluster, namespace: svc.namespace, labels, ports: httpTargetPorts(svc), scope: [svc.name, svc.namespace] }));
       }
     });
     if (selected === 0) diagnostics.push(ctx.diag(policy, TranslateCode.SelectsNothing, Severity.Warning, "/spec/applyToDestinations", "applyToDestinations selects no Service of this workspace with a pod selector; nothing is enforced for it"));

@@ -133,9 +133,66 @@ export function routeSpecificity(matchers: readonly unknown[]): readonly [number
   return best;
 }
 
-function regexError(re: string): string | undefined {
+const RE2 = "Istio (like Gloo's Envoy) takes RE2 syntax, https://github.com/google/re2/wiki/Syntax";
+/** Letters RE2 (Go's regexp, which Istio's webhook compiles with) accepts after a backslash. */
+const RE2_ESCAPES = new Set("afnrtvxdDsSwWpPAzbBQE");
+
+/**
+ * Why `re` is not an RE2 regex, or undefined. RE2 has no lookaround, no backreferences and no escapes
+ * of other letters, all of which JavaScript takes; it has flag groups (`(?i)`, `(?s:…)`) and
+ * `(?P<name>…)`, which JavaScript (Node 20) refuses. Those are checked here, and the rest, with the
+ * RE2-only constructs rewritten to their JavaScript equivalents, by JavaScript's parser.
+ */
+export function regexError(re: string): string | undefined {
+  let js = "";
+  let inClass = false;
+  for (let i = 0; i < re.length; i++) {
+    const c = re[i]!;
+    if (c === "\\") {
+      const n = re[i + 1] ?? "";
+      if (/[1-9]/.test(n) && !/[0-9]/.test(re[i + 2] ?? "")) return `backreferences (\\${n}) are not supported; ${RE2}`;
+      if (/[A-Za-z]/.test(n) && !RE2_ESCAPES.has(n)) return `\\${n} is not an escape sequence; ${RE2}`;
+      js += c + n;
+      i++;
+      continue;
+    }
+    if (inClass || c === "[") {
+      // A class: `]` first (after `[` or `[^`) is a literal, as in both syntaxes.
+      if (!inClass) {
+        inClass = true;
+        const first = re[i + 1] === "^" ? 2 : 1;
+        if (re[i + first] === "]") {
+          js += re.slice(i, i + first + 1);
+          i += first;
+          continue;
+        }
+      } else if (c === "]") inClass = false;
+      js += c;
+      continue;
+    }
+    if (c === "(" && re[i + 1] === "?") {
+      const rest = re.slice(i + 2);
+      if (/^(=|!|<=|<!)/.test(rest)) return `lookahead and lookbehind are not supported; ${RE2}`;
+      const flags = /^[imsU]*(-[imsU]*)?(?=[):])/.exec(rest)?.[0];
+      if (flags !== undefined && flags !== "" && flags !== "-") {
+        // (?i) applies to what follows: JavaScript has no equivalent, and the syntax is all that is checked.
+        if (rest[flags.length] === ")") i += 2 + flags.length;
+        else {
+          js += "(?:";
+          i += 2 + flags.length;
+        }
+        continue;
+      }
+      if (rest.startsWith("P<")) {
+        js += "(?<";
+        i += 3;
+        continue;
+      }
+    }
+    js += c;
+  }
   try {
-    new RegExp(re);
+    new RegExp(js);
     return undefined;
   } catch (err) {
     return err instanceof Error ? err.message : "invalid";

@@ -12,8 +12,10 @@
 import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, workspaceContext, type WorkspaceContext } from "./context.js";
 import type { FlatRoute } from "./delegation.js";
+import { durationNanos, istioDurationProblem } from "./duration.js";
 import type { InputObject } from "./input.js";
 import { objectSelector, serviceIndex } from "./destination-common.js";
+import { regexError } from "./route-matchers.js";
 import { asArray, asLabels, asNumber, asRecord, asString, globMatch, labelsMatch, objectSelectorMatches } from "./selectors.js";
 import { TranslateCode, type TranslatorOutput } from "./types.js";
 
@@ -105,22 +107,37 @@ export function winningPolicy(ctx: WorkspaceContext, route: FlatRoute, kind: str
 }
 
 /** Sets the fields of the winning policies on one Istio HTTP route. Returns diagnostics (e.g. an unresolvable mirror). */
-export function applyRoutePolicies(route: Record<string, unknown>, winners: ReadonlyMap<RoutePolicyKind, InputObject>, resolve: DestinationResolver, diag: (p: InputObject, code: string, path: string, msg: string) => Diagnostic): Diagnostic[] {
+export function applyRoutePolicies(
+  route: Record<string, unknown>,
+  winners: ReadonlyMap<RoutePolicyKind, InputObject>,
+  resolve: DestinationResolver,
+  diag: (p: InputObject, code: string, path: string, msg: string, severity?: Diagnostic["severity"]) => Diagnostic,
+): Diagnostic[] {
   const out: Diagnostic[] = [];
   for (const [kind, p] of winners) {
     const config = asRecord(asRecord(p.spec).config);
+    // A value Istio's webhook would reject (and the whole VirtualService with it) is left out, as an error.
+    const invalid: Invalid = (path, msg) => out.push(diag(p, TranslateCode.InvalidField, path, msg, Severity.Error));
+    const duration = (v: unknown, path: string): string | undefined => {
+      const d = asString(v);
+      if (d === undefined) return undefined;
+      const problem = istioDurationProblem(d);
+      if (problem === undefined) return d;
+      invalid(path, `${problem}; the field is left out.`);
+      return undefined;
+    };
     switch (kind) {
       case "RetryTimeoutPolicy":
-        applyRetryTimeout(route, config);
+        applyRetryTimeout(route, config, duration, invalid);
         break;
       case "FaultInjectionPolicy":
-        applyFault(route, config);
+        applyFault(route, config, duration);
         break;
       case "CORSPolicy":
-        applyCors(route, config);
+        applyCors(route, config, duration, invalid);
         break;
       case "HeaderManipulationPolicy":
-        applyHeaders(route, config);
+        applyHeaders(route, config, invalid);
         break;
       case "MirrorPolicy": {
         const r = resolve(config.destination, "/spec/config/destination", p);
@@ -138,26 +155,48 @@ export function applyRoutePolicies(route: Record<string, unknown>, winners: Read
   return out;
 }
 
-function applyRetryTimeout(route: Record<string, unknown>, c: Record<string, unknown>): void {
-  const timeout = asString(c.requestTimeout);
+type DurationField = (v: unknown, path: string) => string | undefined;
+type Invalid = (path: string, msg: string) => void;
+
+/** Envoy's retry conditions Istio accepts in retryOn (validateHTTPRetry), besides HTTP status codes. */
+const RETRY_ON: ReadonlySet<string> = new Set([
+  "5xx", "gateway-error", "reset", "reset-before-request", "connect-failure", "retriable-4xx", "refused-stream", "retriable-status-codes", "retriable-headers", "envoy-ratelimited", "http3-post-connect-failure",
+  "cancelled", "deadline-exceeded", "internal", "resource-exhausted", "unavailable",
+]);
+/** The status codes Go's net/http names (Istio takes a code in retryOn when http.StatusText knows it). */
+const KNOWN_STATUS = /^(10[0-3]|20[0-8]|226|30[0-57-8]|4(0\d|1[0-8])|42[1-689]|431|451|50[0-8]|51[01])$/;
+const CORS_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE", "*"]);
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~A-Za-z0-9]+$/;
+
+function applyRetryTimeout(route: Record<string, unknown>, c: Record<string, unknown>, duration: DurationField, invalid: Invalid): void {
+  const timeout = duration(c.requestTimeout, "/spec/config/requestTimeout");
   if (timeout !== undefined) route.timeout = timeout;
   if (c.retries !== undefined) {
     const r = asRecord(c.retries);
     const attempts = asNumber(r.attempts) ?? 2;
+    const perTryTimeout = duration(r.perTryTimeout, "/spec/config/retries/perTryTimeout");
+    let retryOn = asString(r.retryOn);
+    const unknown = retryOn?.split(",").filter((x) => !RETRY_ON.has(x) && !KNOWN_STATUS.test(x)) ?? [];
+    if (unknown.length > 0) {
+      invalid("/spec/config/retries/retryOn", `${unknown.map((x) => JSON.stringify(x)).join(", ")} ${unknown.length === 1 ? "is not a retry condition" : "are not retry conditions"} Istio accepts (Envoy's x-envoy-retry-on and x-envoy-retry-grpc-on conditions, or HTTP status codes, comma-separated without spaces); retryOn is left out.`);
+      retryOn = undefined;
+    }
     route.retries = {
       attempts,
-      ...(asString(r.perTryTimeout) === undefined ? {} : { perTryTimeout: asString(r.perTryTimeout) }),
-      ...(asString(r.retryOn) === undefined ? {} : { retryOn: asString(r.retryOn) }),
+      ...(perTryTimeout === undefined ? {} : { perTryTimeout }),
+      ...(retryOn === undefined ? {} : { retryOn }),
       ...(typeof r.retryRemoteLocalities === "boolean" ? { retryRemoteLocalities: r.retryRemoteLocalities } : {}),
     };
   }
 }
 
-function applyFault(route: Record<string, unknown>, c: Record<string, unknown>): void {
+function applyFault(route: Record<string, unknown>, c: Record<string, unknown>, duration: DurationField): void {
   const fault: Record<string, unknown> = {};
   if (c.delay !== undefined) {
     const d = asRecord(c.delay);
-    fault.delay = { fixedDelay: asString(d.fixedDelay), percentage: { value: asNumber(d.percentage) ?? 100 } };
+    const fixedDelay = d.fixedDelay === undefined ? undefined : duration(d.fixedDelay, "/spec/config/delay/fixedDelay");
+    // Without its fixedDelay (left out above) the delay is left out too.
+    if (d.fixedDelay === undefined || fixedDelay !== undefined) fault.delay = { fixedDelay, percentage: { value: asNumber(d.percentage) ?? 100 } };
   }
   if (c.abort !== undefined) {
     const a = asRecord(c.abort);
@@ -166,39 +205,131 @@ function applyFault(route: Record<string, unknown>, c: Record<string, unknown>):
   if (Object.keys(fault).length > 0) route.fault = fault;
 }
 
-function applyCors(route: Record<string, unknown>, c: Record<string, unknown>): void {
+function applyCors(route: Record<string, unknown>, c: Record<string, unknown>, duration: DurationField, invalid: Invalid): void {
   const cors: Record<string, unknown> = {};
-  const origins = asArray(c.allowOrigins).map((o) => {
+  const origins: Record<string, string>[] = [];
+  asArray(c.allowOrigins).forEach((o, i) => {
     const r = asRecord(o);
     const exact = asString(r.exact);
     const prefix = asString(r.prefix);
     const regex = asString(r.regex);
-    return exact !== undefined ? { exact } : prefix !== undefined ? { prefix } : regex !== undefined ? { regex } : { exact: "" };
+    const path = `/spec/config/allowOrigins/${String(i)}`;
+    const bad = regex === undefined || exact !== undefined || prefix !== undefined ? undefined : regexError(regex);
+    if ((exact ?? prefix ?? regex ?? "") === "") invalid(path, "an allowed origin needs a non-empty exact, prefix or regex; it is left out.");
+    else if (bad !== undefined) invalid(`${path}/regex`, `invalid regex "${regex ?? ""}": ${bad}; the origin is left out.`);
+    else origins.push(exact !== undefined ? { exact } : prefix !== undefined ? { prefix } : { regex: regex! });
   });
   if (origins.length > 0) cors.allowOrigins = origins;
   for (const k of ["allowMethods", "allowHeaders", "exposeHeaders"] as const) {
-    const v = asArray(c[k]).filter((x): x is string => typeof x === "string");
+    const v = asArray(c[k])
+      .filter((x): x is string => typeof x === "string")
+      .filter((x, i) => {
+        const ok = k === "allowMethods" ? CORS_METHODS.has(x) : x === "*" || HEADER_NAME.test(x);
+        if (!ok) invalid(`/spec/config/${k}/${String(i)}`, `${JSON.stringify(x)} is not ${k === "allowMethods" ? "an HTTP method Istio accepts (GET, HEAD, POST, PUT, PATCH, DELETE, CONNECT, OPTIONS, TRACE or *)" : "a header name"}; it is left out.`);
+        return ok;
+      });
     if (v.length > 0) cors[k] = v;
   }
-  const maxAge = asString(c.maxAge);
+  let maxAge = duration(c.maxAge, "/spec/config/maxAge");
+  if (maxAge !== undefined && (durationNanos(maxAge) ?? 0) % 1e9 !== 0) {
+    invalid("/spec/config/maxAge", `Istio takes maxAge in whole seconds, and ${JSON.stringify(maxAge)} is finer; the field is left out.`);
+    maxAge = undefined;
+  }
   if (maxAge !== undefined) cors.maxAge = maxAge;
   if (typeof c.allowCredentials === "boolean") cors.allowCredentials = c.allowCredentials;
   route.corsPolicy = cors;
 }
 
-function applyHeaders(route: Record<string, unknown>, c: Record<string, unknown>): void {
-  const side = (add: unknown, remove: unknown): Record<string, unknown> | undefined => {
-    const a = asLabels(add);
-    const r = asArray(remove).filter((x): x is string => typeof x === "string");
+function applyHeaders(route: Record<string, unknown>, c: Record<string, unknown>, invalid: Invalid): void {
+  const side = (addKey: string, removeKey: string, request: boolean): Record<string, unknown> | undefined => {
+    const add: Record<string, string> = {};
+    for (const [name, value] of Object.entries(asLabels(c[addKey]) ?? {})) {
+      const problem = headerNameProblem(name, request) ?? headerValueProblem(value);
+      if (problem === undefined) add[name] = value;
+      else invalid(`/spec/config/${addKey}/${name}`, `${problem}; this header is left out.`);
+    }
+    const remove = asArray(c[removeKey])
+      .filter((x): x is string => typeof x === "string")
+      .filter((name, i) => {
+        const problem = headerNameProblem(name, false);
+        if (problem !== undefined) invalid(`/spec/config/${removeKey}/${String(i)}`, `${problem}; it is left out.`);
+        return problem === undefined;
+      });
     const out: Record<string, unknown> = {};
-    if (a !== undefined && Object.keys(a).length > 0) out.add = a;
-    if (r.length > 0) out.remove = r;
+    if (Object.keys(add).length > 0) out.add = add;
+    if (remove.length > 0) out.remove = remove;
     return Object.keys(out).length > 0 ? out : undefined;
   };
-  const request = side(c.appendRequestHeaders, c.removeRequestHeaders);
-  const response = side(c.appendResponseHeaders, c.removeResponseHeaders);
+  const request = side("appendRequestHeaders", "removeRequestHeaders", true);
+  const response = side("appendResponseHeaders", "removeResponseHeaders", false);
   if (request === undefined && response === undefined) return;
   route.headers = { ...(request === undefined ? {} : { request }), ...(response === undefined ? {} : { response }) };
+}
+
+/**
+ * Why Istio rejects a header name in a header operation (ValidateHTTPHeaderWithAuthorityOperationName
+ * for headers added to requests, ValidateHTTPHeaderOperationName for the rest), or undefined.
+ */
+function headerNameProblem(name: string, requestAdd: boolean): string | undefined {
+  if (name === "") return "a header name cannot be empty";
+  if (name.startsWith(":") && !(requestAdd && name.toLowerCase() === ":authority")) return `Istio does not let a route change the pseudo-header "${name}"`;
+  if (!requestAdd && name.toLowerCase() === "host") return `Istio does not let a route remove the Host header or set it on a response ("${name}")`;
+  return undefined;
+}
+
+/**
+ * Why Istio rejects a header value (ValidateHTTPHeaderValue), or undefined: control characters other
+ * than tab, or Envoy's `%VARIABLE%` / `%VARIABLE(args)%` syntax broken (a literal % is written %%).
+ */
+export function headerValueProblem(value: string): string | undefined {
+  if (/[\u0000-\u0008\u000A-\u001F\u007F]/.test(value)) return `the header value ${JSON.stringify(value)} has control characters`;
+  type State = "literal" | "name" | "array" | "string-start" | "string" | "delimiter" | "args-end" | "end";
+  let state: State = "literal";
+  const bad = (why: string) => `the header value ${JSON.stringify(value)} is not valid for Envoy: ${why} (write a literal % as %%)`;
+  for (let i = 0; i < value.length; i++) {
+    const ch = value[i];
+    switch (state) {
+      case "literal":
+        if (ch !== "%") break;
+        if (i + 1 === value.length) return bad("a % ends it");
+        if (value[i + 1] === "%") i++;
+        else state = "name";
+        break;
+      case "name":
+        if (ch === "%") state = "literal";
+        else if (ch === "(") state = "array";
+        break;
+      case "array":
+        if (ch === "[") state = "string-start";
+        else if (ch !== " ") state = "string";
+        break;
+      case "delimiter":
+        if (ch === ",") state = "string-start";
+        else if (ch === "]") state = "args-end";
+        else if (ch !== " ") return bad("',' or ']' expected in the arguments");
+        break;
+      case "string-start":
+        if (ch === '"') state = "string";
+        else if (ch !== " ") return bad("'\"' expected in the arguments");
+        break;
+      case "string":
+        if (ch === "\\") {
+          if (i + 1 === value.length) return bad("an unterminated backslash");
+          i++;
+        } else if (ch === ")") state = "end";
+        else if (ch === '"') state = "delimiter";
+        break;
+      case "args-end":
+        if (ch === ")") state = "end";
+        else if (ch !== " ") return bad("')' expected after the arguments");
+        break;
+      case "end":
+        if (ch === "%") state = "literal";
+        else if (ch !== " ") return bad("'%' expected after the arguments");
+        break;
+    }
+  }
+  return state === "literal" ? undefined : bad("a %VARIABLE% is not closed");
 }
 
 /**

@@ -30,7 +30,7 @@ import { createMatches } from "./route-matchers.js";
 import { applyRoutePolicies, routePolicyDiagnostics, winningPolicies, winningPolicy, type DestinationResolver } from "./route-policies.js";
 import { asArray, asLabels, asNumber, asRecord, asString, type Labels } from "./selectors.js";
 import { TranslateCode, type Emitted, type FrozenTable, type TranslatorOutput } from "./types.js";
-import { gatewayBindings } from "./virtual-gateway.js";
+import { gatewayBindings, httpTargetPorts } from "./virtual-gateway.js";
 
 const RT_FIELDS = ["hosts", "virtualGateways", "workloadSelectors", "defaultDestination", "http", "tcp", "tls", "weight", "failureMode", "virtualServiceAnnotations"];
 const FORWARD_FIELDS = ["destinations", "pathRewrite", "regexRewrite", "hostRewrite"];
@@ -50,7 +50,7 @@ interface Target {
   readonly sourceLabels: readonly Labels[];
   readonly exportTo: readonly string[];
   /** North-south: the gateway pods that receive the requests (where a JWTPolicy is enforced). */
-  readonly enforce?: { readonly namespace: string; readonly labels: Labels; readonly gateway: InputObject };
+  readonly enforce?: { readonly namespace: string; readonly labels: Labels; readonly gateway: InputObject; readonly ports: readonly number[] };
 }
 
 export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
@@ -95,7 +95,7 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
         continue;
       }
       for (const b of bindings) {
-        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."], enforce: { namespace: b.namespace, labels: b.podLabels, gateway: vg } };
+        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."], enforce: { namespace: b.namespace, labels: b.podLabels, gateway: vg, ports: httpTargetPorts(ctx, vg, b) } };
         const r = renderVirtualService(ctx, rt, flat(rt).routes, target);
         resources.push(...r.resources);
         diagnostics.push(...r.diagnostics);
@@ -171,7 +171,7 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     if (r.failed) failed = true;
     if (r.route === undefined) continue;
     const resolver = destinationResolver(ctx, rt, target.cluster);
-    diagnostics.push(...applyRoutePolicies(r.route, winningPolicies(ctx, fr), resolver, (p, code, path, msg) => ctx.diag(p, code, Severity.Warning, path, msg)));
+    diagnostics.push(...applyRoutePolicies(r.route, winningPolicies(ctx, fr), resolver, (p, code, path, msg, severity = Severity.Warning) => ctx.diag(p, code, severity, path, msg)));
     const authPolicy = r.failed ? undefined : winningPolicy(ctx, fr, "ExtAuthPolicy", extAuthSelectsRoutes);
     if (authPolicy !== undefined) {
       const blocked = target.enforce === undefined ? undefined : extAuthBlocked(ctx, authPolicy, target.cluster);
@@ -224,7 +224,7 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     diagnostics.push(...limited.diagnostics);
   }
   for (const [policy, operations] of jwt) {
-    resources.push(...renderJwt(ctx, policy, { cluster: target.cluster, namespace: target.enforce!.namespace, labels: target.enforce!.labels, operations, scope: [rt.metadata.name, rt.metadata.namespace ?? ""] }));
+    resources.push(...renderJwt(ctx, policy, { cluster: target.cluster, namespace: target.enforce!.namespace, labels: target.enforce!.labels, operations, ports: target.enforce!.ports, scope: [rt.metadata.name, rt.metadata.namespace ?? ""] }));
   }
   const annotations = { ...(asLabels(spec.virtualServiceAnnotations) ?? {}), "cluster.solo.io/cluster": target.cluster };
   resources.push({

@@ -130,6 +130,43 @@ export function translateVirtualGateway(ctx: WorkspaceContext, vg: InputObject):
   return { resources, diagnostics: dedupe(diagnostics) };
 }
 
+/** The gateway Service port a listener names (by number, else by name), on the first gateway that has it. */
+function listenerPort(l: Record<string, unknown>, gateways: readonly DiscoveredGateway[]): DiscoveredPort | undefined {
+  const portSel = asRecord(l.port);
+  const number = asNumber(portSel.number);
+  const pname = asString(portSel.name);
+  for (const g of gateways) {
+    const port = g.ports.find((p) => (number !== undefined ? p.port === number : p.name === pname));
+    if (port) return port;
+  }
+  return undefined;
+}
+
+/** The Istio Gateway server protocol of a listener: TCP/TLS for `tcp` and passthrough, else HTTP/HTTPS. */
+function listenerProtocol(l: Record<string, unknown>): "TCP" | "TLS" | "HTTP" | "HTTPS" {
+  const mode = asString(asRecord(l.tls).mode);
+  if (l.tcp !== undefined) return mode === undefined ? "TCP" : "TLS";
+  if (mode === "PASSTHROUGH" || mode === "AUTO_PASSTHROUGH") return "TLS";
+  return mode === undefined ? "HTTP" : "HTTPS";
+}
+
+/**
+ * The gateway pod ports (Service target ports) of a VirtualGateway's HTTP and HTTPS listeners on one
+ * binding, sorted: where its HTTP requests arrive, which an AuthorizationPolicy of HTTP attributes
+ * must be limited to (Istio applies such a DENY rule to every connection of the other, TCP, ports).
+ */
+export function httpTargetPorts(ctx: WorkspaceContext, vg: InputObject, b: GatewayBinding): number[] {
+  const gateways = (ctx.snapshot(b.cluster)?.gateways ?? []).filter((g) => g.namespace === b.namespace && labelsMatch(b.podLabels, g.podLabels));
+  const out = new Set<number>();
+  for (const raw of asArray(asRecord(vg.spec).listeners)) {
+    const l = asRecord(raw);
+    const protocol = listenerProtocol(l);
+    const port = protocol === "HTTP" || protocol === "HTTPS" ? listenerPort(l, gateways) : undefined;
+    if (port !== undefined) out.add(typeof port.targetPort === "number" ? port.targetPort : port.port);
+  }
+  return [...out].sort((x, y) => x - y);
+}
+
 function translateListener(
   ctx: WorkspaceContext,
   vg: InputObject,
@@ -142,11 +179,7 @@ function translateListener(
   const portSel = asRecord(l.port);
   const number = asNumber(portSel.number);
   const pname = asString(portSel.name);
-  let port: DiscoveredPort | undefined;
-  for (const g of gateways) {
-    port = g.ports.find((p) => (number !== undefined ? p.port === number : p.name === pname));
-    if (port) break;
-  }
+  const port = listenerPort(l, gateways);
   if (port === undefined) {
     diagnostics.push(
       ctx.diag(
@@ -162,10 +195,7 @@ function translateListener(
   const target = typeof port.targetPort === "number" ? port.targetPort : port.port;
   const tls = asRecord(l.tls);
   const mode = asString(tls.mode);
-  let protocol: string;
-  if (l.tcp !== undefined) protocol = mode === undefined ? "TCP" : "TLS";
-  else if (mode === "PASSTHROUGH" || mode === "AUTO_PASSTHROUGH") protocol = "TLS";
-  else protocol = mode === undefined ? "HTTP" : "HTTPS";
+  const protocol = listenerProtocol(l);
   // An egress listener serves the hosts of the ExternalServices it exposes (exposedExternalServices).
   const hostSource = asArray(l.allowedRouteTables).length > 0 ? l.allowedRouteTables : l.exposedExternalServices;
   const hosts = asArray(hostSource)

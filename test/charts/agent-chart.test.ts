@@ -16,62 +16,19 @@ import { eventually, startKube } from "../helpers/kube.js";
 import { exampleObjects } from "../agent/helpers.js";
 import { loadCase, runCase } from "../translate/golden.js";
 import { SAIL_KINDS } from "../../src/kube-emulator/index.js";
-import { buildRenderer, render, renderOk } from "./helm-render.js";
-import { envOf, expectGolden, expectHardened, find, grant, grantsOf, podSpec, validateAll, type Grant } from "./checks.js";
+import { helmBinary, notes, render, renderOk } from "./helm.js";
+import { agentCalls, DEFAULT_SECRETS, envOf, expectGolden, expectHardened, find, grantsOf, podSpec, validateAll } from "./checks.js";
 
 const CHART = "gitmesh-agent";
 const BIN = fileURLToPath(new URL("../../bin/gitmesh.js", import.meta.url));
 const REQUIRED = ["--set", "relay.serverAddress=mgmt.example.com:9900", "--set", "relay.cluster=cluster1"];
 const BASE = ["--name", "gitmesh-agent", "--namespace", "gitmesh", ...REQUIRED];
 
-/**
- * The Kubernetes API calls the agent makes, as (scope, group/resource, verb, name). Where each
- * comes from in src/agent (kept here while the agent exports no such list):
- * - discovery.ts informers over kube.ts KINDS Namespace, Node, Service, Pod, Deployment,
- *   StatefulSet, DaemonSet in all namespaces: list + watch (informer.ts), get through KubeReader.
- * - discovery.ts ConfigMap informer only in the Istio namespace (mesh config).
- * - kube.ts ISTIO_KINDS: discovery/drift informers (list, watch, get), applier.ts server-side apply
- *   (PATCH; an apply that creates the object also needs create) and prune (delete). No update.
- * - leader.ts LEASE_KIND: get, create, and replace (update) of one Lease in the agent's namespace.
- * - relay-link.ts RELAY_SECRETS: get the root CA and the bootstrap token; server-side apply
- *   (get, patch, create) of the client certificate secret.
- * - cacerts.ts: get and server-side apply of the Istio `cacerts` secret in the Istio namespace.
- */
-function agentCalls(opts: { ns: string; istioNs: string; lease: string; inventory: string; secrets: { root: string; token: string; client: string }; cacerts: boolean }): Set<Grant> {
-  const g = new Set<Grant>();
-  const read = ["get", "list", "watch"];
-  for (const r of ["namespaces", "nodes", "services", "pods"]) for (const v of read) g.add(grant("cluster", "", r, v));
-  for (const r of ["deployments", "statefulsets", "daemonsets"]) for (const v of read) g.add(grant("cluster", "apps", r, v));
-  const istio: [string, string][] = [
-    ["networking.istio.io", "gateways"], ["networking.istio.io", "serviceentries"], ["networking.istio.io", "workloadentries"],
-    ["networking.istio.io", "destinationrules"], ["networking.istio.io", "envoyfilters"], ["networking.istio.io", "sidecars"], ["networking.istio.io", "virtualservices"],
-    ["security.istio.io", "peerauthentications"], ["security.istio.io", "requestauthentications"], ["security.istio.io", "authorizationpolicies"],
-  ];
-  for (const [grp, r] of istio) for (const v of [...read, "create", "patch", "delete"]) g.add(grant("cluster", grp, r, v));
-  for (const v of read) g.add(grant(`ns:${opts.istioNs}`, "", "configmaps", v));
-  const own = `ns:${opts.ns}`;
-  g.add(grant(own, "coordination.k8s.io", "leases", "create"));
-  g.add(grant(own, "coordination.k8s.io", "leases", "get", opts.lease));
-  g.add(grant(own, "coordination.k8s.io", "leases", "update", opts.lease));
-  g.add(grant(own, "", "secrets", "get", opts.secrets.root));
-  g.add(grant(own, "", "secrets", "get", opts.secrets.token));
-  g.add(grant(own, "", "secrets", "create")); // create cannot be limited by name in Kubernetes RBAC
-  // inventory.ts: the inventory ConfigMap (get, create, replace)
-  g.add(grant(own, "", "configmaps", "create"));
-  for (const v of ["get", "update"]) g.add(grant(own, "", "configmaps", v, opts.inventory));
-  for (const v of ["get", "patch"]) g.add(grant(own, "", "secrets", v, opts.secrets.client));
-  if (opts.cacerts) {
-    g.add(grant(`ns:${opts.istioNs}`, "", "secrets", "create"));
-    for (const v of ["get", "patch"]) g.add(grant(`ns:${opts.istioNs}`, "", "secrets", v, "cacerts"));
-  }
-  return g;
-}
 
-const DEFAULT_SECRETS = { root: "relay-root-tls-secret", token: "relay-identity-token-secret", client: "relay-client-tls-secret" };
-
-beforeAll(async () => {
-  await buildRenderer();
-}, 180_000);
+// The real helm (tools/helm): missing, every test here fails with the command that builds it.
+beforeAll(() => {
+  helmBinary();
+});
 
 describe("gitmesh-agent chart", () => {
   it("renders valid, hardened manifests with the required values (golden)", async () => {
@@ -133,7 +90,7 @@ describe("gitmesh-agent chart", () => {
     expect(envOf(podSpec(find(manifests, "Deployment", "gitmesh-agent")).containers[0]!)).toMatchObject({ GITMESH_RATE_LIMIT_CONFIG_NAMESPACES: "gloo-mesh-addons,rate-limit" });
     const bad = await render(CHART, [...BASE, "--set", "rateLimit.configNamespaces={Not_A_Namespace}"]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain("configNamespaces");
+    expect(bad.stderr).toContain("at '/rateLimit/configNamespaces/0': 'Not_A_Namespace' does not match pattern");
   });
 
   it("follows representative values: replicas, selectors, secret names, Istio namespace, no cacerts (golden)", async () => {
@@ -169,7 +126,7 @@ describe("gitmesh-agent chart", () => {
   });
 
   it("NOTES tell the user what to do next", async () => {
-    const r = await render(CHART, [...BASE, "--notes", "--set", "replicas=2"]);
+    const r = await notes(CHART, [...BASE, "--set", "replicas=2"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("kubectl -n gitmesh delete secret relay-identity-token-secret");
     expect(r.stdout).toContain('KubernetesCluster named "cluster1"');
@@ -188,12 +145,12 @@ describe("gitmesh-agent chart", () => {
   });
 
   it.each([
-    [["--set", "replicas=two"], "replicas: Invalid type. Expected: integer, given: string"],
-    [["--set", "replicas=0"], "replicas: Must be greater than or equal to 1"],
-    [["--set", "relay.serverAdress=mgmt:9900"], "relay: Additional property serverAdress is not allowed"],
-    [["--set", "relay.serverAddress=https://mgmt"], "relay.serverAddress: Does not match pattern"],
-    [["--set", "relay.cluster=Cluster_1"], "relay.cluster: Does not match pattern"],
-    [["--set", "discovery.selectors[0].matchExpressions[0].key=a,discovery.selectors[0].matchExpressions[0].operator=Equals"], "discovery.selectors.0.matchExpressions.0.operator: discovery.selectors.0.matchExpressions.0.operator must be one of the following"],
+    [["--set", "replicas=two"], "at '/replicas': got string, want integer"],
+    [["--set", "replicas=0"], "at '/replicas': minimum: got 0, want 1"],
+    [["--set", "relay.serverAdress=mgmt:9900"], "at '/relay': additional properties 'serverAdress' not allowed"],
+    [["--set", "relay.serverAddress=https://mgmt"], "at '/relay/serverAddress': 'https://mgmt' does not match pattern"],
+    [["--set", "relay.cluster=Cluster_1"], "at '/relay/cluster': 'Cluster_1' does not match pattern"],
+    [["--set", "discovery.selectors[0].matchExpressions[0].key=a,discovery.selectors[0].matchExpressions[0].operator=Equals"], "at '/discovery/selectors/0/matchExpressions/0/operator': value must be one of 'In', 'NotIn', 'Exists', 'DoesNotExist'"],
   ])("rejects values failing values.schema.json: %j", async (args, message) => {
     const r = await render(CHART, [...BASE, ...args]);
     expect(r.code).toBe(1);

@@ -4,16 +4,17 @@
  * off (the default), it can restart nothing.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildRenderer, renderOk } from "./helm-render.js";
+import { helmBinary, renderOk } from "./helm.js";
 import { envOf, find, grant, grantsOf, podSpec, validateAll } from "./checks.js";
 
 const BASE = ["--name", "gitmesh-agent", "--namespace", "gitmesh", "--set", "relay.serverAddress=mgmt.example.com:9900", "--set", "relay.cluster=cluster1"];
 const SA = { name: "gitmesh-agent", namespace: "gitmesh" };
 const PATCHES = ["deployments", "statefulsets", "daemonsets"].map((r) => grant("cluster", "apps", r, "patch"));
 
-beforeAll(async () => {
-  await buildRenderer();
-}, 120_000);
+// The real helm (tools/helm): missing, every test here fails with the command that builds it.
+beforeAll(() => {
+  helmBinary();
+});
 
 describe("agent chart: autoRestartPods", () => {
   it("off by default: no patch on workloads, no restart flag", async () => {

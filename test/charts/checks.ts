@@ -11,7 +11,7 @@ import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { Secret, Service, ServiceAccount } from "kubernetes-models/v1";
-import type { Manifest } from "./helm-render.js";
+import type { Manifest } from "./helm.js";
 
 interface Validatable {
   validate(): void;
@@ -76,6 +76,72 @@ export type Grant = string;
 
 export function grant(scope: string, group: string, resource: string, verb: string, name = "*"): Grant {
   return `${scope} ${group}/${resource} ${verb} ${name}`;
+}
+
+/**
+ * The Kubernetes API calls the agent makes, as (scope, group/resource, verb, name). Where each
+ * comes from in src/agent (kept here while the agent exports no such list):
+ * - discovery.ts informers over kube.ts KINDS Namespace, Node, Service, Pod, Deployment,
+ *   StatefulSet, DaemonSet in all namespaces: list + watch (informer.ts), get through KubeReader.
+ * - discovery.ts ConfigMap informer only in the Istio namespace (mesh config).
+ * - kube.ts ISTIO_KINDS: discovery/drift informers (list, watch, get), applier.ts server-side apply
+ *   (PATCH; an apply that creates the object also needs create) and prune (delete). No update.
+ * - leader.ts LEASE_KIND: get, create, and replace (update) of one Lease in the agent's namespace.
+ * - relay-link.ts RELAY_SECRETS: get the root CA and the bootstrap token; server-side apply
+ *   (get, patch, create) of the client certificate secret.
+ * - cacerts.ts: get and server-side apply of the Istio `cacerts` secret in the Istio namespace.
+ */
+export function agentCalls(opts: { ns: string; istioNs: string; lease: string; inventory: string; secrets: { root: string; token: string; client: string }; cacerts: boolean }): Set<Grant> {
+  const g = new Set<Grant>();
+  const read = ["get", "list", "watch"];
+  for (const r of ["namespaces", "nodes", "services", "pods"]) for (const v of read) g.add(grant("cluster", "", r, v));
+  for (const r of ["deployments", "statefulsets", "daemonsets"]) for (const v of read) g.add(grant("cluster", "apps", r, v));
+  const istio: [string, string][] = [
+    ["networking.istio.io", "gateways"], ["networking.istio.io", "serviceentries"], ["networking.istio.io", "workloadentries"],
+    ["networking.istio.io", "destinationrules"], ["networking.istio.io", "envoyfilters"], ["networking.istio.io", "sidecars"], ["networking.istio.io", "virtualservices"],
+    ["security.istio.io", "peerauthentications"], ["security.istio.io", "requestauthentications"], ["security.istio.io", "authorizationpolicies"],
+  ];
+  for (const [grp, r] of istio) for (const v of [...read, "create", "patch", "delete"]) g.add(grant("cluster", grp, r, v));
+  for (const v of read) g.add(grant(`ns:${opts.istioNs}`, "", "configmaps", v));
+  const own = `ns:${opts.ns}`;
+  g.add(grant(own, "coordination.k8s.io", "leases", "create"));
+  g.add(grant(own, "coordination.k8s.io", "leases", "get", opts.lease));
+  g.add(grant(own, "coordination.k8s.io", "leases", "update", opts.lease));
+  g.add(grant(own, "", "secrets", "get", opts.secrets.root));
+  g.add(grant(own, "", "secrets", "get", opts.secrets.token));
+  g.add(grant(own, "", "secrets", "create")); // create cannot be limited by name in Kubernetes RBAC
+  // inventory.ts: the inventory ConfigMap (get, create, replace)
+  g.add(grant(own, "", "configmaps", "create"));
+  for (const v of ["get", "update"]) g.add(grant(own, "", "configmaps", v, opts.inventory));
+  for (const v of ["get", "patch"]) g.add(grant(own, "", "secrets", v, opts.secrets.client));
+  if (opts.cacerts) {
+    g.add(grant(`ns:${opts.istioNs}`, "", "secrets", "create"));
+    for (const v of ["get", "patch"]) g.add(grant(`ns:${opts.istioNs}`, "", "secrets", v, "cacerts"));
+  }
+  return g;
+}
+
+export const DEFAULT_SECRETS = { root: "relay-root-tls-secret", token: "relay-identity-token-secret", client: "relay-client-tls-secret" };
+
+/** Relay secret names (DESIGN.md "Relay protocol"; src/relay/constants.ts RELAY_SECRETS). */
+export const RELAY = { root: "relay-root-tls-secret", server: "relay-server-tls-secret", signing: "relay-tls-signing-secret", token: "relay-identity-token-secret" };
+
+/**
+ * What the server calls (DESIGN.md "Management server"/"Relay protocol"): get/watch its relay
+ * secrets by name; when it generates the CA (the default) also create them and update them by name.
+ */
+export function serverCalls(ns: string, generate: boolean): Set<Grant> {
+  const g = new Set<Grant>();
+  const scope = `ns:${ns}`;
+  for (const n of Object.values(RELAY)) for (const v of ["get", "watch"]) g.add(grant(scope, "", "secrets", v, n));
+  // Cluster identity records relay-identity-<cluster> (compare-and-swap; no name-prefix RBAC for Secrets).
+  for (const v of ["get", "list", "create", "update", "delete"]) g.add(grant(scope, "", "secrets", v));
+  // the mesh root (src/server/mesh-root-storage.ts): read, created once (meshCa.generateRoot, default true)
+  g.add(grant(scope, "", "secrets", "get", "gitmesh-mesh-root-ca"));
+  if (generate) {
+    for (const n of [RELAY.root, RELAY.server, RELAY.signing]) g.add(grant(scope, "", "secrets", "update", n));
+  }
+  return g;
 }
 
 interface PolicyRule {

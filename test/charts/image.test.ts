@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "./helm-render.js";
+import { ROOT } from "./helm.js";
 
 const run = promisify(execFile);
 let app = "";

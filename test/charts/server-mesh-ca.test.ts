@@ -3,15 +3,16 @@
  * (a Role per namespace, get by name), and create its generated mesh root only when allowed.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildRenderer, render, renderOk } from "./helm-render.js";
+import { helmBinary, render, renderOk } from "./helm.js";
 import { envOf, find, grant, grantsOf, podSpec, validateAll } from "./checks.js";
 
 const BASE = ["--name", "gitmesh-server", "--namespace", "gitmesh", "--set", "git.url=https://git.example.com/acme/mesh-config.git"];
 const SA = { name: "gitmesh-server", namespace: "gitmesh" };
 
-beforeAll(async () => {
-  await buildRenderer();
-}, 180_000);
+// The real helm (tools/helm): missing, every test here fails with the command that builds it.
+beforeAll(() => {
+  helmBinary();
+});
 
 describe("gitmesh-server chart: mesh CA", () => {
   it("secretRefs: get on exactly the listed Secrets, in their namespaces (default gloo-mesh); nothing else outside its namespace", async () => {

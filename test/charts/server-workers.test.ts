@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildRenderer, render, renderOk, type Manifest } from "./helm-render.js";
+import { helmBinary, notes, render, renderOk, type Manifest } from "./helm.js";
 import { envOf, expectGolden, expectHardened, find, grantsOf, podSpec, validateAll } from "./checks.js";
 
 const CHART = "gitmesh-server";
@@ -58,10 +58,10 @@ function matches(selector: Record<string, string>, labels: Record<string, string
 
 let tmp = "";
 
-beforeAll(async () => {
+beforeAll(() => {
   tmp = mkdtempSync(join(tmpdir(), "server-workers-"));
-  await buildRenderer();
-}, 180_000);
+  helmBinary();
+});
 afterAll(() => {
   rmSync(tmp, { recursive: true, force: true });
 });
@@ -259,8 +259,8 @@ describe("gitmesh-server chart: translation workers", () => {
     const custom = await renderOk(CHART, [...KEDA, "--set-string", 'workers.autoscaling.keda.query=sum(max by (type) (gitmesh_queue_depth{kubernetes_namespace="gitmesh"}))']);
     const trigger = (find(custom.manifests, "ScaledObject", WORKER).spec as { triggers: { metadata: Record<string, string> }[] }).triggers[0]!;
     expect(trigger.metadata.query).toBe('sum(max by (type) (gitmesh_queue_depth{kubernetes_namespace="gitmesh"}))');
-    const notes = await render(CHART, [...KEDA, "--notes"]);
-    expect(notes.stdout).toContain("kubectl -n gitmesh get scaledobject gitmesh-server-worker");
+    const shown = await notes(CHART, KEDA);
+    expect(shown.stdout).toContain("kubectl -n gitmesh get scaledobject gitmesh-server-worker");
   });
 
   it("autoscaling with KEDA: triggers of one's own replace the Prometheus one (the Redis lists scaler on the BullMQ wait lists, as in the README)", async () => {
@@ -292,7 +292,7 @@ describe("gitmesh-server chart: translation workers", () => {
     // KEDA's CRD takes trigger metadata as strings only: the schema says so at render time.
     const numeric = await render(CHART, [...BASE, "-f", valuesFile("redis-numeric.yaml", redisTriggers("8"))]);
     expect(numeric.code).toBe(1);
-    expect(numeric.stderr).toContain("workers.autoscaling.keda.triggers.0.metadata.listLength: Invalid type. Expected: string");
+    expect(numeric.stderr).toContain("at '/workers/autoscaling/keda/triggers/0/metadata/listLength': got number, want string");
   });
 
   it("refuses autoscaling values that cannot work, with the value to change", async () => {
@@ -361,39 +361,39 @@ describe("gitmesh-server chart: translation workers", () => {
   });
 
   it("NOTES name the worker Deployment and where the queue depth is", async () => {
-    const off = await render(CHART, [...BASE, "--notes"]);
+    const off = await notes(CHART, BASE);
     expect(off.stdout).not.toContain("worker");
-    const on = await render(CHART, [...WORKERS, "--notes"]);
+    const on = await notes(CHART, WORKERS);
     expect(on.code).toBe(0);
     expect(on.stdout).toContain("deployment/gitmesh-server-worker, 2 replicas");
     expect(on.stdout).toContain("kubectl -n gitmesh rollout status deployment/gitmesh-server-worker");
     expect(on.stdout).toContain("the server translates 0 jobs per type itself");
     expect(on.stdout).toContain("gitmesh_queue_depth{type}");
-    const hpa = await render(CHART, [...WORKERS, "--notes", "--set", "workers.autoscaling.enabled=true"]);
+    const hpa = await notes(CHART, [...WORKERS, "--set", "workers.autoscaling.enabled=true"]);
     expect(hpa.stdout).toContain("deployment/gitmesh-server-worker, 1 to 10 replicas");
     expect(hpa.stdout).toContain("kubectl get --raw /apis/external.metrics.k8s.io/v1beta1/namespaces/gitmesh/gitmesh_queue_depth");
   });
 
   it.each([
-    [["--set", "translationWorkers=-1"], "translationWorkers: Must validate at least one schema"],
-    [["--set", "translationWorkers=65"], "translationWorkers: Must validate at least one schema"],
-    [["--set", "translationWorkers=some"], "translationWorkers: Must validate at least one schema"],
-    [["--set", "workers.concurrency=0"], "workers.concurrency: Must be greater than or equal to 1"],
-    [["--set", "workers.concurrency=65"], "workers.concurrency: Must be less than or equal to 64"],
-    [["--set", "workers.jobLockSeconds=0"], "workers.jobLockSeconds: Must be greater than or equal to 1"],
-    [["--set", "workers.shutdownTimeoutSeconds=-1"], "workers.shutdownTimeoutSeconds: Must be greater than or equal to 0"],
-    [["--set", "workers.replicas=0"], "workers.replicas: Must be greater than or equal to 1"],
-    [["--set", "workers.enabled=yes"], "workers.enabled: Invalid type"],
-    [["--set", "workers.replica=3"], "workers: Additional property replica is not allowed"],
-    [["--set", "workers.autoscaling.targetQueueDepthPerWorker=0"], "workers.autoscaling.targetQueueDepthPerWorker: Must be greater than or equal to 1"],
-    [["--set", "workers.autoscaling.maxReplicas=0"], "workers.autoscaling.maxReplicas: Must be greater than or equal to 1"],
-    [["--set", "workers.autoscaling.keda.serverAddress=prometheus:9090"], "workers.autoscaling.keda.serverAddress: Does not match pattern"],
-    [["--set", "workers.autoscaling.behavior.scaleSideways.x=1"], "workers.autoscaling.behavior: Additional property scaleSideways is not allowed"],
+    [["--set", "translationWorkers=-1"], "at '/translationWorkers': 'anyOf' failed\n  - at '/translationWorkers': value must be 'auto'\n  - at '/translationWorkers': minimum: got -1, want 0"],
+    [["--set", "translationWorkers=65"], "at '/translationWorkers': maximum: got 65, want 64"],
+    [["--set", "translationWorkers=some"], "at '/translationWorkers': got string, want integer"],
+    [["--set", "workers.concurrency=0"], "at '/workers/concurrency': minimum: got 0, want 1"],
+    [["--set", "workers.concurrency=65"], "at '/workers/concurrency': maximum: got 65, want 64"],
+    [["--set", "workers.jobLockSeconds=0"], "at '/workers/jobLockSeconds': minimum: got 0, want 1"],
+    [["--set", "workers.shutdownTimeoutSeconds=-1"], "at '/workers/shutdownTimeoutSeconds': minimum: got -1, want 0"],
+    [["--set", "workers.replicas=0"], "at '/workers/replicas': minimum: got 0, want 1"],
+    [["--set", "workers.enabled=yes"], "at '/workers/enabled': got string, want boolean"],
+    [["--set", "workers.replica=3"], "at '/workers': additional properties 'replica' not allowed"],
+    [["--set", "workers.autoscaling.targetQueueDepthPerWorker=0"], "at '/workers/autoscaling/targetQueueDepthPerWorker': minimum: got 0, want 1"],
+    [["--set", "workers.autoscaling.maxReplicas=0"], "at '/workers/autoscaling/maxReplicas': minimum: got 0, want 1"],
+    [["--set", "workers.autoscaling.keda.serverAddress=prometheus:9090"], "at '/workers/autoscaling/keda/serverAddress': 'prometheus:9090' does not match pattern"],
+    [["--set", "workers.autoscaling.behavior.scaleSideways.x=1"], "at '/workers/autoscaling/behavior': additional properties 'scaleSideways' not allowed"],
     // maxUnavailable 0 would block every drain.
-    [["--set", "podDisruptionBudget.maxUnavailable=0"], "podDisruptionBudget.maxUnavailable: Must validate at least one schema"],
-    [["--set", "workers.podDisruptionBudget.maxUnavailable=0%"], "workers.podDisruptionBudget.maxUnavailable: Must validate at least one schema"],
-    [["--set", "podDisruptionBudget.minAvailable=half"], "podDisruptionBudget.minAvailable: Must validate at least one schema"],
-    [["--set", "workers.podDisruptionBudget.maxAvailable=1"], "workers.podDisruptionBudget: Additional property maxAvailable is not allowed"],
+    [["--set", "podDisruptionBudget.maxUnavailable=0"], "at '/podDisruptionBudget/maxUnavailable': 'anyOf' failed\n  - at '/podDisruptionBudget/maxUnavailable': minimum: got 0, want 1"],
+    [["--set", "workers.podDisruptionBudget.maxUnavailable=0%"], "at '/workers/podDisruptionBudget/maxUnavailable': '0%' does not match pattern '^([1-9][0-9]?|100)%$'"],
+    [["--set", "podDisruptionBudget.minAvailable=half"], "at '/podDisruptionBudget/minAvailable': 'half' does not match pattern"],
+    [["--set", "workers.podDisruptionBudget.maxAvailable=1"], "at '/workers/podDisruptionBudget': additional properties 'maxAvailable' not allowed"],
   ])("rejects values failing values.schema.json: %j", async (args, message) => {
     const r = await render(CHART, [...WORKERS, ...args]);
     expect(r.code).toBe(1);

@@ -1,17 +1,26 @@
-// What the demo says while it waits for convergence and nothing changed for a while (src/cli/demo.ts
-// stillWaitingFor): the first thing each cluster still lacks, in the order the system does them.
+// What the demo waits for and says while it waits (src/cli/demo.ts converged, stillWaitingFor): the
+// server's one answer per cluster (src/server/cluster-sync.ts), never a reading of its own.
 import { describe, expect, it } from "vitest";
-import { stillWaitingFor, type ClusterStatus } from "../../src/cli/demo.js";
+import { converged, stillWaitingFor, type ClusterStatus } from "../../src/cli/demo.js";
+import { clusterSync, type ClusterSyncFacts } from "../../src/server/index.js";
 
-const cluster = (name: string, over: Partial<ClusterStatus> = {}): ClusterStatus => ({
-  name,
-  connected: true,
-  warmed: true,
-  output: { version: 2, sourceCommit: "c", resources: 27, complete: true },
-  applied: { version: 2, sourceCommit: "c" },
-  inSync: true,
+const COMMIT = "c".repeat(40);
+const OLD = "b".repeat(40);
+const facts = (over: Partial<ClusterSyncFacts> = {}): ClusterSyncFacts => ({
+  commit: COMMIT,
+  cutOff: null,
+  agent: "connected",
+  output: { version: 2, sourceCommit: COMMIT },
+  publishedVersion: 2,
+  applied: { version: 2, sourceCommit: COMMIT },
+  progress: { version: 2, appliedAtMs: 1 },
+  held: null,
   ...over,
 });
+const cluster = (name: string, over: Partial<ClusterSyncFacts> = {}): ClusterStatus => {
+  const sync = clusterSync(facts(over));
+  return { name, connected: true, warmed: true, output: { version: 2, sourceCommit: COMMIT, resources: 27, complete: true }, applied: { version: 2, sourceCommit: COMMIT }, inSync: sync.state === "in-sync", sync };
+};
 
 describe("demo: still waiting for", () => {
   it("names the server while it does not answer or is not ready", () => {
@@ -21,24 +30,25 @@ describe("demo: still waiting for", () => {
     );
   });
 
-  it("names, per cluster, the first step it still lacks: connect, discovery, translation, apply", () => {
-    expect(stillWaitingFor({ ready: true, readiness: "ready", clusters: [cluster("cluster1", { connected: false })] })).toBe(
-      "cluster1: its agent to connect to the relay; cluster2: its agent to connect to the relay",
-    );
-    expect(
-      stillWaitingFor({
-        ready: true,
-        readiness: "ready",
-        clusters: [cluster("cluster1", { warmed: false }), cluster("cluster2", { output: { version: 1, sourceCommit: "c", resources: 27, complete: false } })],
-      }),
-    ).toBe("cluster1: its discovery; cluster2: translation");
-    expect(stillWaitingFor({ ready: true, readiness: "ready", clusters: [cluster("cluster1", { applied: { version: 1, sourceCommit: "c" } }), cluster("cluster2", { applied: null })] })).toBe(
-      "cluster1: its agent to apply output v2 (27 resources); cluster2: its agent to apply output v2 (27 resources)",
-    );
-  });
-
-  it("when every step is done but the commit is not reported applied yet, says that", () => {
-    expect(stillWaitingFor({ ready: true, readiness: "ready", clusters: [cluster("cluster1"), cluster("cluster2", { inSync: false })] })).toBe("cluster2: to report in sync");
+  it("says, per cluster not in sync, the server's summary — a connected agent is never 'waiting to connect'", () => {
+    const st = { ready: true, readiness: "ready", clusters: [cluster("cluster1", { applied: { version: 1, sourceCommit: OLD }, progress: { version: 2 } }), cluster("cluster2", { agent: "disconnected", applied: undefined, progress: undefined })] };
+    expect(stillWaitingFor(st)).toBe(`cluster1: not applied yet — agent applying output v2 of ${COMMIT.slice(0, 12)} (it runs v1); cluster2: not applied yet — agent disconnected; the cluster keeps its last applied config`);
+    expect(stillWaitingFor({ ready: true, readiness: "ready", clusters: [cluster("cluster1")] })).toBe("cluster2: its agent to register");
     expect(stillWaitingFor({ ready: true, readiness: "ready", clusters: [cluster("cluster1"), cluster("cluster2")] })).toBe("the clusters to report the commit applied");
+  });
+});
+
+describe("demo: converged", () => {
+  const status = (clusters: ClusterStatus[], sha = COMMIT) => ({ ready: true, commit: { sha }, clusters });
+  it("only when the commit waited for is in force and every cluster applied its output", () => {
+    expect(converged(status([cluster("cluster1"), cluster("cluster2")]), COMMIT, ["cluster1", "cluster2"])).toBe(true);
+    // The issue's case: the version matched, but the applied output was rendered from another commit.
+    expect(converged(status([cluster("cluster1"), cluster("cluster2", { applied: { version: 2, sourceCommit: OLD }, progress: undefined })]), COMMIT, ["cluster1", "cluster2"])).toBe(false);
+    expect(converged(status([cluster("cluster1"), cluster("cluster2")], OLD), COMMIT, ["cluster1", "cluster2"])).toBe(false);
+    expect(converged(status([cluster("cluster1")]), COMMIT, ["cluster1", "cluster2"])).toBe(false);
+    expect(converged({ ...status([cluster("cluster1"), cluster("cluster2")]), ready: false }, COMMIT, ["cluster1", "cluster2"])).toBe(false);
+    // Refused, held, retrying: not converged.
+    expect(converged(status([cluster("cluster1", { applied: { version: 1, sourceCommit: OLD }, progress: { version: 2, nack: "VirtualService/ns/r: not owned by gitmesh" } })]), COMMIT, ["cluster1"])).toBe(false);
+    expect(converged(status([cluster("cluster1", { held: { reason: "workspace failing", since: "2026-01-01T00:00:00.000Z", objects: 1 } })]), COMMIT, ["cluster1"])).toBe(false);
   });
 });

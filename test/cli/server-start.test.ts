@@ -132,6 +132,36 @@ describe("gitmesh server start-up", () => {
     for (const f of flags) expect(readme, `README mentions ${f}`).toContain(f);
   });
 
+  it("leader-lease timings out of order: usage error (exit 2) naming the three variables (#35)", async () => {
+    const r = await server(["--git-url", git.url("mesh")], undefined, { [SERVER_ENV.leaseDurationSeconds]: "5", [SERVER_ENV.leaseRenewDeadlineSeconds]: "6" });
+    expect(r.code).toBe(2);
+    expect(r.out).toContain("lease timings must satisfy GITMESH_LEASE_RETRY_PERIOD_SECONDS < GITMESH_LEASE_RENEW_DEADLINE_SECONDS < GITMESH_LEASE_DURATION_SECONDS (got 2, 6, 5)");
+  });
+
+  it("a Redis that cannot be reached at start: exit 1 naming the URL without its password and the opt-in; with --redis-optional it starts degraded (#35)", async () => {
+    const port = await freePort(); // nothing listens there
+    const url = `redis://:s3cret-redis-pass@127.0.0.1:${String(port)}/0`;
+    const env = { [SERVER_ENV.redisConnectTimeoutSeconds]: "1" };
+    const refused = await server(["--git-url", git.url("mesh"), "--redis-url", url], undefined, env);
+    expect(refused.code).toBe(1);
+    expect(refused.out).toContain(`cannot reach Redis at redis://127.0.0.1:${String(port)}/0 within 1 s`);
+    expect(refused.out).toContain("--redis-optional");
+    expect(refused.out).not.toContain("s3cret-redis-pass");
+    expect(refused.out).not.toMatch(/running \(relay/);
+
+    // Optional Redis needs the relay PKI elsewhere: in that Redis, nothing could start while it is down.
+    const noPki = await server(["--git-url", git.url("mesh"), "--redis-url", url, "--redis-optional"], undefined, env);
+    expect(noPki.code).toBe(2);
+    expect(noPki.out).toContain("--redis-optional (GITMESH_REDIS_OPTIONAL) needs the relay PKI outside Redis");
+
+    const optional = await server(["--git-url", git.url("mesh"), "--redis-url", url, "--redis-optional", "--pki-dir", tempDir()], /gitmesh server \S+ running/, env);
+    expect(optional.matched).toBe(true);
+    expect(optional.out).toMatch(/WARN.*Redis cannot be reached: starting degraded/);
+    expect(optional.out).not.toContain("s3cret-redis-pass");
+    const viaEnv = await server(["--git-url", git.url("mesh"), "--redis-url", url, "--pki-dir", tempDir()], /gitmesh server \S+ running/, { ...env, [SERVER_ENV.redisOptional]: "true" });
+    expect(viaEnv.matched).toBe(true);
+  }, 90_000);
+
   it("a good repository starts", async () => {
     const r = await server(["--git-url", git.url("mesh")], /gitmesh server \S+ running/);
     expect(r.matched).toBe(true);

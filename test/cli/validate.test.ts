@@ -78,6 +78,24 @@ describe("gitmesh validate", () => {
     expect(r.out).toContain(`no configuration found in ${empty}`);
   });
 
+  it("a directory of YAML without one Gloo object (a Helm chart): 'no Gloo Mesh configuration found', one error per foreign document with the ignore hint (#38)", async () => {
+    const chart = join(root, "a-chart");
+    await writeTree(chart, {
+      "values.yaml": "replicaCount: 1\nimage:\n  repository: nginx\n",
+      "templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\n",
+    });
+    const r = await run("validate", chart);
+    expect(r.code).toBe(1);
+    const lines = r.out.trim().split("\n");
+    // One diagnostic for the values file, not one per missing field.
+    expect(lines.filter((l) => l.includes("values.yaml"))).toEqual([
+      `${join(chart, "values.yaml")}:1:1: error MISSING_API_VERSION: no \`apiVersion\` and no \`kind\`: this is not Gloo Mesh configuration (a Gloo object starts with e.g. \`apiVersion: networking.gloo.solo.io/v2\` and \`kind: RouteTable\`); if the file is something else (Helm values, CI settings), list it under \`ignore:\` in gitmesh.yaml (at /apiVersion)`,
+    ]);
+    expect(lines.at(-1)).toMatch(new RegExp(`^failed: no Gloo Mesh configuration found in ${chart.replace(/[/.]/g, "\\$&")}: 2 YAML files read, none holds a Gloo Mesh object .*under \`ignore:\` in gitmesh.yaml$`));
+    const json = JSON.parse((await run("validate", chart, "--output", "json")).out) as { ok: boolean };
+    expect(json.ok).toBe(false);
+  });
+
   it("exits 1 on errors with file:line:col: error CODE: message", async () => {
     const r = await run("validate", bad());
     expect(r.code).toBe(1);

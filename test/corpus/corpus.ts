@@ -15,7 +15,7 @@ import { join, resolve } from "node:path";
 import { loadDesiredState, type SourceFile } from "../../src/config/index.js";
 import type { Diagnostic } from "../../src/core/index.js";
 import type { DiscoverySnapshot } from "../../src/model/index.js";
-import { translateAll, validateIstioResource } from "../../src/translate/index.js";
+import { translateAll, validateIstioResource, type TranslationResult } from "../../src/translate/index.js";
 
 export const CORPUS_DIR = resolve(import.meta.dirname, "../../../shared/corpus");
 
@@ -74,12 +74,16 @@ export interface SetResult {
   readonly invalid: string[];
 }
 
-/** Loads a whole set, synthesises discovery for it, translates it and validates every rendered object. */
-export function translateSet(files: readonly SourceFile[]): SetResult {
+/** Loads a whole set, synthesises discovery for it and translates it (loader diagnostics apart from the result's). */
+export function renderSet(files: readonly SourceFile[]): { readonly loadDiagnostics: readonly Diagnostic[]; readonly result: TranslationResult } {
   const { state, diagnostics } = loadDesiredState(files);
   const objects = Object.values(state.files).flatMap((f) => f.objects);
-  const discovery = synthesiseDiscovery(objects);
-  const result = translateAll(state, discovery);
+  return { loadDiagnostics: diagnostics, result: translateAll(state, synthesiseDiscovery(objects)) };
+}
+
+/** Loads a whole set, synthesises discovery for it, translates it and validates every rendered object. */
+export function translateSet(files: readonly SourceFile[]): SetResult {
+  const { loadDiagnostics: diagnostics, result } = renderSet(files);
   const invalid: string[] = [];
   for (const [cluster, out] of result.clusters) {
     for (const r of out.resources) {

@@ -242,7 +242,7 @@ describe("completeness per dependency: what is pruned, what is held and said (se
     expect(check.code).toBe(1);
     expect(check.out).toContain(`HELD       cluster1: 1 object(s)`);
     expect(check.out).toContain(vsKey("shared", "s2", "cluster1"));
-    expect(check.out).toMatch(/cluster cluster1: 1 deletion\(s\) held since .*"cluster3", "cluster4"/);
+    expect(check.out).toMatch(/cluster cluster1: applied [0-9a-f]{12} \(v\d+\); 1 deletion\(s\) held back since .*"cluster3", "cluster4"/);
   }, 180_000);
 
   it("(b) a permanently failing workspace holds only its own deletions, and says so", async () => {

@@ -50,7 +50,8 @@ describe("gitmesh demo", () => {
       /^\[ *[\d.]+s\] cluster2: Kubernetes API emulator on /m,
       /^\[ *[\d.]+s\] Agents: started; next they register with the relay, send discovery \(warming\), and apply the first translation …$/m,
       /^\[ *[\d.]+s\] cluster1: output v\d+ translated/m,
-      /^\[ *[\d.]+s\] cluster1: output v\d+ applied \(ACK\)$/m,
+      // The server's own summary of the cluster (src/server/cluster-sync.ts), printed when it changes.
+      /^\[ *[\d.]+s\] cluster1: in sync: applied [0-9a-f]{12} \(v\d+\)$/m,
       /^Converged in /m,
       /^\[ *[\d.]+s\] Stopping the demo: cluster2 agent, .*, server, git server.* …$/m,
       /^\[ *[\d.]+s\] Stopped; its temporary files are removed$/m,

@@ -102,6 +102,32 @@ describe("audit scheduling", () => {
     expect(audit.audited(sha("a"))).toBeUndefined();
   });
 
+  it("what holds the audit branch back is named: a registered cluster without discovery, outputs incomplete or holding deletions; cleared once written", async () => {
+    const settled = { value: false };
+    const missing = { value: ["cluster9"] as string[] };
+    let clock = 1_000;
+    const { audit, store, files } = await setup({ settled }, { waitingFor: () => missing.value, now: () => clock });
+    expect(audit.held()).toBeUndefined();
+    await store.putOutputIfNewer(record("cluster1", 1));
+    await store.putOutputIfNewer(record("cluster2", 1, { complete: false }));
+    expect(await audit.run()).toEqual({ kind: "skipped", why: "unsettled" });
+    expect(audit.held()).toEqual({ reason: expect.stringContaining("waiting for the discovery of cluster9") as string, clusters: ["cluster9"], sinceMs: 1_000 });
+    clock = 2_000;
+    await audit.run();
+    expect(audit.held()?.sinceMs).toBe(1_000); // the same reason keeps its start
+    // Discovery known, pipeline not idle yet: waiting, and no cluster to blame.
+    missing.value = [];
+    expect(await audit.run()).toEqual({ kind: "skipped", why: "unsettled" });
+    expect(audit.held()).toMatchObject({ clusters: [], sinceMs: 2_000 });
+    settled.value = true;
+    expect(await audit.run()).toEqual({ kind: "skipped", why: "incomplete" });
+    expect(audit.held()).toMatchObject({ reason: "outputs of cluster2 are incomplete or hold deletions back", clusters: ["cluster2"] });
+    await store.putOutputIfNewer(record("cluster2", 2));
+    expect(await audit.run()).toMatchObject({ kind: "written" });
+    expect(audit.held()).toBeUndefined();
+    expect(await files()).toHaveLength(2);
+  });
+
   it("this replica's copy of an output is used when its version is the store's", async () => {
     const mine = { ...record("cluster1", 1), resources: [{ ...record("cluster1", 1).resources[0]!, metadata: { name: "from-memory", namespace: "apps", labels: {} } }] };
     const { audit, store, files } = await setup({ mine: new Map([["cluster1", mine]]) }, { isRegistered: (c) => c === "cluster1" });

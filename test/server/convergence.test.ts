@@ -17,6 +17,19 @@ describe("convergence tracker", () => {
     expect(mirrored.map(([c, x]) => `${c}:${x.cluster}:${x.appliedAtMs === undefined ? "published" : "applied"}`)).toEqual(["abc:c1:published", "abc:c1:applied"]);
   });
 
+  it("an ACK of a newer version of the same commit moves the record to that version, without a second latency", () => {
+    const t = createConvergenceTracker();
+    t.accepted("abc", 1_000);
+    t.published("c1", 1, "abc", 1_100);
+    expect(t.ack({ cluster: "c1", version: 1, sourceCommit: "abc", atMs: 1_200 })).toBe(200);
+    t.published("c1", 2, "abc", 1_300);
+    expect(t.get("abc")!.clusters.c1).toMatchObject({ version: 1, appliedAtMs: 1_200 });
+    expect(t.ack({ cluster: "c1", version: 2, sourceCommit: "abc", atMs: 1_400 })).toBeUndefined();
+    expect(t.get("abc")!.clusters.c1).toEqual({ cluster: "c1", version: 2, publishedAtMs: 1_100, appliedAtMs: 1_400, latencyMs: 200 });
+    expect(t.ack({ cluster: "c1", version: 1, sourceCommit: "abc", atMs: 1_500 })).toBeUndefined();
+    expect(t.get("abc")!.clusters.c1!.version).toBe(2);
+  });
+
   it("keeps NACKs with their per-resource errors, and a later ACK of the same commit replaces them", () => {
     const t = createConvergenceTracker();
     t.accepted("abc", 0);

@@ -18,7 +18,7 @@ export function clustersState(names: readonly string[], skip: readonly string[] 
   return state;
 }
 
-const summary = (oid: string, message = "change\n") => ({ oid, tree: "0".repeat(40), parents: [], timestamp: 1_700_000_000, message });
+const summary = (oid: string, message = "change\n") => ({ oid, tree: "0".repeat(40), parents: [], timestamp: 1_700_000_000, message, author: { name: "Alice Admin", email: "alice@example.test" } });
 
 export function accepted(oid: string, state: DesiredState, message?: string): SyncOutcome<DesiredState> {
   return { kind: "updated", commit: summary(oid, message), state, full: false, changedKeys: new Set(["KubernetesCluster/gloo-mesh/x"]), parsedPaths: [], removedPaths: [], diagnostics: [] };

@@ -9,7 +9,7 @@ import { createMemoryLogger } from "../../src/core/index.js";
 import { emptySnapshot, snapshotChecksum } from "../../src/discovery/index.js";
 import type { OutputSnapshot } from "../../src/relay/index.js";
 import { createMemoryStore, type MemoryStore } from "../../src/store/index.js";
-import { createPublishing } from "../../src/server/publishing.js";
+import { createPublishing, type PublishingOptions } from "../../src/server/publishing.js";
 import { createConvergenceTracker, createServerMetrics, OUTPUT_OPTIONS_KEY, type PipelineOutput } from "../../src/server/index.js";
 
 const output = (cluster: string, version: number, extra: Partial<PipelineOutput> = {}): PipelineOutput => ({
@@ -27,7 +27,7 @@ async function discover(store: MemoryStore, cluster: string) {
   await store.putDiscovery({ cluster, checksum: snapshotChecksum(snapshot), snapshot, atMs: 1 });
 }
 
-function setup(store = createMemoryStore()) {
+function setup(store = createMemoryStore(), overrides: Partial<PublishingOptions> = {}) {
   const sent: { cluster: string; snapshot: OutputSnapshot }[] = [];
   let relayUp = true;
   const idle: (() => void)[] = [];
@@ -48,6 +48,7 @@ function setup(store = createMemoryStore()) {
     logger: createMemoryLogger("server").logger,
     signal: controller.signal,
     now: () => 5_000,
+    ...overrides,
   });
   return {
     publishing,
@@ -170,6 +171,31 @@ describe("publishing", () => {
     goIdle();
     await flush();
     expect(publishing.settled()).toBe(false);
+    publishing.stop();
+  });
+  it("a transient NACK redelivers the same version with backoff until an ACK; a NACK that needs a person is not redelivered", async () => {
+    const store = createMemoryStore();
+    await discover(store, "cluster1");
+    const { publishing, sent, convergence } = setup(store, { retryBackoff: { initialMs: 20, maxMs: 40, jitter: 0 } });
+    await publishing.start();
+    publishing.onOutput(output("cluster1", 4));
+    const nack = (message: string) => ({ cluster: "cluster1", version: 4, sourceCommit: "c4", atMs: 6_000, errors: [{ key: "VirtualService/apps/web", message }] });
+    const sends = () => sent.filter((x) => x.cluster === "cluster1").length;
+    expect(sends()).toBe(1);
+    convergence.nack(nack("apply failed: HTTP 503: the server is restarting"));
+    publishing.nacked(nack("apply failed: HTTP 503: the server is restarting"));
+    await new Promise((r) => setTimeout(r, 60));
+    expect(sends()).toBe(2);
+    expect(sent[1]!.snapshot.version).toBe(4);
+    // The redelivery keeps the NACK until the agent answers (the views say "retrying", not "applying").
+    expect(convergence.get("c4")?.clusters.cluster1?.nack).toBeDefined();
+    publishing.nacked(nack("apply failed: HTTP 429: slow down"));
+    await new Promise((r) => setTimeout(r, 80));
+    expect(sends()).toBe(3);
+    publishing.acked("cluster1");
+    publishing.nacked(nack("VirtualService apps/web already exists and was not created by gitmesh"));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(sends()).toBe(3);
     publishing.stop();
   });
 });

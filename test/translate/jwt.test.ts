@@ -105,4 +105,35 @@ describe("JWTPolicy at the ingress gateway", () => {
     const { result } = retranslate(translateAll(before, discovery), after, discovery, ws);
     expect(result.clusters.get("cluster1")!.resources).toEqual(translateAll(after, discovery).clusters.get("cluster1")!.resources);
   });
+
+  // Istio applies a DENY rule of HTTP attributes only (principals, hosts, paths) to every connection
+  // of a TCP port of the selected pods, which refuses them all (its webhook warns: "will deny all
+  // traffic to TCP ports under its scope"). JWT is an HTTP requirement: the rules name the HTTP ports.
+  it("limits the DENY rules to the pod ports HTTP requests arrive on, at a gateway and at a Service's pods", () => {
+    const denyPorts = (resources: readonly IstioResource[], parent: string) =>
+      resources
+        .filter((r) => r.kind === "AuthorizationPolicy" && r.metadata.labels["gitmesh.io/parent-name"] === parent)
+        .flatMap((r) => (r.spec.rules as { to?: { operation: { ports?: string[] } }[] }[]).map((rule) => (rule.to ?? []).map((t) => t.operation.ports ?? "all ports")));
+    // The gateway listener on Service port 80 reaches the pods on targetPort 8080.
+    const gw = denyPorts(gatewayOutput(precise), "require-jwt");
+    expect(gw.length).toBeGreaterThan(0);
+    for (const rule of gw) for (const ports of rule) expect(ports).toEqual(["8080"]);
+    // ratings serves http (9080), grpc (9090) and a TCP port (5432): the rules name 9080 and 9090.
+    const tcpDiscovery = discoveryFromYaml(
+      readFileSync(join(FIXTURES, "jwt-policy/discovery.yaml"), "utf8").replaceAll("{name: grpc, port: 9090, targetPort: 9090, protocol: TCP}]", "{name: grpc, port: 9090, targetPort: 9090, protocol: TCP}, {name: tcp-db, port: 5432, targetPort: 15432, protocol: TCP}]"),
+    );
+    const policy = `---
+apiVersion: security.policy.gloo.solo.io/v2
+kind: JWTPolicy
+metadata: {name: ratings-jwt, namespace: bookinfo-backends}
+spec:
+  applyToDestinations:
+  - selector: {name: ratings, namespace: bookinfo-backends}
+  config:
+    providers:
+      p: {issuer: https://issuer.example.com, remote: {url: https://issuer.example.com/jwks}}
+`;
+    const out = translateAll(desiredFromYaml(`${precise}${policy}`), tcpDiscovery).clusters.get("cluster1")?.resources ?? [];
+    expect(denyPorts(out, "ratings-jwt")).toEqual([[["9080", "9090"]]]);
+  });
 });

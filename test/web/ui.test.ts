@@ -95,7 +95,7 @@ describe("web UI (Chromium)", () => {
     const sha = push({ [file]: before.replace(/requestTimeout: \d+s/, `requestTimeout: ${String(n + 3)}s`) }, "longer httpbin timeout");
     const row = page.locator(`tr[data-commit="${sha}"]`);
     for (const cluster of ["cluster1", "cluster2"]) {
-      await expect.poll(() => row.locator(`td[data-cluster="${cluster}"]`).getAttribute("data-state"), { timeout: 60_000 }).toBe("applied");
+      await expect.poll(() => row.locator(`td[data-cluster="${cluster}"]`).getAttribute("data-state"), { timeout: 60_000 }).toBe("in-sync");
     }
     await shot(page, "commits");
     // The rendered change of that commit: the VirtualService with the new timeout, in each cluster that runs it.

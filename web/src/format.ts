@@ -14,6 +14,13 @@ export function ago(iso: string | null | undefined, now = Date.now()): string {
   return `${Math.round(s / 86_400)} d ago`;
 }
 
+/** The colour class of a sync state (the server's answer, src/server/cluster-sync.ts): amber while it resolves by itself, red when a person must act. */
+export function syncClass(state: string): "ok" | "warn" | "error" {
+  if (state === "in-sync" || state === "applied") return "ok";
+  if (state === "refused" || state === "cut-off") return "error";
+  return "warn";
+}
+
 /** A duration in ms as "850 ms" / "2.4 s" / "3 min". */
 export function duration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;

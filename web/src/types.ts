@@ -17,8 +17,19 @@ export interface ClusterView {
   readonly pruneHeld: { readonly count?: number; readonly reason?: string } | null;
   readonly frozen: readonly string[];
   readonly cutOff: string | null;
+  /** The server's one answer for the commit in force (src/server/cluster-sync.ts); `inSync` is `sync.state === "in-sync"`. */
+  readonly sync: ClusterSync;
   readonly inSync: boolean;
   readonly driftRepairs?: readonly { readonly key: string; readonly why: string; readonly at: string; readonly managers: readonly string[] }[];
+}
+
+export type SyncState = "in-sync" | "not-applied" | "refused" | "held" | "cut-off";
+
+export interface ClusterSync {
+  readonly state: SyncState;
+  readonly why?: string;
+  readonly summary: string;
+  readonly commit: string | null;
 }
 
 export interface Status {
@@ -32,7 +43,7 @@ export interface Status {
   readonly commit: { readonly sha: string; readonly committedAt: string; readonly syncedAt: string | null; readonly from: string } | null;
   readonly leader: boolean;
   readonly rejected: { readonly commit: string; readonly rejectedAt: string; readonly errors: number; readonly diagnostics: readonly string[] } | null;
-  readonly audit: { readonly branch: string | null; readonly lastCommit: string | null };
+  readonly audit: { readonly branch: string | null; readonly lastCommit: string | null; readonly heldBack?: { readonly reason: string; readonly clusters: readonly string[]; readonly since: string } | null };
   readonly clusters: readonly ClusterView[];
 }
 
@@ -41,11 +52,22 @@ export interface CommitProgress {
   readonly nack?: string | { readonly message?: string; readonly errors?: readonly { key: string; message: string }[] };
   readonly unchanged?: boolean;
   readonly registered: boolean;
+  /** The commit in force: the cluster's sync state; an older commit: applied, refused or superseded. */
+  readonly state: SyncState | "applied" | "superseded";
+  /** The commit in force: the cluster's sync summary. */
+  readonly summary?: string;
   readonly [k: string]: unknown;
 }
 
 export interface CommitView {
   readonly commit: string;
+  /** First line of the message, the message, the author (null when this replica did not read the commit from Git). */
+  readonly subject: string | null;
+  readonly message: string | null;
+  readonly author: string | null;
+  readonly committedAt: string | null;
+  /** Set for a rejected commit: when, and its first errors (file:line). */
+  readonly rejected: { readonly at: string; readonly errorCount: number; readonly errors: readonly string[] } | null;
   readonly acceptedAt: string | null;
   readonly inForce: boolean;
   readonly audit: string | null;

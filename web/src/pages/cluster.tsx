@@ -4,7 +4,7 @@ import { ago, short } from "../format.js";
 import { useApi } from "../live.js";
 import type { ClusterInput, ClusterOutput, ClusterView, Commits, KubeObject } from "../types.js";
 import { nackText } from "./commits.js";
-import { notInSyncReasons } from "./overview.js";
+import { SyncState } from "./overview.js";
 import { provenanceHref } from "./provenance.js";
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): [string, T[]][] {
@@ -24,13 +24,11 @@ export function ClusterPage({ name }: { name: string }) {
   const { data: commits } = useApi<Commits>("/api/commits");
   const refusals = (commits?.commits ?? []).flatMap((cm) => {
     const p = cm.clusters[name];
-    const text = p && nackText(p);
+    const text = p?.state === "refused" ? nackText(p) : undefined;
     return text ? [{ commit: cm.commit, text }] : [];
   });
   if (!c) return <p>{error ? `Cannot read cluster ${name}: ${error}` : "Loading…"}</p>;
-  const inForce = commits?.commits.find((x) => x.inForce)?.clusters[name];
   const byNamespace = output ? groupBy(output.resources, (r) => r.metadata.namespace || "(cluster-scoped)") : [];
-  const why = notInSyncReasons(c, inForce && inForce.appliedAtMs === undefined ? nackText(inForce) : undefined);
   const regions = input ? [...new Set(input.snapshot.workloads.flatMap((w) => (w.localities ?? []).map((l) => [l.region, l.zone].filter(Boolean).join("/"))))].filter(Boolean) : [];
   return (
     <>
@@ -54,7 +52,10 @@ export function ClusterPage({ name }: { name: string }) {
         </div>
         <div>
           <h3>Status</h3>
-          <p data-testid="cluster-status">{c.inSync ? <span class="ok">in sync</span> : <span class="warn">{why.join("; ") || "not in sync"}</span>}</p>
+          <p data-testid="cluster-status">
+            <SyncState c={c} />
+          </p>
+          {c.frozen.length > 0 && <p class="warn">frozen route tables: {c.frozen.join(", ")}</p>}
         </div>
         <div>
           <h3>Discovery</h3>

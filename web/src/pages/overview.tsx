@@ -1,27 +1,20 @@
 /** Fleet overview: the commit in force, a rejected commit, the pipeline, and every cluster's state. */
-import { ago, gitHost, short } from "../format.js";
+import { ago, gitHost, short, syncClass } from "../format.js";
 import { useApi } from "../live.js";
-import type { ClusterView, Commits, Status } from "../types.js";
-import { nackText } from "./commits.js";
+import type { ClusterView, Status } from "../types.js";
 
-/** Why a cluster is not in sync, in words (empty when it is). */
-export function notInSyncReasons(c: ClusterView, refused?: string): string[] {
-  const why: string[] = [];
-  if (c.cutOff) why.push(c.cutOff);
-  if (refused) why.push(`the agent refused the commit in force: ${refused}`);
-  if (c.waitingForAgent) why.push("waiting for its agent to connect for the first time");
-  else if (c.stale) why.push(`agent not connected (last seen ${ago(c.lastSeen)})`);
-  if (!c.warmed) why.push("no discovery yet");
-  if (c.output && (!c.applied || c.applied.version < c.output.version)) why.push(`output v${c.output.version} not applied yet (agent runs ${c.applied ? `v${c.applied.version}` : "nothing"})`);
-  if (c.pruneHeld) why.push(`deletions held back${c.pruneHeld.reason ? `: ${c.pruneHeld.reason}` : ""}`);
-  if (c.frozen.length > 0) why.push(`frozen route tables: ${c.frozen.join(", ")}`);
-  if (c.errors.count > 0) why.push(`${c.errors.count} translation error${c.errors.count === 1 ? "" : "s"}`);
-  return why;
+/** A cluster's state with the commit in force, as the server decided it (src/server/cluster-sync.ts). */
+export function SyncState({ c }: { c: ClusterView }) {
+  const label = c.sync.state === "in-sync" ? "in sync" : c.sync.summary;
+  return (
+    <span class={syncClass(c.sync.state)} data-sync={c.sync.state} title={c.sync.summary}>
+      {label}
+    </span>
+  );
 }
 
 export function OverviewPage() {
   const { data: st, error } = useApi<Status>("/api/status");
-  const { data: commits } = useApi<Commits>("/api/commits");
   if (!st) return <p>{error ? `Cannot read the server's status: ${error}` : "Loading…"}</p>;
   const host = gitHost(st.source.repository);
   const inSync = st.clusters.filter((c) => c.inSync).length;
@@ -47,6 +40,11 @@ export function OverviewPage() {
             {st.ready ? "ready" : "not ready"} · {st.pipeline.mode ?? st.store} · {st.leader ? "leader" : "follower"} <small>({st.replica})</small>
           </p>
           {st.warming?.warming && <p class="warn">warming: waiting for {st.warming.waitingFor.join(", ") || "discovery"}</p>}
+          {st.audit.heldBack && (
+            <p class="warn" data-testid="audit-held">
+              audit branch {st.audit.branch} held back{st.audit.heldBack.clusters.length > 0 ? ` by ${st.audit.heldBack.clusters.join(", ")}` : ""}: {st.audit.heldBack.reason}
+            </p>
+          )}
         </div>
         <div>
           <h2>Source</h2>
@@ -84,10 +82,8 @@ export function OverviewPage() {
           </thead>
           <tbody>
             {st.clusters.map((c) => {
-              const inForce = commits?.commits.find((x) => x.inForce)?.clusters[c.name];
-              const why = notInSyncReasons(c, inForce && inForce.appliedAtMs === undefined ? nackText(inForce) : undefined);
               return (
-                <tr key={c.name} data-cluster={c.name} data-in-sync={String(c.inSync)}>
+                <tr key={c.name} data-cluster={c.name} data-in-sync={String(c.inSync)} data-sync={c.sync.state}>
                   <th scope="row">
                     <a href={`#/clusters/${encodeURIComponent(c.name)}`}>{c.name}</a>
                   </th>
@@ -96,7 +92,10 @@ export function OverviewPage() {
                     <code>{short(c.commit)}</code>
                     {c.applied && <small> v{c.applied.version}, {ago(c.applied.at)}</small>}
                   </td>
-                  <td>{c.inSync ? <span class="ok">in sync</span> : <span class="warn" title={why.join("; ")}>{why[0] ?? "not in sync"}</span>}</td>
+                  <td>
+                    <SyncState c={c} />
+                    {c.errors.count > 0 && <small class="error"> · {c.errors.count} translation error{c.errors.count === 1 ? "" : "s"}</small>}
+                  </td>
                   <td>{c.discovery ? `${c.discovery.services} services, ${c.discovery.workloads} workloads · ${ago(c.discovery.at)}` : "none"}</td>
                 </tr>
               );

@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+
+	"istio.io/istio/pilot/pkg/simulation"
+	"istio.io/istio/pilot/test/xdstest"
+)
+
+// Gloo API reference, AccessPolicy: `authn.tlsMode: STRICT` admits mTLS only; `authzList` entries
+// are OR'ed and the fields inside one entry AND'ed; `allowedClients[].serviceAccountSelector`
+// names the clients' service accounts; `allowedPaths` are exact, `prefix*` or `*suffix`;
+// `allowedMethods`; `match.request.headers{name: {values, notValues}}`; `allowedIpBlocks` (the
+// connection's peer) and `allowedRemoteIpBlocks` (the original client); anything no entry allows is
+// denied. Istio: the policy becomes an RBAC filter on the selected workload's inbound HTTP chain,
+// service accounts becoming SPIFFE principals `spiffe://<trust domain>/ns/<ns>/sa/<sa>`.
+// Case test/fixtures/translate/dest-access-destinations, cluster1: the policy applies to the
+// destination `reviews`.
+func TestAccessPolicy(t *testing.T) {
+	sc := load(t, "dest-access-destinations", "cluster1")
+	x := sc.xds("reviews-v1")
+	ip := x.proxy.IPAddresses[0]
+	inbound := simulation.Call{Address: ip, Port: 9080, Protocol: simulation.HTTP, TLS: simulation.MTLS, CallMode: simulation.CallModeInbound}
+
+	check(t, "STRICT: the inbound port refuses plaintext", func(t *testing.T) {
+		r := x.call(simulation.Call{Address: ip, Port: 9080, Protocol: simulation.HTTP, CallMode: simulation.CallModeInbound})
+		if !errors.Is(r.Error, simulation.ErrNoFilterChain) && !errors.Is(r.Error, simulation.ErrMTLSError) {
+			t.Errorf("plaintext to reviews:9080 got filter chain %q (error %v), want it refused", r.FilterChainMatched, r.Error)
+		}
+	})
+	h := x.hcmOf(inbound)
+	rules := rbacFilter(t, h)
+	check(t, "an RBAC filter on the inbound HTTP chain, before the router", func(t *testing.T) {
+		names := httpFilterNames(h)
+		if rules == nil || indexOf(names, "envoy.filters.http.rbac") > indexOf(names, "envoy.filters.http.router") {
+			t.Fatalf("inbound HTTP filters %v, want envoy.filters.http.rbac before the router", names)
+		}
+	})
+	if rules == nil {
+		t.Log(xdstest.DumpList(t, x.sim.Listeners))
+		return
+	}
+	const productpage = "spiffe://cluster1.local/ns/bookinfo-frontends/sa/bookinfo-productpage"
+	const ratings = "spiffe://cluster1.local/ns/bookinfo-backends/sa/bookinfo-ratings"
+	canary := map[string]string{"x-canary": "true"}
+	for _, tc := range []struct {
+		name string
+		req  request
+		want bool
+	}{
+		{"allows the named client, method, path prefix and header", request{principal: productpage, sourceIP: "10.244.0.9", remoteIP: "10.244.0.9", method: "GET", path: "/reviews/1", headers: canary}, true},
+		{"allows a *suffix path", request{principal: productpage, sourceIP: "10.244.0.9", remoteIP: "10.244.0.9", method: "GET", path: "/api/health", headers: canary}, true},
+		{"denies another service account", request{principal: ratings, sourceIP: "192.168.0.9", remoteIP: "192.168.0.9", method: "GET", path: "/reviews/1", headers: canary}, false},
+		{"denies another method", request{principal: productpage, sourceIP: "192.168.0.9", remoteIP: "192.168.0.9", method: "POST", path: "/reviews/1", headers: canary}, false},
+		{"denies a path outside the list", request{principal: productpage, sourceIP: "192.168.0.9", remoteIP: "192.168.0.9", method: "GET", path: "/admin", headers: canary}, false},
+		{"denies without the required header value", request{principal: productpage, sourceIP: "192.168.0.9", remoteIP: "192.168.0.9", method: "GET", path: "/reviews/1", headers: map[string]string{}}, false},
+		{"denies with a notValues header value", request{principal: productpage, sourceIP: "192.168.0.9", remoteIP: "192.168.0.9", method: "GET", path: "/reviews/1", headers: map[string]string{"x-canary": "true", "x-debug": "1"}}, false},
+		{"allows any client from the allowed peer and remote blocks", request{principal: ratings, sourceIP: "10.1.2.3", remoteIP: "203.0.113.7", method: "DELETE", path: "/x", headers: map[string]string{}}, true},
+		{"denies the peer block with another remote address", request{principal: ratings, sourceIP: "10.1.2.3", remoteIP: "198.51.100.7", method: "DELETE", path: "/x", headers: map[string]string{}}, false},
+	} {
+		check(t, tc.name, func(t *testing.T) {
+			if got := allowed(t, rules, tc.req); got != tc.want {
+				t.Errorf("allowed(%+v) = %v, want %v", tc.req, got, tc.want)
+			}
+		})
+	}
+	check(t, "a workload the policy does not select has no ALLOW rules", func(t *testing.T) {
+		p := sc.xds("productpage-v1")
+		ph := p.hcmOf(simulation.Call{Address: p.proxy.IPAddresses[0], Port: 9080, Protocol: simulation.HTTP, TLS: simulation.MTLS, CallMode: simulation.CallModeInbound})
+		if r := rbacFilter(t, ph); r != nil && len(r.GetPolicies()) > 0 {
+			t.Errorf("productpage's inbound chain carries RBAC policies %v", r.GetPolicies())
+		}
+	})
+}

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"testing"
+
+	"istio.io/istio/pilot/pkg/simulation"
+	"istio.io/istio/pilot/test/xdstest"
+)
+
+// Gloo API reference (route_table.proto, `virtualGateways`): with `workloadSelectors: []` and a
+// virtual gateway, the table applies "to the virtual gateway ... and no sidecars"; with
+// `workloadSelectors: [{}]`, to the gateway "and sidecars of all the workloads for the workspace";
+// with no virtual gateway and `workloadSelectors: []`, to "sidecars of all the workloads".
+// Case test/fixtures/translate/gateway-only-route-table, cluster1: ingress Service port 80 →
+// container port 8080 (the VirtualGateway listener is port 80 of the gateway Service; Istio's
+// Gateway server listens on the pod's port).
+func TestRouteTableWorkloadSelectors(t *testing.T) {
+	sc := load(t, "gateway-only-route-table", "cluster1")
+	gw := sc.xds("istio-ingressgateway")
+	sidecar := sc.xds("productpage-v1")
+	const (
+		productpage = "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local"
+		reviews     = "outbound|9080||reviews.bookinfo-backends.svc.cluster.local"
+		details     = "outbound|9080||details.bookinfo-backends.svc.cluster.local"
+	)
+
+	check(t, "gateway-only table routes on the gateway", func(t *testing.T) {
+		gw.call(httpGateway("bookinfo.example.com", 8080, "/productpage")).Matches(t, simulation.Result{ListenerMatched: "0.0.0.0_8080", ClusterMatched: productpage})
+	})
+	check(t, "gateway-only table is not on sidecars", func(t *testing.T) {
+		for _, rc := range sidecar.sim.Routes {
+			for _, vh := range rc.VirtualHosts {
+				for _, r := range vh.Routes {
+					if r.Name == "productpage-productpage" {
+						t.Fatalf("sidecar route config %s virtual host %s carries the gateway-only route", rc.Name, vh.Name)
+					}
+				}
+			}
+		}
+		// The sidecar's request for productpage takes Istio's default route to the Service.
+		sidecar.call(httpOut("productpage.bookinfo-frontends.svc.cluster.local", 9080, "/productpage")).Matches(t, simulation.Result{RouteMatched: "default", ClusterMatched: productpage})
+	})
+	check(t, "workloadSelectors [{}] with a gateway routes on the gateway", func(t *testing.T) {
+		gw.call(httpGateway("reviews.bookinfo-backends.svc.cluster.local", 8080, "/")).Matches(t, simulation.Result{RouteMatched: "reviews-reviews", ClusterMatched: reviews})
+	})
+	check(t, "workloadSelectors [{}] with a gateway routes on sidecars", func(t *testing.T) {
+		sidecar.call(httpOut("reviews.bookinfo-backends.svc.cluster.local", 9080, "/")).Matches(t, simulation.Result{RouteMatched: "reviews-reviews", ClusterMatched: reviews})
+	})
+	check(t, "no gateway and workloadSelectors [] routes on sidecars", func(t *testing.T) {
+		sidecar.call(httpOut("details.bookinfo-backends.svc.cluster.local", 9080, "/")).Matches(t, simulation.Result{RouteMatched: "details-details", ClusterMatched: details})
+	})
+	check(t, "no gateway and workloadSelectors [] is not on the gateway", func(t *testing.T) {
+		// Only the gateway-only table's `/productpage` route answers other hosts on the gateway.
+		gw.call(httpGateway("details.bookinfo-backends.svc.cluster.local", 8080, "/")).Matches(t, simulation.Result{Error: simulation.ErrNoRoute})
+	})
+	if t.Failed() {
+		t.Log(xdstest.DumpList(t, gw.sim.Routes))
+	}
+}
+
+// Gloo API reference (route_table.proto, `workloadSelectors`): an east-west table applies to the
+// sidecars of the selected workloads only. Case test/fixtures/translate/eastwest-basic, cluster1:
+// the reviews table selects `app: productpage`; its first route sends `end-user: jason` to subset
+// version v2, the second everything else to version v1.
+func TestRouteTableWorkloadSelectorLabels(t *testing.T) {
+	sc := load(t, "eastwest-basic", "cluster1")
+	const host = "reviews.bookinfo-backends.svc.cluster.local"
+	const v1 = "outbound|9080|version-v1|reviews.bookinfo-backends.svc.cluster.local"
+	const v2 = "outbound|9080|version-v2|reviews.bookinfo-backends.svc.cluster.local"
+
+	check(t, "the selected workload's sidecar gets the table's routes, in order", func(t *testing.T) {
+		x := sc.xds("productpage-v1")
+		vh := x.virtualHostOf(x.call(httpOut(host, 9080, "/")))
+		var got []string
+		for _, r := range vh.Routes {
+			got = append(got, r.GetRoute().GetCluster())
+		}
+		if len(vh.Routes) != 2 || got[0] != v2 || got[1] != v1 {
+			t.Fatalf("routes of %s to %v, want [%s %s]", vh.Name, got, v2, v1)
+		}
+		hm := vh.Routes[0].GetMatch().GetHeaders()
+		if len(hm) != 1 || hm[0].Name != "end-user" || hm[0].GetStringMatch().GetExact() != "jason" {
+			t.Errorf("first route header matchers %v, want end-user exactly jason", hm)
+		}
+		if len(vh.Routes[1].GetMatch().GetHeaders()) != 0 {
+			t.Errorf("the fallback route matches headers %v", vh.Routes[1].GetMatch().GetHeaders())
+		}
+	})
+	check(t, "another workload's sidecar keeps the Service's default route", func(t *testing.T) {
+		x := sc.xds("reviews-v1")
+		x.call(httpOut(host, 9080, "/")).Matches(t, simulation.Result{ClusterMatched: "outbound|9080||reviews.bookinfo-backends.svc.cluster.local"})
+	})
+}
