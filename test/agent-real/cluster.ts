@@ -14,7 +14,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { KubeConfig } from "@kubernetes/client-node";
-import { renderOk, ROOT } from "../charts/helm-render.js";
+import { renderOk, ROOT } from "../charts/helm.js";
 import { startRealKube, type RealKube, type ServiceAccountAccess } from "../helpers/real-kube.js";
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects are untyped JSON here */
@@ -26,8 +26,8 @@ const RBAC_KINDS = new Set(["ClusterRole", "ClusterRoleBinding", "Role", "RoleBi
 
 /**
  * The agent chart's RBAC with its default values (release `gitmesh-agent` in namespace `gitmesh`,
- * ServiceAccount `gitmesh-agent`). The one place that renders the chart for these tests: the
- * renderer (today tools/helm-render through renderOk) is swapped for real helm here and only here.
+ * ServiceAccount `gitmesh-agent`), rendered by the real `helm template` (tools/helm). The one place
+ * that renders the chart for these tests.
  */
 export async function agentChartRbac(extraArgs: readonly string[] = []): Promise<Obj[]> {
   const { manifests } = await renderOk("gitmesh-agent", [
