@@ -6,11 +6,11 @@
  * A real kube-apiserver answers 429 "storage is (re)initializing" to a list of a kind whose watch
  * cache is still being filled — right after the server (re)started or a CRD was installed — and 429
  * "Too many requests" under API priority and fairness, with `Retry-After`; 500, 503 and 504 while an
- * etcd request times out or the server shuts down. Observed on the real server by
- * test/agent-real/apply.test.ts (the emulator answers none of these unless told to).
+ * etcd request times out or the server shuts down (the emulator answers none of these unless told
+ * to). Not transient: the 500 a real server gives an apply patch with a field of the wrong type.
  */
 import { ApiException } from "@kubernetes/client-node";
-import { statusOf } from "./kube.js";
+import { messageOf, statusOf } from "./kube.js";
 import { sleep } from "./runnable.js";
 
 /** Statuses worth the same request again. */
@@ -20,6 +20,9 @@ const TRANSIENT_CODES: ReadonlySet<string> = new Set(["ECONNRESET", "ECONNREFUSE
 
 export function isTransient(err: unknown): boolean {
   const status = statusOf(err);
+  // A real server answers an apply patch whose field has the wrong type, or is not declared, with
+  // 500 "failed to create typed patch object": the same object fails the same way every time.
+  if (status === 500 && /failed to create typed patch object/.test(messageOf(err))) return false;
   if (status !== undefined) return TRANSIENT_STATUSES.has(status);
   const code = (err as { code?: unknown } | undefined)?.code;
   return typeof code === "string" && TRANSIENT_CODES.has(code);
