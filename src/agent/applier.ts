@@ -207,6 +207,15 @@ function uidMismatch(err: unknown): boolean {
   return (status === 409 && /UID in precondition/.test(message)) || (status === 422 && /metadata\.uid: Invalid value: .*field is immutable/.test(message));
 }
 
+/**
+ * Whether a write that named the live object's uid found no object: a real API server answers a
+ * server-side apply with a uid for an object that no longer exists with 409 "uid mismatch: the
+ * provided object specified uid …, and no existing object was found" (it never creates it).
+ */
+function deletedSinceListed(err: unknown): boolean {
+  return statusOf(err) === 409 && /uid mismatch: the provided object specified uid .*no existing object was found/.test(messageOf(err));
+}
+
 /** The NACK message for an existing object the agent does not own. */
 export function notOwnedMessage(o: KubeObject, detail: string): string {
   const ns = o.metadata.namespace === undefined ? "" : ` -n ${o.metadata.namespace}`;
@@ -563,8 +572,22 @@ export function createApplier(options: ApplierOptions): Applier {
               return;
             }
           } else {
-            const out = await applyOwned(w.obj, w.live);
-            inventory.set(entryOf(w.obj, uidOf(out)));
+            try {
+              const out = await applyOwned(w.obj, w.live);
+              inventory.set(entryOf(w.obj, uidOf(out)));
+            } catch (err) {
+              if (!deletedSinceListed(err)) throw err;
+              // Deleted by someone else since the list: created again like any absent object (intent first).
+              log.info("an owned object was deleted while gitmesh applied it; creating it again", { object: describe(w.obj) });
+              inventory.set(entryOf(w.obj));
+              await inventory.flush();
+              const problem = await createOwned(w.obj);
+              if (problem !== undefined) {
+                refused += 1;
+                errors.push({ key: w.relayKey, message: problem });
+                return;
+              }
+            }
           }
           applied += 1;
         } catch (err) {

@@ -234,6 +234,35 @@ describe("the applier on a real API server, as the agent's ServiceAccount", () =
     expect(await metricValue(s.registry, "gitmesh_agent_prune_skipped_total", { reason: "recreated" })).toBe(1);
   });
 
+  it("an owned object deleted by someone else between the agent's list and its write is created again (not a NACK)", async () => {
+    const p = agentParts();
+    await newApplier(p).applyOutput(output(1, [vs("a", ns, "a")]));
+    const original = (await live("virtualservices", "a"))!;
+    let arm = true;
+    const racing: KubeReader = {
+      get: p.client.get.bind(p.client),
+      list: async (ref, o) => {
+        const res = await p.client.list(ref, o);
+        if (arm && ref.kind === "VirtualService") {
+          arm = false;
+          expect((await kube.request("DELETE", path("virtualservices", "a"))).status).toBe(200);
+        }
+        return res;
+      },
+    };
+    const q = agentParts("racing");
+    const changed = vs("a", ns, "a");
+    changed.spec = { hosts: ["a"], http: [{ route: [{ destination: { host: "a", subset: "v2" } }] }] };
+    // A real server answers the forced apply naming the old uid with 409 "uid mismatch: … no existing object was found".
+    const r = await newApplier(q, racing).applyOutput(output(2, [changed]));
+    expect(r).toMatchObject({ ack: true, errors: [], applied: 1 });
+    const now = (await live("virtualservices", "a"))!;
+    expect(now.metadata.uid).not.toBe(original.metadata.uid);
+    expect(now.spec).toEqual(changed.spec);
+    expect(managers(now)).toEqual(["gitmesh-agent/Apply"]);
+    expect((await inventoryEntries()).get(`networking.istio.io/v1/VirtualService/${ns}/a`)).toBe(now.metadata.uid);
+  });
+
   it("refuses a mass deletion (NACK with how to allow it, nothing deleted) unless the output allows it", async () => {
     const p = agentParts();
     const applier = newApplier(p);
