@@ -56,7 +56,7 @@ export function createAgent(options: AgentOptions): Agent {
   const writer: FieldOwnerWriter = withFieldOwner(client);
   let leaderParts: { manager: RunnableManager; discovery: Discovery; applier: Applier; link: () => RelayLink | undefined } | undefined;
 
-  const restarter = config.autoRestartPods ? createWorkloadRestarter({ reader, writer: withFieldOwner(client, RESTART_FIELD_MANAGER), logger: logger.child("restart") }) : undefined;
+  const restarter = config.autoRestartPods ? createWorkloadRestarter({ reader, writer: withFieldOwner(client, RESTART_FIELD_MANAGER), ...(config.restartNamespaces ? { namespaces: config.restartNamespaces } : {}), logger: logger.child("restart") }) : undefined;
   const cacerts = options.signer && config.writeCacerts
     ? createCacerts({ cluster: config.cluster, reader, writer, signer: options.signer, metrics, ...(restarter ? { restarter } : {}), logger: logger.child("cacerts") })
     : undefined;

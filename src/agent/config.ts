@@ -48,6 +48,12 @@ export interface AgentConfig {
   readonly logLevel: LogLevel;
   /** RootTrustPolicy autoRestartPods: restart istiod and injected workloads after writing cacerts (chart autoRestartPods grants the RBAC; default false). */
   readonly autoRestartPods: boolean;
+  /**
+   * With autoRestartPods: the only namespaces whose Deployments/StatefulSets/DaemonSets are restarted
+   * (chart istio.restartNamespaces, where it grants `patch`); an injected namespace outside is named in
+   * a warning and left alone. Undefined (no chart value given): every injected namespace.
+   */
+  readonly restartNamespaces?: readonly string[];
   /** Install Istio from IstioLifecycleManager / GatewayLifecycleManager output (chart lifecycle.enabled grants the RBAC; default false). */
   readonly manageIstioInstall: boolean;
   /** Namespaces where the agent writes the rate limiter's configuration (RateLimitServerConfig ConfigMaps; chart rateLimit.configNamespaces grants the RBAC; default none: such output is refused). */
@@ -81,6 +87,8 @@ export interface AgentConfigInput {
   readonly inventoryName?: string | undefined;
   readonly logLevel?: string | undefined;
   readonly autoRestartPods?: string | undefined;
+  /** Comma-separated namespace names; absent: every injected namespace. */
+  readonly restartNamespaces?: string | undefined;
   readonly manageIstioInstall?: string | undefined;
   /** Comma-separated namespace names. */
   readonly rateLimitConfigNamespaces?: string | undefined;
@@ -107,6 +115,7 @@ export const AGENT_ENV = {
   inventoryName: "GITMESH_INVENTORY_CONFIGMAP",
   logLevel: "GITMESH_LOG_LEVEL",
   autoRestartPods: "GITMESH_AUTO_RESTART_PODS",
+  restartNamespaces: "GITMESH_RESTART_NAMESPACES",
   manageIstioInstall: "GITMESH_MANAGE_ISTIO_INSTALL",
   rateLimitConfigNamespaces: "GITMESH_RATE_LIMIT_CONFIG_NAMESPACES",
 } as const;
@@ -213,7 +222,11 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     autoRestartPods: read.bool(input.autoRestartPods, `auto restart pods (${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`, false),
     manageIstioInstall: read.bool(input.manageIstioInstall, `manage Istio install (--manage-istio-install or ${AGENT_ENV.manageIstioInstall}; chart lifecycle.enabled)`, false),
     rateLimitConfigNamespaces: [...new Set((input.rateLimitConfigNamespaces ?? "").split(",").map((n) => n.trim()).filter((n) => n !== ""))].sort(),
+    ...(input.restartNamespaces === undefined ? {} : { restartNamespaces: [...new Set(input.restartNamespaces.split(",").map((n) => n.trim()).filter((n) => n !== ""))].sort() }),
   };
+  for (const ns of config.restartNamespaces ?? []) {
+    if (!DNS1123_LABEL.test(ns)) problems.push(`restart namespace "${ns}" is not a namespace name (${AGENT_ENV.restartNamespaces}; chart istio.restartNamespaces)`);
+  }
   for (const ns of config.rateLimitConfigNamespaces) {
     if (!DNS1123_LABEL.test(ns)) problems.push(`rate-limit config namespace "${ns}" is not a namespace name (--rate-limit-config-namespaces or ${AGENT_ENV.rateLimitConfigNamespaces}; chart rateLimit.configNamespaces)`);
   }

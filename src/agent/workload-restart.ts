@@ -10,8 +10,12 @@
  * workloads the restarter waits (at most `istiodRolloutTimeoutMs`) until istiod's rollout is done, so
  * new pods get certificates from the new CA.
  *
- * RBAC: `patch` on apps deployments, statefulsets and daemonsets, `list` on namespaces — the agent
- * chart grants them only with `autoRestartPods: true` (charts/gitmesh-agent).
+ * RBAC: `list` on namespaces and workloads (discovery has it cluster-wide) and `patch` on apps
+ * deployments, statefulsets and daemonsets — the agent chart grants `patch` only with
+ * `autoRestartPods: true`, and only where needed: istiod's Deployments by name in the Istio namespace
+ * (istio.istiodDeployments) and the workloads of `istio.restartNamespaces` (a Role in each; RBAC cannot
+ * narrow a patch to one annotation, nor by label). `namespaces` is that list: an injected namespace
+ * outside it is named in a warning and left alone, never attempted.
  */
 import { describeError, type Logger } from "../core/index.js";
 import { KINDS, type FieldOwnerWriter, type KubeObject, type KubeReader, type KindRef } from "./kube.js";
@@ -23,6 +27,8 @@ export interface WorkloadRestarterOptions {
   readonly reader: KubeReader;
   /** A writer bound to RESTART_FIELD_MANAGER (withFieldOwner(client, RESTART_FIELD_MANAGER)). */
   readonly writer: FieldOwnerWriter;
+  /** The only namespaces whose workloads may be restarted (chart istio.restartNamespaces); absent: every injected namespace. */
+  readonly namespaces?: readonly string[];
   /** Smallest time between two restart rounds of one mesh (default 600 000 ms). */
   readonly minIntervalMs?: number;
   /** How long to wait for istiod's rollout before restarting workloads (default 120 000 ms; 0 = do not wait). */
@@ -46,6 +52,8 @@ export interface RestartRound {
   /** "<Kind>/<namespace>/<name>" in the order they were restarted (istiod first). */
   readonly restarted: readonly string[];
   readonly errors: readonly string[];
+  /** Injected namespaces left alone: outside `namespaces` (chart istio.restartNamespaces). */
+  readonly skipped?: readonly string[];
 }
 
 export interface WorkloadRestarter {
@@ -125,7 +133,11 @@ export function createWorkloadRestarter(options: WorkloadRestarterOptions): Work
       if (now() >= deadline) log.warn("istiod did not finish its rollout in time; restarting the workloads anyway", { mesh: mesh.namespace, revision: mesh.revision, timeoutMs: rolloutTimeoutMs });
     }
     // 2. workloads of the namespaces this mesh injects.
-    const namespaces = (await options.reader.list(KINDS.Namespace)).items.filter(injectedBy(mesh)).map((n) => n.metadata.name).filter((n) => n !== mesh.namespace).sort();
+    const injected = (await options.reader.list(KINDS.Namespace)).items.filter(injectedBy(mesh)).map((n) => n.metadata.name).filter((n) => n !== mesh.namespace).sort();
+    const allowed = options.namespaces === undefined ? undefined : new Set(options.namespaces);
+    const namespaces = allowed === undefined ? injected : injected.filter((n) => allowed.has(n));
+    const outside = injected.filter((n) => !namespaces.includes(n));
+    if (outside.length > 0) log.warn("injected namespaces outside istio.restartNamespaces were not restarted: restart their workloads yourself, or add them to istio.restartNamespaces", { mesh: mesh.namespace, revision: mesh.revision, namespaces: outside.join(",") });
     for (const ns of namespaces) {
       for (const kind of WORKLOAD_KINDS) {
         const items = (await options.reader.list(kind, { namespace: ns })).items.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
@@ -134,7 +146,7 @@ export function createWorkloadRestarter(options: WorkloadRestarterOptions): Work
     }
     if (errors.length > 0) log.error("some workloads could not be restarted for the new cacerts", { mesh: mesh.namespace, revision: mesh.revision, errors: errors.length, first: errors[0] });
     log.info("restarted workloads for the new Istio intermediate CA", { mesh: mesh.namespace, revision: mesh.revision, restarted: restarted.length, istiod: istiods.length });
-    return { mesh, restarted, errors };
+    return { mesh, restarted, errors, ...(outside.length > 0 ? { skipped: outside } : {}) };
   }
 
   return {

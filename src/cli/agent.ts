@@ -76,6 +76,7 @@ export function registerAgent(program: Command, io: CliIo): void {
           inventoryName: env[AGENT_ENV.inventoryName],
           logLevel: flags.logLevel ?? env[AGENT_ENV.logLevel],
           autoRestartPods: flags.autoRestartPods === true ? "true" : env[AGENT_ENV.autoRestartPods],
+          restartNamespaces: env[AGENT_ENV.restartNamespaces],
           manageIstioInstall: flags.manageIstioInstall === true ? "true" : env[AGENT_ENV.manageIstioInstall],
           rateLimitConfigNamespaces: flags.rateLimitConfigNamespaces ?? env[AGENT_ENV.rateLimitConfigNamespaces],
         },

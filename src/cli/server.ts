@@ -31,11 +31,13 @@ import {
   createKubernetesSecretStore,
   createManagementServer,
   createMemorySecretStore,
+  createDirectoryRecordStore,
   createRedisRecordStore,
   createRedisSecretStore,
   parseServerConfig,
   SERVER_ENV,
   SERVER_ENV_HELP,
+  withDurableRevocations,
   type ManagementServer,
   type ApiTokenStore,
   type ManagementServerOptions,
@@ -366,8 +368,12 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   let apiTokens: ApiTokenStore;
   if (config.pkiDir !== undefined) {
     // Identity records (credentials, live certificates, revocations) must be shared by every replica:
-    // with Redis and a PKI directory, they go to Redis.
-    secrets = redis ? { ...createDirectorySecretStore(config.pkiDir), records: createRedisRecordStore(redis, redisPrefix) } : createDirectorySecretStore(config.pkiDir);
+    // with Redis and a PKI directory, they go to Redis — and revocations are also kept in the PKI
+    // directory, so that a Redis restarted empty, flushed or failed over never re-admits a revoked
+    // certificate (src/server/durable-revocations.ts).
+    secrets = redis
+      ? { ...createDirectorySecretStore(config.pkiDir), records: withDurableRevocations(createRedisRecordStore(redis, redisPrefix), createDirectoryRecordStore(join(config.pkiDir, "revocations"))) }
+      : createDirectorySecretStore(config.pkiDir);
     apiTokens = createDirectoryApiTokenStore(config.pkiDir);
   } else if (config.kubernetesSecrets && kc) {
     secrets = createKubernetesSecretStore(kc, config.namespace, config.secrets);

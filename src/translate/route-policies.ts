@@ -181,11 +181,18 @@ function applyRetryTimeout(route: Record<string, unknown>, c: Record<string, unk
       invalid("/spec/config/retries/retryOn", `${unknown.map((x) => JSON.stringify(x)).join(", ")} ${unknown.length === 1 ? "is not a retry condition" : "are not retry conditions"} Istio accepts (Envoy's x-envoy-retry-on and x-envoy-retry-grpc-on conditions, or HTTP status codes, comma-separated without spaces); retryOn is left out.`);
       retryOn = undefined;
     }
+    const remote = typeof r.retryRemoteLocalities === "boolean" ? r.retryRemoteLocalities : undefined;
+    if (attempts === 0 && (perTryTimeout !== undefined || retryOn !== undefined || remote !== undefined)) {
+      // Istio: "http retry policy configured when attempts are set to 0 (disabled)".
+      invalid("/spec/config/retries", "attempts 0 disables retries, and Istio rejects perTryTimeout, retryOn or retryRemoteLocalities beside it; they are left out.");
+      route.retries = { attempts };
+      return;
+    }
     route.retries = {
       attempts,
       ...(perTryTimeout === undefined ? {} : { perTryTimeout }),
       ...(retryOn === undefined ? {} : { retryOn }),
-      ...(typeof r.retryRemoteLocalities === "boolean" ? { retryRemoteLocalities: r.retryRemoteLocalities } : {}),
+      ...(remote === undefined ? {} : { retryRemoteLocalities: remote }),
     };
   }
 }

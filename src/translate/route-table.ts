@@ -88,6 +88,8 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
 
   for (const vg of ctx.own("VirtualGateway")) {
     const bindings = gatewayBindings(ctx, vg);
+    // Where each binding's HTTP requests arrive (a JWTPolicy's DENY rules are limited to them): once per binding.
+    const httpPorts = new Map(bindings.map((b) => [b, httpTargetPorts(ctx, vg, b)] as const));
     for (const rt of ctx.visible("RouteTable")) {
       if (!referencesGateway(ctx, rt, vg)) continue;
       if (!allowedOnGateway(ctx, rt, vg)) {
@@ -95,7 +97,7 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
         continue;
       }
       for (const b of bindings) {
-        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."], enforce: { namespace: b.namespace, labels: b.podLabels, gateway: vg, ports: httpTargetPorts(ctx, vg, b) } };
+        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."], enforce: { namespace: b.namespace, labels: b.podLabels, gateway: vg, ports: httpPorts.get(b) ?? [] } };
         const r = renderVirtualService(ctx, rt, flat(rt).routes, target);
         resources.push(...r.resources);
         diagnostics.push(...r.diagnostics);

@@ -21,7 +21,7 @@ import { kubeObjects } from "./kube-objects.js";
  * the simulation (test/fixtures/simulation/<case>, same layout, no golden).
  */
 const SIMULATION_CASES = ["sidecar-filters"];
-const CASES = [...SIMULATION_CASES.map((c) => `../simulation/${c}`), "gateway-only-route-table", "eastwest-basic", "route-policies", "dest-vd-remote-only", "dest-policy-failover-outlier", "dest-access-destinations", "ext-auth", "rate-limit", "csrf-policy", "jwt-policy"];
+const CASES = [...SIMULATION_CASES.map((c) => `../simulation/${c}`), "gateway-only-route-table", "eastwest-basic", "gateway-tls", "route-policies", "dest-vd-remote-only", "dest-policy-failover-outlier", "dest-access-destinations", "dest-settings-isolation", "ext-auth", "rate-limit", "csrf-policy", "jwt-policy"];
 
 const tempDir = useTempDirs("gitmesh-istio-sim-");
 
@@ -46,10 +46,12 @@ function writeScenarios(root: string): void {
 const GO_TESTS = [
   "TestRouteTableWorkloadSelectors",
   "TestRouteTableWorkloadSelectorLabels",
+  "TestGatewayTLSListeners",
   "TestRoutePolicies",
   "TestVirtualDestinationAcrossClusters",
   "TestFailoverAndOutlierDetection",
   "TestAccessPolicy",
+  "TestServiceIsolation",
   "TestExtAuthPolicy",
   "TestRateLimitPolicy",
   "TestCSRFPolicy",
@@ -67,7 +69,7 @@ interface GoTestRun {
 
 function runSimulation(dir: string): GoTestRun {
   const bin = toolBinary("istio-sim", "istio-sim.test");
-  const r = spawnSync(bin, ["-test.v", "-test.count=1", "-test.timeout=300s"], { env: { ...process.env, GITMESH_SIM_DIR: dir }, encoding: "utf8", maxBuffer: 256 * 2 ** 20 });
+  const r = spawnSync(bin, ["-test.v", "-test.count=1", "-test.timeout=300s"], { env: { ...process.env, GITMESH_SIM_DIR: dir }, encoding: "utf8", maxBuffer: 256 * 2 ** 20, timeout: 330_000, killSignal: "SIGKILL" });
   if (r.error) throw r.error;
   const output = `${r.stdout}${r.stderr}`;
   const names = (verdict: string) => [...output.matchAll(new RegExp(`^\\s*--- ${verdict}: (\\S+)`, "gm"))].map((m) => m[1] ?? "");

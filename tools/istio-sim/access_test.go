@@ -73,3 +73,58 @@ func TestAccessPolicy(t *testing.T) {
 		}
 	})
 }
+
+// Gloo API reference, WorkspaceSettings `options.serviceIsolation`: the workspace's services accept
+// only mTLS and only from workloads of the workspace and of the workspaces that import them
+// (a service reaches an importer only when it is exported to it). Case
+// test/fixtures/translate/dest-settings-isolation, cluster1: bookinfo isolates its services and
+// exports only `tier: frontend` Services (productpage) to the gateways workspace; the ops
+// workspace imports nothing.
+func TestServiceIsolation(t *testing.T) {
+	sc := load(t, "dest-settings-isolation", "cluster1")
+	const (
+		productpageSA = "spiffe://cluster1.local/ns/bookinfo-frontends/sa/bookinfo-productpage"
+		gatewaySA     = "spiffe://cluster1.local/ns/istio-gateways/sa/istio-ingressgateway"
+		opsSA         = "spiffe://cluster1.local/ns/ops/sa/tools"
+	)
+	inbound := func(x *xdsOf) simulation.Call {
+		return simulation.Call{Address: x.proxy.IPAddresses[0], Port: 9080, Protocol: simulation.HTTP, TLS: simulation.MTLS, CallMode: simulation.CallModeInbound}
+	}
+	from := func(principal string) request {
+		return request{principal: principal, sourceIP: "10.244.0.9", remoteIP: "10.244.0.9", method: "GET", path: "/"}
+	}
+	reviews := sc.xds("reviews-v1")
+	productpage := sc.xds("productpage-v1")
+	reviewsRules := rbacFilter(t, reviews.hcmOf(inbound(reviews)))
+	productpageRules := rbacFilter(t, productpage.hcmOf(inbound(productpage)))
+	if reviewsRules == nil || productpageRules == nil {
+		t.Fatal("isolated services have no RBAC filter on their inbound chain")
+	}
+
+	check(t, "isolated services refuse plaintext", func(t *testing.T) {
+		c := inbound(reviews)
+		c.TLS = simulation.Plaintext
+		r := reviews.call(c)
+		if !errors.Is(r.Error, simulation.ErrNoFilterChain) && !errors.Is(r.Error, simulation.ErrMTLSError) {
+			t.Errorf("plaintext to reviews:9080 got filter chain %q (error %v), want it refused", r.FilterChainMatched, r.Error)
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		rules func() bool
+		want  bool
+	}{
+		{"a workload of the same workspace reaches reviews", func() bool { return allowed(t, reviewsRules, from(productpageSA)) }, true},
+		{"the importing gateways workspace reaches the exported productpage", func() bool { return allowed(t, productpageRules, from(gatewaySA)) }, true},
+		{"the importing gateways workspace does not reach reviews, which is not exported", func() bool { return allowed(t, reviewsRules, from(gatewaySA)) }, false},
+		{"a workspace that imports nothing reaches neither", func() bool {
+			return allowed(t, reviewsRules, from(opsSA)) || allowed(t, productpageRules, from(opsSA))
+		}, false},
+	} {
+		check(t, tc.name, func(t *testing.T) {
+			if got := tc.rules(); got != tc.want {
+				t.Errorf("allowed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

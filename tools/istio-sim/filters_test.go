@@ -225,12 +225,12 @@ func TestJWTPolicy(t *testing.T) {
 		req  request
 		want bool
 	}{
-		{"refuses a selected route without a token", request{host: host, method: "POST", path: "/api/v1/orders"}, false},
-		{"admits a selected route with a token whose claims match", request{host: host, method: "POST", path: "/api/v1/orders", jwt: token(map[string]any{"group": []string{"admins"}, "scope": []string{"openid"}})}, true},
-		{"refuses a token outside the allowed groups", request{host: host, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"guests"}, "scope": []string{"openid"}})}, false},
-		{"refuses a token with a notValues claim", request{host: host, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"admins"}, "scope": []string{"openid"}, "realm.role": "banned"})}, false},
-		{"refuses a token without the required scope", request{host: host, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"team-ops"}})}, false},
-		{"admits a *-ops group", request{host: host, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"team-ops"}, "scope": []string{"openid"}})}, true},
+		{"refuses a selected route without a token", request{host: host, port: 8080, method: "POST", path: "/api/v1/orders"}, false},
+		{"admits a selected route with a token whose claims match", request{host: host, port: 8080, method: "POST", path: "/api/v1/orders", jwt: token(map[string]any{"group": []string{"admins"}, "scope": []string{"openid"}})}, true},
+		{"refuses a token outside the allowed groups", request{host: host, port: 8080, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"guests"}, "scope": []string{"openid"}})}, false},
+		{"refuses a token with a notValues claim", request{host: host, port: 8080, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"admins"}, "scope": []string{"openid"}, "realm.role": "banned"})}, false},
+		{"refuses a token without the required scope", request{host: host, port: 8080, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"team-ops"}})}, false},
+		{"admits a *-ops group", request{host: host, port: 8080, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"team-ops"}, "scope": []string{"openid"}})}, true},
 	} {
 		check(t, tc.name, func(t *testing.T) {
 			if got := allowed(t, rules, tc.req); got != tc.want {

@@ -21,6 +21,7 @@ type request struct {
 	sourceIP  string // the connection's peer address (ipBlocks)
 	remoteIP  string // the original client address, from X-Forwarded-For (remoteIpBlocks)
 	host      string // :authority
+	port      uint32 // the port the connection arrived on (destination_port); 0: not given, a rule that names one fails the test
 	method    string
 	path      string
 	headers   map[string]string
@@ -177,6 +178,11 @@ func permissionMatches(t *testing.T, p *rbac.Permission, r request) bool {
 		return headerMatches(t, x.Header, r)
 	case *rbac.Permission_UrlPath:
 		return stringMatches(t, x.UrlPath.GetPath(), strings.SplitN(r.path, "?", 2)[0])
+	case *rbac.Permission_DestinationPort:
+		if r.port == 0 {
+			t.Fatalf("a rule names destination port %d: give the request the port it arrives on", x.DestinationPort)
+		}
+		return r.port == x.DestinationPort
 	}
 	t.Fatalf("permission %v not evaluated here", p)
 	return false

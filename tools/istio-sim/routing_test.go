@@ -3,6 +3,9 @@ package sim
 import (
 	"testing"
 
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tls "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
 	"istio.io/istio/pilot/pkg/simulation"
 	"istio.io/istio/pilot/test/xdstest"
 )
@@ -89,5 +92,43 @@ func TestRouteTableWorkloadSelectorLabels(t *testing.T) {
 	check(t, "another workload's sidecar keeps the Service's default route", func(t *testing.T) {
 		x := sc.xds("reviews-v1")
 		x.call(httpOut(host, 9080, "/")).Matches(t, simulation.Result{ClusterMatched: "outbound|9080||reviews.bookinfo-backends.svc.cluster.local"})
+	})
+}
+
+// Gloo API reference, VirtualGateway listeners: `httpsRedirect` answers plain HTTP with a
+// redirect to HTTPS; `tls{mode: SIMPLE, secretName}` terminates TLS with that Secret for the hosts
+// of `allowedRouteTables`, then routes HTTP. Case test/fixtures/translate/gateway-tls, cluster1
+// (Service ports 80 → 8080, 443 → 8443).
+func TestGatewayTLSListeners(t *testing.T) {
+	sc := load(t, "gateway-tls", "cluster1")
+	gw := sc.xds("istio-ingressgateway")
+	const host = "bookinfo.example.com"
+
+	check(t, "httpsRedirect answers plain HTTP with a redirect", func(t *testing.T) {
+		gw.call(httpGateway(host, 8080, "/")).Matches(t, simulation.Result{Error: simulation.ErrTLSRedirect})
+	})
+	check(t, "SIMPLE TLS terminates with the listener's secret and routes the host", func(t *testing.T) {
+		var secret string
+		c := simulation.Call{Port: 8443, Protocol: simulation.HTTP, TLS: simulation.TLS, HostHeader: host, CallMode: simulation.CallModeGateway,
+			CustomListenerValidations: []simulation.CustomFilterChainValidation{func(fc *listener.FilterChain) error {
+				ctx := &tls.DownstreamTlsContext{}
+				if err := fc.GetTransportSocket().GetTypedConfig().UnmarshalTo(ctx); err != nil {
+					return err
+				}
+				if s := ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs(); len(s) > 0 {
+					secret = s[0].Name
+				}
+				return nil
+			}}}
+		gw.call(c).Matches(t, simulation.Result{ClusterMatched: "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local"})
+		if secret != "kubernetes://bookinfo-cert" {
+			t.Errorf("TLS certificate from %q, want the Secret bookinfo-cert (kubernetes://bookinfo-cert)", secret)
+		}
+	})
+	check(t, "plain HTTP to the TLS port is refused", func(t *testing.T) {
+		r := gw.call(simulation.Call{Port: 8443, Protocol: simulation.HTTP, HostHeader: host, CallMode: simulation.CallModeGateway})
+		if r.Error == nil {
+			t.Errorf("plaintext on 8443 was routed to %s", r.ClusterMatched)
+		}
 	})
 }
