@@ -35,7 +35,8 @@ import { describeError, type Logger } from "../core/index.js";
 import { entryKey, type Inventory } from "./inventory.js";
 import { isInstallObject, isRateLimitConfig, writableKinds, messageOf, objectKey, statusOf, type FieldOwnerWriter, type KindRef, type KubeObject, type KubeReader } from "./kube.js";
 import type { AgentMetrics } from "./metrics.js";
-import { foreignManagers, inSync, pointerPath, withIgnoredPaths } from "./sync.js";
+import { foreignManagers, inSync, leftoverPatch, pointerPath, withIgnoredPaths } from "./sync.js";
+import { retryTransient, type TransientRetryOptions } from "./transient.js";
 
 export const LABEL_MANAGED = "gitmesh.io/managed";
 export const LABEL_CLUSTER = "gitmesh.io/cluster";
@@ -115,6 +116,8 @@ export interface ApplierOptions {
    * ConfigMaps). Default none: such a ConfigMap elsewhere is an error that says how to opt in.
    */
   readonly rateLimitConfigNamespaces?: readonly string[];
+  /** How transient API answers (429, 5xx, resets) are retried within a delivery (transient.ts defaults). */
+  readonly retry?: TransientRetryOptions;
   readonly metrics?: AgentMetrics;
   readonly logger: Logger;
 }
@@ -192,6 +195,27 @@ function otherManagers(o: KubeObject, fieldManager: string): string[] {
   return [...new Set(mf.map((e) => (typeof e.manager === "string" ? e.manager : "")).filter((m) => m !== "" && m !== fieldManager))].sort();
 }
 
+/**
+ * Whether a write that named the live object's uid met another object (deleted and recreated since).
+ * A real API server answers a server-side apply (a PATCH: no storage precondition) whose body names
+ * another uid with 422 "metadata.uid: Invalid value: …: field is immutable"; an Update, and the
+ * emulator, with 409 "Precondition failed: UID in precondition".
+ */
+function uidMismatch(err: unknown): boolean {
+  const status = statusOf(err);
+  const message = messageOf(err);
+  return (status === 409 && /UID in precondition/.test(message)) || (status === 422 && /metadata\.uid: Invalid value: .*field is immutable/.test(message));
+}
+
+/**
+ * Whether a write that named the live object's uid found no object: a real API server answers a
+ * server-side apply with a uid for an object that no longer exists with 409 "uid mismatch: the
+ * provided object specified uid …, and no existing object was found" (it never creates it).
+ */
+function deletedSinceListed(err: unknown): boolean {
+  return statusOf(err) === 409 && /uid mismatch: the provided object specified uid .*no existing object was found/.test(messageOf(err));
+}
+
 /** The NACK message for an existing object the agent does not own. */
 export function notOwnedMessage(o: KubeObject, detail: string): string {
   const ns = o.metadata.namespace === undefined ? "" : ` -n ${o.metadata.namespace}`;
@@ -232,7 +256,14 @@ function parseOptions(value: unknown): { allowMassDeletion: boolean; ignore: Ign
 }
 
 export function createApplier(options: ApplierOptions): Applier {
-  const { cluster, reader, metrics, inventory } = options;
+  const { cluster, metrics, inventory } = options;
+  // Transient answers (a real server's 429 while a kind's storage initializes, 5xx) are retried here,
+  // within the delivery: they are "not applied yet", never a NACK.
+  const again = <T>(request: () => Promise<T>) => retryTransient(request, options.retry);
+  const reader: KubeReader = {
+    get: (ref, namespace, name) => again(() => options.reader.get(ref, namespace, name)),
+    list: (ref, o) => again(() => options.reader.list(ref, o)),
+  };
   const log = options.logger;
   const manageIstioInstall = options.manageIstioInstall === true;
   const rateLimitNamespaces = options.rateLimitConfigNamespaces ?? [];
@@ -269,12 +300,15 @@ export function createApplier(options: ApplierOptions): Applier {
   const guard = () => {
     if (!canWrite()) throw new NotLeaderError();
   };
+  // Each attempt checks leadership first. Server-side applies and deletes with a uid precondition are
+  // idempotent; create and replace (not used by the applier) are not retried.
   const writer: FieldOwnerWriter = {
     fieldManager,
-    apply: (o, opts) => (guard(), options.writer.apply(o, opts)),
+    apply: (o, opts) => again(() => (guard(), options.writer.apply(o, opts))),
     create: (o) => (guard(), options.writer.create(o)),
     replace: (o) => (guard(), options.writer.replace(o)),
-    delete: (ref, ns, name, opts) => (guard(), options.writer.delete(ref, ns, name, opts)),
+    mergePatch: (o) => again(() => (guard(), options.writer.mergePatch(o))),
+    delete: (ref, ns, name, opts) => again(() => (guard(), options.writer.delete(ref, ns, name, opts))),
   };
   let desired = new Map<string, KubeObject>();
   let ignoreRules: IgnoreDifference[] = [];
@@ -302,7 +336,14 @@ export function createApplier(options: ApplierOptions): Applier {
     const body = withIgnoredPaths(want, live, ignored);
     lastApplied.delete(key);
     try {
-      const out = await writer.apply({ ...body, metadata: { ...body.metadata, uid: uidOf(live) } }, { force: true });
+      let out = await writer.apply({ ...body, metadata: { ...body.metadata, uid: uidOf(live) } }, { force: true });
+      // What the forced apply could not take back (another manager's element in a list merged by key) goes with a merge patch.
+      const leftover = leftoverPatch(out, body);
+      if (leftover !== undefined) {
+        const rivals = otherManagers(out, fieldManager);
+        out = await writer.mergePatch({ apiVersion: want.apiVersion, kind: want.kind, metadata: { name: want.metadata.name, ...(want.metadata.namespace === undefined ? {} : { namespace: want.metadata.namespace }), uid: uidOf(out), ...(out.metadata.resourceVersion === undefined ? {} : { resourceVersion: out.metadata.resourceVersion }) }, ...leftover });
+        log.warn("removed fields other managers added inside an owned object (a server-side apply keeps them)", { object: describe(want), fields: Object.keys(leftover).join(", "), managers: rivals.join(", ") });
+      }
       lastApplied.set(key, hashOf(want, ignored));
       metrics?.applies.inc({ result: "ok" });
       return out;
@@ -531,12 +572,26 @@ export function createApplier(options: ApplierOptions): Applier {
               return;
             }
           } else {
-            const out = await applyOwned(w.obj, w.live);
-            inventory.set(entryOf(w.obj, uidOf(out)));
+            try {
+              const out = await applyOwned(w.obj, w.live);
+              inventory.set(entryOf(w.obj, uidOf(out)));
+            } catch (err) {
+              if (!deletedSinceListed(err)) throw err;
+              // Deleted by someone else since the list: created again like any absent object (intent first).
+              log.info("an owned object was deleted while gitmesh applied it; creating it again", { object: describe(w.obj) });
+              inventory.set(entryOf(w.obj));
+              await inventory.flush();
+              const problem = await createOwned(w.obj);
+              if (problem !== undefined) {
+                refused += 1;
+                errors.push({ key: w.relayKey, message: problem });
+                return;
+              }
+            }
           }
           applied += 1;
         } catch (err) {
-          if (statusOf(err) === 409 && /UID in precondition/.test(messageOf(err))) {
+          if (uidMismatch(err)) {
             inventory.remove(key);
             refused += 1;
             errors.push({ key: w.relayKey, message: notOwnedMessage(w.obj, "it was deleted and recreated by someone else while gitmesh applied it") });

@@ -124,6 +124,12 @@ export interface KubeWriter {
   apply(obj: KubeObject, options: { fieldManager: string; force: boolean; dryRun?: boolean }): Promise<KubeObject>;
   create(obj: KubeObject, options: { fieldManager: string }): Promise<KubeObject>;
   replace(obj: KubeObject, options: { fieldManager: string }): Promise<KubeObject>;
+  /**
+   * JSON merge patch (RFC 7386: lists replaced whole) of the object `patch` names (apiVersion, kind,
+   * metadata.name/namespace; a metadata.uid or resourceVersion in it is a precondition). An Update
+   * operation: it removes fields whatever manager owns them, which a server-side apply cannot.
+   */
+  mergePatch(patch: KubeObject, options: { fieldManager: string }): Promise<KubeObject>;
   /** false when the object is absent; `uid` is a precondition (409 Conflict when the live object has another uid). */
   delete(ref: KindRef, namespace: string | undefined, name: string, options?: DeleteOptions): Promise<boolean>;
 }
@@ -139,6 +145,7 @@ export interface FieldOwnerWriter {
   apply(obj: KubeObject, options?: { force?: boolean }): Promise<KubeObject>;
   create(obj: KubeObject): Promise<KubeObject>;
   replace(obj: KubeObject): Promise<KubeObject>;
+  mergePatch(patch: KubeObject): Promise<KubeObject>;
   delete(ref: KindRef, namespace: string | undefined, name: string, options?: DeleteOptions): Promise<boolean>;
 }
 
@@ -151,6 +158,7 @@ export function withFieldOwner(writer: KubeWriter, fieldManager: string = FIELD_
     apply: (obj, options) => writer.apply(obj, { fieldManager, force: options?.force ?? true }),
     create: (obj) => writer.create(obj, { fieldManager }),
     replace: (obj) => writer.replace(obj, { fieldManager }),
+    mergePatch: (patch) => writer.mergePatch(patch, { fieldManager }),
     delete: (ref, namespace, name, options) => writer.delete(ref, namespace, name, options),
   };
 }
@@ -279,6 +287,9 @@ export function createKubeClient(kc: KubeConfig, options: KubeClientOptions = {}
     },
     async replace(obj, { fieldManager }) {
       return withKind(await api.replace(spec(obj), undefined, undefined, fieldManager), refOf(obj));
+    },
+    async mergePatch(patch, { fieldManager }) {
+      return withKind(await api.patch(spec(patch), undefined, undefined, fieldManager, undefined, PatchStrategy.MergePatch), refOf(patch));
     },
     async delete(ref, namespace, name, options) {
       try {

@@ -149,6 +149,35 @@ export function inSync(live: KubeObject, want: KubeObject, ignored: readonly (re
   return true;
 }
 
+/**
+ * What a forced server-side apply of `applied` could not restore in `live`: fields (lists whole) that
+ * still differ, as a JSON merge patch body (undefined: none). Server-side apply never removes a field
+ * another manager owns, even with force — an element another manager added to a list the CRD merges
+ * by key (ServiceEntry `ports`, `x-kubernetes-list-type: map`) stays — so such drift is removed with
+ * a merge patch of these fields. Labels and annotations are left to the apply (maps: extra keys are
+ * not drift).
+ */
+export function leftoverPatch(live: KubeObject, applied: KubeObject): Record<string, unknown> | undefined {
+  const defaulted = isBuiltInKind(applied.apiVersion);
+  const diff = (have: unknown, want: unknown): { v: unknown } | undefined => {
+    if (containsFields(have, want, defaulted)) return undefined;
+    if (want === null || typeof want !== "object" || Array.isArray(want) || have === null || typeof have !== "object" || Array.isArray(have)) return { v: want };
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(want as Record<string, unknown>)) {
+      const d = diff((have as Record<string, unknown>)[k], v);
+      if (d) out[k] = d.v;
+    }
+    return { v: out };
+  };
+  const patch: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(applied)) {
+    if (k === "metadata" || k === "status" || k === "apiVersion" || k === "kind") continue;
+    const d = diff(live[k], v);
+    if (d) patch[k] = d.v;
+  }
+  return Object.keys(patch).length > 0 ? patch : undefined;
+}
+
 /** Leaf paths of an applied object (lists are leaves), as fieldsV1 would name them. */
 function leafPaths(o: unknown, prefix: string[] = [], out: string[][] = []): string[][] {
   if (o !== null && typeof o === "object" && !Array.isArray(o) && Object.keys(o).length > 0) {

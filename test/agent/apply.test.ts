@@ -115,6 +115,17 @@ describe("applier", () => {
     expect(names("VirtualService")).toEqual(["a", "other-cluster", "user"]);
   });
 
+  it("retries transient API answers (500s here; a real server answers 429 while a kind's storage initializes) within the delivery: applied and pruned, no NACK", async () => {
+    await applier.applyOutput(output(1, [vs("a", NS, "a"), vs("b", NS, "b")]));
+    kube.emulator.faults.failRequests(2, { methods: ["GET"], path: "/virtualservices" });
+    const r = await applier.applyOutput(output(2, [vs("a", NS, "a")]));
+    expect(r).toMatchObject({ ack: true, errors: [], pruned: 1 });
+    kube.emulator.faults.failRequests(1, { methods: ["PATCH"], path: "/virtualservices/c" });
+    const r2 = await applier.applyOutput(output(3, [vs("a", NS, "a"), vs("c", NS, "c")]));
+    expect(r2).toMatchObject({ ack: true, errors: [], applied: 2 });
+    expect(names("VirtualService")).toEqual(["a", "c"]);
+  });
+
   it("refuses a mass deletion loudly (log, metric, NACK) unless the output allows it", async () => {
     await applier.applyOutput(output(1, many(10)));
     const r = await applier.applyOutput(output(2, many(3)));
@@ -216,6 +227,34 @@ describe("inventory", () => {
 });
 
 describe("drift", () => {
+  it("repairs an element another manager added to a list the CRD merges by key (ServiceEntry ports), which a forced apply keeps: removed with a merge patch", async () => {
+    const se: KubeObject = {
+      apiVersion: "networking.istio.io/v1",
+      kind: "ServiceEntry",
+      metadata: { name: "httpbin", namespace: NS },
+      spec: { hosts: ["httpbin.org"], location: "MESH_EXTERNAL", resolution: "DNS", ports: [{ name: "https", number: 443, protocol: "TLS" }] },
+    };
+    const drift = createDriftWatcher({ kc: kube.newKubeConfig(), reader: p.client, cluster: "cluster1", applier, metrics: p.metrics, backoff: { initialMs: 20 }, logger: p.logger });
+    const m = createRunnableManager([drift], p.logger);
+    await m.start();
+    try {
+      await applier.applyOutput(output(1, [se]));
+      await Promise.all(drift.informers.map((i) => i.whenSynced()));
+      // kubectl edit: an Update that adds a port; field manager kubectl-edit owns the new element.
+      const o = (await p.client.get({ apiVersion: "networking.istio.io/v1", kind: "ServiceEntry", plural: "serviceentries", namespaced: true }, NS, "httpbin"))!;
+      (o.spec as { ports: unknown[] }).ports.push({ name: "http", number: 80, protocol: "HTTP" });
+      await p.client.replace(o, { fieldManager: "kubectl-edit" });
+      await eventually("port removed", () => (live("ServiceEntry", "httpbin")?.spec as { ports: unknown[] }).ports.length === 1);
+      expect((live("ServiceEntry", "httpbin")!.spec as { ports: unknown[] }).ports).toEqual([{ name: "https", number: 443, protocol: "TLS" }]);
+      // (The emulator runs in this process: its state changes before the agent has the answer and logs.)
+      await eventually("removal logged", () => p.mem.records.some((x) => x.msg.startsWith("removed fields other managers added") && JSON.stringify(x).includes("kubectl-edit")));
+      // Nothing left to do: the next output finds it unchanged.
+      expect(await applier.applyOutput(output(2, [se]))).toMatchObject({ ack: true, unchanged: 1 });
+    } finally {
+      await m.stop();
+    }
+  });
+
   it("repairs owned objects changed or deleted by someone else, and counts the repairs", async () => {
     const drift = createDriftWatcher({ kc: kube.newKubeConfig(), reader: p.client, cluster: "cluster1", applier, metrics: p.metrics, backoff: { initialMs: 20 }, logger: p.logger });
     const m = createRunnableManager([drift], p.logger);

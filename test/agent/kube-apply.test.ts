@@ -14,7 +14,7 @@ import { createMemoryLogger } from "../../src/core/index.js";
 import { APPLY_PATCH_CONTENT_TYPE, createAgentMetrics, createApplier, createInventory, createKubeClient, FIELD_MANAGER, messageOf, statusOf, withFieldOwner, type KubeObject } from "../../src/agent/index.js";
 import { selfSigned } from "../helpers/self-signed.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
-import { output, vs } from "./helpers.js";
+import { dr, output, vs } from "./helpers.js";
 
 const SA = "system:serviceaccount:gitmesh:gitmesh-agent";
 const ISTIO = ["networking.istio.io", "security.istio.io"];
@@ -288,12 +288,19 @@ describe("server-side apply over node:https (kube-apply.ts)", () => {
       const writer = withFieldOwner(a);
       const inventory = createInventory({ reader: a, writer, namespace: "gitmesh", cluster: "cluster1" });
       const applier = createApplier({ cluster: "cluster1", reader: a, writer, inventory, metrics: createAgentMetrics(new Registry()), logger: createMemoryLogger("agent").logger });
-      const r = await applier.applyOutput(output(1, [vs("r6", "a", "r6.example.com"), { ...vs("r7", "a", "r7.example.com"), spec: { hosts: 7 } }]));
+      const badMode = { ...dr("r8", "a", "r8.example.com"), spec: { host: "r8.example.com", trafficPolicy: { tls: { mode: "NOT_A_MODE" } } } } as KubeObject;
+      const r = await applier.applyOutput(output(1, [vs("r6", "a", "r6.example.com"), { ...vs("r7", "a", "r7.example.com"), spec: { hosts: 7 } }, badMode]));
       expect(r.applied).toBe(1);
-      // A wrong type fails making the typed patch: HTTP 500 on a real kube-apiserver (see the emulator's calibration).
-      expect(r.errors).toEqual([{ key: expect.stringContaining("r7") as string, message: expect.stringMatching(/^apply failed: HTTP 500: failed to create typed patch object \(a\/r7; networking\.istio\.io\/v1, Kind=VirtualService\): \.spec\.hosts: expected list/) as string }]);
+      // A wrong type fails making the typed patch: HTTP 500 on a real kube-apiserver (see the emulator's calibration);
+      // a value outside the CRD schema's enum is 422 Invalid.
+      expect([...r.errors].sort((x, y) => (x.key < y.key ? -1 : 1))).toEqual([
+        { key: expect.stringContaining("r8") as string, message: expect.stringMatching(/^apply failed: HTTP 422: /) as string },
+        { key: expect.stringContaining("r7") as string, message: expect.stringMatching(/^apply failed: HTTP 500: failed to create typed patch object .*\.spec\.hosts: expected list/) as string },
+      ]);
       const sent = seen.slice(from).filter((s) => s.method === "PATCH");
-      expect(sent.length).toBeGreaterThanOrEqual(2);
+      expect(sent.length).toBeGreaterThanOrEqual(3);
+      // The typed-patch 500 is the object's fault, not the server's: sent once, not retried as a transient 5xx.
+      expect(sent.filter((s) => s.url.includes("/virtualservices/r7"))).toHaveLength(1);
       expect(sent.every((s) => s.clientCn === SA && s.headers.authorization === "Bearer agent-token")).toBe(true);
     } finally {
       a.connections.destroy();
