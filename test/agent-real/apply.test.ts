@@ -60,6 +60,25 @@ function newApplier(p: ReturnType<typeof agentParts>, reader: KubeReader = p.cli
   return createApplier({ cluster: "cluster1", reader, writer: p.writer, inventory: p.inventory, metrics: p.metrics, logger: p.mem.logger });
 }
 
+/**
+ * A reader that, right after the applier's first list of VirtualServices, runs `race` (another actor's
+ * writes): the race between the agent's list and its write, made deterministic.
+ */
+function racingReader(p: ReturnType<typeof agentParts>, race: () => Promise<void>): KubeReader {
+  let armed = true;
+  return {
+    get: p.client.get.bind(p.client),
+    list: async (ref, o) => {
+      const res = await p.client.list(ref, o);
+      if (armed && ref.kind === "VirtualService") {
+        armed = false;
+        await race();
+      }
+      return res;
+    },
+  };
+}
+
 const NET = "/apis/networking.istio.io/v1";
 const path = (plural: string, name: string, namespace = ns) => `${NET}/namespaces/${namespace}/${plural}/${name}`;
 const live = async (plural: string, name: string) => getObject(kube, path(plural, name));
@@ -186,19 +205,10 @@ describe("the applier on a real API server, as the agent's ServiceAccount", () =
     await newApplier(p).applyOutput(output(1, [vs("a", ns, "a"), vs("b", ns, "b")]));
     const original = (await live("virtualservices", "a"))!;
     // The race, made deterministic: right after the applier listed VirtualServices, "a" is replaced by a user's object.
-    let arm = true;
-    const racing: KubeReader = {
-      get: p.client.get.bind(p.client),
-      list: async (ref, o) => {
-        const res = await p.client.list(ref, o);
-        if (arm && ref.kind === "VirtualService") {
-          arm = false;
-          expect((await kube.request("DELETE", path("virtualservices", "a"))).status).toBe(200);
-          await applyAs("kubectl", { apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name: "a", namespace: ns }, spec: { hosts: ["someone-else"] } });
-        }
-        return res;
-      },
-    };
+    const racing = racingReader(p, async () => {
+      expect((await kube.request("DELETE", path("virtualservices", "a"))).status).toBe(200);
+      await applyAs("kubectl", { apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name: "a", namespace: ns }, spec: { hosts: ["someone-else"] } });
+    });
     const q = agentParts("racing");
     const changed = vs("a", ns, "a");
     changed.spec = { hosts: ["a"], http: [{ route: [{ destination: { host: "a", subset: "v2" } }] }] };
@@ -214,19 +224,10 @@ describe("the applier on a real API server, as the agent's ServiceAccount", () =
     expect((await inventoryEntries()).has(`networking.istio.io/v1/VirtualService/${ns}/a`)).toBe(false);
 
     // And prune: dropped from the output, the recreated object is not deleted (DELETE with preconditions.uid).
-    arm = true;
-    const racingDelete: KubeReader = {
-      get: p.client.get.bind(p.client),
-      list: async (ref, o) => {
-        const res = await p.client.list(ref, o);
-        if (arm && ref.kind === "VirtualService") {
-          arm = false;
-          expect((await kube.request("DELETE", path("virtualservices", "b"))).status).toBe(200);
-          await applyAs("kubectl", { apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name: "b", namespace: ns }, spec: { hosts: ["theirs"] } });
-        }
-        return res;
-      },
-    };
+    const racingDelete = racingReader(p, async () => {
+      expect((await kube.request("DELETE", path("virtualservices", "b"))).status).toBe(200);
+      await applyAs("kubectl", { apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name: "b", namespace: ns }, spec: { hosts: ["theirs"] } });
+    });
     const s = agentParts("racing-prune");
     const r2 = await newApplier(s, racingDelete).applyOutput(output(3, []));
     expect(r2).toMatchObject({ pruned: 0 });
@@ -238,18 +239,9 @@ describe("the applier on a real API server, as the agent's ServiceAccount", () =
     const p = agentParts();
     await newApplier(p).applyOutput(output(1, [vs("a", ns, "a")]));
     const original = (await live("virtualservices", "a"))!;
-    let arm = true;
-    const racing: KubeReader = {
-      get: p.client.get.bind(p.client),
-      list: async (ref, o) => {
-        const res = await p.client.list(ref, o);
-        if (arm && ref.kind === "VirtualService") {
-          arm = false;
-          expect((await kube.request("DELETE", path("virtualservices", "a"))).status).toBe(200);
-        }
-        return res;
-      },
-    };
+    const racing = racingReader(p, async () => {
+      expect((await kube.request("DELETE", path("virtualservices", "a"))).status).toBe(200);
+    });
     const q = agentParts("racing");
     const changed = vs("a", ns, "a");
     changed.spec = { hosts: ["a"], http: [{ route: [{ destination: { host: "a", subset: "v2" } }] }] };

@@ -28,6 +28,18 @@ export interface ProcessGroup {
   stopAll(): Promise<void>;
 }
 
+/** Keeps the last ~200-400 KB of a child's stdout and stderr, for failure messages; returns the reader. */
+export function keepOutput(child: ChildProcess): () => string {
+  let out = "";
+  const keep = (d: Buffer) => {
+    out += d.toString();
+    if (out.length > 400_000) out = out.slice(-200_000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  return () => out;
+}
+
 export function createProcessGroup(env: Record<string, string> = {}): ProcessGroup {
   const procs: GitmeshProcess[] = [];
   const tail = () =>
@@ -40,18 +52,12 @@ export function createProcessGroup(env: Record<string, string> = {}): ProcessGro
     tail,
     start(name, args) {
       const child = spawn(process.execPath, ["bin/gitmesh.js", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
-      let out = "";
-      const keep = (d: Buffer) => {
-        out += d.toString();
-        if (out.length > 400_000) out = out.slice(-200_000);
-      };
-      child.stdout.on("data", keep);
-      child.stderr.on("data", keep);
+      const output = keepOutput(child);
       const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
       const p: GitmeshProcess = {
         name,
         child,
-        output: () => out,
+        output,
         async kill(signal = "SIGTERM") {
           if (child.exitCode === null && child.signalCode === null) {
             if (signal !== "SIGKILL") child.kill("SIGCONT");

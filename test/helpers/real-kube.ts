@@ -35,6 +35,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { forge, forgePublicKeyOf, generateRsaKeyPem, randomSerial, signNatively } from "../../src/pki/index.js";
 import { freePort } from "./ports.js";
+import { keepOutput } from "./processes.js";
 import { toolBinary } from "./tools.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -132,16 +133,10 @@ const WATCHDOG = 'exec 3<&0; (cat <&3 >/dev/null; kill -KILL 0) & exec "$@" </de
 
 function startServer(name: string, bin: string, args: readonly string[]): Server {
   const child = spawn("/bin/sh", ["-c", WATCHDOG, name, bin, ...args], { detached: true, stdio: ["pipe", "pipe", "pipe"] });
-  let out = "";
-  const keep = (d: Buffer) => {
-    out += d.toString();
-    if (out.length > 400_000) out = out.slice(-200_000);
-  };
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
+  const output = keepOutput(child);
   child.stdin.on("error", () => undefined);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  return { name, child, output: () => out, exited };
+  return { name, child, output, exited };
 }
 
 function killGroup(s: Server): void {
