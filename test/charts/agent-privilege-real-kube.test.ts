@@ -18,20 +18,17 @@
  * with the ServiceAccount's own token, restarts istiod and the listed namespace's workloads, names the
  * injected namespace outside the list and patches nothing there.
  */
-import { execFile } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKubeClient, parseAgentConfig, withFieldOwner } from "../../src/agent/index.js";
 import { createWorkloadRestarter, RESTART_FIELD_MANAGER, RESTARTED_AT_ANNOTATION } from "../../src/agent/workload-restart.js";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { startRealKube, type RealKube } from "../helpers/real-kube.js";
-import { agentCalls, DEFAULT_SECRETS, envOf, find, grant, grantsOf, podSpec, type Grant } from "./checks.js";
+import { agentCalls, DEFAULT_SECRETS, envOf, find, grant, grantsOf, kubectlCanI, parseGrant, podSpec, type Grant } from "./checks.js";
 import { chartDir, helm, helmBinary, renderOk, ROOT, type Manifest } from "./helm.js";
 
-const run = promisify(execFile);
 const NS = "gitmesh";
 const SA = { name: "gitmesh-agent", namespace: NS };
 const USER = `system:serviceaccount:${NS}:gitmesh-agent`;
@@ -102,15 +99,10 @@ async function hOk(args: readonly string[]): Promise<string> {
   return r.stdout;
 }
 
-const parse = (g: Grant) => {
-  const [scope, groupResource, verb, name] = g.split(" ") as [string, string, string, string];
-  const [group, resource] = groupResource.split("/") as [string, string];
-  return { scope, group, resource, verb, name };
-};
 
 /** Whether a rule-derived grant covers a probe (a ClusterRole covers every namespace; "*" every name). */
 function covers(granted: ReadonlySet<Grant>, probe: Grant): boolean {
-  const p = parse(probe);
+  const p = parseGrant(probe);
   for (const scope of p.scope === "cluster" ? ["cluster"] : ["cluster", p.scope]) {
     for (const name of p.name === "*" ? ["*"] : ["*", p.name]) if (granted.has(grant(scope, p.group, p.resource, p.verb, name))) return true;
   }
@@ -119,7 +111,7 @@ function covers(granted: ReadonlySet<Grant>, probe: Grant): boolean {
 
 /** The API server's authorizer, asked as an admin on the agent's behalf (what `kubectl auth can-i --as` asks). */
 async function allowed(probe: Grant): Promise<boolean> {
-  const p = parse(probe);
+  const p = parseGrant(probe);
   const resourceAttributes = {
     verb: p.verb,
     group: p.group,
@@ -135,21 +127,7 @@ async function allowed(probe: Grant): Promise<boolean> {
 }
 
 /** `kubectl auth can-i` as the ServiceAccount; true for "yes". */
-async function canI(g: Grant): Promise<boolean> {
-  const p = parse(g);
-  const target = `${p.resource}${p.group === "" ? "" : `.${p.group}`}${p.name === "*" ? "" : `/${p.name}`}`;
-  const where = p.scope === "cluster" ? ["--all-namespaces"] : ["--namespace", p.scope.slice("ns:".length)];
-  const args = ["auth", "can-i", p.verb, target, ...where, "--as", USER, "--kubeconfig", kube.kubeconfigPath];
-  try {
-    const { stdout } = await run("kubectl", args);
-    if (stdout.trim() !== "yes") throw new Error(`kubectl ${args.join(" ")}: ${stdout}`);
-    return true;
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    if (e.code === 1 && (e.stdout ?? "").trim().startsWith("no")) return false;
-    throw new Error(`kubectl ${args.join(" ")} failed: ${e.stderr ?? String(err)}`);
-  }
-}
+const canI = (g: Grant) => kubectlCanI(kube.kubeconfigPath, g, USER);
 
 async function inParallel<T, R>(items: readonly T[], n: number, fn: (t: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array<R>(items.length);
@@ -198,7 +176,7 @@ function table(observed: ReadonlyMap<Grant, Set<number>>): string {
   const same = (a: ReadonlySet<number> | undefined, b: ReadonlySet<number>) => a !== undefined && a.size === b.size && [...a].every((m) => b.has(m));
   for (const [probe, yes] of observed) {
     if (yes.size === 0) continue;
-    const p = parse(probe);
+    const p = parseGrant(probe);
     // A row only for what a broader grant does not already say (cluster-wide over a namespace, any name over one).
     const broader = [p.scope !== "cluster" ? grant("cluster", p.group, p.resource, p.verb, p.name) : undefined, p.name !== "*" ? grant(p.scope, p.group, p.resource, p.verb) : undefined];
     if (broader.some((b) => b !== undefined && same(observed.get(b), yes))) continue;

@@ -2,6 +2,7 @@
  * Shared checks for chart tests: Kubernetes schema validation (kubernetes-models), golden renders
  * (UPDATE_GOLDEN=1 rewrites them), RBAC expansion into comparable grants, pod hardening.
  */
+import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,7 +12,10 @@ import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { Secret, Service, ServiceAccount } from "kubernetes-models/v1";
+import { promisify } from "node:util";
 import type { Manifest } from "./helm.js";
+
+const run = promisify(execFile);
 
 interface Validatable {
   validate(): void;
@@ -76,6 +80,31 @@ export type Grant = string;
 
 export function grant(scope: string, group: string, resource: string, verb: string, name = "*"): Grant {
   return `${scope} ${group}/${resource} ${verb} ${name}`;
+}
+
+/** The parts of a Grant. */
+export function parseGrant(g: Grant): { scope: string; group: string; resource: string; verb: string; name: string } {
+  const [scope, groupResource, verb, name] = g.split(" ") as [string, string, string, string];
+  const [group, resource] = groupResource.split("/") as [string, string];
+  return { scope, group, resource, verb, name };
+}
+
+/** `kubectl auth can-i` against a real API server as `user` (e.g. system:serviceaccount:ns:sa); true for "yes". */
+export async function kubectlCanI(kubeconfigPath: string, g: Grant, user: string): Promise<boolean> {
+  const p = parseGrant(g);
+  const target = `${p.resource}${p.group === "" ? "" : `.${p.group}`}${p.name === "*" ? "" : `/${p.name}`}`;
+  const where = p.scope === "cluster" ? ["--all-namespaces"] : ["--namespace", p.scope.slice("ns:".length)];
+  const args = ["auth", "can-i", p.verb, target, ...where, "--as", user, "--kubeconfig", kubeconfigPath];
+  try {
+    const { stdout } = await run("kubectl", args);
+    if (stdout.trim() !== "yes") throw new Error(`kubectl ${args.join(" ")}: ${stdout}`);
+    return true;
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    // can-i exits 1 with "no" (and sometimes a reason on stderr) when denied; anything else is an error.
+    if (e.code === 1 && (e.stdout ?? "").trim().startsWith("no")) return false;
+    throw new Error(`kubectl ${args.join(" ")} failed: ${e.stderr ?? String(err)}`);
+  }
 }
 
 /**

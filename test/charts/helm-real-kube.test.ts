@@ -11,14 +11,11 @@
  *   Secrets, and `lookup` keeps generated secret values across upgrade, uninstall and reinstall
  *   (what `helm template` cannot show: it has no cluster to look up).
  */
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRealKube, type RealKube } from "../helpers/real-kube.js";
 import { chartDir, helm, helmBinary, renderOk, type HelmResult, type Manifest } from "./helm.js";
-import { agentCalls, DEFAULT_SECRETS, grant, serverCalls, type Grant } from "./checks.js";
+import { agentCalls, DEFAULT_SECRETS, grant, kubectlCanI, serverCalls, type Grant } from "./checks.js";
 
-const run = promisify(execFile);
 const AGENT_NS = "gitmesh";
 const AGENT_SA = `system:serviceaccount:${AGENT_NS}:gitmesh-agent`;
 const AGENT_VALUES = ["--set", "relay.serverAddress=mgmt.example.com:9900", "--set", "relay.cluster=cluster1"];
@@ -102,23 +99,7 @@ function withoutEmptyStrings(v: unknown): unknown {
 }
 
 /** `kubectl auth can-i <verb> <resource>[.<group>][/<name>]` for a grant, as `user`; true for "yes". */
-async function canI(g: Grant, user: string): Promise<boolean> {
-  const [scope, groupResource, verb, name] = g.split(" ") as [string, string, string, string];
-  const [group, resource] = groupResource.split("/") as [string, string];
-  const target = `${resource}${group === "" ? "" : `.${group}`}${name === "*" ? "" : `/${name}`}`;
-  const where = scope === "cluster" ? ["--all-namespaces"] : ["--namespace", scope.slice("ns:".length)];
-  const args = ["auth", "can-i", verb, target, ...where, "--as", user, "--kubeconfig", kube.kubeconfigPath];
-  try {
-    const { stdout } = await run("kubectl", args);
-    if (stdout.trim() !== "yes") throw new Error(`kubectl ${args.join(" ")}: ${stdout}`);
-    return true;
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    // can-i exits 1 with "no" (and sometimes a reason on stderr) when denied; anything else is an error.
-    if (e.code === 1 && (e.stdout ?? "").trim().startsWith("no")) return false;
-    throw new Error(`kubectl ${args.join(" ")} failed: ${e.stderr ?? String(err)}`);
-  }
-}
+const canI = (g: Grant, user: string) => kubectlCanI(kube.kubeconfigPath, g, user);
 
 /** can-i for many grants, a few kubectl processes at a time; returns the grants whose answer differs from `want`. */
 async function wrongAnswers(grants: readonly Grant[], user: string, want: boolean): Promise<Grant[]> {
