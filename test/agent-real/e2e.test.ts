@@ -16,7 +16,7 @@ import { signBody } from "../../src/git-sync/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { freePort } from "../helpers/ports.js";
 import { createProcessGroup, type GitmeshProcess } from "../helpers/processes.js";
-import { repoFiles } from "../helpers/repo-files.js";
+import { backendsTimeoutChanges, repoFiles } from "../helpers/repo-files.js";
 import { AGENT_NAMESPACE, getObject, startAgentCluster, type AgentCluster } from "./cluster.js";
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects are untyped JSON here */
@@ -115,12 +115,8 @@ const uids = (m: Map<string, Obj>) => new Map([...m].map(([k, o]) => [k, String(
 const recreated = (before: Map<string, string>, after: Map<string, string>) => [...before].filter(([k, u]) => after.has(k) && after.get(k) !== u).map(([k]) => k);
 const lease = async () => (await getObject(cluster.kube, `/apis/coordination.k8s.io/v1/namespaces/${AGENT_NAMESPACE}/leases/gitmesh-agent`))?.spec as Obj | undefined;
 
-let timeout = 5;
-const backendsChange = () => {
-  timeout += 1;
-  const path = "workspaces/bookinfo-backends/resilience.yaml";
-  return { [path]: readFileSync(join("examples/repo-layout", path), "utf8").replace(/requestTimeout: \d+s/, `requestTimeout: ${String(timeout)}s`) };
-};
+/** Changes to the bookinfo-backends workspace: it selects cluster1 and cluster2 by name, not cluster3. */
+const backends = backendsTimeoutChanges();
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "gitmesh-e2e-real-"));
@@ -189,14 +185,14 @@ describe("push → server → relay → agent → real API server, under the cha
 
   it("a push changes what it changes, and nothing else; nothing is deleted", async () => {
     const before = await objects();
-    const sha = await git.commitFiles("mesh", backendsChange(), "backends: longer timeout");
+    const sha = await git.commitFiles("mesh", backends.next(), "backends: longer timeout");
     expect((await pushHint(sha)).status).toBe(202);
     await gm.poll("push converged", converged(sha), 90_000);
     const after = await expectMatchesOutput();
     const changed = [...after].filter(([k, o]) => JSON.stringify(o.spec) !== JSON.stringify(before.get(k)?.spec)).map(([k]) => k);
     expect(changed.length).toBeGreaterThan(0);
     expect(changed.every((k) => k.startsWith("VirtualService/"))).toBe(true);
-    expect(JSON.stringify(changed.map((k) => after.get(k)!.spec))).toContain(`"timeout":"${String(timeout)}s"`);
+    expect(JSON.stringify(changed.map((k) => after.get(k)!.spec))).toContain(`"timeout":"${String(backends.seconds())}s"`);
     expect(recreated(first, uids(after))).toEqual([]);
     expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
   }, 120_000);
@@ -246,7 +242,7 @@ describe("push → server → relay → agent → real API server, under the cha
     expect(taken.leaseTransitions).toBe(Number(before?.leaseTransitions ?? 0) + 1);
     expect(taken.acquireTime).not.toBe(before?.acquireTime);
     console.log(`[agent-real e2e] Lease taken over ${String(tookMs)} ms after the leader was killed`);
-    const sha = await git.commitFiles("mesh", backendsChange(), "backends: after the failover");
+    const sha = await git.commitFiles("mesh", backends.next(), "backends: after the failover");
     await pushHint(sha);
     await gm.poll("push converged through the new leader", converged(sha), 90_000);
     const after = await expectMatchesOutput();

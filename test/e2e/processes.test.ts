@@ -17,7 +17,7 @@ import { signBody } from "../../src/git-sync/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
 import { freePort } from "../helpers/ports.js";
-import { repoFiles } from "../helpers/repo-files.js";
+import { backendsTimeoutChanges, repoFiles } from "../helpers/repo-files.js";
 import { createProcessGroup, type GitmeshProcess } from "../helpers/processes.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
@@ -216,13 +216,8 @@ const auditCommits = async () => {
   if (head === undefined) return [];
   return (await git.git("mesh", ["log", "--format=%H", "refs/heads/gitmesh/rendered"])).trim().split("\n");
 };
-let timeout = 5;
-/** A change to the bookinfo-backends workspace: it selects cluster1 and cluster2 by name, not cluster3. */
-const backendsChange = () => {
-  timeout += 1;
-  const path = "workspaces/bookinfo-backends/resilience.yaml";
-  return { [path]: readFileSync(join("examples/repo-layout", path), "utf8").replace(/requestTimeout: \d+s/, `requestTimeout: ${String(timeout)}s`) };
-};
+/** Changes to the bookinfo-backends workspace: it selects cluster1 and cluster2 by name, not cluster3. */
+const backends = backendsTimeoutChanges();
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "gitmesh-e2e-"));
@@ -311,7 +306,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     const before = allObjects();
     const versions = new Map(await Promise.all(CLUSTERS.map(async (c) => [c, (await outputOf(c)).version] as const)));
     const auditBefore = (await auditCommits()).length;
-    const sha = await git.commitFiles("mesh", backendsChange(), "backends: longer timeout");
+    const sha = await git.commitFiles("mesh", backends.next(), "backends: longer timeout");
     expect((await pushHint(sha)).status).toBe(202);
     await poll("push converged", converged({ cluster1: sha, cluster2: sha }, sha), 90_000);
     for (const c of ["cluster1", "cluster2"]) expect(objects(c), c).not.toEqual(before.get(c));
@@ -459,7 +454,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
       return all.every((s) => s.clusters.find((c) => c.name === "cluster3")?.stale === true);
     });
     // A push meanwhile: the others converge; the disconnected cluster keeps what it had.
-    const sha = await git.commitFiles("mesh", backendsChange(), "backends: timeout again");
+    const sha = await git.commitFiles("mesh", backends.next(), "backends: timeout again");
     await pushHint(sha);
     await poll("push converged without cluster3", async () => {
       const all = await statuses();
@@ -477,7 +472,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     const before = allObjects();
     await redis.stop();
     await poll("every replica degraded", async () => (await statuses()).every((s) => s.pipeline.mode === "degraded"), 30_000);
-    const sha = await git.commitFiles("mesh", backendsChange(), "backends: during the outage");
+    const sha = await git.commitFiles("mesh", backends.next(), "backends: during the outage");
     for (const r of alive()) await pushHint(sha, r);
     await poll("outage push converged", converged({ cluster1: sha, cluster2: sha }, sha), 90_000);
     expect(objects("cluster3")).toEqual(before.get("cluster3"));
@@ -495,7 +490,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     }, 30_000);
     const after = allObjects();
     // The queue resumes: a push after the outage converges through Redis.
-    const next = await git.commitFiles("mesh", backendsChange(), "backends: after the outage");
+    const next = await git.commitFiles("mesh", backends.next(), "backends: after the outage");
     await pushHint(next);
     await poll("post-outage push converged", converged({ cluster1: next, cluster2: next }, next), 90_000);
     expect(objects("cluster3")).toEqual(after.get("cluster3"));
@@ -522,7 +517,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     expectUnchanged(before);
     // The survivor leads now (Git polling, audit): a push converges and is audited.
     const auditBefore = (await auditCommits()).length;
-    const sha = await git.commitFiles("mesh", backendsChange(), "backends: after replica loss");
+    const sha = await git.commitFiles("mesh", backends.next(), "backends: after replica loss");
     // No webhook: the survivor must poll Git itself once it holds the lease.
     await poll("push converged via polling", converged({ cluster1: sha, cluster2: sha }, sha), 90_000);
     await poll("audit commit by the survivor", async () => (await auditCommits()).length === auditBefore + 1, 30_000);
