@@ -2,7 +2,7 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "dist/", "coverage/", "**/*.gen.ts", "src/relay/gen/", "test/fixtures/", ".tmp/"] },
+  { ignores: ["node_modules/", "dist/", ".build/", "coverage/", "**/*.gen.ts", "src/relay/gen/", "test/fixtures/", ".tmp/"] },
   ...tseslint.configs.strictTypeChecked,
   {
     languageOptions: {

@@ -1,21 +1,47 @@
 #!/usr/bin/env node
-// Entry point of the `gitmesh` command. In a source checkout it runs the TypeScript sources
-// through tsx; the container image ships compiled JavaScript in dist/ and no src/.
-import { existsSync, readFileSync } from "node:fs";
+// Entry point of the `gitmesh` command.
+// - The container image ships compiled JavaScript in dist/ and no src/: it runs dist/cli/main.js.
+// - A source checkout runs .build/cli/main.js, compiled by `npm install` (scripts/build-cli.mjs), while
+//   that build is newer than every file of src/; otherwise (a source edited since, or no build) it runs
+//   the TypeScript sources through tsx, which compiles on every start. GITMESH_FROM_SOURCE=1 forces tsx.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { dirname, join } from "node:path";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const src = join(root, "src", "cli", "main.ts");
+const src = join(root, "src");
 const args = process.argv.slice(2);
+
+/** Whether .build/ was compiled after the last change to src/ (a file saved, added, removed or renamed). */
+function buildIsFresh() {
+  let built;
+  try {
+    built = statSync(join(root, ".build", ".stamp")).mtimeMs;
+  } catch {
+    return false;
+  }
+  const newer = (dir) => {
+    // A directory's mtime moves when an entry is added, removed or renamed in it.
+    if (statSync(dir).mtimeMs > built) return true;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory() ? newer(path) : statSync(path).mtimeMs > built) return true;
+    }
+    return false;
+  };
+  return !newer(src);
+}
+
 if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
   // Answered before any module or the TypeScript loader is loaded: scripts and pre-commit hooks call it.
   const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
   process.stdout.write(`${version}\n`);
-} else if (existsSync(src)) {
+} else if (!existsSync(src)) {
+  await import(pathToFileURL(join(root, "dist", "cli", "main.js")).href);
+} else if (process.env.GITMESH_FROM_SOURCE !== "1" && buildIsFresh()) {
+  await import(pathToFileURL(join(root, ".build", "cli", "main.js")).href);
+} else {
   const { register } = await import("tsx/esm/api");
   register();
-  await import(pathToFileURL(src).href);
-} else {
-  await import(pathToFileURL(join(root, "dist", "cli", "main.js")).href);
+  await import(pathToFileURL(join(src, "cli", "main.ts")).href);
 }
