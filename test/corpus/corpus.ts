@@ -33,6 +33,23 @@ export interface DocumentVerdict {
 const SET_CODES: ReadonlySet<string> = new Set(["NOT_OWNED", "AMBIGUOUS_OWNER", "UNRESOLVED_REFERENCE", "ADMIN_NAMESPACE_REQUIRED", "OVERLAPPING_WORKSPACES", "DUPLICATE_WORKSPACE_SETTINGS"]);
 const UNTRANSLATED_CODES: ReadonlySet<string> = new Set(["UNTRANSLATED_GLOO_KIND", "NEEDS_GLOO_DATA_PLANE"]);
 
+/**
+ * Whether the corpus is beside the repository. A fresh clone without ../shared skips the corpus tier,
+ * each skipped block naming why (`CORPUS_ABSENT`); CI, which has ../shared, must run it, so under `CI` an
+ * absent corpus fails every file that imports this one.
+ */
+export const CORPUS_PRESENT = existsSync(CORPUS_DIR);
+export const CORPUS_ABSENT = `the real-world corpus is not at ${CORPUS_DIR}: the corpus tier is skipped. To run it, check out ../shared beside the repository (CI does).`;
+if (!CORPUS_PRESENT) {
+  if (process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "false") throw new Error(`CI must run the corpus tier, but ${CORPUS_ABSENT}`);
+  console.warn(`note: ${CORPUS_ABSENT}`);
+}
+
+/** The corpus's sets, or none when it is absent (tests that also read other inputs). */
+export function corpusSetsIfPresent(): { name: string; files: SourceFile[] }[] {
+  return CORPUS_PRESENT ? corpusSets() : [];
+}
+
 export function corpusSets(dir = CORPUS_DIR): { name: string; files: SourceFile[] }[] {
   if (!existsSync(dir)) throw new Error(`the corpus is missing at ${dir}: check out ../shared beside the repository (see README, "Tests")`);
   return readdirSync(dir, { withFileTypes: true })

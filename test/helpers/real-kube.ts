@@ -37,6 +37,7 @@ import { forge, forgePublicKeyOf, generateRsaKeyPem, randomSerial, signNatively 
 import { freePort } from "./ports.js";
 import { keepOutput } from "./processes.js";
 import { toolBinary } from "./tools.js";
+import { ISTIO_CRDS as EMULATOR_ISTIO_CRDS } from "../../src/kube-emulator/crds/istio.gen.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 /** Istio's CRDs as its chart ships them (the emulator's `crds/istio.gen.ts` is generated from the same file). */
@@ -44,6 +45,36 @@ export const ISTIO_CRDS = process.env.GITMESH_ISTIO_CRDS ?? join(ROOT, "..", "sh
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects are untyped JSON here */
 type KubeObject = Record<string, any>;
+
+const ciRun = () => process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "false";
+let warnedCrds = false;
+
+/**
+ * Istio's CRDs as its chart ships them, from ../shared. A clone without ../shared gets them rebuilt from the
+ * emulator's copy (src/kube-emulator/crds/istio.gen.ts: the same file's names, versions and structural
+ * schemas, without descriptions and CEL rules), with a note; CI must have the real file.
+ */
+function istioCrds(fail: (what: string) => never): KubeObject[] {
+  if (existsSync(ISTIO_CRDS)) {
+    return parseAllDocuments(readFileSync(ISTIO_CRDS, "utf8"))
+      .map((d) => d.toJS() as KubeObject | null)
+      .filter((o): o is KubeObject => o?.kind === "CustomResourceDefinition");
+  }
+  if (ciRun() || process.env.GITMESH_ISTIO_CRDS !== undefined) fail(`Istio's CRDs are not at ${ISTIO_CRDS} (check out ../shared beside the repository, or set GITMESH_ISTIO_CRDS)`);
+  if (!warnedCrds) console.warn(`note: Istio's CRDs are not at ${ISTIO_CRDS}; the real API server gets the emulator's copy, without their CEL rules (check out ../shared for the full CRDs)`);
+  warnedCrds = true;
+  return EMULATOR_ISTIO_CRDS.map((c) => ({
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${c.plural}.${c.group}` },
+    spec: {
+      group: c.group,
+      names: { kind: c.kind, plural: c.plural, singular: c.singular, shortNames: [...c.shortNames], categories: [...c.categories], listKind: `${c.kind}List` },
+      scope: c.namespaced ? "Namespaced" : "Cluster",
+      versions: c.versions.map((v) => ({ name: v.name, served: true, storage: v.storage, schema: { openAPIV3Schema: v.schema }, ...(v.status ? { subresources: { status: {} } } : {}) })),
+    },
+  }));
+}
 
 export interface RealKubeOptions {
   /** Install Istio's CRDs and wait until they are served (default true). */
@@ -358,10 +389,7 @@ export async function startRealKube(options: RealKubeOptions = {}): Promise<Real
     };
 
     if (options.istioCrds ?? true) {
-      if (!existsSync(ISTIO_CRDS)) fail(`Istio's CRDs are not at ${ISTIO_CRDS} (set GITMESH_ISTIO_CRDS)`);
-      const crds = parseAllDocuments(readFileSync(ISTIO_CRDS, "utf8"))
-        .map((d) => d.toJS() as KubeObject | null)
-        .filter((o): o is KubeObject => o?.kind === "CustomResourceDefinition");
+      const crds = istioCrds(fail);
       await apply(crds).catch((e: unknown) => fail("installing Istio's CRDs", e));
       await poll("Istio's CRDs Established and served", servers, deadline, async () => {
         for (const crd of crds) {
