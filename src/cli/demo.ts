@@ -91,10 +91,28 @@ interface Stoppable {
   stop(): Promise<void>;
 }
 
+/** Thrown by the demo's next step once Ctrl-C (SIGINT) or SIGTERM came: it stops what started, and exits 130. */
+class DemoInterruptedError extends Error {
+  readonly code = "DemoInterruptedError";
+  constructor() {
+    super("interrupted");
+  }
+}
+
+/** How long one part may take to stop before the demo goes on without it (a loaded laptop stops a server in seconds). */
+const STOP_PART_MS = 15_000;
+
 async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep: boolean }): Promise<ExitCode> {
   const t0 = Date.now();
   const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`.padStart(6);
-  const step = (msg: string) => io.out(`[${elapsed()}] ${msg}\n`);
+  const say = (msg: string) => io.out(`[${elapsed()}] ${msg}\n`);
+  // The first Ctrl-C (or SIGTERM) stops the demo at its next step; a second one exits at once.
+  let interrupted = false;
+  let running = false;
+  const step = (msg: string) => {
+    if (interrupted) throw new DemoInterruptedError();
+    say(msg);
+  };
   io.out(
     "gitmesh demo: the whole system on this machine — Redis, a Git server, two emulated Kubernetes clusters,\n" +
       "the management server and one agent per cluster. Each step is printed as it starts; the first run on a\n" +
@@ -126,14 +144,29 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
   /** What to do next, printed after everything stopped. */
   let farewell = "";
   const stopAll = async () => {
-    for (const s of stack.reverse()) await s.stop().catch((err: unknown) => io.err(`demo: stopping ${s.name}: ${describeError(err)}\n`));
+    for (const s of stack.reverse()) {
+      let timer: NodeJS.Timeout | undefined;
+      const slow = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          io.err(`demo: ${s.name} did not stop within ${String(STOP_PART_MS / 1000)} s; going on without it\n`);
+          resolve();
+        }, STOP_PART_MS);
+      });
+      await Promise.race([s.stop().catch((err: unknown) => io.err(`demo: stopping ${s.name}: ${describeError(err)}\n`)), slow]);
+      clearTimeout(timer);
+    }
     clearTimeout(flushTimer);
     await flushLog();
     if (!opts.keep) await rm(root, { recursive: true, force: true });
   };
-  let interrupted = false;
   const onSignal = () => {
-    interrupted = true;
+    if (!interrupted) {
+      interrupted = true;
+      io.err("\ndemo: stopping (Ctrl-C again to quit at once) …\n");
+      return;
+    }
+    io.err(`demo: quitting at once; files kept in ${root}\n`);
+    process.exit(130);
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
@@ -253,6 +286,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
 
     // ---- Watch convergence ---------------------------------------------------------------------
     const first = await watchConvergence(get, step, opts.timeoutMs, () => interrupted);
+    if (interrupted) throw new DemoInterruptedError();
     if (!first) {
       io.err(`demo: no full convergence within ${String(opts.timeoutMs / 1000)} s; see ${logFile} (kept)\n`);
       opts.keep = true;
@@ -295,6 +329,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     io.out(`  kubectl:      kubectl --kubeconfig ${join(root, "cluster1.kubeconfig")} get virtualservices -A\n`);
     io.out(`\nPush a change and watch it converge (in another terminal):\n${await pushHint(work)}`);
     io.out("\nRunning; Ctrl-C to stop.\n");
+    running = true;
     let inForce = first.commit;
     let rejected: string | undefined;
     while (!interrupted) {
@@ -314,15 +349,17 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     }
     return ExitCode.Ok;
   } catch (err) {
+    // Ctrl-C while it runs is how the demo ends (exit 0); during its start, the start was cut short.
+    if (err instanceof DemoInterruptedError) return running ? ExitCode.Ok : ExitCode.Interrupted;
     io.err(`demo failed: ${describeError(err)}\n(log and files kept in ${root})\n`);
     opts.keep = true;
     return ExitCode.Failed;
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
-    step(`Stopping the demo: ${stack.map((s) => s.name).reverse().join(", ") || "nothing started"} …`);
+    say(`Stopping the demo: ${stack.map((s) => s.name).reverse().join(", ") || "nothing started"} …`);
     await stopAll();
-    step(opts.keep ? `Stopped; files kept in ${root}` : "Stopped; its temporary files are removed");
+    say(opts.keep ? `Stopped; files kept in ${root}` : "Stopped; its temporary files are removed");
     io.out(farewell);
   }
 }

@@ -1,7 +1,8 @@
 /** What a CLI command may touch: its output streams, the exit code it sets, and the version. */
 import { readFileSync } from "node:fs";
 
-export const ExitCode = { Ok: 0, Failed: 1, Usage: 2 } as const;
+/** Exit codes of every command (`gitmesh --help` lists them): 130 is a start interrupted by Ctrl-C, as shells report SIGINT. */
+export const ExitCode = { Ok: 0, Failed: 1, Usage: 2, Interrupted: 130 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
 export interface CliIo {

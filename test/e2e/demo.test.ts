@@ -92,7 +92,7 @@ describe("gitmesh demo", () => {
       expect(demo.output().split(`commit ${bad.slice(0, 12)} REJECTED`).length - 1).toBe(1);
       expect(demo.output()).not.toContain(`new commit ${bad.slice(0, 12)}`);
     } finally {
-      demo.child.kill("SIGINT");
+      demo.interrupt();
       await demo.exited;
     }
   }, 300_000);

@@ -8,10 +8,13 @@ export interface Demo {
   /** Resolves when the output matches (or rejects after `ms`). */
   waitFor(re: RegExp, ms: number): Promise<RegExpExecArray>;
   exited: Promise<number | null>;
+  /** Ctrl-C as a terminal sends it: SIGINT to the demo's whole process group (the demo and what it spawned). */
+  interrupt(): void;
 }
 
 export function startDemo(args: string[], env: Record<string, string | undefined> = {}): Demo {
-  const child = spawn(process.execPath, ["bin/gitmesh.js", "demo", "--timeout", "100", ...args], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  // Its own process group, as a shell runs a foreground job, so that Ctrl-C can reach every process of it.
+  const child = spawn(process.execPath, ["bin/gitmesh.js", "demo", "--timeout", "100", ...args], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env }, detached: true });
   let out = "";
   const waiters: (() => void)[] = [];
   const onData = (d: Buffer) => {
@@ -25,6 +28,13 @@ export function startDemo(args: string[], env: Record<string, string | undefined
     child,
     output: () => out,
     exited,
+    interrupt: () => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGINT");
+      } catch {
+        // Already gone.
+      }
+    },
     waitFor: (re, ms) =>
       new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`demo did not print ${String(re)} within ${String(ms)} ms:\n${out.slice(-3000)}`)), ms);

@@ -54,7 +54,7 @@ describe("web UI (Chromium)", () => {
     await (browser as Browser | undefined)?.close();
     const d = demo as Demo | undefined;
     if (d) {
-      d.child.kill("SIGINT");
+      d.interrupt();
       await d.exited;
     }
   });
