@@ -109,8 +109,9 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
   // The first Ctrl-C (or SIGTERM) stops the demo at its next step; a second one exits at once.
   let interrupted = false;
   let running = false;
+  const isInterrupted = () => interrupted;
   const step = (msg: string) => {
-    if (interrupted) throw new DemoInterruptedError();
+    if (isInterrupted()) throw new DemoInterruptedError();
     say(msg);
   };
   io.out(
@@ -286,7 +287,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
 
     // ---- Watch convergence ---------------------------------------------------------------------
     const first = await watchConvergence(get, step, opts.timeoutMs, () => interrupted);
-    if (interrupted) throw new DemoInterruptedError();
+    if (isInterrupted()) throw new DemoInterruptedError();
     if (!first) {
       io.err(`demo: no full convergence within ${String(opts.timeoutMs / 1000)} s; see ${logFile} (kept)\n`);
       opts.keep = true;
