@@ -110,7 +110,8 @@ export function registerCheck(program: Command, io: CliIo): void {
                   ? `  the token given is not valid for this server; ${WHERE_TOKEN}\n`
                   : "  the token given lacks the read role\n"),
           );
-          io.exitCode = ExitCode.Usage;
+          // No token at all: the command line lacks a flag (2). A token the server refuses: a failure (1).
+          io.exitCode = token === undefined ? ExitCode.Usage : ExitCode.Failed;
           return;
         }
         if (res.status !== 200) throw new Error(`HTTP ${String(res.status)}${res.message ? `: ${res.message}` : ""}`);

@@ -94,7 +94,9 @@ export function registerDiff(program: Command, io: CliIo): void {
             else if (/[~^]|\.\.\.|^HEAD$/.test(spec)) throw new UsageError(`diff: ${spec}: relative revisions need a local clone (--repo <path>); a remote --repo takes a branch, tag or full commit SHA`);
             return await readRevisionFiles({ location, ref, logger, retry: { attempts: 3 }, ...(flags.subPath === undefined ? {} : { subPath: flags.subPath }) });
           } catch (err) {
-            if (err instanceof GitRefNotFoundError) throw new UsageError(`diff: ${err.message}`);
+            // A revision the repository does not have is a failure (1), as a repository that is not there
+            // or refuses the token: the command line itself is well formed.
+            if (err instanceof GitRefNotFoundError) throw new Error(`diff: ${err.message}`);
             throw err;
           }
         };

@@ -61,6 +61,7 @@ describe("gitmesh command (lazy sub-commands)", () => {
     const h = gitmesh("--help");
     expect(h.code).toBe(0);
     for (const c of COMMANDS) expect(h.out).toMatch(new RegExp(`^  ${c.name} `, "m"));
+    expect(h.out).toMatch(/Exit codes \(every command\): 0 done; 1 failed .*\n2 usage .*; 130 interrupted/);
   });
 
   it("a command's own help shows its options (loaded on demand), also through `help <command>`", () => {

@@ -89,7 +89,7 @@ afterAll(async () => {
 }, 30_000);
 
 describe("gitmesh check against a real server with API tokens over HTTPS", () => {
-  it("real check processes: no token is exit 2 naming --token-file and where the token is; the read token works; a wrong one is never echoed", async () => {
+  it("real check processes: no token is exit 2 naming --token-file and where the token is; the read token works; a wrong one is exit 1, never echoed", async () => {
     const tokenFile = join(dir, "pki", "api-token-read");
     const read = (await readFile(tokenFile, "utf8")).trim();
     const admin = (await readFile(join(dir, "pki", "api-token-admin"), "utf8")).trim();
@@ -108,7 +108,7 @@ describe("gitmesh check against a real server with API tokens over HTTPS", () =>
     expect([0, 1]).toContain(ok.code);
     expect(ok.out).toMatch(/^gitmesh server \S+: (HEALTHY|UNHEALTHY)/);
     expect(ok.out + ok.err).not.toContain(read);
-    expect(wrong.code).toBe(2);
+    expect(wrong.code).toBe(1);
     expect(wrong.err).toContain("not valid");
     expect(wrong.err).not.toContain(wrongToken);
     expect(serverOut).toContain("API request refused");
