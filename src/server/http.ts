@@ -34,6 +34,14 @@ export class HttpError extends Error {
   }
 }
 
+/** The client went away before its request body arrived in full: nothing to answer, nothing failed here. */
+export class ClientAbortedError extends Error {
+  readonly code = "ClientAbortedError";
+  constructor(received: number) {
+    super(`the client closed the connection after ${String(received)} bytes of its request body`);
+  }
+}
+
 /** What the API reads; the composition root implements it over the live components. */
 export interface ServerApi {
   /** Liveness: false only when the process should be restarted. */
@@ -203,6 +211,11 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
       status = 503;
       message = err.message;
       headers["retry-after"] = String(Math.ceil(err.retryAfterMs / 1000));
+    } else if (err instanceof ClientAbortedError) {
+      // The client's side: a warning for whoever wonders where a webhook went, not a server failure.
+      log.warn("HTTP request aborted by the client", { method: req.method, path: pathOf(req), error: err.message });
+      res.destroy();
+      return;
     } else if (reactionOf(err) === Reaction.NeedsHuman) {
       status = 409;
       message = stripCredentials(describeError(err));
@@ -326,7 +339,17 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
       }
       chunks.push(c);
     });
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
+    let ended = false;
+    req.on("end", () => {
+      ended = true;
+      resolve(Buffer.concat(chunks));
+    });
+    // A client that goes away mid-body: Node reports "aborted" (ECONNRESET) or just closes the request.
+    req.on("error", () => {
+      if (!ended) reject(new ClientAbortedError(size));
+    });
+    req.on("close", () => {
+      if (!ended) reject(new ClientAbortedError(size));
+    });
   });
 }

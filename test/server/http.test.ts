@@ -1,6 +1,7 @@
 // The HTTP edge on a real socket: routing, the one error handler (404/405/400/409/503/500 with a JSON
 // body that says what to do), webhooks through the git-sync handlers, and no secret in any answer —
 // even when an error message carries credentials. (Authentication: api-auth.test.ts.)
+import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
 import { createMemoryLogger, NeedsHumanError, RetryLaterError } from "../../src/core/index.js";
@@ -87,6 +88,23 @@ describe("server HTTP edge", () => {
     expect(malformed.status).toBe(400);
     const big = await fetch(`${base}/webhooks/generic`, { method: "POST", body: "x".repeat(4096) });
     expect(big.status).toBe(413);
+  });
+
+  it("a client that goes away in the middle of a webhook upload is a warning naming the path, not a server failure", async () => {
+    const { base, mem } = await serve(api());
+    const { port } = new URL(base);
+    const socket = connect(Number(port), "127.0.0.1");
+    await new Promise<void>((resolve) => socket.once("connect", resolve));
+    socket.write("POST /webhooks/generic HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"ref\":");
+    await new Promise((r) => setTimeout(r, 50));
+    socket.destroy();
+    await expect.poll(() => mem.records.filter((r) => r.msg === "HTTP request aborted by the client"), { timeout: 10_000 }).toHaveLength(1);
+    const warned = mem.records.find((r) => r.msg === "HTTP request aborted by the client")!;
+    expect(warned.level).toBe("warn");
+    expect(warned.fields).toMatchObject({ path: "/webhooks/generic", method: "POST" });
+    expect(mem.records.filter((r) => r.level === "error")).toEqual([]);
+    // The server goes on answering.
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
   });
 
   it("maps infrastructure failures: retry-later → 503 with Retry-After, needs-a-human → 409, bugs → 500 generic and logged", async () => {
