@@ -3,6 +3,7 @@
  * discovery), per cluster and resource, and report it as Markdown comment bodies (each under the
  * forge's limit, never cutting one resource's diff) or JSON. Pure: no I/O.
  */
+import { structuredPatch } from "diff";
 import { canonicalJson, canonicalYaml, formatDiagnostic, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import type { RenderedResource } from "./audit.js";
 
@@ -117,115 +118,15 @@ function index(resources: readonly RenderedResource[]): Map<string, RenderedReso
 // ---------------------------------------------------------------------------------------------
 // unified diff
 
-/** A unified diff (`@@ -a,b +c,d @@` hunks, 3 lines of context) of two texts, line by line. */
+/**
+ * A unified diff (`@@ -a,b +c,d @@` hunks, 3 lines of context) of two texts, line by line: jsdiff's
+ * Myers diff (O((n+m)·d), the algorithm of git and GNU diff), deletions before insertions in a block.
+ */
 export function unifiedDiff(a: string, b: string, context = 3): string {
-  const x = splitLines(a);
-  const y = splitLines(b);
-  const ops = diffLines(x, y);
-  const hunks: string[] = [];
-  let i = 0;
-  while (i < ops.length) {
-    if (ops[i]!.op === " ") {
-      i++;
-      continue;
-    }
-    let start = i;
-    let end = i;
-    // extend the hunk while changes are within 2*context lines of each other
-    for (;;) {
-      let next = end + 1;
-      while (next < ops.length && ops[next]!.op === " ") next++;
-      if (next < ops.length && next - end - 1 <= 2 * context) end = next;
-      else break;
-    }
-    start = Math.max(0, start - context);
-    let stop = end;
-    for (let k = 0; k < context && stop + 1 < ops.length && ops[stop + 1]!.op === " "; k++) stop++;
-    const slice = ops.slice(start, stop + 1);
-    const olds = slice.filter((o) => o.op !== "+");
-    const news = slice.filter((o) => o.op !== "-");
-    const oldStart = olds.length === 0 ? slice[0]!.a : olds[0]!.a + 1;
-    const newStart = news.length === 0 ? slice[0]!.b : news[0]!.b + 1;
-    const oldCount = olds.length;
-    const newCount = news.length;
-    hunks.push(`@@ -${oldStart},${oldCount} +${newStart},${newCount} @@\n` + slice.map((o) => `${o.op}${o.line}\n`).join(""));
-    i = stop + 1;
-  }
-  return hunks.join("");
-}
-
-interface Op {
-  readonly op: " " | "-" | "+";
-  readonly line: string;
-  /** Lines of a / b before this one. */
-  readonly a: number;
-  readonly b: number;
-}
-
-function splitLines(s: string): string[] {
-  const lines = s.split("\n");
-  if (lines.at(-1) === "") lines.pop();
-  return lines;
-}
-
-/** LCS line diff; inputs are single resources (hundreds of lines), so O(n·m) is fine — bounded anyway. */
-function diffLines(x: readonly string[], y: readonly string[]): Op[] {
-  let pre = 0;
-  while (pre < x.length && pre < y.length && x[pre] === y[pre]) pre++;
-  let suf = 0;
-  while (suf < x.length - pre && suf < y.length - pre && x[x.length - 1 - suf] === y[y.length - 1 - suf]) suf++;
-  const xm = x.slice(pre, x.length - suf);
-  const ym = y.slice(pre, y.length - suf);
-  const ops: Op[] = [];
-  for (let k = 0; k < pre; k++) ops.push({ op: " ", line: x[k]!, a: k, b: k });
-  const n = xm.length;
-  const m = ym.length;
-  let ia = pre;
-  let ib = pre;
-  if (n * m > 4_000_000) {
-    for (const line of xm) ops.push({ op: "-", line, a: ia++, b: ib });
-    for (const line of ym) ops.push({ op: "+", line, a: ia, b: ib++ });
-  } else {
-    const lcs: Uint32Array[] = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
-    for (let i = n - 1; i >= 0; i--) {
-      for (let j = m - 1; j >= 0; j--) {
-        lcs[i]![j] = xm[i] === ym[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
-      }
-    }
-    let i = 0;
-    let j = 0;
-    while (i < n || j < m) {
-      if (i < n && j < m && xm[i] === ym[j]) {
-        ops.push({ op: " ", line: xm[i]!, a: ia++, b: ib++ });
-        i++;
-        j++;
-      } else if (j < m && (i >= n || lcs[i]![j + 1]! >= lcs[i + 1]![j]!)) {
-        ops.push({ op: "+", line: ym[j]!, a: ia, b: ib++ });
-        j++;
-      } else {
-        ops.push({ op: "-", line: xm[i]!, a: ia++, b: ib });
-        i++;
-      }
-    }
-  }
-  for (let k = x.length - suf; k < x.length; k++) ops.push({ op: " ", line: x[k]!, a: ia++, b: ib++ });
-  // deletions before insertions inside a change block, as diff(1) prints them
-  return reorder(ops);
-}
-
-function reorder(ops: Op[]): Op[] {
-  const out: Op[] = [];
-  let i = 0;
-  while (i < ops.length) {
-    if (ops[i]!.op === " ") {
-      out.push(ops[i++]!);
-      continue;
-    }
-    const block: Op[] = [];
-    while (i < ops.length && ops[i]!.op !== " ") block.push(ops[i++]!);
-    out.push(...block.filter((o) => o.op === "-"), ...block.filter((o) => o.op === "+"));
-  }
-  return out;
+  const { hunks } = structuredPatch("a", "b", a, b, undefined, undefined, { context });
+  return hunks
+    .map((h) => `@@ -${String(h.oldStart)},${String(h.oldLines)} +${String(h.newStart)},${String(h.newLines)} @@\n` + h.lines.filter((l) => !l.startsWith("\\")).map((l) => `${l}\n`).join(""))
+    .join("");
 }
 
 // ---------------------------------------------------------------------------------------------
