@@ -14,6 +14,7 @@ import { freePort } from "../helpers/ports.js";
 import { createProcessGroup } from "../helpers/processes.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { backendsTimeoutChanges, repoFiles } from "../helpers/repo-files.js";
+import { metricNameProblem } from "../../src/core/index.js";
 import { asGrafanaSends, dashboardJson, dashboardQueries, startPrometheus, type RunningPrometheus } from "./prometheus-tools.js";
 
 const TOKEN = "observability-bootstrap-token-0123";
@@ -150,5 +151,16 @@ describe("a real Prometheus scraping a running server and two agents", () => {
     const builds = await prometheus.query("gitmesh_build_info");
     expect(builds.map((b) => b.metric.job).sort()).toEqual(["gitmesh-agent", "gitmesh-agent", "gitmesh-server"]);
     for (const b of builds) expect(b.metric).toMatchObject({ version: VERSION, commit: "unknown", node: process.version });
+  }, 60_000);
+
+  it("every metric a server or an agent exposes follows the one naming rule (Node's default process_/nodejs_ metrics aside)", async () => {
+    const metadata = await prometheus.metadata();
+    const names = Object.keys(metadata).filter((n) => !/^(process|nodejs)_/.test(n) && !n.startsWith("scrape_") && !n.startsWith("prometheus_") && n !== "up");
+    expect(names.length).toBeGreaterThan(40);
+    const problems = names.flatMap((n) => metadata[n]!.map((m) => metricNameProblem(n, m.type))).filter((p) => p !== undefined);
+    expect(problems).toEqual([]);
+    // the rule can fail
+    expect(metricNameProblem("relay_push_clients_connected", "gauge")).toMatch(/gitmesh_</);
+    expect(metricNameProblem("gitmesh_agent_applies", "counter")).toMatch(/_total/);
   }, 60_000);
 });

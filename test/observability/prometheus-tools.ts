@@ -93,6 +93,8 @@ export interface RunningPrometheus {
   output(): string;
   /** Instant query; the result vector (throws on an API error, with Prometheus's message). */
   query(expr: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]>;
+  /** Metric metadata from the scrapes: name → types. */
+  metadata(): Promise<Record<string, { type: string }[]>>;
   /** Scrape targets and their health. */
   targets(): Promise<{ scrapeUrl: string; health: string; lastError: string }[]>;
   stop(): Promise<void>;
@@ -119,6 +121,7 @@ export async function startPrometheus(dir: string, config: unknown): Promise<Run
     child,
     output,
     query: async (expr) => (await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(`/api/v1/query?query=${encodeURIComponent(expr)}`)).result,
+    metadata: () => api<Record<string, { type: string }[]>>("/api/v1/metadata"),
     targets: async () => (await api<{ activeTargets: { scrapeUrl: string; health: string; lastError: string }[] }>("/api/v1/targets")).activeTargets,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
