@@ -14,6 +14,7 @@ import { freePort } from "../helpers/ports.js";
 import { createProcessGroup } from "../helpers/processes.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { backendsTimeoutChanges, repoFiles } from "../helpers/repo-files.js";
+import { createKubeClient } from "../../src/agent/index.js";
 import { metricNameProblem } from "../../src/core/index.js";
 import { asGrafanaSends, dashboardJson, dashboardQueries, startPrometheus, type RunningPrometheus } from "./prometheus-tools.js";
 
@@ -50,6 +51,24 @@ const scalar = async (expr: string): Promise<number> => {
   if (r.length !== 1) throw new Error(`${expr}: ${String(r.length)} samples, expected 1`);
   return Number(r[0]!.value[1]);
 };
+
+/**
+ * Another controller (field manager "argo-rollouts") keeps rewriting the hosts of a VirtualService the
+ * agent owns; the agent repairs it each time until it sees a fight and backs off.
+ */
+async function driftFight(kube: StartedKube): Promise<void> {
+  const vs = kube.emulator.list("networking.istio.io/v1", "VirtualService").find((o) => (o.metadata as { labels?: Record<string, string> }).labels?.["gitmesh.io/managed"] === "true");
+  if (!vs) throw new Error("no gitmesh-managed VirtualService in cluster1");
+  const md = vs.metadata as { name: string; namespace: string };
+  const spec = vs.spec as { hosts: string[] };
+  const hostsNow = () => JSON.stringify((kube.emulator.get("networking.istio.io/v1", "VirtualService", md.namespace, md.name)?.spec as { hosts?: string[] } | undefined)?.hosts);
+  const other = createKubeClient(kube.newKubeConfig());
+  for (let i = 0; i < 6; i++) {
+    await other.apply({ apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name: md.name, namespace: md.namespace }, spec: { hosts: [...spec.hosts, `fight-${String(i)}.example.com`] } }, { fieldManager: "argo-rollouts", force: true });
+    const repaired = await gm.poll("repair", async () => hostsNow() === JSON.stringify(spec.hosts), 8000).then(() => true, () => false);
+    if (!repaired) return; // backing off: the fight is detected
+  }
+}
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "gitmesh-observability-"));
@@ -112,6 +131,9 @@ describe("a real Prometheus scraping a running server and two agents", () => {
     const fixed = await git.commitFiles("mesh", { "workspaces/broken.yaml": null, ...timeouts.next() }, "longer backend timeout");
     await gm.poll("fixed commit applied in both clusters", convergedOn(fixed), 120_000);
 
+    await driftFight(kubes[0]!);
+    await gm.poll("Prometheus sees the drift fight", async () => (await prometheus.query("sum(gitmesh_agent_drift_fights_total) > 0")).length === 1, 30_000);
+
     // every target up, then a few more scrapes so that every rate() window holds two samples
     await gm.poll("every target scraped", async () => {
       const t = await prometheus.targets();
@@ -143,6 +165,9 @@ describe("a real Prometheus scraping a running server and two agents", () => {
     expect(await scalar('sum(gitmesh_relay_stream_bytes_total{direction="sent"})')).toBeGreaterThan(0);
     expect(await scalar('sum(gitmesh_agent_applies_total{result="ok"})')).toBeGreaterThan(0);
     expect(await scalar("sum(gitmesh_pipeline_translation_seconds_count)")).toBeGreaterThan(0);
+    // the fight in cluster1: repairs, then one fight, on a VirtualService
+    expect(await scalar('sum(gitmesh_agent_drift_fights_total{kind="VirtualService"})')).toBe(1);
+    expect(await scalar('sum(gitmesh_agent_drift_repairs_total{kind="VirtualService"})')).toBeGreaterThanOrEqual(3);
     // certificates: the relay client certificate and the Istio intermediate (RootTrustPolicy) of both agents, in the future
     const expiry = await prometheus.query("gitmesh_agent_certificate_expiry_timestamp_seconds - time()");
     expect(expiry.map((s) => s.metric.certificate).sort()).toEqual(["istio-intermediate", "istio-intermediate", "relay-client", "relay-client"]);
