@@ -65,7 +65,7 @@ async function driftFight(kube: StartedKube): Promise<void> {
   const other = createKubeClient(kube.newKubeConfig());
   for (let i = 0; i < 6; i++) {
     await other.apply({ apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name: md.name, namespace: md.namespace }, spec: { hosts: [...spec.hosts, `fight-${String(i)}.example.com`] } }, { fieldManager: "argo-rollouts", force: true });
-    const repaired = await gm.poll("repair", async () => hostsNow() === JSON.stringify(spec.hosts), 8000).then(() => true, () => false);
+    const repaired = await gm.poll("repair", () => Promise.resolve(hostsNow() === JSON.stringify(spec.hosts)), 8000).then(() => true, () => false);
     if (!repaired) return; // backing off: the fight is detected
   }
 }
@@ -113,11 +113,11 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  await prometheus?.stop();
+  await prometheus.stop();
   await gm.stopAll();
   for (const k of kubes) await k.stop();
-  await git?.stop();
-  await redis?.stop();
+  await git.stop();
+  await redis.stop();
   rmSync(tmp, { recursive: true, force: true });
 }, 60_000);
 

@@ -4,7 +4,7 @@
 // their values, and the dashboard ConfigMap carries the chart's file byte for byte.
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { renderOk } from "../charts/helm.js";
+import { lint, render, renderOk } from "../charts/helm.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { dashboardJson, promtool, renderedRules, REQUIRED_VALUES, writeYaml, type RuleGroups } from "./prometheus-tools.js";
 
@@ -201,9 +201,16 @@ describe("monitoring templates behind values", () => {
     expect(kinds(mine).sort()).toEqual(["PodMonitor", "ServiceMonitor"]);
     const pm = mine.find((m) => m.object.kind === "PodMonitor")!.object as unknown as { spec: { podMetricsEndpoints: Record<string, unknown>[] } };
     expect(pm.spec.podMetricsEndpoints[0]).toMatchObject({ port: "http", path: "/metrics", interval: "15s" });
-    const { render } = await import("../charts/helm.js");
     const bad = await render("gitmesh-agent", [...agentArgs, "--set", "monitoring.prometheusRule.window=fifteen minutes"]);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain("window");
+  }, 60_000);
+
+  it("helm lint --strict passes with every monitoring asset on", async () => {
+    const on = ["dashboards", "prometheusRule", "podMonitor", "serviceMonitor"].flatMap((v) => ["--set", `monitoring.${v}.enabled=true`]);
+    const server = await lint("gitmesh-server", [...serverArgs, ...on, "--set", "monitoring.prometheusRule.glooCompatibleNames=true"]);
+    expect(server.code, server.stdout + server.stderr).toBe(0);
+    const agent = await lint("gitmesh-agent", [...agentArgs, ...on.slice(2)]);
+    expect(agent.code, agent.stdout + agent.stderr).toBe(0);
   }, 60_000);
 });
