@@ -18,7 +18,9 @@ COPY web ./web
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-slim AS runtime
-ENV NODE_ENV=production
+# The commit the image is built from, reported as gitmesh_build_info{commit} (docker build --build-arg GITMESH_COMMIT=$(git rev-parse HEAD)).
+ARG GITMESH_COMMIT=unknown
+ENV NODE_ENV=production GITMESH_COMMIT=$GITMESH_COMMIT
 WORKDIR /app
 RUN groupadd --gid 10001 gitmesh \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gitmesh

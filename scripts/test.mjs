@@ -16,6 +16,7 @@ const prerequisites = [
   { ok: () => has("kubectl"), what: "kubectl (the emulator's kubectl test)", pkg: "kubernetes-client" },
   { ok: () => has("ssh-keygen") && has("gpg"), what: "ssh-keygen and gpg (signed-commit tests sign with the real tools)", pkg: "openssh-client gnupg" },
   { ok: () => has("chromium"), what: "chromium (the web UI's browser tests)", pkg: "chromium" },
+  { ok: () => has("prometheus") && has("promtool"), what: "prometheus and promtool (the charts' dashboard and alerting rules are checked with a real Prometheus)", pkg: "prometheus" },
   {
     ok: () => spawnSync("/usr/bin/python3", ["-c", "import kubernetes"], { stdio: "ignore" }).status === 0,
     what: "the official Kubernetes Python client (the emulator's conformance suite drives it)",

@@ -18,7 +18,8 @@ import { createAgentHttp } from "./http.js";
 import { createInventory } from "./inventory.js";
 import { createKubeClient, withFieldOwner, writableKinds, type FieldOwnerWriter, type KubeReader } from "./kube.js";
 import { createLeaderElector, type LeaderElector } from "./leader.js";
-import { createAgentMetrics, type AgentMetrics } from "./metrics.js";
+import { createAgentMetrics, initAgentKindLabels, type AgentMetrics } from "./metrics.js";
+import { currentClientCredentials } from "./relay-link.js";
 import type { RelayLink, RelayLinkFactory } from "./relay-link.js";
 import { createWorkloadRestarter, RESTART_FIELD_MANAGER } from "./workload-restart.js";
 import { createRunnableManager, type BackoffOptions, type Runnable, type RunnableManager } from "./runnable.js";
@@ -50,9 +51,10 @@ export interface Agent {
 
 export function createAgent(options: AgentOptions): Agent {
   const { config, logger } = options;
-  const metrics = createAgentMetrics(options.registry);
   const client = createKubeClient(options.kc);
   const reader: KubeReader = client;
+  const metrics = createAgentMetrics(options.registry, { clientCertificateNotAfterMs: async () => (await currentClientCredentials(reader, config.namespace, config.relaySecrets))?.notAfterMs });
+  initAgentKindLabels(metrics, writableKinds(config));
   const writer: FieldOwnerWriter = withFieldOwner(client);
   let leaderParts: { manager: RunnableManager; discovery: Discovery; applier: Applier; link: () => RelayLink | undefined } | undefined;
 

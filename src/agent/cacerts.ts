@@ -29,7 +29,7 @@ import type * as Forge from "node-forge";
 import { describeError, type Logger } from "../core/index.js";
 import type { ResourceError } from "./applier.js";
 import { KINDS, messageOf, objectKey, type FieldOwnerWriter, type KubeObject, type KubeReader } from "./kube.js";
-import type { AgentMetrics } from "./metrics.js";
+import { AGENT_CERTIFICATES, type AgentMetrics } from "./metrics.js";
 import { signNatively, type IntermediateSigner, type IntermediateSigningRequest, type SignedIntermediate } from "../pki/index.js";
 import type { WorkloadRestarter } from "./workload-restart.js";
 
@@ -134,6 +134,7 @@ export function createCacerts(options: CacertsOptions): Cacerts {
       const from = Date.parse(cert.validFrom);
       const to = Date.parse(cert.validTo);
       if (now() >= from + (to - from) * renewAt) return false;
+      options.metrics?.certificateExpiry.set({ certificate: AGENT_CERTIFICATES.istioIntermediate }, Math.floor(to / 1000));
       const san = cert.subjectAltName ?? "";
       return hosts.every((h) => san.includes(`URI:${h}`));
     } catch {
@@ -179,6 +180,7 @@ export function createCacerts(options: CacertsOptions): Cacerts {
       data: { "ca-cert.pem": b64(signed.certPem), "ca-key.pem": b64(keyPem), "cert-chain.pem": b64(chain), "root-cert.pem": b64(signed.rootCertPem) },
     });
     options.metrics?.cacertsWritten.inc();
+    options.metrics?.certificateExpiry.set({ certificate: AGENT_CERTIFICATES.istioIntermediate }, Math.floor(Date.parse(new X509Certificate(signed.certPem).validTo) / 1000));
     log.info("wrote Istio intermediate CA secret", { secret: `${namespace}/${name}`, hosts, trustBundle: bundle.length, notAfter: new X509Certificate(signed.certPem).validTo });
     if (spec.autoRestartPods === true) {
       const mesh = { namespace: spec.mesh?.namespace ?? namespace, revision: spec.mesh?.revision ?? "" };

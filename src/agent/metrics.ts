@@ -9,7 +9,7 @@
  * - gitmesh_agent_informer_restarts_total{kind}       counter informer restarts after errors
  * - gitmesh_agent_applies_total{result}               counter server-side applies, result = ok | error
  * - gitmesh_agent_prunes_total{result}                counter deletions of owned objects, result = ok | error
- * - gitmesh_agent_prune_refused_total{reason}         counter prunes refused (mass_deletion | incomplete)
+ * - gitmesh_agent_prune_refused_total{reason}         counter prunes refused (mass_deletion | incomplete | control_plane)
  * - gitmesh_agent_drift_repairs_total{kind}           counter owned objects changed by someone else and repaired
  * - gitmesh_agent_output_results_total{result}        counter output versions ACKed / NACKed (ack | nack)
  * - gitmesh_agent_output_version                      gauge last output version handled
@@ -21,6 +21,11 @@
  * - gitmesh_agent_inventory_bytes                     gauge   compressed bytes of the inventory ConfigMap's entries
  * - gitmesh_agent_prune_skipped_total{reason}         counter inventory members not deleted (recreated: someone else's object now)
  * - gitmesh_agent_drift_fights_total{kind}            counter fights detected (repairs of one object above the limit); repairs back off
+ * - gitmesh_agent_certificate_expiry_timestamp_seconds{certificate}  gauge notAfter (Unix seconds) of the relay client
+ *                                                     certificate (relay-client) and of the Istio intermediate CA written last (istio-intermediate)
+ *
+ * Label values known in advance are set to 0 at start (results, refusal reasons, and the kinds the agent
+ * writes: initAgentKindLabels), so a dashboard or alert sees a 0, not "no data".
  */
 import { Counter, Gauge, type Registry } from "prom-client";
 
@@ -45,11 +50,21 @@ export interface AgentMetrics {
   readonly inventoryBytes: Gauge;
   readonly pruneSkipped: Counter<"reason">;
   readonly driftFights: Counter<"kind">;
+  readonly certificateExpiry: Gauge<"certificate">;
 }
 
-export function createAgentMetrics(registry: Registry): AgentMetrics {
+/** Values of the `certificate` label of gitmesh_agent_certificate_expiry_timestamp_seconds. */
+export const AGENT_CERTIFICATES = { relayClient: "relay-client", istioIntermediate: "istio-intermediate" } as const;
+
+export interface AgentMetricsOptions {
+  /** notAfter (ms) of the stored relay client certificate, read at every scrape (default: none, the gauge shows only the intermediate). */
+  readonly clientCertificateNotAfterMs?: () => Promise<number | undefined>;
+}
+
+export function createAgentMetrics(registry: Registry, options: AgentMetricsOptions = {}): AgentMetrics {
+  const readClient = options.clientCertificateNotAfterMs;
   const registers = [registry];
-  return {
+  const metrics: AgentMetrics = {
     leader: new Gauge({ name: "gitmesh_agent_leader", help: "1 while this replica holds the leader Lease", registers }),
     relayConnected: new Gauge({ name: "gitmesh_agent_relay_connected", help: "1 while a relay session is up", registers }),
     snapshotEntries: new Gauge({ name: "gitmesh_agent_discovery_snapshot_entries", help: "Entries in the last discovery snapshot", registers }),
@@ -70,5 +85,27 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     inventoryBytes: new Gauge({ name: "gitmesh_agent_inventory_bytes", help: "Compressed bytes of the inventory entries", registers }),
     pruneSkipped: new Counter({ name: "gitmesh_agent_prune_skipped_total", help: "Inventory members not deleted", labelNames: ["reason"], registers }),
     driftFights: new Counter({ name: "gitmesh_agent_drift_fights_total", help: "Fights with another field manager detected (repairs back off)", labelNames: ["kind"], registers }),
+    certificateExpiry: new Gauge({
+      name: "gitmesh_agent_certificate_expiry_timestamp_seconds", help: "notAfter of the agent's certificates as Unix seconds: relay-client (relay mTLS identity), istio-intermediate (the cacerts written last)", labelNames: ["certificate"], registers,
+      async collect() {
+        const notAfterMs = await readClient?.().catch(() => undefined);
+        if (notAfterMs !== undefined) this.set({ certificate: AGENT_CERTIFICATES.relayClient }, Math.floor(notAfterMs / 1000));
+      },
+    }),
   };
+  for (const result of ["ok", "error"]) {
+    metrics.applies.inc({ result }, 0);
+    metrics.prunes.inc({ result }, 0);
+  }
+  for (const result of ["ack", "nack"]) metrics.outputResults.inc({ result }, 0);
+  for (const reason of ["mass_deletion", "incomplete", "control_plane"]) metrics.pruneRefused.inc({ reason }, 0);
+  return metrics;
+}
+
+/** Sets the per-kind counters to 0 for every kind the agent writes (drift repairs and fights). */
+export function initAgentKindLabels(metrics: AgentMetrics, kinds: readonly { readonly kind: string }[]): void {
+  for (const { kind } of kinds) {
+    metrics.driftRepairs.inc({ kind }, 0);
+    metrics.driftFights.inc({ kind }, 0);
+  }
 }

@@ -9,9 +9,9 @@ import { hostname } from "node:os";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { Registry, collectDefaultMetrics } from "prom-client";
-import { createLogger } from "../core/index.js";
+import { createLogger, registerBuildInfo } from "../core/index.js";
 import { AGENT_ENV, createRelayAgent, parseAgentConfig } from "../agent/index.js";
-import { UsageError, type CliIo } from "./io.js";
+import { processBuildInfo, UsageError, type CliIo } from "./io.js";
 import { untilStopSignal } from "./signals.js";
 
 interface AgentFlags {
@@ -90,6 +90,7 @@ export function registerAgent(program: Command, io: CliIo): void {
       else kc.loadFromDefault();
       const registry = new Registry();
       collectDefaultMetrics({ register: registry });
+      registerBuildInfo(registry, processBuildInfo(process.env));
       const agent = createRelayAgent({ config, kc, registry, logger });
       await agent.start();
       io.out(`gitmesh agent for cluster ${config.cluster} running (HTTP :${String(agent.httpPort)})\n`);

@@ -1,5 +1,6 @@
 /** What a CLI command may touch: its output streams, the exit code it sets, and the version. */
 import { readFileSync } from "node:fs";
+import type { BuildInfo } from "../core/index.js";
 
 /** Exit codes of every command (`gitmesh --help` lists them): 130 is a start interrupted by Ctrl-C, as shells report SIGINT. */
 export const ExitCode = { Ok: 0, Failed: 1, Usage: 2, Interrupted: 130 } as const;
@@ -53,6 +54,14 @@ export function createCapturingIo(): CliIo & { stdout: () => string; stderr: () 
     stdout: () => out,
     stderr: () => err,
   };
+}
+
+/**
+ * What `gitmesh_build_info` reports for this process: the package version, the commit the image was
+ * built from (GITMESH_COMMIT, set by the Dockerfile's build argument; "unknown" elsewhere) and Node.js.
+ */
+export function processBuildInfo(env: NodeJS.ProcessEnv): BuildInfo {
+  return { version: packageVersion(), commit: env.GITMESH_COMMIT?.trim() || "unknown", node: process.version };
 }
 
 function packageVersion(): string {

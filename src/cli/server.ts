@@ -11,7 +11,7 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { Registry, collectDefaultMetrics } from "prom-client";
-import { createLogger, describeError, NeedsHumanError, stripCredentials, type Logger } from "../core/index.js";
+import { createLogger, describeError, NeedsHumanError, registerBuildInfo, stripCredentials, type Logger } from "../core/index.js";
 import { createCommitStatusPoster, type CommitStatusPoster } from "../git-host/index.js";
 import { createCommitVerifier, type CommitVerifier } from "../git-sync/index.js";
 import { createFileMeshRootStorage } from "../mesh-ca/index.js";
@@ -46,7 +46,7 @@ import {
   type ServerConfig,
   type ServerConfigInput,
 } from "../server/index.js";
-import { UsageError, type CliIo } from "./io.js";
+import { processBuildInfo, UsageError, type CliIo } from "./io.js";
 import { untilStopSignal } from "./signals.js";
 
 interface ServerFlags {
@@ -101,7 +101,7 @@ export function registerServer(program: Command, io: CliIo): void {
       "Run the management server: read the desired state from Git, translate it per workspace and cluster, deliver it to agents over the gRPC relay (:9900), commit rendered output to the audit branch, and serve /healthz, /readyz, /metrics, /webhooks/{github,gitlab,generic} and /api on :9091.\n\n" +
         "With REDIS_URL several replicas share one Redis; without it one replica runs standalone in memory. Flags win over environment variables (shown in brackets, all listed below; the Helm chart sets them).\n\n" +
         "At start-up a repository, branch or credential that does not work stops the server with what to fix (exit 1); a Git server that cannot be reached is retried (logged as such).\n\n" +
-        'API authentication: /api/* needs "Authorization: Bearer <token>". The read token reads every GET /api endpoint (dashboards, gitmesh check); the admin token also runs actions (POST under /api). /healthz, /readyz, /metrics and the webhooks (HMAC) stay open. The tokens are generated once and kept where the relay token is (Secret gitmesh-api-tokens keys read/admin in Kubernetes, --pki-dir files api-token-read/api-token-admin, Redis, else <data-dir>/api-tokens), or given as files. Wrong or missing tokens answer 401 (403 when the role is too low), are logged without the token and counted in gitmesh_api_auth_failures_total. --http-tls-cert/--http-tls-key serve HTTPS.',
+        'API authentication: /api/* needs "Authorization: Bearer <token>". The read token reads every GET /api endpoint (dashboards, gitmesh check); the admin token also runs actions (POST under /api). /healthz, /readyz, /metrics and the webhooks (HMAC) stay open. The tokens are generated once and kept where the relay token is (Secret gitmesh-api-tokens keys read/admin in Kubernetes, --pki-dir files api-token-read/api-token-admin, Redis, else <data-dir>/api-tokens), or given as files. Wrong or missing tokens answer 401 (403 when the role is too low), are logged without the token and counted in gitmesh_server_api_auth_failures_total. --http-tls-cert/--http-tls-key serve HTTPS.',
     )
     .option("--git-url <url>", `configuration repository, http(s) [${SERVER_ENV.gitUrl}]`)
     .option("--git-local <path>", "configuration repository on disk (read in place; for trials and the demo)")
@@ -342,6 +342,7 @@ async function requireRedis(redis: RedisClient, config: ServerConfig, logger: Lo
 export async function startServerProcess(config: ServerConfig, logger: Logger, extra: { auditDebounceMs?: number; leaseMs?: number } = {}): Promise<RunningServer> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  registerBuildInfo(registry, processBuildInfo(process.env));
   // A single server, Sentinel or Cluster (parseServerConfig validated the URL). On a Cluster the
   // prefix is a hash tag, `{gitmesh}`, so that every key gitmesh writes is in one slot.
   const redisConfig = config.redisUrl === undefined ? undefined : parseRedisUrl(config.redisUrl);

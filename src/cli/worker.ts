@@ -7,9 +7,9 @@
 import { hostname } from "node:os";
 import type { Command } from "commander";
 import { Registry, collectDefaultMetrics } from "prom-client";
-import { createLogger } from "../core/index.js";
+import { createLogger, registerBuildInfo } from "../core/index.js";
 import { createTranslationWorker, parseWorkerConfig, WORKER_ENV } from "../server/index.js";
-import { UsageError, type CliIo } from "./io.js";
+import { processBuildInfo, UsageError, type CliIo } from "./io.js";
 import { untilStopSignal } from "./signals.js";
 
 interface WorkerFlags {
@@ -29,7 +29,7 @@ export function registerWorker(program: Command, io: CliIo): void {
     .command("worker")
     .summary("run translation jobs from Redis, apart from the server replicas (HTTP :9092)")
     .description(
-      "Run translation jobs (workspace and cluster jobs) from the Redis the management server replicas share, so that translation scales apart from the relay: add workers when the queue grows (gitmesh_queue_depth), run the servers with --workers 0 to keep translation out of them.\n\n" +
+      "Run translation jobs (workspace and cluster jobs) from the Redis the management server replicas share, so that translation scales apart from the relay: add workers when the queue grows (gitmesh_pipeline_queue_depth), run the servers with --workers 0 to keep translation out of them.\n\n" +
         "A worker needs only the Redis URL and the server's key prefix: no Git, relay or Kubernetes credentials. Outputs are identical to the server's own translation. HTTP :9092 serves /healthz, /readyz (connected to Redis) and /metrics.\n\n" +
         "On SIGTERM it takes no new job and finishes those in hand for at most --shutdown-timeout; a worker that dies (or runs out of time) loses nothing: its jobs go back to the queue when their lock expires (--job-lock) and another worker runs them.",
     )
@@ -48,7 +48,7 @@ export function registerWorker(program: Command, io: CliIo): void {
         "\nExamples:\n" +
         "  gitmesh server --git-url https://github.com/acme/mesh-config.git --redis-url redis://redis:6379 --workers 0\n" +
         "  gitmesh worker --redis-url redis://redis:6379 --concurrency 2\n" +
-        "  curl -s localhost:9092/metrics | grep gitmesh_queue_depth\n",
+        "  curl -s localhost:9092/metrics | grep gitmesh_pipeline_queue_depth\n",
     )
     .action(async (flags: WorkerFlags) => {
       const env = process.env;
@@ -74,6 +74,7 @@ export function registerWorker(program: Command, io: CliIo): void {
       const logger = createLogger({ name: "worker", level: config.logLevel, format: config.logFormat });
       const registry = new Registry();
       collectDefaultMetrics({ register: registry });
+      registerBuildInfo(registry, processBuildInfo(process.env));
       const worker = createTranslationWorker({ config, logger, registry });
       await worker.start();
       logger.info("worker started", { identity: config.identity, concurrency: config.concurrency, jobLockMs: config.jobLockMs, http: worker.httpPort });

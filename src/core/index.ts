@@ -7,3 +7,4 @@ export * from "./config-input.js";
 export * from "./backoff.js";
 export * from "./labels.js";
 export * from "./health-http.js";
+export * from "./metrics.js";

@@ -2,11 +2,11 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
 export const PIPELINE_METRICS = {
-  translationSeconds: "gitmesh_translation_seconds",
-  queueDepth: "gitmesh_queue_depth",
+  translationSeconds: "gitmesh_pipeline_translation_seconds",
+  queueDepth: "gitmesh_pipeline_queue_depth",
   jobs: "gitmesh_pipeline_jobs_total",
   failures: "gitmesh_pipeline_failures_total",
-  outputs: "gitmesh_outputs_published_total",
+  outputs: "gitmesh_pipeline_outputs_published_total",
   mode: "gitmesh_pipeline_mode",
 } as const;
 

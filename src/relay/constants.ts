@@ -56,33 +56,33 @@ export const CLUSTER_URI_PREFIX = "spiffe://gitmesh/cluster/";
 
 /**
  * Metric names (all registered in the registry passed to createRelayServer):
- * - relay_push_clients_connected{cluster}   gauge: open discovery push streams (0/1 per cluster)
- * - relay_pull_clients_connected{cluster}   gauge: open output pull streams (0/1 per cluster)
- * - relay_push_clients_warmed{cluster}      gauge: 1 once the current push stream delivered a full snapshot
- * - relay_rejections_total{reason}          counter: rejected registrations, streams and messages (reasons below)
- * - relay_certificates_issued_total{kind}   counter: kind = register | renew | intermediate (Istio intermediate CA, SignIntermediate)
- * - relay_discovery_updates_total{kind}     counter: accepted discovery updates, kind = full | delta
- * - relay_resyncs_total{direction}          counter: full resyncs requested, direction = push (server asked) | pull (agent asked)
- * - relay_output_acks_total{result}         counter: result = ack | nack
- * - relay_stream_bytes_total{direction}     counter: payload bytes on the wire (compressed chunks), direction = received | sent
- * - relay_output_buffered_bytes{cluster}    gauge: compressed output bytes handed to gRPC and not yet flushed (bounded per stream)
- * - relay_output_coalesced_total            counter: output versions replaced by a newer one before being sent (slow agent)
+ * - gitmesh_relay_push_clients_connected{cluster}   gauge: open discovery push streams (0/1 per cluster)
+ * - gitmesh_relay_pull_clients_connected{cluster}   gauge: open output pull streams (0/1 per cluster)
+ * - gitmesh_relay_push_clients_warmed{cluster}      gauge: 1 once the current push stream delivered a full snapshot
+ * - gitmesh_relay_rejections_total{reason}          counter: rejected registrations, streams and messages (reasons below)
+ * - gitmesh_relay_certificates_issued_total{kind}   counter: kind = register | renew | intermediate (Istio intermediate CA, SignIntermediate)
+ * - gitmesh_relay_discovery_updates_total{kind}     counter: accepted discovery updates, kind = full | delta
+ * - gitmesh_relay_resyncs_total{direction}          counter: full resyncs requested, direction = push (server asked) | pull (agent asked)
+ * - gitmesh_relay_output_acks_total{result}         counter: result = ack | nack
+ * - gitmesh_relay_stream_bytes_total{direction}     counter: payload bytes on the wire (compressed chunks), direction = received | sent
+ * - gitmesh_relay_output_buffered_bytes{cluster}    gauge: compressed output bytes handed to gRPC and not yet flushed (bounded per stream)
+ * - gitmesh_relay_output_coalesced_total            counter: output versions replaced by a newer one before being sent (slow agent)
  */
 export const RELAY_METRICS = {
-  pushClientsConnected: "relay_push_clients_connected",
-  pullClientsConnected: "relay_pull_clients_connected",
-  pushClientsWarmed: "relay_push_clients_warmed",
-  rejections: "relay_rejections_total",
-  certificatesIssued: "relay_certificates_issued_total",
-  discoveryUpdates: "relay_discovery_updates_total",
-  resyncs: "relay_resyncs_total",
-  outputAcks: "relay_output_acks_total",
-  streamBytes: "relay_stream_bytes_total",
-  outputBufferedBytes: "relay_output_buffered_bytes",
-  outputCoalesced: "relay_output_coalesced_total",
+  pushClientsConnected: "gitmesh_relay_push_clients_connected",
+  pullClientsConnected: "gitmesh_relay_pull_clients_connected",
+  pushClientsWarmed: "gitmesh_relay_push_clients_warmed",
+  rejections: "gitmesh_relay_rejections_total",
+  certificatesIssued: "gitmesh_relay_certificates_issued_total",
+  discoveryUpdates: "gitmesh_relay_discovery_updates_total",
+  resyncs: "gitmesh_relay_resyncs_total",
+  outputAcks: "gitmesh_relay_output_acks_total",
+  streamBytes: "gitmesh_relay_stream_bytes_total",
+  outputBufferedBytes: "gitmesh_relay_output_buffered_bytes",
+  outputCoalesced: "gitmesh_relay_output_coalesced_total",
 } as const;
 
-/** Values of the `reason` label of relay_rejections_total (and of RelayRejectedError.reason). */
+/** Values of the `reason` label of gitmesh_relay_rejections_total (and of RelayRejectedError.reason). */
 export const REJECTION_REASONS = {
   invalidRequest: "invalid_request",
   /** Register with a bootstrap credential that is unknown, used, expired, or bound to another cluster (UNAUTHENTICATED). */

@@ -1,6 +1,6 @@
 /**
  * Relay errors and their single mapping to gRPC status (CONVENTIONS §5): every rejection carries a
- * stable reason (the `reason` label of relay_rejections_total) and a message that tells the agent's
+ * stable reason (the `reason` label of gitmesh_relay_rejections_total) and a message that tells the agent's
  * operator what to fix. Messages never contain secrets.
  */
 import { status, type ServiceError, Metadata } from "@grpc/grpc-js";

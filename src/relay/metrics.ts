@@ -1,10 +1,14 @@
-/** Relay metrics in a registry passed in by the composition root (names documented in constants.ts). */
+/**
+ * Relay metrics in a registry passed in by the composition root (names documented in constants.ts).
+ * Label values known in advance (refusal reasons, results, kinds, directions) start at 0, so a
+ * dashboard or alert sees a 0, not "no data".
+ */
 import { Counter, Gauge, type Registry } from "prom-client";
-import { RELAY_METRICS } from "./constants.js";
+import { REJECTION_REASONS, RELAY_METRICS } from "./constants.js";
 
 export function createRelayMetrics(registry: Registry) {
   const registers = [registry];
-  return {
+  const metrics = {
     pushConnected: new Gauge({ name: RELAY_METRICS.pushClientsConnected, help: "Open discovery push streams per cluster", labelNames: ["cluster"], registers }),
     pullConnected: new Gauge({ name: RELAY_METRICS.pullClientsConnected, help: "Open output pull streams per cluster", labelNames: ["cluster"], registers }),
     warmed: new Gauge({ name: RELAY_METRICS.pushClientsWarmed, help: "1 once the cluster's current push stream delivered a full discovery snapshot", labelNames: ["cluster"], registers }),
@@ -17,5 +21,12 @@ export function createRelayMetrics(registry: Registry) {
     outputCoalesced: new Counter({ name: RELAY_METRICS.outputCoalesced, help: "Output versions replaced by a newer one before they were sent (slow agent)", registers }),
     streamBytes: new Counter({ name: RELAY_METRICS.streamBytes, help: "Compressed chunk payload bytes on the relay streams", labelNames: ["direction"], registers }),
   };
+  for (const reason of Object.values(REJECTION_REASONS)) metrics.rejections.inc({ reason }, 0);
+  for (const kind of ["register", "renew", "intermediate"]) metrics.certificatesIssued.inc({ kind }, 0);
+  for (const kind of ["full", "delta"]) metrics.discoveryUpdates.inc({ kind }, 0);
+  for (const direction of ["push", "pull"]) metrics.resyncs.inc({ direction }, 0);
+  for (const result of ["ack", "nack"]) metrics.outputAcks.inc({ result }, 0);
+  for (const direction of ["received", "sent"]) metrics.streamBytes.inc({ direction }, 0);
+  return metrics;
 }
 export type RelayMetrics = ReturnType<typeof createRelayMetrics>;

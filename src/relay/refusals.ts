@@ -1,6 +1,6 @@
 /**
  * How the relay says no. Every refusal — of a registration, a stream or one message — is logged at warn
- * (`relay rejected a request`, never a credential), counted (relay_rejections_total{reason}), kept as
+ * (`relay rejected a request`, never a credential), counted (gitmesh_relay_rejections_total{reason}), kept as
  * the cluster's last refusal (status: why a cluster is cut off) and answered with its gRPC status
  * (errors.ts, the one mapping). Any other error is logged as a failure and answered INTERNAL/UNAVAILABLE.
  *

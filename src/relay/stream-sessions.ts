@@ -23,7 +23,7 @@ export interface StreamSession {
 
 export interface StreamSessionsOptions<S extends StreamSession> {
   readonly kind: StreamKind;
-  /** relay_push_clients_connected or relay_pull_clients_connected. */
+  /** gitmesh_relay_push_clients_connected or gitmesh_relay_pull_clients_connected. */
   readonly connected: RelayMetrics["pushConnected"];
   readonly logger: Logger;
   /** Frees what a session holds (timers, queued output); called once, when it closes or is replaced. */

@@ -87,7 +87,7 @@ export function createRelayTransport(options: RelayTransportOptions): RelayTrans
    * the length prefix and answers RESOURCE_EXHAUSTED before buffering the body or calling a handler),
    * so the handler never sees it. This interceptor wraps the call's sendStatus, recognises grpc-js's
    * own size refusals, and turns them into a relay refusal: logged, counted
-   * (relay_rejections_total{reason="message_too_large"}) and answered with a status that names the
+   * (gitmesh_relay_rejections_total{reason="message_too_large"}) and answered with a status that names the
    * limit and the fix. The refusal stays where grpc-js makes it, so memory stays bounded by the limit.
    */
   const sizeGuard: grpc.ServerInterceptor = (method, call) => {

@@ -13,7 +13,7 @@
  * is refused when the edge is built). Any /api path without a valid token answers 401 before routing
  * (an unauthenticated caller learns nothing about which routes exist); a valid token whose role is
  * too low answers 403. Refusals are logged (method, path, reason, address: never the token) and
- * counted in gitmesh_api_auth_failures_total{reason}.
+ * counted in gitmesh_server_api_auth_failures_total{reason}.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
@@ -310,7 +310,7 @@ export const API_ENDPOINTS = [
 ] as const;
 
 function counterOf(registry: Registry): Counter<"reason"> {
-  const name = "gitmesh_api_auth_failures_total";
+  const name = "gitmesh_server_api_auth_failures_total";
   const existing = registry.getSingleMetric(name);
   if (existing instanceof Counter) return existing;
   return new Counter({ name, help: "API requests refused: missing, malformed or invalid token (401), role too low (forbidden, 403)", labelNames: ["reason"], registers: [registry] });

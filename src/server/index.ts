@@ -31,7 +31,7 @@ export { createDirectoryApiTokenStore, createKubernetesApiTokenStore, createMemo
 export { createConvergenceTracker, type ClusterProgress, type CommitProgress, type ConvergenceTracker } from "./convergence.js";
 export { frozenTables, OUTPUT_OPTIONS_KEY, pruneHeldView, relayResources, type PruneHeldView } from "./completeness.js";
 export { createWarmingGate, type RegisteredCluster, type WarmingGate, type WarmingStatus } from "./warming.js";
-export { createServerMetrics, type ServerMetrics } from "./metrics.js";
+export { clusterSyncSamples, createServerMetrics, registerClusterSyncMetric, type ClusterSyncSample, type ServerMetrics } from "./metrics.js";
 export { createTranslationWorker, parseWorkerConfig, WORKER_ENV, type TranslationWorker, type TranslationWorkerOptions, type WorkerConfig, type WorkerConfigInput } from "./worker.js";
 export { createQueuePipeline, type DesiredInput, type PipelineOutput, type PipelinePort, type PipelineStatus, type QueuePipelineOptions } from "./pipeline-port.js";
 export { createRedisPresence, type PresenceRegistry, type RedisPresenceOptions } from "./presence.js";

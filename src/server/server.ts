@@ -29,7 +29,7 @@ import { createConvergenceTracker, type ClusterProgress } from "./convergence.js
 import { createServerHttp, type Route, type ServerApi, type ServerHttp } from "./http.js";
 import { createWebRoutes } from "./web.js";
 import { createDiffService } from "./diff-service.js";
-import { createServerMetrics, type ServerMetrics } from "./metrics.js";
+import { clusterSyncSamples, createServerMetrics, registerClusterSyncMetric, type ServerMetrics } from "./metrics.js";
 import type { PipelinePort } from "./pipeline-port.js";
 import type { RelaySecretStore } from "./pki-storage.js";
 import type { PresenceRegistry } from "./presence.js";
@@ -133,6 +133,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence: { ack: (e) => { publishing.acked(e.cluster); return convergence.ack(e); }, nack: (e) => { convergence.nack(e); publishing.nacked(e); } }, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
   const diffs = createDiffService({ location: git.diff, http: gitHttp(), ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), maxMemoryMb: config.diffMaxMemoryMb, timeoutMs: config.diffTimeoutMs, logger: log.child("diff") });
   const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, audited: (sha) => audit.audited(sha), auditHeld: () => audit.held(), commitLog, diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
+  registerClusterSyncMetric(options.registry, async () => clusterSyncSamples(await views.api.status()));
   inForce.onAdopted(({ commit, registered, atMs }) => {
     convergence.accepted(commit, atMs);
     publishing.setRegistered(registered);

@@ -131,7 +131,7 @@ describe("agent with a real relay", () => {
     const b = agent(e, "agent-a");
     await b.start();
     await eventually("reconnected", () => b.relayLink?.connected, 20_000);
-    expect(await metricValue(e.serverRegistry, "relay_certificates_issued_total", { kind: "register" })).toBe(1);
+    expect(await metricValue(e.serverRegistry, "gitmesh_relay_certificates_issued_total", { kind: "register" })).toBe(1);
     await eventually("both streams up at the server", () => e.server.connectedClusters().find((c) => c.cluster === "cluster1" && c.push && c.pull), 20_000);
   });
 

@@ -213,7 +213,7 @@ describe("gitmesh-server chart: translation workers", () => {
       maxReplicas: 20,
       // External + AverageValue: replicas = ceil(depth / 16). A Pods metric would be wrong here: every
       // pod reports the whole queue, so its average would not fall as workers are added.
-      metrics: [{ type: "External", external: { metric: { name: "gitmesh_queue_depth" }, target: { type: "AverageValue", averageValue: "16" } } }],
+      metrics: [{ type: "External", external: { metric: { name: "gitmesh_pipeline_queue_depth" }, target: { type: "AverageValue", averageValue: "16" } } }],
     });
     // A metric selector and the scaling behavior are passed through.
     const tuned = await renderOk(CHART, [
@@ -251,14 +251,14 @@ describe("gitmesh-server chart: translation workers", () => {
         metricType: "AverageValue",
         metadata: {
           serverAddress: "http://prometheus-server.monitoring.svc",
-          query: 'sum(max by (type) (gitmesh_queue_depth{namespace="gitmesh"}))',
+          query: 'sum(max by (type) (gitmesh_pipeline_queue_depth{namespace="gitmesh"}))',
           threshold: "8",
         },
       }],
     });
-    const custom = await renderOk(CHART, [...KEDA, "--set-string", 'workers.autoscaling.keda.query=sum(max by (type) (gitmesh_queue_depth{kubernetes_namespace="gitmesh"}))']);
+    const custom = await renderOk(CHART, [...KEDA, "--set-string", 'workers.autoscaling.keda.query=sum(max by (type) (gitmesh_pipeline_queue_depth{kubernetes_namespace="gitmesh"}))']);
     const trigger = (find(custom.manifests, "ScaledObject", WORKER).spec as { triggers: { metadata: Record<string, string> }[] }).triggers[0]!;
-    expect(trigger.metadata.query).toBe('sum(max by (type) (gitmesh_queue_depth{kubernetes_namespace="gitmesh"}))');
+    expect(trigger.metadata.query).toBe('sum(max by (type) (gitmesh_pipeline_queue_depth{kubernetes_namespace="gitmesh"}))');
     const shown = await notes(CHART, KEDA);
     expect(shown.stdout).toContain("kubectl -n gitmesh get scaledobject gitmesh-server-worker");
   });
@@ -368,10 +368,10 @@ describe("gitmesh-server chart: translation workers", () => {
     expect(on.stdout).toContain("deployment/gitmesh-server-worker, 2 replicas");
     expect(on.stdout).toContain("kubectl -n gitmesh rollout status deployment/gitmesh-server-worker");
     expect(on.stdout).toContain("the server translates 0 jobs per type itself");
-    expect(on.stdout).toContain("gitmesh_queue_depth{type}");
+    expect(on.stdout).toContain("gitmesh_pipeline_queue_depth{type}");
     const hpa = await notes(CHART, [...WORKERS, "--set", "workers.autoscaling.enabled=true"]);
     expect(hpa.stdout).toContain("deployment/gitmesh-server-worker, 1 to 10 replicas");
-    expect(hpa.stdout).toContain("kubectl get --raw /apis/external.metrics.k8s.io/v1beta1/namespaces/gitmesh/gitmesh_queue_depth");
+    expect(hpa.stdout).toContain("kubectl get --raw /apis/external.metrics.k8s.io/v1beta1/namespaces/gitmesh/gitmesh_pipeline_queue_depth");
   });
 
   it.each([

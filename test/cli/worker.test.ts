@@ -66,7 +66,7 @@ describe("gitmesh worker", () => {
       await until("ready", async () => (await fetch(`${base}/readyz`)).ok);
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       const metrics = await (await fetch(`${base}/metrics`)).text();
-      expect(metrics).toContain('gitmesh_queue_depth{type="workspace"}');
+      expect(metrics).toContain('gitmesh_pipeline_queue_depth{type="workspace"}');
       expect(metrics).toContain('gitmesh_pipeline_mode{mode="redis"} 1');
       expect((await fetch(`${base}/api/status`)).status).toBe(404);
 

@@ -167,7 +167,7 @@ for (const mode of ["per-cluster", "fleet-token"] as const) {
 
     it("cannot register as cluster1 while cluster1's agent is connected; nothing is pruned, no output leaves", async () => {
       const before = await view("cluster1");
-      const issuedBefore = await metric("relay_certificates_issued_total", 'kind="register"');
+      const issuedBefore = await metric("gitmesh_relay_certificates_issued_total", 'kind="register"');
       expect(issuedBefore).toBe(2);
       const reg = attacker("Registration", address, grpc.credentials.createSsl(Buffer.from(rootCaPem)));
       const { csrPem } = createCsr("cluster1", generateKeyPem());
@@ -179,20 +179,20 @@ for (const mode of ["per-cluster", "fleet-token"] as const) {
         expect(err?.code).toBe(grpc.status.UNAUTHENTICATED);
         expect(err?.details).toMatch(/not valid for cluster "cluster1" \(unknown, already used, expired/);
         expect(rejections("bad_token").some((r) => r.fields.cluster === "cluster1")).toBe(true);
-        expect(await metric("relay_rejections_total", 'reason="bad_token"')).toBeGreaterThanOrEqual(1);
+        expect(await metric("gitmesh_relay_rejections_total", 'reason="bad_token"')).toBeGreaterThanOrEqual(1);
       } else {
         expect(err?.code).toBe(grpc.status.PERMISSION_DENIED);
         expect(err?.details).toMatch(/cluster "cluster1" already holds a valid client certificate/);
         expect(err?.details).toMatch(/gitmesh cluster reissue cluster1/);
         expect(rejections("identity_in_use").some((r) => r.fields.cluster === "cluster1")).toBe(true);
-        expect(await metric("relay_rejections_total", 'reason="identity_in_use"')).toBe(1);
+        expect(await metric("gitmesh_relay_rejections_total", 'reason="identity_in_use"')).toBe(1);
       }
       // cluster2's credential cannot mint cluster1 either
       const reg2 = attacker("Registration", address, grpc.credentials.createSsl(Buffer.from(rootCaPem)));
       const other = await callUnary(reg2.Register, reg2, { cluster: "cluster1", token: given.get("cluster2"), csrPem });
       reg2.close();
       expect(other.err?.code).toBe(mode === "per-cluster" ? grpc.status.UNAUTHENTICATED : grpc.status.PERMISSION_DENIED);
-      expect(await metric("relay_certificates_issued_total", 'kind="register"')).toBe(issuedBefore);
+      expect(await metric("gitmesh_relay_certificates_issued_total", 'kind="register"')).toBe(issuedBefore);
       // the genuine agent is still connected with its streams, in sync, and nothing was deleted anywhere
       const after = await view("cluster1");
       expect(after).toMatchObject({ connected: true, inSync: true, cutOff: null });
@@ -207,7 +207,7 @@ for (const mode of ["per-cluster", "fleet-token"] as const) {
       const key = generateKeyPem();
       const ownCa = createSelfSignedCa({ commonName: "attacker-ca" });
       const forged = signClientCertificate(ownCa, { cluster: "cluster1", csrPem: createCsr("cluster1", key).csrPem, lifetimeMs: 3600_000 });
-      const before = await metric("relay_rejections_total", 'reason="client_certificate_invalid"');
+      const before = await metric("gitmesh_relay_rejections_total", 'reason="client_certificate_invalid"');
       for (const creds of [grpc.credentials.createSsl(Buffer.from(rootCaPem)), grpc.credentials.createSsl(Buffer.from(rootCaPem), Buffer.from(key), Buffer.from(forged.certPem))]) {
         const relay = attacker("Relay", address, creds);
         const sign = await callUnary(relay.SignIntermediate, relay, { cluster: "cluster1", csrPem, issuedCertificate: "", rootTrustPolicy: "" });
@@ -226,14 +226,14 @@ for (const mode of ["per-cluster", "fleet-token"] as const) {
         expect(received).toEqual([]);
         relay.close();
       }
-      expect(await metric("relay_rejections_total", 'reason="client_certificate_invalid"')).toBeGreaterThanOrEqual(before + 6);
+      expect(await metric("gitmesh_relay_rejections_total", 'reason="client_certificate_invalid"')).toBeGreaterThanOrEqual(before + 6);
       expect(await view("cluster1")).toMatchObject({ connected: true, inSync: true });
       expect(deletions).toEqual([]);
     });
 
     if (mode === "per-cluster") {
       it("re-issue (admin API) revokes the live certificate; the agent registers with the new credential without a restart", async () => {
-        const issued = await metric("relay_certificates_issued_total", 'kind="register"');
+        const issued = await metric("gitmesh_relay_certificates_issued_total", 'kind="register"');
         // the admin API: no token 401, the read token 403, the admin token re-issues
         const url = `${base}/api/clusters/cluster1/reissue`;
         const tokens = server.server.apiTokens!;
@@ -250,11 +250,11 @@ for (const mode of ["per-cluster", "fleet-token"] as const) {
           const v = await view("cluster1");
           return v && !v.connected && v.cutOff !== null && /revoked/.test(v.cutOff) && !v.inSync ? v : undefined;
         });
-        expect(await metric("relay_rejections_total", 'reason="certificate_revoked"')).toBeGreaterThanOrEqual(1);
+        expect(await metric("gitmesh_relay_rejections_total", 'reason="certificate_revoked"')).toBeGreaterThanOrEqual(1);
         // the operator writes the new credential into the cluster (what `gitmesh cluster reissue` does)
         setCredential("cluster1", `${credential}\n`);
         await poll("cluster1 back with a new certificate", synced("cluster1"), 60_000);
-        expect(await metric("relay_certificates_issued_total", 'kind="register"')).toBe(issued + 1);
+        expect(await metric("gitmesh_relay_certificates_issued_total", 'kind="register"')).toBe(issued + 1);
         // single use: the same credential again is refused
         const reg = attacker("Registration", address, grpc.credentials.createSsl(Buffer.from(rootCaPem)));
         const again = await callUnary(reg.Register, reg, { cluster: "cluster1", token: credential, csrPem: createCsr("cluster1", generateKeyPem()).csrPem });

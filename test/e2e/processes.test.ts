@@ -426,7 +426,7 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
       await poll("rejections counted", async () => {
         let n = 0;
         for (const r of alive()) {
-          const m = /relay_rejections_total\{reason="bad_token"\} (\d+)/.exec(await (await fetch(`${r.base}/metrics`)).text());
+          const m = /gitmesh_relay_rejections_total\{reason="bad_token"\} (\d+)/.exec(await (await fetch(`${r.base}/metrics`)).text());
           n += Number(m?.[1] ?? 0);
         }
         return n >= 2;

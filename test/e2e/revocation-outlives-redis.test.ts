@@ -154,8 +154,8 @@ for (const mode of ["pki-dir", "kubernetes-secrets"] as const) {
       expect(refused!.message).toContain("gitmesh cluster reissue cluster1");
       // logged and counted by the restarted server
       expect(logLines().some((l) => l.msg === "relay rejected a request" && l.reason === "certificate_revoked" && l.cluster === "cluster1")).toBe(true);
-      expect(await metric("relay_rejections_total", 'reason="certificate_revoked"')).toBeGreaterThanOrEqual(1);
-      expect(await metric("relay_certificates_issued_total", 'kind="renew"')).toBe(0);
+      expect(await metric("gitmesh_relay_rejections_total", 'reason="certificate_revoked"')).toBeGreaterThanOrEqual(1);
+      expect(await metric("gitmesh_relay_certificates_issued_total", 'kind="renew"')).toBe(0);
       // the revoked certificate did not become the cluster's live identity
       const view = (await (await fetch(`${base()}/api/clusters/cluster1`, { headers: { connection: "close", authorization: `Bearer ${await admin()}` } })).json()) as { cutOff?: string | null };
       expect(view.cutOff ?? "").toMatch(/revoked/);

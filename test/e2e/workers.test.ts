@@ -215,11 +215,11 @@ describe("server replicas with --workers 0 and gitmesh worker processes", () => 
       expect(s.clusters.filter((c) => c.output !== null)).toEqual([]);
     }
     // The server exports the queue depth the workers' autoscaler reads (chart: HPA or KEDA on
-    // gitmesh_queue_depth), also while no worker runs, so that workers can scale up from zero.
+    // gitmesh_pipeline_queue_depth), also while no worker runs, so that workers can scale up from zero.
     for (const r of replicas) {
       const metrics = await (await fetch(`${r.base}/metrics`)).text();
-      const depth = [...metrics.matchAll(/^gitmesh_queue_depth\{type="(workspace|cluster)"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[2]), 0);
-      expect(depth, `${r.name}: gitmesh_queue_depth`).toBeGreaterThan(0);
+      const depth = [...metrics.matchAll(/^gitmesh_pipeline_queue_depth\{type="(workspace|cluster)"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[2]), 0);
+      expect(depth, `${r.name}: gitmesh_pipeline_queue_depth`).toBeGreaterThan(0);
     }
     // gitmesh check names the cause.
     const check = await new Promise<{ code: number | null; out: string }>((resolve) => {

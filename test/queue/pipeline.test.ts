@@ -152,9 +152,9 @@ describe("pipeline on Redis", () => {
     await feed(p);
     await p.idle();
     const text = await registry.metrics();
-    expect(text).toMatch(/gitmesh_translation_seconds_count\{stage="workspace"\} [1-9]/);
+    expect(text).toMatch(/gitmesh_pipeline_translation_seconds_count\{stage="workspace"\} [1-9]/);
     expect(text).toMatch(/gitmesh_pipeline_jobs_total\{type="cluster",result="completed"\} [1-9]/);
-    expect(text).toMatch(/gitmesh_queue_depth\{type="workspace"\} 0/);
+    expect(text).toMatch(/gitmesh_pipeline_queue_depth\{type="workspace"\} 0/);
     expect(text).toMatch(/gitmesh_pipeline_mode\{mode="redis"\} 1/);
   });
 });

@@ -22,7 +22,7 @@ describe("agent sessions", () => {
     sessions.streamChanged("cluster2", "push", true);
     sessions.streamChanged("cluster2", "pull", true);
     expect(sessions.held()).toEqual(["cluster1", "cluster2"]);
-    expect(await gauge(registry, "gitmesh_clusters_connected")).toBe(1);
+    expect(await gauge(registry, "gitmesh_server_clusters_connected")).toBe(1);
     t = 2_000;
     sessions.streamChanged("cluster1", "push", false);
     expect(sessions.held()).toEqual(["cluster2"]);

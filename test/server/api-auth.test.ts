@@ -166,7 +166,7 @@ describe("API bearer tokens", () => {
     const metrics = await fetch(`${base}/metrics`);
     expect(metrics.status).toBe(200);
     const text = await metrics.text();
-    for (const reason of ["missing", "invalid", "malformed", "forbidden"]) expect(text).toMatch(new RegExp(`gitmesh_api_auth_failures_total\\{reason="${reason}"\\} 1`));
+    for (const reason of ["missing", "invalid", "malformed", "forbidden"]) expect(text).toMatch(new RegExp(`gitmesh_server_api_auth_failures_total\\{reason="${reason}"\\} 1`));
     expect(text).not.toContain(READ);
   });
 

@@ -47,8 +47,8 @@ describe("commit in force", () => {
     expect(inForce.isRegistered("cluster3")).toBe(false);
     expect(adoptions).toEqual([{ commit: sha("a"), registered: inForce.registered(), atMs: 42_000 }]);
     expect(handed).toEqual([{ commit: sha("a"), ref: "main", state, changedKeys: ["KubernetesCluster/gloo-mesh/x"], atMs: 42_000 }]);
-    expect(await metric(registry, "gitmesh_commits_total", { result: "accepted" })).toBe(1);
-    expect(await metric(registry, "gitmesh_clusters_registered")).toBe(2);
+    expect(await metric(registry, "gitmesh_server_commits_total", { result: "accepted" })).toBe(1);
+    expect(await metric(registry, "gitmesh_server_clusters_registered")).toBe(2);
   });
 
   it("a rejected commit leaves the commit in force; the same rejection at every poll is counted once", async () => {
@@ -59,14 +59,14 @@ describe("commit in force", () => {
     expect(inForce.current()?.commit).toBe(sha("a"));
     expect(handed).toHaveLength(1);
     expect(adoptions).toHaveLength(1);
-    expect(await metric(registry, "gitmesh_commits_total", { result: "rejected" })).toBe(1);
-    expect(await metric(registry, "gitmesh_rejected_commit")).toBe(1);
+    expect(await metric(registry, "gitmesh_server_commits_total", { result: "rejected" })).toBe(1);
+    expect(await metric(registry, "gitmesh_server_commit_rejected")).toBe(1);
     const warnings = mem.records.filter((r) => r.msg.startsWith("commit rejected"));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]?.fields).toMatchObject({ commit: sha("b"), errors: 1, inForce: sha("a") });
     // A later good commit clears the gauge.
     await inForce.onOutcome(accepted(sha("c"), clustersState(["cluster1"])));
-    expect(await metric(registry, "gitmesh_rejected_commit")).toBe(0);
+    expect(await metric(registry, "gitmesh_server_commit_rejected")).toBe(0);
   });
 
   it("a new commit with the same configuration comes into force without re-translation; the same commit again changes nothing", async () => {
