@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
-import { compareRenders, DEFAULT_MAX_COMMENT_BODIES, GitRefNotFoundError, readRevisionFiles, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation } from "../git-sync/index.js";
+import { allowedDeletions, compareRenders, DEFAULT_MAX_COMMENT_BODIES, GitRefNotFoundError, readRevisionFiles, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation } from "../git-sync/index.js";
 import type { CiContext } from "../git-host/index.js";
 import { loadRevisions, renderedSide, renderRevisions } from "../translate/index.js";
 import { ExitCode, integerFlag, UsageError, type CliIo } from "./io.js";
@@ -94,9 +94,8 @@ export function registerDiff(program: Command, io: CliIo): void {
             else if (/[~^]|\.\.\.|^HEAD$/.test(spec)) throw new UsageError(`diff: ${spec}: relative revisions need a local clone (--repo <path>); a remote --repo takes a branch, tag or full commit SHA`);
             return await readRevisionFiles({ location, ref, logger, retry: { attempts: 3 }, ...(flags.subPath === undefined ? {} : { subPath: flags.subPath }) });
           } catch (err) {
-            // A revision the repository does not have is a failure (1), as a repository that is not there
-            // or refuses the token: the command line itself is well formed.
-            if (err instanceof GitRefNotFoundError) throw new Error(`diff: ${err.message}`);
+            // A revision the repository does not have: the command line names nothing (2), as a wrong flag.
+            if (err instanceof GitRefNotFoundError) throw new UsageError(`diff: ${err.message}`);
             throw err;
           }
         };
@@ -139,7 +138,10 @@ export function registerDiff(program: Command, io: CliIo): void {
 
         // Base in full, head incrementally from it; compareRenders then skips by identity what the head kept.
         const renders = renderRevisions(loaded, snapshots);
-        const report = compareRenders(renderedSide(flags.base, base.commit.oid, renders.base), renderedSide(flags.head, head.commit.oid, renders.head));
+        const headSide = renderedSide(flags.head, head.commit.oid, renders.head);
+        // Consent to a mass deletion: gitmesh.yaml's allowMassDeletion, and the head commit's trailers.
+        const allowMassDeletion = [...headSide.allowMassDeletion, ...allowedDeletions(head.commit.message).clusters];
+        const report = compareRenders(renderedSide(flags.base, base.commit.oid, renders.base), { ...headSide, allowMassDeletion });
         for (const d of sortDiagnostics(discoveryDiagnostics)) io.err(`${formatDiagnostic(d)}\n`);
 
         if (flags.format === "json") {
@@ -165,8 +167,14 @@ export function registerDiff(program: Command, io: CliIo): void {
             );
           }
         }
-        io.err(`${report.clusters.length} cluster(s) change; head: ${report.headErrors} error(s), ${report.introduced.length} diagnostic(s) introduced, ${report.fixed.length} fixed\n`);
-        io.exitCode = report.headErrors > 0 ? ExitCode.Failed : ExitCode.Ok;
+        const blocking = report.risks.filter((r) => r.blocking);
+        io.err(
+          (report.rejected === undefined ? `${String(report.clusters.length)} cluster(s) change` : `head would be rejected (${String(report.rejected.errors.length)} error(s)); clusters keep ${report.rejected.keeps.slice(0, 12)}`) +
+            `; head: ${String(report.headErrors)} error(s), ${String(report.introduced.length)} diagnostic(s) introduced, ${String(report.fixed.length)} fixed` +
+            (report.risks.length > 0 ? `; ${String(report.risks.length)} risk(s)${blocking.length > 0 ? `, ${String(blocking.length)} needing consent` : ""}` : "") +
+            "\n",
+        );
+        io.exitCode = report.headErrors > 0 || report.rejected !== undefined || blocking.length > 0 ? ExitCode.Failed : ExitCode.Ok;
       } finally {
         for (const d of temp) await rm(d, { recursive: true, force: true });
       }

@@ -102,7 +102,7 @@ export async function main(argv: readonly string[], io: CliIo = createIo()): Pro
     .addHelpText(
       "after",
       "\nExit codes (every command): 0 done; 1 failed (errors found, refused, not in sync, unreachable, not found, not authorized);\n" +
-        "2 usage (a flag or argument is wrong: fix the command line); 130 interrupted (Ctrl-C).\n" +
+        "2 usage (a flag or argument is wrong, or names what does not exist: fix the command line); 130 interrupted (Ctrl-C).\n" +
         "\ndemo, simulate and kube-emulator are development commands: they run from a source checkout; the container image does not ship them.\n",
     )
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })

@@ -1,5 +1,5 @@
 /** The one interface both platforms implement, and the status a diff report earns. */
-import { Severity } from "../core/index.js";
+import { Severity, type Diagnostic } from "../core/index.js";
 import type { DiffReport } from "../git-sync/index.js";
 
 /** Commit status context (GitHub `context`, GitLab `name`). */
@@ -39,15 +39,29 @@ export interface Reporter {
   post(input: PostInput): Promise<PostResult>;
 }
 
-/** `success`, or `failure` with the first error of head as `file:line: message`. */
+/**
+ * `failure` when head would be rejected (its first error), when a change cannot apply without consent (a
+ * mass deletion), or when head has errors (the first introduced one as `file:line: message`); `success` otherwise.
+ */
 export function statusOfReport(report: DiffReport): { state: ReportState; description: string } {
+  const at = (d: Diagnostic) => `${d.file ? `${d.file}:${String(d.line ?? 1)}: ` : ""}${d.code}: ${d.message}`;
+  if (report.rejected !== undefined) {
+    const [first] = report.rejected.errors;
+    const n = report.rejected.errors.length;
+    const more = n > 1 ? ` (+${String(n - 1)} more)` : "";
+    return { state: "failure", description: shorten(`would be rejected; clusters keep ${report.rejected.keeps.slice(0, 12)}${first ? `: ${at(first)}` : ""}`, STATUS_DESCRIPTION_MAX - more.length) + more };
+  }
+  const blocking = report.risks.filter((r) => r.blocking);
+  if (blocking.length > 0 && report.headErrors === 0) {
+    return { state: "failure", description: shorten(`needs consent: ${blocking.map((r) => `${r.cluster} ${r.kind}`).join(", ")} (Gitmesh-Allow-Deletion trailer)`) };
+  }
   if (report.headErrors === 0) {
     const n = report.clusters.length;
     return { state: "success", description: n === 0 ? "no rendered change" : `${n} cluster${n === 1 ? "" : "s"} change, no errors` };
   }
   const first = report.introduced.find((d) => d.severity === Severity.Error);
   const text = first
-    ? `${first.file ? `${first.file}:${first.line ?? 1}: ` : ""}${first.code}: ${first.message}`
+    ? at(first)
     : `head has ${report.headErrors} error${report.headErrors === 1 ? "" : "s"} (already in base)`;
   const more = report.headErrors > 1 && first ? ` (+${report.headErrors - 1} more)` : "";
   return { state: "failure", description: shorten(text, STATUS_DESCRIPTION_MAX - more.length) + more };

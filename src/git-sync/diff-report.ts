@@ -14,6 +14,32 @@ export interface RenderSide {
   readonly clusters: ReadonlyMap<string, readonly RenderedResource[]>;
   /** Loader and translation diagnostics of this revision. */
   readonly diagnostics: readonly Diagnostic[];
+  /**
+   * The loader's errors of this revision: the server rejects a commit that has any, and the last good
+   * commit stays in force everywhere (translation errors do not reject: output is "applied with errors").
+   * Absent or empty: the revision would come into force.
+   */
+  readonly rejection?: readonly Diagnostic[];
+  /**
+   * Clusters where this revision may delete any number of objects at once (`Gitmesh-Allow-Deletion`
+   * trailers of its commit, `allowMassDeletion` of its gitmesh.yaml; `*` = every cluster).
+   */
+  readonly allowMassDeletion?: readonly string[];
+}
+
+/** The agents' default mass-deletion guard (src/agent: `maxPruneFraction` 0.5, `pruneAlwaysAllowed` 2). */
+export const MASS_DELETION_DEFAULTS = { maxFraction: 0.5, alwaysAllowed: 2 } as const;
+
+/**
+ * What a reviewer must look at first: removed security policies, a gateway losing a host or a route,
+ * and a removal the agents would refuse (`blocking`: the commit needs consent before it can apply).
+ */
+export interface Risk {
+  readonly kind: "security-policy-removed" | "gateway-host-lost" | "gateway-route-lost" | "mass-deletion";
+  readonly cluster: string;
+  readonly message: string;
+  /** True when the change cannot apply as it is (the status is `failure` until it is consented to). */
+  readonly blocking: boolean;
 }
 
 export interface ResourceId {
@@ -45,6 +71,15 @@ export interface DiffReport {
   readonly fixed: readonly Diagnostic[];
   /** Error diagnostics in head (CI fails on these). */
   readonly headErrors: number;
+  /** Every error of head, introduced by it or already in base, sorted. */
+  readonly errors: readonly Diagnostic[];
+  /**
+   * Present when the server would reject head (its configuration does not load): the clusters keep
+   * base, so `clusters` is empty (nothing would change anywhere) and `errors` says why.
+   */
+  readonly rejected?: { readonly keeps: string; readonly errors: readonly Diagnostic[] };
+  /** Risks of the change, blocking ones first (empty for a rejected head). */
+  readonly risks: readonly Risk[];
 }
 
 /**
@@ -54,19 +89,76 @@ export interface DiffReport {
  * cluster whose object list is the same array on both sides costs nothing.
  */
 export function compareRenders(base: RenderSide, head: RenderSide): DiffReport {
+  const rejection = sortDiagnostics((head.rejection ?? []).filter((d) => d.severity === Severity.Error));
   const clusters: ClusterDiff[] = [];
-  for (const diff of clusterDiffs(base, head)) clusters.push(diff);
+  // A head the server would reject changes nothing: its render is not shown as if it would apply.
+  if (rejection.length === 0) for (const diff of clusterDiffs(base, head)) clusters.push(diff);
   const baseKeys = new Set(base.diagnostics.map(diagnosticKey));
   const headKeys = new Set(head.diagnostics.map(diagnosticKey));
+  const errors = sortDiagnostics(head.diagnostics.filter((d) => d.severity === Severity.Error));
   return {
     base: { ref: base.ref, commit: base.commit },
     head: { ref: head.ref, commit: head.commit },
     clusters,
     introduced: sortDiagnostics(head.diagnostics.filter((d) => !baseKeys.has(diagnosticKey(d)))),
     fixed: sortDiagnostics(base.diagnostics.filter((d) => !headKeys.has(diagnosticKey(d)))),
-    headErrors: head.diagnostics.filter((d) => d.severity === Severity.Error).length,
+    headErrors: errors.length,
+    errors,
+    ...(rejection.length > 0 ? { rejected: { keeps: base.commit, errors: rejection } } : {}),
+    risks: rejection.length > 0 ? [] : risksOf(base, head, clusters),
   };
 }
+
+const SECURITY_KINDS: ReadonlySet<string> = new Set(["AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication"]);
+
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access -- rendered objects are untyped JSON */
+/** Hosts a Gateway serves, or a VirtualService bound to a gateway (not only "mesh") routes. */
+function gatewayHosts(r: RenderedResource | undefined): Set<string> {
+  const spec = (r?.spec ?? {}) as Record<string, any>;
+  if (r?.kind === "Gateway") return new Set(((spec.servers ?? []) as { hosts?: string[] }[]).flatMap((srv) => srv.hosts ?? []));
+  if (r?.kind === "VirtualService" && ((spec.gateways ?? []) as string[]).some((g) => g !== "mesh")) return new Set((spec.hosts ?? []) as string[]);
+  return new Set();
+}
+
+/** Routes of a VirtualService bound to a gateway (0 for anything else). */
+function gatewayRoutes(r: RenderedResource | undefined): number {
+  const spec = (r?.spec ?? {}) as Record<string, any>;
+  if (r?.kind !== "VirtualService" || !((spec.gateways ?? []) as string[]).some((g) => g !== "mesh")) return 0;
+  return ((spec.http ?? []) as unknown[]).length + ((spec.tls ?? []) as unknown[]).length + ((spec.tcp ?? []) as unknown[]).length;
+}
+/* eslint-enable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access */
+
+function risksOf(base: RenderSide, head: RenderSide, clusters: readonly ClusterDiff[]): Risk[] {
+  const risks: Risk[] = [];
+  const allowed = new Set(head.allowMassDeletion ?? []);
+  for (const c of clusters) {
+    const before = index(base.clusters.get(c.cluster) ?? []);
+    const after = index(head.clusters.get(c.cluster) ?? []);
+    const owned = before.size;
+    const limit = Math.max(MASS_DELETION_DEFAULTS.alwaysAllowed, Math.floor(MASS_DELETION_DEFAULTS.maxFraction * owned));
+    if (c.removed.length > limit && !allowed.has("*") && !allowed.has(c.cluster)) {
+      risks.push({
+        kind: "mass-deletion",
+        cluster: c.cluster,
+        blocking: true,
+        message:
+          `removes ${String(c.removed.length)} of ${String(owned)} objects, above the agents' default limit of ${String(limit)}: the agent will refuse the whole deletion. ` +
+          `If it is intended, add the trailer "Gitmesh-Allow-Deletion: ${c.cluster}" to the commit (git commit --trailer "Gitmesh-Allow-Deletion: ${c.cluster}").`,
+      });
+    }
+    for (const r of c.removed) if (SECURITY_KINDS.has(r.kind)) risks.push({ kind: "security-policy-removed", cluster: c.cluster, blocking: false, message: `${r.kind} ${describeId(r)} is removed: the workloads it selected lose that policy` });
+    for (const [key, a] of before) {
+      const b = after.get(key);
+      const lost = [...gatewayHosts(a)].filter((h) => !gatewayHosts(b).has(h));
+      if (lost.length > 0) risks.push({ kind: "gateway-host-lost", cluster: c.cluster, blocking: false, message: `${a.kind} ${describeId(idOf(a))} ${b === undefined ? "is removed" : "no longer serves"}: ${lost.sort(cmp).join(", ")} ${b === undefined ? "lose(s) it at the gateway" : "at the gateway"}` });
+      else if (b !== undefined && gatewayRoutes(b) < gatewayRoutes(a)) risks.push({ kind: "gateway-route-lost", cluster: c.cluster, blocking: false, message: `${a.kind} ${describeId(idOf(a))} goes from ${String(gatewayRoutes(a))} to ${String(gatewayRoutes(b))} gateway routes` });
+    }
+  }
+  const rank = (r: Risk) => (r.blocking ? 0 : 1);
+  return risks.sort((x, y) => rank(x) - rank(y) || cmp(x.cluster, y.cluster) || cmp(x.message, y.message));
+}
+
+const describeId = (r: ResourceId) => `\`${r.namespace === "" ? r.name : `${r.namespace}/${r.name}`}\``;
 
 /** The changed clusters, sorted by name, one at a time (YAML is made for one cluster's changes at a time). */
 function* clusterDiffs(base: Pick<RenderSide, "clusters">, head: Pick<RenderSide, "clusters">): Generator<ClusterDiff> {
@@ -161,12 +253,25 @@ export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}
   const max = options.maxChars ?? 65_000;
   const title = `### gitmesh: rendered Istio diff \`${short(report.base.commit)}\` (${report.base.ref}) → \`${short(report.head.commit)}\` (${report.head.ref})`;
   const head: string[] = [];
-  if (report.clusters.length === 0) {
+  const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString("en")} ${n === 1 ? one : many}`;
+  if (report.rejected !== undefined) {
+    head.push(
+      `:no_entry: **This commit would be rejected**: its configuration has ${plural(report.rejected.errors.length, "error")}, so the server keeps \`${short(report.rejected.keeps)}\` (${report.base.ref}) in force on every cluster. Nothing would change; fix the errors below.\n`,
+    );
+  } else if (report.clusters.length === 0) {
     head.push("**No rendered change.** No Istio resource is added, changed or removed in any cluster.\n");
   } else {
+    if (report.risks.length > 0) {
+      head.push(
+        `**Risks** (${String(report.risks.length)})\n\n` +
+          report.risks.map((r) => `- ${r.blocking ? ":no_entry: **needs consent**" : ":warning:"} ${r.cluster}: ${r.message}`).join("\n") +
+          "\n\n",
+      );
+    }
     const total = (k: "added" | "changed" | "removed") => report.clusters.reduce((n, c) => n + c[k].length, 0);
+    const objects = total("added") + total("changed") + total("removed");
     head.push(
-      `${report.clusters.length} cluster${report.clusters.length === 1 ? "" : "s"} change: ${total("added")} added, ${total("changed")} changed, ${total("removed")} removed.\n\n` +
+      `**Clusters:** ${plural(report.clusters.length, "cluster")} change. **Objects:** ${plural(objects, "object")} — ${total("added").toLocaleString("en")} added, ${total("changed").toLocaleString("en")} changed, ${total("removed").toLocaleString("en")} removed.\n\n` +
         "| cluster | added | changed | removed |\n|---|---:|---:|---:|\n" +
         report.clusters.map((c) => `| ${c.cluster} | ${c.added.length} | ${c.changed.length} | ${c.removed.length} |`).join("\n") +
         "\n",
@@ -178,9 +283,15 @@ export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}
     diagBlocks.push(`\n**${label}** (${list.length})\n\n`);
     for (const d of list) diagBlocks.push(`- \`${formatDiagnostic(d).replace(/`/g, "'")}\`\n`);
   };
+  if (report.rejected !== undefined) diagSection("Why it would be rejected", report.rejected.errors);
   diagSection("Diagnostics introduced by head", report.introduced);
   diagSection("Diagnostics fixed by head", report.fixed);
-  if (report.headErrors > 0) diagBlocks.push(`\n:x: head has ${report.headErrors} error${report.headErrors === 1 ? "" : "s"}.\n`);
+  if (report.headErrors > 0) {
+    // Every error of head is listed: those it introduces above, those it keeps from base here.
+    const listed = new Set([...(report.rejected?.errors ?? []), ...report.introduced].map(diagnosticKey));
+    diagSection("Errors head keeps from base", report.errors.filter((d) => !listed.has(diagnosticKey(d))));
+    diagBlocks.push(`\n:x: head has ${plural(report.headErrors, "error")}.\n`);
+  }
 
   interface Section {
     readonly cluster: string;

@@ -6,7 +6,7 @@
  */
 import type { SourceFile } from "../config/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
-import { compareRenders, renderJson } from "../git-sync/index.js";
+import { allowedDeletions, compareRenders, renderJson } from "../git-sync/index.js";
 import { loadRevisions, renderedSide, renderRevisions } from "../translate/index.js";
 
 export interface DiffRevision {
@@ -15,11 +15,15 @@ export interface DiffRevision {
   /** The commit read. */
   readonly commit: string;
   readonly files: readonly SourceFile[];
+  /** The commit message (its `Gitmesh-Allow-Deletion` trailers consent to a mass deletion). */
+  readonly message?: string;
 }
 
 export function renderDiffReport(base: DiffRevision, head: DiffRevision, discovery: ReadonlyMap<string, DiscoverySnapshot>): string {
   const renders = renderRevisions(loadRevisions(base.files, head.files), discovery);
-  return renderJson(compareRenders(renderedSide(base.ref, base.commit, renders.base), renderedSide(head.ref, head.commit, renders.head)));
+  const headSide = renderedSide(head.ref, head.commit, renders.head);
+  const allowMassDeletion = [...headSide.allowMassDeletion, ...allowedDeletions(head.message ?? "").clusters];
+  return renderJson(compareRenders(renderedSide(base.ref, base.commit, renders.base), { ...headSide, allowMassDeletion }));
 }
 
 /**

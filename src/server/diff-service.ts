@@ -78,7 +78,7 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
   const read = async (ref: string): Promise<DiffRevision> => {
     try {
       const rev = await readRevisionFiles({ location: options.location, ref, logger: options.logger, retry: { attempts: 2 }, ...(options.subPath === undefined ? {} : { subPath: options.subPath }), ...(options.http === undefined ? {} : { http: options.http }) });
-      return { ref, commit: rev.commit.oid, files: rev.files };
+      return { ref, commit: rev.commit.oid, files: rev.files, message: rev.commit.message };
     } catch (err) {
       if (err instanceof GitRefNotFoundError) throw new HttpError(404, `commit ${ref} is not in the configuration repository`);
       throw err;

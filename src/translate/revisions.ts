@@ -27,7 +27,7 @@
 import { loadDesiredState, SETTINGS_FILE, updateDesiredState, type LoadResult, type SourceFile } from "../config/index.js";
 import { affectedWorkspaces } from "./incremental.js";
 import type { DiscoveryMap } from "./input.js";
-import type { Diagnostic } from "../core/index.js";
+import { Severity, type Diagnostic } from "../core/index.js";
 import type { IstioResource, TranslationResult } from "./types.js";
 import { retranslate, translateAll, type TranslateOptions } from "./workspace.js";
 
@@ -84,13 +84,24 @@ export function loadRevisions(base: readonly SourceFile[], head: readonly Source
   return { base: baseLoad, head: headLoad, changedKeys: headLoad.changedKeys };
 }
 
-/** One side of a diff as git-sync's compareRenders takes it: the revision's output per cluster and every diagnostic (load, then translation). */
-export function renderedSide(ref: string, commit: string, render: RevisionRender): { ref: string; commit: string; clusters: Map<string, readonly IstioResource[]>; diagnostics: Diagnostic[] } {
+/**
+ * One side of a diff as git-sync's compareRenders takes it: the revision's output per cluster, every
+ * diagnostic (load, then translation), the load errors for which the server would reject the revision,
+ * and the clusters its gitmesh.yaml allows to delete any number of objects (callers add the commit's
+ * `Gitmesh-Allow-Deletion` trailers).
+ */
+export function renderedSide(
+  ref: string,
+  commit: string,
+  render: RevisionRender,
+): { ref: string; commit: string; clusters: Map<string, readonly IstioResource[]>; diagnostics: Diagnostic[]; rejection: Diagnostic[]; allowMassDeletion: string[] } {
   return {
     ref,
     commit,
     clusters: new Map([...render.result.clusters].map(([c, out]) => [c, out.resources])),
     diagnostics: [...render.load.diagnostics, ...render.result.diagnostics],
+    rejection: render.load.diagnostics.filter((d) => d.severity === Severity.Error),
+    allowMassDeletion: [...render.load.state.settings.allowMassDeletion],
   };
 }
 

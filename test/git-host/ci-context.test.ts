@@ -47,7 +47,7 @@ describe("ciContextFromEnv", () => {
 });
 
 describe("statusOfReport", () => {
-  const report = { base: { ref: "a", commit: HEAD }, head: { ref: "b", commit: HEAD }, clusters: [], introduced: [], fixed: [] };
+  const report = { base: { ref: "a", commit: HEAD }, head: { ref: "b", commit: HEAD }, clusters: [], introduced: [], fixed: [], errors: [], risks: [] };
   it("success without errors; failure with the first introduced error as file:line, at most 140 characters", () => {
     expect(statusOfReport({ ...report, headErrors: 0 })).toEqual({ state: "success", description: "no rendered change" });
     const long = { code: "SCHEMA", severity: "error" as const, file: "w/rt.yaml", line: 7, message: "x".repeat(300) };
@@ -57,5 +57,15 @@ describe("statusOfReport", () => {
     expect(s.description.endsWith("… (+2 more)")).toBe(true);
     expect(s.description.length).toBe(140);
     expect(statusOfReport({ ...report, headErrors: 1 }).description).toBe("head has 1 error (already in base)");
+  });
+
+  it("failure when head would be rejected (clusters keep base), and when a change needs consent", () => {
+    const bad = { code: "YAML_SYNTAX", severity: "error" as const, file: "w/rt.yaml", line: 3, message: "bad indentation" };
+    const rejected = statusOfReport({ ...report, headErrors: 2, errors: [bad, bad], rejected: { keeps: "c".repeat(40), errors: [bad, bad] } });
+    expect(rejected).toEqual({ state: "failure", description: "would be rejected; clusters keep cccccccccccc: w/rt.yaml:3: YAML_SYNTAX: bad indentation (+1 more)" });
+    const consent = statusOfReport({ ...report, headErrors: 0, risks: [{ kind: "mass-deletion", cluster: "cluster1", message: "m", blocking: true }] });
+    expect(consent.state).toBe("failure");
+    expect(consent.description).toContain("cluster1 mass-deletion");
+    expect(statusOfReport({ ...report, headErrors: 0, risks: [{ kind: "security-policy-removed", cluster: "cluster1", message: "m", blocking: false }] }).state).toBe("success");
   });
 });

@@ -103,8 +103,10 @@ describe("gitmesh diff --post github", () => {
     const [status] = gh.statuses.get(repo.broken) ?? [];
     expect(status?.state).toBe("failure");
     expect(status?.context).toBe("gitmesh/diff");
-    expect(status?.description).toMatch(new RegExp(`^${BROKEN_FILE.replace(/[.]/g, "\\.")}:\\d+: `));
+    // A head whose configuration does not load would be rejected: the server keeps base in force.
+    expect(status?.description).toMatch(new RegExp(`^would be rejected; clusters keep [0-9a-f]{12}: ${BROKEN_FILE.replace(/[.]/g, "\\.")}:\\d+: `));
     expect(status!.description!.length).toBeLessThanOrEqual(140);
+    expect(comments()[0]!.body).toContain("**This commit would be rejected**");
     expect(comments()[0]!.body).toContain(":x: head has");
   });
 

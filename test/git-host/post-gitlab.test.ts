@@ -88,7 +88,7 @@ describe("gitmesh diff --post gitlab", () => {
     expect(r.code).toBe(1);
     const [s] = gl.statuses.get(repo.broken) ?? [];
     expect(s?.status).toBe("failed");
-    expect(s?.description).toMatch(new RegExp(`^${BROKEN_FILE.replace(/[.]/g, "\\.")}:\\d+: `));
+    expect(s?.description).toMatch(new RegExp(`^would be rejected; clusters keep [0-9a-f]{12}: ${BROKEN_FILE.replace(/[.]/g, "\\.")}:\\d+: `));
     expect(s!.description!.length).toBeLessThanOrEqual(140);
   });
 

@@ -89,10 +89,10 @@ describe("gitmesh diff", () => {
     expect(remote.err).not.toContain(TOKEN);
   });
 
-  it("answers usage errors with exit 2, and a revision the repository lacks with exit 1", async () => {
+  it("answers usage errors with exit 2, a revision the repository lacks among them", async () => {
     expect((await run(["--repo", server.repoPath("mesh"), "--base", base])).code).toBe(2);
     const missing = await run(["--repo", server.repoPath("mesh"), "--base", base, "--head", "no-such-branch", "--discovery", DISCOVERY]);
-    expect(missing.code).toBe(1);
+    expect(missing.code).toBe(2);
     expect(missing.err).toContain("no-such-branch");
     await server.createRepo("no-audit");
     await server.commitFiles("no-audit", { "a.yaml": "x: 1\n" }, "one");

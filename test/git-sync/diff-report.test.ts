@@ -137,8 +137,8 @@ describe("rendered diff report", () => {
       const chunks = [...renderJsonChunks(r)];
       expect(chunks.join("")).toBe(JSON.stringify(r, null, 2) + "\n");
       expect(renderJson(r)).toBe(JSON.stringify(r, null, 2) + "\n");
-      // one piece per changed cluster, plus one per other member (5), the list's start and end, and the closing brace
-      if (r.clusters.length > 0) expect(chunks.length).toBe(r.clusters.length + 8);
+      // one piece per changed cluster, plus one per other member (7), the list's start and end, and the closing brace
+      if (r.clusters.length > 0) expect(chunks.length).toBe(r.clusters.length + 10);
     }
     expect(reports.map((r) => r.clusters.length)).toEqual([2, 3, 0, 4]);
   });
@@ -150,5 +150,69 @@ describe("rendered diff report", () => {
     // changes 2·context lines apart share one hunk
     expect(unifiedDiff("1\n2\n3\n4\n5\n6\n7\n8\n", "x\n2\n3\n4\n5\n6\n7\ny\n")).toBe("@@ -1,8 +1,8 @@\n-1\n+x\n 2\n 3\n 4\n 5\n 6\n 7\n-8\n+y\n");
     expect(unifiedDiff(a, a)).toBe("");
+  });
+});
+
+// What the issue asks of a PR diff that tells what will happen (#38 item 3), from the server's rules: a
+// commit whose configuration does not load is rejected and the last good one stays in force; agents refuse
+// to delete more than max(2, 50 % of what they own) at once unless the commit consents.
+describe("a PR diff that tells what will happen", () => {
+  const yamlError = diag("YAML_SYNTAX", "error", "workspaces/web/broken.yaml", 4, "bad indentation of a mapping entry");
+  const schemaError = diag("SCHEMA", "error", "workspaces/web/rt.yaml", 9, "/spec/http/0/matchers must be array");
+  const authz = (cluster: string): RenderedResource => ({ apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata: { name: "reviews", namespace: "web", labels: { "gitmesh.io/cluster": cluster } }, spec: { action: "ALLOW" } });
+  const gateway = (hosts: string[]): RenderedResource => ({ apiVersion: "networking.istio.io/v1", kind: "Gateway", metadata: { name: "ingress", namespace: "istio-gateways" }, spec: { servers: [{ hosts, port: { number: 8443, name: "https", protocol: "HTTPS" } }] } });
+  const gwRoute = (routes: number): RenderedResource => ({ apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name: "productpage", namespace: "web" }, spec: { hosts: ["www.example.com"], gateways: ["istio-gateways/ingress"], http: Array.from({ length: routes }, (_, i) => ({ name: `r${String(i)}` })) } });
+
+  it("a head the server would reject: says so, keeps base, lists every error, shows no change as real, fails", () => {
+    const rejected = compareRenders(base, { ...head, clusters: new Map(), diagnostics: [yamlError, schemaError, ...head.diagnostics], rejection: [yamlError, schemaError] });
+    expect(rejected.rejected).toEqual({ keeps: base.commit, errors: [schemaError, yamlError].sort((a, b) => (a.file! < b.file! ? -1 : 1)) });
+    expect(rejected.clusters).toEqual([]); // base's objects are not "removed": nothing changes anywhere
+    expect(rejected.risks).toEqual([]);
+    const body = renderMarkdown(rejected).join("\n");
+    expect(body).toContain("**This commit would be rejected**: its configuration has 2 errors, so the server keeps `aaaaaaaaaaaa` (main) in force on every cluster. Nothing would change");
+    for (const d of [yamlError, schemaError, head.diagnostics[1]!]) expect(body).toContain(d.message);
+    expect(body).not.toMatch(/removed\)|#### - /);
+  });
+
+  it("lists every error of head, the ones it keeps from base too", () => {
+    const kept = compareRenders(base, { ...head, diagnostics: [...head.diagnostics, base.diagnostics[1]!] });
+    const body = renderMarkdown(kept).join("\n");
+    expect(kept.errors.map((d) => d.code)).toEqual(["OLD_ONE", "BAD_TIMEOUT"]);
+    expect(body).toContain("**Errors head keeps from base** (1)");
+    expect(body).toContain("fixed later");
+    expect(body).toContain(":x: head has 2 errors.");
+  });
+
+  it("puts risks first: a removed AuthorizationPolicy, a gateway losing a host or routes", () => {
+    const b: RenderSide = { ...base, clusters: new Map([["cluster1", [authz("cluster1"), gateway(["www.example.com", "api.example.com"]), gwRoute(3), dr("cluster1", "a"), dr("cluster1", "b"), dr("cluster1", "c")]]]), diagnostics: [] };
+    const h: RenderSide = { ...head, clusters: new Map([["cluster1", [gateway(["www.example.com"]), gwRoute(2), dr("cluster1", "a"), dr("cluster1", "b"), dr("cluster1", "c")]]]), diagnostics: [] };
+    const r = compareRenders(b, h);
+    expect(r.risks.map((x) => [x.kind, x.blocking]).sort()).toEqual([
+      ["gateway-host-lost", false],
+      ["gateway-route-lost", false],
+      ["security-policy-removed", false],
+    ]);
+    expect(r.risks.find((x) => x.kind === "gateway-host-lost")!.message).toContain("api.example.com");
+    const body = renderMarkdown(r).join("\n");
+    expect(body.indexOf("**Risks** (3)")).toBeGreaterThan(0);
+    expect(body.indexOf("**Risks** (3)")).toBeLessThan(body.indexOf("**Clusters:**"));
+  });
+
+  it("a removal above the agents' mass-deletion limit needs consent; the trailer or gitmesh.yaml gives it", () => {
+    const many = (n: number) => Array.from({ length: n }, (_, i) => dr("cluster1", `d${String(i)}`));
+    const b: RenderSide = { ...base, clusters: new Map([["cluster1", many(10)]]), diagnostics: [] };
+    // 10 owned: the limit is max(2, 5) = 5. Removing 5 passes; 6 needs consent.
+    expect(compareRenders(b, { ...head, clusters: new Map([["cluster1", many(5)]]), diagnostics: [] }).risks).toEqual([]);
+    const six = { ...head, clusters: new Map([["cluster1", many(4)]]), diagnostics: [] };
+    const refused = compareRenders(b, six);
+    expect(refused.risks).toEqual([expect.objectContaining({ kind: "mass-deletion", cluster: "cluster1", blocking: true })]);
+    expect(refused.risks[0]!.message).toContain('Gitmesh-Allow-Deletion: cluster1');
+    expect(renderMarkdown(refused)[0]).toContain(":no_entry: **needs consent** cluster1: removes 6 of 10 objects");
+    expect(compareRenders(b, { ...six, allowMassDeletion: ["cluster1"] }).risks).toEqual([]);
+    expect(compareRenders(b, { ...six, allowMassDeletion: ["*"] }).risks).toEqual([]);
+    expect(compareRenders(b, { ...six, allowMassDeletion: ["cluster2"] }).risks).toHaveLength(1);
+    // A small cluster: two removals are always allowed.
+    const small: RenderSide = { ...base, clusters: new Map([["cluster1", many(2)]]), diagnostics: [] };
+    expect(compareRenders(small, { ...head, clusters: new Map([["cluster1", []]]), diagnostics: [] }).risks).toEqual([]);
   });
 });
