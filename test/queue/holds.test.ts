@@ -134,6 +134,47 @@ describe("completeness per dependency (pipeline)", () => {
     expect(sink.last.get("cluster1")!.held).toBeUndefined();
   });
 
+  it("a failing workspace keeps holding a deletion it already held, even when the hold's other reason goes away", async () => {
+    // shared spans every registered cluster. Its s2 leaves Git while cluster3 is silent: held for
+    // discovery. Then shared fails and cluster3 leaves Git in the same commit: the discovery reason is
+    // gone, but shared has not translated that commit, so s2 must stay (cause "workspace") until it does.
+    let failShared = false;
+    const { p, sink } = await make({
+      translators: {
+        translateWorkspace: (ws, d, disc) => {
+          if (ws === "shared" && failShared) throw new NeedsHumanError("shared cannot be translated (test)");
+          return translateWorkspace(ws, d, disc);
+        },
+        assembleCluster,
+      },
+    });
+    const three = [...TWO, "cluster3"];
+    for (const c of TWO) await p.setDiscovery(c, snapshotOf(c));
+    await p.setDesiredState({ commit: "c1", ref: "main", state: meshState({ ...base, clusters: three }), changedKeys: [] });
+    await p.idle();
+    const fewer = { ...base.tables, shared: ["s1"] };
+    await p.setDesiredState({ commit: "c2", ref: "main", state: meshState({ clusters: three, tables: fewer }), changedKeys: [] });
+    await p.idle();
+    const s2 = vsKey("shared", "s2", "cluster1");
+    expect(sink.last.get("cluster1")!.held).toEqual([expect.objectContaining({ cause: "discovery", objects: [s2] })]);
+
+    failShared = true;
+    await p.setDesiredState({ commit: "c3", ref: "main", state: meshState({ clusters: TWO, tables: fewer }), changedKeys: [] });
+    await p.idle();
+    const out = sink.last.get("cluster1")!;
+    expect(out.sourceCommit).toBe("c3");
+    expect(keys(out)).toContain(s2);
+    expect(out.held).toEqual([expect.objectContaining({ cause: "workspace", objects: [vsKey("shared", "s1", "cluster1"), s2] })]);
+    expect(out.held![0]!.reason).toContain("shared cannot be translated");
+
+    // shared translates again (cluster3 gone, every cluster it depends on reported): s2 goes.
+    failShared = false;
+    await p.setDesiredState({ commit: "c4", ref: "main", state: meshState({ clusters: TWO, tables: { ...fewer, apps: ["a1"] } }), changedKeys: [] });
+    await p.idle();
+    expect(keys(sink.last.get("cluster1"))).not.toContain(s2);
+    expect(sink.last.get("cluster1")!.held).toBeUndefined();
+  });
+
   it("carries allowMassDeletion for the named clusters of one commit only, and ignoreDifferences from gitmesh.yaml", async () => {
     const { p, sink } = await make();
     for (const c of TWO) await p.setDiscovery(c, snapshotOf(c));
