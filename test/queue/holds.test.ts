@@ -5,7 +5,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { NeedsHumanError } from "../../src/core/index.js";
-import { createPipeline, type OutputEvent, type Pipeline, type PipelineOptions } from "../../src/queue/index.js";
+import { computeHolds, createPipeline, type OutputEvent, type Pipeline, type PipelineOptions } from "../../src/queue/index.js";
+import type { WorkspaceStatus } from "../../src/store/index.js";
 import { assembleCluster, resourceKey, translateWorkspace } from "../../src/translate/index.js";
 import { outputSink } from "./fixture.js";
 import { meshState, snapshotOf, vsKey, type MeshSpec } from "./holds-fixture.js";
@@ -197,5 +198,33 @@ describe("completeness per dependency (pipeline)", () => {
     const rule = { group: "networking.istio.io", kind: "VirtualService", jsonPointers: ["/spec/http/0/route/0/weight"] };
     expect(sink.last.get("cluster1")!.options).toEqual({ ignoreDifferences: [rule] });
     expect(sink.last.get("cluster2")!.options).toEqual({ allowMassDeletion: true, ignoreDifferences: [rule] });
+  });
+});
+
+describe("computeHolds: an output without the cluster's own discovery", () => {
+  // In the pipeline a cluster that has not reported gets no fragments, hence seldom a cluster job (a
+  // re-assessment of an output it already has, a replica reading discovery late): the rule is checked
+  // here, where it is decided, rather than through a timing the pipeline rarely produces.
+  it("is published, never as complete, and says which cluster has not reported; with its discovery it is complete", async () => {
+    const { p, sink } = await make();
+    for (const c of TWO) await p.setDiscovery(c, snapshotOf(c));
+    const desired = meshState(base);
+    await p.setDesiredState({ commit: "c1", ref: "main", state: desired, changedKeys: [] });
+    await p.idle();
+    const assembled = sink.last.get("cluster1")!.resources;
+    expect(assembled.length).toBeGreaterThan(0);
+    const statuses = new Map<string, WorkspaceStatus>(
+      Object.keys(base.tables).map((w) => [w, { workspace: w, commit: "c1", generation: 1, diagnostics: [], discovered: TWO, atMs: 0 }]),
+    );
+    const input = { cluster: "cluster1", assembled, previous: undefined, desired, statuses, discovered: new Set(["cluster2"]), nowMs: 0 };
+
+    const silent = computeHolds({ ...input, live: undefined });
+    expect(silent.resources.map(resourceKey)).toEqual(assembled.map(resourceKey));
+    expect(silent.held).toEqual([]);
+    expect(silent).toMatchObject({ incompleteReason: expect.stringContaining('no discovery from cluster "cluster1"') });
+
+    const reported = computeHolds({ ...input, discovered: new Set(TWO), live: [] });
+    expect(reported.resources.map(resourceKey)).toEqual(assembled.map(resourceKey));
+    expect(reported.incompleteReason).toBeUndefined();
   });
 });
