@@ -25,6 +25,21 @@ async function make(options: Partial<PipelineOptions> = {}) {
 const keys = (e: OutputEvent | undefined) => (e?.resources ?? []).map(resourceKey);
 const vs = (e: OutputEvent | undefined, key: string) => JSON.stringify(e?.resources.find((r) => resourceKey(r) === key));
 
+/** The real translators, except that `workspace` fails (needs a person) while `failing` is set. */
+function failable(workspace: string) {
+  const state = {
+    failing: false,
+    translators: {
+      translateWorkspace: ((ws, d, disc) => {
+        if (ws === workspace && state.failing) throw new NeedsHumanError(`${workspace} cannot be translated (test)`);
+        return translateWorkspace(ws, d, disc);
+      }) satisfies typeof translateWorkspace,
+      assembleCluster,
+    },
+  };
+  return state;
+}
+
 const TWO = ["cluster1", "cluster2"];
 const base: MeshSpec = { clusters: TWO, tables: { apps: ["a1", "a2"], team: ["t1", "t2"], shared: ["s1", "s2"] } };
 
@@ -105,20 +120,12 @@ describe("completeness per dependency (pipeline)", () => {
   });
 
   it("a failing workspace holds only its own deletions, says so, and lets go when it translates again", async () => {
-    let failTeam = false;
-    const { p, sink } = await make({
-      translators: {
-        translateWorkspace: (ws, d, disc) => {
-          if (ws === "team" && failTeam) throw new NeedsHumanError("team cannot be translated (test)");
-          return translateWorkspace(ws, d, disc);
-        },
-        assembleCluster,
-      },
-    });
+    const team = failable("team");
+    const { p, sink } = await make({ translators: team.translators });
     for (const c of TWO) await p.setDiscovery(c, snapshotOf(c));
     await p.setDesiredState({ commit: "c1", ref: "main", state: meshState(base), changedKeys: [] });
     await p.idle();
-    failTeam = true;
+    team.failing = true;
     const next = { clusters: TWO, tables: { apps: ["a1"], team: ["t1"], shared: ["s1", "s2"] } };
     await p.setDesiredState({ commit: "c2", ref: "main", state: meshState(next), changedKeys: [] });
     await p.idle();
@@ -128,7 +135,7 @@ describe("completeness per dependency (pipeline)", () => {
     expect(keys(out)).toContain(vsKey("team", "t2", "cluster1"));
     expect(out.held).toEqual([expect.objectContaining({ cause: "workspace", objects: [vsKey("team", "t1", "cluster1"), vsKey("team", "t2", "cluster1")] })]);
     expect(out.held![0]!.reason).toContain("team cannot be translated");
-    failTeam = false;
+    team.failing = false;
     await p.setDesiredState({ commit: "c3", ref: "main", state: meshState({ ...next, tables: { ...next.tables, shared: ["s1"] } }), changedKeys: [] });
     await p.idle();
     expect(keys(sink.last.get("cluster1"))).not.toContain(vsKey("team", "t2", "cluster1"));
@@ -139,16 +146,8 @@ describe("completeness per dependency (pipeline)", () => {
     // shared spans every registered cluster. Its s2 leaves Git while cluster3 is silent: held for
     // discovery. Then shared fails and cluster3 leaves Git in the same commit: the discovery reason is
     // gone, but shared has not translated that commit, so s2 must stay (cause "workspace") until it does.
-    let failShared = false;
-    const { p, sink } = await make({
-      translators: {
-        translateWorkspace: (ws, d, disc) => {
-          if (ws === "shared" && failShared) throw new NeedsHumanError("shared cannot be translated (test)");
-          return translateWorkspace(ws, d, disc);
-        },
-        assembleCluster,
-      },
-    });
+    const shared = failable("shared");
+    const { p, sink } = await make({ translators: shared.translators });
     const three = [...TWO, "cluster3"];
     for (const c of TWO) await p.setDiscovery(c, snapshotOf(c));
     await p.setDesiredState({ commit: "c1", ref: "main", state: meshState({ ...base, clusters: three }), changedKeys: [] });
@@ -159,7 +158,7 @@ describe("completeness per dependency (pipeline)", () => {
     const s2 = vsKey("shared", "s2", "cluster1");
     expect(sink.last.get("cluster1")!.held).toEqual([expect.objectContaining({ cause: "discovery", objects: [s2] })]);
 
-    failShared = true;
+    shared.failing = true;
     await p.setDesiredState({ commit: "c3", ref: "main", state: meshState({ clusters: TWO, tables: fewer }), changedKeys: [] });
     await p.idle();
     const out = sink.last.get("cluster1")!;
@@ -169,7 +168,7 @@ describe("completeness per dependency (pipeline)", () => {
     expect(out.held![0]!.reason).toContain("shared cannot be translated");
 
     // shared translates again (cluster3 gone, every cluster it depends on reported): s2 goes.
-    failShared = false;
+    shared.failing = false;
     await p.setDesiredState({ commit: "c4", ref: "main", state: meshState({ clusters: TWO, tables: { ...fewer, apps: ["a1"] } }), changedKeys: [] });
     await p.idle();
     expect(keys(sink.last.get("cluster1"))).not.toContain(s2);
