@@ -216,6 +216,11 @@ const auditCommits = async () => {
   if (head === undefined) return [];
   return (await git.git("mesh", ["log", "--format=%H", "refs/heads/gitmesh/rendered"])).trim().split("\n");
 };
+/** The source commit each audit commit renders (its Source-Commit trailer), newest first. */
+const auditSources = async () => {
+  if ((await git.revParse("mesh", "refs/heads/gitmesh/rendered")) === undefined) return [];
+  return (await git.git("mesh", ["log", "--format=%(trailers:key=Source-Commit,valueonly,separator=)", "refs/heads/gitmesh/rendered"])).split("\n").map((l) => l.trim()).filter((l) => l !== "");
+};
 /** Changes to the bookinfo-backends workspace: it selects cluster1 and cluster2 by name, not cluster3. */
 const backends = backendsTimeoutChanges();
 
@@ -315,9 +320,6 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     expect(objects("cluster3")).toEqual(before.get("cluster3"));
     for (const c of CLUSTERS) await expectMatchesOutput(c);
     await poll("one audit commit for the push", async () => (await auditCommits()).length === auditBefore + 1);
-    // ... and only one: give a second writer time to show up.
-    await new Promise((r) => setTimeout(r, 3000));
-    expect(await auditCommits()).toHaveLength(auditBefore + 1);
     expectNothingPruned();
 
     // The read API tells the commit's journey (the real server, not a stub): accepted, applied on the
@@ -341,6 +343,18 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     expect(input.cluster).toBe("cluster1");
     expect(input.checksum).toMatch(/\S/);
     expect(input.snapshot.services?.map((s) => s.name)).toContain("reviews");
+
+    // ... and only one audit commit for it: not after a fixed sleep, but once a later commit converged
+    // and got its own audit commit (the writers moved on): a second writer of the first would show by then.
+    const later = await git.commitFiles("mesh", backends.next(), "backends: another timeout");
+    expect((await pushHint(later)).status).toBe(202);
+    await poll("the later push converged", converged({ cluster1: later, cluster2: later }, later), 90_000);
+    await poll("the later push's audit commit", async () => ((await auditSources()).includes(later) ? true : undefined));
+    const sources = await auditSources();
+    expect(sources.filter((s) => s === sha)).toHaveLength(1);
+    expect(sources.filter((s) => s === later)).toHaveLength(1);
+    expect(await auditCommits()).toHaveLength(auditBefore + 2);
+    expectNothingPruned();
   }, 150_000);
 
   it("rejects a bad commit: nothing changes in any cluster, the status and gitmesh check say why", async () => {

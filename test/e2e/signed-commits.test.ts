@@ -154,8 +154,16 @@ describe("--verify-commits", () => {
     const res = await fetch(`${base}/webhooks/generic`, { method: "POST", headers: { "x-signature-256": signBody(SECRET, body) }, body });
     expect(res.status).toBe(202);
     await poll("the hint dropped", () => Promise.resolve(/the commit a push hint named never appeared on the followed branch; hint dropped/.test(serverOut) ? true : undefined), 45_000);
-    // Several polls later the branch tip is still in force, never the feature commit.
-    await new Promise((r) => setTimeout(r, 2500));
     expect((await status()).commit!.sha).toBe(inForce);
+    // Not a fixed sleep: a later signed commit on main comes into force (the server polled and moved
+    // on); only then is "the feature commit was never in force" a fact, read from the accepted commits.
+    touch("17s");
+    const later = await sshCommit(join(dir, "alice"), "signed by alice, on main, after the hint");
+    await poll("the later commit on main in force", async () => ((await status()).commit?.sha === later ? true : undefined));
+    const res2 = await fetch(`${base}/api/commits`, { headers: { authorization: `Bearer ${readToken()}` } });
+    const accepted = ((await res2.json()) as { commits: { commit: string; acceptedAt: string | null }[] }).commits.filter((c) => c.acceptedAt !== null).map((c) => c.commit);
+    expect(accepted).toContain(later);
+    expect(accepted).toContain(inForce);
+    expect(accepted).not.toContain(elsewhere);
   }, 90_000);
 });

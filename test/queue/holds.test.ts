@@ -5,7 +5,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { NeedsHumanError } from "../../src/core/index.js";
-import { createPipeline, type OutputEvent, type Pipeline, type PipelineOptions } from "../../src/queue/index.js";
+import { computeHolds, createPipeline, type OutputEvent, type Pipeline, type PipelineOptions } from "../../src/queue/index.js";
+import type { WorkspaceStatus } from "../../src/store/index.js";
 import { assembleCluster, resourceKey, translateWorkspace } from "../../src/translate/index.js";
 import { outputSink } from "./fixture.js";
 import { meshState, snapshotOf, vsKey, type MeshSpec } from "./holds-fixture.js";
@@ -23,6 +24,21 @@ async function make(options: Partial<PipelineOptions> = {}) {
 }
 const keys = (e: OutputEvent | undefined) => (e?.resources ?? []).map(resourceKey);
 const vs = (e: OutputEvent | undefined, key: string) => JSON.stringify(e?.resources.find((r) => resourceKey(r) === key));
+
+/** The real translators, except that `workspace` fails (needs a person) while `failing` is set. */
+function failable(workspace: string) {
+  const state = {
+    failing: false,
+    translators: {
+      translateWorkspace: ((ws, d, disc) => {
+        if (ws === workspace && state.failing) throw new NeedsHumanError(`${workspace} cannot be translated (test)`);
+        return translateWorkspace(ws, d, disc);
+      }) satisfies typeof translateWorkspace,
+      assembleCluster,
+    },
+  };
+  return state;
+}
 
 const TWO = ["cluster1", "cluster2"];
 const base: MeshSpec = { clusters: TWO, tables: { apps: ["a1", "a2"], team: ["t1", "t2"], shared: ["s1", "s2"] } };
@@ -104,20 +120,12 @@ describe("completeness per dependency (pipeline)", () => {
   });
 
   it("a failing workspace holds only its own deletions, says so, and lets go when it translates again", async () => {
-    let failTeam = false;
-    const { p, sink } = await make({
-      translators: {
-        translateWorkspace: (ws, d, disc) => {
-          if (ws === "team" && failTeam) throw new NeedsHumanError("team cannot be translated (test)");
-          return translateWorkspace(ws, d, disc);
-        },
-        assembleCluster,
-      },
-    });
+    const team = failable("team");
+    const { p, sink } = await make({ translators: team.translators });
     for (const c of TWO) await p.setDiscovery(c, snapshotOf(c));
     await p.setDesiredState({ commit: "c1", ref: "main", state: meshState(base), changedKeys: [] });
     await p.idle();
-    failTeam = true;
+    team.failing = true;
     const next = { clusters: TWO, tables: { apps: ["a1"], team: ["t1"], shared: ["s1", "s2"] } };
     await p.setDesiredState({ commit: "c2", ref: "main", state: meshState(next), changedKeys: [] });
     await p.idle();
@@ -127,10 +135,43 @@ describe("completeness per dependency (pipeline)", () => {
     expect(keys(out)).toContain(vsKey("team", "t2", "cluster1"));
     expect(out.held).toEqual([expect.objectContaining({ cause: "workspace", objects: [vsKey("team", "t1", "cluster1"), vsKey("team", "t2", "cluster1")] })]);
     expect(out.held![0]!.reason).toContain("team cannot be translated");
-    failTeam = false;
+    team.failing = false;
     await p.setDesiredState({ commit: "c3", ref: "main", state: meshState({ ...next, tables: { ...next.tables, shared: ["s1"] } }), changedKeys: [] });
     await p.idle();
     expect(keys(sink.last.get("cluster1"))).not.toContain(vsKey("team", "t2", "cluster1"));
+    expect(sink.last.get("cluster1")!.held).toBeUndefined();
+  });
+
+  it("a failing workspace keeps holding a deletion it already held, even when the hold's other reason goes away", async () => {
+    // shared spans every registered cluster. Its s2 leaves Git while cluster3 is silent: held for
+    // discovery. Then shared fails and cluster3 leaves Git in the same commit: the discovery reason is
+    // gone, but shared has not translated that commit, so s2 must stay (cause "workspace") until it does.
+    const shared = failable("shared");
+    const { p, sink } = await make({ translators: shared.translators });
+    const three = [...TWO, "cluster3"];
+    for (const c of TWO) await p.setDiscovery(c, snapshotOf(c));
+    await p.setDesiredState({ commit: "c1", ref: "main", state: meshState({ ...base, clusters: three }), changedKeys: [] });
+    await p.idle();
+    const fewer = { ...base.tables, shared: ["s1"] };
+    await p.setDesiredState({ commit: "c2", ref: "main", state: meshState({ clusters: three, tables: fewer }), changedKeys: [] });
+    await p.idle();
+    const s2 = vsKey("shared", "s2", "cluster1");
+    expect(sink.last.get("cluster1")!.held).toEqual([expect.objectContaining({ cause: "discovery", objects: [s2] })]);
+
+    shared.failing = true;
+    await p.setDesiredState({ commit: "c3", ref: "main", state: meshState({ clusters: TWO, tables: fewer }), changedKeys: [] });
+    await p.idle();
+    const out = sink.last.get("cluster1")!;
+    expect(out.sourceCommit).toBe("c3");
+    expect(keys(out)).toContain(s2);
+    expect(out.held).toEqual([expect.objectContaining({ cause: "workspace", objects: [vsKey("shared", "s1", "cluster1"), s2] })]);
+    expect(out.held![0]!.reason).toContain("shared cannot be translated");
+
+    // shared translates again (cluster3 gone, every cluster it depends on reported): s2 goes.
+    shared.failing = false;
+    await p.setDesiredState({ commit: "c4", ref: "main", state: meshState({ clusters: TWO, tables: { ...fewer, apps: ["a1"] } }), changedKeys: [] });
+    await p.idle();
+    expect(keys(sink.last.get("cluster1"))).not.toContain(s2);
     expect(sink.last.get("cluster1")!.held).toBeUndefined();
   });
 
@@ -156,5 +197,33 @@ describe("completeness per dependency (pipeline)", () => {
     const rule = { group: "networking.istio.io", kind: "VirtualService", jsonPointers: ["/spec/http/0/route/0/weight"] };
     expect(sink.last.get("cluster1")!.options).toEqual({ ignoreDifferences: [rule] });
     expect(sink.last.get("cluster2")!.options).toEqual({ allowMassDeletion: true, ignoreDifferences: [rule] });
+  });
+});
+
+describe("computeHolds: an output without the cluster's own discovery", () => {
+  // In the pipeline a cluster that has not reported gets no fragments, hence seldom a cluster job (a
+  // re-assessment of an output it already has, a replica reading discovery late): the rule is checked
+  // here, where it is decided, rather than through a timing the pipeline rarely produces.
+  it("is published, never as complete, and says which cluster has not reported; with its discovery it is complete", async () => {
+    const { p, sink } = await make();
+    for (const c of TWO) await p.setDiscovery(c, snapshotOf(c));
+    const desired = meshState(base);
+    await p.setDesiredState({ commit: "c1", ref: "main", state: desired, changedKeys: [] });
+    await p.idle();
+    const assembled = sink.last.get("cluster1")!.resources;
+    expect(assembled.length).toBeGreaterThan(0);
+    const statuses = new Map<string, WorkspaceStatus>(
+      Object.keys(base.tables).map((w) => [w, { workspace: w, commit: "c1", generation: 1, diagnostics: [], discovered: TWO, atMs: 0 }]),
+    );
+    const input = { cluster: "cluster1", assembled, previous: undefined, desired, statuses, discovered: new Set(["cluster2"]), nowMs: 0 };
+
+    const silent = computeHolds({ ...input, live: undefined });
+    expect(silent.resources.map(resourceKey)).toEqual(assembled.map(resourceKey));
+    expect(silent.held).toEqual([]);
+    expect(silent).toMatchObject({ incompleteReason: expect.stringContaining('no discovery from cluster "cluster1"') });
+
+    const reported = computeHolds({ ...input, discovered: new Set(TWO), live: [] });
+    expect(reported.resources.map(resourceKey)).toEqual(assembled.map(resourceKey));
+    expect(reported.incompleteReason).toBeUndefined();
   });
 });

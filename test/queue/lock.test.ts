@@ -3,6 +3,7 @@
 // instance holds the key — against a real redis-server.
 import { Redis, type RedisOptions } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createMemoryLogger } from "../../src/core/index.js";
 import { createLeaderLock, LEASE_DEFAULTS, leaseTimings } from "../../src/queue/index.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
@@ -23,6 +24,14 @@ function client(options: RedisOptions = {}): Redis {
   return c;
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Polls until `cond` holds: the positive event after which an absence ("nothing was lost") is a fact. */
+async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await sleep(10);
+  }
+}
 /** Keeps this process's event loop busy, as a starved or overloaded process is. */
 function block(ms: number): void {
   const end = Date.now() + ms;
@@ -48,7 +57,8 @@ describe("leader lock timings", () => {
     await c.ping(); // connected, so its next command is sent before the lock's overdue renewal
     block(900); // three leases without a renewal: the key expires in Redis
     expect(await c.exists("gitmesh:lock:starved")).toBe(0);
-    await sleep(200); // the next renewal runs
+    // The next renewal ran: it put the key back with this holder's token. Only then is "not lost" a fact.
+    await until("the next renewal took the expired key back (or the lock lost)", async () => lost.length > 0 || (await c.get("gitmesh:lock:starved")) === lock.token);
     expect(lost).toEqual([]);
     expect(lock.isHeld()).toBe(true);
     expect(await c.get("gitmesh:lock:starved")).toBe(lock.token);
@@ -63,7 +73,7 @@ describe("leader lock timings", () => {
     const other = createLeaderLock({ redis: client(), name: "taken", ttlMs: 3_000 });
     await client().del("gitmesh:lock:taken"); // as if it expired while this process stalled …
     expect(await other.acquire()).toBe(true); // … and another replica took it
-    await sleep(300);
+    await until("the holder's next renewal found the key taken", () => lost.length > 0);
     expect(lock.isHeld()).toBe(false);
     expect(lost).toEqual(["the lease expired and is held by another instance"]);
     expect(other.isHeld()).toBe(true);
@@ -73,16 +83,21 @@ describe("leader lock timings", () => {
   it("renewals that fail for less than the renew deadline keep the lock; past it the lock is lost, naming the deadline", async () => {
     const lost: string[] = [];
     // A slow Redis: commands time out after 50 ms while it is paused.
-    const lock = createLeaderLock({ redis: client({ commandTimeout: 50 }), name: "slow", ttlMs: 6_000, renewDeadlineMs: 2_000, retryPeriodMs: 100, onLost: (r) => lost.push(r) });
+    const mem = createMemoryLogger("lock");
+    const lock = createLeaderLock({ redis: client({ commandTimeout: 50 }), name: "slow", ttlMs: 6_000, renewDeadlineMs: 2_000, retryPeriodMs: 100, onLost: (r) => lost.push(r), logger: mem.logger });
     expect(await lock.acquire()).toBe(true);
     const admin = client();
+    const failures = () => mem.records.filter((r) => r.msg === "lock renewal failed; retrying").length;
     await admin.call("CLIENT", "PAUSE", "800", "ALL");
-    await sleep(1_300);
+    // Renewals failed during the pause, and one succeeded after it (the key's TTL is back near the full
+    // lease; without a renewal since the pause it would be 800 ms+ short): then "not lost" is a fact.
+    await until("renewals failing during the pause (or the lock lost)", () => lost.length > 0 || failures() >= 2);
+    await until("a renewal after the pause (or the lock lost)", async () => lost.length > 0 || (await admin.pttl("gitmesh:lock:slow")) > 5_850);
     expect(lost).toEqual([]);
     expect(lock.isHeld()).toBe(true);
 
     await admin.call("CLIENT", "PAUSE", "3500", "ALL");
-    await sleep(3_800);
+    await until("the lock lost past the renew deadline", () => lost.length > 0);
     expect(lock.isHeld()).toBe(false);
     expect(lost).toHaveLength(1);
     expect(lost[0]).toMatch(/^renewal failed for \d+ ms \(renew deadline 2000 ms\): Command timed out/);

@@ -4,6 +4,7 @@ import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import { createClusterIdentities, createCsr, createMemoryRecordStore, createSelfSignedCa, RelayRejectedError, signClientCertificate, type ClusterRecordStore } from "../../src/relay/index.js";
 import { RelayClient, type CertificateResponse, type DiscoveryAck } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
+import { forge, forgePublicKeyOf, randomSerial, signNatively } from "../../src/pki/index.js";
 import { certFor, channelOptions, clientKey, rejectionsLogged, serveParts, statusOf, testPki, until, useRelayCleanup, type PartDeps } from "./helpers.js";
 
 const { defer, rawClient } = useRelayCleanup();
@@ -22,6 +23,29 @@ const whoami = ({ gate, refusals }: PartDeps) => ({
     });
   },
 });
+
+/**
+ * A certificate the relay's own signing CA signed (so TLS verifies it) whose subject CN and URI SANs are
+ * chosen freely: what a CA bug or a stolen signing key could produce, and what the gate must refuse.
+ */
+function certWithNames(cn: string, uris: readonly string[]): string {
+  const pki = testPki();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = forgePublicKeyOf(clientKey());
+  cert.serialNumber = randomSerial(Date.now() - 5000);
+  cert.validity.notBefore = new Date(Date.now() - 60_000);
+  cert.validity.notAfter = new Date(Date.now() + 3600_000);
+  cert.setSubject([{ name: "commonName", value: cn }, { name: "organizationName", value: "gitmesh" }]);
+  cert.setIssuer(forge.pki.certificateFromPem(pki.signingCaCertPem).subject.attributes);
+  cert.setExtensions([
+    { name: "basicConstraints", cA: false },
+    { name: "keyUsage", digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: "extKeyUsage", clientAuth: true },
+    ...(uris.length === 0 ? [] : [{ name: "subjectAltName", altNames: uris.map((u) => ({ type: 6, value: u })) }]),
+  ]);
+  signNatively(cert, pki.signingCaKeyPem);
+  return forge.pki.certificateToPem(cert);
+}
 
 function renewAs(c: InstanceType<typeof RelayClient>): Promise<CertificateResponse> {
   return new Promise((resolve, reject) => c.renew({ cluster: "", csrPem: "" }, (err, res) => (err ? reject(err) : resolve(res))));
@@ -53,6 +77,21 @@ describe("peer gate", () => {
     expect(rejectionsLogged(s, "client_certificate_invalid")).toHaveLength(2);
     expect(rejectionsLogged(s, "cluster_not_registered")).toHaveLength(1);
     expect(rejectionsLogged(s, "certificate_revoked")).toHaveLength(1);
+  });
+
+  it("refuses a certificate from its own CA whose CN and URI SAN name different clusters (either way round), or that lacks or doubles the URI SAN", async () => {
+    const s = await serveParts(whoami, { defer });
+    const uri = (c: string) => `spiffe://gitmesh/cluster/${c}`;
+    // The control: the same construction with agreeing names is accepted, so a refusal below is about the names.
+    expect(await renewAs(rawClient(s.address, certWithNames("gamma", [uri("gamma")])))).toMatchObject({ certificatePem: "gamma" });
+    const forged = [certWithNames("alpha", [uri("beta")]), certWithNames("beta", [uri("alpha")]), certWithNames("alpha", []), certWithNames("alpha", [uri("alpha"), uri("beta")])];
+    for (const pem of forged) {
+      await expect(renewAs(rawClient(s.address, pem))).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: expect.stringMatching(/must name the same cluster/) });
+    }
+    expect(rejectionsLogged(s, "client_certificate_invalid")).toHaveLength(forged.length);
+    // Neither cluster got a live identity from them.
+    expect((await s.identities.read("alpha")).issued).toBeUndefined();
+    expect((await s.identities.read("beta")).issued).toBeUndefined();
   });
 
   it("checks against the last record it saw when the store is unreachable: a seen revocation still holds, an unknown cluster is let through", async () => {

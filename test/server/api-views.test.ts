@@ -1,14 +1,15 @@
 // What the API shows (src/server/api-views.ts), over a real memory store, real agent sessions and a
 // real convergence tracker mirrored into the store: a registered cluster whose agent never came is
 // waiting, not stale; one held here that runs its output is in sync; one removed from Git is cut off;
-// a commit that left an output unchanged counts once the relay ACKs that version; the reissue action
-// checks the name and the registration before it mints.
+// a commit that left an output unchanged counts once the relay ACKs that version; an applied output
+// that holds deletions back or is incomplete is never "in sync"; the reissue action checks the name and
+// the registration before it mints.
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { emptySnapshot, snapshotChecksum } from "../../src/discovery/index.js";
 import type { AppliedVersion } from "../../src/relay/index.js";
-import { createMemoryStore, type OutputRecord } from "../../src/store/index.js";
+import { createMemoryStore, type HeldObjects, type OutputRecord } from "../../src/store/index.js";
 import { createApiViews, type ApiViewsOptions } from "../../src/server/api-views.js";
 import { createAgentSessions } from "../../src/server/agent-sessions.js";
 import { registeredClusters } from "../../src/server/commit-in-force.js";
@@ -119,6 +120,47 @@ describe("API views", () => {
     expect(after.applied).toBe(1);
     expect(after.clusters.cluster1).toMatchObject({ appliedAtMs: 2_000, unchanged: true, registered: true });
     expect(after.clusters.gone).toMatchObject({ registered: false });
+  });
+
+  it("never reports a cluster in sync while its applied output holds deletions back or is incomplete: cluster, status and commit views", async () => {
+    const { views, store, sessions, applied, convergence } = setup();
+    const snapshot = emptySnapshot("cluster1");
+    await store.putDiscovery({ cluster: "cluster1", checksum: snapshotChecksum(snapshot), snapshot, atMs: 2 });
+    sessions.streamChanged("cluster1", "push", true);
+    sessions.streamChanged("cluster1", "pull", true);
+    convergence.accepted(sha("a"), 1_000);
+    const held: HeldObjects = { cause: "workspace", reason: 'workspace "team" failed to translate', sinceMs: 1_500, objects: ["VirtualService/team/t2"] };
+    const unhealthy: [string, Partial<OutputRecord>, RegExp][] = [
+      ["held deletions", { held: [held] }, /1 deletion\(s\) held back .*workspace "team" failed to translate/],
+      ["incomplete, with its reason", { complete: false, incompleteReason: 'no discovery from cluster "cluster1" yet' }, /no discovery from cluster "cluster1" yet/],
+      ["incomplete, without a reason", { complete: false }, /the output is incomplete: nothing is pruned/],
+      ["held and incomplete", { held: [held], complete: false, incompleteReason: "2 object(s) … not known to the server" }, /workspace "team" failed to translate; 2 object\(s\)/],
+    ];
+    let version = 3;
+    // The agent runs (ACKs) each of these outputs of the commit in force: applied, but not healthy.
+    const runs = async (over: Partial<OutputRecord>) => {
+      version++;
+      await store.putOutputIfNewer({ ...output("cluster1", version, sha("a")), ...over });
+      await store.recordConvergence(sha("a"), { cluster: "cluster1", version, appliedAtMs: 2_000 + version });
+      applied.set("cluster1", { version, sourceCommit: sha("a"), atMs: 2_000 + version });
+    };
+    for (const [what, over, summary] of unhealthy) {
+      await runs(over);
+      const one = (await views.api.cluster("cluster1")) as { inSync: boolean; sync: { state: string; summary: string }; pruneHeld: unknown };
+      expect(one.sync.state, what).toBe("held");
+      expect(one.inSync, what).toBe(false);
+      expect(one.sync.summary, what).toMatch(summary);
+      expect(one.pruneHeld, what).not.toBeNull();
+      const status = (await views.api.status()) as { clusters: { name: string; inSync: boolean; sync: { state: string } }[] };
+      expect(status.clusters.find((c) => c.name === "cluster1"), what).toMatchObject({ inSync: false, sync: { state: "held" } });
+      const commit = (await views.api.commit(sha("a"))) as { clusters: Record<string, { state: string }> };
+      expect(commit.clusters.cluster1?.state, what).toBe("held");
+    }
+    // The control: the same steps with a complete output that holds nothing are in sync.
+    await runs({});
+    expect(await views.api.cluster("cluster1")).toMatchObject({ inSync: true, sync: { state: "in-sync" }, pruneHeld: null });
+    expect(((await views.api.commit(sha("a"))) as { clusters: Record<string, { state: string }> }).clusters.cluster1?.state).toBe("in-sync");
+    views.close();
   });
 
   it("readiness says what it waits for; reissue refuses a bad name and an unregistered cluster before it mints", async () => {

@@ -31,15 +31,35 @@ async function replica(name: string, ttlMs = 600) {
   client.on("error", () => undefined);
   clients.push(client);
   const changes: boolean[] = [];
+  // Every attempt the leadership makes on the real lock, with its outcome: the positive events that
+  // prove time passed for the lease (an attempt after it would have lapsed, a completed round after Redis returned).
+  const attempts: { atMs: number; result: boolean | "unreachable" }[] = [];
+  const lock = createLeaderLock({ redis: client, name: "server-leader", prefix: `t-${name.slice(0, 1)}:`, ttlMs, onLost: (r) => leadership.lostLease(r) });
   const leadership = createLeadership({
-    lock: createLeaderLock({ redis: client, name: "server-leader", prefix: `t-${name.slice(0, 1)}:`, ttlMs, onLost: (r) => leadership.lostLease(r) }),
+    lock: {
+      acquire: async () => {
+        try {
+          const result = await lock.acquire();
+          attempts.push({ atMs: Date.now(), result });
+          return result;
+        } catch (err) {
+          attempts.push({ atMs: Date.now(), result: "unreachable" });
+          throw err;
+        }
+      },
+      release: () => lock.release(),
+      isHeld: () => lock.isHeld(),
+    },
     retryMs: 100,
     logger: silentLogger,
   });
   leadership.onChange((l) => changes.push(l));
   await until(`${name} connected`, () => client.status === "ready");
-  return { leadership, changes, client };
+  return { leadership, changes, client, attempts };
 }
+/** Waits until `r` has made `n` more attempts with this outcome, started after `afterMs`. */
+const attemptsAfter = (r: { attempts: { atMs: number; result: boolean | "unreachable" }[] }, afterMs: number, result: boolean | "unreachable", n = 2) =>
+  until(`${String(n)} attempt(s) ending ${String(result)} after ${new Date(afterMs).toISOString()}`, () => r.attempts.filter((a) => a.atMs > afterMs && a.result === result).length >= n);
 describe("leadership", () => {
   it("without a lock (standalone) this replica always leads", async () => {
     const l = createLeadership({ logger: silentLogger });
@@ -74,13 +94,23 @@ describe("leadership", () => {
     await a.leadership.start();
     await b.leadership.start();
     expect(a.leadership.isLeader()).toBe(true);
+    const before = { a: [...a.changes], b: [...b.changes] };
     await redis.stop();
-    await new Promise((r) => setTimeout(r, 1500)); // longer than the 600 ms lease
+    // Not a fixed sleep: both replicas tried the lease, and found Redis unreachable, after the 600 ms
+    // lease would have lapsed (had the holder been demoted or the follower promoted, it would be by now).
+    const lapsed = Date.now() + 600;
+    await attemptsAfter(a, lapsed, "unreachable");
+    await attemptsAfter(b, lapsed, "unreachable");
     expect(a.leadership.isLeader()).toBe(true);
     expect(b.leadership.isLeader()).toBe(false);
+    expect({ a: a.changes, b: b.changes }).toEqual(before);
     await redis.start();
     await until("exactly one leader after Redis returned", () => a.leadership.isLeader() !== b.leadership.isLeader() && a.client.status === "ready" && b.client.status === "ready");
-    await new Promise((r) => setTimeout(r, 500));
+    // Each replica completed further rounds on the lease since then (the holder renewed, the follower was
+    // refused): only then is "exactly one" a fact rather than a moment.
+    const settled = Date.now();
+    await attemptsAfter(a, settled, a.leadership.isLeader());
+    await attemptsAfter(b, settled, b.leadership.isLeader());
     expect([a.leadership.isLeader(), b.leadership.isLeader()].filter(Boolean)).toHaveLength(1);
     await a.leadership.stop();
     await b.leadership.stop();
