@@ -53,6 +53,7 @@ export function translateLifecycle(ctx: WorkspaceContext): TranslatorOutput {
   const emitter = (cluster: string) => index.workspaceNames.find((w) => index.workspaces.get(w)?.namespaces.has(cluster));
   const resources: Emitted[] = [];
   const diagnostics: Diagnostic[] = [];
+  const installed = installedRevisions(ctx, istioManagers);
 
   for (const manager of [...istioManagers, ...gatewayManagers]) {
     const diag: Diag = (path, message, severity = Severity.Warning, code = TranslateCode.UnsupportedField) => {
@@ -75,14 +76,52 @@ export function translateLifecycle(ctx: WorkspaceContext): TranslatorOutput {
       }
       const render = manager.kind === "IstioLifecycleManager" ? controlPlane(inst, ios, path, diag) : gateways(inst, ios, path, diag);
       if (render === undefined) return;
-      for (const { entry } of targets) {
+      const cpRevision = manager.kind === "GatewayLifecycleManager" ? controlPlaneRevisionOf(inst, ios) : "";
+      for (const { entry, path: cpath } of targets) {
         const cluster = asString(entry.name) ?? "";
-        if (!known.has(cluster) || emitter(cluster) !== ws) continue;
+        if (!known.has(cluster)) continue;
+        if (cpRevision !== "" && installed.get(cluster)?.has(cpRevision) !== true) {
+          // Gloo (GatewayLifecycleManager, controlPlaneRevision): "If a control plane installation of
+          // this revision is not found, no gateway is created."
+          diag(`${cpath}/name`, `control plane revision "${cpRevision}" is not installed in cluster "${cluster}" (no discovered istiod of that revision, no IstioLifecycleManager installation of it there): like Gloo, no gateway is created there until it is. Install the revision or correct controlPlaneRevision.`, Severity.Warning, TranslateCode.ReferenceNotFound);
+          continue;
+        }
+        if (emitter(cluster) !== ws) continue;
         for (const r of render(cluster, entry)) resources.push({ cluster, resource: withMetadata(r, cluster, ws, ctx, manager) });
       }
     });
   }
   return { resources, diagnostics };
+}
+
+/**
+ * Control plane revisions per cluster: those discovery reports running (`meshes[].revision`) and
+ * those an IstioLifecycleManager installs there (an installation with a usable version tag), so
+ * that a gateway committed together with its control plane is rendered at once.
+ */
+function installedRevisions(ctx: WorkspaceContext, istioManagers: readonly InputObject[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  const add = (cluster: string, revision: string): void => {
+    let set = out.get(cluster);
+    if (set === undefined) out.set(cluster, (set = new Set()));
+    set.add(revision);
+  };
+  for (const cluster of ctx.index.clusters) for (const m of ctx.snapshot(cluster)?.meshes ?? []) add(cluster, m.revision === undefined || m.revision === "" ? "default" : m.revision);
+  for (const manager of istioManagers) {
+    for (const raw of asArray(asRecord(manager.spec).installations)) {
+      const inst = asRecord(raw);
+      const ios = asRecord(inst.istioOperatorSpec);
+      if (sailVersion(asString(ios.tag)) === undefined) continue;
+      const revision = asString(inst.revision) || asString(ios.revision) || "default";
+      for (const c of asArray(inst.clusters)) add(asString(asRecord(c).name) ?? "", revision);
+    }
+  }
+  return out;
+}
+
+/** A gateway installation's control plane revision ("" = the cluster's default istiod, not checked). */
+function controlPlaneRevisionOf(inst: Record<string, unknown>, ios: Record<string, unknown>): string {
+  return asString(inst.controlPlaneRevision) || asString(ios.revision) || "";
 }
 
 /** An object under construction: metadata (name, namespace) is completed by `withMetadata`. */
@@ -241,7 +280,7 @@ function gateways(inst: Record<string, unknown>, ios: Record<string, unknown>, p
     diag(`${iosPath}/components`, "no enabled gateway in components.ingressGateways or components.egressGateways: nothing is installed", Severity.Warning, TranslateCode.InvalidField);
     return undefined;
   }
-  const cpRevision = asString(inst.controlPlaneRevision) || asString(ios.revision) || "";
+  const cpRevision = controlPlaneRevisionOf(inst, ios);
   const gwRevision = asString(inst.gatewayRevision) || cpRevision;
   const revisionLabel = gwRevision || "default";
   return (_cluster, entry) => defs.flatMap((g) => gatewayObjects(g, cpRevision, gwRevision, revisionLabel, entry.activeGateway === true));
