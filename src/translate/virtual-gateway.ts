@@ -167,6 +167,22 @@ export function httpTargetPorts(ctx: WorkspaceContext, vg: InputObject, b: Gatew
   return [...out].sort((x, y) => x - y);
 }
 
+/**
+ * Gateway Service port → the port of the rendered Gateway server (the Service's target port), for
+ * the VirtualGateway's listeners on one binding. A RouteTable matcher's `port` names the listener's
+ * (Service) port, while Istio compares a gateway route's port with the server port the request
+ * arrived on, so gateway routes carry the server port.
+ */
+export function listenerServerPorts(ctx: WorkspaceContext, vg: InputObject, b: GatewayBinding): ReadonlyMap<number, number> {
+  const gateways = (ctx.snapshot(b.cluster)?.gateways ?? []).filter((g) => g.namespace === b.namespace && labelsMatch(b.podLabels, g.podLabels));
+  const out = new Map<number, number>();
+  for (const raw of asArray(asRecord(vg.spec).listeners)) {
+    const port = listenerPort(asRecord(raw), gateways);
+    if (port !== undefined) out.set(port.port, typeof port.targetPort === "number" ? port.targetPort : port.port);
+  }
+  return out;
+}
+
 function translateListener(
   ctx: WorkspaceContext,
   vg: InputObject,

@@ -132,3 +132,31 @@ func TestGatewayTLSListeners(t *testing.T) {
 		}
 	})
 }
+
+// Gloo API reference, RouteTable matchers `port` (HTTP, TCP and TLS): the port of the virtual
+// gateway listener the request arrives on; a VirtualGateway listener's port is the gateway
+// Service's port. Istio matches a gateway route's port against the Gateway server's port, which
+// is the Service's target port where the gateway pod listens. Case
+// test/fixtures/translate/gateway-port-matcher, cluster1: gateway Service ports 80→8080,
+// 443→8443 (SIMPLE TLS), 9443→9444 (TLS passthrough); one route per listener port.
+func TestGatewayRouteMatcherPorts(t *testing.T) {
+	sc := load(t, "gateway-port-matcher", "cluster1")
+	gw := sc.xds("istio-ingressgateway")
+	const (
+		host        = "bookinfo.example.com"
+		productpage = "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local"
+		reviews     = "outbound|9080||reviews.bookinfo-backends.svc.cluster.local"
+		details     = "outbound|9080||details.bookinfo-backends.svc.cluster.local"
+	)
+	check(t, "a port 80 matcher routes plain HTTP arriving on the port 80 listener", func(t *testing.T) {
+		gw.call(httpGateway(host, 8080, "/")).Matches(t, simulation.Result{ClusterMatched: reviews})
+	})
+	check(t, "a port 443 matcher routes HTTPS arriving on the port 443 listener", func(t *testing.T) {
+		c := simulation.Call{Port: 8443, Protocol: simulation.HTTP, TLS: simulation.TLS, HostHeader: host, CallMode: simulation.CallModeGateway}
+		gw.call(c).Matches(t, simulation.Result{ClusterMatched: productpage})
+	})
+	check(t, "a port 9443 TLS matcher routes passthrough TLS arriving on the port 9443 listener by SNI", func(t *testing.T) {
+		c := simulation.Call{Port: 9444, Protocol: simulation.TCP, TLS: simulation.TLS, Sni: "secure.example.com", CallMode: simulation.CallModeGateway}
+		gw.call(c).Matches(t, simulation.Result{ClusterMatched: details})
+	})
+}
