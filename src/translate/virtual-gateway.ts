@@ -9,7 +9,7 @@ import { reportUnsupported, type WorkspaceContext, type WorkspaceInfo } from "./
 import type { DiscoveredGateway, DiscoveredPort, InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { sanitizeName, stableName } from "./names.js";
-import { asArray, asLabels, asNumber, asRecord, asString, labelsMatch, objectSelectorMatches, type Labels } from "./selectors.js";
+import { asArray, asLabels, asNumber, asRecord, asString, isRecord, labelsMatch, objectSelectorMatches, type Labels } from "./selectors.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 const TLS_MODES = ["PASSTHROUGH", "SIMPLE", "MUTUAL", "AUTO_PASSTHROUGH", "ISTIO_MUTUAL", "OPTIONAL_MUTUAL"] as const;
@@ -142,9 +142,21 @@ function listenerPort(l: Record<string, unknown>, gateways: readonly DiscoveredG
   return undefined;
 }
 
+/**
+ * A listener's TLS mode, `undefined` without `tls`. Gloo's `TLSConfig.mode` is a proto enum whose
+ * zero value is PASSTHROUGH, so `tls` without `mode` is PASSTHROUGH on a tcp listener (`tcp`, or
+ * neither `tcp` nor `http`). On an `http` listener PASSTHROUGH cannot serve HTTP routes, and the
+ * proto infers appProtocol HTTPS for "an `http` listener … if TLS settings are defined": the gateway
+ * terminates TLS, i.e. SIMPLE (reported by `translateListener`, never a plain HTTP server).
+ */
+function listenerTlsMode(l: Record<string, unknown>): string | undefined {
+  if (!isRecord(l.tls)) return undefined;
+  return asString(l.tls.mode) ?? (l.http !== undefined ? "SIMPLE" : "PASSTHROUGH");
+}
+
 /** The Istio Gateway server protocol of a listener: TCP/TLS for `tcp` and passthrough, else HTTP/HTTPS. */
 function listenerProtocol(l: Record<string, unknown>): "TCP" | "TLS" | "HTTP" | "HTTPS" {
-  const mode = asString(asRecord(l.tls).mode);
+  const mode = listenerTlsMode(l);
   if (l.tcp !== undefined) return mode === undefined ? "TCP" : "TLS";
   if (mode === "PASSTHROUGH" || mode === "AUTO_PASSTHROUGH") return "TLS";
   return mode === undefined ? "HTTP" : "HTTPS";
@@ -210,8 +222,9 @@ function translateListener(
   }
   const target = typeof port.targetPort === "number" ? port.targetPort : port.port;
   const tls = asRecord(l.tls);
-  const mode = asString(tls.mode);
+  const mode = listenerTlsMode(l);
   const protocol = listenerProtocol(l);
+  if (mode !== undefined && tls.mode === undefined) diagnostics.push(unsetTlsModeDiagnostic(ctx, vg, l, `${path}/tls`, mode));
   // An egress listener serves the hosts of the ExternalServices it exposes (exposedExternalServices).
   const hostSource = asArray(l.allowedRouteTables).length > 0 ? l.allowedRouteTables : l.exposedExternalServices;
   const hosts = asArray(hostSource)
@@ -236,11 +249,20 @@ function translateListener(
     }
     const params = tlsParameters(ctx, vg, mode, tls.parameters, `${path}/tls/parameters`, diagnostics);
     if (params === undefined) return undefined;
-    server.tls = { mode, ...(secret === undefined ? {} : { credentialName: secret }), ...params };
+    server.tls = { mode, ...(secret === undefined || mode === "PASSTHROUGH" || mode === "AUTO_PASSTHROUGH" ? {} : { credentialName: secret }), ...params };
   } else if (l.httpsRedirect === true) {
     server.tls = { httpsRedirect: true };
   }
   return server;
+}
+
+/** What an unset `tls.mode` became (listenerTlsMode), said where the listener is. */
+function unsetTlsModeDiagnostic(ctx: WorkspaceContext, vg: InputObject, l: Record<string, unknown>, path: string, mode: string): Diagnostic {
+  if (mode === "SIMPLE") {
+    return ctx.diag(vg, TranslateCode.InvalidField, Severity.Warning, path, "tls.mode is not set on this http listener: Gloo's proto default is PASSTHROUGH, which cannot serve HTTP routes, and an http listener with TLS settings is HTTPS, so gitmesh terminates TLS here as SIMPLE with tls.secretName. Set mode: SIMPLE (or MUTUAL) to say so.");
+  }
+  const secret = isRecord(l.tls) && l.tls.secretName !== undefined ? " tls.secretName is ignored (nothing terminates TLS)." : "";
+  return ctx.diag(vg, TranslateCode.InvalidField, Severity.Warning, path, `tls.mode is not set on this tcp listener: Gloo's proto default PASSTHROUGH applies (connections are routed by SNI, still encrypted).${secret} Set mode explicitly.`);
 }
 
 /** Gloo `TLSConfig.Parameters.ProtocolVersion` → Istio `ServerTLSSettings.TLSProtocol`, in increasing order (TLS_AUTO first). */

@@ -160,3 +160,42 @@ func TestGatewayRouteMatcherPorts(t *testing.T) {
 		gw.call(c).Matches(t, simulation.Result{ClusterMatched: details})
 	})
 }
+
+// Gloo API reference, VirtualGateway `listeners[].tls` without `mode`: the enum's zero value is
+// PASSTHROUGH, and appProtocol is inferred as HTTPS for an `http` listener with TLS settings and
+// TLS for a tcp listener. So the http listener terminates TLS with its secret (never plain HTTP)
+// and the tcp listener passes TLS through by SNI. Case test/fixtures/translate/gateway-tls-mode-unset,
+// cluster1: 443→8443 http with tls {secretName}, 9443→9444 tcp with tls {secretName}.
+func TestGatewayTLSModeUnset(t *testing.T) {
+	sc := load(t, "gateway-tls-mode-unset", "cluster1")
+	gw := sc.xds("istio-ingressgateway")
+	const host = "bookinfo.example.com"
+	check(t, "the http listener terminates TLS with its secret and routes the host", func(t *testing.T) {
+		var secret string
+		c := simulation.Call{Port: 8443, Protocol: simulation.HTTP, TLS: simulation.TLS, HostHeader: host, CallMode: simulation.CallModeGateway,
+			CustomListenerValidations: []simulation.CustomFilterChainValidation{func(fc *listener.FilterChain) error {
+				ctx := &tls.DownstreamTlsContext{}
+				if err := fc.GetTransportSocket().GetTypedConfig().UnmarshalTo(ctx); err != nil {
+					return err
+				}
+				if s := ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs(); len(s) > 0 {
+					secret = s[0].Name
+				}
+				return nil
+			}}}
+		gw.call(c).Matches(t, simulation.Result{ClusterMatched: "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local"})
+		if secret != "kubernetes://bookinfo-cert" {
+			t.Errorf("TLS certificate from %q, want the Secret bookinfo-cert (kubernetes://bookinfo-cert)", secret)
+		}
+	})
+	check(t, "the http listener refuses plain HTTP", func(t *testing.T) {
+		r := gw.call(simulation.Call{Port: 8443, Protocol: simulation.HTTP, HostHeader: host, CallMode: simulation.CallModeGateway})
+		if r.Error == nil {
+			t.Errorf("plaintext on 8443 was routed to %s", r.ClusterMatched)
+		}
+	})
+	check(t, "the tcp listener passes TLS through to the route's destination by SNI", func(t *testing.T) {
+		c := simulation.Call{Port: 9444, Protocol: simulation.TCP, TLS: simulation.TLS, Sni: "secure.example.com", CallMode: simulation.CallModeGateway}
+		gw.call(c).Matches(t, simulation.Result{ClusterMatched: "outbound|9080||details.bookinfo-backends.svc.cluster.local"})
+	})
+}
