@@ -37,6 +37,9 @@ const PROFILES: Readonly<Record<string, string>> = {
   stable: "stable",
 };
 
+/** istiod's switch that lets Kubernetes Services select WorkloadEntries (see `controlPlane`). */
+const SELECT_WORKLOAD_ENTRIES = "PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES";
+
 const POD_K8S_FIELDS = ["affinity", "env", "hpaSpec", "imagePullPolicy", "nodeSelector", "podDisruptionBudget", "podAnnotations", "priorityClassName", "readinessProbe", "replicaCount", "resources", "service", "strategy", "tolerations", "serviceAnnotations", "securityContext", "volumes", "volumeMounts"];
 const PILOT_K8S_FIELDS = ["affinity", "env", "hpaSpec", "nodeSelector", "podAnnotations", "replicaCount", "resources", "tolerations"];
 
@@ -181,11 +184,19 @@ function controlPlane(inst: Record<string, unknown>, ios: Record<string, unknown
     if (v.valueFrom !== undefined) diag(`${iosPath}/components/pilot/k8s/env/${String(k)}/valueFrom`, "istiod's chart takes env as literal values; valueFrom is not translated");
     else if (typeof v.name === "string") env[v.name] = asString(v.value) ?? "";
   });
+  // VirtualDestination WorkloadEntries carry the backing pods' labels (virtual-destination.ts); with
+  // istiod's default (true) the local Kubernetes Service of the same selector would also take the
+  // remote east-west gateways as its endpoints, on the Service's own port. Gloo's installations
+  // turn it off; so does gitmesh's, unless set, and setting it to true is reported.
+  if (env[SELECT_WORKLOAD_ENTRIES] === undefined) env[SELECT_WORKLOAD_ENTRIES] = "false";
+  else if (env[SELECT_WORKLOAD_ENTRIES] !== "false") {
+    diag(`${iosPath}/components/pilot/k8s/env`, `${SELECT_WORKLOAD_ENTRIES}=${env[SELECT_WORKLOAD_ENTRIES]}: the WorkloadEntries of VirtualDestinations (remote east-west gateways, labelled like the backing pods) then also become endpoints of the local Kubernetes Service with the same selector, which sends part of its traffic to a remote gateway on a port it does not serve. Leave it unset (gitmesh sets false, as Gloo does).`, Severity.Warning, TranslateCode.InvalidField);
+  }
   const hpa = asRecord(pilotK8s.hpaSpec);
   const pilotValues = compact({
     ...(asString(pilot.hub) !== undefined ? { hub: pilot.hub } : {}),
     ...(asString(pilot.tag) !== undefined ? { tag: pilot.tag } : {}),
-    ...(Object.keys(env).length > 0 ? { env } : {}),
+    env,
     resources: pilotK8s.resources,
     nodeSelector: pilotK8s.nodeSelector,
     tolerations: pilotK8s.tolerations,

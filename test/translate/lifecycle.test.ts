@@ -26,6 +26,14 @@ function cluster1(): Obj[] {
 const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
 
 describe("lifecycle managers", () => {
+  it("runs every istiod it installs with Kubernetes Services not selecting WorkloadEntries, as Gloo's installations do (#36)", () => {
+    // VirtualDestination WorkloadEntries carry the backing pods' labels; with istiod's default the
+    // plain Service would take the remote east-west gateways as endpoints (tools/istio-sim/README.md).
+    const istios = cluster1().filter((o) => o.kind === "Istio");
+    expect(istios.length).toBeGreaterThanOrEqual(2);
+    for (const i of istios) expect(spec(i).values.pilot.env.PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES, i.metadata.name).toBe("false");
+  });
+
   it("creates a gateway only where its control plane revision runs, as Gloo documents (#36)", () => {
     // Gloo, GatewayLifecycleManager controlPlaneRevision: "If a control plane installation of this
     // revision is not found, no gateway is created." No IstioLifecycleManager here: discovery decides.
