@@ -112,9 +112,17 @@ export function translateVirtualGateway(ctx: WorkspaceContext, vg: InputObject):
   for (const b of bindings) {
     const gwService = (ctx.snapshot(b.cluster)?.gateways ?? []).filter((g) => g.namespace === b.namespace && labelsMatch(b.podLabels, g.podLabels));
     const servers: Record<string, unknown>[] = [];
+    // port → host → the listener that serves it first (istiod keeps one server per host and port)
+    const served = new Map<number, Map<string, number>>();
     asArray(spec.listeners).forEach((raw, i) => {
       const server = translateListener(ctx, vg, asRecord(raw), `/spec/listeners/${i}`, gwService, diagnostics);
-      if (server !== undefined) servers.push(server);
+      if (server === undefined) return;
+      const clash = duplicateHosts(served, server, i);
+      if (clash !== undefined) {
+        diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `/spec/listeners/${i}`, `listener ${String(i)} serves host(s) ${clash.hosts.join(", ")} on the same gateway port as listener ${String(clash.listener)}; Istio serves one host once per port (istiod skips the duplicate server), so this listener is not rendered. Give the listeners different hosts (allowedRouteTables) or ports.`));
+        return;
+      }
+      servers.push(server);
     });
     if (servers.length === 0) continue;
     resources.push({
@@ -128,6 +136,22 @@ export function translateVirtualGateway(ctx: WorkspaceContext, vg: InputObject):
     });
   }
   return { resources, diagnostics: dedupe(diagnostics) };
+}
+
+/**
+ * The hosts of `server` that an earlier listener already serves on its port, and that listener;
+ * otherwise records the server's hosts and returns undefined. Hosts compare without their
+ * namespace part (`*` + `/h` and `h` are one host for the listener).
+ */
+function duplicateHosts(served: Map<number, Map<string, number>>, server: Record<string, unknown>, listener: number): { hosts: string[]; listener: number } | undefined {
+  const port = asNumber(asRecord(server.port).number) ?? 0;
+  const hosts = asArray(server.hosts).map((h) => String(h).replace(/^[^/]*\//, ""));
+  let byHost = served.get(port);
+  if (byHost === undefined) served.set(port, (byHost = new Map()));
+  const clash = hosts.filter((h) => byHost.has(h));
+  if (clash.length > 0) return { hosts: clash, listener: byHost.get(clash[0]!)! };
+  for (const h of hosts) byHost.set(h, listener);
+  return undefined;
 }
 
 /** The gateway Service port a listener names (by number, else by name), on the first gateway that has it. */
