@@ -147,7 +147,7 @@ function duplicateHosts(served: Map<number, Map<string, number>>, server: Record
   const port = asNumber(asRecord(server.port).number) ?? 0;
   const hosts = asArray(server.hosts).map((h) => String(h).replace(/^[^/]*\//, ""));
   let byHost = served.get(port);
-  if (byHost === undefined) served.set(port, (byHost = new Map()));
+  if (byHost === undefined) served.set(port, (byHost = new Map<string, number>()));
   const clash = hosts.filter((h) => byHost.has(h));
   if (clash.length > 0) return { hosts: clash, listener: byHost.get(clash[0]!)! };
   for (const h of hosts) byHost.set(h, listener);

@@ -231,6 +231,8 @@ func TestJWTPolicy(t *testing.T) {
 		{"refuses a token with a notValues claim", request{host: host, port: 8080, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"admins"}, "scope": []string{"openid"}, "realm.role": "banned"})}, false},
 		{"refuses a token without the required scope", request{host: host, port: 8080, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"team-ops"}})}, false},
 		{"admits a *-ops group", request{host: host, port: 8080, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"team-ops"}, "scope": []string{"openid"}})}, true},
+		{"refuses the selected regex route (/reports/[0-9]+) without a token", request{host: host, port: 8080, method: "GET", path: "/reports/7"}, false},
+		{"admits the public route, which no policy selects, without a token", request{host: host, port: 8080, method: "GET", path: "/products"}, true},
 	} {
 		check(t, tc.name, func(t *testing.T) {
 			if got := allowed(t, rules, tc.req); got != tc.want {
