@@ -288,6 +288,14 @@ func TestSidecarInboundFilters(t *testing.T) {
 		beforeRouter(t, h, rl, r)
 		details.cluster(r.GetRateLimitService().GetGrpcService().GetEnvoyGrpc().GetClusterName())
 	})
+	// Gloo: a RateLimitPolicy runs in its phase, postAuthz by default: after external auth, so
+	// requests that authorization refuses are not counted against the limit.
+	check(t, "ext_authz runs before ratelimit (Gloo's postAuthz phase)", func(t *testing.T) {
+		names := httpFilterNames(h)
+		if a, r := indexOf(names, authz), indexOf(names, rl); a < 0 || r < 0 || a > r {
+			t.Errorf("inbound HTTP filters %v, want %s before %s", names, authz, rl)
+		}
+	})
 	check(t, "the inbound route configuration enables ext_authz for the destination's requests", func(t *testing.T) {
 		if len(vhosts) == 0 {
 			t.Fatalf("inbound chain has no inline route configuration (rds %q)", h.GetRds().GetRouteConfigName())
