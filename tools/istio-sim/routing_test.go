@@ -108,22 +108,7 @@ func TestGatewayTLSListeners(t *testing.T) {
 		gw.call(httpGateway(host, 8080, "/")).Matches(t, simulation.Result{Error: simulation.ErrTLSRedirect})
 	})
 	check(t, "SIMPLE TLS terminates with the listener's secret and routes the host", func(t *testing.T) {
-		var secret string
-		c := simulation.Call{Port: 8443, Protocol: simulation.HTTP, TLS: simulation.TLS, HostHeader: host, CallMode: simulation.CallModeGateway,
-			CustomListenerValidations: []simulation.CustomFilterChainValidation{func(fc *listener.FilterChain) error {
-				ctx := &tls.DownstreamTlsContext{}
-				if err := fc.GetTransportSocket().GetTypedConfig().UnmarshalTo(ctx); err != nil {
-					return err
-				}
-				if s := ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs(); len(s) > 0 {
-					secret = s[0].Name
-				}
-				return nil
-			}}}
-		gw.call(c).Matches(t, simulation.Result{ClusterMatched: "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local"})
-		if secret != "kubernetes://bookinfo-cert" {
-			t.Errorf("TLS certificate from %q, want the Secret bookinfo-cert (kubernetes://bookinfo-cert)", secret)
-		}
+		httpsWithSecret(t, gw, host, 8443, "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local", "bookinfo-cert")
 	})
 	check(t, "plain HTTP to the TLS port is refused", func(t *testing.T) {
 		r := gw.call(simulation.Call{Port: 8443, Protocol: simulation.HTTP, HostHeader: host, CallMode: simulation.CallModeGateway})
@@ -171,22 +156,7 @@ func TestGatewayTLSModeUnset(t *testing.T) {
 	gw := sc.xds("istio-ingressgateway")
 	const host = "bookinfo.example.com"
 	check(t, "the http listener terminates TLS with its secret and routes the host", func(t *testing.T) {
-		var secret string
-		c := simulation.Call{Port: 8443, Protocol: simulation.HTTP, TLS: simulation.TLS, HostHeader: host, CallMode: simulation.CallModeGateway,
-			CustomListenerValidations: []simulation.CustomFilterChainValidation{func(fc *listener.FilterChain) error {
-				ctx := &tls.DownstreamTlsContext{}
-				if err := fc.GetTransportSocket().GetTypedConfig().UnmarshalTo(ctx); err != nil {
-					return err
-				}
-				if s := ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs(); len(s) > 0 {
-					secret = s[0].Name
-				}
-				return nil
-			}}}
-		gw.call(c).Matches(t, simulation.Result{ClusterMatched: "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local"})
-		if secret != "kubernetes://bookinfo-cert" {
-			t.Errorf("TLS certificate from %q, want the Secret bookinfo-cert (kubernetes://bookinfo-cert)", secret)
-		}
+		httpsWithSecret(t, gw, host, 8443, "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local", "bookinfo-cert")
 	})
 	check(t, "the http listener refuses plain HTTP", func(t *testing.T) {
 		r := gw.call(simulation.Call{Port: 8443, Protocol: simulation.HTTP, HostHeader: host, CallMode: simulation.CallModeGateway})
@@ -198,4 +168,26 @@ func TestGatewayTLSModeUnset(t *testing.T) {
 		c := simulation.Call{Port: 9444, Protocol: simulation.TCP, TLS: simulation.TLS, Sni: "secure.example.com", CallMode: simulation.CallModeGateway}
 		gw.call(c).Matches(t, simulation.Result{ClusterMatched: "outbound|9080||details.bookinfo-backends.svc.cluster.local"})
 	})
+}
+
+// httpsWithSecret sends an HTTPS request for host to the gateway's pod port and checks that the
+// filter chain terminates TLS with the Kubernetes Secret `secret` and routes to `cluster`.
+func httpsWithSecret(t *testing.T, gw *xdsOf, host string, port int, cluster, secret string) {
+	t.Helper()
+	var got string
+	c := simulation.Call{Port: port, Protocol: simulation.HTTP, TLS: simulation.TLS, HostHeader: host, CallMode: simulation.CallModeGateway,
+		CustomListenerValidations: []simulation.CustomFilterChainValidation{func(fc *listener.FilterChain) error {
+			ctx := &tls.DownstreamTlsContext{}
+			if err := fc.GetTransportSocket().GetTypedConfig().UnmarshalTo(ctx); err != nil {
+				return err
+			}
+			if s := ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs(); len(s) > 0 {
+				got = s[0].Name
+			}
+			return nil
+		}}}
+	gw.call(c).Matches(t, simulation.Result{ClusterMatched: cluster})
+	if want := "kubernetes://" + secret; got != want {
+		t.Errorf("TLS certificate from %q, want the Secret %s (%s)", got, secret, want)
+	}
 }
