@@ -73,7 +73,8 @@ export function translateVirtualDestinations(ctx: WorkspaceContext): TranslatorO
  * port behind the "tls" (15443) Service port, for the VirtualDestination's hosts (Gloo renders
  * "E/W Gateway: servers[{port: "tls", tls: AUTO_PASSTHROUGH}]"). Without it the gateway has no
  * listener for the SNI `outbound_.<port>_._.<host>` the clients send (Istio's stock
- * cross-network gateway serves `*.local` only).
+ * cross-network gateway serves `*.local` only). istiod builds one filter chain per Service port
+ * whose host is a subset of a server host (SNI = the cluster name, Istio mTLS ALPNs only).
  */
 function eastWestServers(ctx: WorkspaceContext, vd: InputObject, hosts: readonly string[], backingClusters: readonly string[], clients: ReadonlySet<string>, gateways: ReadonlyMap<string, readonly GatewayEndpoint[]>): Emitted[] {
   const ws = ctx.workspace.name;

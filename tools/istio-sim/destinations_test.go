@@ -98,7 +98,8 @@ func TestVirtualDestinationAcrossClusters(t *testing.T) {
 	// the SNI the remote clients send (checked above) to the backing cluster's own endpoints.
 	ew := local.xds("istio-eastwestgateway")
 	check(t, "the backing cluster's east-west gateway passes the remote clients' SNI through to the VD host", func(t *testing.T) {
-		c := simulation.Call{Port: 15443, Protocol: simulation.TCP, TLS: simulation.TLS, Sni: "outbound_.80_._.productpage.global", CallMode: simulation.CallModeGateway}
+		// istiod's AUTO_PASSTHROUGH chains match the cluster-name SNI and Istio's mTLS ALPNs only.
+		c := simulation.Call{Port: 15443, Protocol: simulation.TCP, TLS: simulation.TLS, Sni: "outbound_.80_._.productpage.global", Alpn: "istio", CallMode: simulation.CallModeGateway}
 		ew.call(c).Matches(t, simulation.Result{ClusterMatched: "outbound_.80_._.productpage.global"})
 	})
 }
