@@ -50,6 +50,42 @@ export function translateAccessPolicies(ctx: WorkspaceContext): TranslatorOutput
   return { resources, diagnostics };
 }
 
+/**
+ * Where one AccessPolicy of the workspace is enforced on mesh workloads (not egress gateways):
+ * `authz` when it renders an enforced ALLOW AuthorizationPolicy there, `authn` when it renders a
+ * PeerAuthentication. WorkspaceSettings `serviceIsolation` yields to it there (workspace-settings.ts):
+ * "Applying AccessPolicies to destinations in this workspace will override the default service
+ * isolation behavior" (admin.gloo.solo.io WorkspaceSettings proto), and Istio ORs ALLOW policies, so
+ * the isolation ALLOW beside the AccessPolicy's would let every workspace client through.
+ */
+export interface AccessPolicyCoverage {
+  readonly policy: InputObject;
+  readonly cluster: string;
+  readonly namespace: string;
+  /** Pod labels the policy selects; empty = every pod of the namespace. */
+  readonly matchLabels: Labels;
+  readonly authz: boolean;
+  readonly authn: boolean;
+}
+
+/** Every mesh target of the workspace's own AccessPolicies (diagnostics are translateOne's to report). */
+export function accessPolicyCoverage(ctx: WorkspaceContext): AccessPolicyCoverage[] {
+  const out: AccessPolicyCoverage[] = [];
+  for (const ap of ctx.own("AccessPolicy")) {
+    const config = asRecord(asRecord(ap.spec).config);
+    const entries = [...asArray(config.authzList), ...(config.authz === undefined ? [] : [config.authz])];
+    // Only enforced entries override isolation: a dry-run policy must not open the service.
+    const authz = entries.some((e) => asRecord(e).dryRun !== true);
+    const authn = (TLS_MODES as readonly string[]).includes(asString(asRecord(config.authn).tlsMode) ?? "");
+    if (!authz && !authn) continue;
+    for (const t of targetsOf(ctx, ap, [])) {
+      if (t.hosts !== undefined) continue;
+      out.push({ policy: ap, cluster: t.cluster, namespace: t.namespace, matchLabels: t.matchLabels, authz, authn });
+    }
+  }
+  return out;
+}
+
 function targetsOf(ctx: WorkspaceContext, ap: InputObject, diagnostics: Diagnostic[]): Target[] {
   const ws = ctx.workspace;
   const spec = asRecord(ap.spec);

@@ -8,7 +8,7 @@
 import { isIP } from "node:net";
 import { DNS1123_LABEL } from "../core/index.js";
 import { globalWorkspaceSettings, shared, sharingRules, type WorkspaceContext, type TranslationIndex } from "./context.js";
-import type { DiscoveredService, DiscoveredWorkload, DiscoveryInput, InputObject } from "./input.js";
+import type { DiscoveredGateway, DiscoveredService, DiscoveredWorkload, DiscoveryInput, InputObject } from "./input.js";
 import { asArray, asNumber, asRecord, asString, globMatch, labelsMatch, objectSelectorMatches, type Labels, type ObjectSelectorSpec, type Selectable } from "./selectors.js";
 
 /** Codes of the destination translators (in addition to TranslateCode). */
@@ -240,6 +240,9 @@ export interface GatewayEndpoint {
   readonly port: number;
   readonly locality: string | undefined;
   readonly network: string | undefined;
+  /** The discovered gateway behind the endpoint and the pod port its Service port sends to (undefined: only hostInfoOverrides name the port). */
+  readonly gateway: DiscoveredGateway;
+  readonly serverPort: number | undefined;
 }
 
 /** Every port of an entry (by name) sent to the gateway's port; `portNames` sorted, so the map is in canonical key order. */
@@ -294,7 +297,8 @@ export function eastWestEndpoints(ctx: WorkspaceContext, cluster: string, tlsTer
         overrides.length > 0
           ? overrides.map((o) => ({ address: asString(o.addr) ?? "", port: asNumber(o.port) ?? port.port }))
           : (g.addresses ?? []).map((a) => ({ address: a, port: port.port }));
-      for (const a of addrs) if (a.address !== "") out.push({ cluster, address: a.address, port: a.port, locality, network });
+      const serverPort = found === undefined ? undefined : typeof found.targetPort === "number" ? found.targetPort : found.port;
+      for (const a of addrs) if (a.address !== "") out.push({ cluster, address: a.address, port: a.port, locality, network, gateway: g, serverPort });
     }
   }
   const seen = new Set<string>();

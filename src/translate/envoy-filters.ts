@@ -80,8 +80,17 @@ export interface ProxySet {
   readonly labels: Labels;
 }
 
+/**
+ * EnvoyFilter `priority` of the filter insertions, in Gloo's phase order. Istio applies a context's
+ * EnvoyFilters by increasing priority (then creation time), and each INSERT_BEFORE the router lands
+ * after the filters inserted before it: a lower priority runs earlier. Gloo runs external auth in
+ * its authorization phase and a RateLimitPolicy (default phase postAuthz) after it; with equal
+ * priorities the order would be the EnvoyFilters' creation order.
+ */
+export const FILTER_PRIORITY = { extAuth: 10, rateLimit: 20 } as const;
+
 /** One EnvoyFilter (networking.istio.io/v1alpha3, the only version Istio serves) on a set of proxies, named `name`, rendered from `parent`. */
-export function envoyFilter(ctx: WorkspaceContext, proxies: ProxySet, name: string, parent: InputObject, configPatches: readonly Record<string, unknown>[]): Emitted {
+export function envoyFilter(ctx: WorkspaceContext, proxies: ProxySet, name: string, parent: InputObject, configPatches: readonly Record<string, unknown>[], priority?: number): Emitted {
   const ws = ctx.workspace.name;
   return {
     cluster: proxies.cluster,
@@ -89,7 +98,7 @@ export function envoyFilter(ctx: WorkspaceContext, proxies: ProxySet, name: stri
       apiVersion: "networking.istio.io/v1alpha3",
       kind: "EnvoyFilter",
       metadata: outputMetadata(name, proxies.namespace, proxies.cluster, ws, ctx.parentOf(parent)),
-      spec: { workloadSelector: { labels: proxies.labels }, configPatches },
+      spec: priority === undefined ? { workloadSelector: { labels: proxies.labels }, configPatches } : { configPatches, priority, workloadSelector: { labels: proxies.labels } },
     },
   };
 }

@@ -25,7 +25,7 @@
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
 import { EXT_AUTHZ_PER_ROUTE_TYPE, EXT_AUTHZ_TYPE } from "./envoy-config.js";
-import { destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, mergeIntoInboundHost, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
+import { FILTER_PRIORITY, destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, mergeIntoInboundHost, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
@@ -145,7 +145,7 @@ function filterConfig(config: ExtAuthConfig, cluster: { name: string; host: stri
 function filterInsertion(ctx: WorkspaceContext, config: ExtAuthConfig, proxy: FilterProxy, cluster: { name: string; host: string; port: number }): Emitted {
   const scope = proxy.inboundPort === undefined ? [proxy.owner.metadata.name] : [proxy.owner.metadata.name, String(proxy.inboundPort)];
   const name = stableName("extauth-filter", config.serverId, ...scope, proxy.namespace, proxy.cluster, ctx.workspace.name);
-  return envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: config.filterName, disabled: true, typed_config: filterConfig(config, cluster) })]);
+  return envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: config.filterName, disabled: true, typed_config: filterConfig(config, cluster) })], FILTER_PRIORITY.extAuth);
 }
 
 /** Why a policy's requests cannot reach a server in `cluster` (undefined when they can). */

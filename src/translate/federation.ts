@@ -30,6 +30,7 @@ import { consumersOf,
   serviceAccountsOf,
   spiffe,
   trustDomainOf,
+  type GatewayEndpoint,
 } from "./destination-common.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
@@ -39,6 +40,32 @@ import { type Emitted, type TranslatorOutput } from "./types.js";
 
 export function federatedHost(svc: string, namespace: string, cluster: string, hostSuffix: string | undefined): string {
   return hostSuffix === undefined || hostSuffix === "" ? `${svc}.${namespace}.svc.${cluster}.global` : `${svc}.${namespace}.${cluster}.${hostSuffix}`;
+}
+
+/**
+ * On each east-west gateway of a cluster whose federated Services other clusters reach, a Gateway
+ * with an AUTO_PASSTHROUGH server on the pod port behind "tls" (15443) for the workspace's
+ * federated hosts there (`*.<ns>.svc.<cluster>.global`, one pattern per namespace, so workspaces
+ * never serve the same host twice): without it the gateway has no listener for the clients' SNI.
+ */
+function federationEastWestServers(ctx: WorkspaceContext, byCluster: ReadonlyMap<string, { eps: readonly GatewayEndpoint[]; hosts: ReadonlySet<string> }>, file: string | undefined): Emitted[] {
+  const ws = ctx.workspace.name;
+  const out: Emitted[] = [];
+  for (const cluster of [...byCluster.keys()].sort(cmpStr)) {
+    const { eps, hosts } = byCluster.get(cluster)!;
+    const seen = new Set<string>();
+    for (const ep of eps) {
+      const g = ep.gateway;
+      const port = ep.serverPort;
+      if (port === undefined || seen.has(`${g.namespace}/${g.name}`)) continue;
+      seen.add(`${g.namespace}/${g.name}`);
+      const name = stableName("federation-eastwest", g.name, cluster, ws);
+      const parent = { kind: "Service", name: g.name, namespace: g.namespace, cluster, ...(file === undefined ? {} : { file }) };
+      const spec = { selector: g.podLabels, servers: [{ hosts: [...hosts].sort(cmpStr), port: { name: `tls-${String(port)}`, number: port, protocol: "TLS" }, tls: { mode: "AUTO_PASSTHROUGH" } }] };
+      out.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "Gateway", metadata: outputMetadata(name, g.namespace, cluster, ws, parent), spec } });
+    }
+  }
+  return out;
 }
 
 export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
@@ -60,6 +87,8 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
   // …and clusters whose lists are equal share one list, so that a Service's entries and rules for them
   // can be one spec object each (see spec-table.ts).
   const lists = new ListTable();
+  // Per cluster of federated Services reached from other clusters: the host patterns its east-west gateways serve.
+  const eastWestHosts = new Map<string, { eps: readonly GatewayEndpoint[]; hosts: Set<string> }>();
 
   for (const svcCluster of ws.clusters) {
     const snap = ctx.snapshot(svcCluster);
@@ -83,6 +112,11 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
       const clients = new Set<string>();
       for (const w of [ws.name, ...consumers]) for (const c of ctx.index.workspaces.get(w)?.clusters ?? []) clients.add(c);
       const remoteEps = eastWestEndpoints(ctx, svcCluster, false);
+      if ([...clients].some((c) => c !== svcCluster) && remoteEps.length > 0) {
+        const entry = eastWestHosts.get(svcCluster) ?? { eps: remoteEps, hosts: new Set<string>() };
+        entry.hosts.add(`*.${host.slice(host.indexOf(".") + 1)}`);
+        eastWestHosts.set(svcCluster, entry);
+      }
       // The same for every client cluster: built once, shared (rendered objects are never mutated).
       const remote = gatewayEntryEndpoints(remoteEps, sePorts.map((p) => p.name));
       const name = stableName("federation", svc.name, svc.namespace, svcCluster, ws.name);
@@ -131,6 +165,7 @@ export function translateFederation(ctx: WorkspaceContext): TranslatorOutput {
       }
     }
   }
+  resources.push(...federationEastWestServers(ctx, eastWestHosts, settings?.source.file));
   const anchor = settings;
   if (anchor !== undefined) {
     if (selected === 0) diagnostics.push(ctx.diag(anchor, "SELECTS_NOTHING", Severity.Warning, "/spec/options/federation", `federation is enabled but selects no Service of workspace "${ws.name}"; check serviceSelector and ports.`));

@@ -174,6 +174,36 @@ function toJwks(inline: string): string | { error: string } {
 }
 
 /**
+ * The literal text every path a route regex matches starts with (Envoy matches the whole path with
+ * RE2): the characters before the first metacharacter, `\.`-style escapes of punctuation read as
+ * the character; a character a quantifier follows is optional, so it is not part of the prefix.
+ * Undefined when the regex has an alternation (a `|` could start another branch) or no literal start.
+ */
+export function regexLiteralPrefix(regex: string): string | undefined {
+  if (regex.includes("|")) return undefined;
+  const re = regex.startsWith("^") ? regex.slice(1) : regex;
+  let out = "";
+  for (let i = 0; i < re.length; i++) {
+    const ch = re[i]!;
+    let lit: string | undefined;
+    let width = 1;
+    if (ch === "\\") {
+      const next = re[i + 1];
+      if (next !== undefined && /[^A-Za-z0-9]/.test(next)) {
+        lit = next;
+        width = 2;
+      }
+    } else if (!"[](){}.*+?$^".includes(ch)) lit = ch;
+    if (lit === undefined) break;
+    const after = re[i + width];
+    if (after === "*" || after === "?" || after === "{") break;
+    out += lit;
+    i += width - 1;
+  }
+  return out === "" ? undefined : out;
+}
+
+/**
  * The authorization operations that cover an Istio HTTP route's matches on `hosts`. A match that an
  * operation cannot express is widened (never narrowed: the requirement fails closed) and named.
  */
@@ -187,7 +217,14 @@ export function routeOperations(hosts: readonly string[], istioRoute: Record<str
     let paths: string[] | undefined;
     if (typeof uri.exact === "string") paths = [uri.exact];
     else if (typeof uri.prefix === "string") paths = uri.prefix === "/" || uri.prefix === "" ? undefined : [`${uri.prefix}*`];
-    else if (uri.regex !== undefined) widened.push("a regex path (the requirement covers every path of the host)");
+    else if (typeof uri.regex === "string") {
+      const prefix = regexLiteralPrefix(uri.regex);
+      if (prefix === undefined || prefix === "/") widened.push("a regex path (the requirement covers every path of the host)");
+      else {
+        paths = [`${prefix}*`];
+        widened.push(`a regex path (the requirement covers every path starting with ${prefix})`);
+      }
+    } else if (uri.regex !== undefined) widened.push("a regex path (the requirement covers every path of the host)");
     if (m.ignoreUriCase === true && paths !== undefined) {
       widened.push("a case-insensitive path (the requirement covers every path of the host)");
       paths = undefined;

@@ -37,6 +37,9 @@ const PROFILES: Readonly<Record<string, string>> = {
   stable: "stable",
 };
 
+/** istiod's switch that lets Kubernetes Services select WorkloadEntries (see `controlPlane`). */
+const SELECT_WORKLOAD_ENTRIES = "PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES";
+
 const POD_K8S_FIELDS = ["affinity", "env", "hpaSpec", "imagePullPolicy", "nodeSelector", "podDisruptionBudget", "podAnnotations", "priorityClassName", "readinessProbe", "replicaCount", "resources", "service", "strategy", "tolerations", "serviceAnnotations", "securityContext", "volumes", "volumeMounts"];
 const PILOT_K8S_FIELDS = ["affinity", "env", "hpaSpec", "nodeSelector", "podAnnotations", "replicaCount", "resources", "tolerations"];
 
@@ -53,6 +56,7 @@ export function translateLifecycle(ctx: WorkspaceContext): TranslatorOutput {
   const emitter = (cluster: string) => index.workspaceNames.find((w) => index.workspaces.get(w)?.namespaces.has(cluster));
   const resources: Emitted[] = [];
   const diagnostics: Diagnostic[] = [];
+  const installed = installedRevisions(ctx, istioManagers);
 
   for (const manager of [...istioManagers, ...gatewayManagers]) {
     const diag: Diag = (path, message, severity = Severity.Warning, code = TranslateCode.UnsupportedField) => {
@@ -75,14 +79,52 @@ export function translateLifecycle(ctx: WorkspaceContext): TranslatorOutput {
       }
       const render = manager.kind === "IstioLifecycleManager" ? controlPlane(inst, ios, path, diag) : gateways(inst, ios, path, diag);
       if (render === undefined) return;
-      for (const { entry } of targets) {
+      const cpRevision = manager.kind === "GatewayLifecycleManager" ? controlPlaneRevisionOf(inst, ios) : "";
+      for (const { entry, path: cpath } of targets) {
         const cluster = asString(entry.name) ?? "";
-        if (!known.has(cluster) || emitter(cluster) !== ws) continue;
+        if (!known.has(cluster)) continue;
+        if (cpRevision !== "" && installed.get(cluster)?.has(cpRevision) !== true) {
+          // Gloo (GatewayLifecycleManager, controlPlaneRevision): "If a control plane installation of
+          // this revision is not found, no gateway is created."
+          diag(`${cpath}/name`, `control plane revision "${cpRevision}" is not installed in cluster "${cluster}" (no discovered istiod of that revision, no IstioLifecycleManager installation of it there): like Gloo, no gateway is created there until it is. Install the revision or correct controlPlaneRevision.`, Severity.Warning, TranslateCode.ReferenceNotFound);
+          continue;
+        }
+        if (emitter(cluster) !== ws) continue;
         for (const r of render(cluster, entry)) resources.push({ cluster, resource: withMetadata(r, cluster, ws, ctx, manager) });
       }
     });
   }
   return { resources, diagnostics };
+}
+
+/**
+ * Control plane revisions per cluster: those discovery reports running (`meshes[].revision`) and
+ * those an IstioLifecycleManager installs there (an installation with a usable version tag), so
+ * that a gateway committed together with its control plane is rendered at once.
+ */
+function installedRevisions(ctx: WorkspaceContext, istioManagers: readonly InputObject[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  const add = (cluster: string, revision: string): void => {
+    let set = out.get(cluster);
+    if (set === undefined) out.set(cluster, (set = new Set()));
+    set.add(revision);
+  };
+  for (const cluster of ctx.index.clusters) for (const m of ctx.snapshot(cluster)?.meshes ?? []) add(cluster, m.revision === undefined || m.revision === "" ? "default" : m.revision);
+  for (const manager of istioManagers) {
+    for (const raw of asArray(asRecord(manager.spec).installations)) {
+      const inst = asRecord(raw);
+      const ios = asRecord(inst.istioOperatorSpec);
+      if (sailVersion(asString(ios.tag)) === undefined) continue;
+      const revision = asString(inst.revision) || asString(ios.revision) || "default";
+      for (const c of asArray(inst.clusters)) add(asString(asRecord(c).name) ?? "", revision);
+    }
+  }
+  return out;
+}
+
+/** A gateway installation's control plane revision ("" = the cluster's default istiod, not checked). */
+function controlPlaneRevisionOf(inst: Record<string, unknown>, ios: Record<string, unknown>): string {
+  return asString(inst.controlPlaneRevision) || asString(ios.revision) || "";
 }
 
 /** An object under construction: metadata (name, namespace) is completed by `withMetadata`. */
@@ -142,11 +184,19 @@ function controlPlane(inst: Record<string, unknown>, ios: Record<string, unknown
     if (v.valueFrom !== undefined) diag(`${iosPath}/components/pilot/k8s/env/${String(k)}/valueFrom`, "istiod's chart takes env as literal values; valueFrom is not translated");
     else if (typeof v.name === "string") env[v.name] = asString(v.value) ?? "";
   });
+  // VirtualDestination WorkloadEntries carry the backing pods' labels (virtual-destination.ts); with
+  // istiod's default (true) the local Kubernetes Service of the same selector would also take the
+  // remote east-west gateways as its endpoints, on the Service's own port. Gloo's installations
+  // turn it off; so does gitmesh's, unless set, and setting it to true is reported.
+  if (env[SELECT_WORKLOAD_ENTRIES] === undefined) env[SELECT_WORKLOAD_ENTRIES] = "false";
+  else if (env[SELECT_WORKLOAD_ENTRIES] !== "false") {
+    diag(`${iosPath}/components/pilot/k8s/env`, `${SELECT_WORKLOAD_ENTRIES}=${env[SELECT_WORKLOAD_ENTRIES]}: the WorkloadEntries of VirtualDestinations (remote east-west gateways, labelled like the backing pods) then also become endpoints of the local Kubernetes Service with the same selector, which sends part of its traffic to a remote gateway on a port it does not serve. Leave it unset (gitmesh sets false, as Gloo does).`, Severity.Warning, TranslateCode.InvalidField);
+  }
   const hpa = asRecord(pilotK8s.hpaSpec);
   const pilotValues = compact({
     ...(asString(pilot.hub) !== undefined ? { hub: pilot.hub } : {}),
     ...(asString(pilot.tag) !== undefined ? { tag: pilot.tag } : {}),
-    ...(Object.keys(env).length > 0 ? { env } : {}),
+    env,
     resources: pilotK8s.resources,
     nodeSelector: pilotK8s.nodeSelector,
     tolerations: pilotK8s.tolerations,
@@ -241,7 +291,7 @@ function gateways(inst: Record<string, unknown>, ios: Record<string, unknown>, p
     diag(`${iosPath}/components`, "no enabled gateway in components.ingressGateways or components.egressGateways: nothing is installed", Severity.Warning, TranslateCode.InvalidField);
     return undefined;
   }
-  const cpRevision = asString(inst.controlPlaneRevision) || asString(ios.revision) || "";
+  const cpRevision = controlPlaneRevisionOf(inst, ios);
   const gwRevision = asString(inst.gatewayRevision) || cpRevision;
   const revisionLabel = gwRevision || "default";
   return (_cluster, entry) => defs.flatMap((g) => gatewayObjects(g, cpRevision, gwRevision, revisionLabel, entry.activeGateway === true));

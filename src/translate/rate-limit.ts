@@ -22,14 +22,15 @@
  *
  * Solo's extensions to the rate-limit API (`setDescriptors`, `setActions`, `weight`, `alwaysApply`)
  * need Gloo's own rate limiter: reported where they are written, the rest still renders.
- * `phase` is reported (Istio orders the filters itself: rate limiting runs after authorization).
+ * The ratelimit filter runs after ext_authz (EnvoyFilter priority, FILTER_PRIORITY): Gloo's
+ * default phase postAuthz; `phase.preAuthz` is reported.
  * A filter is rendered only where its rate-limit Service is discovered: an Envoy ratelimit filter
  * naming an unknown cluster is rejected by Envoy, taking the whole listener down with it.
  */
 import { stringify } from "yaml";
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
-import { destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, mergeIntoInboundHost, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
+import { FILTER_PRIORITY, destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, mergeIntoInboundHost, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
 import { RATELIMIT_TYPE } from "./envoy-config.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
@@ -62,8 +63,9 @@ export const rateLimitSelectsRoutes = selectsRoutes;
 /** The policy's domain, server and actions (undefined when nothing can be enforced; the issues say why). */
 export const resolveRateLimit = resolvedOncePerWorkspace<RateLimitConfig>((ctx, policy, issue) => {
   const c = asRecord(asRecord(policy.spec).config);
-  if (c.phase !== undefined)
-    issue(policy, "/spec/config/phase", "phase is a setting of Gloo's data plane; Istio runs the ratelimit filter where it is inserted (before the router, after authorization)", Severity.Warning, TranslateCode.UnsupportedField);
+  // Gloo's default phase, postAuthz, is the order the filters are pinned to (FILTER_PRIORITY).
+  if (asRecord(c.phase).preAuthz !== undefined)
+    issue(policy, "/spec/config/phase/preAuthz", "a preAuthz rate limit is not translated: gitmesh runs every ratelimit filter after external authorization (Gloo's postAuthz phase), so requests that authorization refuses are not counted", Severity.Warning, TranslateCode.UnsupportedField);
   if (c.ratelimitServerConfig === undefined) {
     issue(policy, "/spec/config/ratelimitServerConfig", "without a ratelimitServerConfig nothing is limited (as in Gloo): name the RateLimitServerConfig that holds the limits");
     return undefined;
@@ -249,7 +251,7 @@ function filterInsertion(ctx: WorkspaceContext, config: RateLimitConfig, proxy: 
         rate_limit_service: { grpc_service: { envoy_grpc: { cluster_name: clusterName } }, transport_api_version: "V3" },
       },
     }),
-  ]);
+  ], FILTER_PRIORITY.rateLimit);
 }
 
 

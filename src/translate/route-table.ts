@@ -30,7 +30,7 @@ import { createMatches } from "./route-matchers.js";
 import { applyRoutePolicies, routePolicyDiagnostics, winningPolicies, winningPolicy, type DestinationResolver } from "./route-policies.js";
 import { asArray, asLabels, asNumber, asRecord, asString, type Labels } from "./selectors.js";
 import { TranslateCode, type Emitted, type FrozenTable, type TranslatorOutput } from "./types.js";
-import { gatewayBindings, httpTargetPorts } from "./virtual-gateway.js";
+import { gatewayBindings, httpTargetPorts, listenerServerPorts } from "./virtual-gateway.js";
 
 const RT_FIELDS = ["hosts", "virtualGateways", "workloadSelectors", "defaultDestination", "http", "tcp", "tls", "weight", "failureMode", "virtualServiceAnnotations"];
 const FORWARD_FIELDS = ["destinations", "pathRewrite", "regexRewrite", "hostRewrite"];
@@ -51,6 +51,29 @@ interface Target {
   readonly exportTo: readonly string[];
   /** North-south: the gateway pods that receive the requests (where a JWTPolicy is enforced). */
   readonly enforce?: { readonly namespace: string; readonly labels: Labels; readonly gateway: InputObject; readonly ports: readonly number[] };
+  /** North-south: listener (gateway Service) port → Gateway server port, for matcher ports. */
+  readonly serverPorts?: ReadonlyMap<number, number>;
+}
+
+/**
+ * Matches with their `port` as the gateway route sees it: on a gateway, the server port of the
+ * listener the matcher names (Gloo's matcher port is the listener's; Istio matches the server's).
+ * A port that is neither a listener port nor a server port is kept, with a warning: it never matches.
+ */
+function gatewayMatchPorts(ctx: WorkspaceContext, table: InputObject, path: string, target: Target, matches: readonly Record<string, unknown>[], diagnostics: Diagnostic[]): Record<string, unknown>[] {
+  const ports = target.serverPorts;
+  if (ports === undefined) return [...matches];
+  return matches.map((m, i) => {
+    const port = m.port;
+    if (typeof port !== "number") return m;
+    const server = ports.get(port);
+    if (server !== undefined) return server === port ? m : { ...m, port: server };
+    if (![...ports.values()].includes(port)) {
+      const known = [...ports.keys()].sort((a, b) => a - b).join(", ") || "(none)";
+      diagnostics.push(ctx.diag(table, TranslateCode.InvalidField, Severity.Warning, `${path}/${String(i)}/port`, `port ${String(port)} is not a listener port of the gateway in cluster "${target.cluster}" (listener ports: ${known}); this matcher never matches there. Use the listener's port.`));
+    }
+    return m;
+  });
 }
 
 export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
@@ -90,6 +113,7 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
     const bindings = gatewayBindings(ctx, vg);
     // Where each binding's HTTP requests arrive (a JWTPolicy's DENY rules are limited to them): once per binding.
     const httpPorts = new Map(bindings.map((b) => [b, httpTargetPorts(ctx, vg, b)] as const));
+    const serverPorts = new Map(bindings.map((b) => [b, listenerServerPorts(ctx, vg, b)] as const));
     for (const rt of ctx.visible("RouteTable")) {
       if (!referencesGateway(ctx, rt, vg)) continue;
       if (!allowedOnGateway(ctx, rt, vg)) {
@@ -97,7 +121,7 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
         continue;
       }
       for (const b of bindings) {
-        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."], enforce: { namespace: b.namespace, labels: b.podLabels, gateway: vg, ports: httpPorts.get(b) ?? [] } };
+        const target: Target = { cluster: b.cluster, namespace: b.namespace, gateways: [b.ref], sourceLabels: [], exportTo: ["."], enforce: { namespace: b.namespace, labels: b.podLabels, gateway: vg, ports: httpPorts.get(b) ?? [] }, serverPorts: serverPorts.get(b) ?? new Map() };
         const r = renderVirtualService(ctx, rt, flat(rt).routes, target);
         resources.push(...r.resources);
         diagnostics.push(...r.diagnostics);
@@ -295,7 +319,7 @@ function streamRoutes(ctx: WorkspaceContext, rt: InputObject, target: Target, ho
         diagnostics.push(ctx.diag(rt, TranslateCode.InvalidField, Severity.Error, `${path}/matchers`, `SNI host(s) ${outside.join(", ")} are not among the route table's hosts (${hosts.join(", ")}); Istio rejects such a route. It is left out`));
         return [];
       }
-      const match = base.flatMap((m) => sources.map((labels) => ({ ...m, ...(labels !== undefined ? { sourceLabels: labels } : {}) })));
+      const match = gatewayMatchPorts(ctx, rt, `${path}/matchers`, target, base, diagnostics).flatMap((m) => sources.map((labels) => ({ ...m, ...(labels !== undefined ? { sourceLabels: labels } : {}) })));
       const hasMatch = match.some((m) => Object.keys(m).length > 0);
       return [{ ...(hasMatch ? { match } : {}), route: destinations }];
     });
@@ -324,9 +348,9 @@ export function convertHttpRoute(ctx: WorkspaceContext, root: InputObject, fr: F
   if ("error" in m) {
     return { route: undefined, subsets: [], failed: true, diagnostics: [ctx.diag(t, TranslateCode.InvalidField, Severity.Error, m.path, `${m.error}; the route is dropped (a 500 replacement would catch requests its matcher was never meant to see). Fix the matcher.`)] };
   }
-  const base: Record<string, unknown> = { name, ...(m.matches === undefined ? {} : { match: m.matches }) };
-  const r = fr.route;
   const errors: Diagnostic[] = [];
+  const base: Record<string, unknown> = { name, ...(m.matches === undefined ? {} : { match: gatewayMatchPorts(ctx, t, `${fr.path}/matchers`, target, m.matches, errors) }) };
+  const r = fr.route;
   const err = (code: string, path: string, msg: string): void => {
     errors.push(ctx.diag(t, code, Severity.Error, path, msg));
   };

@@ -67,6 +67,39 @@ export function translateVirtualDestinations(ctx: WorkspaceContext): TranslatorO
   return { resources, diagnostics };
 }
 
+/**
+ * The server that lets other clusters in: on each east-west gateway of a backing cluster that a
+ * client in another cluster reaches, a Gateway with an AUTO_PASSTHROUGH server on the gateway pod
+ * port behind the "tls" (15443) Service port, for the VirtualDestination's hosts (Gloo renders
+ * "E/W Gateway: servers[{port: "tls", tls: AUTO_PASSTHROUGH}]"). Without it the gateway has no
+ * listener for the SNI `outbound_.<port>_._.<host>` the clients send (Istio's stock
+ * cross-network gateway serves `*.local` only). istiod builds one filter chain per Service port
+ * whose host is a subset of a server host (SNI = the cluster name, Istio mTLS ALPNs only).
+ */
+function eastWestServers(ctx: WorkspaceContext, vd: InputObject, hosts: readonly string[], backingClusters: readonly string[], clients: ReadonlySet<string>, gateways: ReadonlyMap<string, readonly GatewayEndpoint[]>): Emitted[] {
+  const ws = ctx.workspace.name;
+  const vdNs = vd.metadata.namespace ?? ctx.index.adminNamespace;
+  const out: Emitted[] = [];
+  for (const cluster of backingClusters) {
+    if (![...clients].some((c) => c !== cluster)) continue;
+    const seen = new Set<string>();
+    for (const ep of gateways.get(cluster) ?? []) {
+      const port = ep.serverPort;
+      const g = ep.gateway;
+      const key = `${g.namespace}/${g.name}`;
+      if (port === undefined || seen.has(key)) continue;
+      seen.add(key);
+      const name = stableName("eastwest", vd.metadata.name, vdNs, g.name, cluster, ws);
+      const spec = {
+        selector: g.podLabels,
+        servers: [{ hosts: [...hosts].sort(cmpStr), port: { name: `tls-${String(port)}`, number: port, protocol: "TLS" }, tls: { mode: "AUTO_PASSTHROUGH" } }],
+      };
+      out.push({ cluster, resource: { apiVersion: "networking.istio.io/v1", kind: "Gateway", metadata: outputMetadata(name, g.namespace, cluster, ws, ctx.parentOf(vd)), spec } });
+    }
+  }
+  return out;
+}
+
 function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput {
   const ws = ctx.workspace.name;
   const spec = asRecord(vd.spec);
@@ -231,6 +264,7 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
       });
     }
   }
+  if (!tlsTermination) resources.push(...eastWestServers(ctx, vd, hosts, backingClusters, clients, gateways));
   for (const c of [...missingGateway].sort(cmpStr)) {
     diagnostics.push(ctx.diag(vd, DestinationCode.NoEastWestGateway, Severity.Warning, "/spec/services",
       `backing cluster "${c}" has no east-west gateway with a ${tlsTermination ? '"https"' : '"tls" (15443)'} port and an address, so other clusters cannot reach its endpoints. Install an east-west gateway there or set eastWestGateways in WorkspaceSettings.`));

@@ -9,7 +9,7 @@ import { reportUnsupported, type WorkspaceContext, type WorkspaceInfo } from "./
 import type { DiscoveredGateway, DiscoveredPort, InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { sanitizeName, stableName } from "./names.js";
-import { asArray, asLabels, asNumber, asRecord, asString, labelsMatch, objectSelectorMatches, type Labels } from "./selectors.js";
+import { asArray, asLabels, asNumber, asRecord, asString, isRecord, labelsMatch, objectSelectorMatches, type Labels } from "./selectors.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 const TLS_MODES = ["PASSTHROUGH", "SIMPLE", "MUTUAL", "AUTO_PASSTHROUGH", "ISTIO_MUTUAL", "OPTIONAL_MUTUAL"] as const;
@@ -112,9 +112,17 @@ export function translateVirtualGateway(ctx: WorkspaceContext, vg: InputObject):
   for (const b of bindings) {
     const gwService = (ctx.snapshot(b.cluster)?.gateways ?? []).filter((g) => g.namespace === b.namespace && labelsMatch(b.podLabels, g.podLabels));
     const servers: Record<string, unknown>[] = [];
+    // port → host → the listener that serves it first (istiod keeps one server per host and port)
+    const served = new Map<number, Map<string, number>>();
     asArray(spec.listeners).forEach((raw, i) => {
       const server = translateListener(ctx, vg, asRecord(raw), `/spec/listeners/${i}`, gwService, diagnostics);
-      if (server !== undefined) servers.push(server);
+      if (server === undefined) return;
+      const clash = duplicateHosts(served, server, i);
+      if (clash !== undefined) {
+        diagnostics.push(ctx.diag(vg, TranslateCode.InvalidField, Severity.Error, `/spec/listeners/${i}`, `listener ${String(i)} serves host(s) ${clash.hosts.join(", ")} on the same gateway port as listener ${String(clash.listener)}; Istio serves one host once per port (istiod skips the duplicate server), so this listener is not rendered. Give the listeners different hosts (allowedRouteTables) or ports.`));
+        return;
+      }
+      servers.push(server);
     });
     if (servers.length === 0) continue;
     resources.push({
@@ -130,6 +138,22 @@ export function translateVirtualGateway(ctx: WorkspaceContext, vg: InputObject):
   return { resources, diagnostics: dedupe(diagnostics) };
 }
 
+/**
+ * The hosts of `server` that an earlier listener already serves on its port, and that listener;
+ * otherwise records the server's hosts and returns undefined. Hosts compare without their
+ * namespace part (`*` + `/h` and `h` are one host for the listener).
+ */
+function duplicateHosts(served: Map<number, Map<string, number>>, server: Record<string, unknown>, listener: number): { hosts: string[]; listener: number } | undefined {
+  const port = asNumber(asRecord(server.port).number) ?? 0;
+  const hosts = asArray(server.hosts).map((h) => String(h).replace(/^[^/]*\//, ""));
+  let byHost = served.get(port);
+  if (byHost === undefined) served.set(port, (byHost = new Map<string, number>()));
+  const clash = hosts.filter((h) => byHost.has(h));
+  if (clash.length > 0) return { hosts: clash, listener: byHost.get(clash[0]!)! };
+  for (const h of hosts) byHost.set(h, listener);
+  return undefined;
+}
+
 /** The gateway Service port a listener names (by number, else by name), on the first gateway that has it. */
 function listenerPort(l: Record<string, unknown>, gateways: readonly DiscoveredGateway[]): DiscoveredPort | undefined {
   const portSel = asRecord(l.port);
@@ -142,9 +166,21 @@ function listenerPort(l: Record<string, unknown>, gateways: readonly DiscoveredG
   return undefined;
 }
 
+/**
+ * A listener's TLS mode, `undefined` without `tls`. Gloo's `TLSConfig.mode` is a proto enum whose
+ * zero value is PASSTHROUGH, so `tls` without `mode` is PASSTHROUGH on a tcp listener (`tcp`, or
+ * neither `tcp` nor `http`). On an `http` listener PASSTHROUGH cannot serve HTTP routes, and the
+ * proto infers appProtocol HTTPS for "an `http` listener … if TLS settings are defined": the gateway
+ * terminates TLS, i.e. SIMPLE (reported by `translateListener`, never a plain HTTP server).
+ */
+function listenerTlsMode(l: Record<string, unknown>): string | undefined {
+  if (!isRecord(l.tls)) return undefined;
+  return asString(l.tls.mode) ?? (l.http !== undefined ? "SIMPLE" : "PASSTHROUGH");
+}
+
 /** The Istio Gateway server protocol of a listener: TCP/TLS for `tcp` and passthrough, else HTTP/HTTPS. */
 function listenerProtocol(l: Record<string, unknown>): "TCP" | "TLS" | "HTTP" | "HTTPS" {
-  const mode = asString(asRecord(l.tls).mode);
+  const mode = listenerTlsMode(l);
   if (l.tcp !== undefined) return mode === undefined ? "TCP" : "TLS";
   if (mode === "PASSTHROUGH" || mode === "AUTO_PASSTHROUGH") return "TLS";
   return mode === undefined ? "HTTP" : "HTTPS";
@@ -165,6 +201,22 @@ export function httpTargetPorts(ctx: WorkspaceContext, vg: InputObject, b: Gatew
     if (port !== undefined) out.add(typeof port.targetPort === "number" ? port.targetPort : port.port);
   }
   return [...out].sort((x, y) => x - y);
+}
+
+/**
+ * Gateway Service port → the port of the rendered Gateway server (the Service's target port), for
+ * the VirtualGateway's listeners on one binding. A RouteTable matcher's `port` names the listener's
+ * (Service) port, while Istio compares a gateway route's port with the server port the request
+ * arrived on, so gateway routes carry the server port.
+ */
+export function listenerServerPorts(ctx: WorkspaceContext, vg: InputObject, b: GatewayBinding): ReadonlyMap<number, number> {
+  const gateways = (ctx.snapshot(b.cluster)?.gateways ?? []).filter((g) => g.namespace === b.namespace && labelsMatch(b.podLabels, g.podLabels));
+  const out = new Map<number, number>();
+  for (const raw of asArray(asRecord(vg.spec).listeners)) {
+    const port = listenerPort(asRecord(raw), gateways);
+    if (port !== undefined) out.set(port.port, typeof port.targetPort === "number" ? port.targetPort : port.port);
+  }
+  return out;
 }
 
 function translateListener(
@@ -194,8 +246,9 @@ function translateListener(
   }
   const target = typeof port.targetPort === "number" ? port.targetPort : port.port;
   const tls = asRecord(l.tls);
-  const mode = asString(tls.mode);
+  const mode = listenerTlsMode(l);
   const protocol = listenerProtocol(l);
+  if (mode !== undefined && tls.mode === undefined) diagnostics.push(unsetTlsModeDiagnostic(ctx, vg, l, `${path}/tls`, mode));
   // An egress listener serves the hosts of the ExternalServices it exposes (exposedExternalServices).
   const hostSource = asArray(l.allowedRouteTables).length > 0 ? l.allowedRouteTables : l.exposedExternalServices;
   const hosts = asArray(hostSource)
@@ -220,11 +273,20 @@ function translateListener(
     }
     const params = tlsParameters(ctx, vg, mode, tls.parameters, `${path}/tls/parameters`, diagnostics);
     if (params === undefined) return undefined;
-    server.tls = { mode, ...(secret === undefined ? {} : { credentialName: secret }), ...params };
+    server.tls = { mode, ...(secret === undefined || mode === "PASSTHROUGH" || mode === "AUTO_PASSTHROUGH" ? {} : { credentialName: secret }), ...params };
   } else if (l.httpsRedirect === true) {
     server.tls = { httpsRedirect: true };
   }
   return server;
+}
+
+/** What an unset `tls.mode` became (listenerTlsMode), said where the listener is. */
+function unsetTlsModeDiagnostic(ctx: WorkspaceContext, vg: InputObject, l: Record<string, unknown>, path: string, mode: string): Diagnostic {
+  if (mode === "SIMPLE") {
+    return ctx.diag(vg, TranslateCode.InvalidField, Severity.Warning, path, "tls.mode is not set on this http listener: Gloo's proto default is PASSTHROUGH, which cannot serve HTTP routes, and an http listener with TLS settings is HTTPS, so gitmesh terminates TLS here as SIMPLE with tls.secretName. Set mode: SIMPLE (or MUTUAL) to say so.");
+  }
+  const secret = isRecord(l.tls) && l.tls.secretName !== undefined ? " tls.secretName is ignored (nothing terminates TLS)." : "";
+  return ctx.diag(vg, TranslateCode.InvalidField, Severity.Warning, path, `tls.mode is not set on this tcp listener: Gloo's proto default PASSTHROUGH applies (connections are routed by SNI, still encrypted).${secret} Set mode explicitly.`);
 }
 
 /** Gloo `TLSConfig.Parameters.ProtocolVersion` → Istio `ServerTLSSettings.TLSProtocol`, in increasing order (TLS_AUTO first). */

@@ -5,7 +5,10 @@
  *   `settings-<svc>-<ns>-<cluster>-<ws>` (selector = the Service's pod selector) and an
  *   AuthorizationPolicy of the same name allowing only principals `<trustDomain>/ns/<ns>/sa/*` of
  *   the namespaces of this workspace and of every workspace that imports the Service, in every
- *   cluster (trust domain per cluster).
+ *   cluster (trust domain per cluster). An AccessPolicy of the workspace that covers every pod of
+ *   the Service replaces that AuthorizationPolicy (its enforced rules) and that PeerAuthentication
+ *   (its `authn`), as Gloo documents; one that covers only some of the Service's pods cannot
+ *   (Istio ORs ALLOW policies and has no "all but these pods" selector): ACCESS_NOT_ENFORCED.
  * - `serviceIsolation.trimProxyConfig` (or `trimAllProxyConfig`) → per owned workload a Sidecar
  *   `sidecar-<workload>-<ns>-<cluster>-<ws>` with `workloadSelector` = its pod labels and egress
  *   hosts = the mesh namespace, the workspace's own namespaces in that cluster (`<ns>/*`), and
@@ -14,11 +17,12 @@
  * Import/export itself (`exportTo` of destinations) is applied by the destination translators.
  */
 import { Severity, type Diagnostic } from "../core/index.js";
+import { accessPolicyCoverage, type AccessPolicyCoverage } from "./access-policy.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
-import { consumersOf, serviceVisibleTo, cmpStr, effectiveOptions, globalSettings, namespaceOwner, trustDomainOf } from "./destination-common.js";
+import { DestinationCode, consumersOf, serviceVisibleTo, cmpStr, effectiveOptions, globalSettings, namespaceOwner, trustDomainOf } from "./destination-common.js";
 import { outputMetadata, type ParentRef } from "./labels.js";
 import { serviceHost, stableName } from "./names.js";
-import { asArray, asRecord } from "./selectors.js";
+import { asArray, asRecord, labelsMatch, type Labels } from "./selectors.js";
 import { sidecarName, trimPolicySelects } from "./trim-proxy-config.js";
 import { SpecTable } from "./spec-table.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
@@ -47,7 +51,11 @@ export function translateWorkspaceSettings(ctx: WorkspaceContext): TranslatorOut
   const isolated = iso.enabled === true;
   const trim = (isolated && iso.trimProxyConfig !== false && iso.trimProxyConfig !== undefined) || options.trimAllProxyConfig === true;
 
-  if (isolated) resources.push(...isolation(ctx, source));
+  if (isolated) {
+    const out = isolation(ctx, source);
+    resources.push(...out.resources);
+    diagnostics.push(...out.diagnostics);
+  }
   if (trim) resources.push(...trimmedSidecars(ctx, source));
   return { resources, diagnostics };
 }
@@ -56,9 +64,30 @@ function serviceParent(cluster: string, namespace: string, name: string, kind: s
   return { kind, name, namespace, cluster, ...(file === undefined ? {} : { file }) };
 }
 
-function isolation(ctx: WorkspaceContext, source: { source: { file: string } }): Emitted[] {
+/** How far the workspace's AccessPolicies cover a Service's pods, for one kind of rule. */
+type Cover = { readonly full: boolean; readonly partial: readonly AccessPolicyCoverage[] };
+
+/**
+ * Whether the AccessPolicy targets (`authz` or `authn` ones, per `flag`) in the Service's cluster
+ * and namespace select every pod the Service selects: a target whose labels are a subset of the
+ * Service's selector does for any pod; otherwise every discovered pod of the Service must match
+ * some target. Targets that select some but not all of them are returned as `partial`.
+ */
+function coverOf(targets: readonly AccessPolicyCoverage[], flag: "authz" | "authn", selector: Labels, pods: readonly Labels[]): Cover {
+  const relevant = targets.filter((t) => t[flag]);
+  if (relevant.length === 0) return { full: false, partial: [] };
+  if (relevant.some((t) => labelsMatch(t.matchLabels, selector))) return { full: true, partial: [] };
+  const touching = relevant.filter((t) => pods.some((p) => labelsMatch(t.matchLabels, p)));
+  if (touching.length === 0) return { full: false, partial: [] };
+  const full = pods.every((p) => touching.some((t) => labelsMatch(t.matchLabels, p)));
+  return { full, partial: full ? [] : touching };
+}
+
+function isolation(ctx: WorkspaceContext, source: { source: { file: string } }): TranslatorOutput {
   const ws = ctx.workspace;
   const out: Emitted[] = [];
+  const diagnostics: Diagnostic[] = [];
+  const coverage = accessPolicyCoverage(ctx);
   // principals of a set of workspaces, memoised by the sorted set
   const memo = new Map<string, string[]>();
   const principalsFor = (workspaces: readonly string[]): string[] => {
@@ -96,11 +125,18 @@ function isolation(ctx: WorkspaceContext, source: { source: { file: string } }):
       const selectorKey = JSON.stringify(selector);
       const peer = peerSpecs.get(selectorKey, () => ({ mtls: { mode: "STRICT" }, selector: { matchLabels: selector } }));
       const allow = allowSpecs.get(`${principalsKey.join(",")}\n${selectorKey}`, () => ({ action: "ALLOW", rules: [{ from: [{ source: { principals } }] }], selector: { matchLabels: selector } }));
-      out.push({ cluster, resource: { apiVersion: "security.istio.io/v1", kind: "PeerAuthentication", metadata: meta, spec: peer } });
-      out.push({ cluster, resource: { apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata: meta, spec: allow } });
+      const targets = coverage.filter((t) => t.cluster === cluster && t.namespace === svc.namespace);
+      const pods = targets.length === 0 ? [] : (snap?.workloads ?? []).filter((w) => w.namespace === svc.namespace && labelsMatch(selector, w.podLabels)).map((w) => w.podLabels);
+      const authz = coverOf(targets, "authz", selector, pods);
+      const authn = coverOf(targets, "authn", selector, pods);
+      for (const t of authz.partial) {
+        diagnostics.push(ctx.diag(t.policy, DestinationCode.AccessNotEnforced, Severity.Error, "/spec", `selects only some pods of Service ${svc.namespace}/${svc.name} in cluster "${cluster}", whose workspace isolates its services: the isolation's ALLOW for the Service applies to those pods too and Istio ORs ALLOW policies, so this AccessPolicy does NOT restrict the workspace's clients there. Select every pod of the Service (its pod selector), or split the Service.`));
+      }
+      if (!authn.full) out.push({ cluster, resource: { apiVersion: "security.istio.io/v1", kind: "PeerAuthentication", metadata: meta, spec: peer } });
+      if (!authz.full) out.push({ cluster, resource: { apiVersion: "security.istio.io/v1", kind: "AuthorizationPolicy", metadata: meta, spec: allow } });
     }
   }
-  return out;
+  return { resources: out, diagnostics };
 }
 
 function trimmedSidecars(ctx: WorkspaceContext, source: { source: { file: string } }): Emitted[] {

@@ -6,12 +6,13 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { affectedWorkspaces, retranslate, translateAll, type IstioResource } from "../../src/translate/index.js";
+import { regexLiteralPrefix } from "../../src/translate/jwt-policy.js";
 import { FIXTURES } from "./golden.js";
 import { desiredFromYaml, discoveryFromYaml } from "./helpers.js";
 
 const caseText = readFileSync(join(FIXTURES, "jwt-policy/input.yaml"), "utf8");
 const discovery = discoveryFromYaml(readFileSync(join(FIXTURES, "jwt-policy/discovery.yaml"), "utf8"));
-/** The golden case without its regex route (which widens the requirement to the whole host). */
+/** The golden case without its regex route (which widens the requirement to /reports/*). */
 const precise = caseText.replace(/  - name: reports\n(?:    .*\n)+?(?=  - name: public)/, "");
 
 interface Request {
@@ -81,11 +82,14 @@ describe("JWTPolicy at the ingress gateway", () => {
     expect(req({ scope: "openid" })).toBe(403); // required claim missing
   });
 
-  it("a route matcher a rule cannot express widens the requirement to the host, never narrows it", () => {
+  it("a route matcher a rule cannot express widens the requirement (a regex to its literal prefix), never narrows it", () => {
     const wide = gatewayOutput(caseText);
     expect(verdict(wide, { host, path: "/reports/42", method: "GET" })).toBe(403);
-    expect(verdict(wide, { host, path: "/index.html", method: "GET" })).toBe(403);
+    expect(verdict(wide, { host, path: "/reports/latest", method: "GET" })).toBe(403);
+    expect(verdict(wide, { host, path: "/index.html", method: "GET" })).toBe(200);
     expect(verdict(wide, { host: "other.example.com", path: "/index.html", method: "GET" })).toBe(200);
+    const noPrefix = gatewayOutput(caseText.replace("regex: '/reports/[0-9]+'", "regex: '.*/reports/[0-9]+'"));
+    expect(verdict(noPrefix, { host, path: "/index.html", method: "GET" })).toBe(403);
   });
 
   it("a policy that cannot be expressed renders nothing rather than something weaker", () => {
@@ -135,5 +139,23 @@ spec:
 `;
     const out = translateAll(desiredFromYaml(`${precise}${policy}`), tcpDiscovery).clusters.get("cluster1")?.resources ?? [];
     expect(denyPorts(out, "ratings-jwt")).toEqual([[["9080", "9090"]]]);
+  });
+});
+
+describe("a regex route's JWT requirement (#36)", () => {
+  // Envoy matches a route regex against the whole path (RE2), so every matching path starts with
+  // the regex's literal prefix: the requirement covers that prefix instead of the whole host.
+  it.each([
+    ["/reports/[0-9]+", "/reports/"],
+    ["^/api/v1/users/.*", "/api/v1/users/"],
+    ["/files\\.d/[a-z]+", "/files.d/"],
+    ["/items?", "/item"],
+    ["/a{2}", "/"],
+    ["/x\\d+", "/x"],
+  ])("%s is covered by the prefix %s", (regex, prefix) => {
+    expect(regexLiteralPrefix(regex)).toBe(prefix);
+  });
+  it.each(["/a|/b", "(?i)/admin", ".*/secret", "[/]x"])("%s has no literal prefix: the whole host", (regex) => {
+    expect(regexLiteralPrefix(regex)).toBeUndefined();
   });
 });

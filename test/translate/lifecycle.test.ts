@@ -13,6 +13,7 @@ import { renderedPath } from "../../src/git-sync/index.js";
 import { affectedWorkspaces, retranslate, translateAll, type IstioResource } from "../../src/translate/index.js";
 import { FIXTURES } from "./golden.js";
 import { loadCase, runCase } from "./golden.js";
+import { desiredFromYaml, discoveryFromYaml } from "./helpers.js";
 
 type Obj = IstioResource & Record<string, unknown>;
 const spec = (o: IstioResource) => o.spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -25,6 +26,56 @@ function cluster1(): Obj[] {
 const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
 
 describe("lifecycle managers", () => {
+  it("runs every istiod it installs with Kubernetes Services not selecting WorkloadEntries, as Gloo's installations do (#36)", () => {
+    // VirtualDestination WorkloadEntries carry the backing pods' labels; with istiod's default the
+    // plain Service would take the remote east-west gateways as endpoints (tools/istio-sim/README.md).
+    const istios = cluster1().filter((o) => o.kind === "Istio");
+    expect(istios.length).toBeGreaterThanOrEqual(2);
+    for (const i of istios) expect(spec(i).values.pilot.env.PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES, i.metadata.name).toBe("false");
+  });
+
+  it("creates a gateway only where its control plane revision runs, as Gloo documents (#36)", () => {
+    // Gloo, GatewayLifecycleManager controlPlaneRevision: "If a control plane installation of this
+    // revision is not found, no gateway is created." No IstioLifecycleManager here: discovery decides.
+    const desired = desiredFromYaml(`
+apiVersion: admin.gloo.solo.io/v2
+kind: Workspace
+metadata: {name: gateways, namespace: gloo-mesh}
+spec:
+  workloadClusters: [{name: '*', namespaces: [{name: istio-gateways}]}]
+---
+apiVersion: admin.gloo.solo.io/v2
+kind: GatewayLifecycleManager
+metadata: {name: ingress, namespace: gloo-mesh}
+spec:
+  installations:
+  - gatewayRevision: 1-29
+    controlPlaneRevision: 1-29
+    clusters: [{name: old, activeGateway: true}, {name: new, activeGateway: true}]
+    istioOperatorSpec:
+      components:
+        ingressGateways: [{name: istio-ingressgateway, namespace: istio-gateways}]
+`);
+    const mesh = (revision: string) => `meshes: [{revision: ${revision}, namespace: istio-system, trustDomain: cluster.local, istiodServiceAccount: istiod-${revision}}]`;
+    const discovery = discoveryFromYaml(`cluster: old
+namespaces: [{name: istio-gateways, labels: {}}]
+${mesh("1-28")}
+---
+cluster: new
+namespaces: [{name: istio-gateways, labels: {}}]
+${mesh("1-29")}
+`);
+    const result = translateAll(desired, discovery);
+    const kinds = (c: string) => (result.clusters.get(c)?.resources ?? []).map((r) => r.kind).sort();
+    expect(kinds("new")).toContain("Deployment");
+    expect(kinds("new")).toContain("Service");
+    expect(kinds("old")).toEqual([]);
+    const warned = result.diagnostics.filter((d) => d.code === "REFERENCE_NOT_FOUND");
+    expect(warned).toHaveLength(1);
+    expect(warned[0]?.message).toContain('"1-29" is not installed in cluster "old"');
+    expect(warned[0]?.path).toBe("/spec/installations/0/clusters/0/name");
+  });
+
   it("each gateway Service sends traffic to the pods of the active revision only", () => {
     const objects = cluster1();
     const deployments = objects.filter((o) => o.kind === "Deployment");

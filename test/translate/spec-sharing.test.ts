@@ -19,6 +19,8 @@ type Cluster = (typeof CLUSTERS)[number];
 const SELECTOR: Record<Cluster, Record<string, string>> = { c1: { app: "api" }, c2: { app: "api", track: "blue" }, c3: { app: "api" }, c4: { app: "api" } };
 const POD_LABELS: Record<Cluster, Record<string, string>> = { c1: { app: "api" }, c2: { app: "api", track: "blue" }, c3: { app: "api" }, c4: { app: "api", v: "4" } };
 const TARGET_PORT: Record<Cluster, number> = { c1: 8080, c2: 8080, c3: 8080, c4: 8081 };
+// The AccessPolicy overrides isolation on api (#36): web, which no AccessPolicy selects, carries it.
+const WEB_SELECTOR: Record<Cluster, Record<string, string>> = { c1: { app: "web" }, c2: { app: "web", track: "blue" }, c3: { app: "web" }, c4: { app: "web" } };
 const NAMESPACES: Record<Cluster, string[]> = { c1: ["app"], c2: ["app"], c3: ["app"], c4: ["app", "app-extra"] };
 
 const config = `${CLUSTERS.map((c) => `apiVersion: admin.gloo.solo.io/v2
@@ -70,6 +72,7 @@ const discoveryYaml = CLUSTERS.map(
 namespaces: [${NAMESPACES[c].map((n) => `{name: ${n}, labels: {}}, `).join("")}{name: istio-system, labels: {}}, {name: istio-gateways, labels: {}}]
 services:
 - {name: api, namespace: app, labels: {app: api}, selector: ${JSON.stringify(SELECTOR[c])}, ports: [{name: http, port: 80, targetPort: ${TARGET_PORT[c]}, protocol: TCP}], type: ClusterIP}
+- {name: web, namespace: app, labels: {app: web}, selector: ${JSON.stringify(WEB_SELECTOR[c])}, ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}], type: ClusterIP}
 workloads:
 - {kind: Deployment, name: api, namespace: app, podLabels: ${JSON.stringify(POD_LABELS[c])}, serviceAccount: api, localities: [{region: r${i}, zone: r${i}a}]}
 localities: [{region: r${i}, zone: r${i}a}]
@@ -106,10 +109,12 @@ describe("specs shared between clusters", () => {
     for (const c of CLUSTERS) {
       const list = out.get(c)!;
       const selector = { matchLabels: SELECTOR[c] };
-      // service isolation (workspace-settings.ts)
-      expect(named(list, "PeerAuthentication", `settings-api-app-${c}-app`).spec).toEqual({ mtls: { mode: "STRICT" }, selector });
-      const allow = (named(list, "AuthorizationPolicy", `settings-api-app-${c}-app`).spec as { selector: unknown; rules: { from: { source: { principals: string[] } }[] }[] });
-      expect(allow.selector).toEqual(selector);
+      // service isolation (workspace-settings.ts), on web; api's AccessPolicy replaces it there
+      const webSelector = { matchLabels: WEB_SELECTOR[c] };
+      expect(list.filter((r) => r.metadata.name === `settings-api-app-${c}-app`)).toEqual([]);
+      expect(named(list, "PeerAuthentication", `settings-web-app-${c}-app`).spec).toEqual({ mtls: { mode: "STRICT" }, selector: webSelector });
+      const allow = (named(list, "AuthorizationPolicy", `settings-web-app-${c}-app`).spec as { selector: unknown; rules: { from: { source: { principals: string[] } }[] }[] });
+      expect(allow.selector).toEqual(webSelector);
       expect(allow.rules[0]!.from[0]!.source.principals).toEqual(CLUSTERS.flatMap((x) => NAMESPACES[x].map((n) => `${x}.local/ns/${n}/sa/*`)).sort());
       expect(byParent(list, "Sidecar", "Deployment").spec.workloadSelector).toEqual({ labels: POD_LABELS[c] });
       // the AccessPolicy (access-policy.ts)
@@ -144,8 +149,8 @@ describe("specs shared between clusters", () => {
     const objects = (c: Cluster) => {
       const list = out.get(c)!;
       return {
-        isolationPeer: named(list, "PeerAuthentication", `settings-api-app-${c}-app`).spec,
-        isolationAllow: named(list, "AuthorizationPolicy", `settings-api-app-${c}-app`).spec,
+        isolationPeer: named(list, "PeerAuthentication", `settings-web-app-${c}-app`).spec,
+        isolationAllow: named(list, "AuthorizationPolicy", `settings-web-app-${c}-app`).spec,
         sidecar: byParent(list, "Sidecar", "Deployment").spec,
         accessPeer: named(list, "PeerAuthentication", "accesspolicy-api-access-app-api-app").spec,
         accessAllow: named(list, "AuthorizationPolicy", "accesspolicy-api-access-app-api-app").spec,
@@ -162,7 +167,7 @@ describe("specs shared between clusters", () => {
     // c4 differs in the pods' labels, the target port and the exportTo lists; its selector is c1's
     for (const what of ["sidecar", "loadBalancer", "federatedEntry", "federatedRule", "vdEntry", "vdRule"] as const) expect(c4[what], what).not.toBe(c1[what]);
     for (const what of ["isolationPeer", "accessPeer", "accessAllow", "workloadEntry"] as const) expect(c4[what], what).toBe(c1[what]);
-    expect(named(out.get("c2")!, "PeerAuthentication", "settings-api-app-c2-app").spec).not.toBe(c1.isolationPeer);
+    expect(named(out.get("c2")!, "PeerAuthentication", "settings-web-app-c2-app").spec).not.toBe(c1.isolationPeer);
     for (const list of out.values()) for (const r of list) expect(JSON.stringify(r)).toBe(canonicalJson(r));
   });
 });

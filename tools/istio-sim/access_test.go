@@ -128,3 +128,61 @@ func TestServiceIsolation(t *testing.T) {
 		})
 	}
 }
+
+// Gloo API reference, WorkspaceSettings `options.serviceIsolation`: "Applying AccessPolicies to
+// destinations in this workspace will override the default service isolation behavior." Istio ORs
+// the ALLOW policies of a workload, so the AccessPolicy restricts only if the isolation ALLOW is
+// not also on its pods. Case test/fixtures/translate/dest-settings-isolation-access, cluster1:
+// bookinfo isolates its services; an AccessPolicy allows only productpage to call reviews; ratings
+// has no enforceable AccessPolicy (one selects only its v2 pods and is reported as not enforced);
+// productpage's AccessPolicy is dry-run only.
+func TestServiceIsolationWithAccessPolicy(t *testing.T) {
+	sc := load(t, "dest-settings-isolation-access", "cluster1")
+	const (
+		productpageSA = "spiffe://cluster1.local/ns/bookinfo-frontends/sa/bookinfo-productpage"
+		ratingsSA     = "spiffe://cluster1.local/ns/bookinfo-backends/sa/bookinfo-ratings"
+		reviewsSA     = "spiffe://cluster1.local/ns/bookinfo-backends/sa/bookinfo-reviews"
+		gatewaySA     = "spiffe://cluster1.local/ns/istio-gateways/sa/istio-ingressgateway"
+		opsSA         = "spiffe://cluster1.local/ns/ops/sa/tools"
+	)
+	from := func(principal string) request {
+		return request{principal: principal, sourceIP: "10.244.0.9", remoteIP: "10.244.0.9", method: "GET", path: "/"}
+	}
+	rulesOf := func(workload string) *xdsOf {
+		return sc.xds(workload)
+	}
+	inboundRules := func(x *xdsOf) func(t *testing.T, r request) bool {
+		c := simulation.Call{Address: x.proxy.IPAddresses[0], Port: 9080, Protocol: simulation.HTTP, TLS: simulation.MTLS, CallMode: simulation.CallModeInbound}
+		rules := rbacFilter(t, x.hcmOf(c))
+		return func(t *testing.T, r request) bool {
+			t.Helper()
+			if rules == nil {
+				t.Fatal("no RBAC filter on the inbound chain: every client is allowed")
+			}
+			return allowed(t, rules, r)
+		}
+	}
+	reviews := inboundRules(rulesOf("reviews-v1"))
+	ratingsV1 := inboundRules(rulesOf("ratings-v1"))
+	ratingsV2 := inboundRules(rulesOf("ratings-v2"))
+	productpage := inboundRules(rulesOf("productpage-v1"))
+	for _, tc := range []struct {
+		name string
+		call func(t *testing.T) bool
+		want bool
+	}{
+		{"the client the AccessPolicy allows reaches reviews", func(t *testing.T) bool { return reviews(t, from(productpageSA)) }, true},
+		{"a workload of the same workspace that the AccessPolicy does not allow is denied on reviews", func(t *testing.T) bool { return reviews(t, from(ratingsSA)) }, false},
+		{"another workspace's workload is denied on reviews", func(t *testing.T) bool { return reviews(t, from(opsSA)) || reviews(t, from(gatewaySA)) }, false},
+		{"ratings without an enforced AccessPolicy keeps isolation: the workspace's workloads reach it", func(t *testing.T) bool { return ratingsV1(t, from(reviewsSA)) && ratingsV2(t, from(reviewsSA)) }, true},
+		{"ratings keeps isolation: another workspace's workload is denied", func(t *testing.T) bool { return ratingsV1(t, from(opsSA)) || ratingsV2(t, from(opsSA)) }, false},
+		{"a dry-run AccessPolicy leaves isolation in force on productpage: the importing gateway passes", func(t *testing.T) bool { return productpage(t, from(gatewaySA)) }, true},
+		{"a dry-run AccessPolicy opens nothing: the client it names is still denied on productpage", func(t *testing.T) bool { return productpage(t, from(opsSA)) }, false},
+	} {
+		check(t, tc.name, func(t *testing.T) {
+			if got := tc.call(t); got != tc.want {
+				t.Errorf("allowed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

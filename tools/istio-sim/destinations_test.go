@@ -94,6 +94,14 @@ func TestVirtualDestinationAcrossClusters(t *testing.T) {
 			t.Errorf("endpoints of %s = %v, want the local productpage pod %s (VD port 80 → targetPort 9080)", vdCluster, got, pod)
 		}
 	})
+	// The Gloo reference: the east-west gateway serves "tls" (15443) with AUTO_PASSTHROUGH, routing on
+	// the SNI the remote clients send (checked above) to the backing cluster's own endpoints.
+	ew := local.xds("istio-eastwestgateway")
+	check(t, "the backing cluster's east-west gateway passes the remote clients' SNI through to the VD host", func(t *testing.T) {
+		// istiod's AUTO_PASSTHROUGH chains match the cluster-name SNI and Istio's mTLS ALPNs only.
+		c := simulation.Call{Port: 15443, Protocol: simulation.TCP, TLS: simulation.TLS, Sni: "outbound_.80_._.productpage.global", Alpn: "istio", CallMode: simulation.CallModeGateway}
+		ew.call(c).Matches(t, simulation.Result{ClusterMatched: "outbound_.80_._.productpage.global"})
+	})
 }
 
 // Gloo API reference: FailoverPolicy `localityMappings` from region us-east-1 to us-west-2 then

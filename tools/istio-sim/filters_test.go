@@ -231,6 +231,8 @@ func TestJWTPolicy(t *testing.T) {
 		{"refuses a token with a notValues claim", request{host: host, port: 8080, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"admins"}, "scope": []string{"openid"}, "realm.role": "banned"})}, false},
 		{"refuses a token without the required scope", request{host: host, port: 8080, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"team-ops"}})}, false},
 		{"admits a *-ops group", request{host: host, port: 8080, method: "GET", path: "/login", jwt: token(map[string]any{"group": []string{"team-ops"}, "scope": []string{"openid"}})}, true},
+		{"refuses the selected regex route (/reports/[0-9]+) without a token", request{host: host, port: 8080, method: "GET", path: "/reports/7"}, false},
+		{"admits the public route, which no policy selects, without a token", request{host: host, port: 8080, method: "GET", path: "/products"}, true},
 	} {
 		check(t, tc.name, func(t *testing.T) {
 			if got := allowed(t, rules, tc.req); got != tc.want {
@@ -285,6 +287,14 @@ func TestSidecarInboundFilters(t *testing.T) {
 		r := &ratelimit.RateLimit{}
 		beforeRouter(t, h, rl, r)
 		details.cluster(r.GetRateLimitService().GetGrpcService().GetEnvoyGrpc().GetClusterName())
+	})
+	// Gloo: a RateLimitPolicy runs in its phase, postAuthz by default: after external auth, so
+	// requests that authorization refuses are not counted against the limit.
+	check(t, "ext_authz runs before ratelimit (Gloo's postAuthz phase)", func(t *testing.T) {
+		names := httpFilterNames(h)
+		if a, r := indexOf(names, authz), indexOf(names, rl); a < 0 || r < 0 || a > r {
+			t.Errorf("inbound HTTP filters %v, want %s before %s", names, authz, rl)
+		}
 	})
 	check(t, "the inbound route configuration enables ext_authz for the destination's requests", func(t *testing.T) {
 		if len(vhosts) == 0 {

@@ -108,22 +108,7 @@ func TestGatewayTLSListeners(t *testing.T) {
 		gw.call(httpGateway(host, 8080, "/")).Matches(t, simulation.Result{Error: simulation.ErrTLSRedirect})
 	})
 	check(t, "SIMPLE TLS terminates with the listener's secret and routes the host", func(t *testing.T) {
-		var secret string
-		c := simulation.Call{Port: 8443, Protocol: simulation.HTTP, TLS: simulation.TLS, HostHeader: host, CallMode: simulation.CallModeGateway,
-			CustomListenerValidations: []simulation.CustomFilterChainValidation{func(fc *listener.FilterChain) error {
-				ctx := &tls.DownstreamTlsContext{}
-				if err := fc.GetTransportSocket().GetTypedConfig().UnmarshalTo(ctx); err != nil {
-					return err
-				}
-				if s := ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs(); len(s) > 0 {
-					secret = s[0].Name
-				}
-				return nil
-			}}}
-		gw.call(c).Matches(t, simulation.Result{ClusterMatched: "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local"})
-		if secret != "kubernetes://bookinfo-cert" {
-			t.Errorf("TLS certificate from %q, want the Secret bookinfo-cert (kubernetes://bookinfo-cert)", secret)
-		}
+		httpsWithSecret(t, gw, host, 8443, "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local", "bookinfo-cert")
 	})
 	check(t, "plain HTTP to the TLS port is refused", func(t *testing.T) {
 		r := gw.call(simulation.Call{Port: 8443, Protocol: simulation.HTTP, HostHeader: host, CallMode: simulation.CallModeGateway})
@@ -131,4 +116,78 @@ func TestGatewayTLSListeners(t *testing.T) {
 			t.Errorf("plaintext on 8443 was routed to %s", r.ClusterMatched)
 		}
 	})
+}
+
+// Gloo API reference, RouteTable matchers `port` (HTTP, TCP and TLS): the port of the virtual
+// gateway listener the request arrives on; a VirtualGateway listener's port is the gateway
+// Service's port. Istio matches a gateway route's port against the Gateway server's port, which
+// is the Service's target port where the gateway pod listens. Case
+// test/fixtures/translate/gateway-port-matcher, cluster1: gateway Service ports 80→8080,
+// 443→8443 (SIMPLE TLS), 9443→9444 (TLS passthrough); one route per listener port.
+func TestGatewayRouteMatcherPorts(t *testing.T) {
+	sc := load(t, "gateway-port-matcher", "cluster1")
+	gw := sc.xds("istio-ingressgateway")
+	const (
+		host        = "bookinfo.example.com"
+		productpage = "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local"
+		reviews     = "outbound|9080||reviews.bookinfo-backends.svc.cluster.local"
+		details     = "outbound|9080||details.bookinfo-backends.svc.cluster.local"
+	)
+	check(t, "a port 80 matcher routes plain HTTP arriving on the port 80 listener", func(t *testing.T) {
+		gw.call(httpGateway(host, 8080, "/")).Matches(t, simulation.Result{ClusterMatched: reviews})
+	})
+	check(t, "a port 443 matcher routes HTTPS arriving on the port 443 listener", func(t *testing.T) {
+		c := simulation.Call{Port: 8443, Protocol: simulation.HTTP, TLS: simulation.TLS, HostHeader: host, CallMode: simulation.CallModeGateway}
+		gw.call(c).Matches(t, simulation.Result{ClusterMatched: productpage})
+	})
+	check(t, "a port 9443 TLS matcher routes passthrough TLS arriving on the port 9443 listener by SNI", func(t *testing.T) {
+		c := simulation.Call{Port: 9444, Protocol: simulation.TCP, TLS: simulation.TLS, Sni: "secure.example.com", CallMode: simulation.CallModeGateway}
+		gw.call(c).Matches(t, simulation.Result{ClusterMatched: details})
+	})
+}
+
+// Gloo API reference, VirtualGateway `listeners[].tls` without `mode`: the enum's zero value is
+// PASSTHROUGH, and appProtocol is inferred as HTTPS for an `http` listener with TLS settings and
+// TLS for a tcp listener. So the http listener terminates TLS with its secret (never plain HTTP)
+// and the tcp listener passes TLS through by SNI. Case test/fixtures/translate/gateway-tls-mode-unset,
+// cluster1: 443→8443 http with tls {secretName}, 9443→9444 tcp with tls {secretName}.
+func TestGatewayTLSModeUnset(t *testing.T) {
+	sc := load(t, "gateway-tls-mode-unset", "cluster1")
+	gw := sc.xds("istio-ingressgateway")
+	const host = "bookinfo.example.com"
+	check(t, "the http listener terminates TLS with its secret and routes the host", func(t *testing.T) {
+		httpsWithSecret(t, gw, host, 8443, "outbound|9080||productpage.bookinfo-frontends.svc.cluster.local", "bookinfo-cert")
+	})
+	check(t, "the http listener refuses plain HTTP", func(t *testing.T) {
+		r := gw.call(simulation.Call{Port: 8443, Protocol: simulation.HTTP, HostHeader: host, CallMode: simulation.CallModeGateway})
+		if r.Error == nil {
+			t.Errorf("plaintext on 8443 was routed to %s", r.ClusterMatched)
+		}
+	})
+	check(t, "the tcp listener passes TLS through to the route's destination by SNI", func(t *testing.T) {
+		c := simulation.Call{Port: 9444, Protocol: simulation.TCP, TLS: simulation.TLS, Sni: "secure.example.com", CallMode: simulation.CallModeGateway}
+		gw.call(c).Matches(t, simulation.Result{ClusterMatched: "outbound|9080||details.bookinfo-backends.svc.cluster.local"})
+	})
+}
+
+// httpsWithSecret sends an HTTPS request for host to the gateway's pod port and checks that the
+// filter chain terminates TLS with the Kubernetes Secret `secret` and routes to `cluster`.
+func httpsWithSecret(t *testing.T, gw *xdsOf, host string, port int, cluster, secret string) {
+	t.Helper()
+	var got string
+	c := simulation.Call{Port: port, Protocol: simulation.HTTP, TLS: simulation.TLS, HostHeader: host, CallMode: simulation.CallModeGateway,
+		CustomListenerValidations: []simulation.CustomFilterChainValidation{func(fc *listener.FilterChain) error {
+			ctx := &tls.DownstreamTlsContext{}
+			if err := fc.GetTransportSocket().GetTypedConfig().UnmarshalTo(ctx); err != nil {
+				return err
+			}
+			if s := ctx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs(); len(s) > 0 {
+				got = s[0].Name
+			}
+			return nil
+		}}}
+	gw.call(c).Matches(t, simulation.Result{ClusterMatched: cluster})
+	if want := "kubernetes://" + secret; got != want {
+		t.Errorf("TLS certificate from %q, want the Secret %s (%s)", got, secret, want)
+	}
 }
