@@ -21,7 +21,7 @@
  */
 import { readFile } from "node:fs/promises";
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from "isomorphic-git";
-import { Client, utils, type ClientChannel, type ConnectConfig, type ParsedKey, type PublicKeyAuthMethod } from "ssh2";
+import ssh2, { type Client as SshClient, type ClientChannel, type ConnectConfig, type ParsedKey, type PublicKeyAuthMethod } from "ssh2";
 import { describeError } from "../core/index.js";
 import { GitAuthError, GitHostKeyError, GitRefNotFoundError, GitTransportError } from "./errors.js";
 import { hostKeyAlgorithmsFor, keyFingerprint, keyTypeOf, knownHostsName, parseKnownHosts, verifyHostKey, type HostKeyVerdict } from "./known-hosts.js";
@@ -52,6 +52,9 @@ export interface SshGitClientOptions extends SshAuthOptions {
 
 /** Default time allowed for the TCP connection, key exchange and authentication. */
 export const SSH_CONNECT_TIMEOUT_MS = 20_000;
+
+// ssh2 is CommonJS whose exports Node's ESM loader cannot see by name: take them from the module object.
+const { Client, utils } = ssh2;
 
 type Service = "git-upload-pack" | "git-receive-pack";
 
@@ -155,7 +158,7 @@ async function openSession(options: SshGitClientOptions, service: Service, state
   return channelSession(conn, channel, service, remote);
 }
 
-function channelSession(conn: Client, channel: ClientChannel, service: Service, remote: SshUrl): Session {
+function channelSession(conn: SshClient, channel: ClientChannel, service: Service, remote: SshUrl): Session {
   let stderr = "";
   channel.stderr.on("data", (d: Buffer) => {
     if (stderr.length < 4096) stderr += d.toString("utf8");

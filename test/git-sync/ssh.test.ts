@@ -5,8 +5,10 @@
  * missing repository, encrypted key without its passphrase), each with its error class and advice.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { main } from "../../src/cli/main.js";
+import { createCapturingIo } from "../../src/cli/io.js";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { createAuditWriter, createGitSource, GitAuthError, GitHostKeyError, GitRefNotFoundError, type SshRemoteOptions } from "../../src/git-sync/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
@@ -15,6 +17,28 @@ import { useTempDirs } from "../helpers/tmp.js";
 import { recordingLoader, routeTable, workspace } from "./fixtures.js";
 
 const PASSPHRASE = "correct horse battery staple 42";
+const EXAMPLE = join(import.meta.dirname, "..", "..", "examples", "repo-layout");
+const DISCOVERY = join(import.meta.dirname, "..", "..", "examples", "discovery");
+const TIMEOUT_FILE = "workspaces/gateways/retry-timeout-httpbin.yaml";
+
+function filesOf(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else out[relative(dir, p)] = readFileSync(p, "utf8");
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+async function diff(args: string[], env: Record<string, string> = {}) {
+  const io = { ...createCapturingIo(), env: { ...process.env, ...env } };
+  const code = await main(["diff", ...args], io);
+  return { code, out: io.stdout(), err: io.stderr() };
+}
 
 describe("Git over SSH (real sshd)", () => {
   let git: GitServer;
@@ -158,5 +182,49 @@ describe("Git over SSH (real sshd)", () => {
     const err = await errorOf(writer.write({ clusters: new Map(), discovery: new Map([["c1", { a: 1 }]]), sourceCommit: "b".repeat(40), sourceRef: "refs/heads/main", timestamp: 1_700_000_000 }));
     expect(err).toBeInstanceOf(GitAuthError);
     expect(await git.revParse("audit-denied", "gitmesh/rendered")).toBeUndefined();
+  });
+
+  describe("gitmesh diff --repo <ssh URL>", () => {
+    let base: string;
+    let head: string;
+    beforeAll(async () => {
+      await git.createRepo("mesh");
+      const files = filesOf(EXAMPLE);
+      base = await git.commitFiles("mesh", files, "base");
+      head = await git.commitFiles("mesh", { [TIMEOUT_FILE]: files[TIMEOUT_FILE]!.replace("requestTimeout: 5s", "requestTimeout: 7s") }, "slower httpbin");
+    });
+
+    it("renders the change between two commits read over SSH", async () => {
+      const r = await diff(["--repo", sshd.url("mesh"), "--base", base, "--head", "main", "--discovery", DISCOVERY, "--ssh-key", sshd.clientKeyFile, "--ssh-known-hosts", sshd.knownHostsFile]);
+      expect(r.err).toContain("head: 0 error(s)");
+      expect(r.code).toBe(0);
+      expect(r.out).toContain("-      timeout: 5s");
+      expect(r.out).toContain("+      timeout: 7s");
+      expect(r.out).toContain(head.slice(0, 7));
+    });
+
+    it("takes the key from ~/.ssh and its passphrase from GITMESH_SSH_KEY_PASSPHRASE, as ssh would", async () => {
+      const home = tmp();
+      mkdirSync(join(home, ".ssh"));
+      const key = await sshd.newKey("home_key", { passphrase: PASSPHRASE, authorize: true });
+      copyFileSync(key.privateKeyFile, join(home, ".ssh", "id_ed25519"));
+      copyFileSync(sshd.knownHostsFile, join(home, ".ssh", "known_hosts"));
+      const r = await diff(["--repo", sshd.url("mesh"), "--base", base, "--head", head, "--discovery", DISCOVERY, "--format", "json"], { HOME: home, GITMESH_SSH_KEY_PASSPHRASE: PASSPHRASE });
+      expect(r.err).not.toContain(PASSPHRASE);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.out).head.commit).toBe(head);
+    });
+
+    it("refuses an unknown host (exit 1, the fingerprint and what to do) and names a missing repository (exit 2)", async () => {
+      const known = join(tmp(), "known_hosts");
+      writeFileSync(known, "");
+      const unknown = await diff(["--repo", sshd.url("mesh"), "--base", base, "--head", head, "--discovery", DISCOVERY, "--ssh-key", sshd.clientKeyFile, "--ssh-known-hosts", known]);
+      expect(unknown.code).toBe(1);
+      expect(unknown.err).toMatch(/host key of \[127\.0\.0\.1\]:\d+ \(ssh-ed25519 SHA256:[A-Za-z0-9+/]{43}\) is not in/);
+
+      const missing = await diff(["--repo", sshd.url("nowhere"), "--base", base, "--head", head, "--discovery", DISCOVERY, "--ssh-key", sshd.clientKeyFile, "--ssh-known-hosts", sshd.knownHostsFile]);
+      expect(missing.code).toBe(2);
+      expect(missing.err).toContain("the repository does not exist");
+    });
   });
 });
