@@ -15,6 +15,7 @@ const prerequisites = [
   { ok: () => has("protoc"), what: "protoc (relay code generation check)", pkg: "protobuf-compiler" },
   { ok: () => has("kubectl"), what: "kubectl (the emulator's kubectl test)", pkg: "kubernetes-client" },
   { ok: () => has("ssh-keygen") && has("gpg"), what: "ssh-keygen and gpg (signed-commit tests sign with the real tools)", pkg: "openssh-client gnupg" },
+  { ok: () => existsSync("/usr/sbin/sshd"), what: "sshd (Git over SSH tests run a private OpenSSH server on loopback)", pkg: "openssh-server" },
   { ok: () => has("chromium"), what: "chromium (the web UI's browser tests)", pkg: "chromium" },
   {
     ok: () => spawnSync("/usr/bin/python3", ["-c", "import kubernetes"], { stdio: "ignore" }).status === 0,

@@ -12,7 +12,8 @@
  *   await sshd.stop();
  *
  * Process hygiene: sshd runs under a small shell that reads its stdin (a pipe from this process) and
- * kills sshd when the pipe closes — on `stop()`, and when the test worker dies however it dies.
+ * kills sshd (and removes its temp dir) when the pipe closes — on `stop()`, and when the test worker dies
+ * however it dies (test/helpers/sshd.test.ts kills one with SIGKILL).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
@@ -92,8 +93,8 @@ export async function startSshd(options: SshdOptions): Promise<TestSshd> {
   const knownHostsFile = join(dir, "known_hosts");
   writeFileSync(knownHostsFile, `[127.0.0.1]:${port} ${hostPublicKey}\n`);
 
-  // sshd dies with its stdin: the shell waits on this process's pipe, then kills it.
-  const child: ChildProcess = spawn("/bin/sh", ["-c", `"${SSHD}" -D -e -f "$1" </dev/null & pid=$!; cat >/dev/null; kill "$pid" 2>/dev/null; wait "$pid"`, "sh", config], {
+  // sshd dies with its stdin: the shell waits on this process's pipe, then kills it and removes the temp dir.
+  const child: ChildProcess = spawn("/bin/sh", ["-c", `"${SSHD}" -D -e -f "$1" </dev/null & pid=$!; cat >/dev/null; kill "$pid" 2>/dev/null; wait "$pid"; rm -rf "$2"`, "sh", config, dir], {
     stdio: ["pipe", "pipe", "pipe"],
   });
   const output = keepOutput(child);
