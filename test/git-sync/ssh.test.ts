@@ -5,6 +5,7 @@
  * missing repository, encrypted key without its passphrase), each with its error class and advice.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { main } from "../../src/cli/main.js";
@@ -225,6 +226,60 @@ describe("Git over SSH (real sshd)", () => {
       const missing = await diff(["--repo", sshd.url("nowhere"), "--base", base, "--head", head, "--discovery", DISCOVERY, "--ssh-key", sshd.clientKeyFile, "--ssh-known-hosts", sshd.knownHostsFile]);
       expect(missing.code).toBe(2);
       expect(missing.err).toContain("the repository does not exist");
+    });
+  });
+
+  describe("gitmesh server --git-url <ssh URL>", () => {
+    /** Runs `gitmesh server` until it exits or `until` matches its output (then SIGTERM). */
+    const server = (args: string[], until?: RegExp, env: Record<string, string> = {}) =>
+      new Promise<{ code: number | null; out: string; matched: boolean }>((resolve) => {
+        const child = spawn(process.execPath, ["bin/gitmesh.js", "server", "--relay-port", "0", "--http-port", "0", "--relay-host", "127.0.0.1", "--http-host", "127.0.0.1", "--log-format", "human", "--data-dir", tmp(), ...args], {
+          stdio: ["ignore", "pipe", "pipe"],
+          env: { ...process.env, ...env },
+        });
+        let out = "";
+        let matched = false;
+        const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+        const onData = (d: Buffer) => {
+          out += d.toString();
+          if (until && !matched && until.test(out)) {
+            matched = true;
+            child.kill("SIGTERM");
+          }
+        };
+        child.stdout.on("data", onData);
+        child.stderr.on("data", onData);
+        child.on("close", (code) => {
+          clearTimeout(timer);
+          resolve({ code, out, matched });
+        });
+      });
+
+    it("starts from a repository read over SSH, the key's passphrase never printed", async () => {
+      const key = await sshd.newKey("server_key", { passphrase: PASSPHRASE, authorize: true });
+      const tip = await git.revParse("cfg", "main");
+      const r = await server(["--git-url", sshd.url("cfg"), "--git-ssh-key", key.privateKeyFile, "--git-ssh-known-hosts", sshd.knownHostsFile, "--no-audit"], /gitmesh server started/, { GITMESH_GIT_SSH_KEY_PASSPHRASE: PASSPHRASE });
+      expect(r.matched, r.out).toBe(true);
+      expect(r.out).toContain(tip!.slice(0, 12));
+      expect(r.out).not.toContain(PASSPHRASE);
+    }, 90_000);
+
+    it("a changed host key stops the start (exit 1) with the fingerprints and the settings to fix", async () => {
+      const other = await sshd.newKey("server_impostor");
+      const known = join(tmp(), "known_hosts");
+      writeFileSync(known, `[127.0.0.1]:${sshd.port} ${other.publicKey}\n`);
+      const r = await server(["--git-url", sshd.url("cfg"), "--git-ssh-key", sshd.clientKeyFile, "--git-ssh-known-hosts", known]);
+      expect(r.code).toBe(1);
+      expect(r.out).toContain("cannot start");
+      expect(r.out).toContain("CHANGED");
+      expect(r.out).toContain("GITMESH_GIT_SSH_KNOWN_HOSTS_FILE");
+      expect(r.out).not.toMatch(/running \(relay/);
+    }, 90_000);
+
+    it("an SSH URL without a key is a usage error (exit 2) naming the flag and variable", async () => {
+      const r = await server(["--git-url", "git@github.com:acme/mesh.git"]);
+      expect(r.code).toBe(2);
+      expect(r.out).toContain("--git-ssh-key <file> or GITMESH_GIT_SSH_KEY_FILE");
     });
   });
 });
