@@ -6,13 +6,19 @@
  * SSH implementation — no SSH protocol here).
  *
  * Protocol v0/v1 over SSH is stateful where smart HTTP is stateless, but every isomorphic-git request
- * body is complete on its own (the wants, haves and `done`; the commands and the pack), so each request
- * runs the service afresh, the way `git http-backend --stateless-rpc` does:
+ * body is complete on its own (the wants, shallows, haves and `done`; the commands and the pack), which
+ * a stateful service reads just as well:
  *
- * - GET: read the ref advertisement (pkt-lines up to the flush), tell the service we want nothing (a
- *   flush, as `git ls-remote` does) and answer it as smart HTTP does: `# service=…` + flush + advertisement;
- * - POST: read (and drop) the advertisement, send the request body, close our side, and stream
- *   the service's output back as the response body.
+ * - GET: run the service, read its ref advertisement (pkt-lines up to the flush) and answer as smart
+ *   HTTP does (`# service=…` + flush + advertisement); the channel is then kept ("parked") for a few
+ *   seconds: the POST that follows (a fetch's or a push's) is written to the very service that
+ *   advertised, which is waiting for it. Nothing follows: it is told "nothing" (a flush, as
+ *   `git ls-remote` does) and closed;
+ * - POST: on the parked channel, or on a fresh one whose advertisement is read and dropped (the
+ *   `--stateless-rpc` way): send the body, close our side, stream the service's output back.
+ *
+ * One authenticated connection serves the requests that follow each other (SSH_IDLE_CLOSE_MS), so a
+ * poll that finds nothing new costs one exec of `git-upload-pack` and no new key exchange.
  *
  * Security: the server's host key must be the one `known_hosts` lists for that host and port (unknown
  * and changed keys are refused; `acceptUnknownHosts` trusts an unknown host on first use and pins its
@@ -20,6 +26,7 @@
  * connection (a rotated Kubernetes Secret takes effect without a restart) and never logged.
  */
 import { readFile } from "node:fs/promises";
+import { Socket } from "node:net";
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from "isomorphic-git";
 import ssh2, { type Client as SshClient, type ClientChannel, type ConnectConfig, type ParsedKey, type PublicKeyAuthMethod } from "ssh2";
 import { describeError } from "../core/index.js";
@@ -53,6 +60,12 @@ export interface SshGitClientOptions extends SshAuthOptions {
 /** Default time allowed for the TCP connection, key exchange and authentication. */
 export const SSH_CONNECT_TIMEOUT_MS = 20_000;
 
+/** How long an idle SSH connection stays open for the next request. */
+export const SSH_IDLE_CLOSE_MS = 10_000;
+
+/** How long the channel of a ref advertisement waits for the request that follows it (then it is told "nothing" and closed). */
+const SSH_PARK_MS = 3_000;
+
 // ssh2 is CommonJS whose exports Node's ESM loader cannot see by name: take them from the module object.
 const { Client, utils } = ssh2;
 
@@ -65,17 +78,38 @@ export function sshPseudoUrl(remote: SshUrl): string {
 
 /** An isomorphic-git `HttpClient` that carries the smart protocol over SSH to `options.remote`. */
 export function createSshGitClient(options: SshGitClientOptions): HttpClient {
-  const pinned = new Map<string, Buffer>();
-  const keys = keyCache();
+  const pool = connectionPool(options, { pinned: new Map<string, Buffer>(), keys: keyCache() });
+  // The channel of the last ref advertisement, kept for the request that follows it (a fetch's or a
+  // push's POST): the service is already waiting for it, one exec of the service instead of two.
+  let parked: { readonly service: Service; readonly session: Session; readonly timer: NodeJS.Timeout } | undefined;
+  const unpark = (service?: Service): Session | undefined => {
+    const p = parked;
+    if (p === undefined) return undefined;
+    parked = undefined;
+    clearTimeout(p.timer);
+    if (p.service === service) return p.session;
+    p.session.finish(FLUSH);
+    return undefined;
+  };
+  const park = (service: Service, session: Session) => {
+    unpark();
+    const timer = setTimeout(() => {
+      if (parked?.session === session) unpark();
+    }, SSH_PARK_MS);
+    timer.unref();
+    parked = { service, session, timer };
+  };
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       const { service, rpc } = route(req);
-      const session = await openSession(options, service, { pinned, keys }, req.signal);
+      const reused = rpc ? unpark(service) : undefined;
+      const session = reused ?? (await openSession(pool, options.remote, service));
+      session.bind(req.signal);
       try {
-        const advertisement = await session.readAdvertisement();
+        const advertisement = reused ? undefined : await session.readAdvertisement();
         if (!rpc) {
-          session.finish(FLUSH);
-          const body = Buffer.concat([pktLine(`# service=${service}\n`), FLUSH, advertisement]);
+          park(service, session);
+          const body = Buffer.concat([pktLine(`# service=${service}\n`), FLUSH, advertisement ?? Buffer.alloc(0)]);
           return response(req, service, "advertisement", once(body));
         }
         await session.send(req.body);
@@ -120,45 +154,136 @@ function once(chunk: Uint8Array): AsyncIterableIterator<Uint8Array> {
 }
 
 interface Session {
+  /** Closes the channel when `signal` aborts (the request's; a parked session is bound to the next one). */
+  bind(signal: AbortSignal | undefined): void;
   /** The ref advertisement: pkt-lines up to and including the flush. */
   readAdvertisement(): Promise<Buffer>;
   /** Writes the request body and closes our side of the channel. */
   send(body: GitHttpRequest["body"]): Promise<void>;
-  /** Writes `last`, closes the channel and the connection. */
+  /** Writes `last` and closes the channel. */
   finish(last: Buffer): void;
-  /** The rest of the service's output; the connection closes when it ends or the reader stops. */
+  /** The rest of the service's output; the channel closes when it ends or the reader stops. */
   output(): AsyncIterableIterator<Uint8Array>;
   close(): void;
 }
 
-/** Connects, verifies the host, authenticates and starts `service` on an exec channel. */
-async function openSession(options: SshGitClientOptions, service: Service, state: ClientState, signal: AbortSignal | undefined): Promise<Session> {
+/** One use of a pooled connection. */
+interface Lease {
+  readonly conn: SshClient;
+  /** True when the connection was made for this use (not reused). */
+  readonly fresh: boolean;
+  release(): void;
+  /** Releases and closes the connection (it failed). */
+  discard(): void;
+}
+
+interface ConnectionPool {
+  acquire(): Promise<Lease>;
+}
+
+/**
+ * One authenticated connection, reused by the requests that follow within `SSH_IDLE_CLOSE_MS` (a fetch
+ * is two requests, a sync or a diff several): each request then costs an exec channel, not a TCP
+ * connection, a key exchange and an authentication. An idle connection does not keep the process alive.
+ */
+function connectionPool(options: SshGitClientOptions, state: ClientState): ConnectionPool {
+  interface Entry {
+    readonly conn: SshClient;
+    readonly sock: Socket;
+    users: number;
+    alive: boolean;
+    timer: NodeJS.Timeout | undefined;
+  }
+  let current: Entry | undefined;
+  const drop = (e: Entry) => {
+    e.alive = false;
+    if (current === e) current = undefined;
+  };
+  const idle = (e: Entry) => {
+    e.sock.unref();
+    e.timer = setTimeout(() => {
+      if (e.users > 0) return;
+      drop(e);
+      e.conn.end();
+    }, SSH_IDLE_CLOSE_MS);
+    e.timer.unref();
+  };
+  const lease = (e: Entry, fresh: boolean): Lease => {
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      e.users--;
+      if (e.users === 0 && e.alive) idle(e);
+      else if (e.users === 0) e.conn.end();
+    };
+    return {
+      conn: e.conn,
+      fresh,
+      release,
+      discard: () => {
+        drop(e);
+        release();
+      },
+    };
+  };
+  return {
+    async acquire() {
+      const reuse = current;
+      if (reuse?.alive === true) {
+        clearTimeout(reuse.timer);
+        reuse.users++;
+        reuse.sock.ref();
+        return lease(reuse, false);
+      }
+      const { conn, sock } = await connect(options, state);
+      const e: Entry = { conn, sock, users: 1, alive: true, timer: undefined };
+      conn.on("close", () => drop(e));
+      current = e;
+      return lease(e, true);
+    },
+  };
+}
+
+/** Connects, verifies the host key and authenticates. */
+async function connect(options: SshGitClientOptions, state: ClientState): Promise<{ conn: SshClient; sock: Socket }> {
   const { remote } = options;
   const where = `${remote.user}@${knownHostsName(remote.host, remote.port)}`;
   const config = await connectConfig(options, state);
   const conn = new Client();
-  const close = () => conn.end();
-  const onAbort = () => conn.destroy();
-  signal?.addEventListener("abort", onAbort, { once: true });
-  conn.on("close", () => signal?.removeEventListener("abort", onAbort));
+  const sock = new Socket();
   await new Promise<void>((resolve, reject) => {
     conn.once("ready", resolve);
     conn.once("error", (err: Error & { level?: string }) => reject(connectError(err, options, config.verdict(), where)));
     conn.once("close", () => reject(new GitTransportError(`Git over SSH: ${where} closed the connection before it was ready`)));
-    conn.connect(config.connect);
+    conn.connect({ ...config.connect, sock });
+    sock.connect({ host: remote.host, port: remote.port });
   });
-  // Errors after the handshake are reported by the channel's reads; keep the connection from throwing.
+  // Errors after the handshake are reported by the channels' reads; keep the connection from throwing.
   conn.on("error", () => undefined);
-  const channel = await new Promise<ClientChannel>((resolve, reject) => {
-    conn.exec(sshGitCommand(service, remote.path), (err, ch) => (err ? reject(new GitTransportError(`Git over SSH: ${where} refused to run ${service}: ${err.message}`, { cause: err })) : resolve(ch)));
-  }).catch((err: unknown) => {
-    close();
-    throw err;
-  });
-  return channelSession(conn, channel, service, remote);
+  return { conn, sock };
 }
 
-function channelSession(conn: SshClient, channel: ClientChannel, service: Service, remote: SshUrl): Session {
+/** Starts `service` on an exec channel of a pooled connection (a fresh one when a reused one fails). */
+async function openSession(pool: ConnectionPool, remote: SshUrl, service: Service): Promise<Session> {
+  for (;;) {
+    const lease = await pool.acquire();
+    try {
+      const channel = await new Promise<ClientChannel>((resolve, reject) => {
+        lease.conn.exec(sshGitCommand(service, remote.path), (err, ch) =>
+          err ? reject(new GitTransportError(`Git over SSH: ${remote.host} refused to run ${service}: ${err.message}`, { cause: err })) : resolve(ch),
+        );
+      });
+      return channelSession(lease, channel, service, remote);
+    } catch (err) {
+      lease.discard();
+      if (!lease.fresh) continue; // the server closed an idle connection: once more on a new one
+      throw err;
+    }
+  }
+}
+
+function channelSession(lease: Lease, channel: ClientChannel, service: Service, remote: SshUrl): Session {
   let stderr = "";
   channel.stderr.on("data", (d: Buffer) => {
     if (stderr.length < 4096) stderr += d.toString("utf8");
@@ -170,7 +295,18 @@ function channelSession(conn: SshClient, channel: ClientChannel, service: Servic
   channel.on("error", () => undefined);
   const chunks = channel[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   let pending = Buffer.alloc(0);
-  const close = () => conn.end();
+  let signal: AbortSignal | undefined;
+  const onAbort = () => channel.destroy();
+  const unbind = () => signal?.removeEventListener("abort", onAbort);
+  const close = () => {
+    unbind();
+    if (!channel.destroyed) channel.destroy();
+    lease.release();
+  };
+  channel.once("close", () => {
+    unbind();
+    lease.release();
+  });
 
   const failed = async (): Promise<Error> => {
     const code = await exited;
@@ -178,6 +314,12 @@ function channelSession(conn: SshClient, channel: ClientChannel, service: Servic
   };
 
   return {
+    bind(next) {
+      unbind();
+      signal = next;
+      if (next?.aborted === true) channel.destroy();
+      else next?.addEventListener("abort", onAbort, { once: true });
+    },
     async readAdvertisement() {
       for (;;) {
         const end = advertisementEnd(pending);
@@ -202,8 +344,8 @@ function channelSession(conn: SshClient, channel: ClientChannel, service: Servic
       channel.end();
     },
     finish(last) {
+      unbind();
       channel.end(last);
-      close();
     },
     async *output() {
       try {

@@ -77,6 +77,14 @@ describe("Git over SSH (real sshd)", () => {
     expect(first.parsedPaths).toEqual(["ws/a.yaml", "ws/workspace.yaml"]);
     expect(first.commit.oid).toBe(await git.revParse("cfg", "main"));
 
+    // a poll that finds nothing new: one exec of git-upload-pack on the connection already open
+    // (its advertisement's channel carries the request that follows), no new connection
+    const mark = sshd.log().length;
+    expect((await src.sync()).kind).toBe("unchanged");
+    const polled = sshd.log().slice(mark);
+    expect(polled.match(/Starting session: command/g)).toHaveLength(1);
+    expect(polled).not.toContain("Accepted publickey");
+
     const second = await git.commitFiles("cfg", { "ws/a.yaml": routeTable("web", "a", "a2.example.com") }, "change a");
     const next = await src.sync();
     expect(next.kind).toBe("updated");
@@ -84,7 +92,6 @@ describe("Git over SSH (real sshd)", () => {
     expect(next.commit.oid).toBe(second);
     expect(next.parsedPaths).toEqual(["ws/a.yaml"]);
     expect(src.status().source).toBe(sshd.url("cfg"));
-    // the server ran exactly git's command line for the repository
     expect(sshd.log()).toContain("Accepted publickey");
   });
 
