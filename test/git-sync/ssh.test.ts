@@ -5,14 +5,15 @@
  * missing repository, encrypted key without its passphrase), each with its error class and advice.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { main } from "../../src/cli/main.js";
 import { createCapturingIo } from "../../src/cli/io.js";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { createAuditWriter, createGitSource, GitAuthError, GitHostKeyError, GitRefNotFoundError, type SshRemoteOptions } from "../../src/git-sync/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
+import { repoFiles } from "../helpers/repo-files.js";
+import { runServer } from "../helpers/server-run.js";
 import { startSshd, type TestSshd } from "../helpers/sshd.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { recordingLoader, routeTable, workspace } from "./fixtures.js";
@@ -21,19 +22,6 @@ const PASSPHRASE = "correct horse battery staple 42";
 const EXAMPLE = join(import.meta.dirname, "..", "..", "examples", "repo-layout");
 const DISCOVERY = join(import.meta.dirname, "..", "..", "examples", "discovery");
 const TIMEOUT_FILE = "workspaces/gateways/retry-timeout-httpbin.yaml";
-
-function filesOf(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out[relative(dir, p)] = readFileSync(p, "utf8");
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 async function diff(args: string[], env: Record<string, string> = {}) {
   const io = { ...createCapturingIo(), env: { ...process.env, ...env } };
@@ -197,7 +185,7 @@ describe("Git over SSH (real sshd)", () => {
     let head: string;
     beforeAll(async () => {
       await git.createRepo("mesh");
-      const files = filesOf(EXAMPLE);
+      const files = repoFiles(EXAMPLE);
       base = await git.commitFiles("mesh", files, "base");
       head = await git.commitFiles("mesh", { [TIMEOUT_FILE]: files[TIMEOUT_FILE]!.replace("requestTimeout: 5s", "requestTimeout: 7s") }, "slower httpbin");
     });
@@ -237,30 +225,7 @@ describe("Git over SSH (real sshd)", () => {
   });
 
   describe("gitmesh server --git-url <ssh URL>", () => {
-    /** Runs `gitmesh server` until it exits or `until` matches its output (then SIGTERM). */
-    const server = (args: string[], until?: RegExp, env: Record<string, string> = {}) =>
-      new Promise<{ code: number | null; out: string; matched: boolean }>((resolve) => {
-        const child = spawn(process.execPath, ["bin/gitmesh.js", "server", "--relay-port", "0", "--http-port", "0", "--relay-host", "127.0.0.1", "--http-host", "127.0.0.1", "--log-format", "human", "--data-dir", tmp(), ...args], {
-          stdio: ["ignore", "pipe", "pipe"],
-          env: { ...process.env, ...env },
-        });
-        let out = "";
-        let matched = false;
-        const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-        const onData = (d: Buffer) => {
-          out += d.toString();
-          if (until && !matched && until.test(out)) {
-            matched = true;
-            child.kill("SIGTERM");
-          }
-        };
-        child.stdout.on("data", onData);
-        child.stderr.on("data", onData);
-        child.on("close", (code) => {
-          clearTimeout(timer);
-          resolve({ code, out, matched });
-        });
-      });
+    const server = (args: string[], until?: RegExp, env: Record<string, string> = {}) => runServer(tmp(), args, until, env);
 
     it("starts from a repository read over SSH, the key's passphrase never printed", async () => {
       const key = await sshd.newKey("server_key", { passphrase: PASSPHRASE, authorize: true });
