@@ -254,7 +254,7 @@ async function connect(options: SshGitClientOptions, state: ClientState): Promis
   const sock = new Socket();
   await new Promise<void>((resolve, reject) => {
     conn.once("ready", resolve);
-    conn.once("error", (err: Error & { level?: string }) => reject(connectError(err, options, config.verdict(), where)));
+    conn.once("error", (err: Error & { level?: string }) => reject(connectError(err, options, config, where)));
     conn.once("close", () => reject(new GitTransportError(`Git over SSH: ${where} closed the connection before it was ready`)));
     conn.connect({ ...config.connect, sock });
     sock.connect({ host: remote.host, port: remote.port });
@@ -402,6 +402,8 @@ interface PreparedConnect {
   readonly connect: ConnectConfig;
   /** The host-key check's verdict, once the server offered its key. */
   verdict(): { readonly verdict: HostKeyVerdict; readonly offered: Buffer } | undefined;
+  /** The host key types known_hosts (or a key trusted on first use) holds for this host; the server was asked for these only. */
+  readonly expectedTypes: readonly string[];
 }
 
 /** ssh2's connection settings: the key (read and decrypted here, for clear errors), the host-key check. */
@@ -443,6 +445,7 @@ async function connectConfig(options: SshGitClientOptions, { pinned, keys }: Cli
       ...(serverHostKey.length > 0 ? { algorithms: { serverHostKey: serverHostKey as NonNullable<NonNullable<ConnectConfig["algorithms"]>["serverHostKey"]> } } : {}),
     },
     verdict: () => seen,
+    expectedTypes: types,
   };
 }
 
@@ -501,9 +504,18 @@ async function readText(file: string, what: string): Promise<string> {
 }
 
 /** One error per way the connection can fail, each saying what to do. */
-function connectError(err: Error & { level?: string }, options: SshGitClientOptions, seen: ReturnType<PreparedConnect["verdict"]>, where: string): Error {
+function connectError(err: Error & { level?: string }, options: SshGitClientOptions, config: PreparedConnect, where: string): Error {
+  const seen = config.verdict();
   if (seen !== undefined && seen.verdict.kind !== "match" && !(seen.verdict.kind === "unknown" && options.acceptUnknownHosts === true)) {
     return hostKeyError(seen.verdict, seen.offered, options, where);
+  }
+  if (seen === undefined && /no matching host key/i.test(err.message) && config.expectedTypes.length > 0) {
+    // known_hosts names the host, but the server has no key of those types any more: a changed key.
+    return new GitHostKeyError(
+      `Git over SSH: the host key of ${knownHostsName(options.remote.host, options.remote.port)} CHANGED: ${options.knownHostsFile ?? "known_hosts"} lists ${config.expectedTypes.join(", ")} keys for it, and the server offers none of those types. ` +
+        `Confirm the server's new key with the Git host's operators before replacing the line in known_hosts`,
+      { cause: err },
+    );
   }
   if (err.level === "client-authentication") {
     return new GitAuthError(

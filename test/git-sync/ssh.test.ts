@@ -137,6 +137,15 @@ describe("Git over SSH (real sshd)", () => {
     expect(err.message).toContain(known);
   });
 
+  it("refuses a host whose known_hosts key type the server no longer has (a changed key, not a network error)", async () => {
+    const known = join(tmp(), "known_hosts");
+    // an ECDSA key for the host; this sshd has only an ed25519 host key
+    writeFileSync(known, `[127.0.0.1]:${sshd.port} ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEmKSENjQEezOmxkZMy7opKgwFB9nkt5YRrYMjNuG5N87uRgg6CLrbo5wAdT/y6v0mKV0U2w0WZ2YB/++Tpockg=\n`);
+    const err = await errorOf(source(sshd.url("cfg"), ssh({ knownHostsFile: known })).sync());
+    expect(err).toBeInstanceOf(GitHostKeyError);
+    expect(err.message).toContain("lists ecdsa-sha2-nistp256 keys for it, and the server offers none of those types");
+  });
+
   it("refuses a host key marked @revoked", async () => {
     const known = join(tmp(), "known_hosts");
     writeFileSync(known, `@revoked * ${sshd.hostPublicKey}\n[127.0.0.1]:${sshd.port} ${sshd.hostPublicKey}\n`);
