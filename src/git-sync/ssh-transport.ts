@@ -296,8 +296,14 @@ function channelSession(lease: Lease, channel: ClientChannel, service: Service, 
   const chunks = channel[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   let pending = Buffer.alloc(0);
   let signal: AbortSignal | undefined;
-  const onAbort = () => channel.destroy();
   const unbind = () => signal?.removeEventListener("abort", onAbort);
+  // An aborted request (the idle timeout, a caller's signal) closes its connection too: a server that
+  // stopped answering one channel is not trusted with the next request.
+  function onAbort() {
+    unbind();
+    channel.destroy();
+    lease.discard();
+  }
   const close = () => {
     unbind();
     if (!channel.destroyed) channel.destroy();
@@ -317,7 +323,7 @@ function channelSession(lease: Lease, channel: ClientChannel, service: Service, 
     bind(next) {
       unbind();
       signal = next;
-      if (next?.aborted === true) channel.destroy();
+      if (next?.aborted === true) onAbort();
       else next?.addEventListener("abort", onAbort, { once: true });
     },
     async readAdvertisement() {

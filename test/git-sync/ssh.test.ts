@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { main } from "../../src/cli/main.js";
 import { createCapturingIo } from "../../src/cli/io.js";
 import { createMemoryLogger } from "../../src/core/index.js";
-import { createAuditWriter, createGitSource, GitAuthError, GitHostKeyError, GitRefNotFoundError, type SshRemoteOptions } from "../../src/git-sync/index.js";
+import { createAuditWriter, createGitSource, GitAuthError, GitHostKeyError, GitRefNotFoundError, GitTransportError, type SshRemoteOptions } from "../../src/git-sync/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { repoFiles } from "../helpers/repo-files.js";
 import { runServer } from "../helpers/server-run.js";
@@ -47,6 +47,13 @@ describe("Git over SSH (real sshd)", () => {
   const ssh = (over: Partial<SshRemoteOptions> = {}): SshRemoteOptions => ({ privateKeyFile: sshd.clientKeyFile, knownHostsFile: sshd.knownHostsFile, ...over });
   const source = (url: string, options: SshRemoteOptions, logger = createMemoryLogger("git-sync").logger) =>
     createGitSource({ location: { kind: "remote", url, cacheDir: tmp(), ssh: options }, loader: recordingLoader(), logger, retry: { attempts: 1 } });
+  const until = async (check: () => boolean, log: () => string) => {
+    const deadline = Date.now() + 15_000;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`timed out; sshd log:\n${log()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
   const errorOf = async (p: Promise<unknown>): Promise<Error> => {
     try {
       await p;
@@ -159,6 +166,19 @@ describe("Git over SSH (real sshd)", () => {
     expect(err).toBeInstanceOf(GitRefNotFoundError);
     expect(err.message).toContain("the repository does not exist");
     expect(err.message).toContain("no-such-repo.git");
+  });
+
+  it("a server that accepts the command and then says nothing: the request fails after the idle timeout, and its connection is closed", async () => {
+    const mute = await startSshd({ root: git.root, forceCommand: "sleep 600" });
+    try {
+      const err = await errorOf(source(mute.url("cfg"), { privateKeyFile: mute.clientKeyFile, knownHostsFile: mute.knownHostsFile, idleTimeoutMs: 300 }).sync());
+      expect(err).toBeInstanceOf(GitTransportError);
+      expect(err.message).toContain("the Git server sent nothing for 300 ms");
+      // the stalled connection was closed, not kept for the next request
+      await until(() => /Received disconnect|Disconnected from user/.test(mute.log()), () => mute.log());
+    } finally {
+      await mute.stop();
+    }
   });
 
   it("pushes audit commits over SSH and rebuilds on a branch another writer moved", async () => {

@@ -56,6 +56,8 @@ export interface TestSshd {
 export interface SshdOptions {
   /** Directory of the bare repositories (e.g. `startGitServer().root`). */
   readonly root: string;
+  /** sshd's ForceCommand: run this instead of what the client asks (e.g. `sleep 600`: a server that never answers). */
+  readonly forceCommand?: string;
 }
 
 export async function startSshd(options: SshdOptions): Promise<TestSshd> {
@@ -87,6 +89,7 @@ export async function startSshd(options: SshdOptions): Promise<TestSshd> {
       `AllowUsers ${user}`,
       "PrintMotd no",
       "LogLevel VERBOSE",
+      ...(options.forceCommand === undefined ? [] : [`ForceCommand ${options.forceCommand}`]),
       "",
     ].join("\n"),
   );
