@@ -15,6 +15,7 @@ const prerequisites = [
   { ok: () => has("protoc"), what: "protoc (relay code generation check)", pkg: "protobuf-compiler" },
   { ok: () => has("kubectl"), what: "kubectl (the emulator's kubectl test)", pkg: "kubernetes-client" },
   { ok: () => has("ssh-keygen") && has("gpg"), what: "ssh-keygen and gpg (signed-commit tests sign with the real tools)", pkg: "openssh-client gnupg" },
+  { ok: () => existsSync("/usr/sbin/sshd"), what: "sshd (Git over SSH tests run a private OpenSSH server on loopback)", pkg: "openssh-server" },
   { ok: () => has("chromium"), what: "chromium (the web UI's browser tests)", pkg: "chromium" },
   { ok: () => has("prometheus") && has("promtool"), what: "prometheus and promtool (the charts' dashboard and alerting rules are checked with a real Prometheus)", pkg: "prometheus" },
   {

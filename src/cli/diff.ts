@@ -6,12 +6,12 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdir, mkdtemp, open, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
-import { allowedDeletions, compareRenders, DEFAULT_MAX_COMMENT_BODIES, GitRefNotFoundError, readRevisionFiles, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation } from "../git-sync/index.js";
+import { allowedDeletions, compareRenders, DEFAULT_MAX_COMMENT_BODIES, GitRefNotFoundError, isSshUrl, readRevisionFiles, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation, type SshRemoteOptions } from "../git-sync/index.js";
 import type { CiContext } from "../git-host/index.js";
 import { loadRevisions, renderedSide, renderRevisions } from "../translate/index.js";
 import { ExitCode, integerFlag, UsageError, type CliIo } from "./io.js";
@@ -29,6 +29,9 @@ interface DiffFlags {
   readonly maxComments: string;
   readonly outDir?: string;
   readonly tokenEnv: string;
+  readonly sshKey?: string;
+  readonly sshKnownHosts?: string;
+  readonly sshAcceptNewHostKeys?: boolean;
   readonly post?: string;
   readonly pr?: string;
 }
@@ -45,7 +48,10 @@ export function registerDiff(program: Command, io: CliIo): void {
         "report.json for CI to post.\n\n" +
         "Discovery: --discovery <dir> (one sub-directory per cluster), or by default the newest\n" +
         "discovery/ on the audit branch of the repository (--discovery-from-audit).\n" +
-        "A remote --repo is read over HTTPS; a token is taken from the environment variable named by --token-env.\n\n" +
+        "A remote --repo is read over HTTPS (a token is taken from the environment variable named by --token-env)\n" +
+        "or SSH (git@host:org/repo.git, ssh://[user@]host[:port]/path) with --ssh-key (default ~/.ssh/id_ed25519,\n" +
+        "id_ecdsa or id_rsa; an encrypted key's passphrase in GITMESH_SSH_KEY_PASSPHRASE); the host key must be in\n" +
+        "--ssh-known-hosts (default ~/.ssh/known_hosts): an unknown or changed host key is refused.\n\n" +
         "--post github|gitlab posts the report to the pull/merge request: one sticky comment (several when\n" +
         "long; updated in place on every run, surplus parts deleted) and a commit status gitmesh/diff on the\n" +
         "head commit. In CI it needs no flags: GitHub reads GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL\n" +
@@ -53,7 +59,7 @@ export function registerDiff(program: Command, io: CliIo): void {
         "CI_PROJECT_ID, CI_MERGE_REQUEST_IID and CI_COMMIT_SHA. --pr <n> names the pull request elsewhere.\n\n" +
         "Exit status: 0 head has no errors, 1 head has errors, 2 usage error.",
     )
-    .option("--repo <path|url>", "repository: a local path or an http(s) URL (required)")
+    .option("--repo <path|url>", "repository: a local path, an http(s) URL or an SSH URL (required)")
     .option("--base <rev>", "base revision: branch, tag, commit, HEAD~1, origin/main, main...HEAD (merge base) (required)")
     .option("--head <rev>", "head revision, spelled the same way (required)")
     .option("--sub-path <dir>", "configuration root inside the repository")
@@ -65,9 +71,12 @@ export function registerDiff(program: Command, io: CliIo): void {
     .option("--max-comments <n>", "maximum number of Markdown comment bodies; the last says what it leaves out (report.json and --format json hold everything)", String(DEFAULT_MAX_COMMENT_BODIES))
     .option("--out-dir <dir>", "write comment-<n>.md files and report.json here instead of printing")
     .option("--token-env <name>", "environment variable holding the Git token for a remote --repo", "GITMESH_GIT_TOKEN")
+    .option("--ssh-key <file>", "private key for an SSH --repo (default: ~/.ssh/id_ed25519, id_ecdsa or id_rsa, the first that exists)")
+    .option("--ssh-known-hosts <file>", "known_hosts holding the SSH server's host key (default ~/.ssh/known_hosts)")
+    .option("--ssh-accept-new-host-keys", "trust an SSH host that known_hosts does not list (its fingerprint is printed); a changed key is still refused")
     .option("--post <platform>", "post the report as a sticky pull-request comment and a commit status: github or gitlab")
     .option("--pr <number>", "with --post: the pull request (GitHub) or merge request iid (GitLab); default from the CI environment")
-    .addHelpText("after", "\nExamples:\n  gitmesh diff --repo . --base origin/main --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base HEAD~1 --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base origin/main...HEAD --head HEAD   # from where the branch forked\n  gitmesh diff --repo https://github.com/org/mesh.git --base main --head pr-42 --out-dir diff/\n  gitmesh diff --repo . --base origin/main --head HEAD --post github   # in a pull_request workflow")
+    .addHelpText("after", "\nExamples:\n  gitmesh diff --repo . --base origin/main --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base HEAD~1 --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base origin/main...HEAD --head HEAD   # from where the branch forked\n  gitmesh diff --repo https://github.com/org/mesh.git --base main --head pr-42 --out-dir diff/\n  gitmesh diff --repo git@github.com:org/mesh.git --base main --head pr-42 --ssh-key ~/.ssh/deploy_key\n  gitmesh diff --repo . --base origin/main --head HEAD --post github   # in a pull_request workflow")
     .action(async (flags: DiffFlags) => {
       if (flags.repo === undefined || flags.base === undefined || flags.head === undefined) throw new UsageError("diff: --repo, --base and --head are required");
       if (flags.format !== "markdown" && flags.format !== "json") throw new UsageError(`diff: --format must be markdown or json, not ${JSON.stringify(flags.format)}`);
@@ -84,7 +93,7 @@ export function registerDiff(program: Command, io: CliIo): void {
       const logger = createLogger({ name: "gitmesh.diff", level: "warn", format: "human", write: (line) => io.err(line + "\n") });
       const temp: string[] = [];
       try {
-        const location = await locate(flags.repo, env[flags.tokenEnv], temp);
+        const location = await locate(flags.repo, { token: env[flags.tokenEnv], ssh: () => sshSettings(flags, env) }, temp);
         const revision = async (spec: string) => {
           try {
             // A local repository takes every revision spelling (HEAD~1, origin/main, A...B, short SHAs);
@@ -181,15 +190,33 @@ export function registerDiff(program: Command, io: CliIo): void {
     });
 }
 
-async function locate(repo: string, token: string | undefined, temp: string[]): Promise<GitLocation> {
-  if (/^https?:\/\//i.test(repo)) {
-    const cacheDir = await mkdtemp(join(tmpdir(), "gitmesh-diff-"));
-    temp.push(cacheDir);
-    return { kind: "remote", url: repo, cacheDir, depth: null, ...(token ? { auth: { token } } : {}) };
+async function locate(repo: string, access: { readonly token: string | undefined; readonly ssh: () => SshRemoteOptions }, temp: string[]): Promise<GitLocation> {
+  const local = await stat(repo).catch(() => undefined);
+  if (local?.isDirectory() === true) return { kind: "local", path: repo };
+  const https = /^https?:\/\//i.test(repo);
+  if (!https && !isSshUrl(repo)) throw new UsageError(`diff: --repo ${repo} is neither a directory, an http(s) URL nor an SSH URL (git@host:org/repo.git, ssh://host/path)`);
+  const ssh = https ? undefined : access.ssh();
+  const cacheDir = await mkdtemp(join(tmpdir(), "gitmesh-diff-"));
+  temp.push(cacheDir);
+  return { kind: "remote", url: repo, cacheDir, depth: null, ...(access.token && https ? { auth: { token: access.token } } : {}), ...(ssh ? { ssh } : {}) };
+}
+
+/** The key and known_hosts of an SSH --repo: the flags, else what `ssh` itself would use. */
+function sshSettings(flags: DiffFlags, env: Readonly<Record<string, string | undefined>>): SshRemoteOptions {
+  const home = env.HOME ?? homedir();
+  const privateKeyFile = flags.sshKey ?? ["id_ed25519", "id_ecdsa", "id_rsa"].map((n) => join(home, ".ssh", n)).find((f) => existsSync(f));
+  if (privateKeyFile === undefined) throw new UsageError(`diff: an SSH --repo needs a private key: --ssh-key <file> (none of ~/.ssh/id_ed25519, id_ecdsa, id_rsa exists)`);
+  const knownHostsFile = flags.sshKnownHosts ?? join(home, ".ssh", "known_hosts");
+  const passphrase = env.GITMESH_SSH_KEY_PASSPHRASE;
+  if (!existsSync(knownHostsFile) && flags.sshAcceptNewHostKeys !== true) {
+    throw new UsageError(`diff: ${knownHostsFile} does not exist: give --ssh-known-hosts <file> with the server's host key (\`ssh-keyscan <host>\` prints it — check its fingerprint), or --ssh-accept-new-host-keys`);
   }
-  const info = await stat(repo).catch(() => undefined);
-  if (!info?.isDirectory()) throw new UsageError(`diff: --repo ${repo} is neither a directory nor an http(s) URL`);
-  return { kind: "local", path: repo };
+  return {
+    privateKeyFile,
+    ...(existsSync(knownHostsFile) ? { knownHostsFile } : {}),
+    ...(passphrase ? { passphrase } : {}),
+    acceptUnknownHosts: flags.sshAcceptNewHostKeys === true,
+  };
 }
 
 async function writeOut(dir: string, bodies: readonly string[], report: DiffReport): Promise<void> {

@@ -57,6 +57,9 @@ interface ServerFlags {
   readonly commitStatusRepository?: string;
   readonly commitStatusTokenFile?: string;
   readonly gitUrl?: string;
+  readonly gitSshKey?: string;
+  readonly gitSshKnownHosts?: string;
+  readonly gitSshAcceptNewHostKeys?: boolean;
   readonly gitLocal?: string;
   readonly branch?: string;
   readonly path?: string;
@@ -103,7 +106,10 @@ export function registerServer(program: Command, io: CliIo): void {
         "At start-up a repository, branch or credential that does not work stops the server with what to fix (exit 1); a Git server that cannot be reached is retried (logged as such).\n\n" +
         'API authentication: /api/* needs "Authorization: Bearer <token>". The read token reads every GET /api endpoint (dashboards, gitmesh check); the admin token also runs actions (POST under /api). /healthz, /readyz, /metrics and the webhooks (HMAC) stay open. The tokens are generated once and kept where the relay token is (Secret gitmesh-api-tokens keys read/admin in Kubernetes, --pki-dir files api-token-read/api-token-admin, Redis, else <data-dir>/api-tokens), or given as files. Wrong or missing tokens answer 401 (403 when the role is too low), are logged without the token and counted in gitmesh_server_api_auth_failures_total. --http-tls-cert/--http-tls-key serve HTTPS.',
     )
-    .option("--git-url <url>", `configuration repository, http(s) [${SERVER_ENV.gitUrl}]`)
+    .option("--git-url <url>", `configuration repository: https://…, git@host:org/repo.git or ssh://[user@]host[:port]/path [${SERVER_ENV.gitUrl}]`)
+    .option("--git-ssh-key <file>", `private key for an SSH --git-url (a deploy key; passphrase in ${SERVER_ENV.gitSshKeyPassphrase}) [${SERVER_ENV.gitSshKeyFile}]`)
+    .option("--git-ssh-known-hosts <file>", `known_hosts with the Git server's host key; unknown or changed keys are refused [${SERVER_ENV.gitSshKnownHostsFile}]`)
+    .option("--git-ssh-accept-new-host-keys", `trust an SSH host known_hosts does not list on first use (a changed key is still refused) [${SERVER_ENV.gitSshAcceptNewHostKeys}=true]`)
     .option("--git-local <path>", "configuration repository on disk (read in place; for trials and the demo)")
     .option("--branch <ref>", `branch, tag or commit to follow [${SERVER_ENV.gitBranch}] (default main)`)
     .option("--path <dir>", `sub-directory holding the configuration [${SERVER_ENV.gitPath}] (default: whole repository)`)
@@ -202,6 +208,10 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     pollIntervalSeconds: flags.pollInterval ?? e("pollIntervalSeconds"),
     gitUsername: e("gitUsername"),
     gitPassword: e("gitPassword"),
+    gitSshKeyFile: flags.gitSshKey ?? e("gitSshKeyFile"),
+    gitSshKeyPassphrase: e("gitSshKeyPassphrase"),
+    gitSshKnownHostsFile: flags.gitSshKnownHosts ?? e("gitSshKnownHostsFile"),
+    gitSshAcceptNewHostKeys: flags.gitSshAcceptNewHostKeys === true ? "true" : e("gitSshAcceptNewHostKeys"),
     auditBranch: flags.audit === false ? "" : (flags.auditBranch ?? e("auditBranch")),
     webhookSecret: e("webhookSecret"),
     relayAuthority: flags.authority ?? e("relayAuthority"),

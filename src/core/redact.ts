@@ -2,7 +2,7 @@
 
 // The user name may be empty: `redis://:password@host` is the usual form of a Redis URL.
 const URL_WITH_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)([^/\s:@]*)(?::[^/\s@]*)?@/gi;
-const SECRET_KEY = /(token|password|passwd|secret|authorization|cookie|private[-_]?key|credential|signature)/i;
+const SECRET_KEY = /(token|password|passwd|passphrase|secret|authorization|cookie|private[-_]?key|credential|signature)/i;
 // A query parameter of a URL whose name looks secret: `?sentinelPassword=…`, `&access_token=…`.
 const SECRET_QUERY_PARAM = /([?&])([^=&#\s]+)=([^&#\s]*)/g;
 

@@ -29,8 +29,8 @@ import { AuditPushConflictError, classifyGitError } from "./errors.js";
 import { hasObject, openObjectStore, readBlobContent, readTreeEntries, type ObjectStore, type TreeEntry } from "./objects.js";
 import { withBackoff, type BackoffOptions } from "./retry.js";
 import { createTreeWriter, pacer, type PathChange } from "./tree-writer.js";
-import { splitCredentials, type GitCredentials } from "./source.js";
-import { withIdleTimeout } from "./http-client.js";
+import type { GitCredentials } from "./credentials.js";
+import { openRemote, type SshRemoteOptions } from "./remote.js";
 import { createReadSyncFs } from "./read-sync-fs.js";
 
 /** A rendered Kubernetes object (plain data; translate's IstioResource fits). Serialised whole. */
@@ -50,8 +50,11 @@ export type AuditTarget =
   | { readonly kind: "local"; /** Repository (its `.git`) or bare repository; the branch is updated in place. */ readonly path: string }
   | {
       readonly kind: "remote";
+      /** http(s) or SSH URL (`ssh://…`, `git@host:org/repo.git`; then `ssh` is needed). */
       readonly url: string;
       readonly auth?: GitCredentials;
+      /** Private key and known_hosts for an SSH URL; the key needs write access. */
+      readonly ssh?: SshRemoteOptions;
       /** Bare repository used to build commits before pushing (created when missing). */
       readonly cacheDir: string;
     };
@@ -139,14 +142,13 @@ function segment(s: string): string {
 export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   // Reads of its own git directory synchronously underneath: a push reads every object it sends (read-sync-fs.ts).
   const fs = options.fs ?? createReadSyncFs();
-  const http = options.http ?? withIdleTimeout();
   const branch = options.branch ?? "gitmesh/rendered";
   const fullRef = `refs/heads/${branch}`;
   const identity = options.identity ?? { name: "gitmesh", email: "gitmesh@localhost" };
   const maxAttempts = options.maxAttempts ?? 5;
   const log = options.logger;
   const target = options.target;
-  const remote = target.kind === "remote" ? splitCredentials(target.url, target.auth) : undefined;
+  const remote = target.kind === "remote" ? openRemote({ url: target.url, auth: target.auth, ssh: target.ssh, http: options.http, logger: log }) : undefined;
   const gitdir = target.kind === "remote" ? target.cacheDir : resolveGitdir(target.path);
   const store: ObjectStore = openObjectStore(fs, gitdir);
   const trees = createTreeWriter(store);
@@ -174,7 +176,8 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
       await git.addRemote({ fs, gitdir, remote: "origin", url: remote.url, force: true });
       initialised = true;
     }
-    const advertised = await transport(`listing refs of ${remote.url}`, () =>
+    const { http } = remote;
+    const advertised = await transport(`listing refs of ${remote.name}`, () =>
       git.listServerRefs({ http, url: remote.url, prefix: fullRef, onAuthFailure: () => ({ cancel: true }), ...auth }),
     );
     const tip = advertised.find((r) => r.ref === fullRef)?.oid;
@@ -182,7 +185,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
     // Usually the tip is our own last push; fetch only when another writer moved the branch.
     // (isomorphic-git's fetch needs the remote HEAD to name an existing branch.)
     if (!(await hasObject(store, tip))) {
-      await transport(`fetching ${branch} from ${remote.url}`, () =>
+      await transport(`fetching ${branch} from ${remote.name}`, () =>
         git.fetch({ fs, http, gitdir, url: remote.url, ref: branch, singleBranch: true, tags: false, depth: 1, cache: store.cache, onAuthFailure: () => ({ cancel: true }), ...auth }),
       );
     }
@@ -193,7 +196,8 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
     if (!remote) return casRef(fullRef, base, commit);
     await git.writeRef({ fs, gitdir, ref: fullRef, value: commit, force: true });
     // a lost race (non-fast-forward, or the server's ref lock) is an answer, not a transport failure
-    return transport(`pushing ${branch} to ${remote.url}`, async () => {
+    const { http } = remote;
+    return transport(`pushing ${branch} to ${remote.name}`, async () => {
       try {
         await git.push({ fs, http, gitdir, url: remote.url, ref: fullRef, remoteRef: fullRef, cache: store.cache, onAuthFailure: () => ({ cancel: true }), ...auth });
         return true;

@@ -26,7 +26,7 @@ interface IsoGitErrorShape {
 
 /** Maps an isomorphic-git / network error to one of ours, with a credential-free message. */
 export function classifyGitError(err: unknown, what: string): Error {
-  if (err instanceof GitAuthError || err instanceof GitRefNotFoundError || err instanceof GitTransportError) return err;
+  if (err instanceof GitAuthError || err instanceof GitRefNotFoundError || err instanceof GitTransportError || err instanceof GitHostKeyError) return err;
   const e = (typeof err === "object" && err !== null ? err : {}) as IsoGitErrorShape;
   const code = typeof e.code === "string" ? e.code : "";
   const status = typeof e.data?.statusCode === "number" ? e.data.statusCode : undefined;
@@ -40,3 +40,9 @@ export function classifyGitError(err: unknown, what: string): Error {
   }
   return new GitTransportError(message, { cause });
 }
+
+/**
+ * The SSH server's host key is not the one known_hosts lists for it (unknown, changed or revoked).
+ * Never retried: a changed key may be an attack; a person checks the fingerprint and updates known_hosts.
+ */
+export class GitHostKeyError extends NeedsHumanError {}

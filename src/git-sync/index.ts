@@ -1,7 +1,8 @@
 /**
  * git-sync: Git is the source of truth, and every rendered change is reviewable.
  *
- * - `createGitSource` reads desired state from a remote (smart HTTP, token/basic auth) or a local
+ * - `createGitSource` reads desired state from a remote (smart HTTP with token/basic auth, or SSH with a
+ *   private key and known_hosts: ssh-transport.ts) or a local
  *   repository, straight from the object store; a new commit is tree-diffed against the last good
  *   one and only changed files are re-parsed; bad commits are rejected and the last good state stays.
  * - `createSyncTrigger` drives a source from polling and webhook hints (dedupe, debounce, backstop).
@@ -40,7 +41,11 @@ export {
   type TreeEditOptions,
   type TreeWriter,
 } from "./tree-writer.js";
-export { AuditPushConflictError, CommitNotYetVisibleError, GitAuthError, GitRefNotFoundError, GitTransportError } from "./errors.js";
+export { AuditPushConflictError, CommitNotYetVisibleError, GitAuthError, GitHostKeyError, GitRefNotFoundError, GitTransportError } from "./errors.js";
+export { DEFAULT_SSH_USER, isSshUrl, parseSshUrl, type SshUrl } from "./ssh-url.js";
+export { SSH_CONNECT_TIMEOUT_MS, type SshAuthOptions } from "./ssh-transport.js";
+export { keyFingerprint, parseKnownHosts, verifyHostKey, type HostKeyVerdict, type KnownHostKey, type KnownHosts } from "./known-hosts.js";
+export type { SshRemoteOptions } from "./remote.js";
 export { backoffDelay, withBackoff, type BackoffOptions } from "./retry.js";
 export { createConfigLoader } from "./config-loader.js";
 export { resolveRevision, type ResolvedRevision } from "./revisions.js";

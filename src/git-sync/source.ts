@@ -13,7 +13,11 @@ import { classifyGitError, CommitNotYetVisibleError, GitRefNotFoundError, GitTra
 import { diffTrees, hasObject as hasStoredObject, listBlobs, openObjectStore, peelToCommit, readBlobContent, readCommitSummary, readRawCommit, subtreeOid, type BlobEntry, type CommitSummary, type ObjectStore, type PathFilter } from "./objects.js";
 import { withBackoff, type BackoffOptions } from "./retry.js";
 import { splitSignedCommit, type CommitVerifier } from "./signatures.js";
-import { idleTimeoutsOf, withIdleTimeout } from "./http-client.js";
+import { idleTimeoutsOf } from "./http-client.js";
+import { type GitCredentials } from "./credentials.js";
+import { openRemote, type SshRemoteOptions } from "./remote.js";
+
+export { splitCredentials, type GitCredentials } from "./credentials.js";
 
 /** A file handed to the loader; structurally a `SourceFile` of src/config. */
 export interface GitSourceFile {
@@ -32,17 +36,17 @@ export interface DesiredStateLoader<S> {
   ): { readonly state: S; readonly diagnostics: readonly Diagnostic[]; readonly changedKeys: ReadonlySet<string> };
 }
 
-export type GitCredentials =
-  | { readonly username: string; readonly password: string }
-  /** Sent as HTTP basic with `username` (default `x-access-token`, which GitHub, GitLab and Gitea accept). */
-  | { readonly token: string; readonly username?: string };
-
 export type GitLocation =
   | {
       readonly kind: "remote";
-      /** http(s) URL; credentials inside it are moved to `auth` and never logged. */
+      /**
+       * http(s) URL (credentials inside it are moved to `auth` and never logged), or an SSH URL:
+       * `ssh://[user@]host[:port]/path` or `[user@]host:path` (`git@github.com:org/repo.git`), which needs `ssh`.
+       */
       readonly url: string;
       readonly auth?: GitCredentials;
+      /** Private key and known_hosts for an SSH URL (ignored for http(s)). */
+      readonly ssh?: SshRemoteOptions;
       /** Bare repository used as the local object cache (created when missing); one per source. */
       readonly cacheDir: string;
       /** History depth of the first fetch (default 1: only the tip; `null` = full history). Later fetches are incremental. */
@@ -66,7 +70,7 @@ export interface GitSourceOptions<S> {
   readonly logger: Logger;
   /** Retry policy for fetches (defaults of `withBackoff`: 5 attempts from 500 ms). */
   readonly retry?: BackoffOptions;
-  /** File system and HTTP client for isomorphic-git (defaults: node:fs, isomorphic-git/http/node with an idle timeout: http-client.ts). */
+  /** File system and HTTP client for isomorphic-git (defaults: node:fs, isomorphic-git/http/node with an idle timeout: http-client.ts). An SSH URL uses the SSH transport instead of `http`. */
   readonly fs?: FsClient;
   readonly http?: HttpClient;
   readonly now?: () => number;
@@ -146,17 +150,17 @@ interface Good<S> {
 
 export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
   const fs = options.fs ?? nodeFs;
-  const http = options.http ?? withIdleTimeout();
   const ref = options.ref ?? "main";
   const subPath = (options.subPath ?? "").replace(/^\/+|\/+$/g, "");
   const include = options.include ?? defaultInclude;
   const now = options.now ?? Date.now;
   const log = options.logger;
   const loc = options.location;
-  const remote = loc.kind === "remote" ? splitCredentials(loc.url, loc.auth) : undefined;
+  const remote = loc.kind === "remote" ? openRemote({ url: loc.url, auth: loc.auth, ssh: loc.ssh, http: options.http, logger: log }) : undefined;
+  const http = remote?.http;
   const gitdir = loc.kind === "remote" ? loc.cacheDir : resolveGitdir(loc.path);
   const store: ObjectStore = openObjectStore(fs, gitdir);
-  const sourceName = remote ? remote.url : gitdir;
+  const sourceName = remote ? remote.name : gitdir;
 
   let good: Good<S> | undefined;
   let rejection: Rejection | undefined;
@@ -171,7 +175,7 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
   const hasObject = (oid: string) => hasStoredObject(store, oid);
 
   const fetchRef = async (want: string): Promise<string | undefined> => {
-    if (!remote || loc.kind !== "remote") throw new Error("fetch on a local source");
+    if (!remote || !http || loc.kind !== "remote") throw new Error("fetch on a local source");
     if (!initialised) {
       if (!nodeFs.existsSync(join(gitdir, "HEAD"))) await git.init({ fs, gitdir, bare: true });
       await git.addRemote({ fs, gitdir, remote: "origin", url: remote.url, force: true });
@@ -205,7 +209,7 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
           }
           return res.fetchHead ?? undefined;
         } catch (err) {
-          throw classifyGitError(err, `fetching ${want} from ${remote.url}`);
+          throw classifyGitError(err, `fetching ${want} from ${remote.name}`);
         }
       },
       {
@@ -218,7 +222,7 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
 
   /** The commit to sync to: remote → fetch; local → resolve. */
   const resolveTarget = async (hint: SyncHint): Promise<string> => {
-    if (!remote) {
+    if (!remote || !http) {
       try {
         return await peelToCommit(store, await git.resolveRef({ fs, gitdir, ref }));
       } catch (err) {
@@ -228,7 +232,7 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
     if (isSha(ref)) {
       if (!(await hasObject(ref))) await fetchRef(ref);
       // A commit the server does not have comes back as an empty fetch, not an error.
-      if (!(await hasObject(ref))) throw new GitRefNotFoundError(`commit ${ref} is not served by ${remote.url}`);
+      if (!(await hasObject(ref))) throw new GitRefNotFoundError(`commit ${ref} is not served by ${remote.name}`);
       return peelToCommit(store, ref);
     }
     const wanted = hint.sha?.toLowerCase();
@@ -237,8 +241,8 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
     const fetched = await fetchRef(ref);
     // An advertisement cut short by the idle timeout reads as "no refs": say what happened.
     const stalled = idleTimeoutsOf(http);
-    if (fetched === undefined && stalled.count > before && stalled.last !== undefined) throw new GitTransportError(`fetching ${ref} from ${remote.url}: ${stalled.last.message}`, { cause: stalled.last });
-    if (fetched === undefined) throw new GitRefNotFoundError(`${remote.url} is empty; push a commit to ${ref}`);
+    if (fetched === undefined && stalled.count > before && stalled.last !== undefined) throw new GitTransportError(`fetching ${ref} from ${remote.name}: ${stalled.last.message}`, { cause: stalled.last });
+    if (fetched === undefined) throw new GitRefNotFoundError(`${remote.name} is empty; push a commit to ${ref}`);
     const tip = await peelToCommit(store, fetched);
     if (wanted === undefined || wanted === tip) return tip;
     // The webhook named a commit that the branch tip we got is not: either the tip is already newer,
@@ -250,7 +254,7 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
         // servers without allowReachableSHA1InWant refuse; treat like lag
       }
       if (!(await hasObject(wanted))) {
-        throw new CommitNotYetVisibleError(`commit ${wanted} announced for ${ref} is not served by ${remote.url} yet`, 2_000);
+        throw new CommitNotYetVisibleError(`commit ${wanted} announced for ${ref} is not served by ${remote.name} yet`, 2_000);
       }
     }
     // Only a commit reachable from the followed branch's tip may come into force: a hint (even a
@@ -260,7 +264,7 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
     const descends = (oid: string, ancestor: string) => git.isDescendent({ fs, gitdir, oid, ancestor, depth: -1, cache: store.cache }).catch(() => false);
     if (await descends(tip, wanted)) return tip;
     if (await descends(wanted, tip)) {
-      throw new CommitNotYetVisibleError(`commit ${wanted} announced for ${ref} is not on the tip of ${ref} at ${remote.url} yet (the tip is ${tip})`, 2_000);
+      throw new CommitNotYetVisibleError(`commit ${wanted} announced for ${ref} is not on the tip of ${ref} at ${remote.name} yet (the tip is ${tip})`, 2_000);
     }
     log.warn("a push hint named a commit that is not on the followed branch; it is ignored and the branch tip stays", { ref, hint: wanted, tip });
     return tip;
@@ -396,30 +400,6 @@ function isSha(ref: string): boolean {
 function resolveGitdir(path: string): string {
   const dotGit = join(path, ".git");
   return nodeFs.existsSync(dotGit) && nodeFs.statSync(dotGit).isDirectory() ? dotGit : path;
-}
-
-/** Moves `user:pass@` out of a URL into credentials; explicit `auth` wins. */
-export function splitCredentials(url: string, auth: GitCredentials | undefined): { url: string; auth: GitAuth | undefined } {
-  let clean = url;
-  let fromUrl: GitAuth | undefined;
-  try {
-    const u = new URL(url);
-    if (u.username !== "" || u.password !== "") {
-      fromUrl = { username: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
-      u.username = "";
-      u.password = "";
-      clean = u.toString();
-    }
-  } catch {
-    clean = stripCredentials(url);
-  }
-  if (auth) {
-    return {
-      url: clean,
-      auth: "token" in auth ? { username: auth.username ?? "x-access-token", password: auth.token } : { username: auth.username, password: auth.password },
-    };
-  }
-  return { url: clean, auth: fromUrl };
 }
 
 export interface RevisionFilesOptions {

@@ -4,7 +4,7 @@
  * and frozen. Problems are returned as messages that say what to fix, never thrown.
  */
 import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel, type ConfigReader } from "../core/index.js";
-import { GIT_HTTP_IDLE_TIMEOUT_MS } from "../git-sync/index.js";
+import { GIT_HTTP_IDLE_TIMEOUT_MS, isSshUrl } from "../git-sync/index.js";
 import { LEASE_DEFAULTS, redisUrlProblem } from "../queue/index.js";
 import { isValidClusterName } from "../relay/index.js";
 import { DEFAULT_DIFF_MAX_MEMORY_MB, DEFAULT_DIFF_TIMEOUT_SECONDS } from "./diff-service.js";
@@ -15,12 +15,24 @@ export type ServerLogLevel = "debug" | "info" | "warn" | "error";
 export type GitSourceConfig =
   | {
       readonly kind: "remote";
-      /** http(s) URL (credentials inside it are moved out and never logged). */
+      /** http(s) URL (credentials inside it are moved out and never logged), or an SSH URL (`ssh://…`, `git@host:org/repo.git`). */
       readonly url: string;
       readonly username: string | undefined;
       readonly password: string | undefined;
+      /** For an SSH URL: the private key, its passphrase and the known_hosts to check the server against. */
+      readonly ssh?: GitSshConfig | undefined;
     }
   | { readonly kind: "local"; /** A repository or bare repository on disk, read in place. */ readonly path: string };
+
+export interface GitSshConfig {
+  /** Private key file (chart: the Secret `git.ssh.secretName`, key `identity`). */
+  readonly privateKeyFile: string;
+  readonly passphrase?: string;
+  /** known_hosts file; required unless `acceptUnknownHosts`. */
+  readonly knownHostsFile?: string;
+  /** Trust a host known_hosts does not list on first use (default false); a changed key is refused regardless. */
+  readonly acceptUnknownHosts: boolean;
+}
 
 export interface ServerConfig {
   /** Namespace of the server (chart: POD_NAMESPACE; default `gitmesh`): where the relay secrets live. */
@@ -159,6 +171,10 @@ export const SERVER_ENV = {
   gitIdleTimeoutSeconds: "GITMESH_GIT_IDLE_TIMEOUT_SECONDS",
   gitUsername: "GITMESH_GIT_USERNAME",
   gitPassword: "GITMESH_GIT_PASSWORD",
+  gitSshKeyFile: "GITMESH_GIT_SSH_KEY_FILE",
+  gitSshKeyPassphrase: "GITMESH_GIT_SSH_KEY_PASSPHRASE",
+  gitSshKnownHostsFile: "GITMESH_GIT_SSH_KNOWN_HOSTS_FILE",
+  gitSshAcceptNewHostKeys: "GITMESH_GIT_SSH_ACCEPT_NEW_HOST_KEYS",
   auditBranch: "GITMESH_AUDIT_BRANCH",
   webhookSecret: "GITMESH_WEBHOOK_SECRET",
   relayAuthority: "GITMESH_RELAY_AUTHORITY",
@@ -211,13 +227,17 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   relayPort: "gRPC relay port (default 9900; --relay-port)",
   httpPort: "HTTP port: API, webhooks, health, metrics (default 9091; --http-port)",
   logLevel: "debug | info | warn | error (default info; --log-level)",
-  gitUrl: "configuration repository over http(s) (--git-url); credentials in GITMESH_GIT_USERNAME / GITMESH_GIT_PASSWORD, not in the URL",
+  gitUrl: "configuration repository (--git-url): https://host/org/repo.git (credentials in GITMESH_GIT_USERNAME / GITMESH_GIT_PASSWORD, not in the URL), or SSH: git@host:org/repo.git or ssh://[user@]host[:port]/path (key in GITMESH_GIT_SSH_KEY_FILE)",
   gitBranch: "branch, tag or commit to follow (default main; --branch)",
   gitPath: "sub-directory of the repository holding the configuration (default: all; --path)",
   pollIntervalSeconds: "Git poll interval, the backstop of webhooks (default 30; 0 = off; --poll-interval)",
   gitIdleTimeoutSeconds: `a Git request (fetch, audit push, diff read) whose server sends nothing for this long fails and is retried (default ${GIT_HTTP_IDLE_TIMEOUT_MS / 1000})`,
   gitUsername: "Git HTTP user name (default git when a password is set)",
   gitPassword: "Git HTTP password or access token (never logged; the chart reads it from a Secret)",
+  gitSshKeyFile: "SSH URL: the private key file, e.g. a deploy key; write access for the audit branch (--git-ssh-key; the chart mounts git.ssh.secretName)",
+  gitSshKeyPassphrase: "SSH URL: passphrase of an encrypted key (never logged; the chart reads it from the Secret's passphrase key)",
+  gitSshKnownHostsFile: "SSH URL: known_hosts listing the Git server's host key; required, an unknown or changed host key is refused (--git-ssh-known-hosts; chart: git.ssh.knownHosts)",
+  gitSshAcceptNewHostKeys: "SSH URL: true trusts a host that known_hosts does not list on first use, logging its fingerprint (default false; --git-ssh-accept-new-host-keys); a changed key is refused regardless",
   auditBranch: "branch of the rendered output (default gitmesh/rendered; --audit-branch; empty or --no-audit: off)",
   webhookSecret: "secret of /webhooks/github (HMAC), /webhooks/gitlab (token) and /webhooks/generic (HMAC); unset: the webhook endpoints answer 404 and polling alone brings commits",
   relayAuthority: "DNS name in the relay server certificate, the agents' relay.authority (default gitmesh-server.gitmesh; --authority)",
@@ -284,6 +304,25 @@ function commitStatusConfig(input: ServerConfigInput, problems: string[]): Serve
   return { platform, apiUrl, repository, tokenFile };
 }
 
+/** The SSH settings an SSH Git URL needs: a key, and known_hosts unless trust on first use is asked for. */
+function gitSshConfig(input: ServerConfigInput, read: ConfigReader, problems: string[]): GitSshConfig | undefined {
+  if (input.gitUsername || input.gitPassword) problems.push(`${SERVER_ENV.gitUsername} / ${SERVER_ENV.gitPassword} are for http(s) URLs; an SSH URL authenticates with a key (${SERVER_ENV.gitSshKeyFile})`);
+  const acceptUnknownHosts = read.bool(input.gitSshAcceptNewHostKeys, `accept new SSH host keys (${SERVER_ENV.gitSshAcceptNewHostKeys})`, false);
+  const privateKeyFile = input.gitSshKeyFile || "";
+  const knownHostsFile = input.gitSshKnownHostsFile || undefined;
+  if (privateKeyFile === "") problems.push(`an SSH Git URL needs a private key: --git-ssh-key <file> or ${SERVER_ENV.gitSshKeyFile} (chart: git.ssh.secretName)`);
+  if (knownHostsFile === undefined && !acceptUnknownHosts) {
+    problems.push(`an SSH Git URL needs the server's host key: --git-ssh-known-hosts <file> or ${SERVER_ENV.gitSshKnownHostsFile} (chart: git.ssh.knownHosts; \`ssh-keyscan <host>\` prints it — check its fingerprint), or ${SERVER_ENV.gitSshAcceptNewHostKeys}=true to trust on first use`);
+  }
+  if (privateKeyFile === "") return undefined;
+  return {
+    privateKeyFile,
+    ...(input.gitSshKeyPassphrase ? { passphrase: input.gitSshKeyPassphrase } : {}),
+    ...(knownHostsFile === undefined ? {} : { knownHostsFile }),
+    acceptUnknownHosts,
+  };
+}
+
 export function parseServerConfig(input: ServerConfigInput, defaults: { identity: string }): { config?: ServerConfig; problems: string[] } {
   const read = createConfigReader();
   const { problems } = read;
@@ -295,9 +334,10 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
   if (input.gitLocal && input.gitUrl) problems.push(`give either --git-url (${SERVER_ENV.gitUrl}) or --git-local, not both`);
   else if (input.gitLocal) git = { kind: "local", path: input.gitLocal };
   else if (input.gitUrl) {
-    if (!/^https?:\/\//.test(input.gitUrl)) problems.push(`Git URL must start with http:// or https:// (got a value of ${input.gitUrl.length} characters; --git-url or ${SERVER_ENV.gitUrl}); for a repository on disk use --git-local <path>`);
-    else git = { kind: "remote", url: input.gitUrl, username: input.gitUsername || undefined, password: input.gitPassword || undefined };
-  } else problems.push(`no configuration repository: set --git-url <https://…> (${SERVER_ENV.gitUrl}) or --git-local <path>`);
+    if (isSshUrl(input.gitUrl)) git = { kind: "remote", url: input.gitUrl, username: undefined, password: undefined, ssh: gitSshConfig(input, read, problems) };
+    else if (!/^https?:\/\//.test(input.gitUrl)) problems.push(`Git URL must be https://…, http://…, ssh://[user@]host[:port]/path or [user@]host:path (got a value of ${input.gitUrl.length} characters; --git-url or ${SERVER_ENV.gitUrl}); for a repository on disk use --git-local <path>`);
+    else git = { kind: "remote", url: input.gitUrl, username: input.gitUsername || undefined, password: input.gitPassword || undefined, ssh: undefined };
+  } else problems.push(`no configuration repository: set --git-url <https://… or git@host:org/repo.git> (${SERVER_ENV.gitUrl}) or --git-local <path>`);
 
   const level = input.logLevel || "info";
   if (!isLogLevel(level)) problems.push(`log level "${level}" must be debug, info, warn or error (--log-level or ${SERVER_ENV.logLevel})`);

@@ -19,13 +19,14 @@ export interface ServerGitLocations {
   readonly name: string;
 }
 
-/** The locations of one configured repository; `dataDir` holds the caches of a remote one. */
-export function serverGitLocations(git: GitSourceConfig, dataDir: string): ServerGitLocations {
+/** The locations of one configured repository; `dataDir` holds the caches of a remote one; `idleTimeoutMs` bounds an SSH request's silence (as the HTTP client's). */
+export function serverGitLocations(git: GitSourceConfig, dataDir: string, idleTimeoutMs?: number): ServerGitLocations {
   if (git.kind === "local") {
     const local = { kind: "local", path: git.path } as const;
     return { source: local, diff: local, audit: local, name: git.path };
   }
   const auth = git.password !== undefined ? { auth: { username: git.username ?? "git", password: git.password } } : {};
-  const remote = (cache: string) => ({ kind: "remote", url: git.url, cacheDir: join(dataDir, cache), ...auth }) as const;
+  const ssh = git.ssh === undefined ? {} : { ssh: { ...git.ssh, ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }) } };
+  const remote = (cache: string) => ({ kind: "remote", url: git.url, cacheDir: join(dataDir, cache), ...auth, ...ssh }) as const;
   return { source: remote("source.git"), diff: remote("diff.git"), audit: remote("audit.git"), name: stripCredentials(git.url) };
 }

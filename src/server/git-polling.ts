@@ -14,6 +14,7 @@ import {
   createConfigLoader,
   createGitSource,
   createSyncTrigger,
+  isSshUrl,
   type CommitVerifier,
   type GitLocation,
   type GitSource,
@@ -94,7 +95,7 @@ export function createGitPolling(options: GitPollingOptions): GitPolling {
         // Will not fix itself: stop with what to fix, before anything listens. An unreachable server is retried.
         if (reactionOf(err) === Reaction.NeedsHuman) {
           throw new NeedsHumanError(
-            `cannot start: the configuration repository ${options.name} (ref ${options.ref}): ${err instanceof Error ? err.message : String(err)}; fix --git-url / --git-local, --branch (${SERVER_ENV.gitBranch}) or the Git credentials (${SERVER_ENV.gitUsername}, ${SERVER_ENV.gitPassword}) and start again`,
+            `cannot start: the configuration repository ${options.name} (ref ${options.ref}): ${err instanceof Error ? err.message : String(err)}; fix --git-url / --git-local, --branch (${SERVER_ENV.gitBranch}) or ${credentialsHint(options.name)} and start again`,
             { cause: err },
           );
         }
@@ -129,4 +130,11 @@ export function createGitPolling(options: GitPollingOptions): GitPolling {
       await trigger?.stop();
     },
   };
+}
+
+/** Which settings give access to `repository`: the SSH key and known_hosts, or the HTTP credentials. */
+function credentialsHint(repository: string): string {
+  return isSshUrl(repository)
+    ? `the SSH key and known_hosts (${SERVER_ENV.gitSshKeyFile}, ${SERVER_ENV.gitSshKeyPassphrase}, ${SERVER_ENV.gitSshKnownHostsFile})`
+    : `the Git credentials (${SERVER_ENV.gitUsername}, ${SERVER_ENV.gitPassword})`;
 }

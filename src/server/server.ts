@@ -114,7 +114,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const isLeader = () => singleton.isLeader();
   const stopping = new AbortController();
   const signal = stopping.signal;
-  const git = serverGitLocations(config.git, options.dataDir);
+  const git = serverGitLocations(config.git, options.dataDir, config.gitIdleTimeoutMs);
   const identities = createClusterIdentities(options.secrets.records, { now });
   const meshRoot = options.meshCa?.storage ?? createFileMeshRootStorage(join(options.dataDir, "mesh-ca"));
   let http: ServerHttp | undefined;

@@ -11,7 +11,7 @@ import { Deployment } from "kubernetes-models/apps/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
-import { Secret, Service, ServiceAccount } from "kubernetes-models/v1";
+import { ConfigMap, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { promisify } from "node:util";
 import type { Manifest } from "./helm.js";
 
@@ -28,6 +28,7 @@ const MODELS: Readonly<Record<string, ModelClass>> = {
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
   "v1/Service": Service,
   "v1/ServiceAccount": ServiceAccount,
+  "v1/ConfigMap": ConfigMap,
   "v1/Secret": Secret,
   "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
   "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding,

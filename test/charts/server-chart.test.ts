@@ -211,6 +211,41 @@ describe("gitmesh-server chart", () => {
     expect(tls.stdout).toContain("gitmesh check --server https://localhost:9091 --token-file api-token --ca-file");
   });
 
+  it("an SSH git.url: the key Secret mounted read-only, the passphrase optional, known_hosts from a value or the Secret (#38)", async () => {
+    const SSH = ["--name", "gitmesh-server", "--namespace", "gitmesh", "--set", "git.url=git@github.com:acme/mesh-config.git"];
+    const known = "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
+    const { manifests } = await renderOk(CHART, [...SSH, "--set", "git.ssh.secretName=gitmesh-git-ssh", "--set-string", `git.ssh.knownHosts=${known}`]);
+    validateAll(manifests);
+    const dep = find(manifests, "Deployment", "gitmesh-server");
+    const container = podSpec(dep).containers[0]!;
+    expect(envOf(container)).toMatchObject({
+      GITMESH_GIT_URL: "git@github.com:acme/mesh-config.git",
+      GITMESH_GIT_SSH_KEY_FILE: "/etc/gitmesh/git-ssh/identity",
+      GITMESH_GIT_SSH_KEY_PASSPHRASE: { secretKeyRef: { name: "gitmesh-git-ssh", key: "passphrase", optional: true } },
+      GITMESH_GIT_SSH_KNOWN_HOSTS_FILE: "/etc/gitmesh/git-known-hosts/known_hosts",
+    });
+    expect(envOf(container)).not.toHaveProperty("GITMESH_GIT_SSH_ACCEPT_NEW_HOST_KEYS");
+    expect(container.volumeMounts).toContainEqual({ name: "git-ssh", mountPath: "/etc/gitmesh/git-ssh", readOnly: true });
+    expect(podSpec(dep).volumes).toContainEqual({ name: "git-ssh", secret: { secretName: "gitmesh-git-ssh", defaultMode: 288 } });
+    expect(podSpec(dep).volumes).toContainEqual({ name: "git-known-hosts", configMap: { name: "gitmesh-server-git-known-hosts" } });
+    expect(find(manifests, "ConfigMap", "gitmesh-server-git-known-hosts").data).toEqual({ known_hosts: known });
+
+    // known_hosts from the Secret when no value is given; trust on first use only when asked for
+    const fromSecret = envOf(podSpec(find((await renderOk(CHART, [...SSH, "--set", "git.ssh.secretName=gitmesh-git-ssh"])).manifests, "Deployment", "gitmesh-server")).containers[0]!);
+    expect(fromSecret.GITMESH_GIT_SSH_KNOWN_HOSTS_FILE).toBe("/etc/gitmesh/git-ssh/known_hosts");
+    const tofu = envOf(podSpec(find((await renderOk(CHART, [...SSH, "--set", "git.ssh.secretName=gitmesh-git-ssh,git.ssh.acceptNewHostKeys=true"])).manifests, "Deployment", "gitmesh-server")).containers[0]!);
+    expect(tofu).not.toHaveProperty("GITMESH_GIT_SSH_KNOWN_HOSTS_FILE");
+    expect(tofu.GITMESH_GIT_SSH_ACCEPT_NEW_HOST_KEYS).toBe("true");
+
+    // an SSH URL without a key Secret is refused, saying which values to set
+    const keyless = await render(CHART, SSH);
+    expect(keyless.code).toBe(1);
+    expect(keyless.stderr).toContain("set git.ssh.secretName");
+    // http(s) URLs get none of it
+    const https = envOf(podSpec(find((await renderOk(CHART, BASE)).manifests, "Deployment", "gitmesh-server")).containers[0]!);
+    expect(https).not.toHaveProperty("GITMESH_GIT_SSH_KEY_FILE");
+  });
+
   it("rejects a missing git.url with a message naming the value", async () => {
     const r = await render(CHART, ["--name", "gitmesh-server"]);
     expect(r.code).toBe(1);
@@ -219,7 +254,7 @@ describe("gitmesh-server chart", () => {
   });
 
   it.each([
-    [["--set", "git.url=git@github.com:acme/x.git"], "at '/git/url': 'git@github.com:acme/x.git' does not match pattern"],
+    [["--set", "git.url=github.com/acme/x.git"], "at '/git/url': 'github.com/acme/x.git' does not match pattern"],
     [["--set", "redis.external.url=localhost:6379"], "at '/redis/external/url': 'localhost:6379' does not match pattern"],
     [["--set", "relay.service.type=Ingress"], "at '/relay/service/type': value must be one of 'ClusterIP', 'NodePort', 'LoadBalancer'"],
     [["--set", "relay.token.value=short"], "at '/relay/token/value': 'short' does not match pattern"],

@@ -1,6 +1,5 @@
 // `gitmesh server` fails fast on a configuration that cannot work, and retries only what may recover
 // (#13): each case runs the real CLI process against a real Git server (git http-backend).
-import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -8,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SERVER_ENV, SERVER_ENV_HELP } from "../../src/server/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { freePort } from "../helpers/ports.js";
+import { runServer, type ServerRun } from "../helpers/server-run.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const tempDir = useTempDirs("gitmesh-server-start-");
@@ -15,29 +15,8 @@ let git: GitServer;
 let locked: GitServer;
 
 /** Runs `gitmesh server` until it exits or `until` matches its output (then SIGTERM). */
-function server(args: string[], until?: RegExp, env: Record<string, string> = {}): Promise<{ code: number | null; out: string; matched: boolean }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["bin/gitmesh.js", "server", "--relay-port", "0", "--http-port", "0", "--relay-host", "127.0.0.1", "--http-host", "127.0.0.1", "--log-format", "human", "--data-dir", tempDir(), ...args], {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, ...env },
-    });
-    let out = "";
-    let matched = false;
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      if (until && !matched && until.test(out)) {
-        matched = true;
-        child.kill("SIGTERM");
-      }
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, out, matched });
-    });
-  });
+function server(args: string[], until?: RegExp, env: Record<string, string> = {}): Promise<ServerRun> {
+  return runServer(tempDir(), args, until, env);
 }
 
 beforeAll(async () => {
