@@ -40,6 +40,8 @@ export const RELAY_DEFAULTS = {
   keepaliveTimeoutMs: 10_000,
   /** Client reconnect backoff: first delay, cap, factor, and ± jitter fraction. */
   backoff: { initialMs: 500, maxMs: 30_000, factor: 2, jitter: 0.2 },
+  /** Client: how long the server may take to acknowledge a discovery update before the session starts over (120 s). */
+  ackTimeoutMs: 120_000,
   /** Renew when this fraction of the certificate lifetime has passed. */
   renewAtFraction: 2 / 3,
   /** Largest discovery state one cluster may hold on the server, decompressed (64 MiB). */

@@ -55,6 +55,7 @@ export {
 } from "./server.js";
 export {
   createRelayClient,
+  type OutputError,
   type OutputEvent,
   type OutputResult,
   type RelayClient,
