@@ -13,7 +13,7 @@ import * as grpc from "@grpc/grpc-js";
 import { backoffDelay, describeError, type Logger } from "../core/index.js";
 import { RELAY_DEFAULTS } from "./constants.js";
 import { REJECTION_REASONS } from "./constants.js";
-import { isPermanentStatus, reasonOf } from "./errors.js";
+import { isPermanentStatus, reasonOf, retryAfterOf } from "./errors.js";
 import {
   RegistrationClient,
   RelayClient as GrpcRelayClient,
@@ -207,6 +207,8 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   let sessionCount = 0;
   let attempt = 0;
   let reconnectTimer: NodeJS.Timeout | undefined;
+  /** The wait a busy server asked for with its last refusal (used once, by the next reconnect). */
+  let retryHintMs: number | undefined;
   let renewTimer: NodeJS.Timeout | undefined;
   let lastError: { code: number; details: string } | undefined;
   // Discovery: the agent's current state and the last state sent in the current session.
@@ -447,7 +449,10 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       credentials = undefined;
       if (renewTimer) clearTimeout(renewTimer);
     }
-    if (se && typeof se.code === "number" && se.code !== grpc.status.CANCELLED) {
+    retryHintMs = retryAfterOf(err);
+    if (retryHintMs !== undefined) {
+      log.info("the relay server is busy admitting agents; coming back later", { cluster: options.cluster, retryAfterMs: retryHintMs });
+    } else if (se && typeof se.code === "number" && se.code !== grpc.status.CANCELLED) {
       lastError = { code: se.code, details: se.details ?? "" };
       const level = isPermanentStatus(se.code) ? "error" : "warn";
       log[level]("relay session ended", { cluster: options.cluster, code: grpc.status[se.code], details: se.details });
@@ -458,9 +463,15 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     scheduleReconnect();
   }
 
+  /**
+   * The next reconnect: after the wait a busy server asked for, spread over [½, 1½] of it so that the
+   * agents it refused together do not come back together; else exponential backoff with jitter.
+   */
   function scheduleReconnect() {
     if (closed || reconnectTimer) return;
-    const delay = backoffDelay(backoff, attempt, random);
+    const hint = retryHintMs;
+    retryHintMs = undefined;
+    const delay = hint === undefined ? backoffDelay(backoff, attempt, random) : hint * (0.5 + random());
     attempt++;
     reconnectTimer = setTimeout(() => {
       reconnectTimer = undefined;
@@ -477,8 +488,12 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       }
     } catch (err) {
       const se = err as Partial<grpc.ServiceError>;
-      if (typeof se.code === "number") lastError = { code: se.code, details: se.details ?? "" };
-      log.error("registration failed", { cluster: options.cluster, error: describeError(err) });
+      retryHintMs = retryAfterOf(err);
+      if (retryHintMs !== undefined) log.info("the relay server is busy admitting agents; registering later", { cluster: options.cluster, retryAfterMs: retryHintMs });
+      else {
+        if (typeof se.code === "number") lastError = { code: se.code, details: se.details ?? "" };
+        log.error("registration failed", { cluster: options.cluster, error: describeError(err) });
+      }
       notify();
       scheduleReconnect();
       return;
