@@ -25,16 +25,9 @@ async function syncAfterNack(errors: readonly OutputError[]) {
   const nack = p?.nack;
   if (!p || !nack) throw new Error("no NACK recorded");
   const flag = nackTransient(nack.errors);
-  const facts: ClusterSyncFacts = {
-    commit: COMMIT,
-    cutOff: null,
-    agent: "connected",
-    output: { version: 1, sourceCommit: COMMIT },
-    publishedVersion: 1,
-    applied: undefined,
-    progress: { version: p.version, nack: nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), ...(flag === undefined ? {} : { nackTransient: flag }) },
-    held: null,
-  };
+  const progress = { version: p.version, nack: nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), ...(flag === undefined ? {} : { nackTransient: flag }) };
+  // The commit's output v1 was published to a connected agent, which NACKed it and runs nothing yet.
+  const facts: ClusterSyncFacts = { commit: COMMIT, cutOff: null, agent: "connected", output: { version: 1, sourceCommit: COMMIT }, publishedVersion: 1, applied: undefined, progress, held: null };
   return { event: nacks[0]!, sync: clusterSync(facts) };
 }
 
