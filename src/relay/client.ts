@@ -10,7 +10,7 @@
  * (the newest state goes as one delta once it drains); waiters for the same version share one promise.
  */
 import * as grpc from "@grpc/grpc-js";
-import { backoffDelay, describeError, type Logger } from "../core/index.js";
+import { backoffDelay, describeError, type BackoffOptions, type Logger } from "../core/index.js";
 import { RELAY_DEFAULTS } from "./constants.js";
 import { REJECTION_REASONS } from "./constants.js";
 import { isPermanentStatus, reasonOf, retryAfterOf } from "./errors.js";
@@ -169,6 +169,15 @@ function deferred(): Deferred {
   let resolve: () => void = () => undefined;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/**
+ * The wait before reconnect number `attempt`: after a busy server's hint, spread over [½, 1½] of it
+ * so that the agents it refused together do not come back together; else exponential backoff with
+ * jitter (pure; `random` is the client's injectable source).
+ */
+export function reconnectDelay(hintMs: number | undefined, backoff: BackoffOptions, attempt: number, random: () => number): number {
+  return hintMs === undefined ? backoffDelay(backoff, attempt, random) : hintMs * (0.5 + random());
 }
 
 /** An agent's error as the wire carries it (`transient` only when the agent classified it). */
@@ -463,15 +472,11 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     scheduleReconnect();
   }
 
-  /**
-   * The next reconnect: after the wait a busy server asked for, spread over [½, 1½] of it so that the
-   * agents it refused together do not come back together; else exponential backoff with jitter.
-   */
+  /** The next reconnect (reconnectDelay: the busy server's hint with jitter, else backoff). */
   function scheduleReconnect() {
     if (closed || reconnectTimer) return;
-    const hint = retryHintMs;
+    const delay = reconnectDelay(retryHintMs, backoff, attempt, random);
     retryHintMs = undefined;
-    const delay = hint === undefined ? backoffDelay(backoff, attempt, random) : hint * (0.5 + random());
     attempt++;
     reconnectTimer = setTimeout(() => {
       reconnectTimer = undefined;

@@ -55,6 +55,7 @@ export {
 } from "./server.js";
 export {
   createRelayClient,
+  reconnectDelay,
   type OutputError,
   type OutputEvent,
   type OutputResult,

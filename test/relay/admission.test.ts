@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { createAdmission } from "../../src/relay/admission.js";
 import { RelayBusyError, retryAfterOf, toServiceError } from "../../src/relay/errors.js";
 import { backoffDelay } from "../../src/core/index.js";
-import { REJECTION_REASONS, RELAY_METRICS } from "../../src/relay/index.js";
+import { reconnectDelay, REJECTION_REASONS, RELAY_METRICS } from "../../src/relay/index.js";
 import { certFor, clientKey, metricValue, testPki, until, useRelayCleanup } from "./helpers.js";
 
 const relay = useRelayCleanup();
@@ -87,5 +87,22 @@ describe("reconnect jitter", () => {
       expect(d).toBeGreaterThanOrEqual(4000 * 0.8);
       expect(d).toBeLessThanOrEqual(4000 * 1.2);
     }
+  });
+
+  it("a busy server's hint: clients refused together come back spread over ½–1½ of it; without one, backoff", () => {
+    const seeded = (seed: number) => () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const backoff = { initialMs: 500, maxMs: 30_000, factor: 2, jitter: 0.2 };
+    const hinted = Array.from({ length: 20 }, (_, i) => reconnectDelay(2000, backoff, 5, seeded(i + 1)));
+    expect(new Set(hinted.map((d) => Math.round(d))).size).toBe(hinted.length);
+    for (const d of hinted) {
+      expect(d).toBeGreaterThanOrEqual(1000);
+      expect(d).toBeLessThanOrEqual(3000);
+    }
+    // The hint replaces the backoff (attempt 5 would be 16 s ± 20 %).
+    expect(Math.max(...hinted)).toBeLessThan(16_000 * 0.8);
+    expect(reconnectDelay(undefined, backoff, 0, () => 0.5)).toBe(500);
   });
 });
