@@ -70,6 +70,9 @@ export const benchmark: Benchmark = {
         { label: `${n}: server RSS per agent`, value: round(r.server.rssPerAgentBytes / 1024), unit: "KiB" },
         { label: `${n}: server RSS with all agents converged`, value: round(r.server.rssWithAgentsBytes / MB), unit: "MB" },
         { label: `${n}: server peak RSS`, value: round(r.server.peakRssBytes / MB), unit: "MB" },
+        // #35: the simulator's own process (the agents' real relay clients) stays under 1 GiB at 1,000 agents.
+        { label: `${n}: simulator (agents' process) peak RSS`, value: round(r.simulator.peakRssBytes / MB), unit: "MB" },
+        { label: `${n}: simulator peak RSS per agent`, value: round(r.simulator.peakRssBytes / r.clusters / 1024), unit: "KiB" },
         { label: `${n}: server CPU per commit`, value: round((r.server.cpuSecondsDuringPushes / r.commits) * 1000), unit: "ms" },
         ...r.workerProcesses.map((w) => ({ label: `${n}: ${w.name} CPU per commit`, value: round((w.cpuSecondsDuringPushes / r.commits) * 1000), unit: "ms" })),
         { label: `${n}: relay payload bytes per commit (all agents)`, value: round(r.relay.payloadBytesPerCommit / 1024), unit: "KiB" },

@@ -62,6 +62,7 @@ export interface OutputVersion {
 export interface ResourceError {
   readonly key: string;
   readonly message: string;
+  readonly transient?: boolean;
 }
 
 export interface ApplyOutcome {

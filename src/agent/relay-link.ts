@@ -176,7 +176,8 @@ export function createRelayLinkFactory(options: RelayLinkOptions): RelayLinkFact
       },
       onOutput: async (e) => {
         const r = await handlers.onOutput({ version: e.version, complete: e.complete, sourceCommit: e.sourceCommit, resources: e.state });
-        return r.ack ? { ack: true } : { ack: false, errors: r.errors };
+        // Each error says whether it passes without a person (the server shows "retrying", not "refused").
+        return r.ack ? { ack: true } : { ack: false, errors: r.errors.map((e) => ({ key: e.key, message: e.message, ...(e.transient === undefined ? {} : { transient: e.transient }) })) };
       },
     });
     client.connect();

@@ -196,6 +196,8 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     retentionDesiredStates: e("retentionDesiredStates"),
     retentionMaxAgeHours: e("retentionMaxAgeHours"),
     relayPort: flags.relayPort ?? e("relayPort"),
+    relayAdmissionRate: e("relayAdmissionRate"),
+    relayAdmissionBurst: e("relayAdmissionBurst"),
     httpPort: flags.httpPort ?? e("httpPort"),
     relayHost: flags.relayHost,
     httpHost: flags.httpHost,

@@ -11,7 +11,7 @@
  * running is a no-op (dedupe). Retrying jobs wait in the delayed set, not in a worker slot, so a
  * failing unit never holds up healthy ones.
  */
-import { describeError, Reaction, reactionOf, RetryLaterError } from "../core/index.js";
+import { backoffDelay, describeError, Reaction, reactionOf, RetryLaterError } from "../core/index.js";
 
 export type JobType = "workspace" | "cluster";
 export const JOB_TYPES: readonly JobType[] = ["workspace", "cluster"];
@@ -133,7 +133,8 @@ export function createInProcessRunner(s: RunnerSettings): JobRunner {
         schedule(e, c.delayMs ?? 0);
       } else {
         e.attempt++;
-        schedule(e, s.backoffMs * 2 ** (e.attempt - 2));
+        // BullMQ's "exponential" backoff (no jitter, no cap), through the one backoff implementation.
+        schedule(e, backoffDelay({ initialMs: s.backoffMs, maxMs: Number.POSITIVE_INFINITY, jitter: 0 }, e.attempt - 2));
       }
     }
   };

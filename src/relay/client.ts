@@ -3,21 +3,28 @@
  * open: a discovery push stream (full snapshot first, then deltas) and an output pull stream (ACK or
  * NACK per version). Any failure tears the whole session down and reconnects with exponential backoff
  * and jitter; every new session starts with a full discovery snapshot and receives a full output.
+ *
+ * A server that goes quiet costs bounded memory (#35): a session whose full snapshot or a later update
+ * is not acknowledged within `ackTimeoutMs` is torn down; whatever the server ends (end, close, error)
+ * ends the whole session and its channel; discovery is not written while the stream's buffer is full
+ * (the newest state goes as one delta once it drains); waiters for the same version share one promise.
  */
 import * as grpc from "@grpc/grpc-js";
-import { backoffDelay, describeError, type Logger } from "../core/index.js";
+import { backoffDelay, describeError, type BackoffOptions, type Logger } from "../core/index.js";
 import { RELAY_DEFAULTS } from "./constants.js";
 import { REJECTION_REASONS } from "./constants.js";
-import { isPermanentStatus, reasonOf } from "./errors.js";
+import { isPermanentStatus, reasonOf, retryAfterOf } from "./errors.js";
 import {
   RegistrationClient,
   RelayClient as GrpcRelayClient,
+  type ApplyError,
   type CertificateResponse,
   type DiscoveryAck,
   type DiscoveryUpdate,
   type OutputAck,
   type OutputUpdate,
 } from "./gen/gitmesh/relay/v1/relay.js";
+import { OwnedConnectionCredentials } from "./owned-connections.js";
 import { certificateNotAfterMs, createCsr } from "./pki.js";
 import { applyStateDelta, createChunkAssembler, diffStates, encodeChunks, isEmptyDelta, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
 
@@ -44,7 +51,15 @@ export interface OutputEvent {
   readonly payloadBytes: number;
 }
 
-export type OutputResult = { readonly ack: true } | { readonly ack: false; readonly errors: readonly { readonly key: string; readonly message: string }[] };
+/** One resource the agent could not apply. */
+export interface OutputError {
+  readonly key: string;
+  readonly message: string;
+  /** true: passes without a person (the agent retries); false: a person must act; absent: not classified. */
+  readonly transient?: boolean | undefined;
+}
+
+export type OutputResult = { readonly ack: true } | { readonly ack: false; readonly errors: readonly OutputError[] };
 
 export interface RelayClientStatus {
   readonly connected: boolean;
@@ -87,6 +102,12 @@ export interface RelayClientOptions {
   readonly keepaliveTimeMs?: number;
   readonly keepaliveTimeoutMs?: number;
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number; readonly factor?: number; readonly jitter?: number };
+  /**
+   * How long the server may take to acknowledge the full discovery snapshot of a new session, or a later
+   * update, before the session is torn down and started again (default 120 s: generous, a loaded
+   * server answers late rather than never).
+   */
+  readonly ackTimeoutMs?: number;
   /** Renew automatically when this fraction of the certificate's remaining lifetime has passed (default 2/3; 0 disables). */
   readonly renewAtFraction?: number;
   /** Random source for jitter (default Math.random). */
@@ -98,9 +119,12 @@ export interface RelayClient {
   register(): Promise<RelayClientCredentials>;
   /** Starts the session loop (reconnects until close). */
   connect(): void;
-  /** Resolves when a session is up and its full discovery snapshot was acknowledged. */
+  /** Resolves when a session is up and its full discovery snapshot was acknowledged (or the client is closed). */
   synced(): Promise<void>;
-  /** Sets the whole discovery state; sent as a delta against the last sent state. Resolves when acknowledged. */
+  /**
+   * Sets the whole discovery state; sent as a delta against the last sent state. Resolves when
+   * acknowledged (or the client is closed); calls waiting for the same version share one promise.
+   */
   pushDiscovery(state: RelayState): Promise<void>;
   /** Applies a delta to the discovery state and sends it. Resolves when acknowledged. */
   pushDiscoveryDelta(delta: StateDelta): Promise<void>;
@@ -112,9 +136,14 @@ export interface RelayClient {
   close(): Promise<void>;
 }
 
-interface Session {
+/** A generated client whose connections are ours to close (see owned-connections.ts). */
+interface OwnedClient<C> {
+  readonly grpcClient: C;
+  readonly connections: OwnedConnectionCredentials;
+}
+
+interface Session extends OwnedClient<GrpcRelayClient> {
   readonly id: number;
-  readonly grpcClient: GrpcRelayClient;
   readonly push: grpc.ClientDuplexStream<DiscoveryUpdate, DiscoveryAck>;
   readonly pull: grpc.ClientDuplexStream<OutputAck, OutputUpdate>;
   /** Version of the last discovery update sent in this session, and of the last full one. */
@@ -122,6 +151,38 @@ interface Session {
   fullVersion: number;
   synced: boolean;
   dead: boolean;
+  /** The push stream's buffer is full: discovery waits for "drain" (then the newest state goes as one delta). */
+  blocked: boolean;
+  /** A full snapshot was asked for while blocked: sent on drain. */
+  fullOwed: boolean;
+  /** Tears the session down when the version it watches is not acknowledged in time. */
+  ackDeadline: { readonly version: number; readonly timer: NodeJS.Timeout } | undefined;
+}
+
+/** A promise and its resolver (one per awaited version, shared by every caller waiting for it). */
+interface Deferred {
+  readonly promise: Promise<void>;
+  readonly resolve: () => void;
+}
+
+function deferred(): Deferred {
+  let resolve: () => void = () => undefined;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/**
+ * The wait before reconnect number `attempt`: after a busy server's hint, spread over [½, 1½] of it
+ * so that the agents it refused together do not come back together; else exponential backoff with
+ * jitter (pure; `random` is the client's injectable source).
+ */
+export function reconnectDelay(hintMs: number | undefined, backoff: BackoffOptions, attempt: number, random: () => number): number {
+  return hintMs === undefined ? backoffDelay(backoff, attempt, random) : hintMs * (0.5 + random());
+}
+
+/** An agent's error as the wire carries it (`transient` only when the agent classified it). */
+function applyError(e: OutputError): ApplyError {
+  return { key: e.key, message: e.message, ...(e.transient === undefined ? {} : { transient: e.transient }) };
 }
 
 export function createRelayClient(options: RelayClientOptions): RelayClient {
@@ -132,6 +193,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   const limits = { maxChunkBytes: maxMessageBytes, maxStateBytes: options.maxStateBytes ?? RELAY_DEFAULTS.maxStateBytes };
   const backoff = { ...RELAY_DEFAULTS.backoff, ...options.backoff };
   const random = options.random ?? Math.random;
+  const ackTimeoutMs = options.ackTimeoutMs ?? RELAY_DEFAULTS.ackTimeoutMs;
   const renewAtFraction = options.renewAtFraction ?? RELAY_DEFAULTS.renewAtFraction;
   const channelOptions: grpc.ClientOptions = {
     "grpc.ssl_target_name_override": authority,
@@ -143,6 +205,8 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     "grpc.keepalive_permit_without_calls": 1,
     // Our own loop reconnects; a fresh channel per session picks up renewed certificates.
     "grpc.enable_retries": 0,
+    // The session's connection belongs to its channel alone and goes with it (not kept in grpc's global pool).
+    "grpc.use_local_subchannel_pool": 1,
   };
 
   let credentials = options.credentials;
@@ -152,6 +216,8 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   let sessionCount = 0;
   let attempt = 0;
   let reconnectTimer: NodeJS.Timeout | undefined;
+  /** The wait a busy server asked for with its last refusal (used once, by the next reconnect). */
+  let retryHintMs: number | undefined;
   let renewTimer: NodeJS.Timeout | undefined;
   let lastError: { code: number; details: string } | undefined;
   // Discovery: the agent's current state and the last state sent in the current session.
@@ -159,8 +225,10 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   let sentState: RelayState = new Map();
   let version = 0;
   let ackedVersion = 0;
-  const ackWaiters: { version: number; resolve: () => void }[] = [];
-  const syncWaiters: (() => void)[] = [];
+  /** Callers waiting for a discovery version to be acknowledged, one entry per version. */
+  const ackWaiters = new Map<number, Deferred>();
+  /** Callers waiting for the next synced session. */
+  let syncWaiter: Deferred | undefined;
   // Output: what this agent has received.
   let output: { version: number; state: RelayState } | undefined;
 
@@ -195,8 +263,15 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     renewTimer.unref();
   }
 
-  const unary = <Req, Res>(fn: (req: Req, cb: (err: grpc.ServiceError | null, res: Res) => void) => unknown, req: Req) =>
-    new Promise<Res>((resolve, reject) => fn(req, (err, res) => (err ? reject(err) : resolve(res))));
+  /** A unary call that gives up after ackTimeoutMs (a stalled server answers never). */
+  const unary = <Req, Res>(fn: (req: Req, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: Res) => void) => unknown, req: Req) =>
+    new Promise<Res>((resolve, reject) => fn(req, { deadline: Date.now() + ackTimeoutMs }, (err, res) => (err ? reject(err) : resolve(res))));
+
+  /** Closes a generated client and every connection it opened. */
+  const closeOwned = (c: OwnedClient<grpc.Client>) => {
+    c.grpcClient.close();
+    c.connections.destroyAll();
+  };
 
   async function currentToken(): Promise<string | undefined> {
     const t = typeof options.token === "function" ? await options.token() : options.token;
@@ -208,46 +283,87 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     const token = await currentToken();
     if (!token) throw new Error("cannot register: no bootstrap credential (secret relay-identity-token-secret, key token) configured");
     const { csrPem, keyPem } = createCsr(options.cluster, options.keyPem);
-    const client = new RegistrationClient(options.address, grpc.credentials.createSsl(Buffer.from(options.rootCaPem)), channelOptions);
+    const connections = new OwnedConnectionCredentials(grpc.credentials.createSsl(Buffer.from(options.rootCaPem)), ackTimeoutMs);
+    const owned = { grpcClient: new RegistrationClient(options.address, connections, channelOptions), connections };
+    const client = owned.grpcClient;
     try {
-      const res = await unary<Parameters<typeof client.register>[0], CertificateResponse>((r, cb) => client.register(r, cb), { cluster: options.cluster, token, csrPem });
+      const res = await unary<Parameters<typeof client.register>[0], CertificateResponse>((r, o, cb) => client.register(r, new grpc.Metadata(), o, cb), { cluster: options.cluster, token, csrPem });
       log.info("registered with the relay server", { cluster: options.cluster, notAfter: new Date(res.notAfterMs).toISOString() });
       return await adopt(res, keyPem);
     } finally {
-      client.close();
+      closeOwned(owned);
     }
   }
 
-  function mtlsClient(c: RelayClientCredentials): GrpcRelayClient {
-    return new GrpcRelayClient(options.address, grpc.credentials.createSsl(Buffer.from(options.rootCaPem), Buffer.from(c.keyPem), Buffer.from(c.certPem)), channelOptions);
+  function mtlsClient(c: RelayClientCredentials): OwnedClient<GrpcRelayClient> {
+    const connections = new OwnedConnectionCredentials(grpc.credentials.createSsl(Buffer.from(options.rootCaPem), Buffer.from(c.keyPem), Buffer.from(c.certPem)), ackTimeoutMs);
+    return { grpcClient: new GrpcRelayClient(options.address, connections, channelOptions), connections };
   }
 
   async function renew(): Promise<RelayClientCredentials> {
     if (!credentials) throw new Error("cannot renew: no client certificate yet; register first");
     const { csrPem, keyPem } = createCsr(options.cluster, options.keyPem);
     const own = session && !session.dead ? undefined : mtlsClient(credentials);
-    const client = own ?? session!.grpcClient;
+    const client = own?.grpcClient ?? session!.grpcClient;
     try {
-      const res = await unary<Parameters<typeof client.renew>[0], CertificateResponse>((r, cb) => client.renew(r, cb), { cluster: options.cluster, csrPem });
+      const res = await unary<Parameters<typeof client.renew>[0], CertificateResponse>((r, o, cb) => client.renew(r, new grpc.Metadata(), o, cb), { cluster: options.cluster, csrPem });
       log.info("renewed the client certificate", { cluster: options.cluster, notAfter: new Date(res.notAfterMs).toISOString() });
       return await adopt(res, keyPem);
     } finally {
-      own?.close();
+      if (own) closeOwned(own);
     }
   }
 
   // ---- session ----------------------------------------------------------------------------
 
+  /**
+   * Sends the discovery state (full, or as a delta against what this session was sent). While the
+   * stream's buffer is full nothing is written: the newest state goes once it drains.
+   */
   function sendDiscovery(s: Session, full: boolean) {
+    if (s.dead) return;
+    if (s.blocked) {
+      s.fullOwed ||= full;
+      return;
+    }
     const next = discovery;
     const delta: StateDelta = full ? { upserts: next, removed: [] } : diffStates(sentState, next);
     if (!full && isEmptyDelta(delta)) return;
     const v = ++version;
     const header = { cluster: options.cluster, version: v, baseVersion: full ? 0 : s.sentVersion, full, checksum: stateChecksum(next) };
-    for (const chunk of encodeChunks(delta, chunkBytes)) s.push.write({ ...header, chunk });
+    let writable = true;
+    for (const chunk of encodeChunks(delta, chunkBytes)) writable = s.push.write({ ...header, chunk });
     s.sentVersion = v;
     if (full) s.fullVersion = v;
     sentState = next;
+    armAckDeadline(s);
+    if (!writable) {
+      s.blocked = true;
+      s.push.once("drain", () => {
+        s.blocked = false;
+        const owed = s.fullOwed;
+        s.fullOwed = false;
+        sendDiscovery(s, owed);
+      });
+    }
+  }
+
+  /** Watches the newest version sent: not acknowledged within ackTimeoutMs → the session starts over. */
+  function armAckDeadline(s: Session) {
+    if (s.dead || s.ackDeadline !== undefined || ackedVersion >= s.sentVersion) return;
+    const watched = s.sentVersion;
+    const timer = setTimeout(() => {
+      s.ackDeadline = undefined;
+      if (ackedVersion >= watched) return armAckDeadline(s);
+      teardown(s, { code: grpc.status.DEADLINE_EXCEEDED, details: `the relay server did not acknowledge discovery version ${String(watched)} within ${String(ackTimeoutMs)} ms; reconnecting` });
+    }, ackTimeoutMs);
+    timer.unref();
+    s.ackDeadline = { version: watched, timer };
+  }
+
+  function clearAckDeadline(s: Session) {
+    if (s.ackDeadline) clearTimeout(s.ackDeadline.timer);
+    s.ackDeadline = undefined;
   }
 
   function onDiscoveryAck(s: Session, ack: DiscoveryAck) {
@@ -259,15 +375,26 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       return;
     }
     ackedVersion = Math.max(ackedVersion, ack.version);
+    if (s.ackDeadline && ackedVersion >= s.ackDeadline.version) {
+      clearAckDeadline(s);
+      armAckDeadline(s);
+    }
     if (!s.synced && ack.version >= s.fullVersion) {
       s.synced = true;
       attempt = 0;
       log.info("relay session synced", { cluster: options.cluster, session: s.id });
-      for (const w of syncWaiters.splice(0)) w();
+      syncWaiter?.resolve();
+      syncWaiter = undefined;
       notify();
     }
-    for (let i = ackWaiters.length - 1; i >= 0; i--) {
-      if (ackWaiters[i]!.version <= ackedVersion) ackWaiters.splice(i, 1)[0]!.resolve();
+    resolveAckWaiters((v) => v <= ackedVersion);
+  }
+
+  function resolveAckWaiters(done: (version: number) => boolean) {
+    for (const [v, w] of ackWaiters) {
+      if (!done(v)) continue;
+      ackWaiters.delete(v);
+      w.resolve();
     }
   }
 
@@ -304,20 +431,26 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       } catch (err) {
         result = { ack: false, errors: [{ key: "", message: describeError(err) }] };
       }
-      reply({ cluster: options.cluster, version: u.version, ack: result.ack, errors: result.ack ? [] : result.errors.map((e) => ({ key: e.key, message: e.message })), resync: false, report: false, repairs: [] });
+      reply({ cluster: options.cluster, version: u.version, ack: result.ack, errors: result.ack ? [] : result.errors.map(applyError), resync: false, report: false, repairs: [] });
     };
     return (u: OutputUpdate) => {
       chain = chain.then(() => process(u)).catch((err: unknown) => teardown(s, err));
     };
   }
 
-  function teardown(s: Session, err: unknown) {
-    if (s.dead) return;
+  /** Ends a session for good: both calls cancelled, its channel (and so its connection) closed. */
+  function dispose(s: Session) {
     s.dead = true;
+    clearAckDeadline(s);
     s.push.cancel();
     s.pull.cancel();
-    s.grpcClient.close();
+    closeOwned(s);
     if (session === s) session = undefined;
+  }
+
+  function teardown(s: Session, err: unknown) {
+    if (s.dead) return;
+    dispose(s);
     const se = err as Partial<grpc.ServiceError> | undefined;
     if (reasonOf(err) === REJECTION_REASONS.certificateRevoked && credentials) {
       // Re-issued by an operator: this certificate is refused for good; register again with the new credential.
@@ -325,7 +458,10 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       credentials = undefined;
       if (renewTimer) clearTimeout(renewTimer);
     }
-    if (se && typeof se.code === "number" && se.code !== grpc.status.CANCELLED) {
+    retryHintMs = retryAfterOf(err);
+    if (retryHintMs !== undefined) {
+      log.info("the relay server is busy admitting agents; coming back later", { cluster: options.cluster, retryAfterMs: retryHintMs });
+    } else if (se && typeof se.code === "number" && se.code !== grpc.status.CANCELLED) {
       lastError = { code: se.code, details: se.details ?? "" };
       const level = isPermanentStatus(se.code) ? "error" : "warn";
       log[level]("relay session ended", { cluster: options.cluster, code: grpc.status[se.code], details: se.details });
@@ -336,9 +472,11 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     scheduleReconnect();
   }
 
+  /** The next reconnect (reconnectDelay: the busy server's hint with jitter, else backoff). */
   function scheduleReconnect() {
     if (closed || reconnectTimer) return;
-    const delay = backoffDelay(backoff, attempt, random);
+    const delay = reconnectDelay(retryHintMs, backoff, attempt, random);
+    retryHintMs = undefined;
     attempt++;
     reconnectTimer = setTimeout(() => {
       reconnectTimer = undefined;
@@ -355,32 +493,60 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       }
     } catch (err) {
       const se = err as Partial<grpc.ServiceError>;
-      if (typeof se.code === "number") lastError = { code: se.code, details: se.details ?? "" };
-      log.error("registration failed", { cluster: options.cluster, error: describeError(err) });
+      retryHintMs = retryAfterOf(err);
+      if (retryHintMs !== undefined) log.info("the relay server is busy admitting agents; registering later", { cluster: options.cluster, retryAfterMs: retryHintMs });
+      else {
+        if (typeof se.code === "number") lastError = { code: se.code, details: se.details ?? "" };
+        log.error("registration failed", { cluster: options.cluster, error: describeError(err) });
+      }
       notify();
       scheduleReconnect();
       return;
     }
     // close() may have run while registering.
     if ((closed as boolean) || !credentials) return;
-    const grpcClient = mtlsClient(credentials);
-    const s: Session = { id: ++sessionCount, grpcClient, push: grpcClient.pushDiscovery(), pull: grpcClient.pullOutput(), sentVersion: 0, fullVersion: 0, synced: false, dead: false };
+    const { grpcClient, connections } = mtlsClient(credentials);
+    const s: Session = {
+      id: ++sessionCount,
+      grpcClient,
+      connections,
+      push: grpcClient.pushDiscovery(),
+      pull: grpcClient.pullOutput(),
+      sentVersion: 0,
+      fullVersion: 0,
+      synced: false,
+      dead: false,
+      blocked: false,
+      fullOwed: false,
+      ackDeadline: undefined,
+    };
     session = s;
     s.push.on("data", (ack: DiscoveryAck) => onDiscoveryAck(s, ack));
-    s.push.on("error", (err) => teardown(s, err));
-    s.push.on("end", () => teardown(s, { code: grpc.status.UNAVAILABLE, details: "discovery stream ended by the server" }));
-    const onOutput = outputHandler(s);
-    s.pull.on("data", onOutput);
-    s.pull.on("error", (err) => teardown(s, err));
-    s.pull.on("end", () => teardown(s, { code: grpc.status.UNAVAILABLE, details: "output stream ended by the server" }));
+    s.pull.on("data", outputHandler(s));
+    // Whatever the server ends ends the whole session, its channel and connection with it.
+    for (const [call, noun] of [[s.push, "discovery"], [s.pull, "output"]] as const) {
+      call.on("error", (err) => teardown(s, err));
+      call.on("end", () => teardown(s, { code: grpc.status.UNAVAILABLE, details: `${noun} stream ended by the server` }));
+      call.on("close", () => teardown(s, { code: grpc.status.UNAVAILABLE, details: `${noun} stream closed` }));
+    }
     sentState = new Map();
     sendDiscovery(s, true);
     s.pull.write({ cluster: options.cluster, version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] });
     notify();
   }
 
-  const waitAck = (v: number) =>
-    v <= ackedVersion ? Promise.resolve() : new Promise<void>((resolve) => ackWaiters.push({ version: v, resolve }));
+  function waitAck(v: number): Promise<void> {
+    if (v <= ackedVersion || closed) return Promise.resolve();
+    let w = ackWaiters.get(v);
+    if (!w) ackWaiters.set(v, (w = deferred()));
+    return w.promise;
+  }
+
+  function waitSynced(): Promise<void> {
+    if (session?.synced === true || closed) return Promise.resolve();
+    syncWaiter ??= deferred();
+    return syncWaiter.promise;
+  }
 
   return {
     register,
@@ -390,7 +556,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       if (credentials) scheduleRenewal();
       void startSession();
     },
-    synced: () => (session?.synced ? Promise.resolve() : new Promise<void>((resolve) => syncWaiters.push(resolve))),
+    synced: waitSynced,
     pushDiscovery(state) {
       discovery = new Map(state);
       if (session && !session.dead) sendDiscovery(session, false);
@@ -403,7 +569,8 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     renew,
     reportDriftRepairs(repairs) {
       const s = session;
-      if (!s || s.dead || repairs.length === 0) return;
+      // Best effort: dropped too while the stream's buffer is full (a server that does not read).
+      if (!s || s.dead || repairs.length === 0 || s.pull.writableNeedDrain) return;
       s.pull.write({ cluster: options.cluster, version: 0, ack: false, errors: [], resync: false, report: true, repairs: repairs.map((r) => ({ key: r.key, why: r.why, atMs: r.atMs, managers: [...r.managers] })) });
     },
     status,
@@ -411,14 +578,11 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       closed = true;
       if (reconnectTimer) clearTimeout(reconnectTimer);
       if (renewTimer) clearTimeout(renewTimer);
-      const s = session;
-      if (s) {
-        s.dead = true;
-        s.push.cancel();
-        s.pull.cancel();
-        s.grpcClient.close();
-        session = undefined;
-      }
+      if (session) dispose(session);
+      // Nobody waits forever on a closed client.
+      resolveAckWaiters(() => true);
+      syncWaiter?.resolve();
+      syncWaiter = undefined;
       await Promise.resolve();
     },
   };

@@ -40,6 +40,13 @@ export const RELAY_DEFAULTS = {
   keepaliveTimeoutMs: 10_000,
   /** Client reconnect backoff: first delay, cap, factor, and ± jitter fraction. */
   backoff: { initialMs: 500, maxMs: 30_000, factor: 2, jitter: 0.2 },
+  /** Client: how long the server may take to acknowledge a discovery update before the session starts over (120 s). */
+  ackTimeoutMs: 120_000,
+  /**
+   * Server: (re)connecting agents admitted per second (registrations and discovery streams), with a
+   * burst; the excess is told to come back later (RESOURCE_EXHAUSTED, reason admission_limited).
+   */
+  admission: { ratePerSecond: 50, burst: 100 },
   /** Renew when this fraction of the certificate lifetime has passed. */
   renewAtFraction: 2 / 3,
   /** Largest discovery state one cluster may hold on the server, decompressed (64 MiB). */
@@ -107,5 +114,7 @@ export const REJECTION_REASONS = {
   invalidCsr: "invalid_csr",
   /** SignIntermediate: the CSR's URI SANs differ from the IssuedCertificate's hosts (INVALID_ARGUMENT). */
   sanMismatch: "san_mismatch",
+  /** Register or a discovery stream beyond the admission rate (RESOURCE_EXHAUSTED, with a retry hint; not the agent's fault). */
+  admissionLimited: "admission_limited",
 } as const;
 export type RejectionReason = (typeof REJECTION_REASONS)[keyof typeof REJECTION_REASONS];

@@ -15,6 +15,7 @@ import { REJECTION_REASONS, RELAY_DEFAULTS } from "./constants.js";
 import { RelayRejectedError } from "./errors.js";
 import type { DiscoveryAck, DiscoveryUpdate } from "./gen/gitmesh/relay/v1/relay.js";
 import type { RelayMetrics } from "./metrics.js";
+import type { Admission } from "./admission.js";
 import type { PeerGate } from "./peer-gate.js";
 import { assertDecoded, checkNamedCluster, malformedMessage, wireRejection, type Malformed, type Refusals, type RequestFields } from "./refusals.js";
 import { closeWhenStreamEnds, createStreamSessions, type StreamKind, type StreamSession, type StreamSessions } from "./stream-sessions.js";
@@ -56,6 +57,8 @@ export interface DiscoveryStreamsOptions {
   readonly onDiscovery?: ((event: DiscoveryEvent) => void | Promise<void>) | undefined;
   readonly onConnect?: ((cluster: string, stream: StreamKind) => void) | undefined;
   readonly onDisconnect?: ((cluster: string, stream: StreamKind) => void) | undefined;
+  /** Bounded admission of (re)connecting agents (admission.ts); absent: every stream is admitted. */
+  readonly admission?: Admission;
 }
 
 interface PushSession extends StreamSession {
@@ -222,6 +225,13 @@ export function createDiscoveryStreams(options: DiscoveryStreamsOptions): Discov
     });
     closeWhenStreamEnds(call, close);
     options.gate.acceptStream(call, fields, ({ cluster, issuedAtMs, stopExpiry }) => {
+      try {
+        options.admission?.admit(cluster);
+      } catch (err) {
+        stopExpiry();
+        options.refusals.endStream(call, err, fields);
+        return;
+      }
       session = { cluster, issuedAtMs, call, closed: false, awaitingFull: true, warmed: false, stopExpiry };
       sessions.open(session);
       metrics.warmed.set({ cluster }, 0);

@@ -55,6 +55,8 @@ export {
 } from "./server.js";
 export {
   createRelayClient,
+  reconnectDelay,
+  type OutputError,
   type OutputEvent,
   type OutputResult,
   type RelayClient,

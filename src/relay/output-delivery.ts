@@ -46,7 +46,8 @@ export interface OutputAckEvent extends AppliedVersion {
 }
 
 export interface OutputNackEvent extends OutputAckEvent {
-  readonly errors: readonly { readonly key: string; readonly message: string }[];
+  /** `transient`: the agent's own word on whether the failure passes without a person (absent from older agents). */
+  readonly errors: readonly { readonly key: string; readonly message: string; readonly transient?: boolean }[];
 }
 
 /** One owned object an agent found changed or deleted by someone else and put back. */
@@ -242,7 +243,7 @@ export function createOutputDelivery(options: OutputDeliveryOptions): OutputDeli
       options.onAck?.(event);
     } else {
       metrics.outputAcks.inc({ result: "nack" });
-      const errors = msg.errors.map((e) => ({ key: e.key, message: e.message }));
+      const errors = msg.errors.map((e) => ({ key: e.key, message: e.message, ...(e.transient === undefined ? {} : { transient: e.transient }) }));
       log.warn("agent could not apply output", { cluster: s.cluster, version: msg.version, errors: errors.length, first: errors[0]?.message });
       options.onNack?.({ ...event, errors });
     }

@@ -10,7 +10,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { describeError, type Logger } from "../core/index.js";
 import { REJECTION_REASONS } from "./constants.js";
-import { RelayRejectedError, toServiceError } from "./errors.js";
+import { RelayBusyError, RelayRejectedError, toServiceError } from "./errors.js";
 import type { RelayMetrics } from "./metrics.js";
 import { WireError } from "./wire.js";
 
@@ -64,7 +64,11 @@ export function createRefusals(options: RefusalsOptions): Refusals {
 
   const refuse: Refusals["refuse"] = (err, fields, answer) => {
     const se = toServiceError(err);
-    if (err instanceof RelayRejectedError) {
+    if (err instanceof RelayBusyError) {
+      // Expected in a reconnect storm: counted, not a refusal of the cluster (no warning, not its last refusal).
+      options.metrics.rejections.inc({ reason: err.reason });
+      log.debug("relay busy: agent told to come back later", { retryAfterMs: err.retryAfterMs, ...fields });
+    } else if (err instanceof RelayRejectedError) {
       options.metrics.rejections.inc({ reason: err.reason });
       const cluster = fields.cluster;
       if (typeof cluster === "string" && fields.rpc !== "Register") lastRefusal.set(cluster, { reason: err.reason, message: err.message, atMs: now() });

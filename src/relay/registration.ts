@@ -24,6 +24,7 @@ import { revokedRejection, type PeerGate } from "./peer-gate.js";
 import { checkClientCsr, InvalidCsrError, isValidClusterName, signClientCertificate, type RelayPki } from "./pki.js";
 import { assertDecoded, checkNamedCluster, type Malformed, type Refusals } from "./refusals.js";
 import type { RelayHandlers } from "./transport.js";
+import type { Admission } from "./admission.js";
 
 export interface RegistrationOptions {
   /** The signing CA (client certificates) and the root CA sent back to the agent. */
@@ -43,6 +44,8 @@ export interface RegistrationOptions {
   readonly logger: Logger;
   /** Clock for credential expiry (default Date.now). */
   readonly now?: () => number;
+  /** Bounded admission of (re)connecting agents (admission.ts); absent: every registration is admitted. */
+  readonly admission?: Admission;
 }
 
 export interface Registration extends Pick<RelayHandlers, "register" | "renew"> {
@@ -111,6 +114,7 @@ export function createRegistration(options: RegistrationOptions): Registration {
     if (!isValidClusterName(cluster)) {
       throw new RelayRejectedError(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `cluster name ${JSON.stringify(cluster)} is not a valid KubernetesCluster name (lowercase DNS-1123 subdomain); fix relay.cluster`);
     }
+    options.admission?.admit(cluster);
     checkCsr(() => checkClientCsr(req.csrPem));
     // Tolerate the newline a token file or `kubectl create secret --from-file` leaves behind.
     const presented = req.token.trim();

@@ -20,6 +20,7 @@ import type { SignIntermediateFn } from "../pki/index.js";
 import { REJECTION_REASONS } from "./constants.js";
 import { createDiscoveryStreams, type DiscoveryEvent } from "./discovery-streams.js";
 import { RelayRejectedError } from "./errors.js";
+import { createAdmission } from "./admission.js";
 import { createClusterIdentities, createMemoryRecordStore, type ClusterIdentities } from "./identity.js";
 import { createIntermediateSigning } from "./intermediate-signing.js";
 import { createRelayMetrics } from "./metrics.js";
@@ -95,6 +96,12 @@ export interface RelayServerOptions {
    * createMeshCa(...).signIntermediate. Without it SignIntermediate answers UNIMPLEMENTED.
    */
   readonly signIntermediate?: SignIntermediateFn;
+  /**
+   * (Re)connecting agents admitted per second — registrations and discovery streams — and the burst
+   * (defaults 50/s, burst 100; ratePerSecond 0: no limit). The excess is answered RESOURCE_EXHAUSTED
+   * with a retry hint the agents honour with jitter, so a reconnect storm cannot starve the server.
+   */
+  readonly admission?: { readonly ratePerSecond?: number; readonly burst?: number };
   /** Clock (default Date.now). */
   readonly now?: () => number;
 }
@@ -138,7 +145,8 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
   const identities = options.identities ?? createClusterIdentities(createMemoryRecordStore(), { now: options.now ?? Date.now });
   const refusals = createRefusals({ ...options, metrics });
   const gate = createPeerGate({ ...options, identities, refusals });
-  const parts = { ...options, identities, gate, refusals, metrics };
+  const admission = createAdmission({ ...options.admission, ...(options.now ? { now: options.now } : {}) });
+  const parts = { ...options, identities, gate, refusals, metrics, admission };
 
   const registration = createRegistration(parts);
   const discovery = createDiscoveryStreams(parts);

@@ -19,7 +19,7 @@ import { isValidClusterName, type AppliedVersion, type ClusterIdentities, type R
 import type { ClusterConvergence, SnapshotStore } from "../store/index.js";
 import type { CommitStatusPoster } from "../git-host/index.js";
 import { frozenTables, pruneHeldView } from "./completeness.js";
-import { clusterSync, pastCommitState, type ClusterSync, type CommitProgressFacts } from "./cluster-sync.js";
+import { clusterSync, nackTransient, pastCommitState, type ClusterSync, type CommitProgressFacts } from "./cluster-sync.js";
 import type { AuditHold } from "./audit-scheduling.js";
 import type { CommitInfo, CommitLog } from "./commit-log.js";
 import { createCommitStatusReporter } from "./commit-status.js";
@@ -230,7 +230,8 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
     if (p === undefined) return undefined;
     const appliedAtMs = await appliedAtOf(cluster, p);
     const nack = nackText(p.nack);
-    return { version: p.version, ...(appliedAtMs === undefined ? {} : { appliedAtMs }), ...(nack === undefined ? {} : { nack }) };
+    const nackTransient = nackFlag(p.nack);
+    return { version: p.version, ...(appliedAtMs === undefined ? {} : { appliedAtMs }), ...(nack === undefined ? {} : { nack }), ...(nackTransient === undefined ? {} : { nackTransient }) };
   };
   const runningCommit = async (name: string, applied: AppliedVersion | undefined): Promise<string | null> => {
     if (!applied) return null;
@@ -310,7 +311,8 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       const appliedAtMs = p === undefined ? undefined : await appliedAtOf(c, p);
       const nack = p === undefined ? undefined : nackText(p.nack);
       const sync: Pick<ClusterSync, "state" | "summary"> | undefined = isInForce && isRegistered.has(c) ? (await clusterView(c, reads))?.sync : undefined;
-      const state = sync?.state ?? (p === undefined ? "superseded" : pastCommitState({ version: p.version, ...(appliedAtMs === undefined ? {} : { appliedAtMs }), ...(nack === undefined ? {} : { nack }) }));
+      const flag = p === undefined ? undefined : nackFlag(p.nack);
+      const state = sync?.state ?? (p === undefined ? "superseded" : pastCommitState({ version: p.version, ...(appliedAtMs === undefined ? {} : { appliedAtMs }), ...(nack === undefined ? {} : { nack }), ...(flag === undefined ? {} : { nackTransient: flag }) }));
       // A cluster removed from Git does not count towards the commit's convergence (listed, flagged).
       if (isRegistered.has(c) && appliedAtMs !== undefined) appliedCount++;
       if (isRegistered.has(c) && state === "refused") nacked++;
@@ -490,6 +492,14 @@ function nackText(nack: unknown): string | undefined {
   if (typeof n.message === "string") return n.message;
   if (Array.isArray(n.errors)) return (n.errors as readonly { key: string; message: string }[]).map((e) => `${e.key}: ${e.message}`).join("; ") || "NACK";
   return "NACK";
+}
+
+/** The agent's classification of a NACK: the store's `transient`, or from the tracker's errors (nackTransient). */
+function nackFlag(nack: unknown): boolean | undefined {
+  if (nack === undefined || nack === null) return undefined;
+  const n = nack as { transient?: unknown; errors?: unknown };
+  if (typeof n.transient === "boolean") return n.transient;
+  return Array.isArray(n.errors) ? nackTransient(n.errors as readonly { transient?: boolean }[]) : undefined;
 }
 
 /** Message and author of a commit (null when this replica did not read it from Git: adopted from the leader). */

@@ -7,7 +7,8 @@
  *   cut off (removed from Git, revoked)                          ──▶ cut-off
  *   applied the newest output, and that output is the commit's   ──▶ in-sync, or held (deletions held back)
  *   NACK of the commit's output                                  ──▶ refused (needs a person), or
- *                                                                    not-applied · retrying (transient)
+ *                                                                    not-applied · retrying (transient: the
+ *                                                                    agent's flag, else its messages)
  *   otherwise                                                    ──▶ not-applied · waiting-for-agent |
  *                                                                    agent-disconnected | translating |
  *                                                                    output-pending | agent-applying
@@ -61,6 +62,12 @@ export interface CommitProgressFacts {
   readonly appliedAtMs?: number;
   /** The agent's NACK: every error as `key: message`. */
   readonly nack?: string;
+  /**
+   * The agent's own word on the NACK (`transient` on every error, relay protocol): true = it passes
+   * without a person (the agent retries), false = a person must act. Absent (older agents): the
+   * messages are read instead (isTransientNack).
+   */
+  readonly nackTransient?: boolean;
 }
 
 /**
@@ -76,6 +83,20 @@ const TRANSIENT = [/\bHTTP (?:429|500|502|503|504)\b/, /no longer the leader/, /
  */
 export function isTransientNack(messages: readonly string[]): boolean {
   return messages.length > 0 && messages.every((m) => TRANSIENT.some((re) => re.test(m)));
+}
+
+/**
+ * The agent's classification of a NACK from the `transient` flag of its errors: true when every error
+ * is transient, false when one is not, undefined when some error carries no flag (an older agent).
+ */
+export function nackTransient(errors: readonly { readonly transient?: boolean | undefined }[]): boolean | undefined {
+  if (errors.length === 0 || errors.some((e) => e.transient === undefined)) return undefined;
+  return errors.every((e) => e.transient === true);
+}
+
+/** Whether a NACK passes without a person: the agent's flag when it gave one, else its messages. */
+function isTransient(p: CommitProgressFacts, messages: readonly string[]): boolean {
+  return p.nackTransient ?? isTransientNack(messages);
 }
 
 /** Each `key: message` of a NACK text (the store keeps a NACK as one `; `-joined text). */
@@ -107,7 +128,7 @@ export function clusterSync(f: ClusterSyncFacts): ClusterSync {
     const messages = nackMessages(nack);
     // One line: the first error, and how many more (the commit view and the cluster page list them all).
     const first = `${clip(messages[0] ?? nack, 320)}${messages.length > 1 ? ` (+${String(messages.length - 1)} more)` : ""}`;
-    if (isTransientNack(messages)) return notApplied("retrying", `retrying (${first})`);
+    if (isTransient(f.progress, messages)) return notApplied("retrying", `retrying (${first})`);
     return { state: "refused", summary: `refused ${c} (v${String(out.version)}), a person must act: ${first}`, commit };
   }
   if (f.agent === "waiting") return notApplied("waiting-for-agent", "waiting for its agent (it never connected)");
@@ -123,6 +144,6 @@ export type PastCommitState = "applied" | "refused" | "superseded";
 /** A commit no longer in force: applied, refused (a NACK that needed a person), or superseded before it ran. */
 export function pastCommitState(p: CommitProgressFacts): PastCommitState {
   if (p.appliedAtMs !== undefined) return "applied";
-  if (p.nack !== undefined && !isTransientNack(nackMessages(p.nack))) return "refused";
+  if (p.nack !== undefined && !isTransient(p, nackMessages(p.nack))) return "refused";
   return "superseded";
 }

@@ -61,6 +61,8 @@ export interface ServerConfig {
   readonly relayHost: string;
   /** gRPC relay port (default 9900; 0 picks a free port). */
   readonly relayPort: number;
+  /** (Re)connecting agents the relay admits per second, and the burst (defaults 50 and 100; rate 0: no limit). */
+  readonly relayAdmission: { readonly ratePerSecond: number; readonly burst: number };
   readonly httpHost: string;
   /** HTTP port: health, metrics, webhooks, API (default 9091; 0 picks a free port). */
   readonly httpPort: number;
@@ -162,6 +164,8 @@ export const SERVER_ENV = {
   retentionDesiredStates: "GITMESH_RETENTION_DESIRED_STATES",
   retentionMaxAgeHours: "GITMESH_RETENTION_MAX_AGE_HOURS",
   relayPort: "GITMESH_RELAY_PORT",
+  relayAdmissionRate: "GITMESH_RELAY_ADMISSION_RATE",
+  relayAdmissionBurst: "GITMESH_RELAY_ADMISSION_BURST",
   httpPort: "GITMESH_HTTP_PORT",
   logLevel: "GITMESH_LOG_LEVEL",
   gitUrl: "GITMESH_GIT_URL",
@@ -225,6 +229,8 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   retentionDesiredStates: "desired states of earlier commits kept in Redis besides the one in force (default 8)",
   retentionMaxAgeHours: "age after which a convergence record or an earlier desired state is dropped, whatever the counts (default 168, a week)",
   relayPort: "gRPC relay port (default 9900; --relay-port)",
+  relayAdmissionRate: "(re)connecting agents the relay admits per second, registrations and discovery streams (default 50; 0: no limit); the excess is told to come back later, with jitter",
+  relayAdmissionBurst: "(re)connecting agents admitted at once after a quiet spell (default 100)",
   httpPort: "HTTP port: API, webhooks, health, metrics (default 9091; --http-port)",
   logLevel: "debug | info | warn | error (default info; --log-level)",
   gitUrl: "configuration repository (--git-url): https://host/org/repo.git (credentials in GITMESH_GIT_USERNAME / GITMESH_GIT_PASSWORD, not in the URL), or SSH: git@host:org/repo.git or ssh://[user@]host[:port]/path (key in GITMESH_GIT_SSH_KEY_FILE)",
@@ -407,6 +413,10 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     retention,
     relayHost: input.relayHost || "0.0.0.0",
     relayPort: read.port(input.relayPort, "relay port", 9900),
+    relayAdmission: {
+      ratePerSecond: read.number(input.relayAdmissionRate, `relay admission rate (${SERVER_ENV.relayAdmissionRate})`, 50, (n) => n >= 0, "agents per second ≥ 0 (0: no limit)"),
+      burst: read.number(input.relayAdmissionBurst, `relay admission burst (${SERVER_ENV.relayAdmissionBurst})`, 100, (n) => Number.isInteger(n) && n >= 1, "an integer ≥ 1"),
+    },
     httpHost: input.httpHost || "0.0.0.0",
     httpPort: read.port(input.httpPort, "HTTP port", 9091),
     logLevel: level as ServerLogLevel,

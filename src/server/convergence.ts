@@ -14,7 +14,7 @@ export interface ClusterProgress {
   readonly appliedAtMs?: number;
   /** appliedAtMs − the commit's acceptance time. */
   readonly latencyMs?: number;
-  readonly nack?: { readonly atMs: number; readonly errors: readonly { readonly key: string; readonly message: string }[] };
+  readonly nack?: { readonly atMs: number; readonly errors: readonly { readonly key: string; readonly message: string; readonly transient?: boolean }[] };
 }
 
 export interface CommitProgress {
@@ -109,7 +109,7 @@ export function createConvergenceTracker(options: { keepCommits?: number; sink?:
         cluster: event.cluster,
         version: event.version,
         ...(prev?.publishedAtMs === undefined ? {} : { publishedAtMs: prev.publishedAtMs }),
-        nack: { atMs: event.atMs, errors: event.errors.slice(0, 20).map((x) => ({ key: x.key, message: x.message })) },
+        nack: { atMs: event.atMs, errors: event.errors.slice(0, 20).map((x) => ({ key: x.key, message: x.message, ...(x.transient === undefined ? {} : { transient: x.transient }) })) },
       };
       e.clusters.set(event.cluster, p);
       mirror(event.sourceCommit, p);

@@ -18,7 +18,7 @@
  */
 import { backoffDelay, describeError, type BackoffOptions, type Logger } from "../core/index.js";
 import type { OutputNackEvent, RelayServer } from "../relay/index.js";
-import { isTransientNack } from "./cluster-sync.js";
+import { isTransientNack, nackTransient } from "./cluster-sync.js";
 import type { SnapshotStore } from "../store/index.js";
 import { relayResources } from "./completeness.js";
 import type { ConvergenceTracker } from "./convergence.js";
@@ -159,7 +159,8 @@ export function createPublishing(options: PublishingOptions): Publishing {
   const nacked = (event: OutputNackEvent): void => {
     const prev = retries.get(event.cluster);
     stopRetry(event.cluster);
-    if (!isTransientNack(event.errors.map((e) => `${e.key}: ${e.message}`))) return;
+    // The agent's own word when it gave one (the `transient` flag), else its messages (older agents).
+    if (!(nackTransient(event.errors) ?? isTransientNack(event.errors.map((e) => `${e.key}: ${e.message}`)))) return;
     const attempt = prev?.version === event.version ? prev.attempt + 1 : 0;
     const delayMs = backoffDelay(options.retryBackoff ?? { initialMs: 1000, maxMs: 60_000 }, attempt);
     log.info("transient failure applying output; redelivering it", { cluster: event.cluster, version: event.version, attempt: attempt + 1, delayMs: Math.round(delayMs), first: event.errors[0]?.message });

@@ -27,7 +27,7 @@ import type { PipelineOutput } from "./pipeline-port.js";
 import { generateToken, type RelaySecretStore } from "./pki-storage.js";
 
 export interface RelayEndpointOptions {
-  readonly config: Pick<ServerConfig, "relayAdditionalSans" | "generateCa" | "relayAuthority" | "bootstrap" | "relayToken" | "relayHost" | "relayPort">;
+  readonly config: Pick<ServerConfig, "relayAdditionalSans" | "generateCa" | "relayAuthority" | "bootstrap" | "relayToken" | "relayHost" | "relayPort"> & Partial<Pick<ServerConfig, "relayAdmission">>;
   /** Where the PKI, the fleet token and the identity records are kept. */
   readonly secrets: RelaySecretStore;
   readonly identities: ClusterIdentities;
@@ -129,6 +129,7 @@ export function createRelayEndpoint(options: RelayEndpointOptions): RelayEndpoin
       registry: options.registry,
       host: config.relayHost,
       port: config.relayPort,
+      ...(config.relayAdmission ? { admission: config.relayAdmission } : {}),
       onDiscovery,
       onAck: (e) => {
         options.metrics.acks.inc({ result: "ack" });

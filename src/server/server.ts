@@ -25,6 +25,7 @@ import type { CommitStatusPoster } from "../git-host/index.js";
 import { prepareHttpAccess, type ApiTokens } from "./api-auth.js";
 import { createMemoryApiTokenStore, type ApiTokenStore } from "./api-token-store.js";
 import type { ServerConfig } from "./config.js";
+import { nackTransient } from "./cluster-sync.js";
 import { createConvergenceTracker, type ClusterProgress } from "./convergence.js";
 import { createServerHttp, type Route, type ServerApi, type ServerHttp } from "./http.js";
 import { createWebRoutes } from "./web.js";
@@ -232,7 +233,13 @@ type HttpAccess = Awaited<ReturnType<typeof prepareHttpAccess>>;
 
 /** Convergence progress as the store keeps it (a NACK as one message). */
 function toStoredProgress(p: ClusterProgress): ClusterConvergence {
-  return { cluster: p.cluster, version: p.version, ...(p.publishedAtMs === undefined ? {} : { publishedAtMs: p.publishedAtMs }), ...(p.appliedAtMs === undefined ? {} : { appliedAtMs: p.appliedAtMs }), ...(p.nack ? { nack: { message: p.nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), atMs: p.nack.atMs } } : {}) };
+  return { cluster: p.cluster, version: p.version, ...(p.publishedAtMs === undefined ? {} : { publishedAtMs: p.publishedAtMs }), ...(p.appliedAtMs === undefined ? {} : { appliedAtMs: p.appliedAtMs }), ...(p.nack ? { nack: storedNack(p.nack) } : {}) };
+}
+
+/** A NACK as the store keeps it: one message, and the agent's classification when it gave one for every error. */
+function storedNack(nack: NonNullable<ClusterProgress["nack"]>): NonNullable<ClusterConvergence["nack"]> {
+  const transient = nackTransient(nack.errors);
+  return { message: nack.errors.map((e) => `${e.key}: ${e.message}`).join("; "), atMs: nack.atMs, ...(transient === undefined ? {} : { transient }) };
 }
 
 /** The HTTP edge: the API, the webhooks (hints to the Git trigger), the web UI and the root's extra routes. */

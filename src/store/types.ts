@@ -141,7 +141,8 @@ export interface ClusterConvergence {
   readonly version: number;
   readonly publishedAtMs?: number;
   readonly appliedAtMs?: number;
-  readonly nack?: { readonly message: string; readonly atMs: number };
+  /** `transient`: the agent said the NACK passes without a person (true) or needs one (false); absent: older agent, read the message. */
+  readonly nack?: { readonly message: string; readonly atMs: number; readonly transient?: boolean };
   /**
    * The commit translated to exactly the output this cluster already had (`version`, published for
    * this earlier commit): nothing is sent, and the cluster runs this commit once it runs that version.

@@ -1,7 +1,7 @@
 // The one truth of convergence (src/server/cluster-sync.ts; DESIGN.md "One truth of convergence"):
 // in sync means the agent applied the output of the commit in force, same commit and same version.
 import { describe, expect, it } from "vitest";
-import { clusterSync, isTransientNack, pastCommitState, type ClusterSyncFacts } from "../../src/server/index.js";
+import { clusterSync, isTransientNack, nackTransient, pastCommitState, type ClusterSyncFacts } from "../../src/server/index.js";
 
 const C = "c".repeat(40);
 const OLD = "b".repeat(40);
@@ -77,5 +77,14 @@ describe("isTransientNack and pastCommitState", () => {
     expect(pastCommitState({ version: 1, nack: "k: HTTP 422: invalid" })).toBe("refused");
     expect(pastCommitState({ version: 1, nack: "k: HTTP 503: unavailable" })).toBe("superseded");
     expect(pastCommitState({ version: 1 })).toBe("superseded");
+  });
+
+  it("the agent's flag wins over the text; nackTransient reads it only when every error carries one", () => {
+    expect(pastCommitState({ version: 1, nack: "k: HTTP 503: unavailable", nackTransient: false })).toBe("refused");
+    expect(pastCommitState({ version: 1, nack: "k: HTTP 422: invalid", nackTransient: true })).toBe("superseded");
+    expect(nackTransient([{ transient: true }, { transient: true }])).toBe(true);
+    expect(nackTransient([{ transient: true }, { transient: false }])).toBe(false);
+    expect(nackTransient([{ transient: true }, {}])).toBeUndefined();
+    expect(nackTransient([])).toBeUndefined();
   });
 });

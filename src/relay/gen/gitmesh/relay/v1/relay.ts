@@ -180,6 +180,13 @@ export interface ApplyError {
   /** Key of the resource that failed to apply. */
   key: string;
   message: string;
+  /**
+   * Set by the agent: true when the failure passes without a person (the API server throttling or
+   * failing, a timeout or reset, a lost lease: the agent retries), false when a person must act (422
+   * invalid, ownership, the mass-deletion guard, RBAC 403). Unset (older agents): the server reads the
+   * message instead.
+   */
+  transient?: boolean | undefined;
 }
 
 export interface OutputAck {
@@ -1037,7 +1044,7 @@ export const OutputUpdate: MessageFns<OutputUpdate> = {
 };
 
 function createBaseApplyError(): ApplyError {
-  return { key: "", message: "" };
+  return { key: "", message: "", transient: undefined };
 }
 
 export const ApplyError: MessageFns<ApplyError> = {
@@ -1047,6 +1054,9 @@ export const ApplyError: MessageFns<ApplyError> = {
     }
     if (message.message !== "") {
       writer.uint32(18).string(message.message);
+    }
+    if (message.transient !== undefined) {
+      writer.uint32(24).bool(message.transient);
     }
     return writer;
   },
@@ -1078,6 +1088,14 @@ export const ApplyError: MessageFns<ApplyError> = {
             }
 
             message.message = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.transient = reader.bool();
             continue;
           }
         }
