@@ -20,6 +20,8 @@
  * - gitmesh_agent_inventory_objects                   gauge   objects in the inventory
  * - gitmesh_agent_inventory_bytes                     gauge   compressed bytes of the inventory ConfigMap's entries
  * - gitmesh_agent_prune_skipped_total{reason}         counter inventory members not deleted (recreated: someone else's object now)
+ * - gitmesh_agent_inventory_entries_rejected_total{reason} counter inventory entries dropped before anything acted on them: the live object
+ *                                                     has another uid (recreated) or gitmesh's field manager never applied it (not_applied_by_gitmesh)
  * - gitmesh_agent_drift_fights_total{kind}            counter fights detected (repairs of one object above the limit); repairs back off
  */
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -45,6 +47,7 @@ export interface AgentMetrics {
   readonly inventoryBytes: Gauge;
   readonly pruneSkipped: Counter<"reason">;
   readonly driftFights: Counter<"kind">;
+  readonly inventoryRejected: Counter<"reason">;
 }
 
 export function createAgentMetrics(registry: Registry): AgentMetrics {
@@ -70,5 +73,6 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     inventoryBytes: new Gauge({ name: "gitmesh_agent_inventory_bytes", help: "Compressed bytes of the inventory entries", registers }),
     pruneSkipped: new Counter({ name: "gitmesh_agent_prune_skipped_total", help: "Inventory members not deleted", labelNames: ["reason"], registers }),
     driftFights: new Counter({ name: "gitmesh_agent_drift_fights_total", help: "Fights with another field manager detected (repairs back off)", labelNames: ["kind"], registers }),
+    inventoryRejected: new Counter({ name: "gitmesh_agent_inventory_entries_rejected_total", help: "Inventory entries dropped because the live object does not prove them (another uid, or never applied by gitmesh)", labelNames: ["reason"], registers }),
   };
 }
