@@ -100,7 +100,7 @@ export interface Applier {
 }
 
 /** The applier's long-lived context: retried reads, retried and leader-guarded writes, options with defaults. */
-function createApplyContext(options: ApplierOptions): ApplyContext {
+export function createApplyContext(options: ApplierOptions): ApplyContext {
   // Transient answers (a real server's 429 while a kind's storage initializes, 5xx) are retried here,
   // within the delivery: they are "not applied yet", never a NACK.
   const again = <T>(request: () => Promise<T>) => retryTransient(request, options.retry);
