@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiException } from "@kubernetes/client-node";
 import { NotLeaderError, resourceError } from "../../src/agent/apply/errors.js";
 import { createApplyContext, type ApplierOptions } from "../../src/agent/applier.js";
-import { createApplier, createInventory, type Inventory, type KubeObject, type OutputVersion } from "../../src/agent/index.js";
+import { createApplier, createInventory, type Inventory, type KubeObject, type KubeReader, type OutputVersion } from "../../src/agent/index.js";
 import { ISTIO_KINDS as EMULATED_ISTIO_KINDS } from "../../src/kube-emulator/index.js";
 import { observeCluster } from "../../src/agent/apply/observe.js";
 import { guardOwnership, proveEntry } from "../../src/agent/apply/ownership.js";
@@ -184,6 +184,47 @@ describe("step apply (with retry): what is transient and what needs a person", (
     expect(r.errors.filter((e) => e.key !== "leader").map((e) => e.key)).toEqual(["DestinationRule/bookinfo/new"]); // the first rank only: later ranks are not tried
     expect(live("VirtualService", "old")).toBeDefined();
     expect(live("VirtualService", "new")).toBeUndefined();
+  });
+
+  /** A reader that runs `race` (another actor's writes) right after the applier's first list of VirtualServices. */
+  const racing = (race: () => void): KubeReader => {
+    let armed = true;
+    return {
+      get: p.client.get.bind(p.client),
+      list: async (ref, o) => {
+        const r = await p.client.list(ref, o);
+        if (armed && ref.kind === "VirtualService") {
+          armed = false;
+          race();
+        }
+        return r;
+      },
+    };
+  };
+  const theirs = (name: string): KubeObject => ({ apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name, namespace: NS }, spec: { hosts: ["someone-else"] } });
+
+  it("a change to an owned object is a forced apply carrying the listed uid: an object recreated by someone else since the list is not taken over", async () => {
+    await createApplier(opts()).applyOutput(output(1, [vs("a", NS, "a")]));
+    const reader = racing(() => {
+      kube.emulator.remove("networking.istio.io/v1", "VirtualService", NS, "a");
+      kube.emulator.seed([theirs("a")]);
+    });
+    const changed = vs("a", NS, "a");
+    changed.spec = { hosts: ["a"], http: [{ route: [{ destination: { host: "a", subset: "v2" } }] }] };
+    const r = await createApplier(opts({ reader, inventory: createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" }) })).applyOutput(output(2, [changed]));
+    expect(r.errors.map((e) => e.key)).toEqual(["VirtualService/bookinfo/a"]);
+    expect(r.errors[0]!.message).toMatch(/deleted and recreated by someone else/);
+    expect(live("VirtualService", "a")!.spec).toEqual({ hosts: ["someone-else"] });
+  });
+
+  it("a create is a non-forced apply: an object someone else created between the list and the create is refused and left as they wrote it", async () => {
+    const reader = racing(() => kube.emulator.seed([theirs("a")]));
+    const r = await createApplier(opts({ reader })).applyOutput(output(1, [vs("a", NS, "a")]));
+    expect(r).toMatchObject({ ack: false, refused: 1 });
+    expect(r.errors[0]!.message).toMatch(/someone else created it while gitmesh was creating it/);
+    expect(r.errors[0]).not.toHaveProperty("transient");
+    expect(live("VirtualService", "a")!.spec).toEqual({ hosts: ["someone-else"] });
+    expect(inventory.get(VS_KEY("a"))).toBeUndefined();
   });
 
   it("applyObjects on its own writes in dependency order and counts what it applied", async () => {
