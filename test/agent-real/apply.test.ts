@@ -23,7 +23,7 @@ import {
 } from "../../src/agent/index.js";
 import { parseAllDocuments } from "yaml";
 import { ISTIO_CRDS, type RealKube } from "../helpers/real-kube.js";
-import { dr, metricValue, output, vs } from "../agent/helpers.js";
+import { dr, metricValue, output, racingReader as racing, vs } from "../agent/helpers.js";
 import { AGENT_NAMESPACE, getObject, namesAt, startAgentCluster, until, type AgentCluster } from "./cluster.js";
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects are untyped JSON here */
@@ -62,24 +62,8 @@ function newApplier(p: ReturnType<typeof agentParts>, reader: KubeReader = p.cli
   return createApplier({ cluster: "cluster1", reader, writer: p.writer, inventory: p.inventory, metrics: p.metrics, logger: p.mem.logger });
 }
 
-/**
- * A reader that, right after the applier's first list of VirtualServices, runs `race` (another actor's
- * writes): the race between the agent's list and its write, made deterministic.
- */
-function racingReader(p: ReturnType<typeof agentParts>, race: () => Promise<void>): KubeReader {
-  let armed = true;
-  return {
-    get: p.client.get.bind(p.client),
-    list: async (ref, o) => {
-      const res = await p.client.list(ref, o);
-      if (armed && ref.kind === "VirtualService") {
-        armed = false;
-        await race();
-      }
-      return res;
-    },
-  };
-}
+/** A reader that runs `race` right after the applier's first list of VirtualServices (helpers.ts). */
+const racingReader = (p: ReturnType<typeof agentParts>, race: () => Promise<void>): KubeReader => racing(p.client, race);
 
 const NET = "/apis/networking.istio.io/v1";
 const path = (plural: string, name: string, namespace = ns) => `${NET}/namespaces/${namespace}/${plural}/${name}`;

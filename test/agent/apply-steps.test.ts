@@ -15,7 +15,7 @@ import { report } from "../../src/agent/apply/report.js";
 import { newDelivery } from "../../src/agent/apply/types.js";
 import { applyObjects } from "../../src/agent/apply/write.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
-import { dr, metricValue, output, parts, vs } from "./helpers.js";
+import { dr, metricValue, output, parts, racingReader, vs } from "./helpers.js";
 
 const NS = "bookinfo";
 const VS_KEY = (name: string) => `networking.istio.io/v1/VirtualService/${NS}/${name}`;
@@ -186,21 +186,7 @@ describe("step apply (with retry): what is transient and what needs a person", (
     expect(live("VirtualService", "new")).toBeUndefined();
   });
 
-  /** A reader that runs `race` (another actor's writes) right after the applier's first list of VirtualServices. */
-  const racing = (race: () => void): KubeReader => {
-    let armed = true;
-    return {
-      get: p.client.get.bind(p.client),
-      list: async (ref, o) => {
-        const r = await p.client.list(ref, o);
-        if (armed && ref.kind === "VirtualService") {
-          armed = false;
-          race();
-        }
-        return r;
-      },
-    };
-  };
+  const racing = (race: () => void): KubeReader => racingReader(p.client, race);
   const theirs = (name: string): KubeObject => ({ apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name, namespace: NS }, spec: { hosts: ["someone-else"] } });
 
   it("a change to an owned object is a forced apply carrying the listed uid: an object recreated by someone else since the list is not taken over", async () => {

@@ -32,7 +32,9 @@ export function massDeletionLimit(owned: number, maxFraction: number, alwaysAllo
 /** Whether the kind of an inventory entry was listed in this delivery (so its absence means gone). */
 function listedKind(ctx: ApplyContext, d: Delivery, e: InventoryEntry): boolean {
   const k = kindKey(e);
-  return ctx.kinds.some((x) => kindKey(x) === k) && !d.missingKinds.has(k) && !d.failedKinds.has(k);
+  // A kind given some namespaces only is listed there only.
+  const listed = ctx.kinds.some((x) => kindKey(x) === k && (x.namespaces === undefined || x.namespaces.includes(e.namespace ?? "")));
+  return listed && !d.missingKinds.has(k) && !d.failedKinds.has(k);
 }
 
 /** The prune candidates: entries no longer wanted, of listed kinds, that prove themselves. Drops what is gone or not ours. */
