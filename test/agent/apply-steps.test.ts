@@ -90,6 +90,19 @@ describe("step observe", () => {
     expect([...d.live.keys()]).toContain(`networking.istio.io/v1/DestinationRule/${NS}/r`);
   });
 
+  it("through the applier: the missing kind is reported naming its CRD, not transient; other kinds apply; once the CRD is served the next delivery applies it", async () => {
+    await start({ istioKinds: false, kinds: EMULATED_ISTIO_KINDS.filter((k) => k.kind !== "VirtualService") });
+    const applier = createApplier(opts());
+    const r = await applier.applyOutput(output(1, [vs("a", NS, "a"), dr("a", NS, "a")]));
+    expect(r).toMatchObject({ ack: false, applied: 1 });
+    expect(r.errors).toEqual([{ key: "VirtualService/bookinfo/a", message: expect.stringContaining("virtualservices.networking.istio.io is not installed") }]);
+    // An output without the missing kind is ACKed.
+    expect(await applier.applyOutput(output(2, [dr("a", NS, "a")]))).toMatchObject({ ack: true, errors: [] });
+    for (const k of EMULATED_ISTIO_KINDS.filter((x) => x.kind === "VirtualService")) kube.emulator.registerKind(k);
+    expect(await applier.applyOutput(output(3, [vs("a", NS, "a"), dr("a", NS, "a")]))).toMatchObject({ ack: true, errors: [] });
+    expect(live("VirtualService", "a")).toBeDefined();
+  });
+
   it("a list that keeps failing (500 after the retries) notes the kind failed and transient; an unreadable inventory needs a person", async () => {
     await start();
     kube.emulator.faults.failRequests(undefined, { methods: ["GET"], path: "/destinationrules" });
