@@ -491,5 +491,5 @@ describe("one missing CRD affects one kind, on a real API server (#35)", () => {
     } finally {
       if (!(await served())) await createVirtualServiceCrd();
     }
-  });
+  }, 150_000);
 });
