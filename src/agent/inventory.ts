@@ -68,13 +68,16 @@ function encode(entries: readonly InventoryEntry[]): Buffer {
 function decode(cm: KubeObject): InventoryEntry[] {
   const b64 = (cm.binaryData as Record<string, string> | undefined)?.[INVENTORY_DATA_KEY];
   if (b64 === undefined) return [];
+  const unreadable = (why: string) =>
+    new NeedsHumanError(`inventory ConfigMap ${cm.metadata.namespace ?? ""}/${cm.metadata.name} is unreadable (${why}): the agent will not apply or prune until it is fixed or deleted`);
   let rows: unknown;
   try {
     rows = JSON.parse(gunzipSync(Buffer.from(b64, "base64")).toString("utf8"));
   } catch (err) {
-    throw new NeedsHumanError(`inventory ConfigMap ${cm.metadata.namespace ?? ""}/${cm.metadata.name} is unreadable (${err instanceof Error ? err.message : String(err)}): the agent will not apply or prune until it is fixed or deleted`);
+    throw unreadable(err instanceof Error ? err.message : String(err));
   }
-  if (!Array.isArray(rows)) return [];
+  // Anything but a list of rows is not an inventory this agent wrote: read as empty, it would lose every entry.
+  if (!Array.isArray(rows)) throw unreadable(`${INVENTORY_DATA_KEY} holds ${rows === null ? "null" : typeof rows}, not a list of entries`);
   const out: InventoryEntry[] = [];
   for (const r of rows) {
     if (!Array.isArray(r) || r.length < 5 || !r.every((x) => typeof x === "string")) continue;

@@ -20,6 +20,8 @@
  * - gitmesh_agent_inventory_objects                   gauge   objects in the inventory
  * - gitmesh_agent_inventory_bytes                     gauge   compressed bytes of the inventory ConfigMap's entries
  * - gitmesh_agent_prune_skipped_total{reason}         counter inventory members not deleted (recreated: someone else's object now)
+ * - gitmesh_agent_inventory_entries_rejected_total{reason} counter inventory entries dropped before anything acted on them: the live object
+ *                                                     has another uid (recreated) or gitmesh's field manager never applied it (not_applied_by_gitmesh)
  * - gitmesh_agent_drift_fights_total{kind}            counter fights detected (repairs of one object above the limit); repairs back off
  * - gitmesh_agent_certificate_expiry_timestamp_seconds{certificate}  gauge notAfter (Unix seconds) of the relay client
  *                                                     certificate (relay-client) and of the Istio intermediate CA written last (istio-intermediate)
@@ -51,6 +53,7 @@ export interface AgentMetrics {
   readonly pruneSkipped: Counter<"reason">;
   readonly driftFights: Counter<"kind">;
   readonly certificateExpiry: Gauge<"certificate">;
+  readonly inventoryRejected: Counter<"reason">;
 }
 
 /** Values of the `certificate` label of gitmesh_agent_certificate_expiry_timestamp_seconds. */
@@ -92,6 +95,7 @@ export function createAgentMetrics(registry: Registry, options: AgentMetricsOpti
         if (notAfterMs !== undefined) this.set({ certificate: AGENT_CERTIFICATES.relayClient }, Math.floor(notAfterMs / 1000));
       },
     }),
+    inventoryRejected: new Counter({ name: "gitmesh_agent_inventory_entries_rejected_total", help: "Inventory entries dropped because the live object does not prove them (another uid, or never applied by gitmesh)", labelNames: ["reason"], registers }),
   };
   for (const result of ["ok", "error"]) {
     metrics.applies.inc({ result }, 0);

@@ -3,6 +3,7 @@
 // rollout controller) are the admin with field managers of their own. Expectations: DESIGN.md
 // "Agent" and "Failure behaviour", and Kubernetes' documented server-side apply semantics (managed
 // fields, conflicts, force, preconditions).
+import { readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -20,8 +21,9 @@ import {
   type Applier,
   type KubeReader,
 } from "../../src/agent/index.js";
-import type { RealKube } from "../helpers/real-kube.js";
-import { dr, metricValue, output, vs } from "../agent/helpers.js";
+import { parseAllDocuments } from "yaml";
+import { ISTIO_CRDS, type RealKube } from "../helpers/real-kube.js";
+import { dr, metricValue, output, racingReader as racing, vs } from "../agent/helpers.js";
 import { AGENT_NAMESPACE, getObject, namesAt, startAgentCluster, until, type AgentCluster } from "./cluster.js";
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects are untyped JSON here */
@@ -60,24 +62,8 @@ function newApplier(p: ReturnType<typeof agentParts>, reader: KubeReader = p.cli
   return createApplier({ cluster: "cluster1", reader, writer: p.writer, inventory: p.inventory, metrics: p.metrics, logger: p.mem.logger });
 }
 
-/**
- * A reader that, right after the applier's first list of VirtualServices, runs `race` (another actor's
- * writes): the race between the agent's list and its write, made deterministic.
- */
-function racingReader(p: ReturnType<typeof agentParts>, race: () => Promise<void>): KubeReader {
-  let armed = true;
-  return {
-    get: p.client.get.bind(p.client),
-    list: async (ref, o) => {
-      const res = await p.client.list(ref, o);
-      if (armed && ref.kind === "VirtualService") {
-        armed = false;
-        await race();
-      }
-      return res;
-    },
-  };
-}
+/** A reader that runs `race` right after the applier's first list of VirtualServices (helpers.ts). */
+const racingReader = (p: ReturnType<typeof agentParts>, race: () => Promise<void>): KubeReader => racing(p.client, race);
 
 const NET = "/apis/networking.istio.io/v1";
 const path = (plural: string, name: string, namespace = ns) => `${NET}/namespaces/${namespace}/${plural}/${name}`;
@@ -403,4 +389,107 @@ describe("drift repair on a real API server", () => {
       expect(drift.repairs).toBe(0);
     });
   }, 30_000);
+});
+
+describe("an inventory that proves itself, on a real API server (#40)", () => {
+  /** What someone who can write ConfigMaps in the agent's namespace does: adds entries naming live objects and their uids. */
+  async function forge(objects: readonly Obj[]): Promise<void> {
+    const forger = createInventory({ reader: createKubeClient(kube.kc), writer: withFieldOwner(createKubeClient(kube.kc), "kubectl-edit"), namespace: AGENT_NAMESPACE, cluster: "cluster1" });
+    await forger.load();
+    for (const o of objects) forger.set({ apiVersion: String(o.apiVersion), kind: String(o.kind), namespace: String(o.metadata.namespace), name: String(o.metadata.name), uid: String(o.metadata.uid) });
+    await forger.flush();
+  }
+  const theirs = (name: string, host = "theirs"): Obj => ({ apiVersion: "networking.istio.io/v1", kind: "VirtualService", metadata: { name, namespace: ns }, spec: { hosts: [host] } });
+
+  it("forged entries — an object created by kubectl, a recreated one, one applied by another field manager only — are dropped with a warning naming each, counted, and neither pruned nor changed", async () => {
+    const p = agentParts();
+    const applier = newApplier(p);
+    await applier.applyOutput(output(1, [vs("mine", ns, "mine"), vs("recreated", ns, "recreated")]));
+    // kubectl create: an Update by field manager kubectl-create
+    const created = await kube.request("POST", `${NET}/namespaces/${ns}/virtualservices`, { body: theirs("foreign"), query: { fieldManager: "kubectl-create" } });
+    expect(created.status).toBe(201);
+    // deleted and recreated by someone else: same name, new uid
+    expect((await kube.request("DELETE", path("virtualservices", "recreated"))).status).toBe(200);
+    const recreated = await applyAs("kubectl", theirs("recreated"));
+    // another controller's server-side apply: an Apply, but not gitmesh's
+    const otherManager = await applyAs("rollout-controller", theirs("other-manager"));
+    await forge([created.body as Obj, recreated, otherManager]);
+    const before = new Map(await Promise.all(["foreign", "recreated", "other-manager"].map(async (n) => [n, (await live("virtualservices", n))!.metadata.resourceVersion] as const)));
+
+    // The agent restarts (forged entries are read at the next start). The output keeps only "mine": forged entries would have these three pruned.
+    const q = agentParts("restarted");
+    const r = await newApplier(q).applyOutput(output(2, [vs("mine", ns, "mine")]));
+    expect(r).toMatchObject({ ack: true, pruned: 0 });
+    expect(await names("virtualservices")).toEqual(["foreign", "mine", "other-manager", "recreated"]);
+    const warned = q.mem.records.filter((x) => x.level === "warn" && x.msg.startsWith("inventory entry dropped")).map((x) => x.msg);
+    for (const n of ["foreign", "recreated", "other-manager"]) expect(warned.some((m) => m.includes(`VirtualService ${ns}/${n}:`))).toBe(true);
+    expect(await metricValue(q.registry, "gitmesh_agent_inventory_entries_rejected_total", { reason: "not_applied_by_gitmesh" })).toBe(3);
+    expect([...(await inventoryEntries()).keys()]).toEqual([`networking.istio.io/v1/VirtualService/${ns}/mine`]);
+
+    // Forged again, and this time the output names them: refused (NACK), not changed.
+    await forge([created.body as Obj, recreated, otherManager]);
+    const r2 = await newApplier(agentParts("restarted-again")).applyOutput(output(3, ["mine", "foreign", "recreated", "other-manager"].map((n) => vs(n, ns, n))));
+    expect(r2.errors.map((e) => e.key).sort()).toEqual(["foreign", "other-manager", "recreated"].map((n) => `VirtualService/${ns}/${n}`));
+    expect(r2.errors.every((e) => /gitmesh's field manager never applied it/.test(e.message) && e.transient === undefined)).toBe(true);
+    for (const [n, rv] of before) expect((await live("virtualservices", n))!.metadata.resourceVersion).toBe(rv);
+  });
+
+  it("a genuine entry whose object was recreated since (the recorded uid is not the live one) is dropped with a warning, counted, and the object left alone", async () => {
+    const p = agentParts();
+    const applier = newApplier(p);
+    await applier.applyOutput(output(1, [vs("a", ns, "a"), vs("b", ns, "b")]));
+    expect((await kube.request("DELETE", path("virtualservices", "a"))).status).toBe(200);
+    await applyAs("kubectl", theirs("a"));
+    const r = await applier.applyOutput(output(2, [vs("b", ns, "b")]));
+    expect(r).toMatchObject({ ack: true, pruned: 0 });
+    expect((await live("virtualservices", "a"))!.spec).toEqual({ hosts: ["theirs"] });
+    expect(await metricValue(p.registry, "gitmesh_agent_inventory_entries_rejected_total", { reason: "recreated" })).toBe(1);
+    expect(p.mem.records.some((x) => x.level === "warn" && x.msg.includes(`VirtualService ${ns}/a: the live object has uid`))).toBe(true);
+  });
+});
+
+describe("one missing CRD affects one kind, on a real API server (#35)", () => {
+  const VS_CRD = "virtualservices.networking.istio.io";
+  const served = async () => (await kube.request("GET", `${NET}/namespaces/${ns}/virtualservices`)).status === 200;
+
+  async function deleteVirtualServiceCrd(): Promise<void> {
+    const r = await kube.request("DELETE", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${VS_CRD}`);
+    expect(r.status).toBe(200);
+    await until("the VirtualService CRD gone", async () => (await getObject(kube, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${VS_CRD}`)) === undefined && !(await served()), 60_000);
+  }
+  async function createVirtualServiceCrd(): Promise<void> {
+    const crd = parseAllDocuments(readFileSync(ISTIO_CRDS, "utf8"))
+      .map((d) => d.toJS() as Obj | null)
+      .find((o) => o?.kind === "CustomResourceDefinition" && o.metadata?.name === VS_CRD);
+    await kube.apply([crd!]);
+    await until("the VirtualService CRD served", served, 60_000);
+  }
+
+  it("VirtualService CRD deleted: a DestinationRule is applied and another pruned, the VirtualService is reported naming its CRD and its prune held; re-created, the next delivery applies it", async () => {
+    const p = agentParts();
+    const applier = newApplier(p);
+    expect(await applier.applyOutput(output(1, [dr("keep", ns, "keep"), dr("old", ns, "old"), vs("held", ns, "held")]))).toMatchObject({ ack: true, applied: 3 });
+    await deleteVirtualServiceCrd();
+    try {
+      const wanted = [vs("route", ns, "route"), dr("keep", ns, "keep"), dr("new", ns, "new")];
+      const r = await applier.applyOutput(output(2, wanted));
+      expect(r.ack).toBe(false);
+      expect(r.errors).toEqual([{ key: `VirtualService/${ns}/route`, message: expect.stringContaining(`${VS_CRD} is not installed`) }]);
+      expect(r).toMatchObject({ pruned: 1 });
+      expect(await names("destinationrules")).toEqual(["keep", "new"]);
+      expect(p.mem.records.some((x) => x.msg === `pruned DestinationRule ${ns}/old: no longer in the output`)).toBe(true);
+      // The VirtualService's entry is held, not dropped as "already gone".
+      expect((await inventoryEntries()).has(`networking.istio.io/v1/VirtualService/${ns}/held`)).toBe(true);
+      // An output without VirtualServices is ACKed.
+      expect(await applier.applyOutput(output(3, [dr("keep", ns, "keep"), dr("new", ns, "new")]))).toMatchObject({ ack: true, errors: [] });
+
+      await createVirtualServiceCrd();
+      const again = await applier.applyOutput(output(4, wanted));
+      expect(again).toMatchObject({ ack: true, errors: [] });
+      expect(await names("virtualservices")).toEqual(["route"]);
+      expect(managers((await live("virtualservices", "route"))!)).toEqual(["gitmesh-agent/Apply"]);
+    } finally {
+      if (!(await served())) await createVirtualServiceCrd();
+    }
+  }, 150_000);
 });

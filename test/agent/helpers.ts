@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { parseAllDocuments } from "yaml";
 import { Registry } from "prom-client";
 import { createMemoryLogger } from "../../src/core/index.js";
-import { createAgentMetrics, createKubeClient, withFieldOwner, type KubeObject, type OutputVersion } from "../../src/agent/index.js";
+import { createAgentMetrics, createKubeClient, withFieldOwner, type KubeObject, type KubeReader, type OutputVersion } from "../../src/agent/index.js";
 import type { StartedKube } from "../helpers/kube.js";
 
 const SERVED = new Set(["v1/Namespace", "v1/Node", "v1/Service", "v1/Pod", "v1/ConfigMap", "apps/v1/Deployment", "apps/v1/StatefulSet", "apps/v1/DaemonSet", "networking.istio.io/v1/DestinationRule", "networking.istio.io/v1/Gateway", "networking.istio.io/v1/VirtualService", "networking.istio.io/v1/ServiceEntry"]);
@@ -95,4 +95,23 @@ export async function metricValue(registry: Registry, name: string, labels: Reco
   const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
   const values = (m?.values ?? []) as { value: number; labels: Record<string, string | number> }[];
   return values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((a, v) => a + v.value, 0);
+}
+
+/**
+ * A reader that runs `race` (another actor's writes) right after the first list of `kind` through
+ * it: the race between the agent's list and its write, made deterministic.
+ */
+export function racingReader(reader: KubeReader, race: () => Promise<void> | void, kind = "VirtualService"): KubeReader {
+  let armed = true;
+  return {
+    get: reader.get.bind(reader),
+    list: async (ref, o) => {
+      const res = await reader.list(ref, o);
+      if (armed && ref.kind === kind) {
+        armed = false;
+        await race();
+      }
+      return res;
+    },
+  };
 }
