@@ -87,6 +87,27 @@ describe("drift repair across watch gaps", () => {
     }
   });
 
+  it("a repair that failed (the API refused its writes beyond the applier's retries) is retried until it succeeds, with no new event", async () => {
+    const drift = createDriftWatcher({ kc: kube.newKubeConfig(), reader: p.client, cluster: "cluster1", applier, resyncPeriodMs: 0, backoff: { initialMs: 50, maxMs: 500 }, metrics: p.metrics, logger: p.logger });
+    const m = createRunnableManager([drift], p.logger);
+    await m.start();
+    try {
+      expect((await applier.applyOutput(output(1, [vs("reviews", NS, "reviews")]))).ack).toBe(true);
+      await Promise.all(drift.informers.map((i) => i.whenSynced()));
+      // the agent's writes of VirtualServices fail (500) until cleared; a user's edit (PUT) goes through
+      kube.emulator.faults.failRequests(undefined, { methods: ["PATCH", "POST"], path: "/virtualservices" });
+      const cur = live("reviews")!;
+      await someone().replace({ ...cur, spec: { ...(cur.spec as object), hosts: ["hijacked"] } }, { fieldManager: "kubectl-edit" });
+      await eventually("the repair failed and is retried", () => p.mem.records.some((r) => r.msg === "drift repair failed; retrying"), 30_000);
+      expect(hosts("reviews")).toEqual(["hijacked"]);
+      kube.emulator.faults.clear();
+      await eventually("edited VirtualService repaired", () => hosts("reviews")?.[0] === "reviews", 15_000);
+      await eventually("the repair counted", () => drift.repairs === 1);
+    } finally {
+      await m.stop();
+    }
+  });
+
   it("the agent configuration takes the resync period as a duration (default 5 min, 0 turns it off)", () => {
     const base = { relayAddress: "127.0.0.1:9900", cluster: "cluster1" };
     const at = (resyncPeriod?: string) => parseAgentConfig({ ...base, ...(resyncPeriod === undefined ? {} : { resyncPeriod }) }, { identity: "a" });
