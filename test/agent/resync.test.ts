@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createApplier, createDriftWatcher, createInventory, createKubeClient, createRunnableManager, parseAgentConfig, type Applier, type KindRef, type KubeObject } from "../../src/agent/index.js";
 import { eventually, startKube, type StartedKube } from "../helpers/kube.js";
 import { dr, output, parts, vs } from "./helpers.js";
+import { startFaultProxy } from "../helpers/fault-proxy.js";
 import { startStallProxy, type StallProxy } from "./stall-proxy.js";
 
 const NS = "bookinfo";
@@ -84,6 +85,29 @@ describe("drift repair across watch gaps", () => {
       await eventually("the repair counted", () => drift.repairs === 1);
     } finally {
       await m.stop();
+    }
+  });
+
+  it("watches cut again and again reconnect at once each time (the backoff resets once a watch re-opened): a deletion after the 12th cut is repaired", async () => {
+    const cutter = await startFaultProxy({ target: kube.url, cutWatchesEveryMs: 250, gapMs: 50 });
+    const kc = kube.newKubeConfig();
+    const c = kc.getCurrentCluster()!;
+    kc.clusters = kc.clusters.map((x) => (x.name === c.name ? { ...x, server: cutter.url } : x));
+    // the default informer backoff (200 ms doubling to 30 s) and no periodic resync
+    const drift = createDriftWatcher({ kc, reader: p.client, cluster: "cluster1", applier, resyncPeriodMs: 0, metrics: p.metrics, logger: p.logger });
+    const m = createRunnableManager([drift], p.logger);
+    await m.start();
+    try {
+      expect((await applier.applyOutput(output(1, [vs("reviews", NS, "reviews")]))).ack).toBe(true);
+      await Promise.all(drift.informers.map((i) => i.whenSynced()));
+      const vsInformer = drift.informers.find((i) => i.ref.kind === "VirtualService")!;
+      await eventually("the VirtualService watch cut 12 times", () => vsInformer.restarts >= 12, 30_000);
+      const uid = live("reviews")!.metadata.uid;
+      await someone().delete(VS, NS, "reviews");
+      await eventually("deleted VirtualService re-created", () => live("reviews") !== undefined && live("reviews")!.metadata.uid !== uid, 10_000);
+    } finally {
+      await m.stop();
+      await cutter.stop();
     }
   });
 
