@@ -3,7 +3,7 @@
 // dead (held by a stalling proxy: no event, no error, no reconnect), and a watch reconnect relists.
 // The real API server with watches cut every 2 s is test/agent-real/resync.test.ts.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createApplier, createDriftWatcher, createInventory, createKubeClient, createRunnableManager, parseAgentConfig, type Applier, type KindRef, type KubeObject } from "../../src/agent/index.js";
+import { createApplier, createDriftWatcher, createInventory, createKubeClient, createRunnableManager, parseAgentConfig, withFieldOwner, type Applier, type KindRef, type KubeObject } from "../../src/agent/index.js";
 import { eventually, startKube, type StartedKube } from "../helpers/kube.js";
 import { dr, output, parts, vs } from "./helpers.js";
 import { startFaultProxy } from "../helpers/fault-proxy.js";
@@ -108,6 +108,29 @@ describe("drift repair across watch gaps", () => {
     } finally {
       await m.stop();
       await cutter.stop();
+    }
+  });
+
+  it("through an API that answers 5 % of requests 429 (Retry-After) or 500, every output applies with no NACK", async () => {
+    const faulty = await startFaultProxy({ target: kube.url, errorRate: 0.05, seed: 9 });
+    const kc = kube.newKubeConfig();
+    const c = kc.getCurrentCluster()!;
+    kc.clusters = kc.clusters.map((x) => (x.name === c.name ? { ...x, server: faulty.url } : x));
+    const client = createKubeClient(kc);
+    const writer = withFieldOwner(client);
+    const inventory = createInventory({ reader: client, writer, namespace: "gitmesh", cluster: "cluster1" });
+    const flaky = createApplier({ cluster: "cluster1", reader: client, writer, inventory, metrics: p.metrics, logger: p.logger });
+    try {
+      const names = Array.from({ length: 12 }, (_, i) => `svc${String(i)}`);
+      for (let v = 1; v <= 5; v++) {
+        const r = await flaky.applyOutput(output(v, names.slice(0, 6 + v).map((n) => vs(n, NS, `${n}-v${String(v)}`))));
+        expect(r.errors, `v${String(v)}`).toEqual([]);
+        expect(r.ack).toBe(true);
+      }
+      expect(faulty.injected[429] + faulty.injected[500]).toBeGreaterThan(0);
+      expect(kube.emulator.list(VS.apiVersion, VS.kind, NS)).toHaveLength(11);
+    } finally {
+      await faulty.stop();
     }
   });
 
