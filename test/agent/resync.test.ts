@@ -29,11 +29,11 @@ afterEach(async () => {
   await kube.stop();
 });
 
-/** The emulator's KubeConfig with its server replaced by the proxy's address (the watches go through it). */
-function viaProxy() {
+/** The emulator's KubeConfig with its server replaced by a proxy's address (default the stalling proxy). */
+function viaProxy(url = proxy.url) {
   const kc = kube.newKubeConfig();
   const c = kc.getCurrentCluster()!;
-  kc.clusters = kc.clusters.map((x) => (x.name === c.name ? { ...x, server: proxy.url } : x));
+  kc.clusters = kc.clusters.map((x) => (x.name === c.name ? { ...x, server: url } : x));
   return kc;
 }
 const live = (name: string) => kube.emulator.get(VS.apiVersion, VS.kind, NS, name) as KubeObject | undefined;
@@ -90,9 +90,7 @@ describe("drift repair across watch gaps", () => {
 
   it("watches cut again and again reconnect at once each time (the backoff resets once a watch re-opened): a deletion after the 12th cut is repaired", async () => {
     const cutter = await startFaultProxy({ target: kube.url, cutWatchesEveryMs: 250, gapMs: 50 });
-    const kc = kube.newKubeConfig();
-    const c = kc.getCurrentCluster()!;
-    kc.clusters = kc.clusters.map((x) => (x.name === c.name ? { ...x, server: cutter.url } : x));
+    const kc = viaProxy(cutter.url);
     // the default informer backoff (200 ms doubling to 30 s) and no periodic resync
     const drift = createDriftWatcher({ kc, reader: p.client, cluster: "cluster1", applier, resyncPeriodMs: 0, metrics: p.metrics, logger: p.logger });
     const m = createRunnableManager([drift], p.logger);
@@ -113,10 +111,7 @@ describe("drift repair across watch gaps", () => {
 
   it("through an API that answers 5 % of requests 429 (Retry-After) or 500, every output applies with no NACK", async () => {
     const faulty = await startFaultProxy({ target: kube.url, errorRate: 0.05, seed: 9 });
-    const kc = kube.newKubeConfig();
-    const c = kc.getCurrentCluster()!;
-    kc.clusters = kc.clusters.map((x) => (x.name === c.name ? { ...x, server: faulty.url } : x));
-    const client = createKubeClient(kc);
+    const client = createKubeClient(viaProxy(faulty.url));
     const writer = withFieldOwner(client);
     const inventory = createInventory({ reader: client, writer, namespace: "gitmesh", cluster: "cluster1" });
     const flaky = createApplier({ cluster: "cluster1", reader: client, writer, inventory, metrics: p.metrics, logger: p.logger });

@@ -17,8 +17,8 @@
  */
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import { request as httpsRequest } from "node:https";
-import type { Socket } from "node:net";
 import { createRandom } from "./random.js";
+import { listenLoopback } from "./ports.js";
 
 export interface FaultProxyOptions {
   /** `https://host:port` (real API server) or `http://host:port` (emulator). */
@@ -65,7 +65,6 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   let forwarded = 0;
   let holdWatchesUntil = 0;
   let cutWaiters: (() => void)[] = [];
-  const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
 
   const later = (ms: number, fn: () => void) => {
@@ -125,13 +124,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       forward(req, res, Buffer.concat(chunks));
     });
   });
-  server.on("connection", (s) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const addr = server.address();
-  const port = addr !== null && typeof addr === "object" ? addr.port : 0;
+  const { port, sockets } = await listenLoopback(server);
 
   return {
     url: `http://127.0.0.1:${port}`,
