@@ -113,7 +113,7 @@ async function fleet(clusters: number, log: (m: string) => void): Promise<{ affe
         { apiVersion: "v1", kind: "Secret", metadata: { name: RELAY_SECRETS.rootTls.name, namespace: "gitmesh" }, data: { [RELAY_SECRETS.rootTls.keys.caCrt]: b64(rootCa) } },
         { apiVersion: "v1", kind: "Secret", metadata: { name: RELAY_SECRETS.identityToken.name, namespace: "gitmesh" }, data: { [RELAY_SECRETS.identityToken.keys.token]: b64(TOKEN) } },
       ]);
-      const agent = createInProcessAgent({ cluster: name, emulator, relayAddress: `127.0.0.1:${String(relayPort)}`, logger: silentLogger, productionLeaderElection: true });
+      const agent = createInProcessAgent({ cluster: name, emulator, relayAddress: `127.0.0.1:${String(relayPort)}`, logger: silentLogger });
       await agent.start();
       agents.push(agent);
       stops.push(() => agent.stop());

@@ -124,7 +124,7 @@ export function createAgent(options: AgentOptions): Agent {
         await l?.close();
       },
     };
-    const drift = createDriftWatcher({ kc: options.kc, reader, cluster: config.cluster, applier, kinds: writableKinds(config), metrics, onRepair: (r) => link?.reportDriftRepair?.(r), ...(options.backoff ? { backoff: options.backoff } : {}), logger: logger.child("drift") });
+    const drift = createDriftWatcher({ kc: options.kc, reader, cluster: config.cluster, applier, kinds: writableKinds(config), resyncPeriodMs: config.resyncPeriodMs, metrics, onRepair: (r) => link?.reportDriftRepair?.(r), ...(options.backoff ? { backoff: options.backoff } : {}), logger: logger.child("drift") });
     const manager = createRunnableManager([discovery, relayPart, drift], logger);
     leaderParts = { manager, discovery, applier, link: () => link };
     signal.addEventListener("abort", () => void manager.stop(), { once: true });

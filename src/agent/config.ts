@@ -34,6 +34,11 @@ export interface AgentConfig {
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
+  /**
+   * Full resync period of drift repair: every desired object re-checked against a fresh list (default
+   * 5 min, as controller-runtime's SyncPeriod; 0 turns it off; chart resyncPeriod).
+   */
+  readonly resyncPeriodMs: number;
   /** Quiet time before a discovery flush (default 100 ms; a flush is incremental, milliseconds). */
   readonly debounceMs: number;
   /** Leader election Lease name in `namespace` (default `gitmesh-agent`; chart leaderElection.leaseName). */
@@ -77,6 +82,8 @@ export interface AgentConfigInput {
   readonly renewDeadlineMs?: string | undefined;
   readonly retryPeriodMs?: string | undefined;
   readonly debounceMs?: string | undefined;
+  /** A duration: `300s`, `5m`, `1h30m`, `0` (off). */
+  readonly resyncPeriod?: string | undefined;
   readonly leaseName?: string | undefined;
   readonly rootTlsSecret?: string | undefined;
   readonly tokenSecret?: string | undefined;
@@ -108,6 +115,7 @@ export const AGENT_ENV = {
   pruneAlwaysAllowed: "GITMESH_PRUNE_ALWAYS_ALLOWED",
   httpPort: "GITMESH_AGENT_HTTP_PORT",
   leaseName: "GITMESH_LEADER_ELECTION_LEASE",
+  resyncPeriod: "GITMESH_RESYNC_PERIOD",
   rootTlsSecret: "GITMESH_RELAY_ROOT_TLS_SECRET",
   tokenSecret: "GITMESH_RELAY_TOKEN_SECRET",
   clientTlsSecret: "GITMESH_RELAY_CLIENT_TLS_SECRET",
@@ -152,6 +160,18 @@ function parseSelectorsJson(text: string): LabelSelector[] | string {
   return out;
 }
 
+const DURATION_UNITS_MS: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
+
+/** A Go-style duration as Kubernetes tools take it (`90s`, `5m`, `1h30m`, `0`) in milliseconds; undefined when it is not one. */
+export function parseDurationMs(text: string): number | undefined {
+  const t = text.trim();
+  if (t === "0") return 0;
+  if (!/^(\d+(\.\d+)?(h|ms|m|s))+$/.test(t)) return undefined;
+  let ms = 0;
+  for (const m of t.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s)/g)) ms += Number(m[1]) * DURATION_UNITS_MS[m[2]!]!;
+  return Math.round(ms);
+}
+
 function parseSelector(text: string): LabelSelector | string {
   const matchLabels: Record<string, string> = {};
   for (const part of text.split(",").map((s) => s.trim()).filter((s) => s !== "")) {
@@ -194,6 +214,9 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
   if (writeCacertsText !== "true" && writeCacertsText !== "false") problems.push(`write cacerts "${input.writeCacerts ?? ""}" must be true or false (${AGENT_ENV.writeCacerts}; chart istio.writeCacerts)`);
   const logLevel = input.logLevel || "info";
   if (!isLogLevel(logLevel)) problems.push(`log level "${logLevel}" must be debug, info, warn or error (--log-level or ${AGENT_ENV.logLevel}; chart logLevel)`);
+  const resyncText = input.resyncPeriod ?? "";
+  const resyncPeriodMs = resyncText === "" ? 300_000 : parseDurationMs(resyncText);
+  if (resyncPeriodMs === undefined || (resyncPeriodMs > 0 && resyncPeriodMs < 1000)) problems.push(`resync period "${resyncText}" must be a duration of at least 1s such as 5m or 300s, or 0 to turn the periodic resync off (${AGENT_ENV.resyncPeriod}; chart resyncPeriod)`);
   const config: AgentConfig = {
     relayAddress,
     cluster,
@@ -209,6 +232,7 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     leaseDurationMs: read.number(input.leaseDurationMs, "lease duration", 15_000, (n) => n >= 1000, "milliseconds ≥ 1000"),
     renewDeadlineMs: read.number(input.renewDeadlineMs, "renew deadline", 10_000, (n) => n >= 500, "milliseconds ≥ 500"),
     retryPeriodMs: read.number(input.retryPeriodMs, "retry period", 2_000, (n) => n >= 100, "milliseconds ≥ 100"),
+    resyncPeriodMs: resyncPeriodMs ?? 300_000,
     debounceMs: read.number(input.debounceMs, "discovery debounce", 100, (n) => n >= 0, "milliseconds ≥ 0"),
     leaseName: name(input.leaseName, "gitmesh-agent", "leader election Lease name", AGENT_ENV.leaseName),
     relaySecrets: {

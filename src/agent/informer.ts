@@ -1,8 +1,11 @@
 /**
  * Supervised informers: client-node's makeInformer (list, then watch; relist on 410 by itself)
  * under a supervisor that restarts it with backoff after any error, so an informer is never left
- * dead. The supervisor also notices a watch that stops delivering (the informer reconnects after
- * a server-side close by itself; after an error it would stop for good).
+ * dead (the informer reconnects after a server-side close by itself; after an error it would stop
+ * for good). A restart that opens the watch again resets the backoff: a watch cut every few seconds
+ * (a proxy, a load balancer's idle timeout) reconnects at once each time instead of backing off to
+ * the cap. `onReconnect` tells the owner of every watch reconnect after the first, so it can relist
+ * and repair what changed during the gap (drift.ts).
  */
 import { makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
 import { describeError, type Logger } from "../core/index.js";
@@ -35,6 +38,8 @@ export interface SupervisedInformerOptions {
   readonly onSynced?: () => void;
   /** Called when the informer failed and is going to be restarted (for metrics). */
   readonly onRestart?: (error: unknown) => void;
+  /** Called at each watch reconnect after the first (after an error or a server-side close): changes during the gap may need a relist. */
+  readonly onReconnect?: () => void;
   readonly backoff?: BackoffOptions;
   readonly logger: Logger;
 }
@@ -90,6 +95,21 @@ export function createSupervisedInformer(options: SupervisedInformerOptions): Su
   informer.on("add", emit("add"));
   informer.on("update", emit("update"));
   informer.on("delete", emit("delete"));
+  let connects = 0;
+  informer.on("connect", () => {
+    if (stopped || connects++ === 0) return;
+    try {
+      options.onReconnect?.();
+    } catch (err) {
+      log.error("reconnect handler failed", { error: describeError(err) });
+    }
+  });
+  /** Starts (or restarts) the informer; a start that raised no error opened the watch, which resets the backoff. */
+  const open = async (what: string) => {
+    const before = restarts;
+    await informer.start().catch((e: unknown) => log.warn(`informer ${what} failed; will retry`, { error: describeError(e) }));
+    if (restarts === before && !stopped) attempt = 0;
+  };
   informer.on("error", (err: unknown) => {
     if (stopped) return;
     restarts += 1;
@@ -99,7 +119,7 @@ export function createSupervisedInformer(options: SupervisedInformerOptions): Su
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = undefined;
-      if (!stopped) void informer.start().catch((e: unknown) => log.warn("informer restart failed", { error: describeError(e) }));
+      if (!stopped) void open("restart");
     }, delay);
   });
 
@@ -118,7 +138,7 @@ export function createSupervisedInformer(options: SupervisedInformerOptions): Su
       stopped = false;
       signal.addEventListener("abort", () => void this.stop(), { once: true });
       // start() resolves when the first watch is open or failed; failures are handled by the error hook.
-      await informer.start().catch((err: unknown) => log.warn("informer start failed; will retry", { error: describeError(err) }));
+      await open("start");
     },
     async stop() {
       stopped = true;

@@ -69,6 +69,7 @@ export function registerAgent(program: Command, io: CliIo): void {
           pruneAlwaysAllowed: flags.pruneAlwaysAllowed ?? env[AGENT_ENV.pruneAlwaysAllowed],
           httpPort: flags.httpPort ?? env[AGENT_ENV.httpPort],
           leaseName: env[AGENT_ENV.leaseName],
+          resyncPeriod: env[AGENT_ENV.resyncPeriod],
           rootTlsSecret: env[AGENT_ENV.rootTlsSecret],
           tokenSecret: env[AGENT_ENV.tokenSecret],
           clientTlsSecret: env[AGENT_ENV.clientTlsSecret],

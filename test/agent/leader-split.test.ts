@@ -37,6 +37,7 @@ async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 20
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+const lease = (e: RelayEnv) => e.kube.emulator.get("coordination.k8s.io/v1", "Lease", "gitmesh", "gitmesh-agent")?.spec as { holderIdentity?: string; renewTime?: string; leaseTransitions?: number } | undefined;
 const holder = (e: RelayEnv) => (e.kube.emulator.get("coordination.k8s.io/v1", "Lease", "gitmesh", "gitmesh-agent")?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
 
 describe("leader election that cannot split", () => {
@@ -91,5 +92,36 @@ describe("leader election that cannot split", () => {
     expect((await e.publish(2, [vs("r1", "bookinfo", "r1"), vs("r2", "bookinfo", "r2")])).ack).toBe(true);
     expect(e.kube.emulator.get("networking.istio.io/v1", "VirtualService", "bookinfo", "r2")).toBeDefined();
     expect(a.isLeader).toBe(false);
+  }, 60_000);
+
+  it("renewal never waits behind apply: while an apply hangs longer than a whole lease, the leader keeps renewing, keeps its term, and the apply completes after", async () => {
+    env = await startRelayEnv();
+    const e = env;
+    proxy = await startStallProxy(e.kube.url);
+    const timings = { leaseDurationMs: "3000", renewDeadlineMs: "2000", retryPeriodMs: "300" };
+    const a = e.agent("agent-a", { kc: viaProxy(e, proxy.url), ...timings });
+    await a.start();
+    await until("a leads and is ready", async () => a.isLeader && (await readyz(a.httpPort)).code === 200);
+    const b = e.agent("agent-b", timings);
+    await b.start();
+    expect((await e.publish(1, [vs("r1", "bookinfo", "r1")])).ack).toBe(true);
+    const transitions = lease(e)?.leaseTransitions;
+
+    // the API holds a's writes of VirtualServices (server-side apply PATCHes): the apply of v2 hangs
+    proxy.stall((r) => r.method === "PATCH" && r.path.includes("/virtualservices/"));
+    const applied = e.publish(2, [vs("r1", "bookinfo", "r1"), vs("r2", "bookinfo", "r2")]);
+    await eventually("the apply hangs on the API", () => proxy!.held > 0, 10_000);
+    const hungAt = Date.parse(lease(e)!.renewTime!);
+    // renewals go on past a whole lease duration while the apply still hangs
+    await eventually("renewed for longer than a lease during the apply", () => Date.parse(lease(e)!.renewTime!) - hungAt > 3000 + 300, 20_000);
+    expect(proxy.held).toBeGreaterThan(0);
+    expect(a.isLeader).toBe(true);
+    expect(b.isLeader).toBe(false);
+    expect(lease(e)).toMatchObject({ holderIdentity: "agent-a", leaseTransitions: transitions });
+    expect(e.logs.get(a)!.records.some((x) => x.msg === "stopped leading")).toBe(false);
+
+    proxy.release();
+    expect((await applied).ack).toBe(true);
+    expect(e.kube.emulator.get("networking.istio.io/v1", "VirtualService", "bookinfo", "r2")).toBeDefined();
   }, 60_000);
 });

@@ -9,7 +9,7 @@
  *   proxy.release();
  */
 import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
-import type { Socket } from "node:net";
+import { listenLoopback } from "../helpers/ports.js";
 
 export interface StallProxy {
   readonly url: string;
@@ -27,7 +27,6 @@ export async function startStallProxy(target: string): Promise<StallProxy> {
   let filter: ((req: { method: string; path: string }) => boolean) | undefined;
   const held: (() => void)[] = [];
   const streams = new Set<{ upstream: IncomingMessage; method: string; path: string }>();
-  const sockets = new Set<Socket>();
 
   const matches = (method: string, path: string) => filter !== undefined && filter({ method, path });
 
@@ -61,13 +60,7 @@ export async function startStallProxy(target: string): Promise<StallProxy> {
       else go();
     });
   });
-  server.on("connection", (s) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const addr = server.address();
-  const port = addr !== null && typeof addr === "object" ? addr.port : 0;
+  const { port, sockets } = await listenLoopback(server);
 
   return {
     url: `http://127.0.0.1:${port}`,

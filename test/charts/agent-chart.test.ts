@@ -150,6 +150,7 @@ describe("gitmesh-agent chart", () => {
     [["--set", "relay.serverAdress=mgmt:9900"], "at '/relay': additional properties 'serverAdress' not allowed"],
     [["--set", "relay.serverAddress=https://mgmt"], "at '/relay/serverAddress': 'https://mgmt' does not match pattern"],
     [["--set", "relay.cluster=Cluster_1"], "at '/relay/cluster': 'Cluster_1' does not match pattern"],
+    [["--set", "resyncPeriod=fast"], "at '/resyncPeriod': 'fast' does not match pattern"],
     [["--set", "discovery.selectors[0].matchExpressions[0].key=a,discovery.selectors[0].matchExpressions[0].operator=Equals"], "at '/discovery/selectors/0/matchExpressions/0/operator': value must be one of 'In', 'NotIn', 'Exists', 'DoesNotExist'"],
   ])("rejects values failing values.schema.json: %j", async (args, message) => {
     const r = await render(CHART, [...BASE, ...args]);

@@ -6,6 +6,10 @@
 //
 // The tests run in order and share the fleet (starting it costs most of the time on a 2-core machine).
 // Waits poll the replicas' status API with generous, bounded deadlines.
+//
+// The fleet starts and first converges next to a CPU hog (four busy processes per core, gitmesh issue
+// #35 item 9): no lease may be lost on the way (the replicas' leader lock, every agent's Lease), and
+// every view agrees (the status API of each replica, `gitmesh check`). The hog stops after that test.
 import { execFileSync, spawn } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -14,6 +18,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTcpBalancer, type TcpBalancer } from "../../src/devtools/index.js";
 import { signBody } from "../../src/git-sync/index.js";
+import { startCpuHog, type CpuHog } from "../helpers/cpu-hog.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { startKube, type StartedKube } from "../helpers/kube.js";
 import { freePort } from "../helpers/ports.js";
@@ -51,6 +56,7 @@ interface Replica {
   proc?: Proc;
 }
 let redis: TestRedis;
+let hog: CpuHog | undefined;
 let git: GitServer;
 let balancer: TcpBalancer;
 let tmp: string;
@@ -225,6 +231,7 @@ const auditSources = async () => {
 const backends = backendsTimeoutChanges();
 
 beforeAll(async () => {
+  hog = await startCpuHog();
   tmp = mkdtempSync(join(tmpdir(), "gitmesh-e2e-"));
   redis = await startRedis({ outages: true });
   git = await startGitServer();
@@ -266,9 +273,10 @@ beforeAll(async () => {
     watchDeletions(cluster, kube.emulator);
     startAgent(cluster);
   }
-}, 180_000);
+}, 300_000);
 
 afterAll(async () => {
+  await hog?.stop();
   await Promise.all(procs.map((p) => p.kill()));
   await balancer.stop();
   for (const k of kubes.values()) await k.stop();
@@ -281,9 +289,23 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
   let first: string;
   let meshRoot: string;
 
-  it("converges the first commit on every cluster, one audit commit, each replica shows its own status", async () => {
+  it("under a CPU hog: converges the first commit on every cluster with no lease lost; one audit commit; the status API and gitmesh check agree", async () => {
     first = (await git.revParse("mesh", "refs/heads/main"))!;
-    const all = await poll("first convergence", converged({ cluster1: first, cluster2: first, cluster3: first }, first), 150_000);
+    const all = await poll("first convergence", converged({ cluster1: first, cluster2: first, cluster3: first }, first), 300_000);
+    // No lease lost under the hog: the replicas' leader lock and each agent's Lease (one term each).
+    const lockLost = replicas.flatMap((r) => (r.proc?.output() ?? "").split("\n").filter((l) => l.includes('"lock lost"')));
+    expect(lockLost, "server leader lock lost").toEqual([]);
+    for (const [cluster, agent] of agents) {
+      expect(agent.output().split("\n").filter((l) => l.includes("stopped leading")), `${cluster} agent lost its Lease`).toEqual([]);
+      const lease = kubes.get(cluster)!.emulator.get("coordination.k8s.io/v1", "Lease", "gitmesh", "gitmesh-agent")?.spec as { holderIdentity?: string; leaseTransitions?: number } | undefined;
+      expect(lease, `${cluster} agent Lease`).toMatchObject({ holderIdentity: `${cluster}-agent`, leaseTransitions: 0 });
+    }
+    // The views agree: every replica's status says so (converged above), and `gitmesh check` against each replica too.
+    for (const r of alive()) {
+      const check = await run(["check", "--server", r.base, "--token-file", join(tmp, "pki", "api-token-read")]);
+      expect(check.code, check.out).toBe(0);
+      for (const c of CLUSTERS) expect(check.out).toContain(c);
+    }
     for (const c of CLUSTERS) await expectMatchesOutput(c);
     for (const c of CLUSTERS) expect(objects(c).size, c).toBeGreaterThan(0);
     // Both replicas answer for themselves; the agents are spread over them by the balancer.
@@ -294,7 +316,9 @@ describe("two server replicas, three agents, real Redis and Git, in separate pro
     const tree = await git.git("mesh", ["ls-tree", "-r", "--name-only", audit[0]!]);
     for (const c of CLUSTERS) expect(tree).toMatch(new RegExp(`^clusters/${c}/.+\\.yaml$`, "m"));
     expectNothingPruned();
-  }, 180_000);
+    await hog?.stop();
+    hog = undefined;
+  }, 360_000);
 
   it("RootTrustPolicy: every cluster's istiod intermediate, signed by whichever replica its agent reached, chains to the one mesh root", async () => {
     await poll("cacerts in every cluster", () => Promise.resolve(CLUSTERS.every((c) => cacertsOf(c) !== undefined)), 120_000);
