@@ -106,7 +106,7 @@ export function createDriftWatcher(options: DriftWatcherOptions): DriftWatcher {
       if (fights.delete(key)) applier.reportFight(key, undefined);
       return 0;
     }
-    const delay = Math.min(maxBackoffMs, backoffMs * 2 ** (recent.length - fightRepairs));
+    const delay = backoffDelay({ initialMs: backoffMs, maxMs: maxBackoffMs, jitter: 0 }, recent.length - fightRepairs);
     const who = managers.length > 0 ? managers.join(", ") : "an unknown manager";
     if (!fights.has(key)) {
       options.metrics?.driftFights.inc({ kind });

@@ -11,7 +11,7 @@
  */
 import { ApiException } from "@kubernetes/client-node";
 import { messageOf, statusOf } from "./kube.js";
-import { sleep } from "./runnable.js";
+import { backoffDelay, sleep } from "./runnable.js";
 
 /** Statuses worth the same request again. */
 const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
@@ -59,7 +59,9 @@ export async function retryTransient<T>(request: () => Promise<T>, options: Tran
       return await request();
     } catch (err) {
       if (attempt >= attempts || !isTransient(err)) throw err;
-      await sleep(Math.min(max, retryAfterMs(err) ?? initial * 2 ** (attempt - 1)));
+      // The server's Retry-After when it gives one (capped), else the codebase's one backoff, with jitter.
+      const asked = retryAfterMs(err);
+      await sleep(asked === undefined ? backoffDelay({ initialMs: initial, maxMs: max }, attempt - 1) : Math.min(max, asked));
     }
   }
 }
