@@ -53,3 +53,4 @@ export { DestinationCode } from "./destination-common.js";
 export { validateIssuedCertificate } from "./root-trust.js";
 export { patchCluster, sameContent, sortResources, type FragmentChange } from "./assemble.js";
 export { canonicalObject, contentHash } from "./canonical.js";
+export { GATEWAY_SECRETS_CLUSTER_ROLE } from "./lifecycle.js";

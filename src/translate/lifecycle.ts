@@ -2,7 +2,8 @@
  * IstioLifecycleManager / GatewayLifecycleManager → what installs Istio upstream (design note:
  * LIFECYCLE.md): per installation and cluster, a Sail operator `Istio` (plus the `default`
  * `IstioRevisionTag` and an `IstioCNI` where asked), and for each gateway the objects Istio's
- * `gateway` chart renders (ServiceAccount, Role, RoleBinding, Deployment with gateway injection,
+ * `gateway` chart renders (ServiceAccount, a RoleBinding to the agent chart's gateway ClusterRole in place
+ * of the chart's Role, Deployment with gateway injection,
  * Service, HorizontalPodAutoscaler, PodDisruptionBudget).
  *
  * Lifecycle managers belong to no workspace: like RootTrustPolicy, a cluster's objects are rendered
@@ -20,6 +21,14 @@ import { TranslateCode, type Emitted, type IstioResource, type TranslatorOutput 
 export const SAIL_API_VERSION = "sailoperator.io/v1";
 /** Pod label that tells a gateway revision's pods apart; the active revision's Service selects it. */
 export const LABEL_GATEWAY_REVISION = "gitmesh.io/gateway-revision";
+/**
+ * The ClusterRole that holds a gateway's own permission (read the TLS Secrets of its namespace, as Istio's
+ * gateway chart grants with a Role). The agent chart creates it when `lifecycle.enabled` and grants the
+ * agent only `bind` on it in each gateway namespace: the agent binds it to a gateway's ServiceAccount
+ * with a RoleBinding without holding Secret reads itself (Kubernetes lets only a holder create a Role
+ * with a permission; `bind` is the way around that).
+ */
+export const GATEWAY_SECRETS_CLUSTER_ROLE = "gitmesh-gateway-secrets";
 const DEFAULT_NAMESPACE = "istio-system";
 const DEFAULT_CNI_NAMESPACE = "istio-cni";
 
@@ -327,19 +336,14 @@ function gatewayObjects(g: GatewayDef, cpRevision: string, gwRevision: string, r
   const objects: Draft[] = [
     { apiVersion: "v1", kind: "ServiceAccount", name, namespace: g.namespace, body: {} },
     {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "Role",
-      name,
-      namespace: g.namespace,
-      // What Istio's gateway chart grants: the gateway reads the TLS Secrets its Gateways name (credentialName).
-      body: { rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["get", "watch", "list"] }] },
-    },
-    {
+      // What Istio's gateway chart grants with a Role (the gateway reads the TLS Secrets its Gateways name,
+      // credentialName), bound from the ClusterRole the agent chart holds it in. The binding's name differs
+      // from the Role-based one of earlier versions: a roleRef cannot change, so the old pair is pruned.
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "RoleBinding",
-      name,
+      name: `${name}-secrets`,
       namespace: g.namespace,
-      body: { roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects: [{ kind: "ServiceAccount", name, namespace: g.namespace }] },
+      body: { roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: GATEWAY_SECRETS_CLUSTER_ROLE }, subjects: [{ kind: "ServiceAccount", name, namespace: g.namespace }] },
     },
     {
       apiVersion: "apps/v1",

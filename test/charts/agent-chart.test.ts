@@ -15,6 +15,7 @@ import { AGENT_ENV, OUTPUT_OPTIONS_KEY, type KubeObject } from "../../src/agent/
 import { eventually, startKube } from "../helpers/kube.js";
 import { exampleObjects } from "../agent/helpers.js";
 import { loadCase, runCase } from "../translate/golden.js";
+import { GATEWAY_SECRETS_CLUSTER_ROLE } from "../../src/translate/index.js";
 import { SAIL_KINDS } from "../../src/kube-emulator/index.js";
 import { helmBinary, notes, render, renderOk } from "./helm.js";
 import { agentCalls, DEFAULT_SECRETS, envOf, expectGolden, expectHardened, find, grantsOf, podSpec, validateAll } from "./checks.js";
@@ -75,9 +76,10 @@ describe("gitmesh-agent chart", () => {
     const writes = added.filter((g) => / (create|delete|patch|update) /.test(g));
     // Cluster-wide writes: the Sail operator's cluster-scoped control planes only.
     expect(writes.filter((g) => g.startsWith("cluster ")).map((g) => g.split(" ")[1]).sort()).toEqual([...new Set(["sailoperator.io/istiocnis", "sailoperator.io/istiorevisiontags", "sailoperator.io/istios"])].flatMap((r) => [r, r, r]).sort());
-    // Namespaced writes and Secret reads: in the gateway namespace only.
+    // Namespaced writes: in the gateway namespace only. No Secret reads: the agent only binds the gateway ClusterRole there.
     expect(new Set(writes.filter((g) => !g.startsWith("cluster ")).map((g) => g.split(" ")[0]))).toEqual(new Set(["ns:istio-ingress"]));
-    expect(added.filter((g) => g.includes("/secrets ")).sort()).toEqual(["ns:istio-ingress /secrets get *", "ns:istio-ingress /secrets list *", "ns:istio-ingress /secrets watch *"]);
+    expect(added.filter((g) => g.includes("/secrets "))).toEqual([]);
+    expect(added.filter((g) => g.includes("clusterroles"))).toEqual([`ns:istio-ingress rbac.authorization.k8s.io/clusterroles bind ${GATEWAY_SECRETS_CLUSTER_ROLE}`]);
     expect(envOf(podSpec(find(manifests, "Deployment", "gitmesh-agent")).containers[0]!)).toMatchObject({ GITMESH_MANAGE_ISTIO_INSTALL: "true" });
   });
 
@@ -240,7 +242,7 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
         expect(kube.emulator.get("sailoperator.io/v1", "Istio", undefined, "1-28"), why()).toBeDefined();
         expect(kube.emulator.get("sailoperator.io/v1", "IstioRevisionTag", undefined, "default")?.spec).toEqual({ targetRef: { kind: "Istio", name: "1-28" } });
         expect(kube.emulator.list("apps/v1", "Deployment", "istio-gateways").map((d) => (d.metadata as { name: string }).name).sort()).toEqual(["istio-egressgateway-1-28", "istio-ingressgateway-1-28", "istio-ingressgateway-1-29"]);
-        expect(kube.emulator.get("rbac.authorization.k8s.io/v1", "Role", "istio-gateways", "istio-ingressgateway-1-29")).toBeDefined();
+        expect(kube.emulator.get("rbac.authorization.k8s.io/v1", "RoleBinding", "istio-gateways", "istio-ingressgateway-1-29-secrets")?.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: GATEWAY_SECRETS_CLUSTER_ROLE });
         // The canary is finished: revision 1-29's gateway goes, and only it.
         const kept = install.filter((o) => !o.metadata.name.endsWith("-1-29") || o.apiVersion.startsWith("sailoperator.io/"));
         await publish(4, [agentVs("reviews", "v2"), agentDr("reviews"), ...kept]);

@@ -23,6 +23,7 @@ import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKubeClient, parseAgentConfig, withFieldOwner } from "../../src/agent/index.js";
+import { GATEWAY_SECRETS_CLUSTER_ROLE } from "../../src/translate/index.js";
 import { createWorkloadRestarter, RESTART_FIELD_MANAGER, RESTARTED_AT_ANNOTATION } from "../../src/agent/workload-restart.js";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { startRealKube, type RealKube } from "../helpers/real-kube.js";
@@ -65,6 +66,11 @@ const NEVER: readonly Grant[] = [
   grant(`ns:${RESTART_NS}`, "apps", "deployments", "delete"),
   grant(`ns:${RESTART_NS}`, "apps", "deployments", "update"),
   grant(`ns:${RESTART_NS}`, "", "secrets", "get"),
+  // lifecycle.enabled: the agent binds the gateway ClusterRole; it never reads a Secret or writes a Role itself.
+  grant(`ns:${GATEWAY_NS}`, "", "secrets", "get"),
+  grant(`ns:${GATEWAY_NS}`, "", "secrets", "list"),
+  grant(`ns:${GATEWAY_NS}`, "rbac.authorization.k8s.io", "roles", "create"),
+  grant(`ns:${GATEWAY_NS}`, "rbac.authorization.k8s.io", "clusterroles", "bind", "cluster-admin"),
   grant(`ns:${ISTIO_NS}`, "apps", "deployments", "patch", "istio-ingressgateway"), // istiod by name only
   grant(`ns:${ISTIO_NS}`, "apps", "deployments", "delete", "istiod"), // never replace istiod
   grant(`ns:${ISTIO_NS}`, "apps", "deployments", "update", "istiod"),
@@ -145,7 +151,12 @@ function callsOf(mask: number): Set<Grant> {
     calls.add(grant(`ns:${ISTIO_NS}`, "apps", "deployments", "patch", "istiod"));
     for (const r of ["deployments", "statefulsets", "daemonsets"]) calls.add(grant(`ns:${RESTART_NS}`, "apps", r, "patch"));
   }
-  if (on(mask, "lifecycle.enabled")) for (const v of ["create", "patch", "delete"]) calls.add(grant("cluster", "sailoperator.io", "istios", v));
+  if (on(mask, "lifecycle.enabled")) {
+    for (const v of ["create", "patch", "delete"]) calls.add(grant("cluster", "sailoperator.io", "istios", v));
+    for (const v of ["create", "patch", "delete"]) calls.add(grant(`ns:${GATEWAY_NS}`, "rbac.authorization.k8s.io", "rolebindings", v));
+    calls.add(grant(`ns:${GATEWAY_NS}`, "rbac.authorization.k8s.io", "clusterroles", "bind", GATEWAY_SECRETS_CLUSTER_ROLE));
+    calls.add(grant(`ns:${GATEWAY_NS}`, "rbac.authorization.k8s.io", "roles", "delete"));
+  }
   if (on(mask, "rateLimit.configNamespaces")) for (const v of ["create", "patch", "delete"]) calls.add(grant(`ns:${RATELIMIT_NS}`, "", "configmaps", v));
   return calls;
 }
@@ -256,7 +267,7 @@ describe("agent chart: every combination of opt-ins, installed by helm, asked of
     const restartOn = COMBOS.filter((m) => on(m, "istio.writeCacerts") && on(m, "istio.autoRestartPods")).map(label).sort();
     expect(when(grant(`ns:${ISTIO_NS}`, "apps", "deployments", "patch", "istiod"))).toEqual(restartOn);
     expect(when(grant(`ns:${RESTART_NS}`, "apps", "statefulsets", "patch"))).toEqual(restartOn);
-    expect(when(grant(`ns:${GATEWAY_NS}`, "", "secrets", "get"))).toEqual(COMBOS.filter((m) => on(m, "lifecycle.enabled")).map(label).sort());
+    expect(when(grant(`ns:${GATEWAY_NS}`, "rbac.authorization.k8s.io", "clusterroles", "bind", GATEWAY_SECRETS_CLUSTER_ROLE))).toEqual(COMBOS.filter((m) => on(m, "lifecycle.enabled")).map(label).sort());
     for (const g of NEVER) expect(observed.get(g)!.size, g).toBe(0);
     expectReadmeTable(table(observed));
     await hOk(["uninstall", "gitmesh-agent", "--namespace", NS]);
@@ -318,5 +329,26 @@ describe("agent chart: every combination of opt-ins, installed by helm, asked of
     expect(second.errors).toHaveLength(1);
     expect(second.errors[0]).toMatch(new RegExp(`^Deployment/${UNLISTED_NS}/old-app: .*(forbidden|403)`, "i"));
     expect(await restartedAt(UNLISTED_NS, "old-app")).toBeUndefined();
+  }, 120_000);
+
+  it("lifecycle: as the agent's ServiceAccount, the gateway's RoleBinding to the gateway ClusterRole is created, while a Role granting Secret reads and reading a Secret are refused", async () => {
+    await hOk(["upgrade", "--install", "gitmesh-agent", chartDir("gitmesh-agent"), ...BASE, "--set", "lifecycle.enabled=true"]);
+    const rendered = (await renderOk("gitmesh-agent", ["--name", "gitmesh-agent", ...BASE, "--set", "lifecycle.enabled=true"])).manifests;
+    // The chart holds the gateway's permission under the name the server's rendered output binds.
+    expect(find(rendered, "ClusterRole", GATEWAY_SECRETS_CLUSTER_ROLE).rules).toEqual([{ apiGroups: [""], resources: ["secrets"], verbs: ["get", "watch", "list"] }]);
+    await kube.apply([{ apiVersion: "v1", kind: "Secret", metadata: { name: "gateway-tls", namespace: GATEWAY_NS }, stringData: { "tls.crt": "x" } }]);
+    const tr = await kube.request("POST", `/api/v1/namespaces/${NS}/serviceaccounts/gitmesh-agent/token`, { body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } } });
+    expect(tr.status).toBe(201);
+    const kc = new KubeConfig();
+    kc.loadFromString(kube.kubeconfig({ token: (tr.body as { status: { token: string } }).status.token, user: USER, namespace: NS }));
+    const writer = withFieldOwner(createKubeClient(kc));
+    const subjects = [{ kind: "ServiceAccount", name: "istio-ingressgateway", namespace: GATEWAY_NS }];
+    const bound = await writer.apply({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "istio-ingressgateway-secrets", namespace: GATEWAY_NS }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: GATEWAY_SECRETS_CLUSTER_ROLE }, subjects });
+    expect(bound.metadata.uid).toBeDefined();
+    // Any other ClusterRole, or a Role of its own with Secret reads: Kubernetes' escalation check refuses both.
+    await expect(writer.apply({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "cluster-admin", namespace: GATEWAY_NS }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" }, subjects })).rejects.toThrow(/forbidden|403/i);
+    await expect(writer.apply({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "reader", namespace: GATEWAY_NS }, rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }] })).rejects.toThrow(/forbidden|403/i);
+    await expect(createKubeClient(kc).get({ apiVersion: "v1", kind: "Secret", plural: "secrets", namespaced: true }, GATEWAY_NS, "gateway-tls")).rejects.toThrow(/forbidden|403/i);
+    await hOk(["uninstall", "gitmesh-agent", "--namespace", NS]);
   }, 120_000);
 });

@@ -44,7 +44,8 @@ function expectedReport(base: string, baseFiles: ReadonlyMap<string, string>, he
   const side = (sha: string, files: ReadonlyMap<string, string>): RenderSide => {
     const load = loadDesiredState([...files].map(([path, content]) => ({ path, content })));
     const result = translateAll(load.state, discovery);
-    return { ref: sha, commit: sha, clusters: new Map([...result.clusters].map(([c, o]) => [c, o.resources])), diagnostics: [...load.diagnostics, ...result.diagnostics] };
+    // The server's rule: a commit whose configuration has load errors is rejected (the last good one stays).
+    return { ref: sha, commit: sha, clusters: new Map([...result.clusters].map(([c, o]) => [c, o.resources])), diagnostics: [...load.diagnostics, ...result.diagnostics], rejection: load.diagnostics.filter((d) => d.severity === "error") };
   };
   return JSON.parse(renderJson(compareRenders(side(base, baseFiles), side(head, headFiles))));
 }
@@ -98,6 +99,9 @@ describe("GET /api/diff renders head incrementally and answers what full transla
     expect(body.headErrors).toBeGreaterThan(0);
     expect(new Set(body.introduced.map((d) => (d as { code: string }).code))).toEqual(new Set(["YAML_SYNTAX", "ROUTE_REPLACEMENT", "DESTINATION_NOT_FOUND"]));
     expect(body).toEqual(expectedReport(base, baseFiles, broken, brokenFiles));
+    // A YAML error rejects the commit: the report says the clusters keep base and shows no change as real.
+    expect(body.rejected).toMatchObject({ keeps: base });
+    expect(body.clusters).toEqual([]);
   });
 
   it("a commit the repository does not have is a 404, read from disk or over HTTP", async () => {
@@ -131,7 +135,7 @@ describe("GET /api/diff renders head incrementally and answers what full transla
 interface DiffApi {
   readonly service: DiffService;
   readonly url: string;
-  get(base: string, head: string): Promise<{ status: number; body: { clusters: unknown[]; headErrors: number; introduced: unknown[]; error?: { message: string } } }>;
+  get(base: string, head: string): Promise<{ status: number; body: { clusters: unknown[]; headErrors: number; introduced: unknown[]; rejected?: { keeps: string }; error?: { message: string } } }>;
   stop(): Promise<void>;
 }
 

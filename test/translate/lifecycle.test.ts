@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { createCapturingIo } from "../../src/cli/io.js";
 import { main } from "../../src/cli/main.js";
 import { renderedPath } from "../../src/git-sync/index.js";
-import { affectedWorkspaces, retranslate, translateAll, type IstioResource } from "../../src/translate/index.js";
+import { affectedWorkspaces, GATEWAY_SECRETS_CLUSTER_ROLE, retranslate, translateAll, type IstioResource } from "../../src/translate/index.js";
 import { FIXTURES } from "./golden.js";
 import { loadCase, runCase } from "./golden.js";
 import { desiredFromYaml, discoveryFromYaml } from "./helpers.js";
@@ -94,18 +94,18 @@ ${mesh("1-29")}
     }
   });
 
-  it("every gateway runs under its own account, bound to a Role that reads Secrets in its namespace", () => {
+  it("every gateway runs under its own account, bound in its namespace to the agent chart's ClusterRole that reads Secrets (no Role: the agent holds no Secret reads to grant)", () => {
     const objects = cluster1();
+    expect(objects.filter((o) => o.kind === "Role")).toEqual([]);
     for (const d of objects.filter((o) => o.kind === "Deployment")) {
       const sa = spec(d).template.spec.serviceAccountName as string;
       const ns = d.metadata.namespace;
       expect(objects.some((o) => o.kind === "ServiceAccount" && o.metadata.name === sa && o.metadata.namespace === ns)).toBe(true);
       const binding = objects.find((o) => o.kind === "RoleBinding" && o.metadata.namespace === ns && (o.subjects as { name: string }[]).some((s) => s.name === sa));
-      expect(binding).toBeDefined();
-      const role = objects.find((o) => o.kind === "Role" && o.metadata.namespace === ns && o.metadata.name === (binding!.roleRef as { name: string }).name);
-      expect(role?.rules).toEqual([{ apiGroups: [""], resources: ["secrets"], verbs: ["get", "watch", "list"] }]);
-      // Kubernetes kinds without a spec are rendered without one.
-      expect("spec" in role!).toBe(false);
+      expect(binding?.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: GATEWAY_SECRETS_CLUSTER_ROLE });
+      // A RoleBinding scopes the ClusterRole to the gateway's namespace; Kubernetes kinds without a spec are rendered without one.
+      expect(binding!.subjects).toEqual([{ kind: "ServiceAccount", name: sa, namespace: ns }]);
+      expect("spec" in binding!).toBe(false);
     }
   });
 
