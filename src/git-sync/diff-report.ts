@@ -52,7 +52,21 @@ export interface ResourceId {
 export interface ResourceChange extends ResourceId {
   /** `added`/`removed`: the whole YAML; `changed`: a unified diff of the YAML. */
   readonly text: string;
+  /** The Gloo file the object was rendered from (its `gitmesh.io/source-file` annotation; head's, base's for a removal). */
+  readonly source?: string;
 }
+
+/** The Istio changes one Gloo file causes, over every cluster. */
+export interface SourceChanges {
+  readonly file: string;
+  readonly clusters: number;
+  readonly added: number;
+  readonly changed: number;
+  readonly removed: number;
+}
+
+/** Annotation naming the Gloo file an object was rendered from (src/translate/labels.ts). */
+const ANNOTATION_SOURCE_FILE = "gitmesh.io/source-file";
 
 export interface ClusterDiff {
   readonly cluster: string;
@@ -80,6 +94,8 @@ export interface DiffReport {
   readonly rejected?: { readonly keeps: string; readonly errors: readonly Diagnostic[] };
   /** Risks of the change, blocking ones first (empty for a rejected head). */
   readonly risks: readonly Risk[];
+  /** Which Gloo file causes which Istio changes (objects without a source file under ""), by file. */
+  readonly bySource: readonly SourceChanges[];
 }
 
 /**
@@ -106,12 +122,33 @@ export function compareRenders(base: RenderSide, head: RenderSide): DiffReport {
     errors,
     ...(rejection.length > 0 ? { rejected: { keeps: base.commit, errors: rejection } } : {}),
     risks: rejection.length > 0 ? [] : risksOf(base, head, clusters),
+    bySource: bySource(clusters),
   };
 }
 
+function bySource(clusters: readonly ClusterDiff[]): SourceChanges[] {
+  const out = new Map<string, { clusters: Set<string>; added: number; changed: number; removed: number }>();
+  for (const c of clusters) {
+    for (const k of ["added", "changed", "removed"] as const) {
+      for (const r of c[k]) {
+        const e = out.get(r.source ?? "") ?? { clusters: new Set<string>(), added: 0, changed: 0, removed: 0 };
+        e.clusters.add(c.cluster);
+        e[k]++;
+        out.set(r.source ?? "", e);
+      }
+    }
+  }
+  return [...out].sort(([a], [b]) => cmp(a, b)).map(([file, e]) => ({ file, clusters: e.clusters.size, added: e.added, changed: e.changed, removed: e.removed }));
+}
+
+const sourceOf = (r: RenderedResource): { source?: string } => {
+  const file = r.metadata.annotations?.[ANNOTATION_SOURCE_FILE];
+  return file === undefined ? {} : { source: file };
+};
+
 const SECURITY_KINDS: ReadonlySet<string> = new Set(["AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication"]);
 
-/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access -- rendered objects are untyped JSON */
+/* eslint-disable @typescript-eslint/no-explicit-any -- rendered objects are untyped JSON */
 /** Hosts a Gateway serves, or a VirtualService bound to a gateway (not only "mesh") routes. */
 function gatewayHosts(r: RenderedResource | undefined): Set<string> {
   const spec = (r?.spec ?? {}) as Record<string, any>;
@@ -126,7 +163,7 @@ function gatewayRoutes(r: RenderedResource | undefined): number {
   if (r?.kind !== "VirtualService" || !((spec.gateways ?? []) as string[]).some((g) => g !== "mesh")) return 0;
   return ((spec.http ?? []) as unknown[]).length + ((spec.tls ?? []) as unknown[]).length + ((spec.tcp ?? []) as unknown[]).length;
 }
-/* eslint-enable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access */
+/* eslint-enable @typescript-eslint/no-explicit-any */
 
 function risksOf(base: RenderSide, head: RenderSide, clusters: readonly ClusterDiff[]): Risk[] {
   const risks: Risk[] = [];
@@ -184,9 +221,9 @@ function compareCluster(cluster: string, beforeList: readonly RenderedResource[]
     if (a && b) {
       if (a === b || canonicalJson(a) === canonicalJson(b)) continue;
       const [ya, yb] = [canonicalYaml(a), canonicalYaml(b)];
-      if (ya !== yb) changed.push({ ...idOf(b), text: unifiedDiff(ya, yb) });
-    } else if (b) added.push({ ...idOf(b), text: canonicalYaml(b) });
-    else if (a) removed.push({ ...idOf(a), text: canonicalYaml(a) });
+      if (ya !== yb) changed.push({ ...idOf(b), text: unifiedDiff(ya, yb), ...sourceOf(b) });
+    } else if (b) added.push({ ...idOf(b), text: canonicalYaml(b), ...sourceOf(b) });
+    else if (a) removed.push({ ...idOf(a), text: canonicalYaml(a), ...sourceOf(a) });
   }
   return added.length + changed.length + removed.length > 0 ? { cluster, added, changed, removed } : undefined;
 }
@@ -276,6 +313,13 @@ export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}
         report.clusters.map((c) => `| ${c.cluster} | ${c.added.length} | ${c.changed.length} | ${c.removed.length} |`).join("\n") +
         "\n",
     );
+    if (report.bySource.some((f) => f.file !== "")) {
+      head.push(
+        "\n**By source** (the Gloo file each change comes from)\n\n| Gloo file | clusters | added | changed | removed |\n|---|---:|---:|---:|---:|\n" +
+          report.bySource.map((f) => `| ${f.file === "" ? "_(no source file)_" : `\`${f.file}\``} | ${String(f.clusters)} | ${String(f.added)} | ${String(f.changed)} | ${String(f.removed)} |`).join("\n") +
+          "\n",
+      );
+    }
   }
   const diagBlocks: string[] = [];
   const diagSection = (label: string, list: readonly Diagnostic[]) => {

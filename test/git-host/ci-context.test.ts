@@ -47,7 +47,7 @@ describe("ciContextFromEnv", () => {
 });
 
 describe("statusOfReport", () => {
-  const report = { base: { ref: "a", commit: HEAD }, head: { ref: "b", commit: HEAD }, clusters: [], introduced: [], fixed: [], errors: [], risks: [] };
+  const report = { base: { ref: "a", commit: HEAD }, head: { ref: "b", commit: HEAD }, clusters: [], introduced: [], fixed: [], errors: [], risks: [], bySource: [] };
   it("success without errors; failure with the first introduced error as file:line, at most 140 characters", () => {
     expect(statusOfReport({ ...report, headErrors: 0 })).toEqual({ state: "success", description: "no rendered change" });
     const long = { code: "SCHEMA", severity: "error" as const, file: "w/rt.yaml", line: 7, message: "x".repeat(300) };

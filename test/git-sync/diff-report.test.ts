@@ -137,8 +137,8 @@ describe("rendered diff report", () => {
       const chunks = [...renderJsonChunks(r)];
       expect(chunks.join("")).toBe(JSON.stringify(r, null, 2) + "\n");
       expect(renderJson(r)).toBe(JSON.stringify(r, null, 2) + "\n");
-      // one piece per changed cluster, plus one per other member (7), the list's start and end, and the closing brace
-      if (r.clusters.length > 0) expect(chunks.length).toBe(r.clusters.length + 10);
+      // one piece per changed cluster, plus one per other member (8), the list's start and end, and the closing brace
+      if (r.clusters.length > 0) expect(chunks.length).toBe(r.clusters.length + 11);
     }
     expect(reports.map((r) => r.clusters.length)).toEqual([2, 3, 0, 4]);
   });
@@ -214,5 +214,18 @@ describe("a PR diff that tells what will happen", () => {
     // A small cluster: two removals are always allowed.
     const small: RenderSide = { ...base, clusters: new Map([["cluster1", many(2)]]), diagnostics: [] };
     expect(compareRenders(small, { ...head, clusters: new Map([["cluster1", []]]), diagnostics: [] }).risks).toEqual([]);
+  });
+
+  it("says which Gloo file causes which Istio changes, over every cluster", () => {
+    const from = (r: RenderedResource, file: string): RenderedResource => ({ ...r, metadata: { ...r.metadata, annotations: { "gitmesh.io/source-file": file } } });
+    const b: RenderSide = { ...base, clusters: new Map([["c1", [from(vs("c1", "a", ["a"]), "ws/routes.yaml"), from(dr("c1", "a"), "ws/dest.yaml")]], ["c2", [from(vs("c2", "a", ["a"]), "ws/routes.yaml")]]]), diagnostics: [] };
+    const h: RenderSide = { ...head, clusters: new Map([["c1", [from(vs("c1", "a", ["a"], "9s"), "ws/routes.yaml")]], ["c2", [from(vs("c2", "a", ["a"], "9s"), "ws/routes.yaml"), dr("c2", "x")]]]), diagnostics: [] };
+    const r = compareRenders(b, h);
+    expect(r.bySource).toEqual([
+      { file: "", clusters: 1, added: 1, changed: 0, removed: 0 },
+      { file: "ws/dest.yaml", clusters: 1, added: 0, changed: 0, removed: 1 },
+      { file: "ws/routes.yaml", clusters: 2, added: 0, changed: 2, removed: 0 },
+    ]);
+    expect(renderMarkdown(r).join("\n")).toContain("| `ws/routes.yaml` | 2 | 0 | 2 | 0 |");
   });
 });
