@@ -115,6 +115,12 @@ describe("web UI (Chromium)", () => {
     await shot(page, "rejected");
     await page.getByRole("link", { name: "Diagnostics" }).click();
     await expect.poll(() => page.locator('section[data-file="workspaces/broken.yaml"]').textContent()).toContain("workspaces/broken.yaml:10");
+    // Its rendered diff says what will happen: rejected, the clusters keep the last good commit, nothing changes.
+    await page.evaluate(`location.hash = ${JSON.stringify(`#/diff?base=${sha}&head=${bad}`)}`);
+    const verdict = page.getByTestId("would-be-rejected");
+    await expect.poll(() => verdict.textContent(), { timeout: 60_000 }).toContain(`${bad.slice(0, 12)} would be rejected: the clusters keep ${sha.slice(0, 12)}; nothing would change`);
+    expect(await verdict.textContent()).toContain("workspaces/broken.yaml:10");
+    expect(await page.getByTestId("diff").locator("section[data-cluster]").count()).toBe(0);
     // The fix: the rejection goes away by itself.
     execFileSync("sh", ["-ec", "git rm -q workspaces/broken.yaml && git commit -qm fix && git push -q origin HEAD:main"], { cwd: work, env: GIT_ENV, stdio: "pipe" });
     await page.getByRole("link", { name: "Fleet" }).click();

@@ -14,8 +14,33 @@ interface DiffReport {
   readonly base: { readonly commit: string };
   readonly head: { readonly commit: string };
   readonly clusters: readonly { readonly cluster: string; readonly added: readonly Change[]; readonly changed: readonly Change[]; readonly removed: readonly Change[] }[];
-  readonly introduced: readonly { readonly file?: string; readonly line?: number; readonly code: string; readonly message: string }[];
+  readonly introduced: readonly Diag[];
   readonly headErrors: number;
+  /** Present when the server would reject head: the clusters keep base (src/git-sync/diff-report.ts). */
+  readonly rejected?: { readonly keeps: string; readonly errors: readonly Diag[] };
+  readonly risks?: readonly { readonly kind: string; readonly cluster: string; readonly message: string; readonly blocking: boolean }[];
+}
+interface Diag {
+  readonly file?: string;
+  readonly line?: number;
+  readonly code: string;
+  readonly message: string;
+}
+
+function DiagList({ list }: { list: readonly Diag[] }) {
+  return (
+    <ul>
+      {list.map((d, i) => (
+        <li key={i}>
+          <code>
+            {d.file ?? ""}
+            {d.line === undefined ? "" : `:${d.line}`}
+          </code>{" "}
+          {d.code}: {d.message}
+        </li>
+      ))}
+    </ul>
+  );
 }
 
 export function diffHref(base: string, head: string): string {
@@ -56,7 +81,28 @@ export function DiffPage({ params }: { params: URLSearchParams }) {
       {ready && !report && !error && <p>Translating both commits…</p>}
       {report && (
         <div data-testid="diff">
-          {report.clusters.length === 0 && <p>No rendered change.</p>}
+          {report.rejected && (
+            <section class="rejected" data-testid="would-be-rejected">
+              <h3 class="error">
+                {short(report.head.commit)} would be rejected: the clusters keep {short(report.rejected.keeps)}; nothing would change
+              </h3>
+              <DiagList list={report.rejected.errors} />
+            </section>
+          )}
+          {(report.risks ?? []).length > 0 && (
+            <section data-testid="risks">
+              <h3>Risks</h3>
+              <ul>
+                {(report.risks ?? []).map((r, i) => (
+                  <li key={i} class={r.blocking ? "error" : "warn"}>
+                    {r.blocking ? "needs consent — " : ""}
+                    {r.cluster}: {r.message}
+                  </li>
+                ))}
+              </ul>
+            </section>
+          )}
+          {report.clusters.length === 0 && !report.rejected && <p>No rendered change.</p>}
           {report.clusters.map((c) => (
             <section key={c.cluster} data-cluster={c.cluster}>
               <h3>
@@ -77,17 +123,7 @@ export function DiffPage({ params }: { params: URLSearchParams }) {
           {report.introduced.length > 0 && (
             <section class="rejected">
               <h3>New diagnostics in {short(report.head.commit)}</h3>
-              <ul>
-                {report.introduced.map((d, i) => (
-                  <li key={i}>
-                    <code>
-                      {d.file ?? ""}
-                      {d.line === undefined ? "" : `:${d.line}`}
-                    </code>{" "}
-                    {d.code}: {d.message}
-                  </li>
-                ))}
-              </ul>
+              <DiagList list={report.introduced} />
             </section>
           )}
         </div>
