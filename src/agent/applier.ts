@@ -99,6 +99,26 @@ export interface Applier {
   reportFight(key: string, message: string | undefined): void;
 }
 
+/**
+ * The inventory with its reads and writes retried on transient answers as every other request of a
+ * delivery: a 429 on the inventory ConfigMap is "not applied yet", never a NACK.
+ */
+function retriedInventory(inventory: Inventory, again: <T>(request: () => Promise<T>) => Promise<T>): Inventory {
+  return {
+    name: inventory.name,
+    namespace: inventory.namespace,
+    load: () => again(() => inventory.load()),
+    get: (key) => inventory.get(key),
+    entries: () => inventory.entries(),
+    set: (entry) => inventory.set(entry),
+    remove: (key) => inventory.remove(key),
+    flush: () => again(() => inventory.flush()),
+    get storedBytes() {
+      return inventory.storedBytes;
+    },
+  };
+}
+
 /** The applier's long-lived context: retried reads, retried and leader-guarded writes, options with defaults. */
 export function createApplyContext(options: ApplierOptions): ApplyContext {
   // Transient answers (a real server's 429 while a kind's storage initializes, 5xx) are retried here,
@@ -126,7 +146,8 @@ export function createApplyContext(options: ApplierOptions): ApplyContext {
       mergePatch: (o) => again(() => (guard(), w.mergePatch(o))),
       delete: (ref, ns, name, opts) => again(() => (guard(), w.delete(ref, ns, name, opts))),
     },
-    inventory: options.inventory,
+    // Typed as required, but a caller driving the applier without one gets a reported step, not a crash.
+    inventory: (options.inventory as Inventory | undefined) === undefined ? undefined : retriedInventory(options.inventory, again),
     kinds: options.kinds ?? writableKinds({ manageIstioInstall, rateLimitConfigNamespaces: options.rateLimitConfigNamespaces ?? [] }),
     manageIstioInstall,
     fieldManager: w.fieldManager,
