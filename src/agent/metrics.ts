@@ -60,12 +60,36 @@ export interface AgentMetrics {
 export const AGENT_CERTIFICATES = { relayClient: "relay-client", istioIntermediate: "istio-intermediate" } as const;
 
 export interface AgentMetricsOptions {
-  /** notAfter (ms) of the stored relay client certificate, read at every scrape (default: none, the gauge shows only the intermediate). */
+  /**
+   * notAfter (ms) of the stored relay client certificate (default: none, the gauge shows only the
+   * intermediate). Read in the background — at start, then when a scrape finds the last read older than
+   * `certificateReadIntervalMs` — never while a scrape waits: a stalled API server must not stall /metrics.
+   */
   readonly clientCertificateNotAfterMs?: () => Promise<number | undefined>;
+  /** How old the last read of the client certificate may be before a scrape starts another (default 60 s). */
+  readonly certificateReadIntervalMs?: number;
 }
 
 export function createAgentMetrics(registry: Registry, options: AgentMetricsOptions = {}): AgentMetrics {
   const readClient = options.clientCertificateNotAfterMs;
+  const readInterval = options.certificateReadIntervalMs ?? 60_000;
+  let clientNotAfterMs: number | undefined;
+  let readAt = Number.NEGATIVE_INFINITY;
+  let reading = false;
+  const refreshClient = () => {
+    if (readClient === undefined || reading || Date.now() - readAt < readInterval) return;
+    reading = true;
+    readAt = Date.now();
+    readClient()
+      .then((v) => {
+        if (v !== undefined) clientNotAfterMs = v;
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        reading = false;
+      });
+  };
+  refreshClient();
   const registers = [registry];
   const metrics: AgentMetrics = {
     leader: new Gauge({ name: "gitmesh_agent_leader", help: "1 while this replica holds the leader Lease", registers }),
@@ -90,9 +114,9 @@ export function createAgentMetrics(registry: Registry, options: AgentMetricsOpti
     driftFights: new Counter({ name: "gitmesh_agent_drift_fights_total", help: "Fights with another field manager detected (repairs back off)", labelNames: ["kind"], registers }),
     certificateExpiry: new Gauge({
       name: "gitmesh_agent_certificate_expiry_timestamp_seconds", help: "notAfter of the agent's certificates as Unix seconds: relay-client (relay mTLS identity), istio-intermediate (the cacerts written last)", labelNames: ["certificate"], registers,
-      async collect() {
-        const notAfterMs = await readClient?.().catch(() => undefined);
-        if (notAfterMs !== undefined) this.set({ certificate: AGENT_CERTIFICATES.relayClient }, Math.floor(notAfterMs / 1000));
+      collect() {
+        refreshClient();
+        if (clientNotAfterMs !== undefined) this.set({ certificate: AGENT_CERTIFICATES.relayClient }, Math.floor(clientNotAfterMs / 1000));
       },
     }),
     inventoryRejected: new Counter({ name: "gitmesh_agent_inventory_entries_rejected_total", help: "Inventory entries dropped because the live object does not prove them (another uid, or never applied by gitmesh)", labelNames: ["reason"], registers }),
