@@ -77,7 +77,8 @@ export function createAgentMetrics(registry: Registry, options: AgentMetricsOpti
   let readAt = Number.NEGATIVE_INFINITY;
   let reading = false;
   const refreshClient = () => {
-    if (readClient === undefined || reading || Date.now() - readAt < readInterval) return;
+    // Until a certificate is stored (the agent registers after it starts), every scrape asks again.
+    if (readClient === undefined || reading || (clientNotAfterMs !== undefined && Date.now() - readAt < readInterval)) return;
     reading = true;
     readAt = Date.now();
     readClient()
