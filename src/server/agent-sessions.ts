@@ -51,6 +51,8 @@ export function createAgentSessions(options: AgentSessionsOptions): AgentSession
   const connected = new Map<string, Set<StreamKind>>();
   const lastSeen = new Map<string, number>();
   const repairs = new Map<string, DriftRepair[]>();
+  /** Clusters whose both streams were up since they last had none. */
+  const complete = new Set<string>();
 
   return {
     streamChanged(cluster, stream, up) {
@@ -60,8 +62,17 @@ export function createAgentSessions(options: AgentSessionsOptions): AgentSession
       else set.delete(stream);
       connected.set(cluster, set);
       lastSeen.set(cluster, now());
-      if (before === 0 && set.size > 0) log.info("cluster connected", { cluster, replica });
-      if (before > 0 && set.size === 0) log.warn("cluster lost; it keeps its last applied config", { cluster, replica });
+      // Connected means both streams (as the gauge counts); "lost" is said only of a cluster that was. A
+      // session that ends before both were up — its discovery stream refused by the admission limit while
+      // hundreds reconnect, say — is no loss: the agent retries, and saying "lost" for each is noise.
+      if (set.size === 2 && !complete.has(cluster)) {
+        complete.add(cluster);
+        log.info("cluster connected", { cluster, replica });
+      }
+      if (set.size === 0 && before > 0) {
+        if (complete.delete(cluster)) log.warn("cluster lost; it keeps its last applied config", { cluster, replica });
+        else log.debug("agent session ended before both streams were up", { cluster, replica });
+      }
       options.metrics.clustersConnected.set([...connected.values()].filter((s) => s.size === 2).length);
     },
     seen: (cluster) => void lastSeen.set(cluster, now()),
