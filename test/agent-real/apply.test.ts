@@ -3,7 +3,6 @@
 // rollout controller) are the admin with field managers of their own. Expectations: DESIGN.md
 // "Agent" and "Failure behaviour", and Kubernetes' documented server-side apply semantics (managed
 // fields, conflicts, force, preconditions).
-import { readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -21,8 +20,7 @@ import {
   type Applier,
   type KubeReader,
 } from "../../src/agent/index.js";
-import { parseAllDocuments } from "yaml";
-import { ISTIO_CRDS, type RealKube } from "../helpers/real-kube.js";
+import { istioCrdObjects, type RealKube } from "../helpers/real-kube.js";
 import { dr, metricValue, output, racingReader as racing, vs } from "../agent/helpers.js";
 import { AGENT_NAMESPACE, getObject, namesAt, startAgentCluster, until, type AgentCluster } from "./cluster.js";
 
@@ -458,9 +456,7 @@ describe("one missing CRD affects one kind, on a real API server (#35)", () => {
     await until("the VirtualService CRD gone", async () => (await getObject(kube, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${VS_CRD}`)) === undefined && !(await served()), 60_000);
   }
   async function createVirtualServiceCrd(): Promise<void> {
-    const crd = parseAllDocuments(readFileSync(ISTIO_CRDS, "utf8"))
-      .map((d) => d.toJS() as Obj | null)
-      .find((o) => o?.kind === "CustomResourceDefinition" && o.metadata?.name === VS_CRD);
+    const crd = (istioCrdObjects() as Obj[]).find((o) => o.metadata?.name === VS_CRD);
     await kube.apply([crd!]);
     await until("the VirtualService CRD served", served, 60_000);
   }

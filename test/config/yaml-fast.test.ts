@@ -14,7 +14,7 @@ import { parseYamlCst, parseYamlFast } from "../../src/config/yaml-fast.js";
 import { parseYamlDocuments, type ParsedDocument } from "../../src/config/yaml-positions.js";
 import { coreScalarTests, plainScalarValue } from "../../src/config/yaml-scalar.js";
 import { scanYaml, scanYamlValues } from "../../src/config/yaml-scan.js";
-import { corpusSetsIfPresent } from "../corpus/corpus.js";
+import { CORPUS_PRESENT, corpusSetsIfPresent } from "../corpus/corpus.js";
 import { createRandom } from "../helpers/random.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -100,8 +100,11 @@ describe("the YAML fast path", () => {
     // When written, of 1,830: the scanner 1,621 (the rest: flow mappings, block scalars, multi-line
     // quoted scalars, tabs… take the CST path), the CST path 1,618 (comments before the first key,
     // multi-line flow lists… take the composer).
-    expect(scanner).toBeGreaterThan(texts.length * 0.85);
-    expect(cst).toBeGreaterThan(texts.length * 0.8);
+    // Shares of real-world YAML (the corpus); the repository's own fixtures alone lean to the odd cases.
+    if (CORPUS_PRESENT) {
+      expect(scanner).toBeGreaterThan(texts.length * 0.85);
+      expect(cst).toBeGreaterThan(texts.length * 0.8);
+    }
   });
 
   it("agrees or declines on edge cases", () => {
@@ -137,7 +140,7 @@ describe("the YAML fast path", () => {
     const next = createRandom(20);
     const sources = generateConfigRepo({ objects: 40, docsPerFile: 4 }).map((f) => f.content);
     const corpus = corpusSetsIfPresent().flatMap((s) => s.files.map((f) => Buffer.from(f.content).toString("utf8")));
-    for (let i = 0; i < 40; i++) sources.push(corpus[Math.floor(next() * corpus.length)]!);
+    if (corpus.length > 0) for (let i = 0; i < 40; i++) sources.push(corpus[Math.floor(next() * corpus.length)]!);
     const inserts = [" ", "  ", "\t", ":", "- ", "#", "'", '"', "\n", "[", "]", "{", ",", "&a ", "*a", "!t ", "|", ">", "?", "---\n", "0", "~", "\\"];
     for (let i = 0; i < 4000; i++) {
       const src = sources[i % sources.length]!;
@@ -247,7 +250,7 @@ describe("the YAML scanner", () => {
     const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
     const sources = generateConfigRepo({ objects: 40, docsPerFile: 4 }).map((f) => f.content);
     const corpus = corpusSetsIfPresent().flatMap((s) => s.files.map((f) => Buffer.from(f.content).toString("utf8")));
-    for (let i = 0; i < 40; i++) sources.push(pick(corpus));
+    if (corpus.length > 0) for (let i = 0; i < 40; i++) sources.push(pick(corpus));
     for (let i = 0; i < 40; i++) sources.push(randomSubsetStream(next));
     const atLineStart = (src: string, insert: (line: string) => string): string => {
       const lines = src.split("\n");

@@ -54,6 +54,13 @@ let warnedCrds = false;
  * emulator's copy (src/kube-emulator/crds/istio.gen.ts: the same file's names, versions and structural
  * schemas, without descriptions and CEL rules), with a note; CI must have the real file.
  */
+/** Istio's CRDs as the real API server gets them (see istioCrds): for tests that re-create or inspect one. */
+export function istioCrdObjects(): KubeObject[] {
+  return istioCrds((what) => {
+    throw new Error(what);
+  });
+}
+
 function istioCrds(fail: (what: string) => never): KubeObject[] {
   if (existsSync(ISTIO_CRDS)) {
     return parseAllDocuments(readFileSync(ISTIO_CRDS, "utf8"))

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRealKube, ISTIO_CRDS, type RealKube, type ServiceAccountAccess } from "../helpers/real-kube.js";
+import { istioCrdObjects, startRealKube, type RealKube, type ServiceAccountAccess } from "../helpers/real-kube.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 // The agent chart as `helm template` renders it with its defaults (the chart tests' golden).
@@ -96,9 +96,7 @@ describe("real kube-apiserver: admin", () => {
 });
 
 describe("real kube-apiserver: Istio CRDs", () => {
-  const crds = parseAllDocuments(readFileSync(ISTIO_CRDS, "utf8"))
-    .map((d) => d.toJS())
-    .filter((o) => o?.kind === "CustomResourceDefinition");
+  const crds = istioCrdObjects();
 
   it("serves every kind of Istio's CRD file in every served version", async () => {
     expect(crds.length).toBeGreaterThanOrEqual(14);
