@@ -252,15 +252,24 @@ async function connect(options: SshGitClientOptions, state: ClientState): Promis
   const config = await connectConfig(options, state);
   const conn = new Client();
   const sock = new Socket();
-  await new Promise<void>((resolve, reject) => {
-    conn.once("ready", resolve);
-    conn.once("error", (err: Error & { level?: string }) => reject(connectError(err, options, config, where)));
-    conn.once("close", () => reject(new GitTransportError(`Git over SSH: ${where} closed the connection before it was ready`)));
-    conn.connect({ ...config.connect, sock });
-    sock.connect({ host: remote.host, port: remote.port });
-  });
-  // Errors after the handshake are reported by the channels' reads; keep the connection from throwing.
+  // For the connection's whole life: an error after the first (the server resetting the socket after a
+  // refused host key, say) must never reach the process as an uncaught exception. Errors after the
+  // handshake are reported by the channels' reads.
   conn.on("error", () => undefined);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      conn.once("ready", resolve);
+      conn.once("error", (err: Error & { level?: string }) => reject(connectError(err, options, config, where)));
+      conn.once("close", () => reject(new GitTransportError(`Git over SSH: ${where} closed the connection before it was ready`)));
+      conn.connect({ ...config.connect, sock });
+      sock.connect({ host: remote.host, port: remote.port });
+    });
+  } catch (err) {
+    // A connection that never became ready is closed here: nothing else holds it.
+    conn.end();
+    sock.destroy();
+    throw err;
+  }
   return { conn, sock };
 }
 
