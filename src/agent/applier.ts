@@ -29,7 +29,7 @@
  * and not compared. Unchanged objects are not applied again (hash of the last applied manifest, and
  * the live object still holds every field of it: sync.ts inSync).
  */
-import type { Logger } from "../core/index.js";
+import { MASS_DELETION_DEFAULTS, type Logger } from "../core/index.js";
 import type { Inventory } from "./inventory.js";
 import { writableKinds, objectKey, type FieldOwnerWriter, type KindRef, type KubeObject, type KubeReader } from "./kube.js";
 import type { AgentMetrics } from "./metrics.js";
@@ -151,8 +151,8 @@ export function createApplyContext(options: ApplierOptions): ApplyContext {
     kinds: options.kinds ?? writableKinds({ manageIstioInstall, rateLimitConfigNamespaces: options.rateLimitConfigNamespaces ?? [] }),
     manageIstioInstall,
     fieldManager: w.fieldManager,
-    maxPruneFraction: options.maxPruneFraction ?? 0.5,
-    pruneAlwaysAllowed: options.pruneAlwaysAllowed ?? 2,
+    maxPruneFraction: options.maxPruneFraction ?? MASS_DELETION_DEFAULTS.maxFraction,
+    pruneAlwaysAllowed: options.pruneAlwaysAllowed ?? MASS_DELETION_DEFAULTS.alwaysAllowed,
     concurrency: Math.max(1, options.concurrency ?? 16),
     canWrite,
     log: options.logger,

@@ -3,7 +3,7 @@
  * environment variables that match the chart values, validated, frozen. Problems are returned as
  * messages that say what to fix, never thrown.
  */
-import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel, type LogLevel } from "../core/index.js";
+import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel, MASS_DELETION_DEFAULTS, type LogLevel } from "../core/index.js";
 import { isValidClusterName } from "../relay/index.js";
 import type { LabelSelector } from "../discovery/index.js";
 
@@ -226,8 +226,8 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     kubeconfig: input.kubeconfig || undefined,
     istioNamespace,
     discoverySelectors: selectors.length > 0 ? selectors : undefined,
-    maxPruneFraction: read.number(input.maxPruneFraction, "max prune fraction", 0.5, (n) => n >= 0 && n <= 1, "a number between 0 and 1"),
-    pruneAlwaysAllowed: read.number(input.pruneAlwaysAllowed, "prune always allowed", 2, (n) => Number.isInteger(n) && n >= 0, "a whole number ≥ 0"),
+    maxPruneFraction: read.number(input.maxPruneFraction, "max prune fraction", MASS_DELETION_DEFAULTS.maxFraction, (n) => n >= 0 && n <= 1, "a number between 0 and 1"),
+    pruneAlwaysAllowed: read.number(input.pruneAlwaysAllowed, "prune always allowed", MASS_DELETION_DEFAULTS.alwaysAllowed, (n) => Number.isInteger(n) && n >= 0, "a whole number ≥ 0"),
     httpPort: read.port(input.httpPort, "HTTP port", 9977),
     leaseDurationMs: read.number(input.leaseDurationMs, "lease duration", 15_000, (n) => n >= 1000, "milliseconds ≥ 1000"),
     renewDeadlineMs: read.number(input.renewDeadlineMs, "renew deadline", 10_000, (n) => n >= 500, "milliseconds ≥ 500"),

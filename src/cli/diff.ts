@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
-import { allowedDeletions, compareRenders, DEFAULT_MAX_COMMENT_BODIES, GitRefNotFoundError, isSshUrl, readRevisionFiles, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation, type SshRemoteOptions } from "../git-sync/index.js";
+import { allowedDeletions, compareRenders, reportFails, DEFAULT_MAX_COMMENT_BODIES, GitRefNotFoundError, isSshUrl, readRevisionFiles, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation, type SshRemoteOptions } from "../git-sync/index.js";
 import type { CiContext } from "../git-host/index.js";
 import { loadRevisions, renderedSide, renderRevisions } from "../translate/index.js";
 import { ExitCode, integerFlag, UsageError, type CliIo } from "./io.js";
@@ -183,7 +183,7 @@ export function registerDiff(program: Command, io: CliIo): void {
             (report.risks.length > 0 ? `; ${String(report.risks.length)} risk(s)${blocking.length > 0 ? `, ${String(blocking.length)} needing consent` : ""}` : "") +
             "\n",
         );
-        io.exitCode = report.headErrors > 0 || report.rejected !== undefined || blocking.length > 0 ? ExitCode.Failed : ExitCode.Ok;
+        io.exitCode = reportFails(report) ? ExitCode.Failed : ExitCode.Ok;
       } finally {
         for (const d of temp) await rm(d, { recursive: true, force: true });
       }

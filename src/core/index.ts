@@ -8,3 +8,4 @@ export * from "./backoff.js";
 export * from "./labels.js";
 export * from "./health-http.js";
 export * from "./metrics.js";
+export * from "./mass-deletion.js";

@@ -1,6 +1,6 @@
 /** The one interface both platforms implement, and the status a diff report earns. */
 import { Severity, type Diagnostic } from "../core/index.js";
-import type { DiffReport } from "../git-sync/index.js";
+import { reportFails, type DiffReport } from "../git-sync/index.js";
 
 /** Commit status context (GitHub `context`, GitLab `name`). */
 export const STATUS_CONTEXT = "gitmesh/diff";
@@ -51,13 +51,14 @@ export function statusOfReport(report: DiffReport): { state: ReportState; descri
     const more = n > 1 ? ` (+${String(n - 1)} more)` : "";
     return { state: "failure", description: shorten(`would be rejected; clusters keep ${report.rejected.keeps.slice(0, 12)}${first ? `: ${at(first)}` : ""}`, STATUS_DESCRIPTION_MAX - more.length) + more };
   }
-  const blocking = report.risks.filter((r) => r.blocking);
-  if (blocking.length > 0 && report.headErrors === 0) {
-    return { state: "failure", description: shorten(`needs consent: ${blocking.map((r) => `${r.cluster} ${r.kind}`).join(", ")} (Gitmesh-Allow-Deletion trailer)`) };
-  }
-  if (report.headErrors === 0) {
+  if (!reportFails(report)) {
     const n = report.clusters.length;
     return { state: "success", description: n === 0 ? "no rendered change" : `${n} cluster${n === 1 ? "" : "s"} change, no errors` };
+  }
+  if (report.headErrors === 0) {
+    // What fails is a change that needs consent.
+    const blocking = report.risks.filter((r) => r.blocking);
+    return { state: "failure", description: shorten(`needs consent: ${blocking.map((r) => `${r.cluster} ${r.kind}`).join(", ")} (Gitmesh-Allow-Deletion trailer)`) };
   }
   const first = report.introduced.find((d) => d.severity === Severity.Error);
   const text = first

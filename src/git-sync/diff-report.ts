@@ -4,7 +4,7 @@
  * forge's limit, never cutting one resource's diff) or JSON. Pure: no I/O.
  */
 import { structuredPatch } from "diff";
-import { canonicalJson, canonicalYaml, formatDiagnostic, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
+import { canonicalJson, canonicalYaml, formatDiagnostic, massDeletionLimit, Severity, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import type { RenderedResource } from "./audit.js";
 
 export interface RenderSide {
@@ -26,9 +26,6 @@ export interface RenderSide {
    */
   readonly allowMassDeletion?: readonly string[];
 }
-
-/** The agents' default mass-deletion guard (src/agent: `maxPruneFraction` 0.5, `pruneAlwaysAllowed` 2). */
-export const MASS_DELETION_DEFAULTS = { maxFraction: 0.5, alwaysAllowed: 2 } as const;
 
 /**
  * What a reviewer must look at first: removed security policies, a gateway losing a host or a route,
@@ -146,6 +143,14 @@ const sourceOf = (r: RenderedResource): { source?: string } => {
   return file === undefined ? {} : { source: file };
 };
 
+/**
+ * Whether the change cannot pass as it is: head would be rejected, has errors, or needs consent (a
+ * blocking risk). `gitmesh diff`'s exit code and the commit status it posts both read this one verdict.
+ */
+export function reportFails(report: DiffReport): boolean {
+  return report.rejected !== undefined || report.headErrors > 0 || report.risks.some((r) => r.blocking);
+}
+
 const SECURITY_KINDS: ReadonlySet<string> = new Set(["AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication"]);
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- rendered objects are untyped JSON */
@@ -172,7 +177,7 @@ function risksOf(base: RenderSide, head: RenderSide, clusters: readonly ClusterD
     const before = index(base.clusters.get(c.cluster) ?? []);
     const after = index(head.clusters.get(c.cluster) ?? []);
     const owned = before.size;
-    const limit = Math.max(MASS_DELETION_DEFAULTS.alwaysAllowed, Math.floor(MASS_DELETION_DEFAULTS.maxFraction * owned));
+    const limit = massDeletionLimit(owned); // the agents' defaults
     if (c.removed.length > limit && !allowed.has("*") && !allowed.has(c.cluster)) {
       risks.push({
         kind: "mass-deletion",
@@ -186,7 +191,8 @@ function risksOf(base: RenderSide, head: RenderSide, clusters: readonly ClusterD
     for (const r of c.removed) if (SECURITY_KINDS.has(r.kind)) risks.push({ kind: "security-policy-removed", cluster: c.cluster, blocking: false, message: `${r.kind} ${describeId(r)} is removed: the workloads it selected lose that policy` });
     for (const [key, a] of before) {
       const b = after.get(key);
-      const lost = [...gatewayHosts(a)].filter((h) => !gatewayHosts(b).has(h));
+      const kept = gatewayHosts(b);
+      const lost = [...gatewayHosts(a)].filter((h) => !kept.has(h));
       if (lost.length > 0) risks.push({ kind: "gateway-host-lost", cluster: c.cluster, blocking: false, message: `${a.kind} ${describeId(idOf(a))} ${b === undefined ? "is removed" : "no longer serves"}: ${lost.sort(cmp).join(", ")} ${b === undefined ? "lose(s) it at the gateway" : "at the gateway"}` });
       else if (b !== undefined && gatewayRoutes(b) < gatewayRoutes(a)) risks.push({ kind: "gateway-route-lost", cluster: c.cluster, blocking: false, message: `${a.kind} ${describeId(idOf(a))} goes from ${String(gatewayRoutes(a))} to ${String(gatewayRoutes(b))} gateway routes` });
     }

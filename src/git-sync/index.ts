@@ -86,6 +86,7 @@ export {
   renderJson,
   renderJsonChunks,
   renderMarkdown,
+  reportFails,
   unifiedDiff,
   type ClusterDiff,
   type DiffReport,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { compareRenders, renderJson, renderJsonChunks, renderMarkdown, unifiedDiff, type RenderedResource, type RenderSide } from "../../src/git-sync/index.js";
+import { compareRenders, renderJson, renderJsonChunks, renderMarkdown, reportFails, unifiedDiff, type RenderedResource, type RenderSide } from "../../src/git-sync/index.js";
 import type { Diagnostic } from "../../src/core/index.js";
 
 const UPDATE = process.env.UPDATE_GOLDEN === "1";
@@ -208,7 +208,9 @@ describe("a PR diff that tells what will happen", () => {
     expect(refused.risks).toEqual([expect.objectContaining({ kind: "mass-deletion", cluster: "cluster1", blocking: true })]);
     expect(refused.risks[0]!.message).toContain('Gitmesh-Allow-Deletion: cluster1');
     expect(renderMarkdown(refused)[0]).toContain(":no_entry: **needs consent** cluster1: removes 6 of 10 objects");
+    expect(reportFails(refused)).toBe(true); // CI's exit code and the commit status read this verdict
     expect(compareRenders(b, { ...six, allowMassDeletion: ["cluster1"] }).risks).toEqual([]);
+    expect(reportFails(compareRenders(b, { ...six, allowMassDeletion: ["cluster1"] }))).toBe(false);
     expect(compareRenders(b, { ...six, allowMassDeletion: ["*"] }).risks).toEqual([]);
     expect(compareRenders(b, { ...six, allowMassDeletion: ["cluster2"] }).risks).toHaveLength(1);
     // A small cluster: two removals are always allowed.

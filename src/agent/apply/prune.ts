@@ -13,6 +13,7 @@ import { NotLeaderError, resourceError } from "./errors.js";
 import { describe, isControlPlaneObject, kindKey, rankOf, refOf, uidOf } from "./objects.js";
 import { proveEntry, rejectEntry } from "./ownership.js";
 import { DONE, type ApplyContext, type Delivery, type StepResult } from "./types.js";
+import { massDeletionLimit } from "../../core/index.js";
 
 /** An owned object to delete. */
 export interface Stale {
@@ -21,13 +22,8 @@ export interface Stale {
   readonly uid: string;
 }
 
-/**
- * How many of `owned` objects one output may delete: at least `alwaysAllowed`, else
- * floor(`maxFraction` × owned). Deleting more than this needs the commit's allowance.
- */
-export function massDeletionLimit(owned: number, maxFraction: number, alwaysAllowed: number): number {
-  return Math.max(alwaysAllowed, Math.floor(maxFraction * owned));
-}
+// How many of `owned` objects one output may delete: core's rule, shared with the PR diff's warning.
+export { massDeletionLimit };
 
 /** Whether the kind of an inventory entry was listed in this delivery (so its absence means gone). */
 function listedKind(ctx: ApplyContext, d: Delivery, e: InventoryEntry): boolean {
