@@ -18,7 +18,7 @@ import { loadCase, runCase } from "../translate/golden.js";
 import { GATEWAY_SECRETS_CLUSTER_ROLE } from "../../src/translate/index.js";
 import { SAIL_KINDS } from "../../src/kube-emulator/index.js";
 import { helmBinary, notes, render, renderOk } from "./helm.js";
-import { agentCalls, DEFAULT_SECRETS, envOf, expectGolden, expectHardened, find, grantsOf, podSpec, validateAll } from "./checks.js";
+import { agentCalls, DEFAULT_SECRETS, envOf, expectGolden, expectHardened, find, grantsOf, lifecycleOutput, podSpec, validateAll } from "./checks.js";
 
 const CHART = "gitmesh-agent";
 const BIN = fileURLToPath(new URL("../../bin/gitmesh.js", import.meta.url));
@@ -346,11 +346,6 @@ describe("gitmesh-agent chart RBAC against the requests the agent really makes",
 });
 
 /** The Istio installation the lifecycle golden case renders for cluster1, as the relay carries it. */
-function lifecycleOutput(): KubeObject[] {
-  const { result } = runCase(loadCase("lifecycle"));
-  return (result.clusters.get("cluster1")?.resources ?? []).map((r) => JSON.parse(JSON.stringify(r)) as KubeObject);
-}
-
 /** The rate limiter's configuration the rate-limit golden case renders for cluster1. */
 function rateLimitConfig(): KubeObject {
   const { result } = runCase(loadCase("rate-limit"));

@@ -27,7 +27,7 @@ import { GATEWAY_SECRETS_CLUSTER_ROLE } from "../../src/translate/index.js";
 import { createWorkloadRestarter, RESTART_FIELD_MANAGER, RESTARTED_AT_ANNOTATION } from "../../src/agent/workload-restart.js";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { startRealKube, type RealKube } from "../helpers/real-kube.js";
-import { agentCalls, DEFAULT_SECRETS, envOf, find, grant, grantsOf, kubectlCanI, parseGrant, podSpec, type Grant } from "./checks.js";
+import { agentCalls, DEFAULT_SECRETS, envOf, find, grant, grantsOf, kubectlCanI, lifecycleOutput, parseGrant, podSpec, type Grant } from "./checks.js";
 import { chartDir, helm, helmBinary, renderOk, ROOT, type Manifest } from "./helm.js";
 
 const NS = "gitmesh";
@@ -342,9 +342,11 @@ describe("agent chart: every combination of opt-ins, installed by helm, asked of
     const kc = new KubeConfig();
     kc.loadFromString(kube.kubeconfig({ token: (tr.body as { status: { token: string } }).status.token, user: USER, namespace: NS }));
     const writer = withFieldOwner(createKubeClient(kc));
+    // The gateways' RBAC as the server renders it (the lifecycle golden case), applied as the agent.
+    const gatewayRbac = lifecycleOutput().filter((o) => (o.kind === "ServiceAccount" || o.kind === "RoleBinding") && o.metadata.namespace === GATEWAY_NS);
+    expect(gatewayRbac.filter((o) => o.kind === "RoleBinding").length).toBeGreaterThan(0);
+    for (const o of gatewayRbac) expect((await writer.apply(o)).metadata.uid, `${o.kind} ${o.metadata.name}`).toBeDefined();
     const subjects = [{ kind: "ServiceAccount", name: "istio-ingressgateway", namespace: GATEWAY_NS }];
-    const bound = await writer.apply({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "istio-ingressgateway-secrets", namespace: GATEWAY_NS }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: GATEWAY_SECRETS_CLUSTER_ROLE }, subjects });
-    expect(bound.metadata.uid).toBeDefined();
     // Any other ClusterRole, or a Role of its own with Secret reads: Kubernetes' escalation check refuses both.
     await expect(writer.apply({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "cluster-admin", namespace: GATEWAY_NS }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" }, subjects })).rejects.toThrow(/forbidden|403/i);
     await expect(writer.apply({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "reader", namespace: GATEWAY_NS }, rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }] })).rejects.toThrow(/forbidden|403/i);

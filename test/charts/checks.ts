@@ -13,6 +13,8 @@ import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { promisify } from "node:util";
+import type { KubeObject } from "../../src/agent/index.js";
+import { loadCase, runCase } from "../translate/golden.js";
 import type { Manifest } from "./helm.js";
 
 const run = promisify(execFile);
@@ -254,4 +256,10 @@ export function expectHardened(deployment: Record<string, unknown>): void {
 
 export function envOf(c: Container): Record<string, unknown> {
   return Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
+}
+
+/** What the real translation renders for cluster1 in the lifecycle golden case (a canary installation and its gateways). */
+export function lifecycleOutput(): KubeObject[] {
+  const { result } = runCase(loadCase("lifecycle"));
+  return (result.clusters.get("cluster1")?.resources ?? []).map((r) => JSON.parse(JSON.stringify(r)) as KubeObject);
 }
