@@ -8,7 +8,8 @@
  *   proxy.stall((req) => req.path.includes("/pods"));   // or proxy.stall() for everything
  *   proxy.release();
  */
-import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createBufferingServer, forwardRequest } from "../helpers/forward.js";
 import { listenLoopback } from "../helpers/ports.js";
 
 export interface StallProxy {
@@ -33,32 +34,25 @@ export async function startStallProxy(target: string): Promise<StallProxy> {
   const forward = (req: IncomingMessage, res: ServerResponse, body: Buffer) => {
     const method = req.method ?? "GET";
     const path = req.url ?? "/";
-    const up = request({ host: to.hostname, port: to.port, method, path, headers: req.headers }, (upstream) => {
-      res.writeHead(upstream.statusCode ?? 502, upstream.headers);
-      res.flushHeaders(); // watches: headers at once, as the API server sends them
-      const s = { upstream, method, path };
-      streams.add(s);
-      if (matches(method, path)) upstream.pause();
-      upstream.on("data", (c: Buffer) => res.write(c));
-      upstream.on("end", () => {
-        streams.delete(s);
-        res.end();
-      });
-      upstream.on("error", () => res.destroy());
+    // Copied by hand, not piped: a matching stream is paused while stalled.
+    forwardRequest(to, req, res, body, {
+      relay: (upstream) => {
+        const s = { upstream, method, path };
+        streams.add(s);
+        if (matches(method, path)) upstream.pause();
+        upstream.on("data", (c: Buffer) => res.write(c));
+        upstream.on("end", () => {
+          streams.delete(s);
+          res.end();
+        });
+      },
     });
-    up.on("error", () => res.destroy());
-    res.on("close", () => up.destroy());
-    up.end(body);
   };
 
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const go = () => forward(req, res, Buffer.concat(chunks));
-      if (matches(req.method ?? "GET", req.url ?? "/")) held.push(go);
-      else go();
-    });
+  const server = createBufferingServer((req, res, body) => {
+    const go = () => forward(req, res, body);
+    if (matches(req.method ?? "GET", req.url ?? "/")) held.push(go);
+    else go();
   });
   const { port, sockets } = await listenLoopback(server);
 

@@ -15,8 +15,8 @@
  *   await proxy.nextCut();   // resolves at the next cut: the watches are down for gapMs now
  *   await proxy.stop();
  */
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
-import { request as httpsRequest } from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createBufferingServer, forwardRequest } from "./forward.js";
 import { createRandom } from "./random.js";
 import { listenLoopback } from "./ports.js";
 
@@ -55,7 +55,6 @@ const isWatch = (path: string) => /[?&]watch=(true|1)(&|$)/.test(path);
 
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
   const to = new URL(options.target);
-  const tls = to.protocol === "https:";
   const random = createRandom(options.seed ?? 35);
   let errorRate = options.errorRate ?? 0;
   let cutEvery = options.cutWatchesEveryMs;
@@ -79,14 +78,11 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     const path = req.url ?? "/";
     const watch = isWatch(path);
     forwarded += 1;
-    const headers = { ...req.headers, host: to.host };
-    const send = tls ? httpsRequest : httpRequest;
-    const up = send({ host: to.hostname, port: to.port, method: req.method ?? "GET", path, headers, ...(tls && options.caPem ? { ca: options.caPem } : {}) }, (upstream) => {
-      res.writeHead(upstream.statusCode ?? 502, upstream.headers);
-      res.flushHeaders(); // watches: headers at once, as the API server sends them
-      upstream.pipe(res);
-      upstream.on("error", () => res.destroy());
-      if (watch && cutEvery !== undefined) {
+    forwardRequest(to, req, res, body, {
+      ...(options.caPem === undefined ? {} : { caPem: options.caPem }),
+      relay: (upstream) => {
+        upstream.pipe(res);
+        if (!watch || cutEvery === undefined) return;
         later(cutEvery, () => {
           if (res.destroyed || cutEvery === undefined) return;
           cuts += 1;
@@ -96,33 +92,26 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
           upstream.destroy();
           for (const w of cutWaiters.splice(0)) w();
         });
-      }
+      },
     });
-    up.on("error", () => res.destroy());
-    res.on("close", () => up.destroy());
-    up.end(body);
   };
 
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const path = req.url ?? "/";
-      if (isWatch(path)) {
-        const wait = holdWatchesUntil - Date.now();
-        if (wait > 0) return later(wait, () => forward(req, res, Buffer.concat(chunks)));
-        return forward(req, res, Buffer.concat(chunks));
-      }
-      if (errorRate > 0 && random() < errorRate) {
-        const status = random() < 0.5 ? 429 : 500;
-        injected[status] += 1;
-        const message = status === 429 ? "Too many requests, please try again later." : "Internal error occurred: injected by the fault proxy";
-        res.writeHead(status, { "content-type": "application/json", ...(status === 429 ? { "retry-after": "1" } : {}) });
-        res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason: status === 429 ? "TooManyRequests" : "InternalError", code: status }));
-        return;
-      }
-      forward(req, res, Buffer.concat(chunks));
-    });
+  const server = createBufferingServer((req, res, body) => {
+    const path = req.url ?? "/";
+    if (isWatch(path)) {
+      const wait = holdWatchesUntil - Date.now();
+      if (wait > 0) return later(wait, () => forward(req, res, body));
+      return forward(req, res, body);
+    }
+    if (errorRate > 0 && random() < errorRate) {
+      const status = random() < 0.5 ? 429 : 500;
+      injected[status] += 1;
+      const message = status === 429 ? "Too many requests, please try again later." : "Internal error occurred: injected by the fault proxy";
+      res.writeHead(status, { "content-type": "application/json", ...(status === 429 ? { "retry-after": "1" } : {}) });
+      res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason: status === 429 ? "TooManyRequests" : "InternalError", code: status }));
+      return;
+    }
+    forward(req, res, body);
   });
   const { port, sockets } = await listenLoopback(server);
 
