@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { GENERATIVE_TEST_TIMEOUT_MS } from "../helpers/random.js";
 import {
   allObjects,
   CONFIG_CODES,
@@ -154,7 +155,7 @@ describe("YAML syntax and multi-document files", () => {
     expect(codes(diagnostics)).toContain(ConfigCode.YAML_SYNTAX);
   });
 
-  it("survives pathological nesting with a diagnostic instead of a crash", () => {
+  it("survives pathological nesting with a diagnostic instead of a crash", { timeout: GENERATIVE_TEST_TIMEOUT_MS }, () => {
     const flow = `a: ${"[".repeat(20_000)}${"]".repeat(20_000)}\n`;
     const block = `${Array.from({ length: 3000 }, (_, i) => `${" ".repeat(i)}k:`).join("\n")} 1\n`;
     const { state, diagnostics } = load([...withFile("flow.yaml", flow), file("block.yaml", block)]);

@@ -15,7 +15,7 @@ import { parseYamlDocuments, type ParsedDocument } from "../../src/config/yaml-p
 import { coreScalarTests, plainScalarValue } from "../../src/config/yaml-scalar.js";
 import { scanYaml, scanYamlValues } from "../../src/config/yaml-scan.js";
 import { CORPUS_PRESENT, corpusSetsIfPresent } from "../corpus/corpus.js";
-import { createRandom } from "../helpers/random.js";
+import { createRandom, GENERATIVE_TEST_TIMEOUT_MS } from "../helpers/random.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -65,12 +65,12 @@ function yamlFilesUnder(dir: string): string[] {
 }
 
 describe("the YAML fast path", () => {
-  it("answers for every generated file, by the scanner and by the CST path, as the composer would", () => {
+  it("answers for every generated file, by the scanner and by the CST path, as the composer would", { timeout: GENERATIVE_TEST_TIMEOUT_MS }, () => {
     const files = generateConfigRepo({ objects: 2000, docsPerFile: 4 });
     for (const f of files) expect(paths(f.content), f.path).toEqual({ scanner: true, cst: true });
   });
 
-  it("answers for every file of the diff bench's 100-cluster fleet, by the scanner and by the CST path, as the composer would", () => {
+  it("answers for every file of the diff bench's 100-cluster fleet, by the scanner and by the CST path, as the composer would", { timeout: GENERATIVE_TEST_TIMEOUT_MS }, () => {
     const files = generateFleet(FLEET_PRESETS.large).files.filter((f) => /\.ya?ml$/.test(f.path));
     expect(files.length).toBeGreaterThan(400);
     for (const f of files) expect(paths(f.content), f.path).toEqual({ scanner: true, cst: true });
@@ -85,7 +85,7 @@ describe("the YAML fast path", () => {
     expect(parseYamlFast("x: &a 1\n")).toBeUndefined();
   });
 
-  it("agrees with the composer on the corpus and the repository's YAML fixtures and examples", () => {
+  it("agrees with the composer on the corpus and the repository's YAML fixtures and examples", { timeout: GENERATIVE_TEST_TIMEOUT_MS }, () => {
     const texts = [
       ...corpusSetsIfPresent().flatMap((s) => s.files.map((f) => Buffer.from(f.content).toString("utf8"))),
       ...[...yamlFilesUnder(join(ROOT, "test/fixtures")), ...yamlFilesUnder(join(ROOT, "examples"))].map((p) => readFileSync(p, "utf8")),
@@ -136,7 +136,7 @@ describe("the YAML fast path", () => {
     expect(cst).toBeGreaterThan(20);
   });
 
-  it("agrees or declines on thousands of random one-character edits of real files", () => {
+  it("agrees or declines on thousands of random one-character edits of real files", { timeout: GENERATIVE_TEST_TIMEOUT_MS }, () => {
     const next = createRandom(20);
     const sources = generateConfigRepo({ objects: 40, docsPerFile: 4 }).map((f) => f.content);
     const corpus = corpusSetsIfPresent().flatMap((s) => s.files.map((f) => Buffer.from(f.content).toString("utf8")));
@@ -209,7 +209,7 @@ describe("the YAML scanner", () => {
     for (const c of ["a: 1\r\nb:\r\n- x\r\n", "a: 'x'\r\n# c\r\n"]) paths(c);
   });
 
-  it("agrees with the composer on thousands of random documents of its subset, and answers for all", () => {
+  it("agrees with the composer on thousands of random documents of its subset, and answers for all", { timeout: GENERATIVE_TEST_TIMEOUT_MS }, () => {
     const next = createRandom(7);
     let scanner = 0;
     const n = 3000;
@@ -245,7 +245,7 @@ describe("the YAML scanner", () => {
     expect(retained).toBeLessThan(textBytes / 3);
   });
 
-  it("agrees or declines on thousands of mutations of real and random files", () => {
+  it("agrees or declines on thousands of mutations of real and random files", { timeout: GENERATIVE_TEST_TIMEOUT_MS }, () => {
     const next = createRandom(11);
     const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
     const sources = generateConfigRepo({ objects: 40, docsPerFile: 4 }).map((f) => f.content);

@@ -26,7 +26,7 @@ import {
   type DiscoveredWorkload,
   type DiscoverySnapshot,
 } from "../../src/discovery/index.js";
-import { createRandom } from "../helpers/random.js";
+import { createRandom, GENERATIVE_TEST_TIMEOUT_MS } from "../helpers/random.js";
 
 // ---- the reference: normalizeSnapshot as it was before the fast path (src/discovery/snapshot.ts at e4d7e0b) ----
 
@@ -211,7 +211,7 @@ function expectSameAsReference(input: DiscoverySnapshot): void {
 }
 
 describe("normalizeSnapshot equals the reference implementation", () => {
-  it("on seeded random snapshots: shuffled, canonical, canonical with adjacent duplicates, keys out of order", () => {
+  it("on seeded random snapshots: shuffled, canonical, canonical with adjacent duplicates, keys out of order", { timeout: GENERATIVE_TEST_TIMEOUT_MS }, () => {
     const rnd = createRandom(20_26_11_26);
     for (let i = 0; i < 300; i++) {
       const raw = randomSnapshot(rnd);
