@@ -99,7 +99,6 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
   const resolve = async (which: "base" | "head", raw: string): Promise<{ readonly oid: string } | { readonly ref: string }> => {
     const spec = raw.trim();
     if (spec === "") throw new HttpError(400, `${which} is empty: give a commit SHA (full or abbreviated), a branch or a tag; GET /api/commits lists the commits`);
-    // eslint-disable-next-line no-control-regex
     if (spec.length > 250 || /[\s\x00-\x1f\x7f:?*[\\]|(?<!\.)\.\.(?!\.)|@\{|^[-/]|\/$|\.lock$/.test(spec)) throw new HttpError(400, `${which}: ${JSON.stringify(spec.slice(0, 60))} is not a revision (a commit SHA, a branch or a tag name)`);
     if (FULL_SHA.test(spec.toLowerCase())) return { oid: spec.toLowerCase() };
     const { location } = options;
