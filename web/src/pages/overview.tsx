@@ -35,11 +35,15 @@ function NackErrors({ cluster, commit }: { cluster: string; commit: string }) {
 function Refusal({ c }: { c: ClusterView }) {
   const [open, setOpen] = useState(false);
   const line = c.sync.summary.split("\n")[0]!;
+  // "first error (+39 more)": the count stays in sight however long the first error is.
+  const more = / \(\+\d+ more\)$/.exec(line)?.[0] ?? "";
+  const first = line.slice(0, line.length - more.length);
   const commit = c.sync.commit;
   return (
     <details class="refusal" data-testid="refusal" onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary class="error" title={line}>
-        {line.length > 140 ? `${line.slice(0, 139)}…` : line}
+        {first.length > 120 ? `${first.slice(0, 119)}…` : first}
+        {more && <small>{more}</small>}
       </summary>
       {open && commit !== null && <NackErrors cluster={c.name} commit={commit} />}
     </details>
