@@ -63,7 +63,7 @@ spec:
 function fleetDiscovery(): Map<string, DiscoveryInput> {
   const two = discoveryFromYaml(readFileSync(join(FIXTURES, "delegation-table-weight/discovery.yaml"), "utf8"));
   const out = new Map<string, DiscoveryInput>([["cluster1", two.get("cluster1")!]]);
-  for (let i = 2; i <= CLUSTERS; i++) out.set(i === 2 ? "cluster2" : name(i), { ...two.get("cluster2")!, cluster: i === 2 ? "cluster2" : name(i) } as DiscoveryInput);
+  for (let i = 2; i <= CLUSTERS; i++) out.set(i === 2 ? "cluster2" : name(i), { ...two.get("cluster2")!, cluster: i === 2 ? "cluster2" : name(i) });
   return out;
 }
 
@@ -107,8 +107,8 @@ describe("web UI at 100 clusters (Chromium)", () => {
     const result = translateAll(loaded.state, discovery);
     const outputs = [...result.clusters].map(([cluster, o]) => ({ cluster, resources: o.resources }));
     expect(outputs.length).toBe(CLUSTERS);
-    const vs = outputs.find((o) => o.cluster === "cluster1")!.resources.find((r) => r.kind === "VirtualService" && r.metadata.labels?.["gitmesh.io/parent-name"] === "root")!;
-    rootVs = { namespace: vs.metadata.namespace ?? "", name: vs.metadata.name };
+    const vs = outputs.find((o) => o.cluster === "cluster1")!.resources.find((r) => r.kind === "VirtualService" && r.metadata.labels["gitmesh.io/parent-name"] === "root")!;
+    rootVs = { namespace: vs.metadata.namespace, name: vs.metadata.name };
     const discoveryList = [...discovery].map(([cluster, snapshot]) => ({ cluster, checksum: cluster, snapshot: snapshot as unknown as DiscoverySnapshot }));
     const [inForce, previous] = [commits[1]!.sha, commits[2]!.sha]; // main's two commits; commits[0] is the feature branch
     const at = new Date("2026-11-29T08:01:32Z").toISOString();
