@@ -19,8 +19,7 @@ import { allObjects, loadDesiredState } from "../../src/config/index.js";
 import { createMemoryLogger } from "../../src/core/index.js";
 import type { DiscoverySnapshot } from "../../src/discovery/index.js";
 import { createWebhookHandlers } from "../../src/git-sync/index.js";
-import { createApiAuth, createDiffService, createEventStream, createServerHttp, createWebRoutes, generateApiToken, type DiffService, type ServerApi, type ServerHttp } from "../../src/server/index.js";
-import { provenanceView } from "../../src/server/provenance-view.js";
+import { createApiAuth, createDiffService, createEventStream, createServerHttp, createWebRoutes, generateApiToken, provenanceView, type DiffService, type ServerApi, type ServerHttp } from "../../src/server/index.js";
 import { translateAll, type DiscoveryInput } from "../../src/translate/index.js";
 import { discoveryFromYaml } from "../translate/helpers.js";
 
