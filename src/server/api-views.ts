@@ -33,6 +33,7 @@ import type { CommitInForce } from "./commit-in-force.js";
 import type { GitPolling } from "./git-polling.js";
 import type { Publishing } from "./publishing.js";
 import type { AgentSessions } from "./agent-sessions.js";
+import { provenanceView } from "./provenance-view.js";
 
 export interface ApiViewsOptions {
   /** This replica's name (status, and the holder of the agents it holds). */
@@ -343,7 +344,18 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
     const h = config.auditBranch ? options.auditHeld?.() : undefined;
     return h ? { reason: h.reason, clusters: h.clusters, since: new Date(h.sinceMs).toISOString() } : null;
   };
+  /** The provenance answer, kept while the commit in force, discovery and outputs are the same (a full index of the fleet to build). */
+  let provenanceMemo: { key: string; value: ReturnType<typeof provenanceView> } | undefined;
+  const provenance = async () => {
+    const desired = inForce.current();
+    if (!desired) return { commit: null, parents: [], policies: [] };
+    const [discovery, outputs] = await Promise.all([store().listDiscovery(), store().listOutputs()]);
+    const key = [desired.commit, ...discovery.map((d) => `${d.cluster}:${d.checksum}`).sort(), ...outputs.map((o) => `${o.cluster}@${o.hash}`).sort()].join("\n");
+    if (provenanceMemo?.key !== key) provenanceMemo = { key, value: provenanceView({ commit: desired.commit, desired: desired.state, discovery, outputs }) };
+    return provenanceMemo.value;
+  };
   const api: ServerApi = {
+    provenance,
     healthy: () => !options.stopped(),
     readiness: () => {
       if (options.stopped()) return { ready: false, reason: "stopping" };

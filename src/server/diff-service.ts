@@ -18,14 +18,14 @@
  * cache of its own (`<dataDir>/diff.git`), never the live source's, so a diff cannot disturb the
  * sync in progress.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { describeError, type Logger } from "../core/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
-import { GitRefNotFoundError, readRevisionFiles, type GitLocation, type HttpClient } from "../git-sync/index.js";
+import { GitRefNotFoundError, readRevisionFiles, resolveRevision, type GitLocation, type HttpClient } from "../git-sync/index.js";
 import type { DiffAnswer, DiffMessage, DiffRevision } from "./diff-render.js";
 import { HttpError } from "./http.js";
 
@@ -55,11 +55,17 @@ export interface DiffServiceOptions {
   readonly timeoutMs?: number;
   /** Diffs that may wait behind the one in progress; more are answered 503 (default DEFAULT_DIFF_MAX_WAITING). */
   readonly maxWaiting?: number;
+  /** Commits the server has read (newest first), for abbreviated SHAs of a remote repository, which has no local object store to search. */
+  readonly knownCommits?: () => readonly string[];
   readonly logger: Logger;
 }
 
 export interface DiffService {
-  /** The JSON report (renderJson's shape) of `base` → `head`, both full commit SHAs. */
+  /**
+   * The JSON report (renderJson's shape) of `base` → `head`, each a revision as `gitmesh diff` takes it:
+   * a full or abbreviated SHA, a branch or a tag (a local repository also takes HEAD~1, A...B and the
+   * rest of gitrevisions). A malformed revision is a 400, one the repository does not have a 404, each naming it.
+   */
   diff(base: string, head: string): Promise<unknown>;
   /** Stops the worker thread (a diff in progress fails). */
   close(): Promise<void>;
@@ -84,20 +90,60 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
       throw err;
     }
   };
-  const compute = async (base: string, head: string): Promise<unknown> => {
+  /**
+   * A revision as the user wrote it → a full SHA, or (a remote repository's branch or tag) the name to
+   * fetch. A local repository resolves every spelling the CLI takes (src/git-sync/revisions.ts); a remote
+   * one takes full SHAs, abbreviations of commits the server has read, and branch and tag names, as
+   * `gitmesh diff --repo <url>` does.
+   */
+  const resolve = async (which: "base" | "head", raw: string): Promise<{ readonly oid: string } | { readonly ref: string }> => {
+    const spec = raw.trim();
+    if (spec === "") throw new HttpError(400, `${which} is empty: give a commit SHA (full or abbreviated), a branch or a tag; GET /api/commits lists the commits`);
+    if (spec.length > 250 || /[\s\x00-\x1f\x7f:?*[\\]|(?<!\.)\.\.(?!\.)|@\{|^[-/]|\/$|\.lock$/.test(spec)) throw new HttpError(400, `${which}: ${JSON.stringify(spec.slice(0, 60))} is not a revision (a commit SHA, a branch or a tag name)`);
+    if (FULL_SHA.test(spec.toLowerCase())) return { oid: spec.toLowerCase() };
+    const { location } = options;
+    if (location.kind === "local") {
+      try {
+        return { oid: (await resolveRevision(gitdirOf(location.path), spec)).oid };
+      } catch (err) {
+        if (err instanceof GitRefNotFoundError) throw new HttpError(/ambiguous/.test(err.message) ? 400 : 404, `${which}: ${err.message}`);
+        throw err;
+      }
+    }
+    if (/^[0-9a-f]{4,39}$/i.test(spec)) {
+      const matches = [...new Set((options.knownCommits?.() ?? []).filter((c) => c.startsWith(spec.toLowerCase())))];
+      if (matches.length === 1) return { oid: matches[0]! };
+      if (matches.length > 1) throw new HttpError(400, `${which}: ${spec} is ambiguous (${matches.map((m) => m.slice(0, 12)).join(", ")}); give more characters`);
+      // Not a commit the server read: it may still be a branch or tag with a hex-looking name.
+    }
+    if (/[~^]|\.\.\.|^HEAD$|^@$/.test(spec)) throw new HttpError(400, `${which}: ${spec}: relative revisions need a local repository; this server reads a remote one: give a branch, a tag or a commit SHA`);
+    return { ref: spec };
+  };
+  const compute = async (baseSpec: string, headSpec: string): Promise<unknown> => {
+    const [b, h] = [await resolve("base", baseSpec), await resolve("head", headSpec)];
+    // A branch or tag of a remote repository is read first: its commit is what the answer is kept under.
+    const readAs = async (which: "base" | "head", spec: string, r: { readonly oid: string } | { readonly ref: string }) => {
+      if ("oid" in r) return undefined;
+      try {
+        return await read(r.ref);
+      } catch (err) {
+        if (err instanceof HttpError && err.status === 404) throw new HttpError(404, `${which}: unknown revision ${spec}: no such branch, tag or commit in the configuration repository`);
+        throw err;
+      }
+    };
+    const [baseRead, headRead] = [await readAs("base", baseSpec, b), await readAs("head", headSpec, h)];
+    const base = baseRead?.commit ?? ("oid" in b ? b.oid : "");
+    const head = headRead?.commit ?? ("oid" in h ? h.oid : "");
     const discovery = await options.discovery();
     const key = `${base}..${head}|${discovery.map((d) => `${d.cluster}:${d.checksum}`).sort().join(",")}`;
     if (cache.has(key)) return cache.get(key);
-    const report = JSON.parse(await runner.run(await read(base), await read(head), discovery)) as unknown;
+    const report = JSON.parse(await runner.run(baseRead ?? (await read(base)), headRead ?? (await read(head)), discovery)) as unknown;
     cache.set(key, report);
     while (cache.size > keep) cache.delete(cache.keys().next().value!);
     return report;
   };
   return {
     diff(base, head) {
-      for (const [name, sha] of [["base", base], ["head", head]] as const) {
-        if (!FULL_SHA.test(sha)) throw new HttpError(400, `${name} must be a full commit SHA (40 hex digits), not ${JSON.stringify(sha.slice(0, 60))}; GET /api/commits lists them`);
-      }
       // One at a time: a second request waits for the first (and then usually finds it cached). The wait is
       // bounded: a burst of diffs (a page reloaded many times, a script) is refused rather than held in memory
       // and answered minutes later.
@@ -264,4 +310,10 @@ function tsxApiUrl(): string {
   const manifest = require.resolve("tsx/package.json");
   const pkg = JSON.parse(readFileSync(manifest, "utf8")) as { exports: { "./esm/api": { import: { default: string } } } };
   return pathToFileURL(join(dirname(manifest), pkg.exports["./esm/api"].import.default)).href;
+}
+
+/** The git directory of a local repository: its `.git`, or the path itself (bare). */
+function gitdirOf(path: string): string {
+  const dotGit = join(path, ".git");
+  return existsSync(dotGit) && statSync(dotGit).isDirectory() ? dotGit : path;
 }

@@ -6,6 +6,7 @@
 export { parseServerConfig, SERVER_ENV, SERVER_ENV_HELP, type GitSourceConfig, type ServerConfig, type ServerConfigInput } from "./config.js";
 export { createManagementServer, type ManagementServer, type ManagementServerOptions, type SingletonGuard } from "./server.js";
 export { createDiffService, type DiffService, type DiffServiceOptions } from "./diff-service.js";
+export { provenanceView, type ProvenanceInputs } from "./provenance-view.js";
 export { createEventStream, createWebRoutes, DEFAULT_WEB_ROOT, type EventStream, type EventStreamOptions } from "./web.js";
 export { createServerHttp, HttpError, API_ENDPOINTS, type Route, type RouteHandler, type ServerApi, type ServerHttp, type ServerHttpOptions } from "./http.js";
 export {

@@ -54,3 +54,4 @@ export { validateIssuedCertificate } from "./root-trust.js";
 export { patchCluster, sameContent, sortResources, type FragmentChange } from "./assemble.js";
 export { canonicalObject, contentHash } from "./canonical.js";
 export { GATEWAY_SECRETS_CLUSTER_ROLE } from "./lifecycle.js";
+export { contributions, refKey, ContributionRole, type Contribution, type GlooRef, type ParentProvenance, type PolicyReach, type Provenance } from "./provenance.js";

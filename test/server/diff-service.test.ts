@@ -114,6 +114,29 @@ describe("GET /api/diff renders head incrementally and answers what full transla
     }
   });
 
+  it("takes revisions as `gitmesh diff` does: abbreviated SHAs, branches, HEAD~N; a malformed one is a 400 and an unknown one a 404, each naming it", async () => {
+    const full = (await get(base, head)).body;
+    // main is `broken`; main~1 is head (from disk every spelling of gitrevisions the CLI takes).
+    expect((await get(base.slice(0, 7), head.slice(0, 10))).body).toEqual(full);
+    expect((await get(base, "main~1")).body).toEqual(full);
+    expect((await get(base, "main")).body).toMatchObject({ head: { commit: broken } });
+    const unknown = await get(base, "no-such-branch");
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error?.message).toMatch(/^head: unknown revision no-such-branch/);
+    const malformed = await get("a..b", head);
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error?.message).toContain('base: "a..b" is not a revision');
+    // A remote repository: abbreviations of the commits the server has read, branches and tags by name.
+    const remote = createDiffService({ location: { kind: "remote", url: git.url("fleet"), cacheDir: cacheDir(), depth: null }, discovery: () => Promise.resolve(discovery), knownCommits: () => [broken, head, base], logger: createMemoryLogger("diff").logger });
+    try {
+      expect(await remote.diff(base.slice(0, 8), "main")).toMatchObject({ base: { commit: base }, head: { commit: broken } });
+      await expect(remote.diff(base, "nope")).rejects.toMatchObject({ status: 404, message: "head: unknown revision nope: no such branch, tag or commit in the configuration repository" });
+      await expect(remote.diff("main~1", head)).rejects.toMatchObject({ status: 400, message: expect.stringContaining("relative revisions need a local repository") });
+    } finally {
+      await remote.close();
+    }
+  });
+
   it("renders against the discovery the server holds now: a changed and a removed cluster reach the worker", async () => {
     const before = (await get(base, head)).body;
     // One cluster loses its services (new checksum), another disappears from discovery.

@@ -50,15 +50,19 @@ async function serve(a: ServerApi, onPush: (sha: string) => void = () => undefin
 }
 
 describe("server HTTP edge", () => {
-  it("GET /api/diff needs both commits; the service's refusal of a short SHA is a 400 that says what to send", async () => {
+  it("GET /api/diff needs both revisions; a malformed one is a 400 and one the repository lacks a 404, each naming it", async () => {
     const service = createDiffService({ location: { kind: "local", path: "/nonexistent" }, discovery: () => Promise.resolve([]), logger: createMemoryLogger("diff").logger });
     const { base } = await serve(api({ diff: (b, h) => service.diff(b, h) }));
     const missing = await fetch(`${base}/api/diff?base=${"a".repeat(40)}`, READ_AUTH);
     expect(missing.status).toBe(400);
     expect(await missing.text()).toContain("both commits are required");
+    const malformed = await fetch(`${base}/api/diff?base=a..b&head=${"b".repeat(40)}`, READ_AUTH);
+    expect(malformed.status).toBe(400);
+    expect(await malformed.text()).toContain('base: \\"a..b\\" is not a revision');
+    // A short SHA is taken (as by `gitmesh diff`); this repository has no such commit.
     const short = await fetch(`${base}/api/diff?base=abc1234&head=${"b".repeat(40)}`, READ_AUTH);
-    expect(short.status).toBe(400);
-    expect(await short.text()).toContain("full commit SHA");
+    expect(short.status).toBe(404);
+    expect(await short.text()).toContain("base: unknown revision abc1234");
     expect((await fetch(`${base}/api/diff?base=abc1234&head=abc1234`)).status).toBe(401);
   });
 

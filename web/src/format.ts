@@ -43,3 +43,49 @@ export function gitHost(repository: string | undefined): { commit(sha: string): 
     file: (sha, path, line) => `${base}${sep}/blob/${sha}/${path}${line === undefined ? "" : `#L${line}`}`,
   };
 }
+
+const ZONE_KEY = "gitmesh.zone";
+
+/** The zone times are shown in: UTC unless the user picked another (an IANA name, kept in localStorage). */
+export function timeZone(): string {
+  const z = localStorage.getItem(ZONE_KEY);
+  return z && validZone(z) ? z : "UTC";
+}
+
+export function setTimeZone(zone: string): void {
+  if (zone === "UTC" || !validZone(zone)) localStorage.removeItem(ZONE_KEY);
+  else localStorage.setItem(ZONE_KEY, zone);
+}
+
+export function validZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-GB", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** An instant as "2026-11-29 08:01:32 UTC" (24-hour clock, the zone always named), in `zone` (default: timeZone()). */
+export function clock(at: string | number | null | undefined, zone = timeZone()): string {
+  if (at === null || at === undefined || at === "") return "–";
+  const d = new Date(at);
+  if (Number.isNaN(d.getTime())) return "–";
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-GB", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZoneName: "short" })
+      .formatToParts(d)
+      .map((p) => [p.type, p.value]),
+  ) as Record<string, string>;
+  const name = zone === "UTC" ? "UTC" : `${parts.timeZoneName ?? ""} (${zone})`;
+  return `${parts.year ?? ""}-${parts.month ?? ""}-${parts.day ?? ""} ${parts.hour ?? ""}:${parts.minute ?? ""}:${parts.second ?? ""} ${name}`;
+}
+
+/** Whether `text` contains every word of `query` (case-insensitive); an empty query matches everything. */
+export function matches(query: string, ...text: readonly (string | null | undefined)[]): boolean {
+  const hay = text.filter(Boolean).join(" ").toLowerCase();
+  return query
+    .toLowerCase()
+    .split(/\s+/)
+    .filter(Boolean)
+    .every((w) => hay.includes(w));
+}

@@ -6,6 +6,7 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { setToken, subscribe, token } from "./api.js";
+import { setTimeZone, timeZone } from "./format.js";
 import { ClusterPage } from "./pages/cluster.js";
 import { CommitsPage } from "./pages/commits.js";
 import { DiagnosticsPage } from "./pages/diagnostics.js";
@@ -43,6 +44,8 @@ function App() {
   const [authed, setAuthed] = useState(token() !== null);
   const [tick, setTick] = useState(0);
   const [live, setLive] = useState(false);
+  const [zone, setZone] = useState(timeZone());
+  const localZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
   const hash = useHash();
   useEffect(() => {
     if (!authed) return;
@@ -79,6 +82,13 @@ function App() {
           {nav("#/diagnostics", "Diagnostics")}
           {nav("#/provenance", "Provenance")}
         </nav>
+        <label class="zone">
+          <span class="sr">Time zone</span>
+          <select aria-label="Time zone" value={zone} onChange={(e) => (setTimeZone(e.currentTarget.value), setZone(timeZone()))}>
+            <option value="UTC">UTC</option>
+            {localZone && localZone !== "UTC" && <option value={localZone}>{localZone}</option>}
+          </select>
+        </label>
         <span class={live ? "live on" : "live"} title={live ? "updates arrive as they happen" : "reconnecting to the server's event stream"} data-testid="live">
           {live ? "live" : "offline"}
         </span>

@@ -1,10 +1,10 @@
 /** One cluster: its agent, what discovery saw, and the applied output grouped by namespace and kind. */
 import { useEffect, useState } from "preact/hooks";
-import { ago, short } from "../format.js";
+import { ago, clock, short } from "../format.js";
 import { useApi } from "../live.js";
 import type { ClusterInput, ClusterOutput, ClusterView, Commits, KubeObject } from "../types.js";
 import { nackText } from "./commits.js";
-import { SyncState } from "./overview.js";
+import { nackErrors, SyncState } from "./overview.js";
 import { provenanceHref } from "./provenance.js";
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): [string, T[]][] {
@@ -25,7 +25,7 @@ export function ClusterPage({ name }: { name: string }) {
   const refusals = (commits?.commits ?? []).flatMap((cm) => {
     const p = cm.clusters[name];
     const text = p?.state === "refused" ? nackText(p) : undefined;
-    return text ? [{ commit: cm.commit, text }] : [];
+    return text ? [{ commit: cm.commit, text, errors: nackErrors(p?.nack) }] : [];
   });
   if (!c) return <p>{error ? `Cannot read cluster ${name}: ${error}` : "Loading…"}</p>;
   const byNamespace = output ? groupBy(output.resources, (r) => r.metadata.namespace || "(cluster-scoped)") : [];
@@ -43,7 +43,7 @@ export function ClusterPage({ name }: { name: string }) {
           <p>
             {c.applied ? (
               <>
-                v{c.applied.version} from <code>{short(c.applied.sourceCommit)}</code>, {ago(c.applied.at)}
+                v{c.applied.version} from <code>{short(c.applied.sourceCommit)}</code>, <span title={clock(c.applied.at)}>{ago(c.applied.at)}</span>
               </>
             ) : (
               "nothing yet"
@@ -92,7 +92,7 @@ export function ClusterPage({ name }: { name: string }) {
           <ul>
             {c.driftRepairs!.map((d) => (
               <li key={`${d.at}/${d.key}`}>
-                {ago(d.at)}: <span class="warn">{d.why}</span> <code>{d.key}</code>
+                <span title={clock(d.at)}>{ago(d.at)}</span>: <span class="warn">{d.why}</span> <code>{d.key}</code>
                 {d.managers.length > 0 && <small> by {d.managers.join(", ")}</small>}
               </li>
             ))}
@@ -105,7 +105,24 @@ export function ClusterPage({ name }: { name: string }) {
           <ul>
             {refusals.map((r) => (
               <li key={r.commit}>
-                <code>{short(r.commit)}</code>: {r.text}
+                {r.errors.length > 1 ? (
+                  <details class="refusal">
+                    <summary>
+                      <code>{short(r.commit)}</code>: {r.errors[0]} <small>(+{r.errors.length - 1} more)</small>
+                    </summary>
+                    <ol class="nack-errors">
+                      {r.errors.map((e, i) => (
+                        <li key={i}>
+                          <code>{e}</code>
+                        </li>
+                      ))}
+                    </ol>
+                  </details>
+                ) : (
+                  <>
+                    <code>{short(r.commit)}</code>: {r.text}
+                  </>
+                )}
               </li>
             ))}
           </ul>

@@ -3,7 +3,8 @@
  * state (the commit in force: the server's sync answer, src/server/cluster-sync.ts; older ones:
  * applied, refused or superseded) and their audit commit, rejected ones with their errors.
  */
-import { duration, gitHost, short, syncClass } from "../format.js";
+import { useState } from "preact/hooks";
+import { clock, duration, gitHost, matches, short, syncClass } from "../format.js";
 import { useApi } from "../live.js";
 import type { CommitProgress, Commits, CommitView, Status } from "../types.js";
 import { diffHref } from "./diff.js";
@@ -20,7 +21,7 @@ function ClusterCell({ name, c, p }: { name: string; c: CommitView; p: CommitPro
   if (!p) return <td data-cluster={name} data-state="none" />;
   const accepted = c.acceptedAt ? Date.parse(c.acceptedAt) : undefined;
   const nack = nackText(p);
-  const title = p.summary ?? (p.state === "refused" ? nack : p.appliedAtMs !== undefined ? new Date(p.appliedAtMs).toISOString() : undefined);
+  const title = p.summary ?? (p.state === "refused" ? nack : p.appliedAtMs !== undefined ? clock(p.appliedAtMs) : undefined);
   let text: string;
   if (p.state === "in-sync" || p.state === "applied") text = `applied${p.appliedAtMs !== undefined && accepted !== undefined && p.appliedAtMs >= accepted ? ` +${duration(p.appliedAtMs - accepted)}` : ""}`;
   else if (p.state === "refused") text = `refused: ${nack ?? ""}`;
@@ -37,14 +38,26 @@ function ClusterCell({ name, c, p }: { name: string; c: CommitView; p: CommitPro
 export function CommitsPage() {
   const { data, error } = useApi<Commits>("/api/commits");
   const { data: st } = useApi<Status>("/api/status");
+  const [query, setQuery] = useState("");
+  const [clusterQuery, setClusterQuery] = useState("");
   if (!data) return <p>{error ? `Cannot read the commits: ${error}` : "Loading…"}</p>;
   const host = gitHost(st?.source.repository);
-  const clusters = [...new Set(data.commits.flatMap((c) => Object.keys(c.clusters)))].sort();
+  const allClusters = [...new Set(data.commits.flatMap((c) => Object.keys(c.clusters)))].sort();
+  // A hundred clusters are a hundred columns: the cluster filter narrows them.
+  const clusters = allClusters.filter((c) => matches(clusterQuery, c));
   const accepted = data.commits.filter((c) => c.rejected === null);
+  const shown = data.commits.filter((c) => matches(query, c.commit, c.subject, c.message, c.author, c.rejected ? "rejected" : "accepted", c.inForce ? "in force" : ""));
   return (
     <section>
       <h2>Commits</h2>
       {data.commits.length === 0 && <p>No commit read yet.</p>}
+      <form class="filters" role="search" onSubmit={(e) => e.preventDefault()}>
+        <input type="search" aria-label="Filter commits" placeholder="Filter commits by SHA, message, author…" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
+        <input type="search" aria-label="Filter cluster columns" placeholder="Clusters (columns)…" value={clusterQuery} onInput={(e) => setClusterQuery(e.currentTarget.value)} />
+        <small data-testid="commits-shown">
+          {shown.length} of {data.commits.length} commits, {clusters.length} of {allClusters.length} clusters
+        </small>
+      </form>
       <table class="matrix" data-testid="commits">
         <thead>
           <tr>
@@ -63,7 +76,7 @@ export function CommitsPage() {
           </tr>
         </thead>
         <tbody>
-          {data.commits.map((c) => {
+          {shown.map((c) => {
             const previous = accepted[accepted.indexOf(c) + 1]?.commit;
             const sha = host ? <a href={host.commit(c.commit)}>{short(c.commit)}</a> : <code>{short(c.commit)}</code>;
             const message = (
@@ -92,7 +105,7 @@ export function CommitsPage() {
                   {c.inForce && <small> in force</small>}
                 </th>
                 {message}
-                <td>{c.acceptedAt ? new Date(c.acceptedAt).toLocaleTimeString() : "–"}</td>
+                <td data-testid="accepted-at">{clock(c.acceptedAt)}</td>
                 {clusters.map((name) => (
                   <ClusterCell key={name} name={name} c={c} p={c.clusters[name]} />
                 ))}

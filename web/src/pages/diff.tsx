@@ -1,4 +1,5 @@
 /** The rendered change between two commits, per cluster: the same report as `gitmesh diff`, computed by the server. */
+import { useEffect, useState } from "preact/hooks";
 import { short } from "../format.js";
 import { useApi } from "../live.js";
 import type { Commits } from "../types.js";
@@ -47,34 +48,52 @@ export function diffHref(base: string, head: string): string {
   return `#/diff?${new URLSearchParams({ base, head }).toString()}`;
 }
 
+/**
+ * Base and head are revisions as `gitmesh diff` takes them — a full or abbreviated SHA, a branch or a
+ * tag (HEAD~1 and the like when the server reads a local repository); the server resolves them and
+ * names what it cannot find. Without any, the two newest accepted commits are compared.
+ */
 export function DiffPage({ params }: { params: URLSearchParams }) {
-  const { data: commits } = useApi<Commits>("/api/commits");
-  const list = commits?.commits ?? [];
-  const head = params.get("head") ?? list[0]?.commit ?? "";
-  const base = params.get("base") ?? list[1]?.commit ?? "";
-  const ready = head !== "" && base !== "";
-  const { data: report, error } = useApi<DiffReport>(ready ? `/api/diff?base=${base}&head=${head}` : null);
-  const pick = (which: "base" | "head", value: string) => {
-    location.hash = diffHref(which === "base" ? value : base, which === "head" ? value : head);
+  const { data: commits, error: commitsError } = useApi<Commits>("/api/commits");
+  const accepted = (commits?.commits ?? []).filter((c) => c.rejected === null);
+  const head = params.get("head") ?? accepted[0]?.commit ?? "";
+  const base = params.get("base") ?? accepted[1]?.commit ?? "";
+  const ready = head.trim() !== "" && base.trim() !== "";
+  const { data: report, error } = useApi<DiffReport>(ready ? `/api/diff?${new URLSearchParams({ base: base.trim(), head: head.trim() }).toString()}` : null);
+  const [typed, setTyped] = useState<{ base?: string; head?: string }>({});
+  // The typed text follows the address when it changes (a link, the back button).
+  useEffect(() => setTyped({}), [params.get("base"), params.get("head")]);
+  if (!commits && !ready) return <section><h2>Rendered diff</h2><p>{commitsError ? `Cannot read the commits: ${commitsError}` : "Loading…"}</p></section>;
+  const submit = (e: Event) => {
+    e.preventDefault();
+    location.hash = diffHref((typed.base ?? base).trim(), (typed.head ?? head).trim());
   };
-  const select = (which: "base" | "head", value: string) => (
-    <select aria-label={which} value={value} onChange={(e) => pick(which, e.currentTarget.value)}>
-      {list.map((c) => (
-        <option key={c.commit} value={c.commit}>
-          {short(c.commit)}
-          {c.inForce ? " (in force)" : ""}
-        </option>
-      ))}
-    </select>
+  const field = (which: "base" | "head", value: string) => (
+    <label>
+      {which === "base" ? "From" : "to"}{" "}
+      <input name={which} aria-label={`${which} revision`} list="diff-revisions" placeholder="SHA, branch or tag" size={22} value={typed[which] ?? value} onInput={(e) => setTyped((t) => ({ ...t, [which]: e.currentTarget.value }))} />
+    </label>
   );
   return (
     <section>
       <h2>Rendered diff</h2>
-      {!ready ? (
-        <p>Two accepted commits are needed to compare.</p>
-      ) : (
-        <p>
-          From {select("base", base)} to {select("head", head)} <small>(both translated against the discovery the server holds now)</small>
+      <form class="filters" onSubmit={submit} data-testid="diff-form">
+        {field("base", base)} {field("head", head)}
+        <button type="submit">Compare</button>
+        <datalist id="diff-revisions">
+          {accepted.map((c) => (
+            <option key={c.commit} value={short(c.commit)}>
+              {c.subject ?? ""}
+              {c.inForce ? " (in force)" : ""}
+            </option>
+          ))}
+        </datalist>
+        <small>(both translated against the discovery the server holds now)</small>
+      </form>
+      {!ready && <p>Fewer than two accepted commits so far: type two revisions (a commit SHA, a branch or a tag) to compare.</p>}
+      {report && (
+        <p data-testid="diff-resolved">
+          <code>{short(report.base.commit)}</code> → <code>{short(report.head.commit)}</code>
         </p>
       )}
       {error && <p class="error">{error}</p>}
