@@ -54,3 +54,9 @@ export { validateIssuedCertificate } from "./root-trust.js";
 export { patchCluster, sameContent, sortResources, type FragmentChange } from "./assemble.js";
 export { canonicalObject, contentHash } from "./canonical.js";
 export { GATEWAY_SECRETS_CLUSTER_ROLE } from "./lifecycle.js";
+// Read by src/insights (fleet analysis) so that its findings use translation's own selection semantics.
+export { globMatch, labelsMatch, objectSelectorMatches, type ObjectSelectorSpec, type Selectable } from "./selectors.js";
+export { effectiveOptions, objectSelector, selectServices, type ServiceRef } from "./destination-common.js";
+export { flattenRoutes, type FlatRoute } from "./delegation.js";
+export { winningPolicy } from "./route-policies.js";
+export { workspacePeers } from "./context.js";
