@@ -60,6 +60,8 @@ export interface ServerApi {
   resources(): Promise<unknown>;
   /** The rendered change between two commits (full SHAs), as `gitmesh diff --format json` reports it. */
   diff(base: string, head: string): Promise<unknown>;
+  /** The fleet analysis (src/insights) of the commit in force, the clusters' discovery and certificates. */
+  insights(): Promise<unknown>;
 }
 
 export interface ServerHttpOptions {
@@ -155,6 +157,7 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
     { method: "GET", pattern: /^\/api\/commits\/([0-9a-f]{4,40})$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.commit(c!), `commit ${c!} (unknown, or older than the convergence records the server keeps: GITMESH_RETENTION_COMMITS, GITMESH_RETENTION_MAX_AGE_HOURS)`)) },
     { method: "GET", pattern: /^\/api\/diagnostics$/, access: "read", handler: async (_q, res) => json(res, 200, await api.diagnostics()) },
     { method: "GET", pattern: /^\/api\/resources$/, access: "read", handler: async (_q, res) => json(res, 200, await api.resources()) },
+    { method: "GET", pattern: /^\/api\/insights$/, access: "read", handler: async (_q, res) => json(res, 200, await api.insights()) },
     {
       method: "GET",
       pattern: /^\/api\/diff$/,
@@ -303,6 +306,7 @@ export const API_ENDPOINTS = [
   "GET /api/commits/<sha>",
   "GET /api/diagnostics",
   "GET /api/resources",
+  "GET /api/insights",
   "GET /api/diff?base=<sha>&head=<sha>",
   "GET /api/events (text/event-stream)",
   "GET / (web UI)",

@@ -10,6 +10,7 @@ import { ClusterPage } from "./pages/cluster.js";
 import { CommitsPage } from "./pages/commits.js";
 import { DiagnosticsPage } from "./pages/diagnostics.js";
 import { DiffPage } from "./pages/diff.js";
+import { InsightsPage } from "./pages/insights.js";
 import { LoginPage } from "./pages/login.js";
 import { OverviewPage } from "./pages/overview.js";
 import { ProvenancePage } from "./pages/provenance.js";
@@ -35,6 +36,7 @@ function route(hash: string) {
   if (p === "/commits") return <CommitsPage />;
   if (p === "/diagnostics") return <DiagnosticsPage />;
   if (p === "/diff") return <DiffPage params={params} />;
+  if (p === "/insights") return <InsightsPage params={params} />;
   if (p === "/provenance") return <ProvenancePage params={params} />;
   return <OverviewPage />;
 }
@@ -77,6 +79,7 @@ function App() {
           {nav("#/commits", "Commits")}
           {nav("#/diff", "Diff")}
           {nav("#/diagnostics", "Diagnostics")}
+          {nav("#/insights", "Insights")}
           {nav("#/provenance", "Provenance")}
         </nav>
         <span class={live ? "live on" : "live"} title={live ? "updates arrive as they happen" : "reconnecting to the server's event stream"} data-testid="live">
