@@ -145,8 +145,8 @@ afterAll(async () => {
   for (const a of agents) await a.stop().catch(() => undefined);
   await server?.stop();
   for (const k of kubes) await k.stop();
-  await git?.stop();
-  await redis?.stop();
+  await git.stop();
+  await redis.stop();
 }, 60_000);
 
 describe("insights of a running fleet", () => {

@@ -44,7 +44,7 @@ export function InsightsPage({ params }: { params: URLSearchParams }) {
   const select = (label: string, value: string, set: (v: string) => void, options: readonly string[], testId: string) => (
     <label>
       {label}{" "}
-      <select value={value} data-testid={testId} onChange={(e) => set((e.currentTarget as HTMLSelectElement).value)}>
+      <select value={value} data-testid={testId} onChange={(e) => set(e.currentTarget.value)}>
         <option value={ALL}>all</option>
         {options.map((o) => (
           <option key={o} value={o}>
