@@ -55,7 +55,7 @@ async function insights(token: string | null = server?.apiTokens?.read ?? ""): P
   return { status: res.status, body: (await res.json()) as Answer };
 }
 
-async function poll<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 90_000): Promise<T> {
+async function poll<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 180_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last = "";
   for (;;) {
@@ -150,7 +150,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe("insights of a running fleet", () => {
-  it("GET /api/insights needs the read token and answers the analysis of the commit in force, with file:line", { timeout: 150_000 }, async () => {
+  it("GET /api/insights needs the read token and answers the analysis of the commit in force, with file:line", { timeout: 240_000 }, async () => {
     expect((await insights(null)).status).toBe(401);
     const a = await settled(first);
     expect(a.today).toMatch(/^\d{4}-\d{2}-\d{2}T/);
@@ -166,7 +166,7 @@ describe("insights of a running fleet", () => {
     expect(a.counts.error).toBe(0);
   });
 
-  it("gitmesh insights --server prints the server's insights and exits 0 without an error insight; 2 without a token", async () => {
+  it("gitmesh insights --server prints the server's insights and exits 0 without an error insight; 2 without a token", { timeout: 150_000 }, async () => {
     const r = await cli("--server", `127.0.0.1:${String(httpPort)}`, "--token-file", join(tmp, "read-token"));
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/^info +ROUTE_WITHOUT_TIMEOUT +- +bookinfo-backends +workspaces\/bookinfo-backends\/route-table-ratings\.yaml:\d+$/m);
@@ -214,5 +214,5 @@ describe("insights of a running fleet", () => {
     mkdirSync(".tmp/screenshots", { recursive: true });
     await page.screenshot({ path: ".tmp/screenshots/insights.png", fullPage: true });
     await page.close();
-  }, 240_000);
+  }, 360_000);
 });
