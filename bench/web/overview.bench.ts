@@ -55,7 +55,7 @@ export const benchmark: Benchmark = {
     const clusters = fleet(CLUSTERS);
     const none = () => Promise.resolve(undefined);
     const status = { replica: "gitmesh-server-0", ready: true, readiness: "ok", pipeline: { mode: "redis" }, store: "redis", warming: null, source: { repository: "https://github.com/example/mesh-config.git", ref: "main", path: "", lastError: null }, commit: { sha: "c".repeat(40), committedAt: new Date().toISOString(), syncedAt: null, from: "git" }, leader: true, rejected: null, audit: { branch: "gitmesh/rendered", lastCommit: null }, clusters };
-    const api: ServerApi = { healthy: () => true, readiness: () => ({ ready: true, reason: "ok" }), status: () => Promise.resolve(status), clusters: () => Promise.resolve({ clusters }), cluster: none, clusterInput: none, clusterOutput: none, commits: none, commit: none, diagnostics: none, resources: none, diff: none };
+    const api: ServerApi = { healthy: () => true, readiness: () => ({ ready: true, reason: "ok" }), status: () => Promise.resolve(status), clusters: () => Promise.resolve({ clusters }), cluster: none, clusterInput: none, clusterOutput: none, commits: none, commit: none, diagnostics: none, resources: none, diff: none, insights: none };
     const { logger } = createMemoryLogger("bench");
     const http = createServerHttp({ api, registry: new Registry(), webhooks: createWebhookHandlers({ logger, onPush: () => "accepted" }), logger, host: "127.0.0.1", port: 0, auth: createApiAuth({ tokens: { read: token, admin: generateApiToken() }, hint: "bench" }), routes: createWebRoutes() });
     const url = `http://127.0.0.1:${String(await http.start())}/`;

@@ -30,7 +30,7 @@ interface CheckFlags {
 /** Where `gitmesh check` reads a token when no flag gives one. */
 export const CHECK_ENV = { token: "GITMESH_API_TOKEN", tokenFile: "GITMESH_API_TOKEN_FILE" } as const;
 
-const WHERE_TOKEN =
+export const WHERE_TOKEN =
   "the read token is in the Secret gitmesh-api-tokens (Helm chart: kubectl -n gitmesh get secret gitmesh-api-tokens -o jsonpath='{.data.read}' | base64 -d > token),\n" +
   "  or the file api-token-read in the server's --pki-dir (or <data-dir>/api-tokens), or the file given to --api-token-file";
 
@@ -208,7 +208,7 @@ export function serverUrl(value: string): URL {
   return url;
 }
 
-async function tokenOf(flags: CheckFlags, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+export async function tokenOf(flags: Pick<CheckFlags, "token" | "tokenFile">, env: NodeJS.ProcessEnv): Promise<string | undefined> {
   if (flags.token !== undefined) return flags.token.trim() || undefined;
   const file = flags.tokenFile ?? (env[CHECK_ENV.token] ? undefined : env[CHECK_ENV.tokenFile]);
   if (file === undefined) return env[CHECK_ENV.token]?.trim() || undefined;
@@ -221,7 +221,7 @@ async function tokenOf(flags: CheckFlags, env: NodeJS.ProcessEnv): Promise<strin
 }
 
 /** GET a JSON document (node:http/https, so that --ca-file can be honoured); the error message of a non-200 JSON answer. */
-function getJson(url: URL, o: { token: string | undefined; ca: string | undefined; timeoutMs: number }): Promise<{ status: number; body?: unknown; message?: string }> {
+export function getJson(url: URL, o: { token: string | undefined; ca: string | undefined; timeoutMs: number }): Promise<{ status: number; body?: unknown; message?: string }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { accept: "application/json" };
     if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;

@@ -27,6 +27,11 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: "validate", summary: "check a configuration repository (YAML, schemas, references, ownership)", load: async () => (await import("./validate.js")).registerValidate },
   { name: "render", summary: "render the Istio resources every cluster must run", load: async () => (await import("./render.js")).registerRender },
   {
+    name: "insights",
+    summary: "analyse the fleet: risky or ineffective configuration, Istio versions, certificates; exit 1 on errors",
+    load: async () => (await import("./insights.js")).registerInsights,
+  },
+  {
     name: "kube-emulator",
     summary: "run a Kubernetes API emulator (tests, the demo, benchmarks; kubectl works against it)",
     load: () => loadDevelopmentCommand("kube-emulator", "./kube-emulator.js", "registerKubeEmulator"),

@@ -15,6 +15,8 @@
 import type { Logger } from "../core/index.js";
 import { formatDiagnostic, Severity, type Diagnostic } from "../core/index.js";
 import { allObjects, diagnosticsOf } from "../config/index.js";
+import type { DiscoverySnapshot } from "../discovery/index.js";
+import { analyze, type CertificateExpiry, type TrafficEdge } from "../insights/index.js";
 import { isValidClusterName, type AppliedVersion, type ClusterIdentities, type RelayServer } from "../relay/index.js";
 import type { ClusterConvergence, SnapshotStore } from "../store/index.js";
 import type { CommitStatusPoster } from "../git-host/index.js";
@@ -70,6 +72,8 @@ export interface ApiViewsOptions {
   readonly presence?: Pick<PresenceRegistry, "holders">;
   /** Commit statuses on the Git host (opt-in; the leader reports). */
   readonly commitStatus?: CommitStatusPoster;
+  /** Observed traffic for the insights (absent: traffic insights are skipped). */
+  readonly traffic?: () => Promise<readonly TrafficEdge[]>;
   readonly logger: Logger;
   readonly now: () => number;
 }
@@ -464,6 +468,31 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       };
     },
     diff: (base, head) => diffs.diff(base, head),
+    async insights() {
+      const desired = inForce.current();
+      const at = now();
+      const [records, workspaces, traffic] = await Promise.all([store().listDiscovery(), store().listWorkspaceStatus(), options.traffic?.() ?? Promise.resolve(undefined)]);
+      const discovery = new Map<string, DiscoverySnapshot>(records.map((r) => [r.cluster, r.snapshot]));
+      // The relay client certificate of every registered cluster, as the server issued it.
+      const certificates: CertificateExpiry[] = [];
+      for (const { name } of inForce.registered()) {
+        const issued = (await identities.read(name)).issued;
+        if (issued !== undefined) certificates.push({ cluster: name, subject: "relay client certificate", notAfter: new Date(issued.notAfterMs).toISOString() });
+      }
+      const today = new Date(at).toISOString();
+      const insights = analyze({
+        ...(desired === undefined ? {} : { desired: desired.state }),
+        discovery,
+        // The diagnostics of each workspace's last translation (what selected nothing, …), not a new translation.
+        translation: { diagnostics: workspaces.flatMap((w) => w.diagnostics) },
+        certificates,
+        ...(traffic === undefined ? {} : { traffic }),
+        today,
+      });
+      const counts = { error: 0, warning: 0, info: 0 };
+      for (const i of insights) counts[i.severity]++;
+      return { commit: desired?.commit ?? null, today, counts, insights };
+    },
     resources() {
       const desired = inForce.current();
       const state = desired?.state;

@@ -55,3 +55,9 @@ export { patchCluster, sameContent, sortResources, type FragmentChange } from ".
 export { canonicalObject, contentHash } from "./canonical.js";
 export { GATEWAY_SECRETS_CLUSTER_ROLE } from "./lifecycle.js";
 export { contributions, refKey, ContributionRole, type Contribution, type GlooRef, type ParentProvenance, type PolicyReach, type Provenance } from "./provenance.js";
+// Read by src/insights (fleet analysis) so that its findings use translation's own selection semantics.
+export { globMatch, labelsMatch, objectSelectorMatches, type ObjectSelectorSpec, type Selectable } from "./selectors.js";
+export { effectiveOptions, objectSelector, selectServices, type ServiceRef } from "./destination-common.js";
+export { flattenRoutes, type FlatRoute } from "./delegation.js";
+export { winningPolicy } from "./route-policies.js";
+export { workspacePeers } from "./context.js";

@@ -49,6 +49,7 @@ const api: ServerApi = {
   diagnostics: () => Promise.resolve({ files: [] }),
   resources: () => Promise.resolve({ resources: [] }),
   diff: () => Promise.resolve({}),
+  insights: () => Promise.resolve({ insights: [] }),
 };
 
 let http: ServerHttp | undefined;

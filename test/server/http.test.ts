@@ -31,6 +31,7 @@ function api(overrides: Partial<ServerApi> = {}): ServerApi {
     diagnostics: () => Promise.resolve({ files: [] }),
     resources: () => Promise.resolve({ resources: [] }),
     diff: () => Promise.resolve({}),
+    insights: () => Promise.resolve({ insights: [] }),
     ...overrides,
   };
 }

@@ -12,7 +12,7 @@ import { createApiAuth, createEventStream, createServerHttp, createWebRoutes, ge
 
 const READ = generateApiToken();
 const none = () => Promise.resolve(undefined);
-const api: ServerApi = { healthy: () => true, readiness: () => ({ ready: true, reason: "ok" }), status: none, clusters: none, cluster: none, clusterInput: none, clusterOutput: none, commits: none, commit: none, diagnostics: none, resources: none, diff: none };
+const api: ServerApi = { healthy: () => true, readiness: () => ({ ready: true, reason: "ok" }), status: none, clusters: none, cluster: none, clusterInput: none, clusterOutput: none, commits: none, commit: none, diagnostics: none, resources: none, diff: none, insights: none };
 let http: ServerHttp | undefined;
 const cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -11,6 +11,7 @@ import { ClusterPage } from "./pages/cluster.js";
 import { CommitsPage } from "./pages/commits.js";
 import { DiagnosticsPage } from "./pages/diagnostics.js";
 import { DiffPage } from "./pages/diff.js";
+import { InsightsPage } from "./pages/insights.js";
 import { LoginPage } from "./pages/login.js";
 import { OverviewPage } from "./pages/overview.js";
 import { ProvenancePage } from "./pages/provenance.js";
@@ -36,6 +37,7 @@ function route(hash: string) {
   if (p === "/commits") return <CommitsPage />;
   if (p === "/diagnostics") return <DiagnosticsPage />;
   if (p === "/diff") return <DiffPage params={params} />;
+  if (p === "/insights") return <InsightsPage params={params} />;
   if (p === "/provenance") return <ProvenancePage params={params} />;
   return <OverviewPage />;
 }
@@ -80,6 +82,7 @@ function App() {
           {nav("#/commits", "Commits")}
           {nav("#/diff", "Diff")}
           {nav("#/diagnostics", "Diagnostics")}
+          {nav("#/insights", "Insights")}
           {nav("#/provenance", "Provenance")}
         </nav>
         <label class="zone">
