@@ -15,7 +15,10 @@
  * `envoy.extensions.filters.http.ext_authz.v3.ExtAuthz` (grpc_service with an envoy_grpc cluster, or
  * http_service with server_uri, path_prefix, authorization_request/response header lists;
  * failure_mode_allow, with_request_body, clear_route_cache, status_on_error, stat_prefix,
- * transport_api_version V3) and `ExtAuthzPerRoute` (check_settings.context_extensions, or disabled).
+ * transport_api_version V3) and `ExtAuthzPerRoute` (check_settings.context_extensions, or disabled);
+ * `envoy.extensions.filters.http.oauth2.v3.OAuth2` (token_endpoint, authorization_endpoint,
+ * credentials with file-based SDS secrets only, redirect_uri, redirect_path_matcher, signout_path,
+ * auth_scopes, forward_bearer_token) and `config.route.v3.FilterConfig` (empty: enables a filter).
  */
 import { subsetValidator } from "./subset-schema.js";
 
@@ -75,6 +78,15 @@ export const RATELIMIT_TYPE = "type.googleapis.com/envoy.extensions.filters.http
 
 export const CSRF_TYPE = "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy";
 
+export const OAUTH2_TYPE = "type.googleapis.com/envoy.extensions.filters.http.oauth2.v3.OAuth2";
+/** `config.route.v3.FilterConfig`: empty, it turns on a filter inserted `disabled` (route-based filter chain). */
+export const FILTER_CONFIG_TYPE = "type.googleapis.com/envoy.config.route.v3.FilterConfig";
+
+/** `transport_sockets.tls.v3.SdsSecretConfig` read from a file (`ConfigSource.path_config_source`): a reference, never a value. */
+const sdsFromFile = obj({ name: nonEmpty, sds_config: obj({ path_config_source: obj({ path: { type: "string", pattern: "^/" } }, ["path"]), resource_api_version: { const: "V3" } }, ["path_config_source"]) }, ["name", "sds_config"]);
+const pathMatcher = obj({ path: stringMatcher }, ["path"]);
+const httpUrl = { type: "string", pattern: "^https?://" };
+
 const MESSAGES: Readonly<Record<string, object>> = {
   [CSRF_TYPE]: {
     type: "object",
@@ -133,6 +145,26 @@ const MESSAGES: Readonly<Record<string, object>> = {
     ...obj({ "@type": { const: EXT_AUTHZ_PER_ROUTE_TYPE }, disabled: { const: true }, check_settings: obj({ context_extensions: { type: "object", additionalProperties: { type: "string" } }, disable_request_body_buffering: { type: "boolean" } }) }, ["@type"]),
     oneOf: [{ required: ["disabled"] }, { required: ["check_settings"] }],
   },
+  [OAUTH2_TYPE]: obj(
+    {
+      "@type": { const: OAUTH2_TYPE },
+      config: obj(
+        {
+          token_endpoint: obj({ uri: httpUrl, cluster: nonEmpty, timeout: duration }, ["uri", "cluster", "timeout"]),
+          authorization_endpoint: httpUrl,
+          credentials: obj({ client_id: nonEmpty, token_secret: sdsFromFile, hmac_secret: sdsFromFile }, ["client_id", "token_secret", "hmac_secret"]),
+          redirect_uri: nonEmpty,
+          redirect_path_matcher: pathMatcher,
+          signout_path: pathMatcher,
+          forward_bearer_token: { type: "boolean" },
+          auth_scopes: { type: "array", items: nonEmpty },
+        },
+        ["token_endpoint", "authorization_endpoint", "credentials", "redirect_uri", "redirect_path_matcher"],
+      ),
+    },
+    ["@type", "config"],
+  ),
+  [FILTER_CONFIG_TYPE]: obj({ "@type": { const: FILTER_CONFIG_TYPE }, disabled: { type: "boolean" }, is_optional: { type: "boolean" } }, ["@type"]),
 };
 const validators = new Map(Object.entries(MESSAGES).map(([k, s]) => [k, subsetValidator(s)]));
 

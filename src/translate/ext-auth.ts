@@ -14,10 +14,14 @@
  *   `customAuth.contextExtensions`, or for `glooAuth` `config_id: <namespace>.<name>` of the policy
  *   (the configuration Gloo's ext-auth-service looks up).
  *
- * `glooAuth` configurations (OIDC, API keys, OPA modules, LDAP, …) are evaluated by Gloo's
- * ext-auth-service, which receives them from Gloo's management plane — upstream has nothing that
- * evaluates them, so each is NEEDS_GLOO_DATA_PLANE (error): the requests still go to the server with
- * the configuration's id and are denied unless it holds that configuration (fail closed).
+ * A `glooAuth` chain that open-source Envoy can run (gloo-auth.ts: an OIDC authorization-code
+ * configuration) becomes Envoy's oauth2 filter instead of ext_authz: inserted disabled on the
+ * gateway, turned on per route by an empty `FilterConfig`, its token endpoint a cluster of its own
+ * (the Service's, or a ServiceEntry + DestinationRule for an external identity provider). Other
+ * `glooAuth` configurations (API keys, OPA modules, LDAP, …) are evaluated by Gloo's
+ * ext-auth-service, which receives them from Gloo's management plane, so each is
+ * NEEDS_GLOO_DATA_PLANE (error) with the reason: the requests still go to the server with the
+ * configuration's id and are denied unless it holds that configuration (fail closed).
  * Where the server is not discovered, no filter can be rendered (Envoy rejects a filter naming an
  * unknown cluster, with the whole listener): the selected routes answer 403 and the selected
  * destination ports are denied by an AuthorizationPolicy, with an error — never left open.
@@ -25,7 +29,8 @@
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
 import { EXT_AUTHZ_PER_ROUTE_TYPE, EXT_AUTHZ_TYPE } from "./envoy-config.js";
-import { FILTER_PRIORITY, destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, mergeIntoInboundHost, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ServerRef } from "./envoy-filters.js";
+import { ENABLE_FILTER, oauth2Config, planGlooAuth, type OidcUpstream } from "./gloo-auth.js";
+import { FILTER_PRIORITY, destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, mergeIntoInboundHost, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ProxySet, type ServerRef } from "./envoy-filters.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
@@ -45,8 +50,10 @@ export interface ExtAuthConfig {
   readonly server: ServerRef;
   /** The ExtAuthServer's settings (spec), `{}` for Gloo's default server. */
   readonly settings: Record<string, unknown>;
-  /** ExtAuthzPerRoute of the selected routes / virtual hosts. */
+  /** ExtAuthzPerRoute of the selected routes / virtual hosts (an empty FilterConfig for `oidc`). */
   readonly perRoute: Record<string, unknown>;
+  /** Set when the policy's glooAuth chain runs on Envoy's oauth2 filter instead (no ext_authz; `server` is the token endpoint). */
+  readonly oidc?: OidcUpstream;
 }
 
 /** Whether an ExtAuthPolicy protects routes: only with `applyToRoutes` (Gloo: empty = no route). */
@@ -55,6 +62,15 @@ export const extAuthSelectsRoutes = selectsRoutes;
 /** The policy's server and per-route settings (undefined when nothing can call a server; the policy's routes are then denied). */
 export const resolveExtAuth = resolvedOncePerWorkspace<ExtAuthConfig>((ctx, policy, issue) => {
   const c = asRecord(asRecord(policy.spec).config);
+  let glooOnly: string[] = [];
+  if (c.customAuth === undefined && c.glooAuth !== undefined) {
+    const plan = planGlooAuth(policy, issue);
+    if ("upstream" in plan) {
+      const u = plan.upstream;
+      return { serverId: u.filterName, filterName: u.filterName, server: { name: u.tokenEndpoint.host, namespace: "", port: { number: u.tokenEndpoint.port } }, settings: {}, perRoute: ENABLE_FILTER, oidc: u };
+    }
+    glooOnly = plan.reasons;
+  }
   let serverObj: InputObject | undefined;
   if (c.server !== undefined) {
     serverObj = findByRef(ctx, "ExtAuthServer", c.server, policy);
@@ -90,7 +106,8 @@ export const resolveExtAuth = resolvedOncePerWorkspace<ExtAuthConfig>((ctx, poli
     issue(
       policy,
       c.glooAuth === undefined ? "/spec/config" : "/spec/config/glooAuth",
-      `${kinds.length > 0 ? `${[...new Set(kinds)].join(", ")}: ` : ""}glooAuth configurations are evaluated by Gloo's ext-auth-service, which receives them from Gloo's management plane; upstream Istio has nothing that evaluates them. ` +
+      `${kinds.length > 0 ? `${[...new Set(kinds)].join(", ")}: ` : ""}glooAuth configurations are evaluated by Gloo's ext-auth-service, which receives them from Gloo's management plane; ` +
+        (glooOnly.length > 0 ? `open-source Envoy cannot run this chain (${glooOnly.join("; ")}). ` : "upstream Istio has nothing that evaluates them. ") +
         `gitmesh sends the selected requests to ${server.namespace}/${server.name} with context extension config_id=${configId}: they are denied unless that service holds this configuration. Use customAuth with your own ext_authz server to enforce it without Gloo.`,
       Severity.Error,
       TranslateCode.NeedsGlooDataPlane,
@@ -148,12 +165,61 @@ function filterInsertion(ctx: WorkspaceContext, config: ExtAuthConfig, proxy: Fi
   return envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: config.filterName, disabled: true, typed_config: filterConfig(config, cluster) })], FILTER_PRIORITY.extAuth);
 }
 
+/**
+ * The Envoy cluster of an oauth2 filter's token endpoint as the proxies of `proxy` see it: a
+ * discovered Kubernetes Service's (`<name>.<ns>.svc[.cluster.local]`), or for any other host a
+ * ServiceEntry (MESH_EXTERNAL, DNS) exported to the gateway's namespace only, with a DestinationRule
+ * that originates TLS (SIMPLE, SNI = host; Istio verifies the server with the system's CAs) for https.
+ */
+function tokenCluster(ctx: WorkspaceContext, u: OidcUpstream, proxy: ProxySet & { readonly owner: InputObject }): { name: string; resources: Emitted[] } | { error: string } {
+  const t = u.tokenEndpoint;
+  const svc = /^([a-z0-9-]+)\.([a-z0-9-]+)\.svc(\.cluster\.local)?$/.exec(t.host);
+  if (svc !== null) {
+    const r = serverCluster(ctx, "OIDC token endpoint", { name: svc[1]!, namespace: svc[2]!, port: { number: t.port } }, proxy.cluster);
+    return "error" in r ? r : { name: r.name, resources: [] };
+  }
+  const ws = ctx.workspace.name;
+  const parent = ctx.parentOf(proxy.owner);
+  const name = stableName("oauth2-idp", t.host, String(t.port), proxy.namespace, proxy.cluster, ws);
+  const meta = outputMetadata(name, proxy.namespace, proxy.cluster, ws, parent);
+  const resources: Emitted[] = [
+    {
+      cluster: proxy.cluster,
+      resource: {
+        apiVersion: "networking.istio.io/v1",
+        kind: "ServiceEntry",
+        metadata: meta,
+        spec: { exportTo: ["."], hosts: [t.host], location: "MESH_EXTERNAL", ports: [{ name: t.tls ? "https" : "http", number: t.port, protocol: t.tls ? "HTTPS" : "HTTP" }], resolution: "DNS" },
+      },
+    },
+  ];
+  if (t.tls) {
+    resources.push({
+      cluster: proxy.cluster,
+      resource: { apiVersion: "networking.istio.io/v1", kind: "DestinationRule", metadata: meta, spec: { exportTo: ["."], host: t.host, trafficPolicy: { portLevelSettings: [{ port: { number: t.port }, tls: { mode: "SIMPLE", sni: t.host } }] } } },
+    });
+  }
+  return { name: `outbound|${String(t.port)}||${t.host}`, resources };
+}
+
 /** Why a policy's requests cannot reach a server in `cluster` (undefined when they can). */
 export function extAuthBlocked(ctx: WorkspaceContext, policy: InputObject, cluster: string): string | undefined {
   const { config } = resolveExtAuth(ctx, policy);
   if (config === undefined) return "its ExtAuthServer cannot be used (see the policy's other errors)";
+  if (config.oidc !== undefined) {
+    const r = tokenCluster(ctx, config.oidc, { cluster, namespace: "", labels: {}, owner: policy });
+    return "error" in r ? r.error : undefined;
+  }
   const r = serverCluster(ctx, "ext auth server", config.server, cluster);
   return "error" in r ? r.error : undefined;
+}
+
+/** A policy's oauth2 filter inserted, disabled, on the gateway, and its token endpoint's cluster. */
+function oidcInsertion(ctx: WorkspaceContext, u: OidcUpstream, proxy: FilterProxy): Emitted[] {
+  const token = tokenCluster(ctx, u, proxy);
+  if ("error" in token) return [];
+  const name = stableName("oauth2", u.policy, proxy.owner.metadata.name, proxy.namespace, proxy.cluster, ctx.workspace.name);
+  return [...token.resources, envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: u.filterName, disabled: true, typed_config: oauth2Config(u, token.name) })], FILTER_PRIORITY.extAuth)];
 }
 
 /**
@@ -170,6 +236,16 @@ export function renderExtAuthRoutes(ctx: WorkspaceContext, table: InputObject, p
     const policy = routes.get(name)!;
     const { config } = resolveExtAuth(ctx, policy);
     if (config === undefined) continue;
+    if (config.oidc !== undefined) {
+      if (extAuthBlocked(ctx, policy, proxy.cluster) !== undefined) continue;
+      if (!inserted.has(config.filterName)) {
+        inserted.add(config.filterName);
+        resources.push(...oidcInsertion(ctx, config.oidc, proxy));
+      }
+      policies.add(policy);
+      patches.push(mergeIntoGatewayRoute(name, { typed_per_filter_config: { [config.filterName]: config.perRoute } }));
+      continue;
+    }
     const cluster = serverCluster(ctx, "ext auth server", config.server, proxy.cluster);
     if ("error" in cluster) continue;
     if (!inserted.has(config.filterName)) {
@@ -203,6 +279,12 @@ export function translateExtAuth(ctx: WorkspaceContext): TranslatorOutput {
     const ws = ctx.workspace.name;
     for (const p of selected.ports) {
       const proxy: FilterProxy & { inboundPort: number } = { cluster: p.cluster, namespace: p.service.namespace, labels: p.labels, owner: policy, inboundPort: p.port };
+      if (config?.oidc !== undefined) {
+        // A browser login flow belongs on the gateway that serves the application's routes.
+        diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Error, asRecord(policy.spec).applyToDestinations === undefined ? "/spec" : "/spec/applyToDestinations", `Service ${p.service.namespace}/${p.service.name}: an OIDC authorization-code login on a destination is not translated (Envoy's oauth2 filter is rendered for gateway routes, applyToRoutes); requests to port ${String(p.port)} are denied instead`));
+        resources.push(denyPort(ctx, policy, p.service.name, proxy));
+        continue;
+      }
       const cluster = config === undefined ? undefined : serverCluster(ctx, "ext auth server", config.server, p.cluster);
       if (config === undefined || cluster === undefined || "error" in cluster) {
         // Fail closed: the port is denied rather than left without its authorization.

@@ -124,5 +124,7 @@ export const TranslateCode = {
   ReferenceNotFound: "REFERENCE_NOT_FOUND",
   /** A Gloo feature only Solo's own data plane implements (AWS Lambda destinations); upstream Istio cannot. */
   NeedsGlooDataPlane: "NEEDS_GLOO_DATA_PLANE",
+  /** A rendered filter reads a secret from a file the proxy must have mounted (the value is never rendered). */
+  SecretMountRequired: "SECRET_MOUNT_REQUIRED",
 } as const;
 export type TranslateCode = (typeof TranslateCode)[keyof typeof TranslateCode];

@@ -66,3 +66,85 @@ describe("ExtAuthPolicy", () => {
     expect(paths).toEqual(expect.arrayContaining(["/spec/configPatches/0/patch/value/typed_config", "/spec/configPatches/0/patch/value/typed_config/http_service/server_uri"]));
   });
 });
+
+// glooAuth on open-source Envoy (issue #36 item 4), case ext-auth-glooauth. Gloo's
+// oidcAuthorizationCode: unauthenticated requests on the selected routes go to the provider's
+// authorization endpoint, the code comes back to appUrl + callbackPath and is exchanged at the token
+// endpoint with the client secret. Chains Envoy cannot run keep going to Gloo's ext-auth-service.
+describe("ExtAuthPolicy glooAuth on Envoy's oauth2 filter", () => {
+  const result = runCase(loadCase("ext-auth-glooauth")).result;
+  const out = result.clusters.get("cluster1")!.resources;
+  const gatewayPatches = out.filter((r) => r.kind === "EnvoyFilter" && r.metadata.namespace === "istio-gateways").flatMap(patches);
+  const inserted = (name: string) => gatewayPatches.find((p) => p.applyTo === "HTTP_FILTER" && p.patch.value.name === name)?.patch.value;
+  type OAuth2 = { config: { authorization_endpoint: string; redirect_uri: string; redirect_path_matcher: unknown; signout_path?: unknown; auth_scopes: string[]; token_endpoint: { uri: string; cluster: string }; credentials: Record<string, unknown> } };
+
+  /** The filters a request on `path` meets (names of the per-route configs that turn on a filter inserted on the gateway). */
+  function filtersOn(path: string): string[] {
+    const outcome = evaluate(out, { host: "bookinfo.example.com", path, gateway: GATEWAY });
+    if (outcome.kind !== "route") throw new Error(`no route for ${path}`);
+    const perRoute = gatewayPatches.find((p) => p.match.routeConfiguration?.vhost?.route.name === outcome.route)?.patch.value.typed_per_filter_config as Record<string, { disabled?: boolean }> | undefined;
+    return Object.entries(perRoute ?? {})
+      .filter(([name, c]) => c.disabled !== true && inserted(name)?.disabled === true)
+      .map(([name]) => name);
+  }
+
+  it("a selected route runs its own policy's OIDC login, other routes none", () => {
+    expect(filtersOn("/app/page")).toEqual(["envoy.filters.http.oauth2.bookinfo-frontends.keycloak"]);
+    expect(filtersOn("/app/callback")).toEqual(["envoy.filters.http.oauth2.bookinfo-frontends.keycloak"]);
+    expect(filtersOn("/shop")).toEqual(["envoy.filters.http.oauth2.bookinfo-frontends.okta"]);
+    expect(filtersOn("/portal")).toEqual(["envoy.filters.http.oauth2.bookinfo-frontends.in-mesh"]);
+    expect(filtersOn("/")).toEqual([]);
+  });
+
+  it("the login flow is Gloo's: appUrl + callbackPath, logoutPath, openid first, the provider's endpoints", () => {
+    const keycloak = (inserted("envoy.filters.http.oauth2.bookinfo-frontends.keycloak")!.typed_config as OAuth2).config;
+    expect(keycloak.redirect_uri).toBe("https://bookinfo.example.com/app/callback");
+    expect(keycloak.redirect_path_matcher).toEqual({ path: { exact: "/app/callback" } });
+    expect(keycloak.signout_path).toEqual({ path: { exact: "/app/logout" } });
+    expect(keycloak.auth_scopes).toEqual(["openid", "email"]);
+    expect(keycloak.authorization_endpoint).toBe("http://keycloak.example.com:8080/realms/master/protocol/openid-connect/auth");
+    expect(keycloak.token_endpoint).toMatchObject({ uri: "http://keycloak.example.com:8080/realms/master/protocol/openid-connect/token", cluster: "outbound|8080||keycloak.example.com" });
+    const portal = (inserted("envoy.filters.http.oauth2.bookinfo-frontends.in-mesh")!.typed_config as OAuth2).config;
+    expect(portal.authorization_endpoint).toBe("https://login.example.com/authorize");
+    expect(portal.token_endpoint.cluster).toBe("outbound|8080||keycloak.keycloak.svc.cluster.local");
+  });
+
+  it("an external token endpoint gets a cluster seen by the gateway only, with TLS for https", () => {
+    const entries = out.filter((r) => r.kind === "ServiceEntry");
+    expect(entries.map((e) => [e.metadata.namespace, e.spec.hosts, e.spec.exportTo, e.spec.ports])).toEqual(
+      expect.arrayContaining([
+        ["istio-gateways", ["dev-1.okta.com"], ["."], [{ name: "https", number: 443, protocol: "HTTPS" }]],
+        ["istio-gateways", ["keycloak.example.com"], ["."], [{ name: "http", number: 8080, protocol: "HTTP" }]],
+      ]),
+    );
+    expect(entries.some((e) => (e.spec.hosts as string[]).some((h) => h.endsWith(".svc.cluster.local")))).toBe(false);
+    const tls = out.filter((r) => r.kind === "DestinationRule" && r.spec.host === "dev-1.okta.com");
+    expect(tls.map((d) => d.spec.trafficPolicy)).toEqual([{ portLevelSettings: [{ port: { number: 443 }, tls: { mode: "SIMPLE", sni: "dev-1.okta.com" } }] }]);
+  });
+
+  it("secrets are SDS file references, never values; an inline secret fails the Envoy check", () => {
+    const keycloak = inserted("envoy.filters.http.oauth2.bookinfo-frontends.keycloak")!.typed_config as OAuth2;
+    expect(keycloak.config.credentials).toEqual({
+      client_id: "bookinfo",
+      token_secret: { name: "token", sds_config: { path_config_source: { path: "/etc/gitmesh/oauth2/gloo-mesh-addons.keycloak-client/token-secret.yaml" }, resource_api_version: "V3" } },
+      hmac_secret: { name: "hmac", sds_config: { path_config_source: { path: "/etc/gitmesh/oauth2/gloo-mesh-addons.keycloak-client/hmac-secret.yaml" }, resource_api_version: "V3" } },
+    });
+    expect(JSON.stringify(out)).not.toMatch(/inline_string|inline_bytes|generic_secret/);
+    expect(result.diagnostics.filter((d) => d.code === "SECRET_MOUNT_REQUIRED").map((d) => d.path)).toHaveLength(3);
+    const filter = out.find((r) => r.kind === "EnvoyFilter" && JSON.stringify(r).includes("oauth2.bookinfo-frontends.keycloak") && patches(r).some((p) => p.applyTo === "HTTP_FILTER"))!;
+    expect(validateIstioResource(filter)).toEqual([]);
+    const broken = structuredClone(filter) as IstioResource & { spec: { configPatches: Patch[] } };
+    const creds = (broken.spec.configPatches[0]!.patch.value.typed_config as OAuth2).config.credentials;
+    creds.token_secret = { name: "token", sds_config: { inline_string: "s3cret" } };
+    expect(validateIstioResource(broken).map((i) => i.path)).toContain("/spec/configPatches/0/patch/value/typed_config/config/credentials/token_secret/sds_config");
+  });
+
+  it("chains Envoy cannot run go to Gloo's ext-auth-service with their config id, each with the reason", () => {
+    const needs = result.diagnostics.filter((d) => d.code === "NEEDS_GLOO_DATA_PLANE").map((d) => d.message);
+    expect(needs).toHaveLength(3);
+    expect(needs.find((m) => m.includes("config_id=bookinfo-frontends.apikeys"))).toMatch(/api_key_auth filter takes the keys inline/);
+    expect(needs.find((m) => m.includes("config_id=bookinfo-frontends.oidc-opa"))).toMatch(/opaAuth: .*input document/);
+    expect(needs.find((m) => m.includes("config_id=bookinfo-frontends.unknown-idp"))).toMatch(/discoveryOverride.authEndpoint/);
+    for (const path of ["/api", "/reports", "/other"]) expect(filtersOn(path)).toEqual(["envoy.filters.http.ext_authz.gloo-ext-auth.bookinfo-frontends"]);
+  });
+});

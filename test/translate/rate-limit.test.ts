@@ -17,6 +17,8 @@ type Descriptor = { key: string; value?: string; rate_limit?: { unit: string; re
 interface Request {
   readonly headers: Readonly<Record<string, string>>;
   readonly remoteAddress: string;
+  /** Dynamic metadata by descriptor key (what an earlier filter, e.g. ext_authz, set). */
+  readonly metadata?: Readonly<Record<string, string>>;
 }
 
 /** Envoy: one descriptor per rate_limits entry; an action that cannot produce its entry drops the whole descriptor. */
@@ -37,6 +39,10 @@ function descriptorsOf(rateLimits: readonly { actions: readonly Action[] }[], re
         const matches = headers.every((h) => req.headers[h.name] === h.string_match.exact);
         if (matches === (a.header_value_match.expect_match ?? true)) entries.push(["header_match", String(a.header_value_match.descriptor_value)]);
         else ok = false;
+      } else if (a.metadata) {
+        const v = req.metadata?.[String(a.metadata.descriptor_key)];
+        if (v === undefined) ok = false;
+        else entries.push([String(a.metadata.descriptor_key), v]);
       } else throw new Error(`action not modelled: ${Object.keys(a).join()}`);
     }
     if (ok) out.push(entries);
@@ -70,10 +76,11 @@ describe("RateLimitPolicy", () => {
     expect(configMap.metadata.labels["gitmesh.io/ratelimit-server"]).toBe("rate-limiter");
     const api = routeLimits("api-productpage")!;
     const anon: Request = { headers: {}, remoteAddress: "198.51.100.7" };
-    // Without x-user only the counter descriptor is sent: 5 per second per client address.
-    expect(descriptorsOf(api.rate_limits, anon).map((d) => limitFor(serviceConfig, d))).toEqual(["5/second"]);
+    // Without x-user only the counter descriptor is limited: 5 per second per client address (the
+    // client's set-style descriptor is sent too; this domain has no set-style rule, so it is allowed).
+    expect(descriptorsOf(api.rate_limits, anon).map((d) => limitFor(serviceConfig, d))).toEqual(["5/second", undefined]);
     const user: Request = { headers: { "x-user": "alice" }, remoteAddress: "198.51.100.7" };
-    expect(descriptorsOf(api.rate_limits, user).map((d) => limitFor(serviceConfig, d))).toEqual(["5/second", "1000/hour"]);
+    expect(descriptorsOf(api.rate_limits, user).map((d) => limitFor(serviceConfig, d))).toEqual(["5/second", "1000/hour", undefined]);
     // The public route and the route whose server is missing are not limited at all.
     expect(routeLimits("public-productpage")).toBeUndefined();
     expect(routeLimits("defaults-productpage")).toBeUndefined();
@@ -117,5 +124,43 @@ describe("RateLimitPolicy", () => {
     const result = translateAll(loadDesiredState([{ path: "input.yaml", content: input }]).state, loadCase("rate-limit").discovery);
     expect(result.clusters.get("cluster1")!.resources.filter((r) => r.kind === "ConfigMap")).toEqual([]);
     expect(result.diagnostics.filter((d) => d.code === "INVALID_FIELD").map((d) => d.path)).toContain("/spec/raw/descriptors/1/rateLimit/unit");
+  });
+});
+
+// Set-style limits (issue #36 item 5), case rate-limit-set. Gloo: a setDescriptors rule applies when
+// the request's setActions descriptor holds each of its simple descriptors, in any order; a simple
+// descriptor without a value matches any value (and is counted per value).
+describe("RateLimitPolicy setActions / setDescriptors", () => {
+  const { result } = runCase(loadCase("rate-limit-set"));
+  const out = result.clusters.get("cluster1")!.resources;
+  const filters = out.filter((r) => r.kind === "EnvoyFilter");
+  const patches = (r: IstioResource) => r.spec.configPatches as Patch[];
+  const configMap = out.find((r) => r.kind === "ConfigMap") as unknown as { data: Record<string, string> };
+  const serviceConfig = parse(configMap.data["sets.gloo-mesh-addons.yaml"]!) as { domain: string; descriptors: Descriptor[] };
+  const routeLimits = (route: string) => (filters.flatMap(patches).find((p) => p.match.routeConfiguration?.vhost?.route.name === route)?.patch.value.route as { rate_limits: { actions: Action[] }[] }).rate_limits;
+  const limits = (rateLimits: { actions: Action[] }[], req: Request) => descriptorsOf(rateLimits, req).map((d) => limitFor(serviceConfig, d));
+
+  it("a rule applies to the clients that send its keys, whatever order the rule lists them in", () => {
+    const orgs = routeLimits("api-productpage");
+    expect(limits(orgs, { headers: { "X-Organization": "solo.io" }, remoteAddress: "x" })).toEqual(["3/minute"]);
+    expect(limits(orgs, { headers: { "X-Organization": "example.com" }, remoteAddress: "x" })).toEqual([undefined]);
+    const plans = routeLimits("defaults-productpage");
+    expect(limits(plans, { headers: { "X-Solo-Plan": "bronze" }, remoteAddress: "x", metadata: { userId: "alice" } })).toEqual(["1/minute"]);
+    expect(limits(plans, { headers: { "X-Solo-Plan": "gold" }, remoteAddress: "x", metadata: { userId: "bob" } })).toEqual(["5/minute"]);
+    expect(limits(plans, { headers: { "X-Solo-Plan": "silver" }, remoteAddress: "x", metadata: { userId: "bob" } })).toEqual([undefined]);
+  });
+
+  it("set-style descriptors never meet the tree-style rules of the domain: they start with the set marker", () => {
+    for (const rl of routeLimits("api-productpage")) expect(rl.actions[0]).toEqual({ generic_key: { descriptor_key: "gitmesh-set", descriptor_value: "setActions" } });
+    expect(serviceConfig.descriptors.map((d) => [d.key, d.value])).toEqual([["gitmesh-set", "setActions"]]);
+  });
+
+  it("what envoyproxy/ratelimit cannot count as Gloo does is refused with the field and the reason", () => {
+    const at = (path: string) => result.diagnostics.filter((d) => d.path === path).map((d) => `${d.severity} ${d.code}`);
+    expect(at("/spec/raw/setDescriptors/0/simpleDescriptors")).toEqual(["error NEEDS_GLOO_DATA_PLANE"]);
+    expect(result.diagnostics.find((d) => d.path === "/spec/raw/setDescriptors/0/simpleDescriptors")!.message).toContain("[organization, region]");
+    expect(at("/spec/raw/setDescriptors/3/simpleDescriptors")).toEqual(["warning SELECTS_NOTHING"]);
+    expect(at("/spec/raw/setDescriptors/4/simpleDescriptors")).toContain("error INVALID_FIELD");
+    for (const f of filters) expect(validateIstioResource(f)).toEqual([]);
   });
 });
