@@ -114,7 +114,8 @@ function register(program: Command, io: CliIo, action: "suspend" | "resume"): vo
 
 async function tokenOf(flags: SuspendFlags, env: Readonly<Record<string, string | undefined>>): Promise<string | undefined> {
   if (flags.token !== undefined) return flags.token.trim() || undefined;
-  const file = flags.tokenFile ?? (env[ADMIN_TOKEN_ENV.token] ? undefined : env[ADMIN_TOKEN_ENV.tokenFile]);
+  // An empty variable counts as unset.
+  const file = flags.tokenFile ?? (env[ADMIN_TOKEN_ENV.token] ? undefined : env[ADMIN_TOKEN_ENV.tokenFile] || undefined);
   if (file === undefined) return env[ADMIN_TOKEN_ENV.token]?.trim() || undefined;
   const text = await readFile(file, "utf8").catch((err: unknown) => {
     throw new UsageError(`cannot read the token file ${file}: ${(err as { code?: string }).code ?? "error"}`);

@@ -342,6 +342,17 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
     suspensionRoute("suspend", /^\/api\/fleet\/suspend$/),
     suspensionRoute("resume", /^\/api\/fleet\/resume$/),
     {
+      // The caller's role (the UI shows the admin actions only to an admin session).
+      method: "GET",
+      pattern: /^\/api\/session$/,
+      access: "read",
+      handler: (_req, res, _params, caller) => {
+        res.writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+        res.end(JSON.stringify({ role: caller.role ?? null }) + "\n");
+        return Promise.resolve();
+      },
+    },
+    {
       method: "GET",
       pattern: /^\/api\/suspensions$/,
       access: "read",

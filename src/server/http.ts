@@ -313,6 +313,7 @@ export const API_ENDPOINTS = [
   "POST /api/clusters/<cluster>/suspend | /resume (admin; body {\"reason\": \"...\"} optional)",
   "POST /api/fleet/suspend | /api/fleet/resume (admin)",
   "GET /api/suspensions",
+  "GET /api/session (the caller's role)",
   "GET /api/commits",
   "GET /api/commits/<sha>",
   "GET /api/diagnostics",

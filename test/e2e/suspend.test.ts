@@ -10,8 +10,12 @@
 //   (d) gitmesh.yaml `suspend` holds cluster1 (actor: the commit); the API cannot lift it; a commit
 //       that removes it does;
 //   (e) the agent's own chart value `suspend: true`: it applies, prunes and repairs nothing, and the
-//       server shows the cluster suspended by the cluster owner; with the value back to false it converges.
-import { mkdtempSync, rmSync } from "node:fs";
+//       server shows the cluster suspended by the cluster owner; with the value back to false it converges;
+//   (f) the CLI processes: `gitmesh suspend --all` holds the whole fleet (a commit reaches no cluster),
+//       `gitmesh check` says so and exits 1, the read token cannot resume (exit 1), usage errors exit 2,
+//       `gitmesh resume --all` lets the fleet converge.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -148,6 +152,19 @@ const metric = async (cluster: string, state: string): Promise<number | undefine
   const m = new RegExp(`^gitmesh_server_cluster_sync\\{cluster="${cluster}",state="${state}"\\} (\\d+)$`, "m").exec(text);
   return m ? Number(m[1]) : undefined;
 };
+
+/** `gitmesh <args>` as a child process (asynchronous: the server runs in this process). */
+function gitmesh(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["bin/gitmesh.js", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, GITMESH_API_ADMIN_TOKEN: "", GITMESH_API_ADMIN_TOKEN_FILE: "" } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
 
 let spec: MeshSpec = { clusters: [...CLUSTERS], tables: { apps: ["a1", "a2", "a3"], team: [], shared: [] } };
 async function commitMesh(next: MeshSpec, message: string): Promise<string> {
@@ -307,4 +324,49 @@ describe("suspend and resume", () => {
     expect(has("cluster2", "a6")).toBe(true);
     expect(has("cluster2", "a3")).toBe(false);
   }, 120_000);
+
+  it("(f) gitmesh suspend --all and resume --all as processes; check reports the suspended fleet", async () => {
+    const adminFile = join(tmp, "admin-token");
+    const readFile = join(tmp, "read-token");
+    writeFileSync(adminFile, `${server!.apiTokens!.admin}\n`, { mode: 0o600 });
+    writeFileSync(readFile, `${server!.apiTokens!.read}\n`, { mode: 0o600 });
+    const at = ["--server", base()];
+
+    expect((await gitmesh(["suspend"])).code).toBe(2);
+    expect((await gitmesh(["suspend", "cluster1", "--all", ...at, "--token-file", adminFile])).code).toBe(2);
+    const noToken = await gitmesh(["suspend", "--all", ...at]);
+    expect(noToken.code).toBe(2);
+    expect(noToken.stderr).toMatch(/admin token/);
+
+    const suspended = await gitmesh(["suspend", "--all", "--reason", "change freeze", ...at, "--token-file", adminFile]);
+    expect(suspended.stderr).toBe("");
+    expect(suspended.code).toBe(0);
+    expect(suspended.stdout).toMatch(/^the whole fleet: suspended since \d{4}-[\d-]+T[\d:.]+Z by admin token \(change freeze\) \[whole fleet\]/);
+
+    const v = await commitMesh({ ...spec, tables: { ...spec.tables, apps: ["a1", "a4", "a5", "a6", "a7"] } }, "add a7 during the freeze");
+    await poll("the commit in force", async () => (await status()).commit?.sha === v);
+    await new Promise((r) => setTimeout(r, 2000));
+    const s = await status();
+    for (const c of CLUSTERS) {
+      expect(view(s, c).sync.state).toBe("suspended");
+      expect(view(s, c).sync.summary).toMatch(/by admin token \(change freeze\) \[whole fleet\]; runs v\d+ of [0-9a-f]{12}, behind the commit in force/);
+      expect(has(c, "a7")).toBe(false);
+    }
+    const check = await gitmesh(["check", ...at, "--token-file", readFile]);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toMatch(/cluster1 +yes .* suspended/);
+    expect(check.stdout).toMatch(/cluster cluster2: suspended since .* by admin token \(change freeze\).*; to resume: gitmesh resume --all/);
+
+    const readOnly = await gitmesh(["resume", "--all", ...at, "--token-file", readFile]);
+    expect(readOnly.code).toBe(1);
+    expect(readOnly.stderr).toMatch(/answered 403/);
+    expect(view(await status(), "cluster1").sync.state).toBe("suspended");
+
+    const resumed = await gitmesh(["resume", "--all", ...at, "--token-file", adminFile]);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toMatch(/^the whole fleet: resumed; delivering the output of the commit in force/);
+    await inSync(v, CLUSTERS);
+    expect(CLUSTERS.every((c) => has(c, "a7"))).toBe(true);
+    expect((await gitmesh(["check", ...at, "--token-file", readFile])).code).toBe(0);
+  }, 180_000);
 });

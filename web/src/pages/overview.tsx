@@ -2,6 +2,7 @@
 import { ago, gitHost, short, syncClass } from "../format.js";
 import { useApi } from "../live.js";
 import type { ClusterView, Status } from "../types.js";
+import { SuspendControls } from "./suspend.js";
 
 /** A cluster's state with the commit in force, as the server decided it (src/server/cluster-sync.ts). */
 export function SyncState({ c }: { c: ClusterView }) {
@@ -70,6 +71,7 @@ export function OverviewPage() {
       )}
       <section>
         <h2>Clusters</h2>
+        <SuspendControls suspended={st.clusters.find((c) => c.suspended?.scope === "fleet")?.suspended} />
         <table data-testid="clusters">
           <thead>
             <tr>
