@@ -11,7 +11,7 @@ import type { Registry } from "prom-client";
 import { describeError, type Logger } from "../core/index.js";
 import { createApplier, type Applier, type ResourceError } from "./applier.js";
 import { createCacerts, type IntermediateSigner } from "./cacerts.js";
-import type { AgentConfig } from "./config.js";
+import { AGENT_SUSPENDED_KEY, agentSuspendedMessage, type AgentConfig } from "./config.js";
 import { createDiscovery, type Discovery } from "./discovery.js";
 import { createDriftWatcher } from "./drift.js";
 import { createAgentHttp } from "./http.js";
@@ -54,6 +54,10 @@ export function createAgent(options: AgentOptions): Agent {
   const client = createKubeClient(options.kc);
   const reader: KubeReader = client;
   const metrics = createAgentMetrics(options.registry, { clientCertificateNotAfterMs: async () => (await currentClientCredentials(reader, config.namespace, config.relaySecrets))?.notAfterMs });
+  // The chart value `suspend`: since this process started with it.
+  const suspendedSinceMs = Date.now();
+  metrics.suspended.set(config.suspend ? 1 : 0);
+  if (config.suspend) logger.warn("agent suspended (chart suspend: true): discovery and the relay stay live; nothing is applied, pruned or repaired");
   initAgentKindLabels(metrics, writableKinds(config));
   const writer: FieldOwnerWriter = withFieldOwner(client);
   let leaderParts: { manager: RunnableManager; discovery: Discovery; applier: Applier; link: () => RelayLink | undefined } | undefined;
@@ -102,6 +106,12 @@ export function createAgent(options: AgentOptions): Agent {
         link = await options.relay({
           onConnection: (c) => metrics.relayConnected.set(c ? 1 : 0),
           onOutput: async (output) => {
+            // The cluster owner's brake: nothing applied or pruned; the server shows the cluster suspended.
+            if (config.suspend) {
+              metrics.suspendedOutputs.inc();
+              logger.info("output not applied: this agent is suspended (chart suspend: true)", { version: output.version, sourceCommit: output.sourceCommit });
+              return { ack: false, errors: [{ key: AGENT_SUSPENDED_KEY, message: agentSuspendedMessage(suspendedSinceMs), transient: false }] };
+            }
             const outcome = await applier.applyOutput(output);
             const errors: ResourceError[] = [...outcome.errors];
             if (outcome.certificateRequests.length > 0) {
@@ -125,7 +135,8 @@ export function createAgent(options: AgentOptions): Agent {
       },
     };
     const drift = createDriftWatcher({ kc: options.kc, reader, cluster: config.cluster, applier, kinds: writableKinds(config), resyncPeriodMs: config.resyncPeriodMs, metrics, onRepair: (r) => link?.reportDriftRepair?.(r), ...(options.backoff ? { backoff: options.backoff } : {}), logger: logger.child("drift") });
-    const manager = createRunnableManager([discovery, relayPart, drift], logger);
+    // Suspended: no drift repair either (nothing is applied there); discovery and the relay stay live.
+    const manager = createRunnableManager(config.suspend ? [discovery, relayPart] : [discovery, relayPart, drift], logger);
     leaderParts = { manager, discovery, applier, link: () => link };
     signal.addEventListener("abort", () => void manager.stop(), { once: true });
     await manager.start();

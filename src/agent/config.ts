@@ -54,6 +54,12 @@ export interface AgentConfig {
   /** RootTrustPolicy autoRestartPods: restart istiod and injected workloads after writing cacerts (chart autoRestartPods grants the RBAC; default false). */
   readonly autoRestartPods: boolean;
   /**
+   * The cluster owner's brake (chart `suspend`): the agent applies, prunes and repairs nothing and
+   * NACKs every output with AGENT_SUSPENDED_KEY (the server shows the cluster suspended); discovery,
+   * the relay connection and status stay live. Default false.
+   */
+  readonly suspend: boolean;
+  /**
    * With autoRestartPods: the only namespaces whose Deployments/StatefulSets/DaemonSets are restarted
    * (chart istio.restartNamespaces, where it grants `patch`); an injected namespace outside is named in
    * a warning and left alone. Undefined (no chart value given): every injected namespace.
@@ -94,11 +100,22 @@ export interface AgentConfigInput {
   readonly inventoryName?: string | undefined;
   readonly logLevel?: string | undefined;
   readonly autoRestartPods?: string | undefined;
+  readonly suspend?: string | undefined;
   /** Comma-separated namespace names; absent: every injected namespace. */
   readonly restartNamespaces?: string | undefined;
   readonly manageIstioInstall?: string | undefined;
   /** Comma-separated namespace names. */
   readonly rateLimitConfigNamespaces?: string | undefined;
+}
+
+/**
+ * The NACK an agent suspended by its chart value answers every output with (contract with src/server
+ * cluster-sync.ts AGENT_SUSPENDED_KEY: the server shows the cluster "suspended", not "refused").
+ */
+export const AGENT_SUSPENDED_KEY = "gitmesh.io/agent-suspended";
+/** "suspended since <UTC> by the cluster owner (…)": the server prints it as the cluster's suspension. */
+export function agentSuspendedMessage(sinceMs: number): string {
+  return `suspended since ${new Date(sinceMs).toISOString()} by the cluster owner (agent chart value suspend: true; nothing is applied, pruned or repaired there until it is set back to false)`;
 }
 
 /** Environment variables the root reads (chart: relay.serverAddress → GITMESH_RELAY_SERVER_ADDRESS, …). */
@@ -123,6 +140,7 @@ export const AGENT_ENV = {
   inventoryName: "GITMESH_INVENTORY_CONFIGMAP",
   logLevel: "GITMESH_LOG_LEVEL",
   autoRestartPods: "GITMESH_AUTO_RESTART_PODS",
+  suspend: "GITMESH_AGENT_SUSPEND",
   restartNamespaces: "GITMESH_RESTART_NAMESPACES",
   manageIstioInstall: "GITMESH_MANAGE_ISTIO_INSTALL",
   rateLimitConfigNamespaces: "GITMESH_RATE_LIMIT_CONFIG_NAMESPACES",
@@ -244,6 +262,7 @@ export function parseAgentConfig(input: AgentConfigInput, defaults: { identity: 
     inventoryName: name(input.inventoryName, "gitmesh-agent-inventory", "inventory ConfigMap name", AGENT_ENV.inventoryName),
     logLevel: isLogLevel(logLevel) ? logLevel : "info",
     autoRestartPods: read.bool(input.autoRestartPods, `auto restart pods (${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`, false),
+    suspend: read.bool(input.suspend, `suspend (--suspend or ${AGENT_ENV.suspend}; chart suspend)`, false),
     manageIstioInstall: read.bool(input.manageIstioInstall, `manage Istio install (--manage-istio-install or ${AGENT_ENV.manageIstioInstall}; chart lifecycle.enabled)`, false),
     rateLimitConfigNamespaces: [...new Set((input.rateLimitConfigNamespaces ?? "").split(",").map((n) => n.trim()).filter((n) => n !== ""))].sort(),
     ...(input.restartNamespaces === undefined ? {} : { restartNamespaces: [...new Set(input.restartNamespaces.split(",").map((n) => n.trim()).filter((n) => n !== ""))].sort() }),

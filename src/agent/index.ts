@@ -72,6 +72,6 @@ export {
   type IntermediateSigningRequest,
   type SignedIntermediate,
 } from "./cacerts.js";
-export { AGENT_ENV, parseAgentConfig, type AgentConfig, type AgentConfigInput } from "./config.js";
+export { AGENT_ENV, AGENT_SUSPENDED_KEY, agentSuspendedMessage, parseAgentConfig, type AgentConfig, type AgentConfigInput } from "./config.js";
 export { createAgent, type Agent, type AgentOptions } from "./agent.js";
 export { createRelayAgent, type RelayAgentOptions } from "./compose.js";

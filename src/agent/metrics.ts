@@ -34,6 +34,10 @@ import { Counter, Gauge, type Registry } from "prom-client";
 export interface AgentMetrics {
   readonly leader: Gauge;
   readonly relayConnected: Gauge;
+  /** 1 while the agent is suspended by its chart value (applies, prunes and repairs nothing). */
+  readonly suspended: Gauge;
+  /** Outputs answered "suspended" instead of applied. */
+  readonly suspendedOutputs: Counter;
   readonly snapshotEntries: Gauge;
   readonly snapshotBytes: Gauge;
   readonly discoveryPushes: Counter;
@@ -97,6 +101,8 @@ export function createAgentMetrics(registry: Registry, options: AgentMetricsOpti
     relayConnected: new Gauge({ name: "gitmesh_agent_relay_connected", help: "1 while a relay session is up", registers }),
     snapshotEntries: new Gauge({ name: "gitmesh_agent_discovery_snapshot_entries", help: "Entries in the last discovery snapshot", registers }),
     snapshotBytes: new Gauge({ name: "gitmesh_agent_discovery_snapshot_bytes", help: "JSON bytes of the last discovery snapshot", registers }),
+    suspended: new Gauge({ name: "gitmesh_agent_suspended", help: "1 while the agent is suspended by its chart value suspend: nothing applied, pruned or repaired", registers }),
+    suspendedOutputs: new Counter({ name: "gitmesh_agent_suspended_outputs_total", help: "Output versions not applied because the agent is suspended (chart suspend)", registers }),
     discoveryPushes: new Counter({ name: "gitmesh_agent_discovery_pushes_total", help: "Discovery states handed to the relay", registers }),
     informerRestarts: new Counter({ name: "gitmesh_agent_informer_restarts_total", help: "Informer restarts after errors", labelNames: ["kind"], registers }),
     applies: new Counter({ name: "gitmesh_agent_applies_total", help: "Server-side applies of output objects", labelNames: ["result"], registers }),

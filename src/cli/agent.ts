@@ -28,6 +28,7 @@ interface AgentFlags {
   readonly httpPort?: string;
   readonly logLevel?: string;
   readonly autoRestartPods?: boolean;
+  readonly suspend?: boolean;
   readonly manageIstioInstall?: boolean;
   readonly rateLimitConfigNamespaces?: string;
 }
@@ -49,6 +50,7 @@ export function registerAgent(program: Command, io: CliIo): void {
     .option("--prune-always-allowed <n>", `deletions always allowed whatever the share (env ${AGENT_ENV.pruneAlwaysAllowed}; default 2)`)
     .option("--http-port <n>", `HTTP port (env ${AGENT_ENV.httpPort}; default 9977)`)
     .option("--auto-restart-pods", `restart istiod and injected workloads after writing cacerts, for RootTrustPolicies with autoRestartPods (env ${AGENT_ENV.autoRestartPods}; chart autoRestartPods)`)
+    .option("--suspend", `apply, prune and repair nothing (the cluster owner's brake): every output is answered "suspended", discovery and status stay live (env ${AGENT_ENV.suspend}; chart suspend)`)
     .option("--manage-istio-install", `install Istio from IstioLifecycleManager / GatewayLifecycleManager (Sail operator resources, gateway Deployments, Services, Roles); off: such output is refused with an error (env ${AGENT_ENV.manageIstioInstall}; chart lifecycle.enabled, which grants the RBAC)`)
     .option("--rate-limit-config-namespaces <ns,...>", `namespaces where the agent writes rate limiters' configuration (RateLimitServerConfig → ConfigMap); elsewhere such output is refused with an error (env ${AGENT_ENV.rateLimitConfigNamespaces}; chart rateLimit.configNamespaces, which grants the RBAC there)`)
     .option("--log-level <level>", `debug | info | warn | error (env ${AGENT_ENV.logLevel}; chart logLevel; default info)`)
@@ -78,6 +80,7 @@ export function registerAgent(program: Command, io: CliIo): void {
           logLevel: flags.logLevel ?? env[AGENT_ENV.logLevel],
           autoRestartPods: flags.autoRestartPods === true ? "true" : env[AGENT_ENV.autoRestartPods],
           restartNamespaces: env[AGENT_ENV.restartNamespaces],
+          suspend: flags.suspend === true ? "true" : env[AGENT_ENV.suspend],
           manageIstioInstall: flags.manageIstioInstall === true ? "true" : env[AGENT_ENV.manageIstioInstall],
           rateLimitConfigNamespaces: flags.rateLimitConfigNamespaces ?? env[AGENT_ENV.rateLimitConfigNamespaces],
         },

@@ -53,6 +53,8 @@ interface ClusterStatus {
   readonly waitingForAgent?: boolean;
   /** The newest commit the cluster runs (absent from older servers: applied.sourceCommit). */
   readonly commit?: string | null;
+  /** What holds it (suspend; absent from older servers): resumed through the API (`api`) or in gitmesh.yaml (`git`). */
+  readonly suspended?: { scope: string; since: string; by: string; reason: string | null; source: string; summary: string } | null;
   /** Translation errors in its output (absent from older servers). */
   readonly errors?: { count: number; first: string[] };
 }
@@ -141,7 +143,7 @@ export function assess(s: Status): string[] {
     if (c.errors && c.errors.count > 0) problems.push(`cluster ${c.name}: applied with ${String(c.errors.count)} translation error(s): ${c.errors.first[0] ?? ""}`);
     // The server's one answer (cluster-sync.ts), said as it says it; an older server gives only inSync.
     if (c.inSync) continue;
-    const hint = c.sync?.why === "waiting-for-agent" ? `; install it: gitmesh cluster register ${c.name}` : "";
+    const hint = c.sync?.why === "waiting-for-agent" ? `; install it: gitmesh cluster register ${c.name}` : c.sync?.state === "suspended" && c.suspended?.source === "api" ? `; to resume: gitmesh resume ${c.suspended.scope === "fleet" ? "--all" : c.name}` : "";
     problems.push(`cluster ${c.name}: ${c.sync?.summary ?? "not in sync"}${hint}`);
   }
   const held = s.audit.heldBack;

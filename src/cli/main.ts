@@ -46,6 +46,8 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: () => loadDevelopmentCommand("simulate", "./simulate.js", "registerSimulate"),
   },
   { name: "check", summary: "print a management server's health; exit 1 when unhealthy", load: async () => (await import("./check.js")).registerCheck },
+  { name: "suspend", summary: "hold a cluster or the whole fleet: nothing new is applied or pruned there until resumed", load: async () => (await import("./suspend.js")).registerSuspend },
+  { name: "resume", summary: "let a suspended cluster or the fleet go: it is brought to the commit in force", load: async () => (await import("./suspend.js")).registerResume },
   { name: "cluster", summary: "register or deregister a workload cluster", load: async () => (await import("./cluster.js")).registerCluster },
   { name: "diff", summary: "show the rendered Istio diff between two revisions (pull-request review)", load: async () => (await import("./diff.js")).registerDiff },
 ];

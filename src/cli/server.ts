@@ -20,6 +20,7 @@ import {
   createDirectoryApiTokenStore,
   createKubernetesApiTokenStore,
   createRedisApiTokenStore,
+  createRedisSuspensionStore,
   createDirectoryCaSecretReader,
   createDirectorySecretStore,
   createKubernetesCaSecretReader,
@@ -423,7 +424,7 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${redisPrefix}:`, replica: config.identity });
   const commitStatus = config.commitStatus === undefined ? undefined : await commitStatusPoster(config.commitStatus);
   const verifier = config.verifyCommits === undefined ? undefined : await commitVerifier(config.verifyCommits);
-  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(commitStatus ? { commitStatus } : {}), ...(verifier ? { verifier } : {}), ...(presence === undefined ? {} : { presence }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(commitStatus ? { commitStatus } : {}), ...(verifier ? { verifier } : {}), ...(presence === undefined ? {} : { presence }), ...(redis === undefined ? {} : { suspensions: createRedisSuspensionStore(redis, redisPrefix) }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
   try {
     await server.start();
   } catch (err) {

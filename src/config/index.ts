@@ -31,6 +31,7 @@ export type {
   ObjectMetadata,
   Position,
   RepoSettings,
+  SuspendSetting,
   SourceFile,
   SourceLocation,
   UnsupportedObject,

@@ -17,13 +17,16 @@
  *     name: reviews                # optional (any name)
  *     jsonPointers: [/spec/http/0/route/0/weight]
  * allowMassDeletion: [cluster1]    # clusters whose outputs may delete any number of objects (`*` = all; default none)
+ * suspend:                # a change freeze held in Git: nothing new is applied or pruned there (default none)
+ *   clusters: [cluster1]  # cluster names, or ["*"] for the whole fleet
+ *   reason: change freeze until 2026-12-01   # optional, shown with "suspended since … by …"
  * ```
  */
 import type { Diagnostic } from "../core/index.js";
 import { ConfigCode } from "./codes.js";
 import { SETTINGS_FILE } from "./ignore.js";
 import { decodeContent, diag, isRecord, positionOf } from "./parse-file.js";
-import type { IgnoreDifferenceRule, RepoSettings } from "./types.js";
+import type { IgnoreDifferenceRule, RepoSettings, SuspendSetting } from "./types.js";
 import { parseYamlDocuments } from "./yaml-positions.js";
 
 export const DEFAULT_ADMIN_NAMESPACE = "gloo-mesh";
@@ -32,7 +35,7 @@ export const DEFAULT_AUDIT_BRANCH = "gitmesh/rendered";
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** `Kind`, or `group/version/Kind`. */
 const KIND_REF = /^(?:[a-z0-9.-]+\/[a-z0-9]+\/)?[A-Z][A-Za-z0-9]*$/;
-const KEYS = "ignore, adminNamespace, auditBranch, ignoreKinds, ignoreDifferences, allowMassDeletion";
+const KEYS = "ignore, adminNamespace, auditBranch, ignoreKinds, ignoreDifferences, allowMassDeletion, suspend";
 /** An RFC 6901 JSON pointer: empty, or `/` segments where `~` is only `~0` or `~1`. */
 const JSON_POINTER = /^(\/([^~/]|~[01])*)+$/;
 const GROUP = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -50,6 +53,7 @@ export function parseSettings(content: string | Uint8Array | undefined, defaults
   let ignoreKinds: string[] = [];
   let ignoreDifferences: IgnoreDifferenceRule[] = [];
   let allowMassDeletion: string[] = [];
+  let suspend: SuspendSetting | undefined;
   let { adminNamespace, auditBranch } = defaults;
   const done = () => ({
     settings: Object.freeze({
@@ -59,6 +63,7 @@ export function parseSettings(content: string | Uint8Array | undefined, defaults
       ignoreKinds: Object.freeze(ignoreKinds),
       ignoreDifferences: Object.freeze(ignoreDifferences),
       allowMassDeletion: Object.freeze(allowMassDeletion),
+      ...(suspend === undefined ? {} : { suspend }),
     }),
     diagnostics,
   });
@@ -109,11 +114,37 @@ export function parseSettings(content: string | Uint8Array | undefined, defaults
     } else if (key === "allowMassDeletion") {
       if (Array.isArray(v) && v.every((c) => typeof c === "string" && (c === "*" || DNS_LABEL.test(c)))) allowMassDeletion = [...new Set(v as string[])].sort();
       else bad(pointer, "`allowMassDeletion` must be a list of cluster names (or \"*\" for all), e.g. [cluster1]; none is allowed", doc.positions);
+    } else if (key === "suspend") {
+      suspend = parseSuspend(v, (p, m) => bad(p, m, doc.positions));
     } else {
       bad(pointer, `unknown key \`${key}\` in gitmesh.yaml; allowed: ${KEYS}`, doc.positions);
     }
   }
   return done();
+}
+
+/**
+ * `suspend: {clusters: [...], reason?}`: a freeze held in Git. A bad value is an error diagnostic like every
+ * mistake in gitmesh.yaml (the commit is rejected, so a typo never lifts a freeze in force).
+ */
+function parseSuspend(v: unknown, bad: (pointer: string, message: string) => void): SuspendSetting | undefined {
+  const shape = "`suspend` must be a mapping {clusters: [cluster1, ...] (or [\"*\"] for the whole fleet), reason: <text>}";
+  if (v === null) return undefined;
+  if (!isRecord(v)) {
+    bad("/suspend", `${shape}; nothing is suspended`);
+    return undefined;
+  }
+  for (const k of Object.keys(v)) if (k !== "clusters" && k !== "reason") bad(`/suspend/${k}`, `unknown key \`${k}\` in suspend; allowed: clusters, reason`);
+  const clusters: unknown = v["clusters"];
+  if (!Array.isArray(clusters) || !clusters.every((c) => typeof c === "string" && (c === "*" || DNS_LABEL.test(c)))) {
+    bad("/suspend/clusters", `${shape}; nothing is suspended`);
+    return undefined;
+  }
+  const reason: unknown = v["reason"];
+  if (reason !== undefined && (typeof reason !== "string" || reason.length > 500)) bad("/suspend/reason", "`suspend.reason` must be text of at most 500 characters; it is left out");
+  const list = [...new Set(clusters as string[])].sort();
+  if (list.length === 0) return undefined;
+  return Object.freeze({ clusters: Object.freeze(list), ...(typeof reason === "string" && reason.length <= 500 && reason.trim() !== "" ? { reason: reason.trim() } : {}) });
 }
 
 /** `ignoreDifferences`: a list of {group?, kind, namespace?, name?, jsonPointers}; a bad entry is reported and left out. */

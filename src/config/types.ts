@@ -12,6 +12,13 @@ export interface SourceFile {
 }
 
 /** Settings from the optional root `gitmesh.yaml`. */
+/** gitmesh.yaml `suspend`. */
+export interface SuspendSetting {
+  /** Cluster names, or `*` for the whole fleet; sorted, no duplicates. */
+  readonly clusters: readonly string[];
+  readonly reason?: string;
+}
+
 export interface RepoSettings {
   /** Glob patterns of paths to skip (see ignore.ts for the syntax). Default: none besides the built-in ones. */
   readonly ignore: readonly string[];
@@ -27,6 +34,8 @@ export interface RepoSettings {
   readonly ignoreKinds: readonly string[];
   /** Fields of owned objects the agents leave to other controllers (sent with every output). Default none. */
   readonly ignoreDifferences: readonly IgnoreDifferenceRule[];
+  /** A change freeze held in Git (`suspend`): the clusters (`*` = the fleet) the server hands nothing new. Absent: none. */
+  readonly suspend?: SuspendSetting;
   /**
    * Clusters whose outputs may delete any number of objects at once while this gitmesh.yaml is in
    * force (`*` = all). Default none. Prefer the per-commit trailer `Gitmesh-Allow-Deletion`.

@@ -25,6 +25,8 @@ export interface InProcessAgentOptions {
    * the agent). Only a test of fast failover wants shorter ones, and passes them here.
    */
   readonly leaderElection?: { readonly leaseDurationMs: number; readonly renewDeadlineMs: number; readonly retryPeriodMs: number };
+  /** The chart value `suspend` (default false): apply, prune and repair nothing. */
+  readonly suspend?: boolean;
 }
 
 export function createInProcessAgent(options: InProcessAgentOptions): Agent {
@@ -38,6 +40,7 @@ export function createInProcessAgent(options: InProcessAgentOptions): Agent {
         ? {}
         : { leaseDurationMs: String(options.leaderElection.leaseDurationMs), renewDeadlineMs: String(options.leaderElection.renewDeadlineMs), retryPeriodMs: String(options.leaderElection.retryPeriodMs) }),
       debounceMs: String(options.debounceMs ?? 50),
+      ...(options.suspend === true ? { suspend: "true" } : {}),
     },
     { identity: `${cluster}-agent` },
   );

@@ -8,6 +8,7 @@
  *   every fact of a cluster and the commit in force ──clusterSync (cluster-sync.ts)──▶ `sync` and `inSync` of the
  *   cluster view, the state of each cluster in the commit in force's view (nothing else decides "in sync")
  *   POST /api/clusters/<name>/reissue (admin) ──▶ a fresh bootstrap credential
+ *   POST /api/clusters/<name>/suspend|resume, /api/fleet/suspend|resume (admin) ──▶ suspensions (suspensions.ts)
  *   a digest of the status ──▶ /api/events
  *
  * The HTTP edge (http.ts) serves `api`; `routes` are handed to it beside its own table.
@@ -26,7 +27,8 @@ import type { AuditHold } from "./audit-scheduling.js";
 import type { CommitInfo, CommitLog } from "./commit-log.js";
 import { createCommitStatusReporter } from "./commit-status.js";
 import type { ConvergenceTracker } from "./convergence.js";
-import { HttpError, type Route, type ServerApi } from "./http.js";
+import { HttpError, readBody, type Route, type ServerApi } from "./http.js";
+import { describeSuspension, FLEET_SCOPE, type Suspension, type Suspensions } from "./suspensions.js";
 import { createEventStream, type EventStream } from "./web.js";
 import type { DiffService } from "./diff-service.js";
 import type { PipelinePort } from "./pipeline-port.js";
@@ -64,6 +66,8 @@ export interface ApiViewsOptions {
   readonly diffs: Pick<DiffService, "diff">;
   /** Revokes a cluster's certificates and mints a fresh bootstrap credential (the reissue route). */
   readonly mintCredential: (cluster: string, options: { readonly reissue: true }) => Promise<{ credential: string; expiresAtMs: number }>;
+  /** What holds clusters or the fleet (suspend / resume; absent: nothing can be suspended). */
+  readonly suspensions?: Pick<Suspensions, "of" | "list" | "suspend" | "resume">;
   /** Whether this replica leads (shown in the status). */
   readonly isLeader: () => boolean;
   /** True once the server stops (liveness, readiness). */
@@ -123,6 +127,7 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
     const errors = [...(out?.diagnostics ?? []), ...((await workspaceErrorsByCluster()).get(name) ?? [])].filter((d) => d.severity === Severity.Error);
     const commitInForce = inForce.current()?.commit;
     const lastSeen = sessions.lastSeen(name);
+    const suspension = options.suspensions?.of(name);
     const sync = clusterSync({
       commit: commitInForce,
       cutOff,
@@ -133,6 +138,7 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       applied,
       progress: commitInForce === undefined ? undefined : await progressAt(reads, commitInForce, name),
       held: held === null ? null : { reason: held.reason, since: held.since, objects: held.objects.length },
+      suspended: suspension ? describeSuspension(suspension) : null,
     });
     return {
       name,
@@ -160,6 +166,8 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       cutOff,
       /** Owned objects someone else changed or deleted and the agent put back, newest first (reported to the replica holding the agent). */
       driftRepairs: sessions.driftRepairs(name),
+      /** What holds the cluster (nothing is handed to it until resumed), or null. */
+      suspended: suspension ? suspensionView(suspension) : null,
       /** Where the cluster stands with the commit in force (cluster-sync.ts): the one answer every view shows. */
       sync,
       inSync: sync.state === "in-sync",
@@ -291,6 +299,75 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
       );
     },
   };
+  /**
+   * Suspend and resume (admin role): a cluster, or the whole fleet. The actor is the authenticated
+   * caller (the edge's `caller.actor`), never a field of the body; the body may carry `{"reason": "…"}`
+   * (at most 500 characters). Answers what now holds the scope.
+   */
+  const suspensionRoute = (action: "suspend" | "resume", pattern: RegExp): Route => ({
+    method: "POST",
+    pattern,
+    access: "admin",
+    handler: async (req, res, [name], caller) => {
+      const s = options.suspensions;
+      if (!s) throw new HttpError(404, "suspensions are not available on this server");
+      const scope = name ?? FLEET_SCOPE;
+      if (name !== undefined) {
+        if (!isValidClusterName(name)) throw new HttpError(400, `"${name}" is not a valid cluster name`);
+        if (!inForce.isRegistered(name)) throw new HttpError(404, `no KubernetesCluster "${name}" in the desired state; see GET /api/clusters for the clusters`);
+      }
+      const reason = parseReason(await readBody(req, 16 * 1024));
+      const where = name === undefined ? "the whole fleet" : `cluster ${name}`;
+      let changed: boolean;
+      if (action === "suspend") {
+        const before = s.list().find((x) => x.scope === scope && x.source === "api");
+        await s.suspend(scope, caller.actor, reason);
+        changed = before === undefined;
+        log.warn(`${where} suspended through the API: nothing new is applied or pruned there until resumed`, { scope, by: caller.actor, ...(reason === undefined ? {} : { reason }) });
+      } else {
+        changed = await s.resume(scope);
+        if (changed) log.warn(`${where} resumed through the API: the newest output is delivered`, { scope, by: caller.actor });
+      }
+      const still = name === undefined ? s.list().find((x) => x.scope === FLEET_SCOPE) : s.of(name);
+      const next =
+        action === "resume" && still !== undefined
+          ? still.source === "git"
+            ? `still held by gitmesh.yaml (suspend) of the commit in force; remove it there in a commit to resume`
+            : `still held: ${describeSuspension(still)}; resume ${still.scope === FLEET_SCOPE ? "the fleet (gitmesh resume --all)" : `the cluster (gitmesh resume ${still.scope})`}`
+          : action === "resume"
+            ? "delivering the output of the commit in force"
+            : "nothing new is applied or pruned there until resumed; connection, discovery and status stay live";
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+      res.end(JSON.stringify({ scope: name === undefined ? "fleet" : name, action, changed, suspended: still ? suspensionView(still) : null, next }, null, 2) + "\n");
+    },
+  });
+  const suspensionRoutes: Route[] = [
+    suspensionRoute("suspend", /^\/api\/clusters\/([^/]+)\/suspend$/),
+    suspensionRoute("resume", /^\/api\/clusters\/([^/]+)\/resume$/),
+    suspensionRoute("suspend", /^\/api\/fleet\/suspend$/),
+    suspensionRoute("resume", /^\/api\/fleet\/resume$/),
+    {
+      // The caller's role (the UI shows the admin actions only to an admin session).
+      method: "GET",
+      pattern: /^\/api\/session$/,
+      access: "read",
+      handler: (_req, res, _params, caller) => {
+        res.writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+        res.end(JSON.stringify({ role: caller.role ?? null }) + "\n");
+        return Promise.resolve();
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/api\/suspensions$/,
+      access: "read",
+      handler: (_req, res) => {
+        res.writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+        res.end(JSON.stringify({ suspensions: (options.suspensions?.list() ?? []).map(suspensionView) }, null, 2) + "\n");
+        return Promise.resolve();
+      },
+    },
+  ];
   const clusterNames = async () => {
     const names = new Set<string>([...inForce.registered().map((r) => r.name), ...sessions.known()]);
     for (const o of await store().listOutputs()) names.add(o.cluster);
@@ -523,7 +600,28 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
     logger: log.child("events"),
   });
 
-  return { api, routes: [reissueRoute, events.route], reportCommitStatuses, close: () => events.close() };
+  return { api, routes: [reissueRoute, ...suspensionRoutes, events.route], reportCommitStatuses, close: () => events.close() };
+}
+
+/** A suspension as the API shows it. */
+function suspensionView(s: Suspension) {
+  return { scope: s.scope === FLEET_SCOPE ? "fleet" : s.scope, since: new Date(s.sinceMs).toISOString(), by: s.by, reason: s.reason ?? null, source: s.source, summary: describeSuspension(s) };
+}
+
+/** The optional `{"reason": "…"}` body of a suspend or resume (empty body: no reason). */
+function parseReason(body: Buffer): string | undefined {
+  const text = body.toString("utf8").trim();
+  if (text === "") return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'the body must be JSON: {"reason": "<why>"} (or empty)');
+  }
+  const reason = (v as { reason?: unknown } | null)?.reason;
+  if (reason === undefined || reason === null) return undefined;
+  if (typeof reason !== "string" || reason.length > 500 || /[\u0000-\u001f]/.test(reason)) throw new HttpError(400, "`reason` must be a string of at most 500 characters on one line");
+  return reason.trim() || undefined;
 }
 
 /** A NACK as one text (the tracker keeps its errors, the store one message). */

@@ -5,6 +5,7 @@
  * (`sync` in each cluster view) and derive nothing of their own.
  *
  *   cut off (removed from Git, revoked)                          ──▶ cut-off
+ *   suspended (API, gitmesh.yaml, or the agent's own chart value) ──▶ suspended (behind or not: says which)
  *   applied the newest output, and that output is the commit's   ──▶ in-sync, or held (deletions held back)
  *   NACK of the commit's output                                  ──▶ refused (needs a person), or
  *                                                                    not-applied · retrying (transient: the
@@ -17,7 +18,7 @@
  */
 
 /** The states, most settled first. */
-export const SYNC_STATES = ["in-sync", "not-applied", "refused", "held", "cut-off"] as const;
+export const SYNC_STATES = ["in-sync", "not-applied", "refused", "held", "cut-off", "suspended"] as const;
 export type SyncState = (typeof SYNC_STATES)[number];
 
 /** Why a cluster has not applied the commit in force yet (each resolves without a person). */
@@ -27,6 +28,8 @@ export interface ClusterSync {
   readonly state: SyncState;
   /** Set when `state` is not-applied. */
   readonly why?: NotAppliedWhy;
+  /** Set when `state` is suspended: whether the cluster runs an older output than the commit in force's. */
+  readonly behind?: boolean;
   /** One line for people: what the cluster runs, and what happens next. */
   readonly summary: string;
   /** The commit the answer is about (the commit in force), or null when there is none. */
@@ -53,6 +56,8 @@ export interface ClusterSyncFacts {
   readonly progress: CommitProgressFacts | undefined;
   /** Deletions held back (the `pruneHeld` view: why, since when, how many objects), or null. */
   readonly held: { readonly reason: string; readonly since: string; readonly objects: number } | null;
+  /** What holds the cluster (suspensions.ts `describeSuspension`: since, by, reason), or null. */
+  readonly suspended?: string | null;
 }
 
 /** One commit's progress at one cluster, as the commit views show it. */
@@ -99,6 +104,19 @@ function isTransient(p: CommitProgressFacts, messages: readonly string[]): boole
   return p.nackTransient ?? isTransientNack(messages);
 }
 
+/**
+ * The key of the error an agent suspended by its own chart value (`suspend: true`) NACKs every output with
+ * (src/agent AGENT_SUSPENDED_KEY; the relay protocol is unchanged: an ApplyError like any other).
+ */
+export const AGENT_SUSPENDED_KEY = "gitmesh.io/agent-suspended";
+
+/** The agent's own brake, read from its NACK of the newest output (null: not suspended there). */
+function agentSuspension(f: ClusterSyncFacts): string | null {
+  const nack = f.progress?.appliedAtMs === undefined ? f.progress?.nack : undefined;
+  if (nack === undefined || !nack.startsWith(`${AGENT_SUSPENDED_KEY}: `)) return null;
+  return nackMessages(nack)[0]!.slice(AGENT_SUSPENDED_KEY.length + 2);
+}
+
 /** Each `key: message` of a NACK text (the store keeps a NACK as one `; `-joined text). */
 function nackMessages(nack: string): string[] {
   return nack.split(/;\s+(?=\S+: )/).filter((m) => m.trim() !== "");
@@ -119,6 +137,12 @@ export function clusterSync(f: ClusterSyncFacts): ClusterSync {
   // Its agent ACKed that version (here, or — known through the shared store — to another replica).
   const acked = f.progress?.appliedAtMs !== undefined && f.progress.version === out?.version;
   const ran = outputOfCommit && (acked || (f.applied !== undefined && f.applied.version >= out.version && f.applied.sourceCommit === f.commit));
+  const suspended = f.suspended ?? agentSuspension(f);
+  if (suspended !== null) {
+    // Held: it keeps what it runs. Never "in sync" while held, even when it runs the commit in force.
+    const runs = f.applied ? `runs v${String(f.applied.version)} of ${short(f.applied.sourceCommit)}` : "runs nothing from gitmesh yet";
+    return { state: "suspended", behind: !ran, summary: `${suspended}; ${runs}, ${ran ? `the commit in force ${c}` : `behind the commit in force ${c}: resume to apply it`}`, commit };
+  }
   if (ran) {
     if (f.held !== null) return { state: "held", summary: `applied ${c} (v${String(out.version)}); ${String(f.held.objects)} deletion(s) held back since ${f.held.since}: ${clip(f.held.reason, 320)}`, commit };
     return { state: "in-sync", summary: `in sync: applied ${c} (v${String(out.version)})`, commit };
@@ -144,6 +168,6 @@ export type PastCommitState = "applied" | "refused" | "superseded";
 /** A commit no longer in force: applied, refused (a NACK that needed a person), or superseded before it ran. */
 export function pastCommitState(p: CommitProgressFacts): PastCommitState {
   if (p.appliedAtMs !== undefined) return "applied";
-  if (p.nack !== undefined && !isTransient(p, nackMessages(p.nack))) return "refused";
+  if (p.nack !== undefined && !p.nack.startsWith(`${AGENT_SUSPENDED_KEY}: `) && !isTransient(p, nackMessages(p.nack))) return "refused";
   return "superseded";
 }

@@ -99,8 +99,18 @@ export interface ServerHttp {
   readonly port: number | undefined;
 }
 
+/**
+ * Who is calling, as the edge authenticated it (never what the client says): the role of its token
+ * (undefined outside /api), and `actor`, the name actions record (`admin token`; `anonymous` with
+ * --no-api-auth).
+ */
+export interface RouteCaller {
+  readonly role: ApiRole | undefined;
+  readonly actor: string;
+}
+
 /** Answers a request; `params` are the pattern's groups, percent-decoded. */
-export type RouteHandler = (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void>;
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, params: string[], caller: RouteCaller) => Promise<void>;
 type Handler = RouteHandler;
 
 /** One route of the edge: who may call it is part of its declaration. */
@@ -270,7 +280,8 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
         throw new HttpError(400, `malformed percent-encoding in ${path}`);
       }
     });
-    await route.r.handler(req, res, params);
+    const actor = role === undefined ? "anonymous" : options.auth === null ? "anonymous (API authentication off)" : `${role} token`;
+    await route.r.handler(req, res, params, { role, actor });
   };
 
   return {
@@ -315,6 +326,10 @@ export const API_ENDPOINTS = [
   "GET /api/clusters/<cluster>",
   "GET /api/clusters/<cluster>/input",
   "GET /api/clusters/<cluster>/output",
+  "POST /api/clusters/<cluster>/suspend | /resume (admin; body {\"reason\": \"...\"} optional)",
+  "POST /api/fleet/suspend | /api/fleet/resume (admin)",
+  "GET /api/suspensions",
+  "GET /api/session (the caller's role)",
   "GET /api/commits",
   "GET /api/commits/<sha>",
   "GET /api/diagnostics",
@@ -341,7 +356,8 @@ function pathOf(req: IncomingMessage): string {
   return new URL(req.url ?? "/", "http://localhost").pathname;
 }
 
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+/** Reads a request body of at most `max` bytes (413 beyond). */
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers["content-length"] ?? "0");
     if (declared > max) {

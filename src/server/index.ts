@@ -52,6 +52,7 @@ export {
 } from "./pki-storage.js";
 export { withDurableRevocations } from "./durable-revocations.js";
 export { createDirectoryCaSecretReader, createKubernetesCaSecretReader, createKubernetesMeshRootStorage, createRedisMeshRootStorage, MESH_ROOT_SECRET } from "./mesh-root-storage.js";
-export { clusterSync, isTransientNack, nackTransient, pastCommitState, SYNC_STATES, type ClusterSync, type ClusterSyncFacts, type CommitProgressFacts, type NotAppliedWhy, type PastCommitState, type SyncState } from "./cluster-sync.js";
+export { createMemorySuspensionStore, createRedisSuspensionStore, describeSuspension, FLEET_SCOPE, type Suspension, type SuspensionStore } from "./suspensions.js";
+export { AGENT_SUSPENDED_KEY, clusterSync, isTransientNack, nackTransient, pastCommitState, SYNC_STATES, type ClusterSync, type ClusterSyncFacts, type CommitProgressFacts, type NotAppliedWhy, type PastCommitState, type SyncState } from "./cluster-sync.js";
 export { createCommitLog, type CommitInfo, type CommitLog, type RejectedCommit } from "./commit-log.js";
 export type { AuditHold } from "./audit-scheduling.js";

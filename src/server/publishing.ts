@@ -11,6 +11,9 @@
  * is what the audit branch waits for: outputs computed before the last discovery was translated are
  * partial, so only once the pipeline went idle after every cluster's discovery is known do they count.
  *
+ * A suspended cluster (suspensions.ts) is handed nothing: its newest output is kept here and handed
+ * to the relay when it is resumed (`resumed`), so its agent is brought to the commit in force.
+ *
  * A NACK whose every error is transient (HTTP 429/5xx, a timeout, an agent replica that lost its Lease:
  * cluster-sync.ts isTransientNack) is not a refusal: the same output is handed to the relay again after
  * a backoff (the agent re-applies it whole, skipping what is unchanged), until an ACK, another NACK or
@@ -37,6 +40,8 @@ export interface PublishingOptions {
   readonly metrics: Pick<ServerMetrics, "outputsPublished" | "clustersWarmed" | "warming">;
   /** How long warming waits for every cluster's discovery after a restart that lost state. */
   readonly warmingWindowMs: number;
+  /** Whether a cluster is suspended: nothing new is handed to the relay for it (default: none is). */
+  readonly isSuspended?: (cluster: string) => boolean;
   /** Clusters never waited for (default none; spec.skipWarming counts as well). */
   readonly skipWarming?: readonly string[];
   /** How long to wait for the pipeline to be idle before outputs count as complete anyway (default 120 s). */
@@ -60,6 +65,8 @@ export interface Publishing {
   onOutput(rec: PipelineOutput): void;
   /** Hands every newest output to the relay (it just started), unless warming. */
   publishAll(reason: string): void;
+  /** Suspensions were lifted: hands each cluster no longer held its newest output, if it was not handed it yet. */
+  resumed(isHeld: (cluster: string) => boolean): void;
   /** The clusters of the commit in force. */
   setRegistered(clusters: readonly RegisteredCluster[]): void;
   /** A cluster's discovery is known. */
@@ -97,9 +104,14 @@ export function createPublishing(options: PublishingOptions): Publishing {
     metrics.warming.set(st?.warming ? 1 : 0);
   };
 
+  const suspended = (cluster: string) => options.isSuspended?.(cluster) === true;
   const publish = (rec: PipelineOutput, reason: string): void => {
     const relay = options.relay();
     if (!relay) return;
+    if (suspended(rec.cluster)) {
+      log.info("output held back: cluster suspended", { cluster: rec.cluster, version: rec.version, sourceCommit: rec.sourceCommit, reason });
+      return;
+    }
     const complete = rec.complete;
     relay.publishOutput(rec.cluster, { version: rec.version, sourceCommit: rec.sourceCommit, complete, resources: relayResources(rec) });
     published.set(rec.cluster, { version: rec.version, complete });
@@ -192,6 +204,14 @@ export function createPublishing(options: PublishingOptions): Publishing {
     onOutput,
     publishAll(reason) {
       for (const rec of latest.values()) if (!gate?.warming) publish(rec, reason);
+    },
+    resumed(isHeld) {
+      if (gate?.warming === true) return; // the gate hands every newest output over when it opens
+      for (const rec of latest.values()) {
+        if (isHeld(rec.cluster) || (published.get(rec.cluster)?.version ?? 0) >= rec.version) continue;
+        publish(rec, "resumed");
+      }
+      options.onProgress?.();
     },
     setRegistered(clusters) {
       registered = clusters;

@@ -44,6 +44,7 @@ import { createAgentSessions } from "./agent-sessions.js";
 import { createRelayEndpoint } from "./relay-endpoint.js";
 import { serverGitLocations } from "./git-locations.js";
 import { createTicker } from "./ticker.js";
+import { createMemorySuspensionStore, createSuspensions, type SuspensionStore } from "./suspensions.js";
 
 /** Guards singleton work (Git polling, audit commits) across replicas; default: this replica always leads. */
 export interface SingletonGuard {
@@ -71,6 +72,8 @@ export interface ManagementServerOptions {
   readonly meshCa?: { readonly storage?: MeshRootStorage; readonly readSecret?: ReadCaSecret; readonly describeSecrets?: string };
   /** Who holds which agent across replicas (absent: only this replica's connections are known). */
   readonly presence?: PresenceRegistry;
+  /** Where API suspensions are kept (default: memory; `gitmesh server` uses Redis when it has one). */
+  readonly suspensions?: SuspensionStore;
   /** Signed commits only (--verify-commits): others are rejected, the last verified commit stays in force. */
   readonly verifier?: CommitVerifier;
   /** Commit statuses on the Git host (opt-in, the leader posts them). */
@@ -129,11 +132,23 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   // Each part its own client: a client counts the idle timeouts of its own requests (the source reports them).
   const gitHttp = () => withIdleTimeout(config.gitIdleTimeoutMs);
   const polling = createGitPolling({ location: git.source, http: gitHttp(), name: git.name, ref: config.gitBranch, ...(config.gitPath ? { subPath: config.gitPath } : {}), ...(options.verifier ? { verifier: options.verifier } : {}), pollIntervalMs: config.pollIntervalMs, debounceMs: config.webhookDebounceMs, onOutcome: (o) => { commitLog.record(o); return inForce.onOutcome(o); }, isLeader, logger: log, signal });
-  const publishing = createPublishing({ pipeline, store, relay: () => relay.server, convergence, metrics, warmingWindowMs: config.warmingWindowMs, skipWarming: config.skipWarming, onProgress: () => audit.schedule(), logger: log, signal, now });
+  // Suspensions: the API's (shared store) and gitmesh.yaml's of the commit in force; lifting one hands the output over.
+  const suspensions = createSuspensions({
+    store: options.suspensions ?? createMemorySuspensionStore(),
+    gitFreeze: () => {
+      const c = inForce.current();
+      const f = c?.state.settings.suspend;
+      return c && f ? { clusters: f.clusters, ...(f.reason === undefined ? {} : { reason: f.reason }), commit: c.commit, sinceMs: c.committedAt * 1000 } : undefined;
+    },
+    onResumed: (isHeld) => publishing.resumed(isHeld),
+    onError: (err) => log.debug("could not read the suspensions; the last ones read stay in force", { error: describeError(err) }),
+    now,
+  });
+  const publishing = createPublishing({ pipeline, store, relay: () => relay.server, convergence, metrics, isSuspended: (c) => suspensions.of(c) !== undefined, warmingWindowMs: config.warmingWindowMs, skipWarming: config.skipWarming, onProgress: () => audit.schedule(), logger: log, signal, now });
   const audit = createAuditScheduling({ writer: config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, http: gitHttp(), logger: log.child("audit") }), branch: config.auditBranch, ref: config.gitBranch, store, inForce: () => inForce.current(), isRegistered: (c) => inForce.isRegistered(c), isLeader, settled: () => publishing.settled(), waitingFor: () => publishing.warming()?.waitingFor ?? [], now, latest: (c) => publishing.latest(c), ...(options.auditDebounceMs === undefined ? {} : { debounceMs: options.auditDebounceMs }), logger: log, signal });
   const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence: { ack: (e) => { publishing.acked(e.cluster); return convergence.ack(e); }, nack: (e) => { convergence.nack(e); publishing.nacked(e); } }, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
   const diffs = createDiffService({ location: git.diff, http: gitHttp(), ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), knownCommits: () => [...(inForce.current() ? [inForce.current()!.commit] : []), ...convergence.commits().map((c) => c.commit), ...commitLog.rejected().map((r) => r.commit)], maxMemoryMb: config.diffMaxMemoryMb, timeoutMs: config.diffTimeoutMs, logger: log.child("diff") });
-  const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, audited: (sha) => audit.audited(sha), auditHeld: () => audit.held(), commitLog, diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
+  const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, suspensions, audited: (sha) => audit.audited(sha), auditHeld: () => audit.held(), commitLog, diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
   registerClusterSyncMetric(options.registry, async () => clusterSyncSamples(await views.api.status()));
   inForce.onAdopted(({ commit, registered, atMs }) => {
     convergence.accepted(commit, atMs);
@@ -147,6 +162,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     intervalMs: options.followIntervalMs ?? 1000,
     tick: async () => {
       polling.reconcile((await pipeline.status()).mode);
+      await suspensions.refresh();
       await options.presence?.refresh(sessions.held()).catch(() => undefined);
       await publishing.learnDiscovery();
       if (isLeader()) await views.reportCommitStatuses().catch((err: unknown) => log.warn("could not evaluate commit statuses", { error: describeError(err) }));
@@ -168,6 +184,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
     { name: "pipeline and publishing", start: async () => {
       pipeline.onOutput((rec) => publishing.onOutput(rec));
       await pipeline.start();
+      await suspensions.refresh(); // before anything is handed to the relay
       await publishing.start();
     }, stop: async () => {
       await pipeline.stop();

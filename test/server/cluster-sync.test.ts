@@ -88,3 +88,27 @@ describe("isTransientNack and pastCommitState", () => {
     expect(nackTransient([])).toBeUndefined();
   });
 });
+
+describe("clusterSync: suspended (#38)", () => {
+  const held = "suspended since 2026-11-29T08:00:00.000Z by admin token (incident 4711)";
+  it("a suspended cluster is never in sync: behind when the commit in force is not what it runs", () => {
+    const behind = sync({ suspended: held, applied: { version: 2, sourceCommit: OLD }, progress: { version: 3 } });
+    expect(behind).toEqual({ state: "suspended", behind: true, summary: `${held}; runs v2 of ${OLD.slice(0, 12)}, behind the commit in force ${C.slice(0, 12)}: resume to apply it`, commit: C });
+    const current = sync({ suspended: held });
+    expect(current).toMatchObject({ state: "suspended", behind: false });
+    expect(current.summary).toBe(`${held}; runs v3 of ${C.slice(0, 12)}, the commit in force ${C.slice(0, 12)}`);
+  });
+
+  it("cut off wins over suspended; no suspension leaves the other states as they were", () => {
+    expect(sync({ suspended: held, cutOff: "certificate revoked" }).state).toBe("cut-off");
+    expect(sync({ suspended: null }).state).toBe("in-sync");
+  });
+
+  it("the agent's own brake: its NACK with AGENT_SUSPENDED_KEY is shown suspended, not refused", () => {
+    const nack = "gitmesh.io/agent-suspended: suspended since 2026-11-29T07:00:00.000Z by the cluster owner (agent chart value suspend: true; nothing is applied, pruned or repaired there until it is set back to false)";
+    const s = sync({ applied: { version: 2, sourceCommit: OLD }, progress: { version: 3, nack, nackTransient: false } });
+    expect(s.state).toBe("suspended");
+    expect(s.summary).toMatch(/^suspended since 2026-11-29T07:00:00.000Z by the cluster owner \(agent chart value suspend: true.*; runs v2 of b{12}, behind the commit in force/);
+    expect(pastCommitState({ version: 3, nack, nackTransient: false })).toBe("superseded");
+  });
+});

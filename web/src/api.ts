@@ -43,6 +43,17 @@ export async function getJson<T>(path: string, bearer: string | null = token()):
   return (await res.json()) as T;
 }
 
+/** POST an admin action (JSON body); the answer, or ApiError with the server's message (403: not the admin token). */
+export async function postJson<T>(path: string, body: unknown, bearer: string | null = token()): Promise<T> {
+  const res = await fetch(path, { method: "POST", headers: { accept: "application/json", "content-type": "application/json", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) }, body: JSON.stringify(body) });
+  if (res.status === 401) throw new UnauthorizedError("the token was refused");
+  if (!res.ok) {
+    const err = (await res.json().catch(() => ({}))) as { error?: { message?: string } };
+    throw new ApiError(res.status, err.error?.message ?? `${res.status} ${res.statusText}`);
+  }
+  return (await res.json()) as T;
+}
+
 /**
  * Calls `onChange` whenever the server says its state changed, until `signal` aborts; reconnects
  * after a dropped stream (1 s, then up to 10 s). `onState` reports whether the stream is live.

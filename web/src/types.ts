@@ -17,13 +17,25 @@ export interface ClusterView {
   readonly pruneHeld: { readonly count?: number; readonly reason?: string } | null;
   readonly frozen: readonly string[];
   readonly cutOff: string | null;
+  /** What holds it (absent from older servers). */
+  readonly suspended?: Suspension | null;
   /** The server's one answer for the commit in force (src/server/cluster-sync.ts); `inSync` is `sync.state === "in-sync"`. */
   readonly sync: ClusterSync;
   readonly inSync: boolean;
   readonly driftRepairs?: readonly { readonly key: string; readonly why: string; readonly at: string; readonly managers: readonly string[] }[];
 }
 
-export type SyncState = "in-sync" | "not-applied" | "refused" | "held" | "cut-off";
+export type SyncState = "in-sync" | "not-applied" | "refused" | "held" | "cut-off" | "suspended";
+
+/** What holds a cluster (suspend): `source` api (resumed through the API) or git (gitmesh.yaml). */
+export interface Suspension {
+  readonly scope: string;
+  readonly since: string;
+  readonly by: string;
+  readonly reason: string | null;
+  readonly source: "api" | "git";
+  readonly summary: string;
+}
 
 export interface ClusterSync {
   readonly state: SyncState;

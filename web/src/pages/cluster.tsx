@@ -5,6 +5,7 @@ import { useApi } from "../live.js";
 import type { ClusterInput, ClusterOutput, ClusterView, Commits, KubeObject } from "../types.js";
 import { nackText } from "./commits.js";
 import { nackErrors, SyncState } from "./overview.js";
+import { SuspendControls } from "./suspend.js";
 import { provenanceHref } from "./provenance.js";
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): [string, T[]][] {
@@ -55,6 +56,7 @@ export function ClusterPage({ name }: { name: string }) {
           <p data-testid="cluster-status">
             <SyncState c={c} />
           </p>
+          <SuspendControls cluster={name} suspended={c.suspended} />
           {c.frozen.length > 0 && <p class="warn">frozen route tables: {c.frozen.join(", ")}</p>}
         </div>
         <div>

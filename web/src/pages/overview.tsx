@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { ago, clock, gitHost, matches, short, syncClass } from "../format.js";
 import { useApi } from "../live.js";
 import type { ClusterView, CommitView, Status } from "../types.js";
+import { SuspendControls } from "./suspend.js";
 
 /** The errors of a NACK, one per line (the tracker keeps them as a list, the store as one message). */
 export function nackErrors(nack: CommitView["clusters"][string]["nack"]): string[] {
@@ -74,6 +75,7 @@ const STATE_FILTERS = [
   ["refused", "refused"],
   ["held", "deletions held"],
   ["cut-off", "cut off"],
+  ["suspended", "suspended"],
 ] as const;
 
 export function OverviewPage() {
@@ -136,6 +138,7 @@ export function OverviewPage() {
       )}
       <section>
         <h2>Clusters</h2>
+        <SuspendControls suspended={st.clusters.find((c) => c.suspended?.scope === "fleet")?.suspended} />
         <form class="filters" role="search" onSubmit={(e) => e.preventDefault()}>
           <input type="search" aria-label="Filter clusters" placeholder="Filter clusters by name, replica, status…" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
           <select aria-label="Cluster state" value={state} onChange={(e) => setState(e.currentTarget.value)}>
