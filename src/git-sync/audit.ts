@@ -282,12 +282,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
       await pace();
     }
     for (const path of byPath.keys()) if (!files.has(path)) byPath.delete(path);
-    if (input.render !== undefined) {
-      // Plain JSON, not canonical: the diagnostics in it come back into reports with their keys in this order.
-      const discovery: Record<string, string> = {};
-      for (const [cluster, snapshot] of [...input.discovery].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) discovery[cluster] = discoveryDigest(snapshot);
-      files.set(RENDER_RECORD_PATH, Buffer.from(JSON.stringify({ format: RENDER_RECORD_FORMAT, discovery, render: input.render }) + "\n"));
-    }
+    if (input.render !== undefined) files.set(RENDER_RECORD_PATH, renderRecordBytes(input.discovery, input.render));
     return files;
   };
 
@@ -349,6 +344,14 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
 }
 
 export const RENDER_RECORD_FORMAT = 1;
+
+/** The bytes of `.gitmesh/render.json`: the record and a digest of the discovery of each cluster it was rendered with. */
+export function renderRecordBytes(discovery: ReadonlyMap<string, unknown>, render: unknown): Buffer {
+  const digests: Record<string, string> = {};
+  for (const [cluster, snapshot] of [...discovery].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) digests[cluster] = discoveryDigest(snapshot);
+  // Plain JSON, not canonical: the diagnostics in it come back into reports with their keys in this order.
+  return Buffer.from(JSON.stringify({ format: RENDER_RECORD_FORMAT, discovery: digests, render }) + "\n");
+}
 
 /** Digest of a discovery snapshot as a render used it (SHA-256 of its canonical JSON, hex). */
 export function discoveryDigest(snapshot: unknown): string {

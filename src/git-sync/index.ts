@@ -49,7 +49,7 @@ export type { SshRemoteOptions } from "./remote.js";
 export { backoffDelay, withBackoff, type BackoffOptions } from "./retry.js";
 export { createConfigLoader } from "./config-loader.js";
 export { resolveRevision, type ResolvedRevision } from "./revisions.js";
-export { findStoredRender, readStoredRender, sameDiscovery, type ReadStoredRenderOptions, type StoredRender } from "./stored-render.js";
+export { findStoredRender, readStoredRender, discoveryTreeOf, sameDiscovery, type ReadStoredRenderOptions, type StoredRender } from "./stored-render.js";
 export { createSyncTrigger, type PushHint, type SyncTrigger, type SyncTriggerOptions } from "./trigger.js";
 export {
   constantTimeEqual,
@@ -72,6 +72,7 @@ export {
   discoveryPath,
   MANIFEST_PATH,
   RENDER_RECORD_PATH,
+  renderRecordBytes,
   renderedPath,
   type AuditIdentity,
   type AuditInput,

@@ -2,7 +2,7 @@
  * The stored render of a source commit on the audit branch, for diffs (`gitmesh diff`, `/api/diff`): the
  * newest audit commit whose `Source-Commit` trailer names the commit and whose tree holds
  * `.gitmesh/render.json` (written by the audit writer next to the output: see AuditInput.render). A diff
- * whose base has one, rendered with the discovery the diff uses, translates only what differs between base
+ * whose base has one, rendered with the discovery the diff uses (by the `discovery/` tree, or by digests of the snapshots), translates only what differs between base
  * and head instead of the whole base (translate's renderRevisionsFromStored).
  *
  * Why a record and not the YAML under `clusters/`: reading the base's output back costs what translating it
@@ -55,10 +55,14 @@ export async function findStoredRender(options: FindStoredRenderOptions): Promis
  * Whether the render used the same discovery as the diff: by the `discovery/` tree when the diff reads
  * discovery from the audit branch (`tree`), else by the digest of every snapshot (`snapshots`).
  */
-export function sameDiscovery(stored: StoredRender, used: { readonly tree: string | undefined } | { readonly snapshots: ReadonlyMap<string, unknown> }): boolean {
+export function sameDiscovery(
+  stored: StoredRender,
+  used: { readonly tree: string | undefined } | { readonly snapshots: ReadonlyMap<string, unknown> } | { readonly digests: ReadonlyMap<string, string> },
+): boolean {
   if ("tree" in used) return used.tree !== undefined && used.tree === stored.discoveryTree;
-  if (used.snapshots.size !== stored.discovery.size) return false;
-  for (const [cluster, snapshot] of used.snapshots) if (stored.discovery.get(cluster) !== discoveryDigest(snapshot)) return false;
+  const digests = "digests" in used ? used.digests : new Map([...used.snapshots].map(([c, s]) => [c, discoveryDigest(s)]));
+  if (digests.size !== stored.discovery.size) return false;
+  for (const [cluster, digest] of digests) if (stored.discovery.get(cluster) !== digest) return false;
   return true;
 }
 
@@ -112,7 +116,7 @@ export interface ReadStoredRenderOptions {
   /** The base commit of the diff. */
   readonly sourceCommit: string;
   /** The discovery the diff renders with: the audit commit it was read from, or the snapshots themselves. */
-  readonly discovery: { readonly auditCommit: string } | { readonly snapshots: ReadonlyMap<string, unknown> };
+  readonly discovery: { readonly auditCommit: string } | { readonly snapshots: ReadonlyMap<string, unknown> } | { readonly digests: ReadonlyMap<string, string> };
   readonly maxCommits?: number;
 }
 
@@ -127,7 +131,7 @@ export async function readStoredRender(options: ReadStoredRenderOptions): Promis
   }
   const stored = await findStoredRender({ store, tip, sourceCommit: options.sourceCommit, ...(options.maxCommits === undefined ? {} : { maxCommits: options.maxCommits }) });
   if (stored === undefined) return { why: `the audit branch ${options.branch} holds no render record of ${options.sourceCommit.slice(0, 12)}` };
-  const used = "auditCommit" in options.discovery ? { tree: await discoveryTreeOf(store, options.discovery.auditCommit) } : { snapshots: options.discovery.snapshots };
+  const used = "auditCommit" in options.discovery ? { tree: await discoveryTreeOf(store, options.discovery.auditCommit) } : options.discovery;
   if (!sameDiscovery(stored, used)) return { why: `the render of ${options.sourceCommit.slice(0, 12)} on ${options.branch} (${stored.auditCommit.slice(0, 12)}) used other discovery` };
   return { stored };
 }
