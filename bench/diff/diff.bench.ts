@@ -33,7 +33,7 @@ import { MB, median, round, type Benchmark, type Figure } from "../harness.js";
 import { canonicalYaml } from "../../src/core/index.js";
 import { discoveryPath, RENDER_RECORD_PATH, renderRecordBytes } from "../../src/git-sync/index.js";
 import { loadDesiredState } from "../../src/config/index.js";
-import { renderRecord, translateAll, type DiscoveryMap } from "../../src/translate/index.js";
+import { renderRecord, translateAll } from "../../src/translate/index.js";
 
 const AUDIT_BRANCH = "gitmesh/rendered";
 
@@ -99,7 +99,7 @@ export function prepare(fleet: Fleet, dir: string): { discoveryBytes: number; au
   // The render record of base (#39), as the audit writer keeps it next to the output: what lets `gitmesh diff`
   // translate only what the change reaches. (The output YAML itself is not written: no diff reads it.)
   const documents = new Map([...fleet.discovery].map(([c, s]) => [c, { apiVersion: "gitmesh.io/v1alpha1", kind: "DiscoverySnapshot", ...s }]));
-  const record = renderRecord(translateAll(loadDesiredState(fleet.files).state, fleet.discovery as unknown as DiscoveryMap));
+  const record = renderRecord(translateAll(loadDesiredState(fleet.files).state, fleet.discovery));
   mkdirSync(join(audit, ".gitmesh"), { recursive: true });
   writeFileSync(join(audit, RENDER_RECORD_PATH), renderRecordBytes(documents, record));
   // The audit branch: a commit of its own (no source files on it), built with an index of its own; its trailer names base.
