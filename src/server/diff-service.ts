@@ -104,7 +104,10 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
     for (const c of [...digests.keys()]) if (!now.has(c)) digests.delete(c);
     try {
       const found = await readStoredRender({ gitdir: at.gitdir, branch: at.branch, sourceCommit: commit, discovery: { digests: now } });
-      if ("stored" in found) return found.stored.render;
+      if ("stored" in found) {
+        options.logger.debug("diff: base from the audit branch's render record", { base: commit, auditCommit: found.stored.auditCommit });
+        return found.stored.render;
+      }
       options.logger.debug("diff: base translated", { base: commit, why: found.why });
     } catch (err) {
       options.logger.warn("diff: reading the audit branch's render record failed; the base is translated", { base: commit, error: describeError(err) });
