@@ -31,7 +31,9 @@ import { generateFleet, type Fleet, type FleetFile } from "../fleet/generate.js"
 import { FLEET_PRESETS } from "../fleet/presets.js";
 import { MB, median, round, type Benchmark, type Figure } from "../harness.js";
 import { canonicalYaml } from "../../src/core/index.js";
-import { discoveryPath } from "../../src/git-sync/index.js";
+import { discoveryPath, RENDER_RECORD_PATH, renderRecordBytes } from "../../src/git-sync/index.js";
+import { loadDesiredState } from "../../src/config/index.js";
+import { renderRecord, translateAll } from "../../src/translate/index.js";
 
 const AUDIT_BRANCH = "gitmesh/rendered";
 
@@ -43,6 +45,8 @@ interface ProcessFigures {
   readonly wallMs: number;
   readonly cpuMs: number;
   readonly maxRssKb: number;
+  /** The end of what the process wrote to stderr. */
+  readonly err?: string;
 }
 
 function git(cwd: string, args: readonly string[], env: Readonly<Record<string, string>> = {}): string {
@@ -92,11 +96,18 @@ export function prepare(fleet: Fleet, dir: string): { discoveryBytes: number; au
     mkdirSync(join(audit, "discovery"), { recursive: true });
     writeFileSync(join(audit, discoveryPath(cluster)), yaml);
   }
-  // The audit branch: a commit of its own (no source files on it), built with an index of its own.
+  // The render record of base (#39), as the audit writer keeps it next to the output: what lets `gitmesh diff`
+  // translate only what the change reaches. (The output YAML itself is not written: no diff reads it.)
+  const documents = new Map([...fleet.discovery].map(([c, s]) => [c, { apiVersion: "gitmesh.io/v1alpha1", kind: "DiscoverySnapshot", ...s }]));
+  const record = renderRecord(translateAll(loadDesiredState(fleet.files).state, fleet.discovery));
+  mkdirSync(join(audit, ".gitmesh"), { recursive: true });
+  writeFileSync(join(audit, RENDER_RECORD_PATH), renderRecordBytes(documents, record));
+  // The audit branch: a commit of its own (no source files on it), built with an index of its own; its trailer names base.
   const index = { GIT_INDEX_FILE: join(dir, "audit.index") };
   git(audit, ["--git-dir", join(repo, ".git"), "--work-tree", ".", "add", "-A"], index);
   const tree = git(repo, ["write-tree"], index);
-  git(repo, ["update-ref", `refs/heads/${AUDIT_BRANCH}`, git(repo, ["commit-tree", tree, "-m", "rendered"])]);
+  const baseCommit = git(repo, ["rev-parse", "HEAD~1"]);
+  git(repo, ["update-ref", `refs/heads/${AUDIT_BRANCH}`, git(repo, ["commit-tree", tree, "-m", `rendered\n\nSource-Commit: ${baseCommit}`])]);
   return { discoveryBytes, auditDiscoveryBytes };
 }
 
@@ -124,7 +135,7 @@ function measure(args: readonly string[], cwd: string, usageFile: string): Promi
       // gitmesh diff exits 1 when head has translation errors; the fleet has none, so anything but 0 is a failure.
       if (code !== 0) return reject(new Error(`node ${args.join(" ")} exited ${code}: ${err}`));
       const usage = JSON.parse(readFileSync(usageFile, "utf8")) as { cpuMs: number; maxRssKb: number };
-      resolve({ wallMs, cpuMs: usage.cpuMs, maxRssKb: usage.maxRssKb });
+      resolve({ wallMs, cpuMs: usage.cpuMs, maxRssKb: usage.maxRssKb, err });
     });
   });
 }
@@ -140,8 +151,8 @@ export const benchmark: Benchmark = {
   description: "gitmesh diff of a one-policy change at 20 and 100 clusters (fresh process, real Git, JSON discovery) vs two translations + JSON.stringify",
   async run(ctx) {
     const sizes = (process.env.GITMESH_BENCH_DIFF_SIZES ?? "20,100").split(",").map((s) => s.trim());
-    const sources = (process.env.GITMESH_BENCH_DIFF_DISCOVERY ?? "dir,audit").split(",").map((s) => s.trim());
-    for (const s of sources) if (s !== "dir" && s !== "audit") throw new Error(`GITMESH_BENCH_DIFF_DISCOVERY: ${s} is not dir or audit`);
+    const sources = (process.env.GITMESH_BENCH_DIFF_DISCOVERY ?? "dir,audit,audit-full").split(",").map((s) => s.trim());
+    for (const s of sources) if (s !== "dir" && s !== "audit" && s !== "audit-full") throw new Error(`GITMESH_BENCH_DIFF_DISCOVERY: ${s} is not dir, audit or audit-full`);
     const checkout = process.env.GITMESH_BENCH_DIFF_ROOT ?? root;
     const built = process.env.GITMESH_BENCH_DIFF_BUILD !== "0";
     const how = built ? "built" : "tsx";
@@ -163,11 +174,17 @@ export const benchmark: Benchmark = {
               `${round(discoveryBytes / MB)} MB of JSON discovery, ${round(auditDiscoveryBytes / MB)} MB of YAML discovery on the audit branch`,
           );
           const usage = join(dir, "usage.json");
-          const common = [bin, "diff", "--repo", join(dir, "repo"), "--base", "HEAD~1", "--head", "HEAD", "--out-dir", join(dir, "out")];
+          const common = (out: string) => [bin, "diff", "--repo", join(dir, "repo"), "--base", "HEAD~1", "--head", "HEAD", "--out-dir", join(dir, out)];
+          const LABELS = {
+            dir: "discovery from a JSON directory",
+            audit: "discovery and the base's render record from the audit branch (the default)",
+            "audit-full": "discovery from the audit branch, base translated (--no-stored-base)",
+          } as const;
           const variants = sources.map((source) => ({
             source,
-            label: source === "dir" ? "discovery from a JSON directory" : "discovery from the audit branch (the default)",
-            args: source === "dir" ? [...common, "--discovery", join(dir, "discovery")] : common,
+            label: LABELS[source as keyof typeof LABELS],
+            out: `out-${source}`,
+            args: source === "dir" ? [...common(`out-${source}`), "--discovery", join(dir, "discovery")] : source === "audit" ? common(`out-${source}`) : [...common(`out-${source}`), "--no-stored-base"],
             runs: [] as ProcessFigures[],
           }));
           const floorArgs = ["--import", "tsx", join(here, "floor.ts"), join(dir, "base"), join(dir, "repo"), join(dir, "discovery")];
@@ -178,6 +195,10 @@ export const benchmark: Benchmark = {
             ctx.log(`  floor run ${i + 1}: ${round(floors.at(-1)!.wallMs / 1000, 2)} s`);
             for (const v of variants) {
               v.runs.push(await measure(v.args, gitmeshRoot, usage));
+              // Which way the base was had is the point of the audit variants: a fallback would measure the other one.
+              const took = /base: from the render record/.test(v.runs.at(-1)!.err ?? "");
+              if (v.source === "audit" && !took) throw new Error(`diff did not use the base's render record: ${v.runs.at(-1)!.err ?? ""}`);
+              if (v.source === "audit-full" && took) throw new Error("diff --no-stored-base used the render record");
               ctx.log(`  diff (${v.label}) run ${i + 1}: ${round(v.runs.at(-1)!.wallMs / 1000, 2)} s, ${round(v.runs.at(-1)!.maxRssKb / 1024)} MB`);
             }
           }
@@ -199,7 +220,9 @@ export const benchmark: Benchmark = {
               { label: `${at}: diff / floor, peak RSS`, value: round(d.maxRssKb / f.maxRssKb, 2), unit: "x" },
             );
           }
-          figures.push({ label: `${size} clusters: report.json size`, value: round(readFileSync(join(dir, "out", "report.json"), "utf8").length / 1024), unit: "KiB" });
+          const reports = variants.map((v) => readFileSync(join(dir, v.out, "report.json"), "utf8"));
+          figures.push({ label: `${size} clusters: report.json size`, value: round((reports[0]?.length ?? 0) / 1024), unit: "KiB" });
+          figures.push({ label: `${size} clusters: report.json the same from every variant (1 = yes)`, value: reports.every((r) => r === reports[0]) ? 1 : 0, unit: "" });
         } finally {
           rmSync(dir, { recursive: true, force: true });
         }

@@ -11,9 +11,9 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { createLogger, formatDiagnostic, sortDiagnostics, type Diagnostic } from "../core/index.js";
 import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } from "../discovery/index.js";
-import { allowedDeletions, compareRenders, reportFails, DEFAULT_MAX_COMMENT_BODIES, GitRefNotFoundError, isSshUrl, readRevisionFiles, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation, type SshRemoteOptions } from "../git-sync/index.js";
+import { allowedDeletions, compareRenders, reportFails, DEFAULT_MAX_COMMENT_BODIES, GitRefNotFoundError, isSshUrl, readRevisionFiles, readStoredRender, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation, type SshRemoteOptions } from "../git-sync/index.js";
 import type { CiContext } from "../git-host/index.js";
-import { loadRevisions, renderedSide, renderRevisions } from "../translate/index.js";
+import { loadRevisions, renderedSide, renderRevisions, renderRevisionsFromStored } from "../translate/index.js";
 import { ExitCode, integerFlag, UsageError, type CliIo } from "./io.js";
 
 interface DiffFlags {
@@ -34,6 +34,7 @@ interface DiffFlags {
   readonly sshAcceptNewHostKeys?: boolean;
   readonly post?: string;
   readonly pr?: string;
+  readonly storedBase: boolean;
 }
 
 export function registerDiff(program: Command, io: CliIo): void {
@@ -74,6 +75,7 @@ export function registerDiff(program: Command, io: CliIo): void {
     .option("--ssh-key <file>", "private key for an SSH --repo (default: ~/.ssh/id_ed25519, id_ecdsa or id_rsa, the first that exists)")
     .option("--ssh-known-hosts <file>", "known_hosts holding the SSH server's host key (default ~/.ssh/known_hosts)")
     .option("--ssh-accept-new-host-keys", "trust an SSH host that known_hosts does not list (its fingerprint is printed); a changed key is still refused")
+    .option("--no-stored-base", "translate the base in full even when the audit branch holds its render record for the same discovery")
     .option("--post <platform>", "post the report as a sticky pull-request comment and a commit status: github or gitlab")
     .option("--pr <number>", "with --post: the pull request (GitHub) or merge request iid (GitLab); default from the CI environment")
     .addHelpText("after", "\nExamples:\n  gitmesh diff --repo . --base origin/main --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base HEAD~1 --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base origin/main...HEAD --head HEAD   # from where the branch forked\n  gitmesh diff --repo https://github.com/org/mesh.git --base main --head pr-42 --out-dir diff/\n  gitmesh diff --repo git@github.com:org/mesh.git --base main --head pr-42 --ssh-key ~/.ssh/deploy_key\n  gitmesh diff --repo . --base origin/main --head HEAD --post github   # in a pull_request workflow")
@@ -127,6 +129,8 @@ export function registerDiff(program: Command, io: CliIo): void {
 
         let snapshots: ReadonlyMap<string, DiscoverySnapshot>;
         let discoveryDiagnostics: Diagnostic[];
+        // The audit commit discovery was read from (default), for the stored-base check below.
+        let discoveryCommit: string | undefined;
         if (flags.discovery !== undefined) {
           const info = await stat(flags.discovery).catch(() => undefined);
           if (!info?.isDirectory()) throw new UsageError(`diff: --discovery ${flags.discovery} is not a directory`);
@@ -135,7 +139,9 @@ export function registerDiff(program: Command, io: CliIo): void {
           const branch = flags.auditBranch ?? loaded.head.state.settings.auditBranch;
           let files;
           try {
-            ({ files } = await readRevisionFiles({ location, ref: branch, subPath: "discovery", logger, retry: { attempts: 3 } }));
+            let commit;
+            ({ files, commit } = await readRevisionFiles({ location, ref: branch, subPath: "discovery", logger, retry: { attempts: 3 } }));
+            discoveryCommit = commit.oid;
           } catch (err) {
             if (err instanceof GitRefNotFoundError) {
               throw new UsageError(`diff: no discovery — the audit branch ${branch} (or its discovery/ folder) is missing; pass --discovery <dir>`);
@@ -145,8 +151,27 @@ export function registerDiff(program: Command, io: CliIo): void {
           ({ snapshots, diagnostics: discoveryDiagnostics } = discoveryFromFiles(files, { displayRoot: `${branch}:discovery` }));
         }
 
-        // Base in full, head incrementally from it; compareRenders then skips by identity what the head kept.
-        const renders = renderRevisions(loaded, snapshots);
+        // From the base's render record on the audit branch (same base commit, same discovery) only what can
+        // differ is translated; otherwise the base in full and the head incrementally from it. compareRenders then
+        // skips by identity what the head kept. The report is the same either way.
+        let renders;
+        if (flags.storedBase) {
+          const branch = flags.auditBranch ?? loaded.head.state.settings.auditBranch;
+          const found = await readStoredRender({
+            gitdir: location.kind === "local" ? gitdirOf(location.path) : location.cacheDir,
+            branch,
+            sourceCommit: base.commit.oid,
+            discovery: discoveryCommit === undefined ? { snapshots } : { auditCommit: discoveryCommit },
+          }).catch((err: unknown) => ({ why: `reading it failed: ${err instanceof Error ? err.message : String(err)}` }));
+          if ("stored" in found) {
+            renders = renderRevisionsFromStored(loaded, snapshots, found.stored.render);
+            if (renders === undefined) io.err(`base: the render record of ${base.commit.oid.slice(0, 12)} on ${branch} does not fit this diff; translating it\n`);
+            else io.err(`base: from the render record of ${base.commit.oid.slice(0, 12)} on ${branch} (${found.stored.auditCommit.slice(0, 12)})\n`);
+          } else {
+            io.err(`base: translated (${found.why})\n`);
+          }
+        }
+        renders ??= renderRevisions(loaded, snapshots);
         const headSide = renderedSide(flags.head, head.commit.oid, renders.head);
         // Consent to a mass deletion: gitmesh.yaml's allowMassDeletion, and the head commit's trailers.
         const allowMassDeletion = [...headSide.allowMassDeletion, ...allowedDeletions(head.commit.message).clusters];

@@ -93,6 +93,13 @@ export interface AuditInput {
   readonly sourceRef: string;
   /** Unix seconds used as author and committer time: the source commit's committer time. */
   readonly timestamp: number;
+  /**
+   * What a diff needs of this render besides its output (translate's `renderRecord`: fragments' clusters
+   * and diagnostics per workspace, diagnostics per cluster), plain JSON. Written with a digest of each
+   * cluster's discovery to `.gitmesh/render.json`, where `gitmesh diff` and `/api/diff` read it instead of
+   * translating a base commit again (stored-render.ts). Absent: no such file (and a diff translates).
+   */
+  readonly render?: unknown;
 }
 
 export interface ClusterChange {
@@ -120,6 +127,8 @@ export interface AuditWriter {
 }
 
 export const MANIFEST_PATH = ".gitmesh/generated-files";
+/** The record of the render a commit holds (AuditInput.render), for diffs from a stored base. */
+export const RENDER_RECORD_PATH = ".gitmesh/render.json";
 export const CLUSTER_SCOPED_DIR = "_cluster";
 const ZERO = "0000000000000000000000000000000000000000";
 
@@ -273,6 +282,7 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
       await pace();
     }
     for (const path of byPath.keys()) if (!files.has(path)) byPath.delete(path);
+    if (input.render !== undefined) files.set(RENDER_RECORD_PATH, renderRecordBytes(input.discovery, input.render));
     return files;
   };
 
@@ -331,6 +341,21 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
       throw new AuditPushConflictError(`audit branch ${branch} kept moving; gave up after ${maxAttempts} attempts (the next write will try again)`);
     },
   };
+}
+
+export const RENDER_RECORD_FORMAT = 1;
+
+/** The bytes of `.gitmesh/render.json`: the record and a digest of the discovery of each cluster it was rendered with. */
+export function renderRecordBytes(discovery: ReadonlyMap<string, unknown>, render: unknown): Buffer {
+  const digests: Record<string, string> = {};
+  for (const [cluster, snapshot] of [...discovery].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) digests[cluster] = discoveryDigest(snapshot);
+  // Plain JSON, not canonical: the diagnostics in it come back into reports with their keys in this order.
+  return Buffer.from(JSON.stringify({ format: RENDER_RECORD_FORMAT, discovery: digests, render }) + "\n");
+}
+
+/** Digest of a discovery snapshot as a render used it (SHA-256 of its canonical JSON, hex). */
+export function discoveryDigest(snapshot: unknown): string {
+  return createHash("sha256").update(canonicalJson(snapshot)).digest("hex");
 }
 
 function summarise(status: ReadonlyMap<string, PathChange>): ClusterChange[] {

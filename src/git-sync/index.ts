@@ -49,6 +49,7 @@ export type { SshRemoteOptions } from "./remote.js";
 export { backoffDelay, withBackoff, type BackoffOptions } from "./retry.js";
 export { createConfigLoader } from "./config-loader.js";
 export { resolveRevision, type ResolvedRevision } from "./revisions.js";
+export { findStoredRender, readStoredRender, discoveryTreeOf, sameDiscovery, type ReadStoredRenderOptions, type StoredRender } from "./stored-render.js";
 export { createSyncTrigger, type PushHint, type SyncTrigger, type SyncTriggerOptions } from "./trigger.js";
 export {
   constantTimeEqual,
@@ -67,8 +68,11 @@ export {
   CLUSTER_SCOPED_DIR,
   commitMessage,
   createAuditWriter,
+  discoveryDigest,
   discoveryPath,
   MANIFEST_PATH,
+  RENDER_RECORD_PATH,
+  renderRecordBytes,
   renderedPath,
   type AuditIdentity,
   type AuditInput,

@@ -25,7 +25,7 @@ export interface AuditSchedulingOptions {
   /** The source branch the commits come from (`refs/heads/<ref>` in the audit commit). */
   readonly ref: string;
   /** The store in use now: outputs, discovery and the workspaces still pending per commit. */
-  readonly store: () => Pick<SnapshotStore, "pending" | "outputVersions" | "getOutput" | "listDiscovery">;
+  readonly store: () => Pick<SnapshotStore, "pending" | "outputVersions" | "getOutput" | "listDiscovery"> & Partial<Pick<SnapshotStore, "listWorkspaceStatus" | "fragmentHashes">>;
   readonly inForce: () => InForce | undefined;
   /** Only registered clusters are written (an output of a cluster removed from Git is left out). */
   readonly isRegistered: (cluster: string) => boolean;
@@ -142,7 +142,8 @@ export function createAuditScheduling(options: AuditSchedulingOptions): AuditSch
     }
     const clusters = new Map(outputs.filter((o) => options.isRegistered(o.cluster)).map((o) => [o.cluster, o.resources as unknown as readonly RenderedResource[]]));
     const discovery = new Map((await options.store().listDiscovery()).map((d) => [d.cluster, d.snapshot as unknown]));
-    const result = await writer.write({ clusters, discovery, sourceCommit: commit, sourceRef: `refs/heads/${options.ref}`, timestamp: desired.committedAt });
+    const render = await renderRecordOf(options.store(), outputs);
+    const result = await writer.write({ clusters, discovery, sourceCommit: commit, sourceRef: `refs/heads/${options.ref}`, timestamp: desired.committedAt, ...(render === undefined ? {} : { render }) });
     audited.set(commit, result.commit ?? audited.get(commit));
     hold = undefined;
     if (result.commit) log.info("audit commit written", { branch: options.branch, commit: result.commit, sourceCommit: commit, clusters: result.changes.map((c) => c.cluster) });
@@ -159,4 +160,21 @@ export function createAuditScheduling(options: AuditSchedulingOptions): AuditSch
       await running;
     },
   };
+}
+
+/**
+ * The render record of what the audit commit holds (translate's RenderRecord: per workspace the clusters
+ * its fragments go to and its diagnostics, per cluster the cluster stage's diagnostics), from the store:
+ * `gitmesh diff` and /api/diff read it instead of translating that commit again (#39). None when the
+ * store's translation is not what a full translation of the commit would give: a workspace that failed
+ * (its older fragments stay in force) or froze route tables (FREEZE_CONFIG keeps earlier output).
+ */
+async function renderRecordOf(store: Partial<Pick<SnapshotStore, "listWorkspaceStatus" | "fragmentHashes">>, outputs: readonly PipelineOutput[]): Promise<unknown> {
+  if (store.listWorkspaceStatus === undefined || store.fragmentHashes === undefined) return undefined;
+  const statuses = (await store.listWorkspaceStatus()).sort((a, b) => (a.workspace < b.workspace ? -1 : a.workspace > b.workspace ? 1 : 0));
+  if (statuses.some((s) => s.failure !== undefined || s.commit === "" || (s.frozen?.length ?? 0) > 0)) return undefined;
+  const workspaces = [];
+  for (const s of statuses) workspaces.push({ workspace: s.workspace, clusters: [...(await store.fragmentHashes(s.workspace)).keys()].sort(), diagnostics: s.diagnostics });
+  const clusters = [...outputs].sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0)).map((o) => ({ cluster: o.cluster, diagnostics: o.diagnostics }));
+  return { workspaces, clusters };
 }

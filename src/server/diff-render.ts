@@ -7,7 +7,7 @@
 import type { SourceFile } from "../config/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
 import { allowedDeletions, compareRenders, renderJson } from "../git-sync/index.js";
-import { loadRevisions, renderedSide, renderRevisions } from "../translate/index.js";
+import { loadRevisions, renderedSide, renderRevisions, renderRevisionsFromStored } from "../translate/index.js";
 
 export interface DiffRevision {
   /** The revision as asked for (a full SHA). */
@@ -19,8 +19,10 @@ export interface DiffRevision {
   readonly message?: string;
 }
 
-export function renderDiffReport(base: DiffRevision, head: DiffRevision, discovery: ReadonlyMap<string, DiscoverySnapshot>): string {
-  const renders = renderRevisions(loadRevisions(base.files, head.files), discovery);
+/** `record`: the base's render record from the audit branch (for this discovery), when there is one: only what can differ is translated. */
+export function renderDiffReport(base: DiffRevision, head: DiffRevision, discovery: ReadonlyMap<string, DiscoverySnapshot>, record?: unknown): string {
+  const loaded = loadRevisions(base.files, head.files);
+  const renders = (record === undefined ? undefined : renderRevisionsFromStored(loaded, discovery, record)) ?? renderRevisions(loaded, discovery);
   const headSide = renderedSide(head.ref, head.commit, renders.head);
   const allowMassDeletion = [...headSide.allowMassDeletion, ...allowedDeletions(head.message ?? "").clusters];
   return renderJson(compareRenders(renderedSide(base.ref, base.commit, renders.base), { ...headSide, allowMassDeletion }));
@@ -32,7 +34,7 @@ export function renderDiffReport(base: DiffRevision, head: DiffRevision, discove
  */
 export type DiffMessage =
   | { readonly kind: "snapshot"; readonly cluster: string; readonly checksum: string; readonly snapshot: DiscoverySnapshot }
-  | { readonly kind: "diff"; readonly id: number; readonly base: DiffRevision; readonly head: DiffRevision; readonly clusters: readonly (readonly [cluster: string, checksum: string])[] };
+  | { readonly kind: "diff"; readonly id: number; readonly base: DiffRevision; readonly head: DiffRevision; readonly clusters: readonly (readonly [cluster: string, checksum: string])[]; readonly record?: unknown };
 
 /** Worker → main thread: the report text, or what went wrong. */
 export type DiffAnswer =

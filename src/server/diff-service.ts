@@ -25,7 +25,7 @@ import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { describeError, type Logger } from "../core/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
-import { GitRefNotFoundError, readRevisionFiles, resolveRevision, type GitLocation, type HttpClient } from "../git-sync/index.js";
+import { discoveryDigest, GitRefNotFoundError, readRevisionFiles, readStoredRender, resolveRevision, type GitLocation, type HttpClient } from "../git-sync/index.js";
 import type { DiffAnswer, DiffMessage, DiffRevision } from "./diff-render.js";
 import { HttpError } from "./http.js";
 
@@ -45,6 +45,12 @@ export interface DiffServiceOptions {
   readonly subPath?: string;
   /** Discovery per cluster, as the server holds it. */
   readonly discovery: () => Promise<readonly { readonly cluster: string; readonly checksum: string; readonly snapshot: DiscoverySnapshot }[]>;
+  /**
+   * The audit branch this server writes (its git directory: the local repository's, or the audit writer's cache):
+   * a base commit whose render record it holds for the discovery the server holds now is not translated again
+   * (only what the change reaches is; the report is the same). Absent: every diff translates its base.
+   */
+  readonly storedRenders?: { readonly gitdir: string; readonly branch: string };
   /** Answers kept (default 8). */
   readonly keep?: number;
   /** Heap of the diff worker thread, MiB (default DEFAULT_DIFF_MAX_MEMORY_MB). */
@@ -89,6 +95,30 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
       if (err instanceof GitRefNotFoundError) throw new HttpError(404, `commit ${ref} is not in the configuration repository`);
       throw err;
     }
+  };
+  // Digest of each cluster's discovery, by checksum (canonical JSON of a large snapshot is not free).
+  const digests = new Map<string, { readonly checksum: string; readonly digest: string }>();
+  const storedRecord = async (commit: string, discovery: readonly { readonly cluster: string; readonly checksum: string; readonly snapshot: DiscoverySnapshot }[]): Promise<unknown> => {
+    const at = options.storedRenders;
+    if (at === undefined) return undefined;
+    const now = new Map<string, string>();
+    for (const d of discovery) {
+      let known = digests.get(d.cluster);
+      if (known?.checksum !== d.checksum) digests.set(d.cluster, (known = { checksum: d.checksum, digest: discoveryDigest(d.snapshot) }));
+      now.set(d.cluster, known.digest);
+    }
+    for (const c of [...digests.keys()]) if (!now.has(c)) digests.delete(c);
+    try {
+      const found = await readStoredRender({ gitdir: at.gitdir, branch: at.branch, sourceCommit: commit, discovery: { digests: now } });
+      if ("stored" in found) {
+        options.logger.debug("diff: base from the audit branch's render record", { base: commit, auditCommit: found.stored.auditCommit });
+        return found.stored.render;
+      }
+      options.logger.debug("diff: base translated", { base: commit, why: found.why });
+    } catch (err) {
+      options.logger.warn("diff: reading the audit branch's render record failed; the base is translated", { base: commit, error: describeError(err) });
+    }
+    return undefined;
   };
   /**
    * A revision as the user wrote it → a full SHA, or (a remote repository's branch or tag) the name to
@@ -137,7 +167,9 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
     const discovery = await options.discovery();
     const key = `${base}..${head}|${discovery.map((d) => `${d.cluster}:${d.checksum}`).sort().join(",")}`;
     if (cache.has(key)) return cache.get(key);
-    const report = JSON.parse(await runner.run(baseRead ?? (await read(base)), headRead ?? (await read(head)), discovery)) as unknown;
+    const baseRevision = baseRead ?? (await read(base));
+    const record = await storedRecord(baseRevision.commit, discovery);
+    const report = JSON.parse(await runner.run(baseRevision, headRead ?? (await read(head)), discovery, record)) as unknown;
     cache.set(key, report);
     while (cache.size > keep) cache.delete(cache.keys().next().value!);
     return report;
@@ -162,7 +194,7 @@ export function createDiffService(options: DiffServiceOptions): DiffService {
 }
 
 interface DiffRunner {
-  run(base: DiffRevision, head: DiffRevision, discovery: readonly { readonly cluster: string; readonly checksum: string; readonly snapshot: DiscoverySnapshot }[]): Promise<string>;
+  run(base: DiffRevision, head: DiffRevision, discovery: readonly { readonly cluster: string; readonly checksum: string; readonly snapshot: DiscoverySnapshot }[], record?: unknown): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -201,12 +233,12 @@ function createDiffRunner(maxMemoryMb: number, idleMs: number, timeoutMs: number
   };
 
   return {
-    run(base, head, discovery) {
+    run(base, head, discovery, record) {
       if (closed) return Promise.reject(new HttpError(503, "the server is stopping; no diff is rendered"));
       clearTimeout(idle);
       const handle = current ?? start();
       const id = nextId++;
-      const request: DiffMessage = { kind: "diff", id, base, head, clusters: discovery.map((d) => [d.cluster, d.checksum] as const) };
+      const request: DiffMessage = { kind: "diff", id, base, head, clusters: discovery.map((d) => [d.cluster, d.checksum] as const), ...(record === undefined ? {} : { record }) };
       return new Promise<string>((resolve, reject) => {
         let settled = false;
         const settle = () => {

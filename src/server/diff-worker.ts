@@ -29,7 +29,7 @@ port.on("message", (message: DiffMessage) => {
       if (h?.checksum !== checksum) throw new Error(`diff worker: discovery of cluster ${cluster} is ${h === undefined ? "missing" : `at ${h.checksum}`}, expected ${checksum}`);
       discovery.set(cluster, h.snapshot);
     }
-    answer = { id: message.id, report: renderDiffReport(message.base, message.head, discovery) };
+    answer = { id: message.id, report: renderDiffReport(message.base, message.head, discovery, message.record) };
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
     answer = { id: message.id, error: { name: e.name, message: e.message, ...(e.stack === undefined ? {} : { stack: e.stack }) } };

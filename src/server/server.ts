@@ -15,6 +15,7 @@
  */
 import { join } from "node:path";
 import { mkdir } from "node:fs/promises";
+import { existsSync, statSync } from "node:fs";
 import type { Registry } from "prom-client";
 import { describeError, type Logger } from "../core/index.js";
 import { createAuditWriter, createWebhookHandlers, withIdleTimeout, type CommitVerifier } from "../git-sync/index.js";
@@ -147,7 +148,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const publishing = createPublishing({ pipeline, store, relay: () => relay.server, convergence, metrics, isSuspended: (c) => suspensions.of(c) !== undefined, warmingWindowMs: config.warmingWindowMs, skipWarming: config.skipWarming, onProgress: () => audit.schedule(), logger: log, signal, now });
   const audit = createAuditScheduling({ writer: config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, http: gitHttp(), logger: log.child("audit") }), branch: config.auditBranch, ref: config.gitBranch, store, inForce: () => inForce.current(), isRegistered: (c) => inForce.isRegistered(c), isLeader, settled: () => publishing.settled(), waitingFor: () => publishing.warming()?.waitingFor ?? [], now, latest: (c) => publishing.latest(c), ...(options.auditDebounceMs === undefined ? {} : { debounceMs: options.auditDebounceMs }), logger: log, signal });
   const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence: { ack: (e) => { publishing.acked(e.cluster); return convergence.ack(e); }, nack: (e) => { convergence.nack(e); publishing.nacked(e); } }, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
-  const diffs = createDiffService({ location: git.diff, http: gitHttp(), ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), knownCommits: () => [...(inForce.current() ? [inForce.current()!.commit] : []), ...convergence.commits().map((c) => c.commit), ...commitLog.rejected().map((r) => r.commit)], maxMemoryMb: config.diffMaxMemoryMb, timeoutMs: config.diffTimeoutMs, logger: log.child("diff") });
+  const diffs = createDiffService({ location: git.diff, http: gitHttp(), ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), ...(config.auditBranch === "" ? {} : { storedRenders: { gitdir: git.audit.kind === "local" ? gitDirOf(git.audit.path) : git.audit.cacheDir, branch: config.auditBranch } }), knownCommits: () => [...(inForce.current() ? [inForce.current()!.commit] : []), ...convergence.commits().map((c) => c.commit), ...commitLog.rejected().map((r) => r.commit)], maxMemoryMb: config.diffMaxMemoryMb, timeoutMs: config.diffTimeoutMs, logger: log.child("diff") });
   const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, suspensions, audited: (sha) => audit.audited(sha), auditHeld: () => audit.held(), commitLog, diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
   registerClusterSyncMetric(options.registry, async () => clusterSyncSamples(await views.api.status()));
   inForce.onAdopted(({ commit, registered, atMs }) => {
@@ -280,4 +281,10 @@ function createHttpEdge(parts: { options: ManagementServerOptions; access: HttpA
     port: options.config.httpPort,
     routes: [...parts.routes, ...createWebRoutes()],
   });
+}
+
+/** The git directory of a local repository: `<path>/.git` for a work tree, else the path (bare). */
+function gitDirOf(path: string): string {
+  const dotGit = join(path, ".git");
+  return existsSync(dotGit) && statSync(dotGit).isDirectory() ? dotGit : path;
 }

@@ -43,11 +43,15 @@ export {
   retranslate,
   translateAll,
   translateWorkspace,
+  parseRenderRecord,
+  renderRecord,
+  translatePairFromStored,
+  type RenderRecord,
   type KindTranslator,
   type TranslateOptions,
 } from "./workspace.js";
 export { affectedWorkspaces, type InputChange } from "./incremental.js";
-export { fileDelta, loadRevisions, renderedSide, renderRevisions, type LoadedRevisions, type RevisionRender, type RevisionRenders } from "./revisions.js";
+export { fileDelta, loadRevisions, renderedSide, renderRevisions, renderRevisionsFromStored, type LoadedRevisions, type RevisionRender, type RevisionRenders } from "./revisions.js";
 export { validateIstioResource, validateOutputs, type IstioIssue } from "./istio-validate.js";
 export { DestinationCode } from "./destination-common.js";
 export { validateIssuedCertificate } from "./root-trust.js";

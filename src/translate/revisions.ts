@@ -29,7 +29,7 @@ import { affectedWorkspaces } from "./incremental.js";
 import type { DiscoveryMap } from "./input.js";
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { IstioResource, TranslationResult } from "./types.js";
-import { retranslate, translateAll, type TranslateOptions } from "./workspace.js";
+import { retranslate, translateAll, parseRenderRecord, translatePairFromStored, type TranslateOptions } from "./workspace.js";
 
 export interface RevisionRender {
   readonly load: Pick<LoadResult, "state" | "diagnostics">;
@@ -117,4 +117,20 @@ export function renderRevisions(loaded: LoadedRevisions, discovery: DiscoveryMap
   // but the full translation is the reference, so such a head is translated in full.
   for (const w of result.workspaces.values()) for (const c of w.fragments.keys()) if (!result.clusters.has(c)) return full();
   return { base, head: { load: loaded.head, result }, rerun };
+}
+
+/**
+ * renderRevisions with the stored record of the base's render (the audit branch's, for the same base
+ * commit and the same discovery): only what can differ between the two is translated
+ * (translatePairFromStored), and the report equals renderRevisions' to the byte. Undefined when the
+ * record cannot be used (head loaded in full because gitmesh.yaml changed, or a record that does not fit
+ * the base): the caller renders with renderRevisions.
+ */
+export function renderRevisionsFromStored(loaded: LoadedRevisions, discovery: DiscoveryMap, record: unknown, options: TranslateOptions = {}): RevisionRenders | undefined {
+  const parsed = parseRenderRecord(record);
+  if (loaded.changedKeys === undefined || parsed === undefined) return undefined;
+  const rerun = affectedWorkspaces({ desired: loaded.base.state, discovery }, { desired: loaded.head.state, discovery }, { changedKeys: loaded.changedKeys });
+  const pair = translatePairFromStored(loaded.base.state, loaded.head.state, discovery, rerun, parsed, options);
+  if (pair === undefined) return undefined;
+  return { base: { load: loaded.base, result: pair.base }, head: { load: loaded.head, result: pair.head }, rerun };
 }

@@ -290,3 +290,137 @@ function finish(clusters: Map<string, ClusterOutput>, workspaces: Map<string, Wo
   });
   return { clusters, workspaces, diagnostics: sortDiagnostics(unique) };
 }
+
+/**
+ * What a stored render of the base keeps besides its output (`renderRecord`; the audit branch's
+ * `.gitmesh/render.json`): per workspace, the clusters its fragments go to and its diagnostics, and per
+ * cluster, the diagnostics of its cluster stage. Enough to translate a diff's two revisions only where
+ * they can differ (`translatePairFromStored`).
+ */
+export interface RenderRecord {
+  readonly workspaces: readonly { readonly workspace: string; readonly clusters: readonly string[]; readonly diagnostics: readonly Diagnostic[] }[];
+  /** Every cluster translateAll assembled, sorted. */
+  readonly clusters: readonly { readonly cluster: string; readonly diagnostics: readonly Diagnostic[] }[];
+}
+
+/** The record of a full translation (what the audit writer stores next to the output it commits). */
+export function renderRecord(result: TranslationResult): RenderRecord {
+  return {
+    workspaces: [...result.workspaces.values()].map((w) => ({
+      workspace: w.workspace,
+      clusters: [...w.fragments].filter(([, r]) => r.length > 0).map(([c]) => c).sort(),
+      diagnostics: w.diagnostics,
+    })),
+    clusters: [...result.clusters.values()].map((c) => ({ cluster: c.cluster, diagnostics: c.diagnostics })),
+  };
+}
+
+/** An empty output shared by both sides of a pair for every cluster neither side re-assembled: the same list, so a comparison skips it. */
+const UNTOUCHED: readonly IstioResource[] = Object.freeze([]);
+
+/**
+ * Base and head of a diff without translating the base in full: with the stored record of the base's
+ * render (same desired state of base, same discovery), only the workspaces `rerun` names
+ * (affectedWorkspaces: the only ones whose inputs differ) are translated on both sides, the other
+ * workspaces that render into the clusters those touch are translated once (their fragments are the
+ * same on both sides), and only those clusters are assembled, twice. Every other cluster's output is
+ * the same on both sides (it gets no fragment that differs): both results hold one shared empty list
+ * for it. Diagnostics are complete on both sides: a workspace not translated here has the base's
+ * stored diagnostics on both sides (same inputs, same diagnostics: the contract of affectedWorkspaces),
+ * and an untouched cluster its stored cluster-stage diagnostics; both go through `finish` as translateAll's
+ * do, so the lists equal a full translation's.
+ *
+ * Undefined when the record does not fit the base (other workspaces or clusters, a fragment of a
+ * translated workspace going elsewhere than the record says) or head changes the set of clusters: the
+ * caller translates in full.
+ */
+export function translatePairFromStored(
+  base: Desired,
+  head: Desired,
+  discovery: DiscoveryMap,
+  rerun: readonly string[],
+  record: RenderRecord,
+  options: TranslateOptions = {},
+): { base: TranslationResult; head: TranslationResult; translated: readonly string[]; assembled: readonly string[] } | undefined {
+  const baseIndex = indexOf(toDesiredInput(base), discovery);
+  const headIndex = indexOf(toDesiredInput(head), discovery);
+  const stored = new Map(record.workspaces.map((w) => [w.workspace, w]));
+  const storedClusters = new Map(record.clusters.map((c) => [c.cluster, c.diagnostics]));
+  if (!sameList([...baseIndex.workspaceNames].sort(), [...stored.keys()].sort())) return undefined;
+  if (!sameList([...baseIndex.clusters].sort(), [...headIndex.clusters].sort())) return undefined;
+  // The clusters translateAll assembles: the index's and any a fragment names.
+  const all = new Set(baseIndex.clusters);
+  for (const w of record.workspaces) for (const c of w.clusters) all.add(c);
+  if (!sameList([...all].sort(), record.clusters.map((c) => c.cluster))) return undefined;
+  const again = new Set(rerun);
+  for (const ws of headIndex.workspaceNames) if (!again.has(ws) && !stored.has(ws)) return undefined;
+
+  const baseRuns = new Map<string, WorkspaceResult>();
+  const headRuns = new Map<string, WorkspaceResult>();
+  const touched = new Set<string>();
+  for (const ws of again) {
+    const before = baseIndex.workspaceNames.includes(ws) ? translateWorkspace(ws, base, discovery, options) : undefined;
+    const after = headIndex.workspaceNames.includes(ws) ? translateWorkspace(ws, head, discovery, before === undefined ? options : { ...options, previous: before }) : undefined;
+    if (before !== undefined) baseRuns.set(ws, before);
+    if (after !== undefined) headRuns.set(ws, after);
+    for (const c of new Set([...(before?.fragments.keys() ?? []), ...(after?.fragments.keys() ?? [])])) {
+      if (!sameResources(before?.fragments.get(c) ?? [], after?.fragments.get(c) ?? [])) touched.add(c);
+    }
+    // The record must describe the base as translated here.
+    if (before !== undefined && !sameList(nonEmptyClusters(before), stored.get(ws)?.clusters ?? [])) return undefined;
+  }
+  for (const c of touched) if (!all.has(c)) return undefined;
+  // Unchanged workspaces that render into a touched cluster: translated once, their fragments shared.
+  const shared = new Map<string, WorkspaceResult>();
+  for (const w of record.workspaces) {
+    if (again.has(w.workspace) || !w.clusters.some((c) => touched.has(c))) continue;
+    const result = translateWorkspace(w.workspace, base, discovery, options);
+    if (!sameList(nonEmptyClusters(result), w.clusters)) return undefined;
+    shared.set(w.workspace, result);
+  }
+  const side = (index: typeof baseIndex, runs: ReadonlyMap<string, WorkspaceResult>): TranslationResult => {
+    const workspaces = new Map<string, WorkspaceResult>();
+    for (const ws of index.workspaceNames) {
+      const known = runs.get(ws) ?? shared.get(ws);
+      workspaces.set(ws, known ?? { workspace: ws, fragments: new Map(), diagnostics: stored.get(ws)!.diagnostics });
+    }
+    const present = [...runs.values(), ...shared.values()];
+    const clusters = new Map<string, ClusterOutput>();
+    for (const c of [...all].sort()) {
+      clusters.set(c, touched.has(c) ? assembleCluster(c, fragmentsFor(present, c)) : { cluster: c, resources: UNTOUCHED, diagnostics: storedClusters.get(c) ?? [] });
+    }
+    return finish(clusters, workspaces);
+  };
+  return {
+    base: side(baseIndex, baseRuns),
+    head: side(headIndex, headRuns),
+    translated: [...new Set([...again, ...shared.keys()])].sort(),
+    assembled: [...touched].sort(),
+  };
+}
+
+function nonEmptyClusters(result: WorkspaceResult): string[] {
+  return [...result.fragments].filter(([, r]) => r.length > 0).map(([c]) => c).sort();
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** A RenderRecord read back from JSON (the audit branch), checked for shape; undefined when it is not one. */
+export function parseRenderRecord(json: unknown): RenderRecord | undefined {
+  const isDiagnostics = (v: unknown): v is Diagnostic[] => Array.isArray(v) && v.every((d) => typeof d === "object" && d !== null && typeof (d as Diagnostic).code === "string" && typeof (d as Diagnostic).message === "string");
+  const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === "string");
+  if (typeof json !== "object" || json === null) return undefined;
+  const { workspaces, clusters } = json as { workspaces?: unknown; clusters?: unknown };
+  if (!Array.isArray(workspaces) || !Array.isArray(clusters)) return undefined;
+  for (const w of workspaces as unknown[]) {
+    const e = w as { workspace?: unknown; clusters?: unknown; diagnostics?: unknown } | null;
+    if (typeof e?.workspace !== "string" || !isStrings(e.clusters) || !isDiagnostics(e.diagnostics)) return undefined;
+  }
+  for (const c of clusters as unknown[]) {
+    const e = c as { cluster?: unknown; diagnostics?: unknown } | null;
+    if (typeof e?.cluster !== "string" || !isDiagnostics(e.diagnostics)) return undefined;
+  }
+  return json as RenderRecord;
+}

@@ -8,6 +8,8 @@ import { createCapturingIo } from "../../src/cli/io.js";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { readDiscoveryDirectory } from "../../src/discovery/index.js";
 import { createAuditWriter } from "../../src/git-sync/index.js";
+import { loadDesiredState } from "../../src/config/index.js";
+import { renderRecord, translateAll } from "../../src/translate/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 
 const TOKEN = "diff-cli-token-77";
@@ -122,5 +124,37 @@ describe("gitmesh diff", () => {
     const intact = await run(["--repo", copy, "--base", base, "--head", base, "--discovery", DISCOVERY]);
     expect(intact.code).toBe(0);
     expect(intact.out).toContain("**No rendered change.**");
+  });
+  it("takes the base from the audit branch's render record when its discovery is the diff's, with the same report as translating it (#39)", async () => {
+    // The audit branch as the server writes it for base: the output of every cluster, discovery, and the render record.
+    const { snapshots } = await readDiscoveryDirectory(DISCOVERY);
+    const render = translateAll(loadDesiredState(Object.entries(filesOf(EXAMPLE)).map(([path, content]) => ({ path, content }))).state, snapshots);
+    const writer = createAuditWriter({ target: { kind: "local", path: server.repoPath("mesh") }, logger: createMemoryLogger().logger });
+    const clusters = new Map([...render.clusters].map(([c, out]) => [c, out.resources]));
+    await writer.write({ clusters, discovery: snapshots, sourceCommit: base, sourceRef: "refs/heads/main", timestamp: 1_700_000_100, render: renderRecord(render) });
+    const args = ["--repo", server.repoPath("mesh"), "--base", base, "--head", head, "--format", "json"];
+
+    const stored = await run(args);
+    const translated = await run([...args, "--no-stored-base"]);
+    expect(stored.err).toContain(`base: from the render record of ${base.slice(0, 12)}`);
+    expect(translated.err).not.toContain("render record");
+    expect(stored.code).toBe(0);
+    expect(stored.out).toContain("timeout: 7s");
+    expect(stored.out).toBe(translated.out);
+    // --discovery with the snapshots the render used: recognised by their digests.
+    const fromDir = await run([...args, "--discovery", DISCOVERY]);
+    expect(fromDir.err).toContain("base: from the render record");
+    expect(fromDir.out).toBe(translated.out);
+    // Markdown too.
+    const md = ["--repo", server.repoPath("mesh"), "--base", base, "--head", head];
+    expect((await run(md)).out).toBe((await run([...md, "--no-stored-base"])).out);
+
+    // Discovery changed since base was rendered (a later audit commit, for head): the record is not used, same report.
+    const moved = new Map([...snapshots].map(([c, snap]) => [c, c === "cluster2" ? { ...snap, services: [] } : snap]));
+    await writer.write({ clusters, discovery: moved, sourceCommit: head, sourceRef: "refs/heads/main", timestamp: 1_700_000_200 });
+    const after = await run(args);
+    const afterTranslated = await run([...args, "--no-stored-base"]);
+    expect(after.err).toContain("used other discovery");
+    expect(after.out).toBe(afterTranslated.out);
   });
 });

@@ -4,7 +4,7 @@ import { loadDesiredState, type SourceFile } from "../../src/config/index.js";
 import { Severity, type Diagnostic } from "../../src/core/index.js";
 import { generateFleet, type FleetFile, type FleetOptions } from "../../src/devtools/index.js";
 import { compareRenders, renderJson, renderMarkdown, type DiffReport, type RenderSide } from "../../src/git-sync/index.js";
-import { loadRevisions, renderRevisions, translateAll, type DiscoveryMap, type RevisionRender, type TranslationResult } from "../../src/translate/index.js";
+import { loadRevisions, renderRecord, renderRevisions, renderRevisionsFromStored, translateAll, type DiscoveryMap, type RevisionRender, type TranslationResult } from "../../src/translate/index.js";
 import { createRandom } from "../helpers/random.js";
 
 // 6 clusters in blocks of 2, 5 workspaces per block: 15 workspaces in a ring of import/export.
@@ -256,5 +256,68 @@ describe("gitmesh diff's report from renderRevisions equals the report of two fu
     expect(seen.fixed).toBeGreaterThan(0);
     expect(seen.headErrors).toBeGreaterThan(0);
     expect(seen.errorsOutsideRerun).toBeGreaterThan(0);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The report from a stored base (the audit branch's render record, #39) against full translations.
+
+describe("gitmesh diff's report from the base's stored render record equals the report of two full translations", () => {
+  const baseFull = fullRender(fleet.files);
+  const brokenFull = fullRender(broken);
+  /** The record as it comes back from the audit branch: through JSON. */
+  const stored = (render: RevisionRender): unknown => JSON.parse(JSON.stringify(renderRecord(render.result)));
+  const used = { stored: 0, fellBack: 0, translatedLess: 0 };
+
+  function expectSameReportFromStored(base: readonly SourceFile[], head: readonly SourceFile[], full: { base: RevisionRender; head: RevisionRender }): void {
+    const renders = renderRevisionsFromStored(loadRevisions(base, head), discovery, stored(full.base));
+    const want = compareRenders(side("base", full.base), side("head", full.head));
+    if (renders === undefined) {
+      used.fellBack++;
+      return;
+    }
+    used.stored++;
+    if (renders.base.result.clusters.size > 0 && [...renders.base.result.clusters.values()].some((c) => c.resources.length === 0 && (full.base.result.clusters.get(c.cluster)?.resources.length ?? 0) > 0)) used.translatedLess++;
+    const got = compareRenders(side("base", renders.base), side("head", renders.head));
+    expect(renderJson(got)).toBe(renderJson(want));
+    expect(renderMarkdown(got, { maxChars: 4000 })).toEqual(renderMarkdown(want, { maxChars: 4000 }));
+  }
+
+  it("one-policy change: only the clusters the change reaches are assembled", () => {
+    const head = fleet.files.map((f) => (f.path === fleet.onePolicyChange.after.path ? fleet.onePolicyChange.after : f));
+    const loaded = loadRevisions(fleet.files, head);
+    const renders = renderRevisionsFromStored(loaded, discovery, stored(baseFull));
+    expect(renders).toBeDefined();
+    const assembled = [...renders!.base.result.clusters.values()].filter((c) => c.resources.length > 0).length;
+    expect(assembled).toBeGreaterThan(0);
+    expect(assembled).toBeLessThan(fleet.counts.clusters);
+    expectSameReportFromStored(fleet.files, head, { base: baseFull, head: fullRender(head) });
+  });
+
+  it("a record of another base is not used (the caller translates)", () => {
+    const head = fleet.files.map((f) => (f.path === fleet.onePolicyChange.after.path ? fleet.onePolicyChange.after : f));
+    const other = JSON.parse(JSON.stringify(renderRecord(translateAll(loadDesiredState(fleet.files.filter((f) => !f.path.startsWith("workspaces/ws-001/"))).state, discovery))));
+    expect(renderRevisionsFromStored(loadRevisions(fleet.files, head), discovery, other)).toBeUndefined();
+    expect(renderRevisionsFromStored(loadRevisions(fleet.files, head), discovery, { workspaces: "no" })).toBeUndefined();
+  });
+
+  for (const [k, edit] of EDITS.entries()) {
+    for (const seed of [1, 2, 3]) {
+      it(`${edit.name} (seed ${seed}), both directions`, () => {
+        const r = createRandom(1000 * (k + 1) + seed);
+        const [start, startFull] = seed === 3 ? [broken, brokenFull] : [fleet.files, baseFull];
+        const head = [...start];
+        mutate(head, r, edit.only, edit.ops[Math.floor(r() * edit.ops.length)]);
+        if (r() < 0.3) mutate(head, r);
+        const headFull = fullRender(head);
+        expectSameReportFromStored(start, head, { base: startFull, head: headFull });
+        expectSameReportFromStored(head, start, { base: headFull, head: startFull });
+      });
+    }
+  }
+
+  it("the cases above used the stored record, and skipped clusters with it", () => {
+    expect(used.stored).toBeGreaterThan(used.fellBack);
+    expect(used.translatedLess).toBeGreaterThan(0);
   });
 });

@@ -11,9 +11,9 @@ import { loadDesiredState } from "../../src/config/index.js";
 import { createMemoryLogger } from "../../src/core/index.js";
 import { generateFleet, type FleetOptions } from "../../src/devtools/index.js";
 import type { DiscoverySnapshot } from "../../src/discovery/index.js";
-import { compareRenders, createWebhookHandlers, renderJson, type RenderSide } from "../../src/git-sync/index.js";
+import { compareRenders, createAuditWriter, createWebhookHandlers, renderJson, type RenderSide } from "../../src/git-sync/index.js";
 import { createApiAuth, createDiffService, createServerHttp, generateApiToken, parseServerConfig, type DiffService, type ServerApi, type ServerHttp } from "../../src/server/index.js";
-import { translateAll } from "../../src/translate/index.js";
+import { renderRecord, translateAll } from "../../src/translate/index.js";
 import { startGitServer, type GitServer } from "../helpers/git-server.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../queue/fixture.js";
@@ -91,6 +91,27 @@ describe("GET /api/diff renders head incrementally and answers what full transla
     expect(status).toBe(200);
     expect(body.clusters.length).toBeGreaterThan(0);
     expect(body).toEqual(expectedReport(base, baseFiles, head, headFiles));
+  });
+
+  it("from the base's render record on the audit branch when the server's discovery is the one it was rendered with; translated otherwise; the same report (#39)", async () => {
+    const result = translateAll(loadDesiredState(fleet.files).state, snapshots);
+    const writer = createAuditWriter({ target: { kind: "local", path: git.repoPath("fleet") }, logger: createMemoryLogger().logger });
+    await writer.write({ clusters: new Map([...result.clusters].map(([c, o]) => [c, o.resources])), discovery: snapshots, sourceCommit: base, sourceRef: "refs/heads/main", timestamp: 1_700_000_000, render: renderRecord(result) });
+    const memory = createMemoryLogger("diff");
+    let held: Discovery = discovery;
+    const service = createDiffService({ location: { kind: "local", path: git.repoPath("fleet") }, storedRenders: { gitdir: git.repoPath("fleet"), branch: "gitmesh/rendered" }, discovery: () => Promise.resolve(held), logger: memory.logger });
+    try {
+      expect(await service.diff(base, head)).toEqual(expectedReport(base, baseFiles, head, headFiles));
+      expect(memory.text()).toContain("render record");
+      // The server's discovery moved on (a cluster lost a service): the record is not used, and the report follows the new discovery.
+      const [first, ...rest] = [...snapshots];
+      const moved = new Map([[first![0], { ...first![1], services: first![1].services.slice(1) }], ...rest]);
+      held = [...moved].map(([cluster, snapshot]) => ({ cluster, checksum: `${cluster}-2`, snapshot }));
+      expect(await service.diff(base, head)).toEqual(expectedReport(base, baseFiles, head, headFiles, moved));
+      expect(memory.records.some((r) => r.msg === "diff: base translated")).toBe(true);
+    } finally {
+      await service.close();
+    }
   });
 
   it("a head with errors: its introduced diagnostics and error count, as full translations report them", async () => {
