@@ -60,17 +60,14 @@ export interface ServerApi {
   resources(): Promise<unknown>;
   /** The rendered change between two commits (full SHAs), as `gitmesh diff --format json` reports it. */
   diff(base: string, head: string): Promise<unknown>;
-<<<<<<< HEAD
   /**
    * Policy-aware provenance of the commit in force: every Gloo object that wrote into each rendering
    * parent's Istio objects (and which fields), and where each policy applies (routes, destinations,
    * clusters). Optional: an API without it answers 404.
    */
   provenance?(): Promise<unknown>;
-=======
   /** The fleet analysis (src/insights) of the commit in force, the clusters' discovery and certificates. */
   insights(): Promise<unknown>;
->>>>>>> wt-insights
 }
 
 export interface ServerHttpOptions {
@@ -176,11 +173,8 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
     { method: "GET", pattern: /^\/api\/commits\/([0-9a-f]{4,40})$/, access: "read", handler: async (_q, res, [c]) => json(res, 200, found(await api.commit(c!), `commit ${c!} (unknown, or older than the convergence records the server keeps: GITMESH_RETENTION_COMMITS, GITMESH_RETENTION_MAX_AGE_HOURS)`)) },
     { method: "GET", pattern: /^\/api\/diagnostics$/, access: "read", handler: async (_q, res) => json(res, 200, await api.diagnostics()) },
     { method: "GET", pattern: /^\/api\/resources$/, access: "read", handler: async (_q, res) => json(res, 200, await api.resources()) },
-<<<<<<< HEAD
     { method: "GET", pattern: /^\/api\/provenance$/, access: "read", handler: async (_q, res) => json(res, 200, found(await api.provenance?.(), "provenance (this server does not compute it)")) },
-=======
     { method: "GET", pattern: /^\/api\/insights$/, access: "read", handler: async (_q, res) => json(res, 200, await api.insights()) },
->>>>>>> wt-insights
     {
       method: "GET",
       pattern: /^\/api\/diff$/,
@@ -334,11 +328,8 @@ export const API_ENDPOINTS = [
   "GET /api/commits/<sha>",
   "GET /api/diagnostics",
   "GET /api/resources",
-<<<<<<< HEAD
   "GET /api/provenance",
-=======
   "GET /api/insights",
->>>>>>> wt-insights
   "GET /api/diff?base=<sha>&head=<sha>",
   "GET /api/events (text/event-stream)",
   "GET / (web UI)",
