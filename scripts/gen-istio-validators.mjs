@@ -140,7 +140,7 @@ function listMapKeyword(ajv) {
     keyword: "x-kubernetes-list-map-keys",
     type: "array",
     schemaType: "array",
-    error: { message: (cxt) => _`"must not hold two items with the same " + ${JSON.stringify(cxt.schema.join(", "))} + " (x-kubernetes-list-type: map)"` },
+    error: { message: (cxt) => _`"must not hold two items with the same " + ${cxt.schema.join(", ")} + " (x-kubernetes-list-type: map)"` },
     code(cxt) {
       cxt.fail(_`new Set(${cxt.data}.map((i) => JSON.stringify(${cxt.schemaCode}.map((k) => i?.[k])))).size !== ${cxt.data}.length`);
     },
