@@ -12,6 +12,15 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const src = join(root, "src");
 const args = process.argv.slice(2);
 
+/**
+ * The only sources the top-level help runs (src/cli/main.ts loads a command's module only when that command
+ * runs; test/cli/startup.test.ts keeps it so): for `gitmesh`, `gitmesh --help` and `gitmesh help` the build is
+ * fresh when these are older than it, without walking all of src/ (a stat per file: most of what the launcher
+ * added to the help's start).
+ */
+const HELP_SOURCES = ["cli/main.ts", "cli/io.ts"];
+const topLevelHelp = args.length === 0 || (args.length === 1 && (args[0] === "--help" || args[0] === "-h" || args[0] === "help"));
+
 /** Whether .build/ was compiled after the last change to src/ (a file saved, added, removed or renamed). */
 function buildIsFresh() {
   let built;
@@ -20,6 +29,7 @@ function buildIsFresh() {
   } catch {
     return false;
   }
+  if (topLevelHelp) return HELP_SOURCES.every((f) => (statSync(join(src, f), { throwIfNoEntry: false })?.mtimeMs ?? 0) <= built);
   const newer = (dir) => {
     // A directory's mtime moves when an entry is added, removed or renamed in it.
     if (statSync(dir).mtimeMs > built) return true;

@@ -6,7 +6,6 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
-import { describeError, stripCredentials } from "../core/index.js";
 import { createIo, ExitCode, UsageError, type CliIo } from "./io.js";
 
 export type RegisterCommand = (program: Command, io: CliIo) => void;
@@ -142,6 +141,9 @@ export async function main(argv: readonly string[], io: CliIo = createIo()): Pro
       io.err(`gitmesh: ${err.message}\n`);
       return ExitCode.Usage;
     }
+    // core (yaml, prom-client, node:http behind its front door) is loaded here, not at start: `--help`
+    // and `--version` never need it, and a command that runs has loaded it already.
+    const { describeError, stripCredentials } = await import("../core/index.js");
     io.err(`gitmesh: ${stripCredentials(describeError(err))}\n`);
     return ExitCode.Failed;
   }

@@ -1,25 +1,17 @@
 /**
- * Every rendered object is validated against Istio's CRD schemas (Istio 1.29, via
- * @kubernetes-models/istio 3.0.1: networking.istio.io/v1 and security.istio.io/v1). A failure is a
- * gitmesh bug or an input value Istio would reject; either way it is reported, never shipped silently.
+ * Every rendered object is validated against Istio's CRD schemas (Istio 1.29.2: networking.istio.io/v1,
+ * EnvoyFilter's v1alpha3 and security.istio.io/v1), compiled by ajv at generation time into
+ * istio-schemas.gen.ts (scripts/gen-istio-validators.mjs, which says how a structural schema is judged:
+ * nulls, int-or-string, list-map keys, formats). A failure is a gitmesh bug or an input value Istio would
+ * reject; either way it is reported, never shipped silently.
  *
  * The schemas hold types and enums, not Istio's semantic rules (weights, subset names, policy shapes,
  * durations under 1ms, port ranges: Go code and CEL in Istio), and they let unknown fields through.
  * test/istio-validate runs Istio's own webhook (tools/istio-validate) over every golden and the
  * corpus and records where the two disagree; translators check the semantic rules they can break.
  */
-// One module per kind: a group's index (kubernetes-models/v1 above all) loads every kind of the group with
-// its schemas at the start of every process that translates — `gitmesh diff` loaded 1,584 modules, 400 now.
-import { DestinationRule } from "@kubernetes-models/istio/networking.istio.io/v1/DestinationRule";
-import { Gateway } from "@kubernetes-models/istio/networking.istio.io/v1/Gateway";
-import { ServiceEntry } from "@kubernetes-models/istio/networking.istio.io/v1/ServiceEntry";
-import { Sidecar } from "@kubernetes-models/istio/networking.istio.io/v1/Sidecar";
-import { VirtualService } from "@kubernetes-models/istio/networking.istio.io/v1/VirtualService";
-import { WorkloadEntry } from "@kubernetes-models/istio/networking.istio.io/v1/WorkloadEntry";
-import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3/EnvoyFilter";
-import { AuthorizationPolicy } from "@kubernetes-models/istio/security.istio.io/v1/AuthorizationPolicy";
-import { PeerAuthentication } from "@kubernetes-models/istio/security.istio.io/v1/PeerAuthentication";
-import { RequestAuthentication } from "@kubernetes-models/istio/security.istio.io/v1/RequestAuthentication";
+// One module per Kubernetes kind: a group's index (kubernetes-models/v1 above all) loads every kind of the
+// group with its schemas at the start of every process that translates.
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
@@ -30,36 +22,72 @@ import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import { Severity, type Diagnostic } from "../core/index.js";
 import { validateEnvoyPatches } from "./envoy-config.js";
+import { ISTIO_VALIDATORS } from "./istio-schemas.gen.js";
 import { ANNOTATION_SOURCE_FILE } from "./labels.js";
 import { validateSailResource } from "./lifecycle.js";
 import { TranslateCode, type IstioResource } from "./types.js";
+
+interface SchemaError {
+  readonly instancePath?: string;
+  readonly message?: string;
+}
+
+/** Schema issues of one object (a kind of MODELS); [] when it is valid. */
+type Check = (o: unknown) => IstioIssue[];
+
+const issuesOf = (errors: readonly SchemaError[] | null | undefined): IstioIssue[] => (errors ?? []).map((e) => ({ path: e.instancePath ?? "", message: e.message ?? "invalid" }));
+
+/** An Istio kind: its generated ajv function, which does not modify the object it judges. */
+function istioCheck(type: string): Check {
+  const fn = ISTIO_VALIDATORS[type];
+  if (fn === undefined) throw new Error(`istio-schemas.gen.ts has no validator for ${type}; regenerate it (scripts/gen-istio-validators.mjs)`);
+  return (o) => (fn(o) ? [] : issuesOf(fn.errors));
+}
 
 interface Validatable {
   validate(): void;
 }
 type ModelCtor = (new (data: never) => Validatable) & { readonly prototype: Validatable };
 
-const MODELS: Readonly<Record<string, ModelCtor>> = {
-  "networking.istio.io/v1/VirtualService": VirtualService,
-  "networking.istio.io/v1/DestinationRule": DestinationRule,
-  "networking.istio.io/v1/Gateway": Gateway,
-  "networking.istio.io/v1/ServiceEntry": ServiceEntry,
-  "networking.istio.io/v1/Sidecar": Sidecar,
-  "networking.istio.io/v1/WorkloadEntry": WorkloadEntry,
+/**
+ * A Kubernetes kind (kubernetes-models). The model's constructor deep-copies its input (filtering undefined
+ * members, which canonical output never has); its validate() only runs the generated, non-mutating ajv
+ * function on `this`. Calling it on the object itself validates the same data without the copy.
+ */
+function modelCheck(Model: ModelCtor): Check {
+  return (o) => {
+    try {
+      Model.prototype.validate.call(o);
+      return [];
+    } catch (err) {
+      const errors = (err as { errors?: readonly SchemaError[] }).errors;
+      if (errors === undefined) return [{ path: "", message: err instanceof Error ? err.message : String(err) }];
+      return issuesOf(errors);
+    }
+  };
+}
+
+const MODELS: Readonly<Record<string, Check>> = {
+  "networking.istio.io/v1/VirtualService": istioCheck("networking.istio.io/v1/VirtualService"),
+  "networking.istio.io/v1/DestinationRule": istioCheck("networking.istio.io/v1/DestinationRule"),
+  "networking.istio.io/v1/Gateway": istioCheck("networking.istio.io/v1/Gateway"),
+  "networking.istio.io/v1/ServiceEntry": istioCheck("networking.istio.io/v1/ServiceEntry"),
+  "networking.istio.io/v1/Sidecar": istioCheck("networking.istio.io/v1/Sidecar"),
+  "networking.istio.io/v1/WorkloadEntry": istioCheck("networking.istio.io/v1/WorkloadEntry"),
   // Istio serves EnvoyFilter as v1alpha3 only; the Envoy config in its patches is checked by envoy-config.ts.
-  "networking.istio.io/v1alpha3/EnvoyFilter": EnvoyFilter,
-  "security.istio.io/v1/AuthorizationPolicy": AuthorizationPolicy,
-  "security.istio.io/v1/PeerAuthentication": PeerAuthentication,
-  "security.istio.io/v1/RequestAuthentication": RequestAuthentication,
+  "networking.istio.io/v1alpha3/EnvoyFilter": istioCheck("networking.istio.io/v1alpha3/EnvoyFilter"),
+  "security.istio.io/v1/AuthorizationPolicy": istioCheck("security.istio.io/v1/AuthorizationPolicy"),
+  "security.istio.io/v1/PeerAuthentication": istioCheck("security.istio.io/v1/PeerAuthentication"),
+  "security.istio.io/v1/RequestAuthentication": istioCheck("security.istio.io/v1/RequestAuthentication"),
   // Kubernetes kinds of a gateway installation (lifecycle.ts), validated with Kubernetes' own schemas.
-  "apps/v1/Deployment": Deployment,
-  "v1/ConfigMap": ConfigMap,
-  "v1/Service": Service,
-  "v1/ServiceAccount": ServiceAccount,
-  "rbac.authorization.k8s.io/v1/Role": Role,
-  "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
-  "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
-  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "apps/v1/Deployment": modelCheck(Deployment),
+  "v1/ConfigMap": modelCheck(ConfigMap),
+  "v1/Service": modelCheck(Service),
+  "v1/ServiceAccount": modelCheck(ServiceAccount),
+  "rbac.authorization.k8s.io/v1/Role": modelCheck(Role),
+  "rbac.authorization.k8s.io/v1/RoleBinding": modelCheck(RoleBinding),
+  "autoscaling/v2/HorizontalPodAutoscaler": modelCheck(HorizontalPodAutoscaler),
+  "policy/v1/PodDisruptionBudget": modelCheck(PodDisruptionBudget),
 };
 
 export interface IstioIssue {
@@ -96,24 +124,21 @@ function plainMetadata(m: IstioResource["metadata"]): boolean {
 export function validateIstioResource(r: IstioResource): IstioIssue[] {
   const sail = validateSailResource(r);
   if (sail !== undefined) return sail;
-  const Model = MODELS[`${r.apiVersion}/${r.kind}`];
-  if (Model === undefined) {
+  const check = MODELS[`${r.apiVersion}/${r.kind}`];
+  if (check === undefined) {
     return isIstioKind(r) ? [{ path: "/kind", message: `no schema for ${r.apiVersion} ${r.kind}` }] : [];
   }
-  return modelIssues(Model, r, plainMetadata(r.metadata));
+  return modelIssues(check, r, plainMetadata(r.metadata));
 }
 
-function modelIssues(Model: ModelCtor, r: IstioResource, plain: boolean): IstioIssue[] {
+function modelIssues(check: Check, r: IstioResource, plain: boolean): IstioIssue[] {
+  const issues = check(plain ? { ...r, metadata: { name: r.metadata.name, namespace: r.metadata.namespace } } : r);
+  if (issues.length > 0 || r.kind !== "EnvoyFilter") return issues;
   try {
-    // The model's constructor deep-copies its input (filtering undefined members, which canonical
-    // output never has); its validate() only runs the generated, non-mutating ajv function on
-    // `this`. Calling it on the object itself validates the same data without the copy.
-    Model.prototype.validate.call(plain ? { ...r, metadata: { name: r.metadata.name, namespace: r.metadata.namespace } } : r);
-    return r.kind === "EnvoyFilter" ? validateEnvoyPatches(r.spec) : [];
+    return validateEnvoyPatches(r.spec);
   } catch (err) {
-    const errors = (err as { errors?: readonly { instancePath?: string; message?: string }[] }).errors;
-    if (errors === undefined) return [{ path: "", message: err instanceof Error ? err.message : String(err) }];
-    return errors.map((e) => ({ path: e.instancePath ?? "", message: e.message ?? "invalid" }));
+    // A shape the schema lets through (a null spec) that the Envoy checks do not expect: reported, never a crash.
+    return [{ path: "", message: err instanceof Error ? err.message : String(err) }];
   }
 }
 
@@ -143,12 +168,12 @@ export function createIstioValidator(): (r: IstioResource) => IstioIssue[] {
     const sail = validateSailResource(r);
     if (sail !== undefined) return sail;
     const type = `${r.apiVersion}/${r.kind}`;
-    const Model = MODELS[type];
-    if (Model === undefined || !specOnly(r) || !plainMetadata(r.metadata)) return validateIstioResource(r);
+    const check = MODELS[type];
+    if (check === undefined || !specOnly(r) || !plainMetadata(r.metadata)) return validateIstioResource(r);
     let kinds = bySpec.get(r.spec);
     if (kinds === undefined) bySpec.set(r.spec, (kinds = new Map<string, IstioIssue[]>()));
     let issues = kinds.get(type);
-    if (issues === undefined) kinds.set(type, (issues = modelIssues(Model, r, true)));
+    if (issues === undefined) kinds.set(type, (issues = modelIssues(check, r, true)));
     return issues;
   };
 }

@@ -14,7 +14,7 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function checkout(): { root: string; run: (env?: NodeJS.ProcessEnv) => string; age: (path: string, secondsAgo: number) => void } {
+function checkout(): { root: string; run: (env?: NodeJS.ProcessEnv, args?: readonly string[]) => string; age: (path: string, secondsAgo: number) => void } {
   const root = mkdtempSync(join(tmpdir(), "gitmesh-launcher-"));
   dirs.push(root);
   mkdirSync(join(root, "bin"));
@@ -23,6 +23,9 @@ function checkout(): { root: string; run: (env?: NodeJS.ProcessEnv) => string; a
   symlinkSync(join(repoRoot, "node_modules"), join(root, "node_modules"));
   mkdirSync(join(root, "src", "cli"), { recursive: true });
   writeFileSync(join(root, "src", "cli", "main.ts"), 'const from: string = "sources";\nconsole.log(from);\n');
+  writeFileSync(join(root, "src", "cli", "io.ts"), "export {};\n");
+  mkdirSync(join(root, "src", "translate"));
+  writeFileSync(join(root, "src", "translate", "index.ts"), "export {};\n");
   mkdirSync(join(root, ".build", "cli"), { recursive: true });
   writeFileSync(join(root, ".build", "cli", "main.js"), 'console.log("build");\n');
   writeFileSync(join(root, ".build", ".stamp"), "");
@@ -31,10 +34,10 @@ function checkout(): { root: string; run: (env?: NodeJS.ProcessEnv) => string; a
     utimesSync(join(root, path), t, t);
   };
   // Everything older than the stamp: the build is fresh.
-  for (const p of ["src/cli/main.ts", "src/cli", "src"]) age(p, 120);
+  for (const p of ["src/cli/main.ts", "src/cli/io.ts", "src/cli", "src/translate/index.ts", "src/translate", "src"]) age(p, 120);
   age(".build/.stamp", 60);
-  const run = (env: NodeJS.ProcessEnv = {}) => {
-    const r = spawnSync(process.execPath, [join(root, "bin", "gitmesh.js"), "help"], { encoding: "utf8", env: { ...process.env, GITMESH_FROM_SOURCE: "", ...env } });
+  const run = (env: NodeJS.ProcessEnv = {}, args: readonly string[] = ["validate", "."]) => {
+    const r = spawnSync(process.execPath, [join(root, "bin", "gitmesh.js"), ...args], { encoding: "utf8", env: { ...process.env, GITMESH_FROM_SOURCE: "", ...env } });
     expect(r.stderr).toBe("");
     return r.stdout.trim();
   };
@@ -64,6 +67,21 @@ describe("bin/gitmesh.js in a source checkout", () => {
     expect(c.run({ GITMESH_FROM_SOURCE: "1" })).toBe("sources");
     rmSync(join(c.root, ".build", ".stamp"));
     expect(c.run()).toBe("sources");
+  });
+
+  it("for the top-level help, looks only at the sources that help runs (main.ts, io.ts)", () => {
+    const c = checkout();
+    c.age("src/translate/index.ts", 0);
+    // A command runs the sources (its modules changed); the top-level help loads none of them and runs the build.
+    expect(c.run()).toBe("sources");
+    for (const args of [["--help"], ["-h"], ["help"], []]) expect(c.run({}, args)).toBe("build");
+    // A command's own help loads its module: the whole check.
+    expect(c.run({}, ["help", "validate"])).toBe("sources");
+    for (const file of ["src/cli/main.ts", "src/cli/io.ts"]) {
+      const d = checkout();
+      d.age(file, 0);
+      expect(d.run({}, ["--help"])).toBe("sources");
+    }
   });
 
   it("answers --version without loading either", () => {
