@@ -69,7 +69,7 @@ export function routeDestinations(vs: RenderedObject): string[] {
 
 /** Hosts a VirtualService answers for. */
 export function routeHosts(vs: RenderedObject): string[] {
-  const hosts = ((vs.spec ?? {}) as Record<string, any>).hosts;
+  const hosts: unknown = ((vs.spec ?? {}) as Record<string, any>).hosts;
   return Array.isArray(hosts) ? (hosts as unknown[]).filter((h): h is string => typeof h === "string").sort() : [];
 }
 /* eslint-enable @typescript-eslint/no-explicit-any */

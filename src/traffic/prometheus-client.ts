@@ -83,7 +83,7 @@ export function createPrometheusClient(options: PrometheusClientOptions): Promet
           }
           chunks.push(c);
         });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), type: String(res.headers["content-type"] ?? "") }));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), type: res.headers["content-type"] ?? "" }));
         res.on("error", reject);
       };
       const req =
@@ -106,13 +106,13 @@ export function createPrometheusClient(options: PrometheusClientOptions): Promet
     async query(expr, queryOptions = {}) {
       const { status, body, type } = await get(`/api/v1/query?query=${encodeURIComponent(expr)}`, queryOptions.signal);
       if (status === 401 || status === 403) throw new PrometheusRefusedError(`Prometheus at ${shown} refused the request (HTTP ${String(status)}): ${options.token === undefined ? "it needs a bearer token" : "the bearer token is not accepted"}`);
-      let parsed: { status?: string; data?: { resultType?: string; result?: unknown }; error?: string; errorType?: string } | undefined;
+      let parsed: { status?: unknown; data?: { resultType?: string; result?: unknown }; error?: string; errorType?: string } | null | undefined;
       try {
         parsed = JSON.parse(body) as typeof parsed;
       } catch {
         parsed = undefined;
       }
-      if (parsed === undefined || typeof parsed !== "object" || parsed === null || typeof parsed.status !== "string") {
+      if (typeof parsed !== "object" || parsed === null || typeof parsed.status !== "string") {
         if (status >= 500) throw new PrometheusUnavailableError(`Prometheus at ${shown} answered HTTP ${String(status)}; try again later`);
         throw new PrometheusRefusedError(`${shown} did not answer as Prometheus's HTTP API does (HTTP ${String(status)}, ${type || "no content type"}): is the URL the Prometheus base URL (not Grafana or a UI path)?`);
       }

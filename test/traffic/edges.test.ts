@@ -15,7 +15,7 @@ beforeAll(async () => {
   await untilReady(running.prometheus.url);
 });
 afterAll(async () => {
-  await running?.stop();
+  await running.stop();
 });
 
 /** Within 5% of what the exporter declares (the last hour joins the backfilled blocks and the live scrapes). */
