@@ -122,6 +122,8 @@ export interface DiffTraffic {
   readonly touches: readonly LiveTrafficTouch[];
   /** Traffic of each added, changed or removed route, destination and security policy. */
   readonly objects: readonly ObjectTraffic[];
+  /** Why no figures could be read (Prometheus down, refused): the review stands without them. */
+  readonly unavailable?: string;
 }
 
 /**
@@ -495,6 +497,7 @@ export function trafficFigures(t: { readonly requestsPerSecond: number; readonly
 
 /** "Touches live traffic": what a reviewer must read first when the change meets requests flowing now. */
 function trafficSection(t: DiffTraffic): string {
+  if (t.unavailable !== undefined) return `**Touches live traffic**: unknown — the traffic of the last ${t.window} could not be read from ${t.source}: ${t.unavailable}\n\n`;
   const intro = `**Touches live traffic** (${String(t.touches.length)}; traffic over the last ${t.window} from ${t.source})\n\n`;
   if (t.touches.length === 0) return `${intro}None: no route, destination or security policy that carries traffic now is removed or re-pointed.\n\n`;
   return intro + t.touches.map((x) => `- :rotating_light: ${x.cluster}: ${x.message} — **${trafficFigures(x)}**`).join("\n") + "\n\n";

@@ -3,13 +3,15 @@
  * meet requests flowing now, and the current traffic of every changed route, destination and security
  * policy. Pure: the edges (trafficEdges over the last hour) and both renders are handed in.
  *
- * What counts as the traffic of an object, in its cluster (destination_cluster):
- * - VirtualService: requests to the hosts it answers for and the hosts it routes to (destination_service);
- *   a gateway-bound one (gateways other than "mesh"): only the requests its gateways' namespaces send.
- * - DestinationRule: requests to its host; ServiceEntry: to its hosts.
- * - AuthorizationPolicy, PeerAuthentication, RequestAuthentication: requests to the workloads of its
- *   namespace that its selector's `app` label picks (the whole namespace without a selector; the root
- *   namespace istio-system: every workload of the cluster).
+ * What counts as the traffic of an object of cluster C (Istio applies routing at the client's proxy and
+ * security policy at the server's):
+ * - VirtualService: requests sent from C (source_cluster) to the hosts it answers for and the hosts it
+ *   routes to (destination_service); a gateway-bound one (gateways other than "mesh"): only those its
+ *   gateways' namespaces send.
+ * - DestinationRule: requests sent from C to its host; ServiceEntry: to its hosts.
+ * - AuthorizationPolicy, PeerAuthentication, RequestAuthentication: requests received in C
+ *   (destination_cluster) by the workloads of its namespace that its selector's `app` label picks (the
+ *   whole namespace without a selector; in the root namespace istio-system: every workload of C).
  */
 import type { ClusterDiff, DiffReport, DiffTraffic, LiveTrafficTouch, ObjectTraffic, ResourceId } from "../git-sync/index.js";
 import type { TrafficEdge } from "./edges.js";
@@ -41,25 +43,25 @@ function gatewayNamespaces(r: RenderedObject): Set<string> | undefined {
   return new Set(gws.map((g) => (g.includes("/") ? g.slice(0, g.indexOf("/")) : (r.metadata.namespace ?? ""))));
 }
 
-/** Which edges of `cluster` an object's traffic is made of. */
-function selects(r: RenderedObject, rootNamespace: string): ((e: TrafficEdge) => boolean) | undefined {
+/** Which edges an object of `cluster` governs. */
+function selects(r: RenderedObject, cluster: string, rootNamespace: string): ((e: TrafficEdge) => boolean) | undefined {
   const spec = specOf(r);
   const ns = r.metadata.namespace ?? "";
   if (r.kind === "VirtualService") {
     const hosts = new Set([...routeHosts(r), ...routeDestinations(r)]);
     const from = gatewayNamespaces(r);
-    return (e) => hosts.has(e.destination.service) && (from === undefined || from.has(e.source.namespace));
+    return (e) => e.source.cluster === cluster && hosts.has(e.destination.service) && (from === undefined || from.has(e.source.namespace));
   }
-  if (r.kind === "DestinationRule") return typeof spec.host === "string" ? (e) => e.destination.service === spec.host : undefined;
+  if (r.kind === "DestinationRule") return typeof spec.host === "string" ? (e) => e.source.cluster === cluster && e.destination.service === spec.host : undefined;
   if (r.kind === "ServiceEntry") {
     const hosts = new Set(((spec.hosts ?? []) as unknown[]).filter((h): h is string => typeof h === "string"));
-    return (e) => hosts.has(e.destination.service);
+    return (e) => e.source.cluster === cluster && hosts.has(e.destination.service);
   }
   if (SECURITY_KINDS.has(r.kind)) {
     const labels = ((spec.selector ?? {}) as { matchLabels?: Record<string, string> }).matchLabels ?? {};
     const app = labels.app;
-    if (ns === rootNamespace && app === undefined) return () => true;
-    return (e) => e.destination.namespace === ns && (app === undefined || e.destination.app === app || e.destination.workload === app);
+    if (ns === rootNamespace && app === undefined) return (e) => e.destination.cluster === cluster;
+    return (e) => e.destination.cluster === cluster && e.destination.namespace === ns && (app === undefined || e.destination.app === app || e.destination.workload === app);
   }
   return undefined;
 }
@@ -85,21 +87,15 @@ function sum(edges: readonly TrafficEdge[]): { requestsPerSecond: number; errorR
 /** The traffic part of a diff report: touches (busiest first) and per-object figures. */
 export function reviewTraffic(input: TrafficReviewInput): DiffTraffic {
   const root = input.rootNamespace ?? "istio-system";
-  const edgesIn = new Map<string, TrafficEdge[]>();
-  for (const e of input.edges) {
-    const list = edgesIn.get(e.destination.cluster) ?? [];
-    list.push(e);
-    edgesIn.set(e.destination.cluster, list);
-  }
+  const edges = input.edges;
   const touches: LiveTrafficTouch[] = [];
   const objects: ObjectTraffic[] = [];
   const clusters: readonly ClusterDiff[] = input.report.rejected === undefined ? input.report.clusters : [];
   for (const c of clusters) {
-    const edges = edgesIn.get(c.cluster) ?? [];
     const before = byKey(input.base.get(c.cluster));
     const after = byKey(input.head.get(c.cluster));
     const trafficOf = (r: RenderedObject) => {
-      const pick = selects(r, root);
+      const pick = selects(r, c.cluster, root);
       return pick === undefined ? undefined : sum(edges.filter(pick));
     };
     const note = (id: ResourceId, r: RenderedObject | undefined) => {
@@ -118,7 +114,7 @@ export function reviewTraffic(input: TrafficReviewInput): DiffTraffic {
       const kept = new Set(routeDestinations(b));
       const dropped = routeDestinations(a).filter((h) => !kept.has(h));
       const from = gatewayNamespaces(a);
-      const live = sum(edges.filter((e) => dropped.includes(e.destination.service) && (from === undefined || from.has(e.source.namespace))));
+      const live = sum(edges.filter((e) => e.source.cluster === c.cluster && dropped.includes(e.destination.service) && (from === undefined || from.has(e.source.namespace))));
       if (live.requestsPerSecond > 0) {
         touches.push({ kind: "route-repointed", cluster: c.cluster, message: `${describe(id)} no longer routes to ${dropped.join(", ")} (now ${kept.size > 0 ? [...kept].sort().join(", ") : "nothing"})`, ...live });
       }
