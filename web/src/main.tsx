@@ -13,6 +13,7 @@ import { DiffPage } from "./pages/diff.js";
 import { LoginPage } from "./pages/login.js";
 import { OverviewPage } from "./pages/overview.js";
 import { ProvenancePage } from "./pages/provenance.js";
+import { TrafficPage } from "./pages/traffic.js";
 import { LiveContext } from "./live.js";
 import "./style.css";
 
@@ -36,6 +37,7 @@ function route(hash: string) {
   if (p === "/diagnostics") return <DiagnosticsPage />;
   if (p === "/diff") return <DiffPage params={params} />;
   if (p === "/provenance") return <ProvenancePage params={params} />;
+  if (p === "/traffic") return <TrafficPage params={params} />;
   return <OverviewPage />;
 }
 
@@ -78,6 +80,7 @@ function App() {
           {nav("#/diff", "Diff")}
           {nav("#/diagnostics", "Diagnostics")}
           {nav("#/provenance", "Provenance")}
+          {nav("#/traffic", "Traffic")}
         </nav>
         <span class={live ? "live on" : "live"} title={live ? "updates arrive as they happen" : "reconnecting to the server's event stream"} data-testid="live">
           {live ? "live" : "offline"}
