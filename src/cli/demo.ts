@@ -35,6 +35,7 @@ interface DemoFlags {
   readonly exit?: boolean;
   readonly timeout: string;
   readonly keep?: boolean;
+  readonly prometheusUrl?: string;
 }
 
 const CLUSTERS = ["cluster1", "cluster2"] as const;
@@ -77,12 +78,13 @@ export function registerDemo(program: Command, io: CliIo): void {
         "converging. Uses REDIS_URL if set, else a private redis-server if installed, else runs standalone.",
     )
     .option("--exit", "stop after the first full convergence (exit 0), for scripts")
+    .option("--prometheus-url <url>", "give the server a Prometheus with Istio's metrics: the Traffic page shows its graph")
     // Generous: on a loaded 2-core machine the first convergence took 446 s (#35); progress is printed meanwhile.
     .option("--timeout <seconds>", "give up when convergence takes longer than this", "600")
     .option("--keep", "keep the temporary directory (repository, logs) after exit")
     .action(async (flags: DemoFlags) => {
       const timeoutMs = secondsFlag("--timeout", flags.timeout) * 1000;
-      io.exitCode = await runDemo(io, { exit: flags.exit === true, timeoutMs, keep: flags.keep === true });
+      io.exitCode = await runDemo(io, { exit: flags.exit === true, timeoutMs, keep: flags.keep === true, ...(flags.prometheusUrl === undefined ? {} : { prometheusUrl: flags.prometheusUrl }) });
     });
 }
 
@@ -102,7 +104,7 @@ class DemoInterruptedError extends Error {
 /** How long one part may take to stop before the demo goes on without it (a loaded laptop stops a server in seconds). */
 const STOP_PART_MS = 15_000;
 
-async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep: boolean }): Promise<ExitCode> {
+async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep: boolean; prometheusUrl?: string }): Promise<ExitCode> {
   const t0 = Date.now();
   const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`.padStart(6);
   const say = (msg: string) => io.out(`[${elapsed()}] ${msg}\n`);
@@ -236,6 +238,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
         relayAdditionalSans: "127.0.0.1,localhost",
         webhookDebounceMs: "50",
         dataDir: join(root, "server-data"),
+        prometheusUrl: opts.prometheusUrl,
       },
       { identity: hostname() },
     );

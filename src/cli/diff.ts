@@ -14,6 +14,7 @@ import { discoveryFromFiles, readDiscoveryDirectory, type DiscoverySnapshot } fr
 import { allowedDeletions, compareRenders, reportFails, DEFAULT_MAX_COMMENT_BODIES, GitRefNotFoundError, isSshUrl, readRevisionFiles, readStoredRender, renderJsonChunks, renderMarkdown, resolveRevision, type DiffReport, type GitLocation, type SshRemoteOptions } from "../git-sync/index.js";
 import type { CiContext } from "../git-host/index.js";
 import { loadRevisions, renderedSide, renderRevisions, renderRevisionsFromStored } from "../translate/index.js";
+import { createPrometheusClient, prometheusUrlProblem, reviewTraffic, trafficEdges } from "../traffic/index.js";
 import { ExitCode, integerFlag, UsageError, type CliIo } from "./io.js";
 
 interface DiffFlags {
@@ -35,6 +36,10 @@ interface DiffFlags {
   readonly post?: string;
   readonly pr?: string;
   readonly storedBase: boolean;
+  readonly prometheus?: string;
+  readonly prometheusTokenFile?: string;
+  readonly prometheusCaFile?: string;
+  readonly trafficWindow: string;
 }
 
 export function registerDiff(program: Command, io: CliIo): void {
@@ -58,6 +63,11 @@ export function registerDiff(program: Command, io: CliIo): void {
         "head commit. In CI it needs no flags: GitHub reads GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL\n" +
         "and the pull request from GITHUB_EVENT_PATH; GitLab reads GITLAB_TOKEN (api scope), CI_API_V4_URL,\n" +
         "CI_PROJECT_ID, CI_MERGE_REQUEST_IID and CI_COMMIT_SHA. --pr <n> names the pull request elsewhere.\n\n" +
+        "--prometheus <url> reads the mesh's live traffic (Istio's standard metrics) over --traffic-window (default 1h):\n" +
+        "each changed route, destination and security policy is annotated with its requests per second and 5xx rate,\n" +
+        "and the comment opens with the changes that touch live traffic (a route that carries traffic removed or\n" +
+        "re-pointed, an AuthorizationPolicy or PeerAuthentication removed, a gateway losing a host). A Prometheus that\n" +
+        "cannot be read is said in the report and on stderr; the diff itself is unaffected.\n\n" +
         "Exit status: 0 head has no errors, 1 head has errors, 2 usage error.",
     )
     .option("--repo <path|url>", "repository: a local path, an http(s) URL or an SSH URL (required)")
@@ -78,6 +88,10 @@ export function registerDiff(program: Command, io: CliIo): void {
     .option("--no-stored-base", "translate the base in full even when the audit branch holds its render record for the same discovery")
     .option("--post <platform>", "post the report as a sticky pull-request comment and a commit status: github or gitlab")
     .option("--pr <number>", "with --post: the pull request (GitHub) or merge request iid (GitLab); default from the CI environment")
+    .option("--prometheus <url>", "Prometheus with Istio's standard metrics: annotate the report with live traffic")
+    .option("--prometheus-token-file <file>", "file holding a bearer token for --prometheus")
+    .option("--prometheus-ca-file <file>", "PEM CA bundle trusted for an https --prometheus")
+    .option("--traffic-window <duration>", "window of the traffic figures, a PromQL duration", "1h")
     .addHelpText("after", "\nExamples:\n  gitmesh diff --repo . --base origin/main --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base HEAD~1 --head HEAD --discovery ./discovery\n  gitmesh diff --repo . --base origin/main...HEAD --head HEAD   # from where the branch forked\n  gitmesh diff --repo https://github.com/org/mesh.git --base main --head pr-42 --out-dir diff/\n  gitmesh diff --repo git@github.com:org/mesh.git --base main --head pr-42 --ssh-key ~/.ssh/deploy_key\n  gitmesh diff --repo . --base origin/main --head HEAD --post github   # in a pull_request workflow")
     .action(async (flags: DiffFlags) => {
       if (flags.repo === undefined || flags.base === undefined || flags.head === undefined) throw new UsageError("diff: --repo, --base and --head are required");
@@ -88,6 +102,22 @@ export function registerDiff(program: Command, io: CliIo): void {
       if (flags.pr !== undefined && flags.post === undefined) throw new UsageError("diff: --pr goes with --post");
       const pr = flags.pr === undefined ? undefined : Number(flags.pr);
       if (pr !== undefined && (!Number.isInteger(pr) || pr < 1)) throw new UsageError(`diff: --pr must be a pull request number, not ${JSON.stringify(flags.pr)}`);
+      if (flags.prometheus === undefined && (flags.prometheusTokenFile !== undefined || flags.prometheusCaFile !== undefined)) throw new UsageError("diff: --prometheus-token-file and --prometheus-ca-file go with --prometheus <url>");
+      if (flags.prometheus !== undefined) {
+        const problem = prometheusUrlProblem(flags.prometheus);
+        if (problem !== undefined) throw new UsageError(`diff: --prometheus: ${problem}`);
+      }
+      if (!/^[1-9][0-9]*(s|m|h|d)$/.test(flags.trafficWindow)) throw new UsageError(`diff: --traffic-window must be a duration such as 30m, 1h or 1d, not ${JSON.stringify(flags.trafficWindow)}`);
+      const readFlagFile = (flag: string, file: string | undefined) => {
+        if (file === undefined) return undefined;
+        try {
+          return readFileSync(file, "utf8");
+        } catch (err) {
+          throw new UsageError(`diff: ${flag} ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+        }
+      };
+      const prometheusToken = readFlagFile("--prometheus-token-file", flags.prometheusTokenFile)?.trim();
+      const prometheusCa = readFlagFile("--prometheus-ca-file", flags.prometheusCaFile);
       const env = io.env ?? process.env;
       const maxChars = Number.parseInt(flags.maxCommentChars, 10);
       if (!Number.isInteger(maxChars) || maxChars < 1000) throw new UsageError("diff: --max-comment-chars must be a number of at least 1000");
@@ -175,7 +205,21 @@ export function registerDiff(program: Command, io: CliIo): void {
         const headSide = renderedSide(flags.head, head.commit.oid, renders.head);
         // Consent to a mass deletion: gitmesh.yaml's allowMassDeletion, and the head commit's trailers.
         const allowMassDeletion = [...headSide.allowMassDeletion, ...allowedDeletions(head.commit.message).clusters];
-        const report = compareRenders(renderedSide(flags.base, base.commit.oid, renders.base), { ...headSide, allowMassDeletion });
+        const baseSide = renderedSide(flags.base, base.commit.oid, renders.base);
+        let report = compareRenders(baseSide, { ...headSide, allowMassDeletion });
+        if (flags.prometheus !== undefined) {
+          const client = createPrometheusClient({ url: flags.prometheus, ...(prometheusToken === undefined ? {} : { token: prometheusToken }), ...(prometheusCa === undefined ? {} : { caPem: prometheusCa }) });
+          const window = flags.trafficWindow;
+          try {
+            const edges = await trafficEdges(client, { window });
+            report = { ...report, traffic: reviewTraffic({ report, base: baseSide.clusters, head: headSide.clusters, edges, source: client.url, window }) };
+          } catch (err) {
+            // The review stands without traffic: say so in the report and here, never fail the diff for it.
+            const why = err instanceof Error ? err.message : String(err);
+            io.err(`warning: no live traffic in the report: ${why}\n`);
+            report = { ...report, traffic: { source: client.url, window, touches: [], objects: [], unavailable: why } };
+          }
+        }
         for (const d of sortDiagnostics(discoveryDiagnostics)) io.err(`${formatDiagnostic(d)}\n`);
 
         if (flags.format === "json") {

@@ -15,6 +15,7 @@ import { createLogger, describeError, NeedsHumanError, registerBuildInfo, stripC
 import { createCommitStatusPoster, type CommitStatusPoster } from "../git-host/index.js";
 import { createCommitVerifier, type CommitVerifier } from "../git-sync/index.js";
 import { createFileMeshRootStorage } from "../mesh-ca/index.js";
+import { createPrometheusClient, type PrometheusClient } from "../traffic/index.js";
 import { createLeaderLock, createRedisClient, leaseTimings, parseRedisUrl, redisKeyPrefix, type RedisClient } from "../queue/index.js";
 import {
   createDirectoryApiTokenStore,
@@ -57,6 +58,9 @@ interface ServerFlags {
   readonly commitStatusApiUrl?: string;
   readonly commitStatusRepository?: string;
   readonly commitStatusTokenFile?: string;
+  readonly prometheusUrl?: string;
+  readonly prometheusTokenFile?: string;
+  readonly prometheusCaFile?: string;
   readonly gitUrl?: string;
   readonly gitSshKey?: string;
   readonly gitSshKnownHosts?: string;
@@ -146,6 +150,9 @@ export function registerServer(program: Command, io: CliIo): void {
     .option("--commit-status <host>", `post commit statuses gitmesh/apply to github | gitlab [${SERVER_ENV.commitStatus}] (default off)`)
     .option("--commit-status-api-url <url>", `API of the Git host [${SERVER_ENV.commitStatusApiUrl}] (default https://api.github.com / https://gitlab.com/api/v4)`)
     .option("--commit-status-repository <repo>", `GitHub owner/repo or GitLab project [${SERVER_ENV.commitStatusRepository}]`)
+    .option("--prometheus-url <url>", `Prometheus with Istio's standard metrics, for the traffic graph [${SERVER_ENV.prometheusUrl}] (default: none)`)
+    .option("--prometheus-token-file <file>", `file holding a bearer token for Prometheus [${SERVER_ENV.prometheusTokenFile}]`)
+    .option("--prometheus-ca-file <file>", `PEM CA bundle for an https Prometheus [${SERVER_ENV.prometheusCaFile}]`)
     .option("--commit-status-token-file <file>", `file holding the Git host token for statuses [${SERVER_ENV.commitStatusTokenFile}]`)
     .option("--log-level <level>", `debug | info | warn | error [${SERVER_ENV.logLevel}] (default info)`)
     .option("--log-format <format>", "json | human (default: human on a terminal, json otherwise)")
@@ -247,6 +254,9 @@ export function configInput(flags: ServerFlags, env: NodeJS.ProcessEnv, isTty: b
     commitStatusApiUrl: flags.commitStatusApiUrl ?? e("commitStatusApiUrl"),
     commitStatusRepository: flags.commitStatusRepository ?? e("commitStatusRepository"),
     commitStatusTokenFile: flags.commitStatusTokenFile ?? e("commitStatusTokenFile"),
+    prometheusUrl: flags.prometheusUrl ?? e("prometheusUrl"),
+    prometheusTokenFile: flags.prometheusTokenFile ?? e("prometheusTokenFile"),
+    prometheusCaFile: flags.prometheusCaFile ?? e("prometheusCaFile"),
     meshCaSecretDir: flags.meshCaSecretDir,
     inCluster: env.KUBERNETES_SERVICE_HOST !== undefined,
   };
@@ -280,6 +290,20 @@ function meshCaWiring(config: ServerConfig, kc: KubeConfig | undefined, redis: {
     ...(readSecret ? { readSecret } : {}),
     ...(describeSecrets ? { describeSecrets } : {}),
   };
+}
+
+/** The Prometheus of the traffic graph; its token and CA are read from files once (the token never logged). */
+async function prometheusClient(c: NonNullable<ServerConfig["prometheus"]>): Promise<PrometheusClient> {
+  const read = async (file: string | undefined, what: string, flag: string, env: string) =>
+    file === undefined
+      ? undefined
+      : await readFile(file, "utf8").catch((err: unknown) => {
+          throw new UsageError(`cannot read the Prometheus ${what} file ${file}: ${(err as { code?: string }).code ?? "error"} (${flag} or ${env})`);
+        });
+  const token = (await read(c.tokenFile, "token", "--prometheus-token-file", SERVER_ENV.prometheusTokenFile))?.trim();
+  if (token !== undefined && (token === "" || /\s/.test(token))) throw new UsageError(`the Prometheus token file ${c.tokenFile ?? ""} must hold one token`);
+  const caPem = await read(c.caFile, "CA", "--prometheus-ca-file", SERVER_ENV.prometheusCaFile);
+  return createPrometheusClient({ url: c.url, ...(token === undefined ? {} : { token }), ...(caPem === undefined ? {} : { caPem }) });
 }
 
 /** The Git host client for commit statuses; its token is read from a file once (never from a flag, never logged). */
@@ -424,7 +448,8 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   const presence = redis === undefined ? undefined : createRedisPresence({ redis, prefix: `${redisPrefix}:`, replica: config.identity });
   const commitStatus = config.commitStatus === undefined ? undefined : await commitStatusPoster(config.commitStatus);
   const verifier = config.verifyCommits === undefined ? undefined : await commitVerifier(config.verifyCommits);
-  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(commitStatus ? { commitStatus } : {}), ...(verifier ? { verifier } : {}), ...(presence === undefined ? {} : { presence }), ...(redis === undefined ? {} : { suspensions: createRedisSuspensionStore(redis, redisPrefix) }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  const prometheus = config.prometheus === undefined ? undefined : await prometheusClient(config.prometheus);
+  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(prometheus ? { prometheus } : {}), ...(commitStatus ? { commitStatus } : {}), ...(verifier ? { verifier } : {}), ...(presence === undefined ? {} : { presence }), ...(redis === undefined ? {} : { suspensions: createRedisSuspensionStore(redis, redisPrefix) }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
   try {
     await server.start();
   } catch (err) {

@@ -17,7 +17,7 @@ export {
 } from "./state.js";
 export { CONFIG_CODES, ConfigCode, type CodeInfo } from "./codes.js";
 export { CLUSTER_ANNOTATION, objectKey } from "./parse-file.js";
-export { ADMIN_ONLY_KINDS, GLOBAL_WORKSPACE_SETTINGS } from "./link.js";
+export { ADMIN_ONLY_KINDS, createOwnership, GLOBAL_WORKSPACE_SETTINGS } from "./link.js";
 export { DEFAULT_ADMIN_NAMESPACE, DEFAULT_AUDIT_BRANCH } from "./settings.js";
 export { SETTINGS_FILE, createPathFilter, type PathFilter } from "./ignore.js";
 export { scanYamlValues } from "./yaml-scan.js";

@@ -93,6 +93,37 @@ export interface DiffReport {
   readonly risks: readonly Risk[];
   /** Which Gloo file causes which Istio changes (objects without a source file under ""), by file. */
   readonly bySource: readonly SourceChanges[];
+  /** Live traffic of what the change touches (`gitmesh diff --prometheus`; src/traffic's reviewTraffic). */
+  readonly traffic?: DiffTraffic;
+}
+
+/** Current traffic of one changed object (per cluster): what the hosts it routes, or the workloads it selects, carry. */
+export interface ObjectTraffic extends ResourceId {
+  readonly cluster: string;
+  readonly requestsPerSecond: number;
+  /** 5xx responses / requests; null without requests. */
+  readonly errorRate: number | null;
+}
+
+/** A change that touches requests flowing now: the review reads these first. */
+export interface LiveTrafficTouch {
+  readonly kind: "route-removed" | "route-repointed" | "security-policy-removed" | "gateway-host-lost";
+  readonly cluster: string;
+  readonly message: string;
+  readonly requestsPerSecond: number;
+  readonly errorRate: number | null;
+}
+
+export interface DiffTraffic {
+  /** Where the figures come from (the Prometheus URL, without credentials) and their window (`1h`). */
+  readonly source: string;
+  readonly window: string;
+  /** Changes that touch live traffic, busiest first. */
+  readonly touches: readonly LiveTrafficTouch[];
+  /** Traffic of each added, changed or removed route, destination and security policy. */
+  readonly objects: readonly ObjectTraffic[];
+  /** Why no figures could be read (Prometheus down, refused): the review stands without them. */
+  readonly unavailable?: string;
 }
 
 /**
@@ -304,6 +335,7 @@ export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}
   } else if (report.clusters.length === 0) {
     head.push("**No rendered change.** No Istio resource is added, changed or removed in any cluster.\n");
   } else {
+    if (report.traffic !== undefined) head.push(trafficSection(report.traffic));
     if (report.risks.length > 0) {
       head.push(
         `**Risks** (${String(report.risks.length)})\n\n` +
@@ -348,9 +380,12 @@ export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}
     readonly text: string;
   }
   const sections: Section[] = [];
+  const trafficOf = new Map((report.traffic?.objects ?? []).map((o) => [`${o.cluster}\u0000${o.kind}\u0000${o.namespace}\u0000${o.name}`, o]));
   for (const c of report.clusters) {
     const add = (sign: string, verb: string, r: ResourceChange, lang: string) => {
-      const header = `#### ${sign} ${r.kind} \`${r.namespace === "" ? r.name : `${r.namespace}/${r.name}`}\` ${verb} (${r.apiVersion})\n\n`;
+      const live = trafficOf.get(`${c.cluster}\u0000${r.kind}\u0000${r.namespace}\u0000${r.name}`);
+      const note = live === undefined || report.traffic === undefined ? "" : ` — ${trafficFigures(live)} (last ${report.traffic.window})`;
+      const header = `#### ${sign} ${r.kind} \`${r.namespace === "" ? r.name : `${r.namespace}/${r.name}`}\` ${verb} (${r.apiVersion})${note}\n\n`;
       const fence = "```";
       sections.push({ cluster: c.cluster, text: `${header}${fence}${lang}\n${r.text}${r.text.endsWith("\n") ? "" : "\n"}${fence}\n\n` });
     };
@@ -450,6 +485,22 @@ export function renderMarkdown(report: DiffReport, options: MarkdownOptions = {}
   if (bodies.length > maxBodies) bodies = pack(Math.max(200, budget - NOTE_ROOM), maxBodies);
   const n = bodies.length;
   return bodies.map((b, i) => (partHeader(i + 1, n) + b).trimEnd() + "\n");
+}
+
+/** Requests per second and error rate, as a reviewer reads them ("no traffic" when nothing flows). */
+export function trafficFigures(t: { readonly requestsPerSecond: number; readonly errorRate: number | null }): string {
+  if (t.requestsPerSecond === 0) return "no traffic";
+  const rps = t.requestsPerSecond >= 100 ? t.requestsPerSecond.toFixed(0) : t.requestsPerSecond >= 1 ? t.requestsPerSecond.toFixed(1) : t.requestsPerSecond.toPrecision(2);
+  const err = t.errorRate === null ? "" : `, ${(t.errorRate * 100).toFixed(t.errorRate > 0 && t.errorRate < 0.001 ? 3 : 1)}% 5xx`;
+  return `${rps} req/s${err}`;
+}
+
+/** "Touches live traffic": what a reviewer must read first when the change meets requests flowing now. */
+function trafficSection(t: DiffTraffic): string {
+  if (t.unavailable !== undefined) return `**Touches live traffic**: unknown — the traffic of the last ${t.window} could not be read from ${t.source}: ${t.unavailable}\n\n`;
+  const intro = `**Touches live traffic** (${String(t.touches.length)}; traffic over the last ${t.window} from ${t.source})\n\n`;
+  if (t.touches.length === 0) return `${intro}None: no route, destination or security policy that carries traffic now is removed or re-pointed.\n\n`;
+  return intro + t.touches.map((x) => `- :rotating_light: ${x.cluster}: ${x.message} — **${trafficFigures(x)}**`).join("\n") + "\n\n";
 }
 
 /** The whole report as JSON (stable key order, 2-space indent). */

@@ -7,6 +7,7 @@ import { configResult, createConfigReader, DNS1123_LABEL, isLogLevel, type Confi
 import { GIT_HTTP_IDLE_TIMEOUT_MS, isSshUrl } from "../git-sync/index.js";
 import { LEASE_DEFAULTS, redisUrlProblem } from "../queue/index.js";
 import { isValidClusterName } from "../relay/index.js";
+import { prometheusUrlProblem } from "../traffic/index.js";
 import { DEFAULT_DIFF_MAX_MEMORY_MB, DEFAULT_DIFF_TIMEOUT_SECONDS } from "./diff-service.js";
 
 export type ServerLogFormat = "json" | "human";
@@ -130,6 +131,8 @@ export interface ServerConfig {
   /** --verify-commits: files of trusted keys (either set turns verification on). */
   readonly verifyCommits: { readonly allowedSignersFile: string | undefined; readonly openpgpKeysFile: string | undefined } | undefined;
   readonly commitStatus: { readonly platform: "github" | "gitlab"; readonly apiUrl: string; readonly repository: string; readonly tokenFile: string } | undefined;
+  /** The Prometheus holding Istio's standard metrics, for the traffic graph (`/api/traffic`); undefined: not configured. */
+  readonly prometheus: { readonly url: string; readonly tokenFile: string | undefined; readonly caFile: string | undefined } | undefined;
 }
 
 /** Raw values: flags win over environment variables (the root merges them). */
@@ -204,6 +207,9 @@ export const SERVER_ENV = {
   commitStatusApiUrl: "GITMESH_COMMIT_STATUS_API_URL",
   commitStatusRepository: "GITMESH_COMMIT_STATUS_REPOSITORY",
   commitStatusTokenFile: "GITMESH_COMMIT_STATUS_TOKEN_FILE",
+  prometheusUrl: "GITMESH_PROMETHEUS_URL",
+  prometheusTokenFile: "GITMESH_PROMETHEUS_TOKEN_FILE",
+  prometheusCaFile: "GITMESH_PROMETHEUS_CA_FILE",
   verifyAllowedSigners: "GITMESH_VERIFY_ALLOWED_SIGNERS_FILE",
   verifyOpenpgpKeys: "GITMESH_VERIFY_OPENPGP_KEYS_FILE",
 } as const;
@@ -268,6 +274,9 @@ export const SERVER_ENV_HELP: { readonly [K in keyof typeof SERVER_ENV]: string 
   commitStatus: "github | gitlab: post a commit status gitmesh/apply on each commit that comes into force: pending, success when every cluster applied it, failure on a NACK or a rejection (--commit-status; default off)",
   commitStatusApiUrl: "API of the Git host (default https://api.github.com, https://gitlab.com/api/v4; --commit-status-api-url)",
   commitStatusRepository: "GitHub owner/repo, or GitLab project id or path (--commit-status-repository)",
+  prometheusUrl: "Prometheus with Istio's standard metrics, for the traffic graph (/api/traffic, the Traffic page): http(s)://host:9090 (--prometheus-url; default: none, the page says how to set it)",
+  prometheusTokenFile: "file holding a bearer token sent to Prometheus (--prometheus-token-file; never logged)",
+  prometheusCaFile: "PEM CA bundle trusted for an https Prometheus URL (--prometheus-ca-file)",
   commitStatusTokenFile: "file holding the host token: GitHub statuses: write, GitLab api scope and Developer (--commit-status-token-file; never logged)",
   verifyAllowedSigners: "signed commits only: git allowed-signers file of trusted SSH keys (--verify-commits-allowed-signers); an unsigned or untrusted commit is rejected",
   verifyOpenpgpKeys: "signed commits only: armored OpenPGP public keys trusted to sign commits (--verify-commits-openpgp-keys)",
@@ -308,6 +317,19 @@ function commitStatusConfig(input: ServerConfigInput, problems: string[]): Serve
   const tokenFile = input.commitStatusTokenFile || "";
   if (tokenFile === "") problems.push(`commit statuses: give the token in a file (--commit-status-token-file or ${SERVER_ENV.commitStatusTokenFile}); tokens are never taken from flags`);
   return { platform, apiUrl, repository, tokenFile };
+}
+
+function prometheusConfig(input: ServerConfigInput, problems: string[]): ServerConfig["prometheus"] {
+  const url = input.prometheusUrl || undefined;
+  const tokenFile = input.prometheusTokenFile || undefined;
+  const caFile = input.prometheusCaFile || undefined;
+  if (url === undefined) {
+    if (tokenFile !== undefined || caFile !== undefined) problems.push(`a Prometheus token or CA file needs the Prometheus URL (--prometheus-url or ${SERVER_ENV.prometheusUrl})`);
+    return undefined;
+  }
+  const problem = prometheusUrlProblem(url);
+  if (problem !== undefined) problems.push(`${problem} (--prometheus-url or ${SERVER_ENV.prometheusUrl})`);
+  return { url, tokenFile, caFile };
 }
 
 /** The SSH settings an SSH Git URL needs: a key, and known_hosts unless trust on first use is asked for. */
@@ -455,6 +477,7 @@ export function parseServerConfig(input: ServerConfigInput, defaults: { identity
     meshCaSecretDir: input.meshCaSecretDir || undefined,
     webhookDebounceMs: read.number(input.webhookDebounceMs, "webhook debounce", 50, (n) => n >= 0, "milliseconds ≥ 0"),
     commitStatus: commitStatusConfig(input, problems),
+    prometheus: prometheusConfig(input, problems),
     verifyCommits:
       input.verifyAllowedSigners || input.verifyOpenpgpKeys ? { allowedSignersFile: input.verifyAllowedSigners || undefined, openpgpKeysFile: input.verifyOpenpgpKeys || undefined } : undefined,
   };

@@ -68,6 +68,8 @@ export interface ServerApi {
   provenance?(): Promise<unknown>;
   /** The fleet analysis (src/insights) of the commit in force, the clusters' discovery and certificates. */
   insights(): Promise<unknown>;
+  /** The traffic graph (GET /api/traffic: workspace, cluster, namespace, window); absent: answered as not configured. */
+  traffic?(query: URLSearchParams): Promise<unknown>;
 }
 
 export interface ServerHttpOptions {
@@ -184,6 +186,15 @@ export function createServerHttp(options: ServerHttpOptions): ServerHttp {
         const [base, head] = [q.get("base"), q.get("head")];
         if (base === null || head === null) throw new HttpError(400, "GET /api/diff?base=<sha>&head=<sha>: both commits are required");
         json(res, 200, await api.diff(base, head));
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/api\/traffic$/,
+      access: "read",
+      handler: async (req, res) => {
+        const q = new URL(req.url ?? "/", "http://localhost").searchParams;
+        json(res, 200, api.traffic ? await api.traffic(q) : { configured: false, message: "no Prometheus is configured: --prometheus-url (GITMESH_PROMETHEUS_URL)" });
       },
     },
     ...(options.routes ?? []),
@@ -331,6 +342,7 @@ export const API_ENDPOINTS = [
   "GET /api/provenance",
   "GET /api/insights",
   "GET /api/diff?base=<sha>&head=<sha>",
+  "GET /api/traffic?workspace=&cluster=&namespace=&window=5m (the traffic graph from Prometheus)",
   "GET /api/events (text/event-stream)",
   "GET / (web UI)",
   "POST /api/clusters/<cluster>/reissue (admin: revoke the cluster's certificates, answer a new single-use bootstrap credential)",

@@ -46,6 +46,8 @@ import { createRelayEndpoint } from "./relay-endpoint.js";
 import { serverGitLocations } from "./git-locations.js";
 import { createTicker } from "./ticker.js";
 import { createMemorySuspensionStore, createSuspensions, type SuspensionStore } from "./suspensions.js";
+import { createTrafficView } from "./traffic-view.js";
+import type { PrometheusClient } from "../traffic/index.js";
 
 /** Guards singleton work (Git polling, audit commits) across replicas; default: this replica always leads. */
 export interface SingletonGuard {
@@ -79,6 +81,8 @@ export interface ManagementServerOptions {
   readonly verifier?: CommitVerifier;
   /** Commit statuses on the Git host (opt-in, the leader posts them). */
   readonly commitStatus?: CommitStatusPoster;
+  /** The Prometheus of the traffic graph (config.prometheus, its token and CA read by the root). */
+  readonly prometheus?: PrometheusClient;
   /** How often a follower reads the desired state the leader stored (default 1000 ms). */
   readonly followIntervalMs?: number;
   /** Quiet time after the last output of a commit before the audit commit (default 300 ms). */
@@ -150,6 +154,10 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence: { ack: (e) => { publishing.acked(e.cluster); return convergence.ack(e); }, nack: (e) => { convergence.nack(e); publishing.nacked(e); } }, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
   const diffs = createDiffService({ location: git.diff, http: gitHttp(), ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), ...(config.auditBranch === "" ? {} : { storedRenders: { gitdir: git.audit.kind === "local" ? gitDirOf(git.audit.path) : git.audit.cacheDir, branch: config.auditBranch } }), knownCommits: () => [...(inForce.current() ? [inForce.current()!.commit] : []), ...convergence.commits().map((c) => c.commit), ...commitLog.rejected().map((r) => r.commit)], maxMemoryMb: config.diffMaxMemoryMb, timeoutMs: config.diffTimeoutMs, logger: log.child("diff") });
   const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, suspensions, audited: (sha) => audit.audited(sha), auditHeld: () => audit.held(), commitLog, diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
+  const api: ServerApi = {
+    ...views.api,
+    traffic: createTrafficView({ client: options.prometheus, desired: () => inForce.current()?.state, outputs: () => store().listOutputs(), now }),
+  };
   registerClusterSyncMetric(options.registry, async () => clusterSyncSamples(await views.api.status()));
   inForce.onAdopted(({ commit, registered, atMs }) => {
     convergence.accepted(commit, atMs);
@@ -208,7 +216,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       });
     }, stop: () => polling.stop() },
     { name: "HTTP", start: async () => {
-      http = createHttpEdge({ options, access: access!, api: views.api, polling, metrics, routes: views.routes });
+      http = createHttpEdge({ options, access: access!, api, polling, metrics, routes: views.routes });
       await http.start();
     }, stop: async () => {
       views.close();
@@ -219,7 +227,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   ];
 
   return {
-    api: views.api,
+    api,
     identities,
     get relayPort() { return relay.port; },
     get httpPort() { return http?.port; },

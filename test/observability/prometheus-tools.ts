@@ -100,16 +100,16 @@ export interface RunningPrometheus {
   stop(): Promise<void>;
 }
 
-/** Starts Prometheus on 127.0.0.1:<free port> with `config` (prometheus.yml) and its TSDB in `dir`. */
-export async function startPrometheus(dir: string, config: unknown): Promise<RunningPrometheus> {
+/** Starts Prometheus on 127.0.0.1:<free port> with `config` (prometheus.yml), its TSDB in `dir` and `extraArgs` (e.g. --web.config.file). */
+export async function startPrometheus(dir: string, config: unknown, extraArgs: readonly string[] = []): Promise<RunningPrometheus> {
   const port = await freePort();
   const configFile = writeYaml(join(dir, "prometheus.yml"), config);
   const child = spawn(prometheusBinary("prometheus"), [
-    `--config.file=${configFile}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${String(port)}`, "--log.level=warn",
+    `--config.file=${configFile}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${String(port)}`, "--log.level=warn", ...extraArgs,
   ], { stdio: ["ignore", "pipe", "pipe"] });
   const output = keepOutput(child);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const url = `http://127.0.0.1:${String(port)}`;
+  const url = `${extraArgs.some((a) => a.startsWith("--web.config.file")) ? "https" : "http"}://127.0.0.1:${String(port)}`;
   const api = async <T>(path: string): Promise<T> => {
     const res = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(10_000) });
     const body = (await res.json()) as { status: string; data: T; error?: string };

@@ -15,6 +15,7 @@ import { InsightsPage } from "./pages/insights.js";
 import { LoginPage } from "./pages/login.js";
 import { OverviewPage } from "./pages/overview.js";
 import { ProvenancePage } from "./pages/provenance.js";
+import { TrafficPage } from "./pages/traffic.js";
 import { LiveContext } from "./live.js";
 import "./style.css";
 
@@ -39,6 +40,7 @@ function route(hash: string) {
   if (p === "/diff") return <DiffPage params={params} />;
   if (p === "/insights") return <InsightsPage params={params} />;
   if (p === "/provenance") return <ProvenancePage params={params} />;
+  if (p === "/traffic") return <TrafficPage params={params} />;
   return <OverviewPage />;
 }
 
@@ -84,6 +86,7 @@ function App() {
           {nav("#/diagnostics", "Diagnostics")}
           {nav("#/insights", "Insights")}
           {nav("#/provenance", "Provenance")}
+          {nav("#/traffic", "Traffic")}
         </nav>
         <label class="zone">
           <span class="sr">Time zone</span>
