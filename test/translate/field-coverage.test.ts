@@ -2,10 +2,14 @@
 // from the generated schemas to its leaves) is in test/fixtures/translate/field-registry.json with
 // how it is handled, and each claim is checked against the golden cases:
 //
-//   "translated <case>"        the golden case exists and its input sets the field (its output.yaml
-//                              shows the effect; the golden test pins it)
+//   "translated <case>"        the golden case exists, its input sets the field, and removing the
+//                              field from that input changes the rendered output or diagnostics
+//                              (its output.yaml shows the effect; the golden test pins it)
 //   "reported <CODE> <case>"   the golden case sets the field and its translation emits CODE about
 //                              that field (or the object holding it) on an object of that kind
+//   "unproven <case>"          the golden sets the field, but removing it there changes nothing and
+//                              nothing reports it: a default value in that golden, or a silent drop —
+//                              the work list of issue #36 item 3 (the test fails once it has an effect)
 //   "gap"                      no golden case sets the field yet: the test fails as soon as one does,
 //                              so the entry is reclassified with its evidence (gaps only shrink)
 //
@@ -17,8 +21,9 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Diagnostic } from "../../src/core/index.js";
-import { fieldOfPointer, fieldsUsed, leafFields, supportedKinds, under } from "./field-coverage.js";
-import { caseNames, FIXTURES, loadCase, runCase } from "./golden.js";
+import { translateAll, type InputObject } from "../../src/translate/index.js";
+import { fieldOfPointer, fieldsUsed, leafFields, supportedKinds, under, withoutField } from "./field-coverage.js";
+import { caseNames, FIXTURES, loadCase, renderOutput, runCase, type GoldenCase } from "./golden.js";
 
 const UPDATE = process.env.UPDATE_GOLDEN === "1";
 const REGISTRY = join(FIXTURES, "field-registry.json");
@@ -53,14 +58,41 @@ function gatherEvidence(): Evidence {
   return { used, reported };
 }
 
-type Claim = { readonly how: "translated"; readonly case: string } | { readonly how: "reported"; readonly code: string; readonly case: string } | { readonly how: "gap" };
+type Claim =
+  | { readonly how: "translated"; readonly case: string }
+  | { readonly how: "reported"; readonly code: string; readonly case: string }
+  | { readonly how: "unproven"; readonly case: string }
+  | { readonly how: "gap" };
+
+/** Everything a translation says: the rendered objects and each diagnostic's code, path and message (not its line). */
+function fingerprint(objects: readonly InputObject[], c: GoldenCase): string {
+  const r = translateAll({ objects }, c.discovery);
+  return renderOutput(r) + JSON.stringify(r.diagnostics.map((d) => [d.code, d.object?.kind, d.path, d.message]));
+}
+
+const loaded = new Map<string, { readonly c: GoldenCase; readonly objects: readonly InputObject[]; readonly base: string }>();
+/** Whether removing the field from the case's objects of its kind changes the translation. */
+function hasEffect(name: string, field: string): boolean {
+  let e = loaded.get(name);
+  if (e === undefined) {
+    const c = loadCase(name);
+    const objects = Object.values(c.desired.files).flatMap((f) => f.objects);
+    e = { c, objects, base: fingerprint(objects, c) };
+    loaded.set(name, e);
+  }
+  const kind = field.slice(0, field.indexOf("."));
+  // A fresh object without the loader's content digest, so that no index built from the original is reused.
+  const mutated = e.objects.map((o) => (o.kind === kind && o.spec !== undefined ? { ...o, digest: undefined, spec: withoutField(o.spec, field) } : o));
+  return fingerprint(mutated, e.c) !== e.base;
+}
 
 function parseClaim(text: string): Claim | string {
   const parts = text.split(" ");
   if (parts[0] === "translated" && parts.length === 2) return { how: "translated", case: parts[1]! };
   if (parts[0] === "reported" && parts.length === 3) return { how: "reported", code: parts[1]!, case: parts[2]! };
+  if (parts[0] === "unproven" && parts.length === 2) return { how: "unproven", case: parts[1]! };
   if (text === "gap") return { how: "gap" };
-  return `"${text}" is not "translated <case>", "reported <CODE> <case>" or "gap"`;
+  return `"${text}" is not "translated <case>", "reported <CODE> <case>", "unproven <case>" or "gap"`;
 }
 
 /** The registry entry that covers a leaf: the exact key, else the longest `.**` prefix. */
@@ -87,17 +119,17 @@ function caseUses(ev: Evidence, name: string, field: string, subtree: boolean): 
 function classify(ev: Evidence, leaf: string): string {
   const names = [...ev.used.keys()].filter((n) => caseUses(ev, n, leaf, false));
   const about = (n: string) => (ev.reported.get(n) ?? []).filter((r) => under(leaf, r.field) && r.field.includes(".spec."));
-  // Used with no diagnostic about it (or the object holding it): translated. Else the diagnostic that
-  // is about the field itself, else one about the object holding it.
-  const quiet = names.find((n) => about(n).length === 0);
-  if (quiet !== undefined) return `translated ${quiet}`;
+  // Used with no diagnostic about it (or the object holding it) and an effect when removed: translated.
+  // Else the diagnostic about the field itself, else one about the object holding it.
+  const shown = names.find((n) => about(n).length === 0 && hasEffect(n, leaf));
+  if (shown !== undefined) return `translated ${shown}`;
   for (const exact of [true, false]) {
     for (const n of names) {
       const r = about(n).find((x) => !exact || x.field === leaf);
       if (r !== undefined) return `reported ${r.code} ${n}`;
     }
   }
-  return "gap";
+  return names[0] === undefined ? "gap" : `unproven ${names[0]}`;
 }
 
 describe("every field of every supported kind is translated or reported (issue #36)", () => {
@@ -126,7 +158,7 @@ describe("every field of every supported kind is translated or reported (issue #
     expect(stale, "registry entries for fields the schemas do not have").toEqual([]);
   });
 
-  it("proves every claim: the named golden sets the field, and a reported field's diagnostic is emitted", () => {
+  it("proves every claim: the named golden sets the field, a translated field has an effect there, a reported field's diagnostic is emitted", () => {
     const broken: string[] = [];
     for (const [key, text] of Object.entries(registry)) {
       const claim = parseClaim(text);
@@ -149,6 +181,8 @@ describe("every field of every supported kind is translated or reported (issue #
         broken.push(`${key}: golden case "${claim.case}" does not set the field`);
         continue;
       }
+      if (claim.how === "translated" && !hasEffect(claim.case, field)) broken.push(`${key}: removing it from golden case "${claim.case}" changes nothing: name a golden where it has an effect, or record it as unproven`);
+      if (claim.how === "unproven" && hasEffect(claim.case, field)) broken.push(`${key}: recorded as unproven, but removing it from golden case "${claim.case}" changes the translation: record it as translated`);
       if (claim.how === "reported" && !(evidence.reported.get(claim.case) ?? []).some((r) => r.code === claim.code && (under(field, r.field) || (subtree && under(r.field, field))) && r.field.includes(".spec."))) {
         broken.push(`${key}: golden case "${claim.case}" emits no ${claim.code} about the field`);
       }
@@ -157,13 +191,16 @@ describe("every field of every supported kind is translated or reported (issue #
   });
 
   it("keeps the gaps counted (each one a field no golden sets yet)", () => {
-    const counts = { translated: 0, reported: 0, gap: 0 };
+    const counts = { translated: 0, reported: 0, unproven: 0, gap: 0 };
     for (const leaf of leaves) {
       const e = entryOf(registry, leaf);
       const claim = e === undefined ? undefined : parseClaim(registry[e] ?? "");
       if (claim !== undefined && typeof claim !== "string") counts[claim.how]++;
     }
-    expect(counts.translated + counts.reported + counts.gap).toBe(leaves.length);
-    console.log(`field registry: ${String(leaves.length)} fields — ${String(counts.translated)} translated, ${String(counts.reported)} reported, ${String(counts.gap)} gaps (set by no golden yet)`);
+    expect(counts.translated + counts.reported + counts.unproven + counts.gap).toBe(leaves.length);
+    console.log(
+      `field registry: ${String(leaves.length)} fields — ${String(counts.translated)} translated, ${String(counts.reported)} reported, ` +
+        `${String(counts.unproven)} unproven (no effect in their golden), ${String(counts.gap)} gaps (set by no golden yet)`,
+    );
   });
 });

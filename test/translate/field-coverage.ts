@@ -150,3 +150,20 @@ export function fieldsUsed(kind: string, spec: unknown): Set<string> {
 export function under(field: string, ancestor: string): boolean {
   return field === ancestor || field.startsWith(`${ancestor}.`) || field.startsWith(`${ancestor}[]`);
 }
+
+/** `spec` without the field (every occurrence: through arrays and map values); a trailing `[]` removes the list. */
+export function withoutField(spec: unknown, field: string): unknown {
+  const segs = field.replace(/\[\]/g, ".[]").split(".").slice(2).filter((x) => x !== "");
+  while (segs[segs.length - 1] === "[]") segs.pop();
+  const drop = (v: unknown, rest: readonly string[]): unknown => {
+    const [head, ...tail] = rest;
+    if (head === undefined) return v;
+    if (head === "[]") return Array.isArray(v) ? v.map((x) => drop(x, tail)) : v;
+    if (!isSchema(v)) return v;
+    if (head === "*") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, drop(x, tail)]));
+    if (!(head in v)) return v;
+    if (tail.length === 0) return Object.fromEntries(Object.entries(v).filter(([k]) => k !== head));
+    return { ...v, [head]: drop(v[head], tail) };
+  };
+  return drop(spec, segs);
+}
