@@ -1,5 +1,5 @@
 // Issue #36 item 3, "no silent difference, as a rule": every field of every supported kind (walked
-// from the generated schemas to its leaves) is in test/fixtures/translate/field-registry.json with
+// from the generated schemas to its leaves) is in test/fixtures/field-registry.json with
 // how it is handled, and each claim is checked against the golden cases:
 //
 //   "translated <case>"        the golden case exists, its input sets the field, and removing the
@@ -26,7 +26,7 @@ import { fieldOfPointer, fieldsUsed, leafFields, supportedKinds, under, withoutF
 import { caseNames, FIXTURES, loadCase, renderOutput, runCase, type GoldenCase } from "./golden.js";
 
 const UPDATE = process.env.UPDATE_GOLDEN === "1";
-const REGISTRY = join(FIXTURES, "field-registry.json");
+const REGISTRY = join(FIXTURES, "../field-registry.json");
 
 interface Evidence {
   /** Fields (leaf or not) each case's input sets. */
