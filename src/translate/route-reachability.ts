@@ -8,8 +8,8 @@
  *
  * Coverage is decided conservatively (a route is only called unreachable when it certainly is):
  * an earlier match covers a later one when each condition it sets is set identically in the later
- * one, and its path condition is absent, equal, or a prefix that contains the later path at a `/`
- * boundary (Istio may render a prefix as a path-separated prefix).
+ * one, and its path condition is absent, equal, or a string prefix of the later path (Istio renders
+ * a prefix as Envoy's string prefix, and its own validation warns on the same cases).
  */
 import { asArray, asRecord } from "./selectors.js";
 
@@ -33,8 +33,8 @@ function uriCovers(a: Record<string, unknown>, b: Record<string, unknown>): bool
     const p = a.prefix;
     const other = typeof b.prefix === "string" ? b.prefix : typeof b.exact === "string" ? b.exact : undefined;
     if (other === undefined) return p === "" || p === "/";
-    if (p === "" || p === "/" || other === p) return true;
-    return other.startsWith(p.endsWith("/") ? p : `${p}/`);
+    // Istio renders a prefix as Envoy's string prefix: /graphql also matches /graphql-stitched.
+    return other.startsWith(p);
   }
   return sameJson(a, b);
 }

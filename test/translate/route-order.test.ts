@@ -75,9 +75,10 @@ describe("route order as Gloo documents it, and unreachable routes reported", ()
     expect(unreachable).toEqual([]);
   });
 
-  it("does not call a prefix unreachable behind a prefix that only shares its letters (/api vs /apis)", () => {
-    const { unreachable } = render(root(route("api", "/api", "ratings") + route("apis", "/apis", "reviews")));
-    expect(unreachable).toEqual([]);
+  it("treats a prefix as a string prefix, as Istio renders it: /api before /apis leaves /apis unreachable", () => {
+    const { resources, unreachable } = render(root(route("api", "/api", "ratings") + route("apis", "/apis", "reviews")));
+    expect(picked(resources, "/apis/v1")).toBe("api-root");
+    expect(unreachable.map((d) => d.path)).toEqual(["/spec/http/1"]);
   });
 
   it("matches the highest-weighted delegated table first: weight 100's /api before weight 90's catch-all", () => {
