@@ -2,7 +2,8 @@
  * Route flattening: a route table's `http` routes with delegation resolved. A `delegate` route is
  * replaced by the routes of the child route tables it selects (children have no hosts), with the
  * parent route's matchers combined into each child route's matchers. Children are ordered by
- * `sortMethod`: TABLE_WEIGHT (tables by weight, highest first, then creation time, routes in
+ * `sortMethod`: TABLE_WEIGHT (tables by weight, highest first, then as the parent lists them — a
+ * label selector's tables by creation time —, routes in
  * table order) or ROUTE_SPECIFICITY (exact > regex > prefix, longer paths first; ties by table
  * weight, then order). Duplicate route names in one table become `duplicate-<name>-<n>`.
  */
@@ -84,19 +85,29 @@ function delegate(
   const d = asRecord(route.delegate);
   diagnostics.push(...reportUnsupported(ctx, table, d, `${path}/delegate`, ["routeTables", "sortMethod"]));
   const children: InputObject[] = [];
-  for (const s of asArray(d.routeTables)) {
+  /** The index of the first `routeTables` entry that selects each child. */
+  const listed = new Map<InputObject, number>();
+  asArray(d.routeTables).forEach((s, i) => {
     const sel = selector(s, table);
     for (const c of ctx.select("RouteTable", sel)) {
       if (asArray(asRecord(c.spec).hosts).length > 0 || children.includes(c)) continue;
       children.push(c);
+      listed.set(c, i);
     }
-  }
+  });
   if (children.length === 0) {
     diagnostics.push(ctx.diag(table, TranslateCode.SelectsNothing, Severity.Warning, `${path}/delegate/routeTables`, `the delegate selects no route table without hosts in this workspace or its imports; the route produces nothing. Check the selector, and that the child table has no hosts and is exported to this workspace.`));
     return [];
   }
+  // Gloo: heavier tables first; "tables of the same weight stay in the same order that you list them
+  // in the parent route table, which is the list order when you specify sub-tables by name, or the
+  // creation timestamp when you select sub-tables by label" (route_table.proto, RouteTableSpec.weight).
   const ordered = [...children].sort(
-    (a, b) => weightOf(b) - weightOf(a) || cmp(a.metadata.creationTimestamp ?? "", b.metadata.creationTimestamp ?? "") || cmp(a.key, b.key),
+    (a, b) =>
+      weightOf(b) - weightOf(a) ||
+      (listed.get(a) ?? 0) - (listed.get(b) ?? 0) ||
+      cmp(a.metadata.creationTimestamp ?? "", b.metadata.creationTimestamp ?? "") ||
+      cmp(a.key, b.key),
   );
   const all: { r: FlatRoute; weight: number; order: number }[] = [];
   for (const child of ordered) {

@@ -22,8 +22,8 @@ import type { WorkspaceContext } from "./context.js";
 import { istioProtocol, objectSelector, selectServices } from "./destination-common.js";
 import type { DiscoveredService, InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
-import { stableName } from "./names.js";
-import { asArray, asRecord, asString, type Labels } from "./selectors.js";
+import { serviceHost, stableName } from "./names.js";
+import { asArray, asNumber, asRecord, asString, type Labels } from "./selectors.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
 /** An AuthorizationPolicy operation (`to[].operation`). */
@@ -45,6 +45,8 @@ interface Issue {
 interface Compiled {
   /** undefined when the policy cannot be rendered (its errors say why). */
   readonly jwtRules?: readonly Record<string, unknown>[];
+  /** The provider name of each `jwtRules` entry. */
+  readonly ruleProviders: readonly string[];
   readonly denyRules: readonly Record<string, unknown>[];
   readonly issues: readonly Issue[];
 }
@@ -67,7 +69,12 @@ function compile(policy: InputObject): Compiled {
   const config = asRecord(asRecord(policy.spec).config);
   const base = "/spec/config";
   const validation = config.allowMissingOrFailed === true ? "ALLOW_MISSING_OR_FAILED" : (asString(config.validationPolicy) ?? "REQUIRE_VALID");
-  if (asRecord(config.phase).postAuthz !== undefined) warn(`${base}/phase`, "phase postAuthz orders the filter after Gloo's external auth; Istio verifies tokens before any authorization, as preAuthz");
+  if (asRecord(config.phase).postAuthz !== undefined) {
+    warn(
+      `${base}/phase/postAuthz`,
+      "phase postAuthz is rendered as preAuthz: Gloo verifies the token after external auth (ExtAuthPolicy); Istio's jwt_authn filter runs before the ext_authz filter gitmesh inserts, so where an ExtAuthPolicy also applies, a request without a valid token is refused before the ext auth server sees it, and the ext auth server receives the verified claim headers. Where no ExtAuthPolicy applies, the two orders behave the same.",
+    );
+  }
   if (config.clearRouteCache !== undefined && config.clearRouteCache !== "AUTO") warn(`${base}/clearRouteCache`, "clearRouteCache is a setting of Gloo's data plane; Istio re-matches routes after the JWT filter when it adds claim headers");
   let ok = true;
   if (validation === "ALLOW_MISSING_OR_FAILED") {
@@ -81,6 +88,7 @@ function compile(policy: InputObject): Compiled {
   }
   const needScopes = asArray(config.requiredScopes).length > 0;
   const jwtRules: Record<string, unknown>[] = [];
+  const ruleProviders: string[] = [];
   for (const [name, raw] of providers) {
     const p = asRecord(raw);
     const path = `${base}/providers/${name.replace(/~/g, "~0").replace(/\//g, "~1")}`;
@@ -98,8 +106,13 @@ function compile(policy: InputObject): Compiled {
     if (p.remote !== undefined) {
       rule.jwksUri = asString(remote.url);
       if (asString(remote.timeout) !== undefined) rule.timeout = remote.timeout;
-      for (const k of ["cacheDuration", "enableAsyncFetch"]) if (remote[k] !== undefined && remote[k] !== false) warn(`${path}/remote/${k}`, `remote.${k} is a setting of Gloo's data plane; Istio caches and fetches JWKS itself`);
-      if (remote.destinationRef !== undefined) warn(`${path}/remote/destinationRef`, "Istio fetches the JWKS from its URL (istiod, or the proxy with PILOT_JWT_ENABLE_REMOTE_JWKS); destinationRef is not used: the URL must resolve from there");
+      if (remote.cacheDuration !== undefined) {
+        warn(
+          `${path}/remote/cacheDuration`,
+          `cacheDuration ${JSON.stringify(remote.cacheDuration)} is not applied: istiod fetches the JWKS and refreshes every provider's keys on one interval (PILOT_JWT_PUB_KEY_REFRESH_INTERVAL, 20m by default), so a rotated key is seen within that interval, not within cacheDuration`,
+        );
+      }
+      if (remote.enableAsyncFetch !== undefined && remote.enableAsyncFetch !== false) warn(`${path}/remote/enableAsyncFetch`, "enableAsyncFetch is not translated: istiod fetches the JWKS ahead of requests (and pushes the keys inline), which is what an asynchronous fetch gives");
     } else if (typeof local.inline === "string") {
       const jwks = toJwks(local.inline);
       if (typeof jwks === "string") rule.jwks = jwks;
@@ -121,7 +134,12 @@ function compile(policy: InputObject): Compiled {
     if (params.length > 0) rule.fromParams = params;
     const claims = asArray(p.claimsToHeaders).map(asRecord);
     claims.forEach((c, i) => {
-      if (c.append === true) warn(`${path}/claimsToHeaders/${String(i)}/append`, "Istio sets the header (it does not append); append is not translated");
+      if (c.append === true) {
+        warn(
+          `${path}/claimsToHeaders/${String(i)}/append`,
+          `append: true is rendered as a replace: Istio removes any ${JSON.stringify(c.header)} header the client sent and sets it to the claim alone (the header is reserved for the claim), where Gloo keeps the client's value and appends the claim to it`,
+        );
+      }
     });
     if (claims.length > 0) rule.outputClaimToHeaders = claims.map((c) => ({ header: c.header, claim: c.claim }));
     if (p.keepToken === true) rule.forwardOriginalToken = true;
@@ -129,6 +147,7 @@ function compile(policy: InputObject): Compiled {
     if (p.clockSkewSeconds !== undefined) warn(`${path}/clockSkewSeconds`, "Istio allows a fixed clock skew (60 s); clockSkewSeconds is not translated");
     if (needScopes) rule.spaceDelimitedClaims = ["scope"];
     jwtRules.push(rule);
+    ruleProviders.push(name);
   }
 
   const denyRules: Record<string, unknown>[] = [];
@@ -143,9 +162,78 @@ function compile(policy: InputObject): Compiled {
   });
   for (const scope of asArray(config.requiredScopes)) if (typeof scope === "string") denyRules.push({ when: [{ key: "request.auth.claims[scope]", notValues: [scope] }] });
 
-  const out: Compiled = ok ? { jwtRules, denyRules, issues } : { denyRules, issues };
+  const out: Compiled = ok ? { jwtRules, ruleProviders, denyRules, issues } : { denyRules, ruleProviders, issues };
   compiled.set(policy, out);
   return out;
+}
+
+/**
+ * `remote.destinationRef`: Gloo fetches the JWKS through the referenced destination (the URL gives
+ * the path and the Host). Istio fetches it from `jwksUri` (istiod, or the proxy with
+ * PILOT_JWT_ENABLE_REMOTE_JWKS), so the URL is pointed at the destination: kept when its host and
+ * port are the destination's (an ExternalService's host, a VirtualDestination's host, a Service's
+ * cluster-local name), otherwise rewritten to the destination's host and port with the URL's scheme,
+ * path and query. Either way the fetch goes to that address directly, not through the mesh's route to
+ * the destination (an ExternalService's egress gateway or client TLS settings do not apply): said
+ * in an info (address kept) or warning (address rewritten) diagnostic.
+ */
+function jwksThroughDestinations(ctx: WorkspaceContext, policy: InputObject): { uris: ReadonlyMap<string, string>; issues: readonly Issue[] } {
+  const uris = new Map<string, string>();
+  const issues: Issue[] = [];
+  const providers = asRecord(asRecord(asRecord(policy.spec).config).providers);
+  for (const name of Object.keys(providers).sort()) {
+    const remote = asRecord(asRecord(providers[name]).remote);
+    if (remote.destinationRef === undefined) continue;
+    const path = `/spec/config/providers/${name.replace(/~/g, "~0").replace(/\//g, "~1")}/remote/destinationRef`;
+    const ref = asRecord(remote.destinationRef);
+    const kind = asString(ref.kind) ?? "SERVICE";
+    const target = asRecord(ref.ref);
+    const refName = asString(target.name) ?? "";
+    const refNs = asString(target.namespace) ?? policy.metadata.namespace ?? "";
+    const wantPort = asNumber(asRecord(ref.port).number);
+    const wantPortName = asString(asRecord(ref.port).name);
+    let url: URL;
+    try {
+      url = new URL(asString(remote.url) ?? "");
+    } catch {
+      continue; // the schema requires a URL; a malformed one is Istio's validation's to report
+    }
+    let hosts: string[] = [];
+    let ports: number[] = [];
+    if (kind === "SERVICE") {
+      hosts = [serviceHost(refName, refNs)];
+      ports = wantPort === undefined ? [] : [wantPort];
+    } else {
+      const found = ctx.visible(kind === "EXTERNAL_SERVICE" ? "ExternalService" : "VirtualDestination").find((o) => o.metadata.name === refName && (o.metadata.namespace ?? "") === refNs);
+      if (found === undefined) {
+        issues.push({ path: `${path}/ref`, severity: Severity.Warning, code: TranslateCode.DestinationNotFound, message: `${kind} ${refNs}/${refName} is not visible to this workspace; the JWKS is fetched from the URL ${url.href} as written` });
+        continue;
+      }
+      const spec = asRecord(found.spec);
+      hosts = asArray(spec.hosts).filter((h): h is string => typeof h === "string" && h !== "");
+      const specPorts = asArray(spec.ports).map(asRecord);
+      const byName = wantPortName === undefined ? undefined : asNumber(specPorts.find((p) => p.name === wantPortName)?.number);
+      ports = wantPort !== undefined ? [wantPort] : byName !== undefined ? [byName] : specPorts.map((p) => asNumber(p.number)).filter((n): n is number => n !== undefined);
+    }
+    const urlPort = url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port);
+    const hostMatches = hosts.some((h) => h === url.hostname || (h.startsWith("*.") && url.hostname.endsWith(h.slice(1))));
+    const what = `${kind} ${refNs}/${refName}`;
+    if (hostMatches && (ports.length === 0 || ports.includes(urlPort))) {
+      issues.push({ path, severity: Severity.Info, code: TranslateCode.UnsupportedField, message: `the JWKS URL ${url.href} is an address of ${what}: Istio fetches it there directly (DNS, from istiod), not through the mesh's route to the destination (its egress gateway or client TLS settings do not apply)` });
+      continue;
+    }
+    const host = hosts.find((h) => !h.startsWith("*"));
+    const port = ports[0];
+    if (host === undefined || port === undefined) {
+      issues.push({ path, severity: Severity.Warning, code: TranslateCode.UnsupportedField, message: `${what} has no host name and port to fetch the JWKS from; it is fetched from the URL ${url.href} as written` });
+      continue;
+    }
+    const defaultPort = url.protocol === "https:" ? 443 : 80;
+    const uri = `${url.protocol}//${host}${port === defaultPort ? "" : `:${String(port)}`}${url.pathname}${url.search}`;
+    uris.set(name, uri);
+    issues.push({ path, severity: Severity.Warning, code: TranslateCode.UnsupportedField, message: `the JWKS is fetched from ${uri} (the URL's path on ${what}'s host and port) with Host ${host}, where Gloo sends Host ${url.host}; Istio fetches it there directly (DNS, from istiod), not through the mesh's route to the destination` });
+  }
+  return { uris, issues };
 }
 
 /** `a.b` with delimiter `.` → `request.auth.claims[a][b]` (Istio's nested claim syntax). */
@@ -266,7 +354,9 @@ export function renderJwt(ctx: WorkspaceContext, policy: InputObject, e: Enforce
   const ports = e.ports !== undefined && e.ports.length > 0 ? e.ports.map(String) : undefined;
   const operations: readonly Operation[] | undefined = e.operations ?? (ports === undefined ? undefined : [{}]);
   const to = operations?.map((operation) => ({ operation: ports === undefined ? operation : { ...operation, ports } }));
-  const out: Emitted[] = [{ cluster: e.cluster, resource: { apiVersion: "security.istio.io/v1", kind: "RequestAuthentication", metadata: meta, spec: { selector, jwtRules: c.jwtRules } } }];
+  const uris = jwksThroughDestinations(ctx, policy).uris;
+  const jwtRules = uris.size === 0 ? c.jwtRules : c.jwtRules.map((r, i) => { const uri = uris.get(c.ruleProviders[i] ?? ""); return uri === undefined ? r : { ...r, jwksUri: uri }; });
+  const out: Emitted[] = [{ cluster: e.cluster, resource: { apiVersion: "security.istio.io/v1", kind: "RequestAuthentication", metadata: meta, spec: { selector, jwtRules } } }];
   if (c.denyRules.length > 0) {
     out.push({
       cluster: e.cluster,
@@ -302,7 +392,7 @@ export function translateJwtPolicies(ctx: WorkspaceContext): TranslatorOutput {
   const diagnostics: Diagnostic[] = [];
   for (const policy of ctx.own("JWTPolicy")) {
     const c = compile(policy);
-    for (const i of c.issues) diagnostics.push(ctx.diag(policy, i.code, i.severity, i.path, i.message));
+    for (const i of [...c.issues, ...jwksThroughDestinations(ctx, policy).issues]) diagnostics.push(ctx.diag(policy, i.code, i.severity, i.path, i.message));
     const spec = asRecord(policy.spec);
     if (spec.applyToDestinations === undefined) continue;
     let selected = 0;

@@ -28,6 +28,7 @@ import { LABEL_MANAGED, outputLabels, outputMetadata } from "./labels.js";
 import { serviceHost, stableName, subsetName } from "./names.js";
 import { createMatches } from "./route-matchers.js";
 import { applyRoutePolicies, routePolicyDiagnostics, winningPolicies, winningPolicy, type DestinationResolver } from "./route-policies.js";
+import { unreachableRoutes } from "./route-reachability.js";
 import { asArray, asLabels, asNumber, asRecord, asString, type Labels } from "./selectors.js";
 import { TranslateCode, type Emitted, type FrozenTable, type TranslatorOutput } from "./types.js";
 import { gatewayBindings, httpTargetPorts, listenerServerPorts } from "./virtual-gateway.js";
@@ -184,6 +185,8 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
   const diagnostics: Diagnostic[] = [];
   const resources: Emitted[] = [];
   const http: Record<string, unknown>[] = [];
+  /** The Gloo route of each `http` entry. */
+  const origins: FlatRoute[] = [];
   let failed = false;
   const scoped: Target = { ...target, subsetNames: new Map() };
   const hosts = asArray(spec.hosts).filter((h): h is string => typeof h === "string");
@@ -207,11 +210,13 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
         // Fail closed: a route whose authorization cannot be rendered is not served.
         diagnostics.push(ctx.diag(authPolicy, TranslateCode.DestinationNotFound, Severity.Error, asRecord(asRecord(authPolicy.spec).config).server === undefined ? "/spec/config" : "/spec/config/server", `route "${fr.name}" of RouteTable ${rt.metadata.namespace ?? ""}/${rt.metadata.name}: ${blocked}; the route answers 403 in cluster "${target.cluster}" instead`));
         http.push({ directResponse: { body: { string: EXT_AUTH_DENIED_BODY }, status: 403 }, ...(r.route.match === undefined ? {} : { match: r.route.match }), name: r.route.name });
+        origins.push(fr);
         continue;
       } else extAuth.set(String(r.route.name), authPolicy);
     }
     // Its fields come from the conversion and from route policies: brought to canonical key order here, once.
     http.push(sortedKeys(r.route));
+    origins.push(fr);
     resources.push(...r.subsets);
     const csrfPolicy = r.failed ? undefined : winningPolicy(ctx, fr, "CSRFPolicy");
     if (csrfPolicy !== undefined) {
@@ -237,6 +242,16 @@ function renderVirtualService(ctx: WorkspaceContext, rt: InputObject, routes: re
     const causes = diagnostics.filter((d) => d.code !== TranslateCode.RouteReplacement);
     causes.push(ctx.diag(rt, TranslateCode.RouteTableFrozen, Severity.Error, "/spec/failureMode", `a route of this table failed and failureMode is FREEZE_CONFIG: nothing new is rendered for cluster "${target.cluster}" and the last applied version stays in place. Fix the errors above.`));
     return { resources: [], diagnostics: causes, frozen: [frozenTable(ctx, rt, target.cluster)] };
+  }
+  for (const u of unreachableRoutes(http)) {
+    const fr = origins[u.index]!;
+    const other = origins[u.by]!;
+    const where = other.table === fr.table ? "" : ` of RouteTable ${other.table.metadata.namespace ?? ""}/${other.table.metadata.name}`;
+    const what = u.whole ? `route "${fr.name}" is never used` : `match${u.matches.length > 1 ? "es" : ""} ${u.matches.map((i) => `#${String(i + 1)}`).join(", ")} of route "${fr.name}" ${u.matches.length > 1 ? "are" : "is"} never used`;
+    diagnostics.push(
+      ctx.diag(fr.table, TranslateCode.RouteUnreachable, Severity.Warning, fr.path,
+        `${what}: route "${other.name}"${where}, evaluated before it, matches every request it would (Gloo evaluates routes in order: a table's as written, delegated tables by weight and then as the parent lists them). Move it before "${other.name}", or narrow "${other.name}".`),
+    );
   }
   const streams = streamRoutes(ctx, rt, target, hosts);
   diagnostics.push(...streams.diagnostics);

@@ -86,6 +86,7 @@ export interface TranslationResult {
 export const TranslateCode = {
   /** A route could not be translated; it was replaced by a 500 direct response (failureMode ROUTE_REPLACEMENT). */
   RouteReplacement: "ROUTE_REPLACEMENT",
+  RouteUnreachable: "ROUTE_UNREACHABLE",
   /** A route table with failureMode FREEZE_CONFIG had an error: none of its output is produced in this run. */
   RouteTableFrozen: "ROUTE_TABLE_FROZEN",
   /** A Gloo field gitmesh does not translate. */

@@ -265,6 +265,14 @@ function translateOne(ctx: WorkspaceContext, vd: InputObject): TranslatorOutput 
     }
   }
   if (!tlsTermination) resources.push(...eastWestServers(ctx, vd, hosts, backingClusters, clients, gateways));
+  else if (backingClusters.some((b) => [...clients].some((c) => c !== b))) {
+    // Gloo terminates the clients' mTLS on the east-west gateway's https port and routes by host there;
+    // gitmesh renders no such server, so nothing in a backing cluster answers the clients' connections.
+    diagnostics.push(
+      ctx.diag(vd, TranslateCode.UnsupportedField, Severity.Warning, spec.clientMode !== undefined ? "/spec/clientMode/tlsTermination" : "/spec",
+        `clientMode tlsTermination${spec.clientMode !== undefined ? "" : " (the workspace's virtualDestClientMode)"}: clients in other clusters are sent to the east-west gateway's "https" port, but gitmesh renders no server there that terminates their TLS and routes ${hosts.join(", ")} to the backing Services (Gloo does): those cross-cluster requests fail. Use the default client mode (AUTO_PASSTHROUGH on port "tls", 15443).`),
+    );
+  }
   for (const c of [...missingGateway].sort(cmpStr)) {
     diagnostics.push(ctx.diag(vd, DestinationCode.NoEastWestGateway, Severity.Warning, "/spec/services",
       `backing cluster "${c}" has no east-west gateway with a ${tlsTermination ? '"https"' : '"tls" (15443)'} port and an address, so other clusters cannot reach its endpoints. Install an east-west gateway there or set eastWestGateways in WorkspaceSettings.`));

@@ -4,13 +4,21 @@
 // regression is caught and an improvement is recorded on purpose. `UPDATE_GOLDEN=1` rewrites the
 // baseline; review its diff (a rejection must be a genuine mistake in the source that Gloo's CRDs
 // reject too).
+//
+// test/fixtures/corpus/translation.json (issue #36) records three numbers per kind, each guarded the
+// same way: accepted (as above), translated (accepted, and the document's whole source repository
+// translated together reports no error about it and nothing that needs Gloo's data plane: it renders
+// when selected), and needs Gloo's data plane (a kind only Gloo's proxies implement, or a document
+// with a NEEDS_GLOO_DATA_PLANE diagnostic). Every accepted document that is not translated is listed
+// with its first error, one line each, so a change to the numbers shows which documents moved.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CORPUS_PRESENT, corpusSetsIfPresent, judgeDocument, translateSet, type DocumentVerdict, type Outcome } from "./corpus.js";
+import { CORPUS_PRESENT, corpusSetsIfPresent, judgeDocument, judgeTranslation, translateSet, type DocumentVerdict, type Outcome, type TranslationVerdict } from "./corpus.js";
 
 const UPDATE = process.env.UPDATE_GOLDEN === "1";
 const BASELINE = join(import.meta.dirname, "../fixtures/corpus/baseline.json");
+const TRANSLATION_BASELINE = join(import.meta.dirname, "../fixtures/corpus/translation.json");
 
 interface Baseline {
   readonly total: number;
@@ -21,6 +29,35 @@ interface Baseline {
 
 const sets = corpusSetsIfPresent();
 const verdicts: DocumentVerdict[] = sets.flatMap((s) => s.files.map(judgeDocument));
+
+interface Counts {
+  accepted: number;
+  translated: number;
+  needsGlooDataPlane: number;
+}
+
+interface TranslationBaseline {
+  readonly total: Counts;
+  readonly kinds: Record<string, Counts>;
+  /** Accepted documents that do not render: path → first error (`CODE at /pointer`). */
+  readonly notTranslated: Record<string, string>;
+}
+
+function summariseTranslation(all: readonly TranslationVerdict[]): TranslationBaseline {
+  const total: Counts = { accepted: 0, translated: 0, needsGlooDataPlane: 0 };
+  const kinds: Record<string, Counts> = {};
+  const notTranslated: Record<string, string> = {};
+  for (const v of [...all].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+    const k = (kinds[v.kind] ??= { accepted: 0, translated: 0, needsGlooDataPlane: 0 });
+    for (const c of [k, total]) {
+      if (v.accepted) c.accepted++;
+      if (v.translated) c.translated++;
+      if (v.needsGlooDataPlane) c.needsGlooDataPlane++;
+    }
+    if (v.accepted && !v.translated) notTranslated[v.path] = v.reason ?? "";
+  }
+  return { total, kinds: Object.fromEntries(Object.entries(kinds).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), notTranslated };
+}
 
 function summarise(all: readonly DocumentVerdict[]): Baseline {
   const kinds: Record<string, Partial<Record<Outcome, number>>> = {};
@@ -56,6 +93,27 @@ describe.skipIf(!CORPUS_PRESENT)("the real-world corpus", () => {
     console.log(
       `corpus: ${String(now.total)} documents, ${String(now.accepted)} accepted and translated (${((100 * now.accepted) / now.total).toFixed(1)} %), ` +
         `${String(Object.keys(now.rejected).length)} rejected, ${String(now.total - now.accepted - Object.keys(now.rejected).length)} recognised but not translated`,
+    );
+  });
+
+  it("reports accepted, translated and needs-Gloo's-data-plane documents as the translation baseline records", () => {
+    const now = summariseTranslation(sets.flatMap((set) => judgeTranslation(set.files, verdicts)));
+    if (UPDATE) writeFileSync(TRANSLATION_BASELINE, `${JSON.stringify(now, null, 2)}\n`);
+    expect(existsSync(TRANSLATION_BASELINE), `the translation baseline is missing: run UPDATE_GOLDEN=1 vitest run test/corpus and review ${TRANSLATION_BASELINE}`).toBe(true);
+    const base = JSON.parse(readFileSync(TRANSLATION_BASELINE, "utf8")) as TranslationBaseline;
+    const newlyUntranslated = Object.keys(now.notTranslated).filter((p) => !(p in base.notTranslated)).map((p) => `${p}: ${now.notTranslated[p] ?? ""}`);
+    expect(newlyUntranslated, "accepted documents that no longer render (or newly accepted ones that do not)").toEqual([]);
+    for (const kind of Object.keys({ ...base.kinds, ...now.kinds }).sort()) {
+      expect(now.kinds[kind], `${kind}: accepted / translated / needs Gloo's data plane changed (update with UPDATE_GOLDEN=1 and review)`).toEqual(base.kinds[kind]);
+    }
+    expect(now.notTranslated).toEqual(base.notTranslated);
+    expect(now.total).toEqual(base.total);
+    // The counts are consistent: a translated document is accepted, and none both renders and needs Gloo's data plane.
+    expect(now.total.translated).toBeLessThanOrEqual(now.total.accepted);
+    expect(verdicts.length - now.total.accepted - now.total.needsGlooDataPlane).toBeGreaterThanOrEqual(0);
+    console.log(
+      `corpus: ${String(verdicts.length)} documents: ${String(now.total.accepted)} accepted, ${String(now.total.translated)} translated (render when selected), ` +
+        `${String(now.total.needsGlooDataPlane)} need Gloo's data plane`,
     );
   });
 

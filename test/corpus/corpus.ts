@@ -91,6 +91,43 @@ export interface SetResult {
   readonly invalid: string[];
 }
 
+/** A document's verdict after its whole set is translated (the three numbers of issue #36). */
+export interface TranslationVerdict {
+  readonly path: string;
+  readonly kind: string;
+  /** Accepted when loaded alone (DocumentVerdict outcome `accepted`). */
+  readonly accepted: boolean;
+  /** Accepted, and its set's load and translation report no error and nothing needing Gloo's data plane about it. */
+  readonly translated: boolean;
+  /** A kind only Gloo's data plane implements, or a NEEDS_GLOO_DATA_PLANE diagnostic about the document. */
+  readonly needsGlooDataPlane: boolean;
+  /** For an accepted document that is not translated: the first error, `CODE at /pointer`. */
+  readonly reason?: string;
+}
+
+/** Translates a set and judges each of its documents by the diagnostics about it (`alone`: the documents' own verdicts). */
+export function judgeTranslation(files: readonly SourceFile[], alone: readonly DocumentVerdict[]): TranslationVerdict[] {
+  const { loadDiagnostics, result } = renderSet(files);
+  const byFile = new Map<string, Diagnostic[]>();
+  for (const d of [...loadDiagnostics, ...result.diagnostics]) {
+    if (d.file === undefined) continue;
+    const list = byFile.get(d.file) ?? [];
+    list.push(d);
+    byFile.set(d.file, list);
+  }
+  const own = new Map(alone.map((v) => [v.path, v]));
+  return files.map((f) => {
+    const v = own.get(f.path);
+    const kind = v?.kind ?? kindFromName(f.path);
+    const diags = byFile.get(f.path) ?? [];
+    const accepted = v?.outcome === "accepted";
+    const needsGlooDataPlane = v?.outcome === "untranslated" || diags.some((d) => d.code === "NEEDS_GLOO_DATA_PLANE");
+    const firstError = diags.find((d) => d.severity === "error" || d.code === "NEEDS_GLOO_DATA_PLANE");
+    const translated = accepted && firstError === undefined;
+    return { path: f.path, kind, accepted, translated, needsGlooDataPlane, ...(accepted && firstError ? { reason: `${firstError.code} at ${firstError.path ?? ""}` } : {}) };
+  });
+}
+
 /** Loads a whole set, synthesises discovery for it and translates it (loader diagnostics apart from the result's). */
 export function renderSet(files: readonly SourceFile[]): { readonly loadDiagnostics: readonly Diagnostic[]; readonly result: TranslationResult } {
   const { state, diagnostics } = loadDesiredState(files);
