@@ -195,6 +195,7 @@ describe("web UI at 100 clusters (Chromium)", () => {
       resources: () => Promise.resolve({ commit: inForce, resources }),
       diff: (b, h) => diffs.diff(b, h),
       provenance: () => Promise.resolve(provenanceView({ commit: inForce, desired: loaded.state, discovery: discoveryList, outputs })),
+      insights: () => Promise.resolve({ insights: [] }),
     };
     const events = createEventStream({ fingerprint: () => Promise.resolve(storm ? ++tick : tick), intervalMs: 100, logger });
     http = createServerHttp({ api, registry: new Registry(), webhooks: createWebhookHandlers({ logger, onPush: () => "accepted" }), logger, host: "127.0.0.1", port: 0, auth: createApiAuth({ tokens: { read: token, admin: generateApiToken() }, hint: "test" }), routes: [...createWebRoutes(), events.route] });
