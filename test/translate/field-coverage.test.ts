@@ -24,6 +24,7 @@ import type { Diagnostic } from "../../src/core/index.js";
 import { translateAll, type InputObject } from "../../src/translate/index.js";
 import { fieldOfPointer, fieldsUsed, leafFields, supportedKinds, under, withoutField } from "./field-coverage.js";
 import { caseNames, FIXTURES, loadCase, renderOutput, runCase, type GoldenCase } from "./golden.js";
+import { GENERATIVE_TEST_TIMEOUT_MS } from "../helpers/random.js";
 
 const UPDATE = process.env.UPDATE_GOLDEN === "1";
 const REGISTRY = join(FIXTURES, "../field-registry.json");
@@ -158,7 +159,8 @@ describe("every field of every supported kind is translated or reported (issue #
     expect(stale, "registry entries for fields the schemas do not have").toEqual([]);
   });
 
-  it("proves every claim: the named golden sets the field, a translated field has an effect there, a reported field's diagnostic is emitted", () => {
+  // Re-translates a golden once per translated field (hundreds of translations): a generative budget.
+  it("proves every claim: the named golden sets the field, a translated field has an effect there, a reported field's diagnostic is emitted", { timeout: GENERATIVE_TEST_TIMEOUT_MS }, () => {
     const broken: string[] = [];
     for (const [key, text] of Object.entries(registry)) {
       const claim = parseClaim(text);
