@@ -77,7 +77,7 @@ export interface ApiViewsOptions {
   /** Commit statuses on the Git host (opt-in; the leader reports). */
   readonly commitStatus?: CommitStatusPoster;
   /** Observed traffic for the insights (absent: traffic insights are skipped). */
-  readonly traffic?: () => Promise<readonly TrafficEdge[]>;
+  readonly traffic?: () => Promise<readonly TrafficEdge[] | undefined>;
   readonly logger: Logger;
   readonly now: () => number;
 }

@@ -47,7 +47,7 @@ import { serverGitLocations } from "./git-locations.js";
 import { createTicker } from "./ticker.js";
 import { createMemorySuspensionStore, createSuspensions, type SuspensionStore } from "./suspensions.js";
 import { createTrafficView } from "./traffic-view.js";
-import type { PrometheusClient } from "../traffic/index.js";
+import { trafficEdges, type PrometheusClient } from "../traffic/index.js";
 
 /** Guards singleton work (Git polling, audit commits) across replicas; default: this replica always leads. */
 export interface SingletonGuard {
@@ -114,6 +114,26 @@ export interface ManagementServer {
   syncIdle(): Promise<void>;
 }
 
+/**
+ * The insights' view of observed traffic: the last hour of Istio's standard metrics, as the traffic graph
+ * reads them. When Prometheus cannot be read the traffic insights are left out (and the reason logged),
+ * rather than failing the whole analysis.
+ */
+/** destination_service is a host (`details.bookinfo-backends.svc.cluster.local`); the insights name Services. */
+const serviceName = (host: string) => (host.endsWith(".svc.cluster.local") ? host.split(".")[0]! : host);
+
+function insightTraffic(client: PrometheusClient, log: Logger) {
+  return async () => {
+    try {
+      const edges = await trafficEdges(client, { window: "1h" });
+      return edges.map((e) => ({ source: { cluster: e.source.cluster, namespace: e.source.namespace, workload: e.source.workload }, destination: { cluster: e.destination.cluster, namespace: e.destination.namespace, workload: e.destination.workload, service: serviceName(e.destination.service) }, rps: e.requestsPerSecond, errorRate: e.errorRate ?? 0 }));
+    } catch (err) {
+      log.warn("insights: Prometheus could not be read; the traffic insights are left out", { error: describeError(err) });
+      return undefined;
+    }
+  };
+}
+
 export function createManagementServer(options: ManagementServerOptions): ManagementServer {
   const { config, pipeline, logger: log } = options;
   const store = (): SnapshotStore => pipeline.store; // the store in use now (Redis, or the memory mirror while degraded)
@@ -153,7 +173,7 @@ export function createManagementServer(options: ManagementServerOptions): Manage
   const audit = createAuditScheduling({ writer: config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, http: gitHttp(), logger: log.child("audit") }), branch: config.auditBranch, ref: config.gitBranch, store, inForce: () => inForce.current(), isRegistered: (c) => inForce.isRegistered(c), isLeader, settled: () => publishing.settled(), waitingFor: () => publishing.warming()?.waitingFor ?? [], now, latest: (c) => publishing.latest(c), ...(options.auditDebounceMs === undefined ? {} : { debounceMs: options.auditDebounceMs }), logger: log, signal });
   const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence: { ack: (e) => { publishing.acked(e.cluster); return convergence.ack(e); }, nack: (e) => { convergence.nack(e); publishing.nacked(e); } }, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
   const diffs = createDiffService({ location: git.diff, http: gitHttp(), ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), ...(config.auditBranch === "" ? {} : { storedRenders: { gitdir: git.audit.kind === "local" ? gitDirOf(git.audit.path) : git.audit.cacheDir, branch: config.auditBranch } }), knownCommits: () => [...(inForce.current() ? [inForce.current()!.commit] : []), ...convergence.commits().map((c) => c.commit), ...commitLog.rejected().map((r) => r.commit)], maxMemoryMb: config.diffMaxMemoryMb, timeoutMs: config.diffTimeoutMs, logger: log.child("diff") });
-  const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, suspensions, audited: (sha) => audit.audited(sha), auditHeld: () => audit.held(), commitLog, diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
+  const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, suspensions, ...(options.prometheus ? { traffic: insightTraffic(options.prometheus, log) } : {}), audited: (sha) => audit.audited(sha), auditHeld: () => audit.held(), commitLog, diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
   const api: ServerApi = {
     ...views.api,
     traffic: createTrafficView({ client: options.prometheus, desired: () => inForce.current()?.state, outputs: () => store().listOutputs(), now }),
