@@ -224,7 +224,9 @@ export function planGlooAuth(policy: InputObject, report: ReportIssue): { upstre
       },
       redirect_uri: `${appUrl.origin}${appUrl.pathname.replace(/\/+$/, "")}${callbackPath}`,
       redirect_path_matcher: { path: { exact: callbackPath } },
-      ...(logoutPath !== undefined ? { signout_path: { path: { exact: logoutPath } } } : {}),
+      // Envoy requires a sign-out path; Gloo's logoutPath is optional (no logout endpoint). Without one, the
+      // path under the callback path that only the filter answers: it clears the filter's own cookies.
+      signout_path: { path: { exact: logoutPath ?? `${callbackPath.replace(/\/+$/, "")}/signout` } },
       auth_scopes: scopes,
     },
   };

@@ -118,7 +118,9 @@ func TestRateLimitPolicy(t *testing.T) {
 	check(t, "the selected route carries the client config's actions", func(t *testing.T) {
 		r := gw.routeOf(gw.call(httpGateway(host, 8080, "/api/x")))
 		rl := r.GetRoute().GetRateLimits()
-		if len(rl) != 2 || rl[0].Actions[0].GetGenericKey().GetDescriptorValue() != "counter" || rl[0].Actions[1].GetRemoteAddress() == nil || rl[1].Actions[0].GetRequestHeaders().GetHeaderName() != "x-user" {
+		// The third descriptor is the client config's setActions, led by its marker entry (gitmesh-set).
+		if len(rl) != 3 || rl[0].Actions[0].GetGenericKey().GetDescriptorValue() != "counter" || rl[0].Actions[1].GetRemoteAddress() == nil || rl[1].Actions[0].GetRequestHeaders().GetHeaderName() != "x-user" ||
+			rl[2].Actions[0].GetGenericKey().GetDescriptorKey() != "gitmesh-set" || rl[2].Actions[1].GetGenericKey().GetDescriptorValue() != "tier" {
 			t.Errorf("route /api rate limits %v", rl)
 		}
 	})
