@@ -45,7 +45,9 @@ describe("gitmesh_server_cluster_sync", () => {
     registerClusterSyncMetric(registry, () => answer());
     const read = async () => (await registry.getSingleMetricAsString("gitmesh_server_cluster_sync")).split("\n").filter((l) => l.startsWith("gitmesh_server_cluster_sync{"));
     expect(await read()).toEqual(expect.arrayContaining(['gitmesh_server_cluster_sync{cluster="c1",state="not-applied"} 1', 'gitmesh_server_cluster_sync{cluster="c1",state="in-sync"} 0']));
-    expect(await read()).toHaveLength(5);
+    // One line per state: in-sync, not-applied, refused, held, cut-off, suspended.
+    expect(await read()).toHaveLength(6);
+    expect(await read()).toContain('gitmesh_server_cluster_sync{cluster="c1",state="suspended"} 0');
     answer = () => Promise.resolve([{ cluster: "c1", state: "in-sync" }]);
     expect(await read()).toContain('gitmesh_server_cluster_sync{cluster="c1",state="in-sync"} 1');
     answer = () => Promise.reject(new Error("store down"));
