@@ -123,9 +123,11 @@ function retriedInventory(inventory: Inventory, again: <T>(request: () => Promis
 export function createApplyContext(options: ApplierOptions): ApplyContext {
   // Transient answers (a real server's 429 while a kind's storage initializes, 5xx) are retried here,
   // within the delivery: they are "not applied yet", never a NACK.
-  const again = <T>(request: () => Promise<T>) => retryTransient(request, options.retry);
-  const manageIstioInstall = options.manageIstioInstall === true;
+  // Retries end when this agent may no longer write (it stopped leading, or stops): the delivery they
+  // serve is abandoned, and the next leader gets the output again.
   const canWrite = options.canWrite ?? (() => true);
+  const again = <T>(request: () => Promise<T>) => retryTransient(request, { ...options.retry, stillWanted: canWrite });
+  const manageIstioInstall = options.manageIstioInstall === true;
   const guard = () => {
     if (!canWrite()) throw new NotLeaderError();
   };

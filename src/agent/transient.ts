@@ -44,6 +44,11 @@ export interface TransientRetryOptions {
   readonly initialDelayMs?: number;
   /** Longest single wait, Retry-After included (default 2 s). */
   readonly maxDelayMs?: number;
+  /**
+   * Asked before each further attempt: false ends the retries with the last failure (the agent stopped
+   * leading, or is stopping: a request for a delivery nobody waits for any more must not outlive it).
+   */
+  readonly stillWanted?: () => boolean;
 }
 
 /**
@@ -58,10 +63,11 @@ export async function retryTransient<T>(request: () => Promise<T>, options: Tran
     try {
       return await request();
     } catch (err) {
-      if (attempt >= attempts || !isTransient(err)) throw err;
+      if (attempt >= attempts || !isTransient(err) || options.stillWanted?.() === false) throw err;
       // The server's Retry-After when it gives one (capped), else the codebase's one backoff, with jitter.
       const asked = retryAfterMs(err);
       await sleep(asked === undefined ? backoffDelay({ initialMs: initial, maxMs: max }, attempt - 1) : Math.min(max, asked));
+      if (options.stillWanted?.() === false) throw err;
     }
   }
 }

@@ -84,8 +84,26 @@ export function registerDemo(program: Command, io: CliIo): void {
     .option("--keep", "keep the temporary directory (repository, logs) after exit")
     .action(async (flags: DemoFlags) => {
       const timeoutMs = secondsFlag("--timeout", flags.timeout) * 1000;
-      io.exitCode = await runDemo(io, { exit: flags.exit === true, timeoutMs, keep: flags.keep === true, ...(flags.prometheusUrl === undefined ? {} : { prometheusUrl: flags.prometheusUrl }) });
+      const code = await runDemo(io, { exit: flags.exit === true, timeoutMs, keep: flags.keep === true, ...(flags.prometheusUrl === undefined ? {} : { prometheusUrl: flags.prometheusUrl }) });
+      io.exitCode = code;
+      exitIfStillRunning(io, code);
     });
+}
+
+/** How long the process may live on after the demo stopped everything; only a part that ignored its stop keeps it. */
+const LINGER_MS = 10_000;
+
+/**
+ * Everything was stopped: the process ends when nothing is left. Should a part have outlived its stop (a
+ * request still retried, a timer), the demo names what is still pending and exits anyway: a user's
+ * Ctrl-C must never leave a terminal hung (#38). The timer does not itself keep the process alive.
+ */
+function exitIfStillRunning(io: CliIo, code: ExitCode): void {
+  setTimeout(() => {
+    const pending = process.getActiveResourcesInfo().filter((r) => r !== "TTYWrap" && r !== "PipeWrap");
+    io.err(`demo: still running ${String(LINGER_MS / 1000)} s after its stop (${pending.join(", ") || "nothing named"}); exiting\n`);
+    process.exit(code);
+  }, LINGER_MS).unref();
 }
 
 interface Stoppable {
@@ -128,14 +146,17 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
   const logFile = join(root, "server.log");
   const logLines: string[] = [];
   let flushTimer: NodeJS.Timeout | undefined;
+  /** Set once everything stopped: a part that outlived its stop logs nowhere (its directory may be gone). */
+  let logClosed = false;
   const flushLog = async () => {
     const text = logLines.splice(0).join("\n");
-    if (text) await writeFile(logFile, text + "\n", { flag: "a" });
+    if (text) await writeFile(logFile, text + "\n", { flag: "a" }).catch((err: unknown) => io.err(`demo: could not write ${logFile}: ${describeError(err)}\n`));
   };
   const logger: Logger = createLogger({
     name: "demo",
     level: "info",
     write: (line) => {
+      if (logClosed) return;
       logLines.push(line);
       flushTimer ??= setTimeout(() => {
         flushTimer = undefined;
@@ -160,6 +181,7 @@ async function runDemo(io: CliIo, opts: { exit: boolean; timeoutMs: number; keep
     }
     clearTimeout(flushTimer);
     await flushLog();
+    logClosed = true;
     if (!opts.keep) await rm(root, { recursive: true, force: true });
   };
   const onSignal = () => {

@@ -23,7 +23,15 @@ export interface PrivateRedis {
 export async function startPrivateRedis(dir: string): Promise<PrivateRedis | undefined> {
   await mkdir(dir, { recursive: true });
   const port = await freePort();
-  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"], { stdio: "ignore" });
+  // Its own process group: a terminal's Ctrl-C (SIGINT to the foreground group) must not stop Redis before
+  // the caller stopped what uses it (a server whose Redis vanished mid-stop hangs in its queue's close).
+  // The caller stops it last; if the caller exits first, the exit hook below ends it.
+  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"], { stdio: "ignore", detached: true });
+  const killOnExit = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  };
+  process.once("exit", killOnExit);
+  child.once("exit", () => process.off("exit", killOnExit));
   const failed = await new Promise<boolean>((resolveStart) => {
     child.once("error", () => resolveStart(true));
     setTimeout(() => resolveStart(false), 150);
@@ -37,7 +45,7 @@ export async function startPrivateRedis(dir: string): Promise<PrivateRedis | und
         pid: child.pid,
         stop: () =>
           new Promise<void>((done) => {
-            if (child.exitCode !== null) return done();
+            if (child.exitCode !== null || child.signalCode !== null) return done();
             child.once("exit", () => done());
             child.kill("SIGTERM");
           }),
@@ -45,7 +53,7 @@ export async function startPrivateRedis(dir: string): Promise<PrivateRedis | und
     }
     await sleep(50);
   }
-  child.kill("SIGKILL");
+  killOnExit();
   return undefined;
 }
 

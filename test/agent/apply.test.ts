@@ -126,6 +126,31 @@ describe("applier", () => {
     expect(names("VirtualService")).toEqual(["a", "c"]);
   });
 
+  it("ends its transient retries once it may no longer write (a stopped or deposed agent's delivery must not outlive it)", async () => {
+    await applier.applyOutput(output(1, [vs("a", NS, "a"), vs("b", NS, "b")]));
+    // Every read and write fails as a transient 500 from now on; the retry budget is far longer than the test.
+    kube.emulator.faults.failRequests(undefined, { path: "/virtualservices" });
+    let leading = true;
+    let calls = 0;
+    const counted = new Proxy(p.client, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === "function" && (prop === "get" || prop === "list") ? (...args: unknown[]) => (calls++, (v as (...a: unknown[]) => unknown).apply(target, args)) : v;
+      },
+    });
+    const inventory = createInventory({ reader: p.client, writer: p.writer, namespace: "gitmesh", cluster: "cluster1" });
+    const deposed = createApplier({ cluster: "cluster1", reader: counted, writer: p.writer, inventory, canWrite: () => leading, retry: { attempts: 1000, initialDelayMs: 5, maxDelayMs: 5 }, metrics: p.metrics, logger: p.logger });
+    const delivery = deposed.applyOutput(output(2, [vs("a", NS, "a"), vs("b", NS, "b"), vs("c", NS, "c")]));
+    await eventually("a few failed attempts", () => calls > 3);
+    leading = false;
+    const atStop = calls;
+    const r = await delivery;
+    expect(r.ack).toBe(false);
+    // At most the requests already in flight when leadership ended; no new attempt after it.
+    expect(calls - atStop).toBeLessThanOrEqual(3);
+    kube.emulator.faults.clear();
+  });
+
   it("refuses a mass deletion loudly (log, metric, NACK) unless the output allows it", async () => {
     await applier.applyOutput(output(1, many(10)));
     const r = await applier.applyOutput(output(2, many(3)));
