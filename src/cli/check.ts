@@ -12,10 +12,10 @@
  * the flag and where the token is. `--server` takes a URL or host:port; https URLs are verified
  * against the system CAs or `--ca-file`.
  */
-import { readFile } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Command } from "commander";
+import { readFlagFile, tokenFromFlags } from "./flag-files.js";
 import { ExitCode, secondsFlag, UsageError, type CliIo } from "./io.js";
 
 interface CheckFlags {
@@ -94,10 +94,8 @@ export function registerCheck(program: Command, io: CliIo): void {
       if (flags.output !== "text" && flags.output !== "json") throw new UsageError(`--output must be text or json, got "${flags.output}"`);
       const timeoutS = secondsFlag("--timeout", flags.timeout);
       const base = serverUrl(flags.server);
-      const token = await tokenOf(flags, process.env);
-      const ca = flags.caFile === undefined ? undefined : await readFile(flags.caFile, "utf8").catch(() => {
-        throw new UsageError(`cannot read --ca-file ${flags.caFile!}`);
-      });
+      const token = await tokenFromFlags(flags, process.env, CHECK_ENV);
+      const ca = await readFlagFile("--ca-file", flags.caFile);
       if (ca !== undefined && base.protocol !== "https:") throw new UsageError(`--ca-file is for an https --server; ${base.href} is plain http`);
       const url = new URL("/api/status", base);
       let status: Status;
@@ -208,18 +206,6 @@ export function serverUrl(value: string): URL {
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`--server must be http:// or https://, got "${value}"`);
   return url;
-}
-
-export async function tokenOf(flags: Pick<CheckFlags, "token" | "tokenFile">, env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  if (flags.token !== undefined) return flags.token.trim() || undefined;
-  const file = flags.tokenFile ?? (env[CHECK_ENV.token] ? undefined : env[CHECK_ENV.tokenFile]);
-  if (file === undefined) return env[CHECK_ENV.token]?.trim() || undefined;
-  const text = await readFile(file, "utf8").catch((err: unknown) => {
-    throw new UsageError(`cannot read the token file ${file}: ${(err as { code?: string }).code ?? "error"}`);
-  });
-  const token = text.trim();
-  if (token === "" || /\s/.test(token)) throw new UsageError(`the token file ${file} must hold one token (one word)`);
-  return token;
 }
 
 /** GET a JSON document (node:http/https, so that --ca-file can be honoured); the error message of a non-200 JSON answer. */

@@ -15,6 +15,7 @@ import { allowedDeletions, compareRenders, reportFails, DEFAULT_MAX_COMMENT_BODI
 import type { CiContext } from "../git-host/index.js";
 import { loadRevisions, renderedSide, renderRevisions, renderRevisionsFromStored } from "../translate/index.js";
 import { createPrometheusClient, prometheusUrlProblem, reviewTraffic, trafficEdges } from "../traffic/index.js";
+import { readFlagFile, readTokenFile } from "./flag-files.js";
 import { ExitCode, integerFlag, UsageError, type CliIo } from "./io.js";
 
 interface DiffFlags {
@@ -108,16 +109,8 @@ export function registerDiff(program: Command, io: CliIo): void {
         if (problem !== undefined) throw new UsageError(`diff: --prometheus: ${problem}`);
       }
       if (!/^[1-9][0-9]*(s|m|h|d)$/.test(flags.trafficWindow)) throw new UsageError(`diff: --traffic-window must be a duration such as 30m, 1h or 1d, not ${JSON.stringify(flags.trafficWindow)}`);
-      const readFlagFile = (flag: string, file: string | undefined) => {
-        if (file === undefined) return undefined;
-        try {
-          return readFileSync(file, "utf8");
-        } catch (err) {
-          throw new UsageError(`diff: ${flag} ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})`);
-        }
-      };
-      const prometheusToken = readFlagFile("--prometheus-token-file", flags.prometheusTokenFile)?.trim();
-      const prometheusCa = readFlagFile("--prometheus-ca-file", flags.prometheusCaFile);
+      const prometheusToken = await readTokenFile("--prometheus-token-file", flags.prometheusTokenFile);
+      const prometheusCa = await readFlagFile("--prometheus-ca-file", flags.prometheusCaFile);
       const env = io.env ?? process.env;
       const maxChars = Number.parseInt(flags.maxCommentChars, 10);
       if (!Number.isInteger(maxChars) || maxChars < 1000) throw new UsageError("diff: --max-comment-chars must be a number of at least 1000");

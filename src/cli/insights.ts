@@ -9,12 +9,13 @@
  * `--severity`, `--cluster` and `--code` narrow what is shown. Exit status: 1 when a shown insight is
  * an error, 0 otherwise, 2 on usage errors.
  */
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { Severity } from "../core/index.js";
 import { INSIGHT_CODES, type Insight } from "../insights/index.js";
-import { CHECK_ENV, getJson, serverUrl, tokenOf, WHERE_TOKEN } from "./check.js";
+import { CHECK_ENV, getJson, serverUrl, WHERE_TOKEN } from "./check.js";
+import { readFlagFile, tokenFromFlags } from "./flag-files.js";
 import { ExitCode, secondsFlag, UsageError, type CliIo } from "./io.js";
 
 interface InsightsFlags {
@@ -123,10 +124,8 @@ interface ServerAnswer {
 async function fromServer(flags: InsightsFlags, io: CliIo): Promise<ServerAnswer | undefined> {
   const base = serverUrl(flags.server!);
   const timeoutS = secondsFlag("--timeout", flags.timeout);
-  const token = await tokenOf(flags, process.env);
-  const ca = flags.caFile === undefined ? undefined : await readFile(flags.caFile, "utf8").catch(() => {
-    throw new UsageError(`cannot read --ca-file ${flags.caFile!}`);
-  });
+  const token = await tokenFromFlags(flags, process.env, CHECK_ENV);
+  const ca = await readFlagFile("--ca-file", flags.caFile);
   const url = new URL("/api/insights", base);
   try {
     const res = await getJson(url, { token, ca, timeoutMs: timeoutS * 1000 });

@@ -7,7 +7,7 @@
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { existsSync, statSync } from "node:fs";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { Registry, collectDefaultMetrics } from "prom-client";
@@ -48,6 +48,7 @@ import {
   type ServerConfig,
   type ServerConfigInput,
 } from "../server/index.js";
+import { readFlagFile, readTokenFile } from "./flag-files.js";
 import { processBuildInfo, UsageError, type CliIo } from "./io.js";
 import { untilStopSignal } from "./signals.js";
 
@@ -294,37 +295,21 @@ function meshCaWiring(config: ServerConfig, kc: KubeConfig | undefined, redis: {
 
 /** The Prometheus of the traffic graph; its token and CA are read from files once (the token never logged). */
 async function prometheusClient(c: NonNullable<ServerConfig["prometheus"]>): Promise<PrometheusClient> {
-  const read = async (file: string | undefined, what: string, flag: string, env: string) =>
-    file === undefined
-      ? undefined
-      : await readFile(file, "utf8").catch((err: unknown) => {
-          throw new UsageError(`cannot read the Prometheus ${what} file ${file}: ${(err as { code?: string }).code ?? "error"} (${flag} or ${env})`);
-        });
-  const token = (await read(c.tokenFile, "token", "--prometheus-token-file", SERVER_ENV.prometheusTokenFile))?.trim();
-  if (token !== undefined && (token === "" || /\s/.test(token))) throw new UsageError(`the Prometheus token file ${c.tokenFile ?? ""} must hold one token`);
-  const caPem = await read(c.caFile, "CA", "--prometheus-ca-file", SERVER_ENV.prometheusCaFile);
+  const token = await readTokenFile({ flag: "--prometheus-token-file", env: SERVER_ENV.prometheusTokenFile }, c.tokenFile);
+  const caPem = await readFlagFile({ flag: "--prometheus-ca-file", env: SERVER_ENV.prometheusCaFile }, c.caFile);
   return createPrometheusClient({ url: c.url, ...(token === undefined ? {} : { token }), ...(caPem === undefined ? {} : { caPem }) });
 }
 
 /** The Git host client for commit statuses; its token is read from a file once (never from a flag, never logged). */
 async function commitStatusPoster(c: NonNullable<ServerConfig["commitStatus"]>): Promise<CommitStatusPoster> {
-  const token = (await readFile(c.tokenFile, "utf8").catch((err: unknown) => {
-    throw new UsageError(`cannot read the commit-status token file ${c.tokenFile}: ${(err as { code?: string }).code ?? "error"} (--commit-status-token-file or ${SERVER_ENV.commitStatusTokenFile})`);
-  })).trim();
-  if (token === "" || /\s/.test(token)) throw new UsageError(`the commit-status token file ${c.tokenFile} must hold one token`);
+  const token = (await readTokenFile({ flag: "--commit-status-token-file", env: SERVER_ENV.commitStatusTokenFile }, c.tokenFile))!;
   return createCommitStatusPoster({ platform: c.platform, apiUrl: c.apiUrl, repository: c.repository, token });
 }
 
 /** The trusted keys of --verify-commits, read once; a file that cannot be read or parsed stops the start. */
 async function commitVerifier(c: NonNullable<ServerConfig["verifyCommits"]>): Promise<CommitVerifier> {
-  const read = async (file: string | undefined, flag: string) =>
-    file === undefined
-      ? undefined
-      : await readFile(file, "utf8").catch((err: unknown) => {
-          throw new UsageError(`cannot read ${flag} ${file}: ${(err as { code?: string }).code ?? "error"}`);
-        });
-  const allowedSigners = await read(c.allowedSignersFile, "--verify-commits-allowed-signers");
-  const openpgpKeys = await read(c.openpgpKeysFile, "--verify-commits-openpgp-keys");
+  const allowedSigners = await readFlagFile("--verify-commits-allowed-signers", c.allowedSignersFile);
+  const openpgpKeys = await readFlagFile("--verify-commits-openpgp-keys", c.openpgpKeysFile);
   try {
     return await createCommitVerifier({ ...(allowedSigners === undefined ? {} : { allowedSigners }), ...(openpgpKeys === undefined ? {} : { openpgpKeys }) });
   } catch (err) {

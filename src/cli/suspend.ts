@@ -9,11 +9,11 @@
  * GITMESH_API_ADMIN_TOKEN_FILE); the server records the caller as the token's role, never a name the
  * client gives. Exit status: 0 done, 1 the server refused or could not be reached, 2 usage error.
  */
-import { readFile } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Command } from "commander";
 import { serverUrl } from "./check.js";
+import { readFlagFile, tokenFromFlags } from "./flag-files.js";
 import { ExitCode, secondsFlag, UsageError, type CliIo } from "./io.js";
 
 interface SuspendFlags {
@@ -78,11 +78,9 @@ function register(program: Command, io: CliIo, action: "suspend" | "resume"): vo
       if (flags.output !== "text" && flags.output !== "json") throw new UsageError(`--output must be text or json, got "${flags.output}"`);
       const timeoutS = secondsFlag("--timeout", flags.timeout);
       const base = serverUrl(flags.server);
-      const token = await tokenOf(flags, io.env ?? process.env);
+      const token = await tokenFromFlags(flags, io.env ?? process.env, ADMIN_TOKEN_ENV);
       if (token === undefined) throw new UsageError(`the admin API needs the admin token: pass --token-file <file> (or --token, or set ${ADMIN_TOKEN_ENV.token});\n  ${WHERE_TOKEN}`);
-      const ca = flags.caFile === undefined ? undefined : await readFile(flags.caFile, "utf8").catch(() => {
-        throw new UsageError(`cannot read --ca-file ${flags.caFile!}`);
-      });
+      const ca = await readFlagFile("--ca-file", flags.caFile);
       if (ca !== undefined && base.protocol !== "https:") throw new UsageError(`--ca-file is for an https --server; ${base.href} is plain http`);
       const url = new URL(cluster === undefined ? `/api/fleet/${action}` : `/api/clusters/${encodeURIComponent(cluster)}/${action}`, base);
       const body = flags.reason === undefined ? "" : JSON.stringify({ reason: flags.reason });
@@ -110,19 +108,6 @@ function register(program: Command, io: CliIo, action: "suspend" | "resume"): vo
       else io.out(`${what}: ${answer.changed ? "resumed" : "was not suspended"}; ${answer.next}\n`);
       io.exitCode = stillHeld ? ExitCode.Failed : ExitCode.Ok;
     });
-}
-
-async function tokenOf(flags: SuspendFlags, env: Readonly<Record<string, string | undefined>>): Promise<string | undefined> {
-  if (flags.token !== undefined) return flags.token.trim() || undefined;
-  // An empty variable counts as unset.
-  const file = flags.tokenFile ?? (env[ADMIN_TOKEN_ENV.token] ? undefined : env[ADMIN_TOKEN_ENV.tokenFile] || undefined);
-  if (file === undefined) return env[ADMIN_TOKEN_ENV.token]?.trim() || undefined;
-  const text = await readFile(file, "utf8").catch((err: unknown) => {
-    throw new UsageError(`cannot read the token file ${file}: ${(err as { code?: string }).code ?? "error"}`);
-  });
-  const token = text.trim();
-  if (token === "" || /\s/.test(token)) throw new UsageError(`the token file ${file} must hold one token (one word)`);
-  return token;
 }
 
 /** POST a JSON body (node:http/https, so that --ca-file is honoured); the JSON answer, or the error message of another status. */

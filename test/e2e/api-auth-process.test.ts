@@ -153,7 +153,7 @@ describe("gitmesh check against a real server with API tokens over HTTPS", () =>
     expect(hostPort.err).toContain(`cannot read http://${base.replace("https://", "")}/api/status`);
     const missing = await check(["--server", base, "--token-file", join(dir, "nope")]);
     expect(missing.code).toBe(2);
-    expect(missing.err).toContain("cannot read the token file");
+    expect(missing.err).toContain(`cannot read --token-file ${join(dir, "nope")}: ENOENT`);
     const bad = await check(["--server", "ftp://x"]);
     expect(bad.code).toBe(2);
     expect(bad.err).toContain("--server must be http:// or https://");

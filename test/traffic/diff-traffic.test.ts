@@ -134,7 +134,12 @@ describe("gitmesh diff --prometheus", () => {
     expect(lonely.err).toContain("go with --prometheus");
     const missing = await gitmesh({}, ["diff", "--repo", repo, "--base", base, "--head", live, "--discovery", DISCOVERY, "--prometheus", running.prometheus.url, "--prometheus-token-file", join(tmp(), "nope")]);
     expect(missing.code).toBe(2);
-    expect(missing.err).toContain("cannot be read (ENOENT)");
+    expect(missing.err).toMatch(/cannot read --prometheus-token-file \S+\/nope: ENOENT/);
+    const twoWords = join(tmp(), "two-words");
+    writeFileSync(twoWords, "Bearer abc\n");
+    const split = await gitmesh({}, ["diff", "--repo", repo, "--base", base, "--head", live, "--discovery", DISCOVERY, "--prometheus", running.prometheus.url, "--prometheus-token-file", twoWords]);
+    expect(split.code).toBe(2);
+    expect(split.err).toContain("must hold one token (one word)");
     // Prometheus itself ignores the bearer token: the report has the figures, and the token is nowhere in the output.
     const withToken = await gitmesh({}, ["diff", "--repo", repo, "--base", base, "--head", live, "--discovery", DISCOVERY, "--prometheus", running.prometheus.url, "--prometheus-token-file", tokenFile]);
     expect(withToken.code).toBe(0);
