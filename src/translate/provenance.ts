@@ -12,7 +12,9 @@
  * selects (route or route-table labels, namespace, workspace, `withDestinations`; empty = every
  * route of its workspace), the oldest policy of a kind wins a route; a destination policy applies to
  * the destinations of its workspace that `applyToDestinations` selects. Delegated routes are
- * counted in the root route table that renders them.
+ * counted in the root route table that renders them. The policies enforced on a VirtualGateway's
+ * routes (JWT, external auth, rate limits, CSRF) render objects of their own; they are listed on the
+ * routes they guard too, chosen per route as the rendering chooses them.
  *
  * Pure: the same desired state and discovery give the same answer; nothing rendered changes.
  */
@@ -21,7 +23,10 @@ import { indexOf, workspaceContext, type WorkspaceContext } from "./context.js";
 import { flattenRoutes } from "./delegation.js";
 import { DESTINATION_POLICY_KINDS, destinationPolicyIndex, destinationTrafficPolicy } from "./destination-policies.js";
 import { toDesiredInput, type Desired, type DiscoveryMap, type InputObject } from "./input.js";
-import { applyRoutePolicies, winningPolicies } from "./route-policies.js";
+import { extAuthSelectsRoutes } from "./ext-auth.js";
+import { jwtSelectsRoutes } from "./jwt-policy.js";
+import { rateLimitSelectsRoutes } from "./rate-limit.js";
+import { applyRoutePolicies, ROUTE_POLICY_KINDS, winningPolicies, winningPolicy } from "./route-policies.js";
 import { gatewayOnly } from "./route-table.js";
 import { asArray, asRecord } from "./selectors.js";
 
@@ -41,6 +46,12 @@ export const ContributionRole = {
   RoutePolicy: "route-policy",
   /** A destination policy: fields of the DestinationRule's traffic policy. */
   DestinationPolicy: "destination-policy",
+  /**
+   * A policy enforced on the gateway for the routes it selects (JWT, external auth, rate limits, CSRF):
+   * rendered as objects of its own (labelled with it as their parent) that act on these routes; its
+   * `fields` name those objects.
+   */
+  GatewayPolicy: "gateway-policy",
 } as const;
 export type ContributionRole = (typeof ContributionRole)[keyof typeof ContributionRole];
 
@@ -79,6 +90,18 @@ export interface Provenance {
 export function refKey(r: GlooRef): string {
   return `${r.kind}/${r.namespace}/${r.name}`;
 }
+
+/**
+ * The policies a VirtualGateway's routes are guarded by, chosen per route as the rendering chooses them
+ * (route-table.ts: the oldest selecting policy of each kind, with the same "applies to routes" test),
+ * and what each renders that acts on the route. East-west routes get none of them (refused there).
+ */
+const GATEWAY_POLICIES: readonly { readonly kind: string; readonly appliesToRoutes: (p: InputObject) => boolean; readonly renders: readonly string[] }[] = [
+  { kind: "ExtAuthPolicy", appliesToRoutes: extAuthSelectsRoutes, renders: ["EnvoyFilter: ext_authz or oauth2 on the route"] },
+  { kind: "CSRFPolicy", appliesToRoutes: () => true, renders: ["EnvoyFilter: csrf on the route"] },
+  { kind: "RateLimitPolicy", appliesToRoutes: rateLimitSelectsRoutes, renders: ["EnvoyFilter: rate limit actions on the route"] },
+  { kind: "JWTPolicy", appliesToRoutes: jwtSelectsRoutes, renders: ["AuthorizationPolicy: the route's hosts and paths", "RequestAuthentication"] },
+];
 
 const ROUTE_FIELD_PROBE = (): { host: string } => ({ host: "probe" });
 
@@ -165,12 +188,14 @@ export function contributions(desired: Desired, discovery: DiscoveryMap): Proven
 }
 
 function routeTables(ctx: WorkspaceContext, ref: (o: InputObject) => GlooRef, out: Collector, fieldMemo: Map<string, string[]>): void {
-  for (const kind of ["RetryTimeoutPolicy", "FaultInjectionPolicy", "CORSPolicy", "HeaderManipulationPolicy", "MirrorPolicy"]) for (const p of ctx.own(kind)) out.known(ref(p));
+  for (const kind of ROUTE_POLICY_KINDS) for (const p of ctx.own(kind)) out.known(ref(p));
+  for (const { kind, appliesToRoutes } of GATEWAY_POLICIES) for (const p of ctx.own(kind)) if (appliesToRoutes(p)) out.known(ref(p));
   for (const root of ctx.own("RouteTable")) {
     const spec = asRecord(root.spec);
     if (asArray(spec.hosts).length === 0) continue; // a delegated child: rendered through its parents
     const parent = ref(root);
-    const hostFields = gatewayOnly(spec) || asArray(spec.virtualGateways).length > 0 ? ["hosts", "gateways"] : ["hosts"];
+    const onGateway = asArray(spec.virtualGateways).length > 0;
+    const hostFields = gatewayOnly(spec) || onGateway ? ["hosts", "gateways"] : ["hosts"];
     for (const route of flattenRoutes(ctx, root).routes) {
       const table = ref(route.table);
       if (route.table === root) out.add(parent, parent, ContributionRole.Parent, [...hostFields, "http[]"], { route: route.name });
@@ -178,6 +203,14 @@ function routeTables(ctx: WorkspaceContext, ref: (o: InputObject) => GlooRef, ou
       for (const [kind, policy] of winningPolicies(ctx, route)) {
         const p = ref(policy);
         out.add(parent, p, ContributionRole.RoutePolicy, routePolicyFields(ctx, kind, policy, fieldMemo), { route: route.name });
+        out.reached(p, parent, { table, route: route.name });
+      }
+      if (!onGateway) continue;
+      for (const { kind, appliesToRoutes, renders } of GATEWAY_POLICIES) {
+        const policy = winningPolicy(ctx, route, kind, appliesToRoutes);
+        if (policy === undefined) continue;
+        const p = ref(policy);
+        out.add(parent, p, ContributionRole.GatewayPolicy, renders, { route: route.name });
         out.reached(p, parent, { table, route: route.name });
       }
     }

@@ -50,6 +50,39 @@ metadata: {name: outlier-reviews, namespace: bookinfo-backends}
 spec:
   applyToDestinations: [{selector: {labels: {app: reviews}}}]
   config: {consecutiveErrors: 2, interval: 5s, baseEjectionTime: 30s, maxEjectionPercent: 50}
+---
+apiVersion: security.policy.gloo.solo.io/v2
+kind: JWTPolicy
+metadata: {name: jwt-reviews, namespace: bookinfo-backends}
+spec:
+  applyToRoutes: [{route: {labels: {resilience: retry}}}]
+  config:
+    providers:
+      p: {issuer: https://issuer.example.com, remote: {url: https://issuer.example.com/jwks}}
+---
+apiVersion: security.policy.gloo.solo.io/v2
+kind: CSRFPolicy
+metadata: {name: csrf-all, namespace: bookinfo-frontends}
+spec:
+  config: {filterEnabled: true}
+---
+apiVersion: trafficcontrol.policy.gloo.solo.io/v2
+kind: RateLimitPolicy
+metadata: {name: rl-reviews, namespace: bookinfo-backends}
+spec:
+  applyToRoutes: [{route: {labels: {resilience: retry}}}]
+  config:
+    ratelimitServerConfig: {name: limits, namespace: gloo-mesh-addons}
+    serverSettings: {name: rate-limit-server}
+    ratelimitClientConfig: {name: per-user}
+---
+apiVersion: security.policy.gloo.solo.io/v2
+kind: ExtAuthPolicy
+metadata: {name: auth-unselected, namespace: bookinfo-frontends}
+spec:
+  config:
+    server: {name: gloo-ext-auth}
+    glooAuth: {configs: [{oauth2: {oidcAuthorizationCode: {appUrl: https://bookinfo.example.com, callbackPath: /callback, clientId: c, clientSecretRef: {name: s, namespace: gloo-mesh}, issuerUrl: https://issuer.example.com/}}}]}
 `;
 
 const prov: Provenance = contributions(desiredFromYaml(base + policies), discovery);
@@ -91,6 +124,26 @@ describe("contributions: which Gloo objects wrote the Istio objects of a root ro
     expect(reach("outlier-reviews").destinations).toEqual(["service/cluster1/bookinfo-backends/reviews", "service/cluster2/bookinfo-backends/reviews"]);
     const dr = prov.parents.find((p) => p.contributions.some((c) => c.from.name === "outlier-reviews"))!;
     expect(dr.contributions.find((c) => c.from.name === "outlier-reviews")).toMatchObject({ role: "destination-policy", fields: ["trafficPolicy.outlierDetection"] });
+  });
+
+  it("policies enforced on the gateway (JWT, CSRF, rate limits) are listed on the routes they guard, with the objects that do it", () => {
+    expect(from("jwt-reviews")).toMatchObject({ role: "gateway-policy", routes: ["reviews"] });
+    expect(from("jwt-reviews")!.fields).toEqual(expect.arrayContaining(["RequestAuthentication"]));
+    expect(reach("jwt-reviews").routes).toEqual([{ table: { kind: "RouteTable", namespace: "bookinfo-backends", name: "reviews-api" }, route: "reviews" }]);
+    expect(from("rl-reviews")).toMatchObject({ role: "gateway-policy", routes: ["reviews"] });
+    // A CSRFPolicy without applyToRoutes: every route of its workspace.
+    expect(from("csrf-all")).toMatchObject({ role: "gateway-policy", routes: ["api-fallback", "home", "ratings", "reviews"] });
+  });
+
+  it("an ExtAuthPolicy without applyToRoutes guards no route (Gloo: an empty applyToRoutes selects none for external auth)", () => {
+    expect(from("auth-unselected")).toBeUndefined();
+    expect(prov.policies.find((p) => p.policy.name === "auth-unselected")).toBeUndefined();
+  });
+
+  it("agrees with the rendering: the gateway policy it lists renders objects of its own in the output", () => {
+    const rendered = [...translateAll(desiredFromYaml(base + policies), discovery).clusters.values()].flatMap((c) => c.resources);
+    const parentNames = new Set(rendered.map((r) => (r as { metadata?: { labels?: Record<string, string> } }).metadata?.labels?.["gitmesh.io/parent-name"]));
+    for (const name of ["jwt-reviews", "csrf-all"]) expect(parentNames.has(name), name).toBe(true);
   });
 
   it("is a side result: the rendered output is the same with or without asking for it, and it is deterministic", () => {

@@ -26,7 +26,7 @@ interface GlooRef {
 }
 interface Contribution {
   readonly from: GlooRef;
-  readonly role: "parent" | "delegated-child" | "route-policy" | "destination-policy";
+  readonly role: "parent" | "delegated-child" | "route-policy" | "destination-policy" | "gateway-policy";
   readonly fields: readonly string[];
   readonly routes?: readonly string[];
   readonly destinations?: readonly string[];
@@ -43,6 +43,7 @@ const ROLE: Record<Contribution["role"], string> = {
   "delegated-child": "delegated child route table",
   "route-policy": "route policy",
   "destination-policy": "destination policy",
+  "gateway-policy": "enforced on the gateway",
 };
 
 const sameRef = (a: GlooRef, b: { kind?: string | undefined; namespace?: string | undefined; name?: string | undefined }) => a.kind === b.kind && a.name === b.name && a.namespace === (b.namespace ?? "");
