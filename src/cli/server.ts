@@ -40,6 +40,10 @@ import {
   SERVER_ENV,
   SERVER_ENV_HELP,
   withDurableRevocations,
+  withDurableSuspensions,
+  SUSPENSION_SECRETS,
+  createKubernetesRecordStore,
+  createMemorySuspensionStore,
   type ManagementServer,
   type ApiTokenStore,
   type ManagementServerOptions,
@@ -409,6 +413,12 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
     apiTokens = createDirectoryApiTokenStore(join(dataDir, "api-tokens"));
   }
   const meshCa = meshCaWiring(config, kc, redis === undefined ? undefined : { client: redis, prefix: redisPrefix });
+  // API suspensions: shared in Redis, and kept beside the relay PKI as well, so that a Redis restarted
+  // empty never releases a cluster held during an incident (src/server/durable-suspensions.ts); without
+  // Redis, the copy beside the PKI is the store.
+  const suspensionCopy = config.pkiDir !== undefined ? createDirectoryRecordStore(join(config.pkiDir, "suspensions")) : config.kubernetesSecrets && kc ? createKubernetesRecordStore(kc, config.namespace, SUSPENSION_SECRETS) : undefined;
+  const sharedSuspensions = redis === undefined ? undefined : createRedisSuspensionStore(redis, redisPrefix);
+  const suspensions = suspensionCopy === undefined ? sharedSuspensions : withDurableSuspensions(sharedSuspensions ?? createMemorySuspensionStore(), suspensionCopy);
 
   const pipeline: PipelinePort = createQueuePipeline({
     ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
@@ -434,7 +444,7 @@ export async function startServerProcess(config: ServerConfig, logger: Logger, e
   const commitStatus = config.commitStatus === undefined ? undefined : await commitStatusPoster(config.commitStatus);
   const verifier = config.verifyCommits === undefined ? undefined : await commitVerifier(config.verifyCommits);
   const prometheus = config.prometheus === undefined ? undefined : await prometheusClient(config.prometheus);
-  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(prometheus ? { prometheus } : {}), ...(commitStatus ? { commitStatus } : {}), ...(verifier ? { verifier } : {}), ...(presence === undefined ? {} : { presence }), ...(redis === undefined ? {} : { suspensions: createRedisSuspensionStore(redis, redisPrefix) }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
+  const server = createManagementServer({ config, pipeline, secrets, apiTokens, registry, logger, dataDir, singleton: leadership, ...(meshCa ? { meshCa } : {}), ...(prometheus ? { prometheus } : {}), ...(commitStatus ? { commitStatus } : {}), ...(verifier ? { verifier } : {}), ...(presence === undefined ? {} : { presence }), ...(suspensions === undefined ? {} : { suspensions }), ...(extra.auditDebounceMs === undefined ? {} : { auditDebounceMs: extra.auditDebounceMs }) });
   try {
     await server.start();
   } catch (err) {

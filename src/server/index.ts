@@ -41,6 +41,7 @@ export {
   createDirectoryRecordStore,
   createDirectorySecretStore,
   createKubernetesRecordStore,
+  SUSPENSION_SECRETS,
   createKubernetesSecretStore,
   createRedisRecordStore,
   identitySecretName,
@@ -51,6 +52,7 @@ export {
   type RelaySecretStore,
 } from "./pki-storage.js";
 export { withDurableRevocations } from "./durable-revocations.js";
+export { withDurableSuspensions } from "./durable-suspensions.js";
 export { createDirectoryCaSecretReader, createKubernetesCaSecretReader, createKubernetesMeshRootStorage, createRedisMeshRootStorage, MESH_ROOT_SECRET } from "./mesh-root-storage.js";
 export { createMemorySuspensionStore, createRedisSuspensionStore, describeSuspension, FLEET_SCOPE, type Suspension, type SuspensionStore } from "./suspensions.js";
 export { AGENT_SUSPENDED_KEY, clusterSync, isTransientNack, nackTransient, pastCommitState, SYNC_STATES, type ClusterSync, type ClusterSyncFacts, type CommitProgressFacts, type NotAppliedWhy, type PastCommitState, type SyncState } from "./cluster-sync.js";

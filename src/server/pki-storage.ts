@@ -130,8 +130,22 @@ export function identitySecretName(cluster: string): string {
   return name.length <= 253 ? name : `relay-identity-${createHash("sha256").update(cluster).digest("hex").slice(0, 32)}`;
 }
 
-/** Identity records as one Secret per cluster; writes carry a resourceVersion precondition. */
-export function createKubernetesRecordStore(kc: KubeConfig, namespace: string): ClusterRecordStore {
+/** Which Secrets a Kubernetes record store keeps (default: the cluster identity records). */
+export interface SecretNaming {
+  readonly secretName: (key: string) => string;
+  /** The label (value "true") its Secrets carry and its list() selects. */
+  readonly label: string;
+  readonly describe: string;
+}
+
+/** The Secret that keeps the API suspensions beside the relay Secrets (durable-suspensions.ts). */
+export const SUSPENSION_SECRETS: SecretNaming = { secretName: () => "gitmesh-suspensions", label: "gitmesh.io/suspensions", describe: "Kubernetes secret gitmesh-suspensions" };
+
+const IDENTITY_SECRETS: SecretNaming = { secretName: identitySecretName, label: IDENTITY_SECRET_LABEL, describe: "Kubernetes secrets relay-identity-<cluster>" };
+
+/** Identity records as one Secret per cluster (or records of another kind, `naming`); writes carry a resourceVersion precondition. */
+export function createKubernetesRecordStore(kc: KubeConfig, namespace: string, naming: SecretNaming = IDENTITY_SECRETS): ClusterRecordStore {
+  const identitySecretName = naming.secretName;
   const api = kc.makeApiClient(CoreV1Api);
   const codeOf = (err: unknown) => (err as { code?: number }).code;
   const valueOf = (s: V1Secret): StoredRecord | undefined => {
@@ -144,7 +158,7 @@ export function createKubernetesRecordStore(kc: KubeConfig, namespace: string): 
     b.metadata = Object.assign(new V1ObjectMeta(), {
       name: identitySecretName(cluster),
       namespace,
-      labels: { "app.kubernetes.io/managed-by": "gitmesh-server", [IDENTITY_SECRET_LABEL]: "true" },
+      labels: { "app.kubernetes.io/managed-by": "gitmesh-server", [naming.label]: "true" },
       annotations: { "gitmesh.io/cluster": cluster },
       ...(resourceVersion === undefined ? {} : { resourceVersion }),
     });
@@ -153,7 +167,7 @@ export function createKubernetesRecordStore(kc: KubeConfig, namespace: string): 
     return b;
   };
   return {
-    describe: `Kubernetes secrets relay-identity-<cluster> in namespace ${namespace}`,
+    describe: `${naming.describe} in namespace ${namespace}`,
     async get(cluster) {
       try {
         return valueOf(await api.readNamespacedSecret({ name: identitySecretName(cluster), namespace }));
@@ -164,7 +178,7 @@ export function createKubernetesRecordStore(kc: KubeConfig, namespace: string): 
     },
     async list() {
       const out = new Map<string, StoredRecord>();
-      const list = await api.listNamespacedSecret({ namespace, labelSelector: `${IDENTITY_SECRET_LABEL}=true` });
+      const list = await api.listNamespacedSecret({ namespace, labelSelector: `${naming.label}=true` });
       for (const s of list.items) {
         const c = s.metadata?.annotations?.["gitmesh.io/cluster"];
         const v = valueOf(s);

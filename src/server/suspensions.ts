@@ -6,7 +6,9 @@
  * A suspension holds a cluster, or the whole fleet (scope `*`), and comes from one of two places:
  *
  *   admin API (`POST /api/clusters/<name>/suspend`, `POST /api/fleet/suspend`; `gitmesh suspend`)
- *     ──▶ the suspension store (Redis: one hash, shared by every replica, survives restarts; memory standalone)
+ *     ──▶ the suspension store (Redis: one hash, shared by every replica, survives restarts; also kept
+         beside the relay PKI — --pki-dir or the Secret gitmesh-suspensions — so that a Redis restarted
+         empty never releases a held cluster: durable-suspensions.ts; memory standalone without a PKI)
  *   gitmesh.yaml `suspend: {clusters: [...], reason}` of the commit in force (a freeze held in Git)
  *     ──▶ read from the desired state (actor: that commit)
  *
@@ -42,27 +44,59 @@ export interface SuspensionStore {
   put(suspension: Suspension): Promise<void>;
   /** Removes the suspension of a scope; false when there was none. */
   remove(scope: string): Promise<boolean>;
+  /**
+   * The last change of every scope it knows, resumes included (`suspension` absent), with its time:
+   * what a copy kept elsewhere is merged with (durable-suspensions.ts). Optional: the memory store has none.
+   */
+  history?(): Promise<SuspensionChange[]>;
 }
 
-/** One Redis hash `<prefix>:suspensions`, field = scope, value = JSON. */
-export function createRedisSuspensionStore(redis: RedisClient, prefix: string): SuspensionStore {
+/** A scope's last change: suspended (with the suspension) or resumed, at `atMs`. */
+export interface SuspensionChange {
+  readonly scope: string;
+  readonly atMs: number;
+  readonly suspension?: Suspension;
+}
+
+/**
+ * One Redis hash `<prefix>:suspensions`, field = scope, value = JSON: a suspension, or the time it was
+ * resumed (`{"scope", "resumedAtMs"}`, kept so that a copy elsewhere can tell a resume from a loss).
+ */
+export function createRedisSuspensionStore(redis: RedisClient, prefix: string, now: () => number = Date.now): SuspensionStore {
   const key = `${prefix}:suspensions`;
+  const history = async (): Promise<SuspensionChange[]> =>
+    Object.entries(await redis.hgetall(key)).flatMap(([scope, raw]) => {
+      const c = parseChange(scope, raw);
+      return c ? [c] : [];
+    });
   return {
     describe: `Redis hash ${key}`,
+    history,
     async list() {
-      const all = await redis.hgetall(key);
-      return Object.values(all).flatMap((raw) => {
-        const s = parseSuspension(raw);
-        return s ? [s] : [];
-      });
+      return (await history()).flatMap((c) => (c.suspension ? [c.suspension] : []));
     },
     async put(s) {
       await redis.hset(key, s.scope, JSON.stringify(s));
     },
     async remove(scope) {
-      return (await redis.hdel(key, scope)) > 0;
+      const raw = await redis.hget(key, scope);
+      const held = raw !== null && parseSuspension(raw) !== undefined;
+      if (held) await redis.hset(key, scope, JSON.stringify({ scope, resumedAtMs: now() }));
+      return held;
     },
   };
+}
+
+/** A stored value as a change of `scope`: a suspension (at its start) or a resume; undefined when unreadable. */
+export function parseChange(scope: string, raw: string): SuspensionChange | undefined {
+  const suspension = parseSuspension(raw);
+  if (suspension !== undefined) return suspension.scope === scope ? { scope, atMs: suspension.sinceMs, suspension } : undefined;
+  try {
+    const v = JSON.parse(raw) as { resumedAtMs?: unknown };
+    return typeof v.resumedAtMs === "number" ? { scope, atMs: v.resumedAtMs } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function createMemorySuspensionStore(): SuspensionStore {

@@ -160,5 +160,30 @@ for (const mode of ["pki-dir", "kubernetes-secrets"] as const) {
       const view = (await (await fetch(`${base()}/api/clusters/cluster1`, { headers: { connection: "close", authorization: `Bearer ${await admin()}` } })).json()) as { cutOff?: string | null };
       expect(view.cutOff ?? "").toMatch(/revoked/);
     }, 240_000);
+
+    it("an API suspension outlives Redis too: suspend, FLUSHALL, restart Redis and the server: the cluster is still held", async () => {
+      const headers = { connection: "close", authorization: `Bearer ${await admin()}` };
+      const res = await fetch(`${base()}/api/clusters/cluster2/suspend`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ reason: "incident 42" }) });
+      expect(res.status).toBe(200);
+      // kept beside the PKI: the --pki-dir file, or the Secret gitmesh-suspensions
+      const kept = kube ? await secretValue("gitmesh-suspensions", "record") : await readFile(join(dir, "pki", "suspensions", "suspensions.json"), "utf8");
+      expect(kept).toContain("incident 42");
+
+      expect(await redisCommand("FLUSHALL")).toBe("+OK\r\n");
+      await stopServer();
+      await redis.stop();
+      await redis.start();
+      await startServer();
+
+      const view = (await (await fetch(`${base()}/api/clusters/cluster2`, { headers })).json()) as { suspended?: { summary?: string } | null };
+      expect(view.suspended?.summary ?? "", "the suspension was forgotten with Redis").toMatch(/suspended since .* by .*\(incident 42\)/);
+      // and resumed through the API, it stays resumed after another flush
+      expect((await fetch(`${base()}/api/clusters/cluster2/resume`, { method: "POST", headers })).status).toBe(200);
+      expect(await redisCommand("FLUSHALL")).toBe("+OK\r\n");
+      await stopServer();
+      await startServer();
+      const after = (await (await fetch(`${base()}/api/clusters/cluster2`, { headers })).json()) as { suspended?: unknown };
+      expect(after.suspended).toBeNull();
+    }, 240_000);
   });
 }
