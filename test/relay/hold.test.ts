@@ -3,12 +3,15 @@
 //     changes (and only then); an older agent (no accepts_hold) is never sent one;
 //   - the real relay client: an agent reconnecting to a cluster that became held meanwhile is told on
 //     subscribe; an output that arrives while held is kept, not applied and not answered; on release it
-//     is applied and ACKed.
+//     is applied and ACKed; a server that states no hold before its output (an older one) lifts it.
+import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import type { OutputUpdate } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
+import { createDiscoveryStreams } from "../../src/relay/discovery-streams.js";
+import type { OutputAck, OutputUpdate } from "../../src/relay/gen/gitmesh/relay/v1/relay.js";
 import type { OutputHold } from "../../src/relay/index.js";
 import { createOutputDelivery } from "../../src/relay/output-delivery.js";
-import { certFor, serveParts, state, until, useRelayCleanup } from "./helpers.js";
+import { endWithStatus, type Malformed } from "../../src/relay/refusals.js";
+import { certFor, clientKey, serveParts, state, testPki, until, useRelayCleanup } from "./helpers.js";
 
 const { defer, rawClient, server, client } = useRelayCleanup();
 
@@ -111,5 +114,45 @@ describe("holds on the output stream", () => {
     expect(told).toEqual([HOLD, undefined]);
     expect(applied).toEqual([1, 2]);
     expect(c.status().hold).toBeUndefined();
+  });
+
+  it("the relay client: a server that states no hold before its output (one older than holds) lifts the hold", async () => {
+    const holds = new Map<string, OutputHold>([["alpha", HOLD]]);
+    /** false: the server behaves as one older than holds (it never sends one). */
+    let speaksHolds = true;
+    const s = await serveParts(
+      (deps) => {
+        const discovery = createDiscoveryStreams(deps);
+        const output = createOutputDelivery({ ...deps, holdOf: (c) => holds.get(c) });
+        const pullOutput = (call: grpc.ServerDuplexStream<OutputAck | Malformed, OutputUpdate>) => {
+          const write = call.write.bind(call) as (m: OutputUpdate, cb?: () => void) => boolean;
+          call.write = ((m: OutputUpdate, cb?: () => void) => (!speaksHolds && m.hold !== undefined ? true : write(m, cb))) as typeof call.write;
+          output.pullOutput(call);
+        };
+        return { pushDiscovery: discovery.pushDiscovery, pullOutput, output };
+      },
+      { defer },
+    );
+    s.part.output.publish("alpha", { version: 1, sourceCommit: "c1", complete: true, resources: state({ a: 1 }) });
+    const told: (OutputHold | undefined)[] = [];
+    const applied: number[] = [];
+    const c = client(s.address, "alpha", {
+      credentials: { certPem: certFor("alpha"), keyPem: clientKey(), caPem: testPki().rootCaCertPem, notAfterMs: Date.now() + 3600_000 },
+      onHold: (h) => void told.push(h),
+      onOutput: (e) => {
+        applied.push(e.version);
+        return { ack: true };
+      },
+    }, false);
+    c.connect();
+    await until(() => told.length === 1 && c.status().outputVersion === 1, "the hold, then version 1 kept");
+    expect(applied).toEqual([]);
+
+    // The server is replaced by an older one: the next session states no hold before the output.
+    speaksHolds = false;
+    endWithStatus(s.part.output.sessions.get("alpha")!.call, { code: grpc.status.UNAVAILABLE, details: "test: server replaced" });
+    await until(() => s.part.output.applied().get("alpha")?.version === 1, "version 1 applied on the new session");
+    expect(told).toEqual([HOLD, undefined]);
+    expect(applied).toEqual([1]);
   });
 });
