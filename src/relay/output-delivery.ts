@@ -292,8 +292,11 @@ export function createOutputDelivery(options: OutputDeliveryOptions): OutputDeli
     const hold = options.holdOf?.(s.cluster);
     const told = hold?.summary ?? "";
     if (s.toldHold === told) return;
+    const wasHeld = (s.toldHold ?? "") !== "";
     s.toldHold = told;
-    log.info(hold ? "told the agent its cluster is held" : "told the agent its cluster is not held", { cluster: s.cluster, ...(hold ? { hold: hold.summary } : {}) });
+    // "Not held" on subscribe is every agent's normal case: not worth an info line per connect.
+    if (hold) log.info("told the agent its cluster is held", { cluster: s.cluster, hold: hold.summary });
+    else log[wasHeld ? "info" : "debug"]("told the agent its cluster is not held", { cluster: s.cluster });
     s.sender.hold(holdMessage(hold));
   }
 
