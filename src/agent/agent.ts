@@ -5,10 +5,16 @@
  * Ownership lives in the inventory ConfigMap (inventory.ts), read by each new leader. Writes to the
  * cluster are refused as soon as this replica is not a leader with a fresh Lease (applier canWrite),
  * and /readyz says not ready when the Lease cannot be reached.
+ *
+ * Two brakes stop apply, prune and drift repair: the chart value `suspend` (the cluster owner's, local:
+ * outputs are NACKed, no drift watcher runs) and the server's hold (a suspension through its API or
+ * gitmesh.yaml, told over the relay: the link keeps outputs until it ends, the drift watcher watches but
+ * repairs nothing, and on release it repairs what drifted meanwhile).
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Registry } from "prom-client";
 import { describeError, type Logger } from "../core/index.js";
+import type { OutputHold } from "../relay/index.js";
 import { createApplier, type Applier, type ResourceError } from "./applier.js";
 import { createCacerts, type IntermediateSigner } from "./cacerts.js";
 import { AGENT_SUSPENDED_KEY, agentSuspendedMessage, type AgentConfig } from "./config.js";
@@ -85,6 +91,8 @@ export function createAgent(options: AgentOptions): Agent {
       logger: logger.child("apply"),
     });
     let link: RelayLink | undefined;
+    /** The server's hold on this cluster, as the relay last told this leader. */
+    let serverHold: OutputHold | undefined;
     const discovery = createDiscovery({
       kc: options.kc,
       reader,
@@ -105,6 +113,17 @@ export function createAgent(options: AgentOptions): Agent {
       async start() {
         link = await options.relay({
           onConnection: (c) => metrics.relayConnected.set(c ? 1 : 0),
+          onHold: (hold) => {
+            const was = serverHold;
+            serverHold = hold;
+            metrics.serverSuspended.set(hold ? 1 : 0);
+            if (hold && !was) logger.warn("cluster held by the management server: nothing is applied, pruned or repaired until it is resumed", { hold: hold.summary });
+            else if (!hold && was) {
+              logger.warn("cluster no longer held by the management server: drift repair resumes and the newest output is applied", { was: was.summary });
+              // What drifted while held (an operator's hotfix) is repaired now, not at the next periodic resync.
+              void drift.resync();
+            }
+          },
           onOutput: async (output) => {
             // The cluster owner's brake: nothing applied or pruned; the server shows the cluster suspended.
             if (config.suspend) {
@@ -134,7 +153,7 @@ export function createAgent(options: AgentOptions): Agent {
         await l?.close();
       },
     };
-    const drift = createDriftWatcher({ kc: options.kc, reader, cluster: config.cluster, applier, kinds: writableKinds(config), resyncPeriodMs: config.resyncPeriodMs, metrics, onRepair: (r) => link?.reportDriftRepair?.(r), ...(options.backoff ? { backoff: options.backoff } : {}), logger: logger.child("drift") });
+    const drift = createDriftWatcher({ kc: options.kc, reader, cluster: config.cluster, applier, kinds: writableKinds(config), resyncPeriodMs: config.resyncPeriodMs, metrics, held: () => serverHold !== undefined, onRepair: (r) => link?.reportDriftRepair?.(r), ...(options.backoff ? { backoff: options.backoff } : {}), logger: logger.child("drift") });
     // Suspended: no drift repair either (nothing is applied there); discovery and the relay stay live.
     const manager = createRunnableManager(config.suspend ? [discovery, relayPart] : [discovery, relayPart, drift], logger);
     leaderParts = { manager, discovery, applier, link: () => link };
@@ -145,6 +164,7 @@ export function createAgent(options: AgentOptions): Agent {
   async function stopLeading() {
     metrics.leader.set(0);
     metrics.relayConnected.set(0);
+    metrics.serverSuspended.set(0); // a standby is told nothing; the next leader is told on subscribe
     const parts = leaderParts;
     leaderParts = undefined;
     await parts?.manager.stop();

@@ -19,6 +19,11 @@
  * jitter) relists every watched kind the same way, so repairs go on even when a watch died
  * silently. A repair that failed (API unreachable, a conflict) is retried with backoff, and an event
  * that arrives while a repair of the same object is in flight is re-checked after it.
+ *
+ * HELD (`held()` true: the management server suspended the cluster, issue #38): the watcher keeps
+ * watching and relisting but repairs nothing — a hand edit made during an incident stays. Each drift it
+ * finds is logged at debug and counted (gitmesh_agent_drift_unrepaired_total). When the hold ends the
+ * agent calls `resync()`, which repairs what drifted meanwhile.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import { describeError, type Logger } from "../core/index.js";
@@ -55,6 +60,8 @@ export interface DriftWatcherOptions {
   readonly metrics?: AgentMetrics;
   /** Informer restarts and failed repairs retry with this backoff (default 200 ms doubling to 30 s). */
   readonly backoff?: BackoffOptions;
+  /** Whether the cluster is held (the server suspended it): drift is found and counted but not repaired (default: never). */
+  readonly held?: () => boolean;
   /** Told of each repair (the agent reports them to the server, for its API and UI). */
   readonly onRepair?: (repair: { readonly key: string; readonly why: "changed" | "deleted"; readonly atMs: number; readonly managers: readonly string[] }) => void;
   readonly logger: Logger;
@@ -163,6 +170,11 @@ export function createDriftWatcher(options: DriftWatcherOptions): DriftWatcher {
   }
 
   function repair(key: string, why: Why, kind: string, live: KubeObject | undefined, managers: readonly string[]): void {
+    if (options.held?.() === true) {
+      options.metrics?.driftUnrepaired.inc({ kind });
+      log.debug("drift left as it is: the cluster is held by the server", { object: key, why, ...(managers.length > 0 ? { managers: managers.join(", ") } : {}) });
+      return;
+    }
     if (pending.has(key)) {
       again.add(key);
       return;
@@ -175,7 +187,8 @@ export function createDriftWatcher(options: DriftWatcherOptions): DriftWatcher {
   async function runRepair(key: string, why: Why, kind: string, live: KubeObject | undefined, managers: readonly string[]): Promise<void> {
     let failed = false;
     try {
-      if (!running || !applier.desired().has(key)) return;
+      // A hold that started after the repair was scheduled wins: the object is left as it is.
+      if (!running || !applier.desired().has(key) || options.held?.() === true) return;
       const result = await applier.reapply(key, live);
       failures.delete(key);
       if (result !== "repaired") return;

@@ -11,6 +11,10 @@
  * - gitmesh_agent_prunes_total{result}                counter deletions of owned objects, result = ok | error
  * - gitmesh_agent_prune_refused_total{reason}         counter prunes refused (mass_deletion | incomplete | control_plane)
  * - gitmesh_agent_drift_repairs_total{kind}           counter owned objects changed by someone else and repaired
+ * - gitmesh_agent_drift_unrepaired_total{kind}        counter such changes found and left as they are because the server holds the cluster
+ *                                                     (counted at each check: the change itself, every relist while it stays)
+ * - gitmesh_agent_server_suspended                    gauge 1 while the management server holds this cluster (suspended through its API
+ *                                                     or gitmesh.yaml): nothing applied, pruned or repaired
  * - gitmesh_agent_output_results_total{result}        counter output versions ACKed / NACKed (ack | nack)
  * - gitmesh_agent_output_version                      gauge last output version handled
  * - gitmesh_agent_cacerts_written_total               counter Istio cacerts secrets written
@@ -38,6 +42,10 @@ export interface AgentMetrics {
   readonly suspended: Gauge;
   /** Outputs answered "suspended" instead of applied. */
   readonly suspendedOutputs: Counter;
+  /** 1 while the management server holds this cluster (API or gitmesh.yaml suspension): applies, prunes and repairs nothing. */
+  readonly serverSuspended: Gauge;
+  /** Drift on owned objects found and left alone because the server holds the cluster. */
+  readonly driftUnrepaired: Counter<"kind">;
   readonly snapshotEntries: Gauge;
   readonly snapshotBytes: Gauge;
   readonly discoveryPushes: Counter;
@@ -103,6 +111,8 @@ export function createAgentMetrics(registry: Registry, options: AgentMetricsOpti
     snapshotBytes: new Gauge({ name: "gitmesh_agent_discovery_snapshot_bytes", help: "JSON bytes of the last discovery snapshot", registers }),
     suspended: new Gauge({ name: "gitmesh_agent_suspended", help: "1 while the agent is suspended by its chart value suspend: nothing applied, pruned or repaired", registers }),
     suspendedOutputs: new Counter({ name: "gitmesh_agent_suspended_outputs_total", help: "Output versions not applied because the agent is suspended (chart suspend)", registers }),
+    serverSuspended: new Gauge({ name: "gitmesh_agent_server_suspended", help: "1 while the management server holds this cluster (suspended through its API or gitmesh.yaml): nothing applied, pruned or repaired", registers }),
+    driftUnrepaired: new Counter({ name: "gitmesh_agent_drift_unrepaired_total", help: "Owned objects found changed or deleted by someone else and left as they are because the server holds the cluster (counted at each check)", labelNames: ["kind"], registers }),
     discoveryPushes: new Counter({ name: "gitmesh_agent_discovery_pushes_total", help: "Discovery states handed to the relay", registers }),
     informerRestarts: new Counter({ name: "gitmesh_agent_informer_restarts_total", help: "Informer restarts after errors", labelNames: ["kind"], registers }),
     applies: new Counter({ name: "gitmesh_agent_applies_total", help: "Server-side applies of output objects", labelNames: ["result"], registers }),
@@ -141,6 +151,7 @@ export function createAgentMetrics(registry: Registry, options: AgentMetricsOpti
 export function initAgentKindLabels(metrics: AgentMetrics, kinds: readonly { readonly kind: string }[]): void {
   for (const { kind } of kinds) {
     metrics.driftRepairs.inc({ kind }, 0);
+    metrics.driftUnrepaired.inc({ kind }, 0);
     metrics.driftFights.inc({ kind }, 0);
   }
 }

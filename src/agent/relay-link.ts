@@ -7,7 +7,7 @@
  */
 import { NeedsHumanError, type Logger } from "../core/index.js";
 import type { IntermediateSigner } from "../pki/index.js";
-import { certificateNotAfterMs, createRelayClient, createRelayIntermediateSigner, RELAY_SECRETS, type RelayClient, type RelayClientCredentials, type RelayClientOptions } from "../relay/index.js";
+import { certificateNotAfterMs, createRelayClient, createRelayIntermediateSigner, RELAY_SECRETS, type OutputHold, type RelayClient, type RelayClientCredentials, type RelayClientOptions } from "../relay/index.js";
 import type { OutputVersion, ResourceError } from "./applier.js";
 import { KINDS, type FieldOwnerWriter, type KubeReader } from "./kube.js";
 
@@ -16,6 +16,12 @@ export interface RelayHandlers {
   onOutput(output: OutputVersion): Promise<{ ack: boolean; errors: readonly ResourceError[] }>;
   /** Session state changes. */
   onConnection?(connected: boolean): void;
+  /**
+   * The server holds this cluster (a suspension through its API or gitmesh.yaml), or no longer does
+   * (undefined). While held no output arrives at `onOutput` (the link keeps the newest and hands it over
+   * on release) and the agent repairs no drift.
+   */
+  onHold?(hold: OutputHold | undefined): void;
 }
 
 /** What the agent needs from the relay. */
@@ -174,6 +180,7 @@ export function createRelayLinkFactory(options: RelayLinkOptions): RelayLinkFact
           handlers.onConnection?.(connected);
         }
       },
+      onHold: (hold) => handlers.onHold?.(hold),
       onOutput: async (e) => {
         const r = await handlers.onOutput({ version: e.version, complete: e.complete, sourceCommit: e.sourceCommit, resources: e.state });
         // Each error says whether it passes without a person (the server shows "retrying", not "refused").

@@ -52,8 +52,8 @@ function register(program: Command, io: CliIo, action: "suspend" | "resume"): vo
     .description(
       action === "suspend"
         ? "Suspend a cluster (or --all: the whole fleet) on a running management server: the cluster keeps what it\n" +
-            "runs, the server hands it no new output (nothing applied or pruned), its connection, discovery and status\n" +
-            "stay live, and every view shows \"suspended since <time> by <who> (<reason>)\". Stored in the server's\n" +
+            "runs, the server hands it no new output (nothing applied or pruned) and its agent repairs no drift (a hand\n" +
+            "edit stays until resumed), its connection, discovery and status stay live, and every view shows \"suspended since <time> by <who> (<reason>)\". Stored in the server's\n" +
             "shared store (Redis): every replica and a restart agree. Undo with gitmesh resume.\n" +
             "Exit status: 0 done, 1 refused or unreachable, 2 usage error."
         : "Resume a suspended cluster (or --all: the fleet) on a running management server: it is handed the output of\n" +

@@ -17,7 +17,7 @@
  *     name: reviews                # optional (any name)
  *     jsonPointers: [/spec/http/0/route/0/weight]
  * allowMassDeletion: [cluster1]    # clusters whose outputs may delete any number of objects (`*` = all; default none)
- * suspend:                # a change freeze held in Git: nothing new is applied or pruned there (default none)
+ * suspend:                # a change freeze held in Git: nothing new is applied, pruned or repaired there (default none)
  *   clusters: [cluster1]  # cluster names, or ["*"] for the whole fleet
  *   reason: change freeze until 2026-12-01   # optional, shown with "suspended since … by …"
  * ```

@@ -27,6 +27,8 @@ export interface InProcessAgentOptions {
   readonly leaderElection?: { readonly leaseDurationMs: number; readonly renewDeadlineMs: number; readonly retryPeriodMs: number };
   /** The chart value `suspend` (default false): apply, prune and repair nothing. */
   readonly suspend?: boolean;
+  /** The drift watcher's periodic full resync, in whole seconds (default the chart's 5 min). */
+  readonly resyncPeriodSeconds?: number;
 }
 
 export function createInProcessAgent(options: InProcessAgentOptions): Agent {
@@ -41,6 +43,7 @@ export function createInProcessAgent(options: InProcessAgentOptions): Agent {
         : { leaseDurationMs: String(options.leaderElection.leaseDurationMs), renewDeadlineMs: String(options.leaderElection.renewDeadlineMs), retryPeriodMs: String(options.leaderElection.retryPeriodMs) }),
       debounceMs: String(options.debounceMs ?? 50),
       ...(options.suspend === true ? { suspend: "true" } : {}),
+      ...(options.resyncPeriodSeconds === undefined ? {} : { resyncPeriod: `${String(options.resyncPeriodSeconds)}s` }),
     },
     { identity: `${cluster}-agent` },
   );

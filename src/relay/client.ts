@@ -8,6 +8,12 @@
  * is not acknowledged within `ackTimeoutMs` is torn down; whatever the server ends (end, close, error)
  * ends the whole session and its channel; discovery is not written while the stream's buffer is full
  * (the newest state goes as one delta once it drains); waiters for the same version share one promise.
+ *
+ * Holds (suspensions, #38): the client subscribes with `acceptsHold`; the server states the cluster's hold
+ * before any output and again when it changes (`onHold`). An output that arrives while held is kept, not
+ * handed to `onOutput` and not answered; when the hold is released the newest one kept is applied and
+ * answered. The hold outlives a session (a cut connection does not lift it); a server that states no hold
+ * before its first output (an older one) lifts it.
  */
 import * as grpc from "@grpc/grpc-js";
 import { backoffDelay, describeError, type BackoffOptions, type Logger } from "../core/index.js";
@@ -21,9 +27,11 @@ import {
   type CertificateResponse,
   type DiscoveryAck,
   type DiscoveryUpdate,
+  type Hold,
   type OutputAck,
   type OutputUpdate,
 } from "./gen/gitmesh/relay/v1/relay.js";
+import type { OutputHold } from "./output-delivery.js";
 import { OwnedConnectionCredentials } from "./owned-connections.js";
 import { certificateNotAfterMs, createCsr } from "./pki.js";
 import { applyStateDelta, createChunkAssembler, diffStates, encodeChunks, isEmptyDelta, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
@@ -68,6 +76,8 @@ export interface RelayClientStatus {
   readonly sessions: number;
   readonly lastError?: { readonly code: number; readonly details: string };
   readonly outputVersion: number | undefined;
+  /** The server's hold on this cluster as last stated (undefined: not held). */
+  readonly hold: OutputHold | undefined;
 }
 
 export interface RelayClientOptions {
@@ -93,6 +103,11 @@ export interface RelayClientOptions {
   readonly onCredentials?: (credentials: RelayClientCredentials) => void | Promise<void>;
   /** Applies an output version; ACK or NACK with per-resource errors. Default: ACK. */
   readonly onOutput?: (event: OutputEvent) => OutputResult | Promise<OutputResult>;
+  /**
+   * The server's hold on this cluster started, changed (undefined: ended). While held no output is handed
+   * to `onOutput`; the agent must not repair drift either (what it runs is kept as it is).
+   */
+  readonly onHold?: (hold: OutputHold | undefined) => void;
   /** Session changes (connected, disconnected with the server's status). */
   readonly onStatus?: (status: RelayClientStatus) => void;
   readonly logger: Logger;
@@ -231,6 +246,8 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
   let syncWaiter: Deferred | undefined;
   // Output: what this agent has received.
   let output: { version: number; state: RelayState } | undefined;
+  /** The server's hold as it last stated it (kept across sessions: a disconnect lifts nothing). */
+  let hold: OutputHold | undefined;
 
   const status = (): RelayClientStatus => ({
     connected: session !== undefined && !session.dead,
@@ -238,6 +255,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     sessions: sessionCount,
     ...(lastError ? { lastError } : {}),
     outputVersion: output?.version,
+    hold,
   });
   const notify = () => options.onStatus?.(status());
 
@@ -398,13 +416,36 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     }
   }
 
+  /** Takes the hold the server stated; tells the agent when it differs from the one in force. */
+  function setHold(next: OutputHold | undefined) {
+    if ((next?.summary ?? "") === (hold?.summary ?? "")) return;
+    hold = next;
+    options.onHold?.(next);
+    notify();
+  }
+
   function outputHandler(s: Session) {
     const assembler = createChunkAssembler<OutputUpdate>(limits, (a, b) => a.version === b.version && a.full === b.full && a.checksum === b.checksum);
     let chain = Promise.resolve();
     // Payload bytes of the chunks of the update being assembled (a failed update ends the session, and with it this count).
     let pendingBytes = 0;
+    /** The server stated the hold on this stream (one that understands holds does so before any output). */
+    let heardHold = false;
+    /** The newest output that arrived while held: applied and answered once the hold is released. */
+    let deferred: OutputEvent | undefined;
     const reply = (msg: OutputAck) => {
       if (!s.dead) s.pull.write(msg);
+    };
+    const answer = (version: number, result: OutputResult) =>
+      reply({ cluster: options.cluster, version, ack: result.ack, errors: result.ack ? [] : result.errors.map(applyError), resync: false, report: false, repairs: [], acceptsHold: false });
+    const apply = async (event: OutputEvent) => {
+      let result: OutputResult = { ack: true };
+      try {
+        if (options.onOutput) result = await options.onOutput(event);
+      } catch (err) {
+        result = { ack: false, errors: [{ key: "", message: describeError(err) }] };
+      }
+      answer(event.version, result);
     };
     const process = async (u: OutputUpdate) => {
       pendingBytes += u.chunk?.payload.length ?? 0;
@@ -416,24 +457,47 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       if (u.full) state = new Map(delta.upserts);
       else if (output?.version !== u.baseVersion) {
         log.warn("output delta does not apply to our version; asking for a full resend", { have: output?.version, base: u.baseVersion });
-        return reply({ cluster: options.cluster, version: u.version, ack: false, errors: [], resync: true, report: false, repairs: [] });
+        return reply({ cluster: options.cluster, version: u.version, ack: false, errors: [], resync: true, report: false, repairs: [], acceptsHold: false });
       } else state = applyStateDelta(output.state, delta);
       if (stateChecksum(state) !== u.checksum) {
         log.warn("output checksum mismatch; asking for a full resend", { version: u.version });
-        return reply({ cluster: options.cluster, version: u.version, ack: false, errors: [], resync: true, report: false, repairs: [] });
+        return reply({ cluster: options.cluster, version: u.version, ack: false, errors: [], resync: true, report: false, repairs: [], acceptsHold: false });
       }
       output = { version: u.version, state };
-      let result: OutputResult = { ack: true };
-      try {
-        if (options.onOutput) {
-          result = await options.onOutput({ version: u.version, full: u.full, complete: u.complete, sourceCommit: u.sourceCommit, checksum: u.checksum, state, delta: u.full ? { upserts: state, removed: [] } : delta, payloadBytes });
-        }
-      } catch (err) {
-        result = { ack: false, errors: [{ key: "", message: describeError(err) }] };
+      const event: OutputEvent = { version: u.version, full: u.full, complete: u.complete, sourceCommit: u.sourceCommit, checksum: u.checksum, state, delta: u.full ? { upserts: state, removed: [] } : delta, payloadBytes };
+      if (hold) {
+        // Kept, not applied and not answered: the server knows the cluster is held (it said so).
+        if (deferred) log.debug("a newer output replaces the one kept while held", { kept: deferred.version, version: u.version });
+        deferred = event;
+        log.info("output kept, not applied: the cluster is held by the server", { version: u.version, sourceCommit: u.sourceCommit });
+        return;
       }
-      reply({ cluster: options.cluster, version: u.version, ack: result.ack, errors: result.ack ? [] : result.errors.map(applyError), resync: false, report: false, repairs: [] });
+      deferred = undefined;
+      await apply(event);
+    };
+    /** A hold notice: taken at once (not behind an apply in progress); a release applies what was kept. */
+    const onHoldNotice = (h: Hold) => {
+      heardHold = true;
+      setHold(h.held ? { sinceMs: h.sinceMs, by: h.by, ...(h.reason === "" ? {} : { reason: h.reason }), summary: h.summary } : undefined);
+      if (hold || !deferred) return;
+      chain = chain
+        .then(async () => {
+          const kept = deferred;
+          deferred = undefined;
+          // Only the newest output received, and only while still released.
+          if (kept && !hold && output?.version === kept.version) await apply({ ...kept, full: true, delta: { upserts: kept.state, removed: [] } });
+        })
+        .catch((err: unknown) => teardown(s, err));
     };
     return (u: OutputUpdate) => {
+      if (u.hold !== undefined) return onHoldNotice(u.hold);
+      if (!heardHold) {
+        heardHold = true;
+        if (hold) {
+          log.warn("the relay server stated no hold before its output (a server without holds): the cluster is treated as not held", { cluster: options.cluster });
+          setHold(undefined);
+        }
+      }
       chain = chain.then(() => process(u)).catch((err: unknown) => teardown(s, err));
     };
   }
@@ -531,7 +595,8 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
     }
     sentState = new Map();
     sendDiscovery(s, true);
-    s.pull.write({ cluster: options.cluster, version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] });
+    // Subscribe, saying that this agent understands holds (the server then states the hold before any output).
+    s.pull.write({ cluster: options.cluster, version: 0, ack: false, errors: [], resync: false, report: false, repairs: [], acceptsHold: true });
     notify();
   }
 
@@ -571,7 +636,7 @@ export function createRelayClient(options: RelayClientOptions): RelayClient {
       const s = session;
       // Best effort: dropped too while the stream's buffer is full (a server that does not read).
       if (!s || s.dead || repairs.length === 0 || s.pull.writableNeedDrain) return;
-      s.pull.write({ cluster: options.cluster, version: 0, ack: false, errors: [], resync: false, report: true, repairs: repairs.map((r) => ({ key: r.key, why: r.why, atMs: r.atMs, managers: [...r.managers] })) });
+      s.pull.write({ cluster: options.cluster, version: 0, ack: false, errors: [], resync: false, report: true, repairs: repairs.map((r) => ({ key: r.key, why: r.why, atMs: r.atMs, managers: [...r.managers] })), acceptsHold: false });
     },
     status,
     async close() {

@@ -48,6 +48,7 @@ export {
   type OutputNackEvent,
   type DriftRepairEvent,
   DRIFT_LIMITS,
+  type OutputHold,
   type OutputSnapshot,
   type RelayServer,
   type RelayServerOptions,

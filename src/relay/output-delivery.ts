@@ -5,6 +5,11 @@
  * per cluster is kept (`applied`). On the same stream the agent reports drift repairs (bounded:
  * DRIFT_LIMITS).
  *
+ * Holds (suspensions, issue #38): `holdOf(cluster)` says whether the server holds a cluster. An agent that
+ * subscribed with `acceptsHold` is told the hold (held or not) on subscribe, before any output, and again
+ * after `holdsChanged()` whenever what it was last told differs; while held it applies, prunes and repairs
+ * nothing. An older agent is never sent one (it would take a chunkless update for a malformed one).
+ *
  * A slow agent costs at most one encoded update plus `sendBufferBytes` per stream: each stream's sender
  * writes chunk by chunk, waits for gRPC to flush, and a version still waiting to be sent is replaced by a
  * newer publication (the agent then gets a delta to the newest).
@@ -15,13 +20,28 @@
 import type * as grpc from "@grpc/grpc-js";
 import type { Logger } from "../core/index.js";
 import { RELAY_DEFAULTS } from "./constants.js";
-import type { OutputAck, OutputUpdate } from "./gen/gitmesh/relay/v1/relay.js";
+import type { Hold, OutputAck, OutputUpdate } from "./gen/gitmesh/relay/v1/relay.js";
 import type { RelayMetrics } from "./metrics.js";
 import type { PeerGate } from "./peer-gate.js";
 import { assertDecoded, checkNamedCluster, type Malformed, type Refusals, type RequestFields } from "./refusals.js";
 import { closeWhenStreamEnds, createStreamSessions, type StreamKind, type StreamSession, type StreamSessions } from "./stream-sessions.js";
 import type { RelayHandlers } from "./transport.js";
 import { diffStates, encodeChunks, stateChecksum, type RelayState, type StateDelta } from "./wire.js";
+
+/** The server's hold on a cluster (a suspension): while held its agent applies, prunes and repairs nothing. */
+export interface OutputHold {
+  readonly sinceMs: number;
+  /** Who suspended: an API identity, or the commit whose gitmesh.yaml holds the freeze. */
+  readonly by: string;
+  readonly reason?: string;
+  /** The one line every view prints ("suspended since … by …"). */
+  readonly summary: string;
+}
+
+/** What a hold looks like on the wire (released: `held` false and nothing else). */
+export function holdMessage(hold: OutputHold | undefined): Hold {
+  return hold ? { held: true, sinceMs: hold.sinceMs, by: hold.by, reason: hold.reason ?? "", summary: hold.summary } : { held: false, sinceMs: 0, by: "", reason: "", summary: "" };
+}
 
 /** A rendered output snapshot for one cluster. */
 export interface OutputSnapshot {
@@ -93,6 +113,8 @@ export interface OutputDeliveryOptions {
   readonly onDriftRepairs?: ((event: DriftRepairEvent) => void) | undefined;
   readonly onConnect?: ((cluster: string, stream: StreamKind) => void) | undefined;
   readonly onDisconnect?: ((cluster: string, stream: StreamKind) => void) | undefined;
+  /** Whether the server holds a cluster (a suspension), asked on subscribe and by `holdsChanged` (default: none is). */
+  readonly holdOf?: ((cluster: string) => OutputHold | undefined) | undefined;
   /** Clock for ACK times and drift report bounds (default Date.now). */
   readonly now?: () => number;
 }
@@ -102,6 +124,8 @@ export interface OutputDelivery extends Pick<RelayHandlers, "pullOutput"> {
   readonly publish: (cluster: string, snapshot: OutputSnapshot) => void;
   /** The last version each cluster's agent ACKed, with its source commit. */
   readonly applied: () => ReadonlyMap<string, AppliedVersion>;
+  /** Holds may have changed: asks `holdOf` again for every subscribed agent that understands holds and tells it what differs from what it was told. */
+  readonly holdsChanged: () => void;
   /** The open pull streams. */
   readonly sessions: Pick<StreamSessions<StreamSession>, "get" | "clusters" | "all">;
 }
@@ -113,6 +137,8 @@ const SENT_VERSIONS_KEPT = 64;
 interface OutputSender {
   /** Queues `snap`; a version still waiting is replaced (counted as coalesced). */
   send(snap: OutputSnapshot, forceFull: boolean): void;
+  /** Writes a hold notice at once (not queued behind output: it may go between the chunks of an update). */
+  hold(hold: Hold): void;
   /** The source commit of a version this stream sent (recent ones only). */
   sentCommit(version: number): string | undefined;
   /** Drops what waits and gives back the buffered bytes (the stream closed). */
@@ -159,7 +185,7 @@ function createOutputSender(call: grpc.ServerDuplexStream<OutputAck | Malformed,
       buffered += size;
       metrics.outputBuffered.inc({ cluster }, size);
       metrics.streamBytes.inc({ direction: "sent" }, size);
-      const ok = call.write({ version: snap.version, baseVersion, full, complete: snap.complete, sourceCommit: snap.sourceCommit, checksum, chunk }, () => {
+      const ok = call.write({ version: snap.version, baseVersion, full, complete: snap.complete, sourceCommit: snap.sourceCommit, checksum, chunk, hold: undefined }, () => {
         if (!isOpen()) return; // release() already gave back the stream's buffered bytes
         buffered -= size;
         metrics.outputBuffered.dec({ cluster }, size);
@@ -194,6 +220,9 @@ function createOutputSender(call: grpc.ServerDuplexStream<OutputAck | Malformed,
       pending = { snap, forceFull: forceFull || (pending?.forceFull ?? false) };
       void pump();
     },
+    hold(hold) {
+      if (isOpen()) call.write({ version: 0, baseVersion: 0, full: false, complete: false, sourceCommit: "", checksum: "", chunk: undefined, hold });
+    },
     sentCommit: (version) => sentVersions.get(version)?.sourceCommit,
     release() {
       pending = undefined;
@@ -207,6 +236,10 @@ function createOutputSender(call: grpc.ServerDuplexStream<OutputAck | Malformed,
 interface PullSession extends StreamSession {
   /** The agent's first message (version 0) subscribes it. */
   subscribed: boolean;
+  /** Set on subscribe: the agent understands holds. */
+  acceptsHold: boolean;
+  /** The hold this stream was last told (its summary; "" = released), undefined before the first. */
+  toldHold: string | undefined;
   readonly sender: OutputSender;
   readonly stopExpiry: () => void;
 }
@@ -249,6 +282,24 @@ export function createOutputDelivery(options: OutputDeliveryOptions): OutputDeli
     }
   }
 
+  /**
+   * Tells a hold-aware agent the cluster's hold when it differs from what its stream was last told. Written
+   * straight to the stream, not through the sender: it is small, and it must not wait behind (or be
+   * coalesced with) an output; the agent reads it between the chunks of an update as well.
+   */
+  function tellHold(s: PullSession): void {
+    if (!s.acceptsHold || s.closed) return;
+    const hold = options.holdOf?.(s.cluster);
+    const told = hold?.summary ?? "";
+    if (s.toldHold === told) return;
+    const wasHeld = (s.toldHold ?? "") !== "";
+    s.toldHold = told;
+    // "Not held" on subscribe is every agent's normal case: not worth an info line per connect.
+    if (hold) log.info("told the agent its cluster is held", { cluster: s.cluster, hold: hold.summary });
+    else log[wasHeld ? "info" : "debug"]("told the agent its cluster is not held", { cluster: s.cluster });
+    s.sender.hold(holdMessage(hold));
+  }
+
   /** One message from the agent: subscribe, drift report, resync request, or ACK/NACK. */
   function handle(msg: OutputAck | Malformed, s: PullSession): void {
     assertDecoded(msg, "OutputAck");
@@ -256,6 +307,9 @@ export function createOutputDelivery(options: OutputDeliveryOptions): OutputDeli
     const latest = outputs.get(s.cluster);
     if (!s.subscribed) {
       s.subscribed = true;
+      s.acceptsHold = msg.acceptsHold;
+      // The hold first: the agent must know it before the output arrives.
+      tellHold(s);
       if (latest) s.sender.send(latest, true);
     } else if (msg.report) {
       const repairs = boundDriftRepairs(msg.repairs, now());
@@ -290,7 +344,7 @@ export function createOutputDelivery(options: OutputDeliveryOptions): OutputDeli
     });
     closeWhenStreamEnds(call, close);
     options.gate.acceptStream(call, fields, ({ cluster, issuedAtMs, stopExpiry }) => {
-      const s: PullSession = { cluster, issuedAtMs, call, closed: false, subscribed: false, stopExpiry, sender: createOutputSender(call, cluster, () => !s.closed, settings) };
+      const s: PullSession = { cluster, issuedAtMs, call, closed: false, subscribed: false, acceptsHold: false, toldHold: undefined, stopExpiry, sender: createOutputSender(call, cluster, () => !s.closed, settings) };
       session = s;
       sessions.open(s);
       for (const m of early.splice(0)) if (!s.closed) receive(m, s);
@@ -305,6 +359,9 @@ export function createOutputDelivery(options: OutputDeliveryOptions): OutputDeli
       if (s?.subscribed && !s.closed) s.sender.send(snapshot, false);
     },
     applied: () => applied,
+    holdsChanged() {
+      for (const s of sessions.all()) if (s.subscribed) tellHold(s);
+    },
     sessions,
   };
 }

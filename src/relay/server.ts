@@ -24,7 +24,7 @@ import { createAdmission } from "./admission.js";
 import { createClusterIdentities, createMemoryRecordStore, type ClusterIdentities } from "./identity.js";
 import { createIntermediateSigning } from "./intermediate-signing.js";
 import { createRelayMetrics } from "./metrics.js";
-import { createOutputDelivery, type AppliedVersion, type DriftRepairEvent, type OutputAckEvent, type OutputNackEvent, type OutputSnapshot } from "./output-delivery.js";
+import { createOutputDelivery, type AppliedVersion, type DriftRepairEvent, type OutputAckEvent, type OutputHold, type OutputNackEvent, type OutputSnapshot } from "./output-delivery.js";
 import { createPeerGate } from "./peer-gate.js";
 import type { RelayPki } from "./pki.js";
 import { createRefusals } from "./refusals.js";
@@ -37,7 +37,7 @@ import type { RelayState } from "./wire.js";
 export type { DiscoveryEvent } from "./discovery-streams.js";
 export type { StreamKind } from "./stream-sessions.js";
 
-export { DRIFT_LIMITS, type AppliedVersion, type DriftRepairEvent, type OutputAckEvent, type OutputNackEvent, type OutputSnapshot } from "./output-delivery.js";
+export { DRIFT_LIMITS, type AppliedVersion, type DriftRepairEvent, type OutputAckEvent, type OutputHold, type OutputNackEvent, type OutputSnapshot } from "./output-delivery.js";
 
 export interface RelayServerOptions {
   /** CA, server certificate and signing CA (see loadOrCreateRelayPki). */
@@ -89,6 +89,12 @@ export interface RelayServerOptions {
   readonly onNack?: (event: OutputNackEvent) => void;
   /** Drift repairs an agent reported (its owned objects changed by someone else and put back). */
   readonly onDriftRepairs?: (event: DriftRepairEvent) => void;
+  /**
+   * Whether the server holds a cluster (a suspension; default: none is). Asked when an agent subscribes
+   * and after `holdsChanged()`; an agent that understands holds is told (README "Protocol flow" 2) and
+   * then applies, prunes and repairs nothing until released.
+   */
+  readonly holdOf?: (cluster: string) => OutputHold | undefined;
   readonly onConnect?: (cluster: string, stream: StreamKind) => void;
   readonly onDisconnect?: (cluster: string, stream: StreamKind) => void;
   /**
@@ -114,6 +120,8 @@ export interface RelayServer {
   readonly port: number | undefined;
   /** Publishes a cluster's output: sent at once if its agent is subscribed (delta against what it has), else on its next connect (full). */
   publishOutput(cluster: string, snapshot: OutputSnapshot): void;
+  /** Holds may have changed (`holdOf` answers differently): every subscribed agent is told what differs from what it was told. */
+  holdsChanged(): void;
   /** Clusters with an open push or pull stream. */
   connectedClusters(): { cluster: string; push: boolean; pull: boolean; warmed: boolean }[];
   /** The last version each cluster's agent ACKed, with its source commit. */
@@ -175,6 +183,7 @@ export function createRelayServer(options: RelayServerOptions): RelayServer {
       await transport.stop();
     },
     publishOutput: output.publish,
+    holdsChanged: output.holdsChanged,
     connectedClusters: () =>
       [...new Set([...discovery.sessions.clusters(), ...output.sessions.clusters()])].sort().map((cluster) => ({
         cluster,

@@ -323,7 +323,7 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
         const before = s.list().find((x) => x.scope === scope && x.source === "api");
         await s.suspend(scope, caller.actor, reason);
         changed = before === undefined;
-        log.warn(`${where} suspended through the API: nothing new is applied or pruned there until resumed`, { scope, by: caller.actor, ...(reason === undefined ? {} : { reason }) });
+        log.warn(`${where} suspended through the API: nothing new is applied, pruned or repaired there until resumed`, { scope, by: caller.actor, ...(reason === undefined ? {} : { reason }) });
       } else {
         changed = await s.resume(scope);
         if (changed) log.warn(`${where} resumed through the API: the newest output is delivered`, { scope, by: caller.actor });
@@ -336,7 +336,7 @@ export function createApiViews(options: ApiViewsOptions): ApiViews {
             : `still held: ${describeSuspension(still)}; resume ${still.scope === FLEET_SCOPE ? "the fleet (gitmesh resume --all)" : `the cluster (gitmesh resume ${still.scope})`}`
           : action === "resume"
             ? "delivering the output of the commit in force"
-            : "nothing new is applied or pruned there until resumed; connection, discovery and status stay live";
+            : "nothing new is applied, pruned or repaired there until resumed (its agent leaves drift such as a hand edit alone); connection, discovery and status stay live";
       res.writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
       res.end(JSON.stringify({ scope: name === undefined ? "fleet" : name, action, changed, suspended: still ? suspensionView(still) : null, next }, null, 2) + "\n");
     },

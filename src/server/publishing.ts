@@ -12,7 +12,10 @@
  * partial, so only once the pipeline went idle after every cluster's discovery is known do they count.
  *
  * A suspended cluster (suspensions.ts) is handed nothing: its newest output is kept here and handed
- * to the relay when it is resumed (`resumed`), so its agent is brought to the commit in force.
+ * to the relay when it is resumed (`resumed`), so its agent is brought to the commit in force. Its agent
+ * is told it is held (`holdOf`, asked by the relay when an agent subscribes; `holdsChanged` after every
+ * read of the suspensions, before `resumed`): while held it applies, prunes and repairs nothing, so a
+ * hand edit made during an incident stays until the cluster is resumed.
  *
  * A NACK whose every error is transient (HTTP 429/5xx, a timeout, an agent replica that lost its Lease:
  * cluster-sync.ts isTransientNack) is not a refusal: the same output is handed to the relay again after
@@ -20,7 +23,7 @@
  * a newer version.
  */
 import { backoffDelay, describeError, type BackoffOptions, type Logger } from "../core/index.js";
-import type { OutputNackEvent, RelayServer } from "../relay/index.js";
+import type { OutputHold, OutputNackEvent, RelayServer } from "../relay/index.js";
 import { isTransientNack, nackTransient } from "./cluster-sync.js";
 import type { SnapshotStore } from "../store/index.js";
 import { relayResources } from "./completeness.js";
@@ -35,13 +38,13 @@ export interface PublishingOptions {
   /** The store in use now: the discovery and outputs that survived a restart. */
   readonly store: () => Pick<SnapshotStore, "listDiscovery" | "listOutputs" | "discoveryChecksums">;
   /** The relay once it listens (undefined before: outputs wait in memory until `publishAll`). */
-  readonly relay: () => Pick<RelayServer, "publishOutput"> | undefined;
+  readonly relay: () => Pick<RelayServer, "publishOutput" | "holdsChanged"> | undefined;
   readonly convergence: Pick<ConvergenceTracker, "published">;
   readonly metrics: Pick<ServerMetrics, "outputsPublished" | "clustersWarmed" | "warming">;
   /** How long warming waits for every cluster's discovery after a restart that lost state. */
   readonly warmingWindowMs: number;
-  /** Whether a cluster is suspended: nothing new is handed to the relay for it (default: none is). */
-  readonly isSuspended?: (cluster: string) => boolean;
+  /** What holds a cluster (a suspension): nothing new is handed to the relay for it, and its agent is told (default: none is). */
+  readonly holdOf?: (cluster: string) => OutputHold | undefined;
   /** Clusters never waited for (default none; spec.skipWarming counts as well). */
   readonly skipWarming?: readonly string[];
   /** How long to wait for the pipeline to be idle before outputs count as complete anyway (default 120 s). */
@@ -67,6 +70,10 @@ export interface Publishing {
   publishAll(reason: string): void;
   /** Suspensions were lifted: hands each cluster no longer held its newest output, if it was not handed it yet. */
   resumed(isHeld: (cluster: string) => boolean): void;
+  /** What holds a cluster, as its agent is told (the relay asks when an agent subscribes). */
+  holdOf(cluster: string): OutputHold | undefined;
+  /** The suspensions were read again: the relay tells each agent whose hold changed (before `resumed` hands over output). */
+  holdsChanged(): void;
   /** The clusters of the commit in force. */
   setRegistered(clusters: readonly RegisteredCluster[]): void;
   /** A cluster's discovery is known. */
@@ -104,7 +111,8 @@ export function createPublishing(options: PublishingOptions): Publishing {
     metrics.warming.set(st?.warming ? 1 : 0);
   };
 
-  const suspended = (cluster: string) => options.isSuspended?.(cluster) === true;
+  const holdOf = (cluster: string) => options.holdOf?.(cluster);
+  const suspended = (cluster: string) => holdOf(cluster) !== undefined;
   const publish = (rec: PipelineOutput, reason: string): void => {
     const relay = options.relay();
     if (!relay) return;
@@ -213,6 +221,8 @@ export function createPublishing(options: PublishingOptions): Publishing {
       }
       options.onProgress?.();
     },
+    holdOf,
+    holdsChanged: () => options.relay()?.holdsChanged(),
     setRegistered(clusters) {
       registered = clusters;
       gate?.setRegistered(clusters);

@@ -18,7 +18,7 @@ import type { Registry } from "prom-client";
 import type { Logger } from "../core/index.js";
 import type { DiscoverySnapshot } from "../discovery/index.js";
 import { createMeshCa, createMeshRootResolver, findIssuedCertificate, type MeshRootStorage, type ReadCaSecret } from "../mesh-ca/index.js";
-import { createRelayServer, loadOrCreateRelayPki, snapshotFromRelayState, type ClusterIdentities, type DiscoveryEvent, type RelayPki, type RelayServer } from "../relay/index.js";
+import { createRelayServer, loadOrCreateRelayPki, snapshotFromRelayState, type ClusterIdentities, type DiscoveryEvent, type OutputHold, type RelayPki, type RelayServer } from "../relay/index.js";
 import type { AgentSessions } from "./agent-sessions.js";
 import type { ServerConfig } from "./config.js";
 import type { ConvergenceTracker } from "./convergence.js";
@@ -39,6 +39,8 @@ export interface RelayEndpointOptions {
   readonly isRegistered: (cluster: string) => boolean;
   /** The newest output of a cluster (its IssuedCertificates allow intermediate signing). */
   readonly latestOutput: (cluster: string) => PipelineOutput | undefined;
+  /** What holds a cluster (a suspension): its agent is told on subscribe and applies, prunes and repairs nothing. */
+  readonly holdOf?: (cluster: string) => OutputHold | undefined;
   /** A cluster's discovery snapshot, decoded. */
   readonly onDiscovery: (cluster: string, snapshot: DiscoverySnapshot) => Promise<void>;
   /** The mesh CA's generated root (shared by every replica). */
@@ -143,6 +145,7 @@ export function createRelayEndpoint(options: RelayEndpointOptions): RelayEndpoin
         log.warn("cluster rejected output", { cluster: e.cluster, version: e.version, sourceCommit: e.sourceCommit, errors: e.errors.length, first: e.errors[0] ? `${e.errors[0].key}: ${e.errors[0].message}` : undefined });
       },
       onDriftRepairs: (e) => sessions.driftRepaired(e),
+      ...(options.holdOf ? { holdOf: options.holdOf } : {}),
       onConnect: (c, s) => sessions.streamChanged(c, s, true),
       onDisconnect: (c, s) => sessions.streamChanged(c, s, false),
       ...(options.now ? { now: options.now } : {}),

@@ -45,7 +45,7 @@ import { createAgentSessions } from "./agent-sessions.js";
 import { createRelayEndpoint } from "./relay-endpoint.js";
 import { serverGitLocations } from "./git-locations.js";
 import { createTicker } from "./ticker.js";
-import { createMemorySuspensionStore, createSuspensions, type SuspensionStore } from "./suspensions.js";
+import { createMemorySuspensionStore, createSuspensions, outputHold, type SuspensionStore } from "./suspensions.js";
 import { createTrafficView } from "./traffic-view.js";
 import { trafficEdges, type PrometheusClient } from "../traffic/index.js";
 
@@ -165,13 +165,17 @@ export function createManagementServer(options: ManagementServerOptions): Manage
       const f = c?.state.settings.suspend;
       return c && f ? { clusters: f.clusters, ...(f.reason === undefined ? {} : { reason: f.reason }), commit: c.commit, sinceMs: c.committedAt * 1000 } : undefined;
     },
+    onRead: () => publishing.holdsChanged(),
     onResumed: (isHeld) => publishing.resumed(isHeld),
     onError: (err) => log.debug("could not read the suspensions; the last ones read stay in force", { error: describeError(err) }),
     now,
   });
-  const publishing = createPublishing({ pipeline, store, relay: () => relay.server, convergence, metrics, isSuspended: (c) => suspensions.of(c) !== undefined, warmingWindowMs: config.warmingWindowMs, skipWarming: config.skipWarming, onProgress: () => audit.schedule(), logger: log, signal, now });
+  const publishing = createPublishing({ pipeline, store, relay: () => relay.server, convergence, metrics, holdOf: (c) => {
+    const s = suspensions.of(c);
+    return s && outputHold(s);
+  }, warmingWindowMs: config.warmingWindowMs, skipWarming: config.skipWarming, onProgress: () => audit.schedule(), logger: log, signal, now });
   const audit = createAuditScheduling({ writer: config.auditBranch === "" ? undefined : createAuditWriter({ target: git.audit, branch: config.auditBranch, http: gitHttp(), logger: log.child("audit") }), branch: config.auditBranch, ref: config.gitBranch, store, inForce: () => inForce.current(), isRegistered: (c) => inForce.isRegistered(c), isLeader, settled: () => publishing.settled(), waitingFor: () => publishing.warming()?.waitingFor ?? [], now, latest: (c) => publishing.latest(c), ...(options.auditDebounceMs === undefined ? {} : { debounceMs: options.auditDebounceMs }), logger: log, signal });
-  const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence: { ack: (e) => { publishing.acked(e.cluster); return convergence.ack(e); }, nack: (e) => { convergence.nack(e); publishing.nacked(e); } }, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
+  const relay = createRelayEndpoint({ config, secrets: options.secrets, identities, registry: options.registry, sessions, convergence: { ack: (e) => { publishing.acked(e.cluster); return convergence.ack(e); }, nack: (e) => { convergence.nack(e); publishing.nacked(e); } }, metrics, isRegistered: (c) => inForce.isRegistered(c), latestOutput: (c) => publishing.latest(c), holdOf: (c) => publishing.holdOf(c), onDiscovery: async (cluster, snapshot) => { await pipeline.setDiscovery(cluster, snapshot); publishing.discovered(cluster); }, meshRoot, ...(options.meshCa?.readSecret ? { readCaSecret: options.meshCa.readSecret } : {}), ...(options.meshCa?.describeSecrets ? { describeCaSecrets: options.meshCa.describeSecrets } : {}), logger: log, now });
   const diffs = createDiffService({ location: git.diff, http: gitHttp(), ...(config.gitPath ? { subPath: config.gitPath } : {}), discovery: () => store().listDiscovery(), ...(config.auditBranch === "" ? {} : { storedRenders: { gitdir: git.audit.kind === "local" ? gitDirOf(git.audit.path) : git.audit.cacheDir, branch: config.auditBranch } }), knownCommits: () => [...(inForce.current() ? [inForce.current()!.commit] : []), ...convergence.commits().map((c) => c.commit), ...commitLog.rejected().map((r) => r.commit)], maxMemoryMb: config.diffMaxMemoryMb, timeoutMs: config.diffTimeoutMs, logger: log.child("diff") });
   const views = createApiViews({ replica: config.identity, auditBranch: config.auditBranch, repository: git.name, store, pipeline, inForce, source: polling, publishing, sessions, relay: () => relay.server, identities, convergence, suspensions, ...(options.prometheus ? { traffic: insightTraffic(options.prometheus, log) } : {}), audited: (sha) => audit.audited(sha), auditHeld: () => audit.held(), commitLog, diffs, mintCredential: (c, o) => relay.mintCredential(c, o), isLeader, stopped: () => signal.aborted, ...(options.presence ? { presence: options.presence } : {}), ...(options.commitStatus ? { commitStatus: options.commitStatus } : {}), logger: log, now });
   const api: ServerApi = {

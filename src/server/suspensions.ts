@@ -19,8 +19,11 @@
  *
  * Every replica reads the store once a second (the follow loop) and at once after an action it served,
  * and keeps the last list it read when the store cannot be reached (a brake is never dropped because
- * Redis is away).
+ * Redis is away). After every read the relay tells the agents whose hold changed (`onRead`): a held
+ * agent applies, prunes and repairs nothing (a hand edit made during an incident stays), whichever of
+ * the two holds it.
  */
+import type { OutputHold } from "../relay/index.js";
 import type { RedisClient } from "../queue/index.js";
 
 /** The scope that holds the whole fleet. */
@@ -156,6 +159,8 @@ export interface SuspensionsOptions {
   readonly gitFreeze: () => GitFreeze | undefined;
   /** Clusters no longer held (after a refresh or an action): their newest output is handed to the relay. */
   readonly onResumed: (isHeld: (cluster: string) => boolean) => void;
+  /** After every read, before `onResumed`: the holds may have changed (the relay tells the agents what differs). */
+  readonly onRead?: () => void;
   readonly onError?: (err: unknown) => void;
   readonly now: () => number;
 }
@@ -175,6 +180,7 @@ export function createSuspensions(options: SuspensionsOptions): Suspensions {
     const nowHeld = list();
     const lifted = lastHeld.some((s) => !nowHeld.some((n) => n.scope === s.scope));
     lastHeld = nowHeld;
+    options.onRead?.();
     if (lifted) options.onResumed((c) => suspensionOf(c, nowHeld) !== undefined);
   };
   const refresh = async () => {
@@ -202,6 +208,11 @@ export function createSuspensions(options: SuspensionsOptions): Suspensions {
       return removed;
     },
   };
+}
+
+/** A suspension as its cluster's agent is told it (the relay's hold). */
+export function outputHold(s: Suspension): OutputHold {
+  return { sinceMs: s.sinceMs, by: s.by, ...(s.reason === undefined ? {} : { reason: s.reason }), summary: describeSuspension(s) };
 }
 
 /** "suspended since <UTC> by <who> (<reason>)": the one line every view prints. */

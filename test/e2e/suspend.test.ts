@@ -4,11 +4,15 @@
 // process so that the server can be restarted on the same Redis. The tests run in order on one fleet:
 //   (a) the admin token suspends cluster2 (the read token is refused); a commit that adds one route table
 //       and removes another converges on cluster1 while cluster2 keeps exactly what it ran (nothing
-//       applied, nothing pruned), and every view says "suspended since … by … (reason)";
-//   (b) the suspension survives a restart of the server (same Redis): still nothing delivered there;
-//   (c) resume: cluster2 is brought to the commit in force (added there, removed there), in sync;
-//   (d) gitmesh.yaml `suspend` holds cluster1 (actor: the commit); the API cannot lift it; a commit
-//       that removes it does;
+//       applied, nothing pruned), and every view says "suspended since … by … (reason)"; cluster2's agent
+//       is told it is held, and an operator's hand edit of an owned VirtualService there (an incident
+//       hotfix) stays across several of the agent's drift resyncs, and no view claims it was repaired;
+//   (b) the suspension survives a restart of the server (same Redis): still nothing delivered there, and
+//       the reconnected agent, told the hold on subscribe, still leaves the hand edit alone;
+//   (c) resume: cluster2 is brought to the commit in force (added there, removed there), in sync, and
+//       the hand edit is put back;
+//   (d) gitmesh.yaml `suspend` holds cluster1 (actor: the commit); its agent leaves a hand edit alone; the
+//       API cannot lift it; a commit that removes it does, and the hand edit is put back;
 //   (e) the agent's own chart value `suspend: true`: it applies, prunes and repairs nothing, and the
 //       server shows the cluster suspended by the cluster owner; with the value back to false it converges;
 //   (f) the CLI processes: `gitmesh suspend --all` holds the whole fleet (a commit reaches no cluster),
@@ -19,7 +23,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { Registry } from "prom-client";
+import { Registry, type Counter } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../../src/agent/index.js";
 import { silentLogger } from "../../src/core/index.js";
@@ -36,6 +40,8 @@ const TOKEN = "suspend-bootstrap-token-0123456789";
 const CLUSTERS = ["cluster1", "cluster2"] as const;
 const PREFIX = `suspend-${String(process.pid)}`;
 const b64 = (s: string) => Buffer.from(s).toString("base64");
+/** The agents' periodic drift resync (the chart default is 5 min): a held hand edit is shown to outlive several. */
+const DRIFT_RESYNC_SECONDS = 2;
 
 let git: GitServer;
 let redis: TestRedis;
@@ -77,7 +83,7 @@ async function startServer(): Promise<ManagementServer> {
 }
 
 function startAgent(cluster: string, suspend = false): Promise<void> {
-  const agent = createInProcessAgent({ cluster, emulator: kubes.get(cluster)!.emulator, relayAddress: `127.0.0.1:${String(relayPort)}`, logger: silentLogger, suspend });
+  const agent = createInProcessAgent({ cluster, emulator: kubes.get(cluster)!.emulator, relayAddress: `127.0.0.1:${String(relayPort)}`, logger: silentLogger, suspend, resyncPeriodSeconds: DRIFT_RESYNC_SECONDS });
   agents.set(cluster, agent);
   return agent.start();
 }
@@ -152,6 +158,50 @@ const metric = async (cluster: string, state: string): Promise<number | undefine
   const m = new RegExp(`^gitmesh_server_cluster_sync\\{cluster="${cluster}",state="${state}"\\} (\\d+)$`, "m").exec(text);
   return m ? Number(m[1]) : undefined;
 };
+
+// ---- an operator's hand edit (an incident hotfix) of an owned VirtualService ---------------------------
+const HOTFIX_TIMEOUT = "2s";
+/** The VirtualService of route table `table` in `cluster`, as its API server holds it. */
+function liveVs(cluster: string, table: string): { spec: { http: Record<string, unknown>[] } } | undefined {
+  const [ns, name] = vsKey("apps", table, cluster).split("/").slice(1) as [string, string];
+  return kubes.get(cluster)!.emulator.get("networking.istio.io/v1", "VirtualService", ns, name) as { spec: { http: Record<string, unknown>[] } } | undefined;
+}
+/** Whether the hand edit (a timeout on the first route) is in place. */
+const hotfixed = (cluster: string, table: string) => liveVs(cluster, table)?.spec.http[0]?.timeout === HOTFIX_TIMEOUT;
+/** `kubectl edit` as an operator does it: a merge patch through the API server, field manager kubectl-edit. */
+async function handEdit(cluster: string, table: string): Promise<void> {
+  const [ns, name] = vsKey("apps", table, cluster).split("/").slice(1) as [string, string];
+  const http = liveVs(cluster, table)!.spec.http.map((r, i) => (i === 0 ? { ...r, timeout: HOTFIX_TIMEOUT } : r));
+  const res = await fetch(`${kubes.get(cluster)!.url}/apis/networking.istio.io/v1/namespaces/${ns}/virtualservices/${name}?fieldManager=kubectl-edit`, {
+    method: "PATCH",
+    headers: { "content-type": "application/merge-patch+json" },
+    body: JSON.stringify({ spec: { http } }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (!res.ok) throw new Error(`hand edit: HTTP ${String(res.status)} ${await res.text()}`);
+  expect(hotfixed(cluster, table)).toBe(true);
+}
+/** A counter of an agent's, for VirtualServices (or unlabelled). */
+async function agentCount(counter: Counter): Promise<number> {
+  return (await counter.get()).values.filter((v) => v.labels.kind === undefined || v.labels.kind === "VirtualService").reduce((n, v) => n + v.value, 0);
+}
+const heldGauge = async (cluster: string) => (await agents.get(cluster)!.metrics.serverSuspended.get()).values[0]?.value ?? 0;
+/**
+ * The hand edit stays while the agent finds it again and again and leaves it: its drift watcher saw the
+ * change and then relisted at least twice (periodic resyncs, every DRIFT_RESYNC_SECONDS) without
+ * repairing it, and no view claims a repair.
+ */
+async function handEditOutlivesResyncs(cluster: string, table: string): Promise<void> {
+  const metrics = agents.get(cluster)!.metrics;
+  const repairsBefore = await agentCount(metrics.driftRepairs);
+  const start = await agentCount(metrics.driftUnrepaired);
+  const startedAt = Date.now();
+  await poll(`${cluster}'s agent finding the hand edit at least twice more and leaving it`, async () => (await agentCount(metrics.driftUnrepaired)) >= start + 3 && Date.now() - startedAt > DRIFT_RESYNC_SECONDS * 1000);
+  expect(hotfixed(cluster, table)).toBe(true);
+  expect(await agentCount(metrics.driftRepairs)).toBe(repairsBefore);
+  const v = view(await status(), cluster) as ClusterView & { driftRepairs: { key: string }[] };
+  expect(v.driftRepairs.some((r) => r.key.endsWith(vsKey("apps", table, cluster)))).toBe(false);
+}
 
 /** `gitmesh <args>` as a child process (asynchronous: the server runs in this process). */
 function gitmesh(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -253,6 +303,13 @@ describe("suspend and resume", () => {
     expect(await metric("cluster2", "suspended")).toBe(1);
     expect(await metric("cluster2", "in-sync")).toBe(0);
     expect(await metric("cluster1", "suspended")).toBe(0);
+
+    // cluster2's agent knows it is held; an operator's hotfix of an owned VirtualService stays there.
+    await poll("cluster2's agent told it is held", async () => (await heldGauge("cluster2")) === 1);
+    expect(await heldGauge("cluster1")).toBe(0);
+    await handEdit("cluster2", "a1");
+    await handEditOutlivesResyncs("cluster2", "a1");
+    expect(view(await status(), "cluster2").sync.state).toBe("suspended");
   }, 120_000);
 
   it("(b) the suspension survives a restart of the server on the same Redis", async () => {
@@ -266,6 +323,9 @@ describe("suspend and resume", () => {
     expect(c2.applied?.sourceCommit ?? first).toBe(first);
     expect(has("cluster2", "a2")).toBe(true);
     expect(has("cluster2", "a4")).toBe(false);
+    // The reconnected agent was told the hold on subscribe: the hotfix still stays.
+    expect(await heldGauge("cluster2")).toBe(1);
+    await handEditOutlivesResyncs("cluster2", "a1");
   }, 120_000);
 
   it("(c) resume brings the cluster to the commit in force", async () => {
@@ -276,6 +336,9 @@ describe("suspend and resume", () => {
     expect(has("cluster2", "a4")).toBe(true);
     expect(has("cluster2", "a2")).toBe(false);
     expect(view(await status(), "cluster2").suspended).toBeNull();
+    // Released: the hand edit is put back to what the commit in force renders.
+    await poll("cluster2's hand edit put back", async () => !hotfixed("cluster2", "a1") && (await heldGauge("cluster2")) === 0);
+    expect(liveVs("cluster2", "a1")?.spec.http[0]).not.toHaveProperty("timeout");
     // Resuming again changes nothing and says so.
     expect((await post("/api/clusters/cluster2/resume", "admin")).body).toMatchObject({ changed: false, suspended: null });
   }, 120_000);
@@ -288,6 +351,10 @@ describe("suspend and resume", () => {
     expect(c1.sync.state).toBe("suspended");
     expect(c1.suspended).toMatchObject({ source: "git", by: `gitmesh.yaml at commit ${frozen.slice(0, 12)}`, reason: "change freeze" });
     expect(has("cluster1", "a5")).toBe(false);
+    // The freeze in Git holds the agent as well: a hand edit there stays.
+    await poll("cluster1's agent told it is held", async () => (await heldGauge("cluster1")) === 1);
+    await handEdit("cluster1", "a1");
+    await handEditOutlivesResyncs("cluster1", "a1");
     const r = await post("/api/clusters/cluster1/resume", "admin");
     expect(r.body).toMatchObject({ changed: false, suspended: { source: "git" } });
     expect(String(r.body.next)).toMatch(/gitmesh\.yaml/);
@@ -295,6 +362,7 @@ describe("suspend and resume", () => {
     const lifted = await commitMesh({ ...spec, settings: "" }, "lift the freeze");
     await inSync(lifted, CLUSTERS);
     expect(has("cluster1", "a5")).toBe(true);
+    await poll("cluster1's hand edit put back", async () => !hotfixed("cluster1", "a1") && (await heldGauge("cluster1")) === 0);
   }, 120_000);
 
   it("(e) the agent chart value suspend: nothing applied, pruned or repaired; the server shows it suspended by the cluster owner", async () => {

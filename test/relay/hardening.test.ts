@@ -55,7 +55,7 @@ describe("backpressure towards an agent that does not read", () => {
       messages.push(u);
       if (messages.length === 1) call.pause();
     });
-    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] });
+    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [], acceptsHold: false });
     await until(() => messages.length === 1, "first message");
 
     // 39 more versions of 256 KiB of incompressible resources each: ~10 MiB if the server queued them all
@@ -92,7 +92,7 @@ describe("backpressure towards an agent that does not read", () => {
         }
         received.push(u.version);
         last = u;
-        call.write({ cluster: "alpha", version: u.version, ack: true, errors: [], resync: false, report: false, repairs: [] });
+        call.write({ cluster: "alpha", version: u.version, ack: true, errors: [], resync: false, report: false, repairs: [], acceptsHold: false });
       }
     };
     call.resume();
@@ -169,8 +169,8 @@ describe("drift reports from an agent", () => {
     // which bounds the rest), a wrong `why`, a time in the far future.
     const call = rawClient(s.address, certFor("alpha")).pullOutput();
     call.on("error", () => undefined);
-    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] });
-    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false, report: true, repairs: Array.from({ length: 1000 }, () => ({ key: "k".repeat(1000), why: "exploded", atMs: 9e15, managers: Array.from({ length: 6 }, () => "m".repeat(150)) })) });
+    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [], acceptsHold: false });
+    call.write({ cluster: "alpha", version: 0, ack: false, errors: [], resync: false, report: true, repairs: Array.from({ length: 1000 }, () => ({ key: "k".repeat(1000), why: "exploded", atMs: 9e15, managers: Array.from({ length: 6 }, () => "m".repeat(150)) })), acceptsHold: false });
     await until(() => reports.length === 1, "the report");
     expect(reports[0]!.cluster).toBe("alpha");
     expect(reports[0]!.repairs).toHaveLength(50);

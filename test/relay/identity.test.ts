@@ -107,7 +107,7 @@ describe("per-cluster bootstrap credentials", () => {
     const s = await server({ identities: createClusterIdentities(redisStore("observe")) });
     const call = rawClient(s.address, certFor("beta")).pullOutput();
     call.on("error", () => undefined);
-    call.write({ cluster: "beta", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] });
+    call.write({ cluster: "beta", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [], acceptsHold: false });
     await until(() => s.server.connectedClusters().some((c) => c.cluster === "beta" && c.pull), "beta connected");
     const err = await grpcErr(client(s.address, "beta").register());
     expect(err?.code).toBe(grpc.status.PERMISSION_DENIED);
@@ -149,7 +149,7 @@ describe("revocations in the shared store", () => {
       const fresh = await client(second.address, "beta").register();
       const call = rawClient(second.address, fresh.certPem).pullOutput();
       call.on("error", () => undefined);
-      call.write({ cluster: "beta", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] });
+      call.write({ cluster: "beta", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [], acceptsHold: false });
       await until(() => second.server.connectedClusters().some((c) => c.cluster === "beta" && c.pull), "new certificate accepted");
       call.end();
     });

@@ -31,22 +31,22 @@ describe("output delivery over mTLS", () => {
     const updates: OutputUpdate[] = [];
     call.on("data", (u: OutputUpdate) => updates.push(u));
     call.on("error", () => undefined);
-    call.write({ cluster: "alpha", version: 0, ack: false, resync: false, errors: [], report: false, repairs: [] });
+    call.write({ cluster: "alpha", version: 0, ack: false, resync: false, errors: [], report: false, repairs: [], acceptsHold: false });
     await until(() => updates.length === 1, "the full output");
     expect(updates[0]).toMatchObject({ version: 1, baseVersion: 0, full: true, complete: true, sourceCommit: "c1" });
-    call.write({ cluster: "alpha", version: 1, ack: true, resync: false, errors: [], report: false, repairs: [] });
+    call.write({ cluster: "alpha", version: 1, ack: true, resync: false, errors: [], report: false, repairs: [], acceptsHold: false });
     await until(() => acks.length === 1, "ack of version 1");
     expect(s.part.applied().get("alpha")).toMatchObject({ version: 1, sourceCommit: "c1" });
 
     s.part.publish("alpha", { version: 2, sourceCommit: "c2", complete: false, resources: state({ a: 1, b: 3 }) });
     await until(() => updates.length === 2, "the delta");
     expect(updates[1]).toMatchObject({ version: 2, baseVersion: 1, full: false, sourceCommit: "c2" });
-    call.write({ cluster: "alpha", version: 2, ack: false, resync: false, errors: [{ key: "b", message: "denied" }], report: false, repairs: [] });
-    call.write({ cluster: "alpha", version: 99, ack: true, resync: false, errors: [], report: false, repairs: [] });
+    call.write({ cluster: "alpha", version: 2, ack: false, resync: false, errors: [{ key: "b", message: "denied" }], report: false, repairs: [], acceptsHold: false });
+    call.write({ cluster: "alpha", version: 99, ack: true, resync: false, errors: [], report: false, repairs: [], acceptsHold: false });
     await until(() => nacks.length === 1, "nack of version 2");
     expect(nacks[0]).toMatchObject({ cluster: "alpha", version: 2, sourceCommit: "c2", errors: [{ key: "b", message: "denied" }] });
     expect(s.part.applied().get("alpha")?.version).toBe(1);
-    call.write({ cluster: "alpha", version: 2, ack: false, resync: true, errors: [], report: false, repairs: [] });
+    call.write({ cluster: "alpha", version: 2, ack: false, resync: true, errors: [], report: false, repairs: [], acceptsHold: false });
     await until(() => updates.length === 3, "the full resend");
     expect(updates[2]).toMatchObject({ version: 2, full: true, baseVersion: 0 });
     expect(s.mem.records.some((r) => r.msg.startsWith("agent acknowledged an output version this stream did not send"))).toBe(true);

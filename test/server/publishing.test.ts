@@ -38,7 +38,7 @@ function setup(store = createMemoryStore(), overrides: Partial<PublishingOptions
   const publishing = createPublishing({
     pipeline: { idle: () => new Promise<void>((resolve) => idle.push(resolve)) },
     store: () => store,
-    relay: () => (relayUp ? { publishOutput: (cluster, snapshot) => void sent.push({ cluster, snapshot }) } : undefined),
+    relay: () => (relayUp ? { publishOutput: (cluster, snapshot) => void sent.push({ cluster, snapshot }), holdsChanged: () => undefined } : undefined),
     convergence,
     metrics: createServerMetrics(registry),
     warmingWindowMs: 3_600_000,

@@ -2,8 +2,8 @@
 // replicas; a store that cannot be reached keeps the last suspensions read (a brake is never dropped).
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRedisSuspensionStore, type Suspension } from "../../src/server/index.js";
-import { createSuspensions, suspensionOf } from "../../src/server/suspensions.js";
+import { createMemorySuspensionStore, createRedisSuspensionStore, describeSuspension, type Suspension } from "../../src/server/index.js";
+import { createSuspensions, outputHold, suspensionOf } from "../../src/server/suspensions.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let redis: TestRedis;
@@ -29,6 +29,23 @@ describe("suspensionOf", () => {
     expect(suspensionOf("c1", [git("*"), api("*")])).toEqual(api("*"));
     expect(suspensionOf("c1", [api("*"), git("c1")])).toEqual(git("c1"));
     expect(suspensionOf("c1", [git("c1"), api("c1")])).toEqual(api("c1"));
+  });
+});
+
+describe("what the agents are told", () => {
+  it("after every read the holds are re-told, before a lifted cluster is handed its output; the hold is the line every view prints", async () => {
+    const events: string[] = [];
+    const s = createSuspensions({
+      store: createMemorySuspensionStore(),
+      gitFreeze: () => undefined,
+      onRead: () => void events.push(`told: c1 ${s.of("c1") ? outputHold(s.of("c1")!).summary : "not held"}`),
+      onResumed: (isHeld) => void events.push(`resumed: ${["c1", "c2"].filter((c) => !isHeld(c)).join(",")}`),
+      now: () => 1000,
+    });
+    await s.suspend("c1", "admin token", "incident 4711");
+    expect(outputHold(s.of("c1")!)).toEqual({ sinceMs: 1000, by: "admin token", reason: "incident 4711", summary: describeSuspension(s.of("c1")!) });
+    await s.resume("c1");
+    expect(events).toEqual(["told: c1 suspended since 1970-01-01T00:00:01.000Z by admin token (incident 4711)", "told: c1 not held", "resumed: c1,c2"]);
   });
 });
 

@@ -43,7 +43,9 @@ export const protobufFileName = "gitmesh/relay/v1/relay.proto";
  *     it; the server acks each, or asks for a full resync when its checksum (or base) differs.
  *  4. Relay.PullOutput: the agent subscribes; the server sends the latest output snapshot in full,
  *     then deltas; each is marked complete or not and carries its source commit; the agent ACKs or
- *     NACKs each version (NACK with per-resource apply errors), or asks for a full resend.
+ *     NACKs each version (NACK with per-resource apply errors), or asks for a full resend. The same stream
+ *     carries the server's hold on the cluster (a suspension): on subscribe, before any output, and
+ *     whenever it starts or ends, to an agent that said it understands holds (OutputAck.accepts_hold).
  *  5. Relay.Renew: a fresh certificate for the caller's own identity, before the old one expires; the
  *     current certificate is the only credential (no bootstrap credential involved).
  *  6. Relay.SignIntermediate: the agent generates an Istio intermediate CA key IN ITS CLUSTER and sends
@@ -173,7 +175,36 @@ export interface OutputUpdate {
   /** Git commit the output was rendered from. */
   sourceCommit: string;
   checksum: string;
-  chunk: Chunk | undefined;
+  chunk:
+    | Chunk
+    | undefined;
+  /**
+   * The server's hold on the cluster (suspend, issue #38). When set, the update carries nothing else (no
+   * chunk, version 0): it is not an output and is not acknowledged. Sent only on streams whose subscribe
+   * message set OutputAck.accepts_hold (an older agent would take a chunkless update for a malformed
+   * one): once right after subscribing, before any output (held or not), and again whenever the hold
+   * starts, changes or ends. An older server never sends it; an agent that gets an output on a stream
+   * that stated no hold first treats the cluster as not held.
+   */
+  hold: Hold | undefined;
+}
+
+/**
+ * A suspension of the cluster held by the management server (through its API or the gitmesh.yaml of the
+ * commit in force). While held the agent applies nothing, prunes nothing and repairs no drift: an
+ * operator's hand edit of an owned object stays. It keeps discovering and reporting. On release it
+ * repairs drift again and applies the newest output (the server hands it over after the release).
+ */
+export interface Hold {
+  /** true: held from now on; false: released. */
+  held: boolean;
+  /** When the suspension started, milliseconds since the Unix epoch (0 when released). */
+  sinceMs: number;
+  /** Who suspended: an API identity, or the commit whose gitmesh.yaml holds the freeze. */
+  by: string;
+  reason: string;
+  /** The one line every view prints ("suspended since <UTC> by <who> (<reason>)"). */
+  summary: string;
 }
 
 export interface ApplyError {
@@ -206,6 +237,11 @@ export interface OutputAck {
    */
   report: boolean;
   repairs: DriftRepair[];
+  /**
+   * Set on the subscribe message (version 0) by an agent that understands OutputUpdate.hold: the server
+   * sends holds only to such agents. Ignored on every other message.
+   */
+  acceptsHold: boolean;
 }
 
 export interface DriftRepair {
@@ -932,7 +968,16 @@ export const DiscoveryAck: MessageFns<DiscoveryAck> = {
 };
 
 function createBaseOutputUpdate(): OutputUpdate {
-  return { version: 0, baseVersion: 0, full: false, complete: false, sourceCommit: "", checksum: "", chunk: undefined };
+  return {
+    version: 0,
+    baseVersion: 0,
+    full: false,
+    complete: false,
+    sourceCommit: "",
+    checksum: "",
+    chunk: undefined,
+    hold: undefined,
+  };
 }
 
 export const OutputUpdate: MessageFns<OutputUpdate> = {
@@ -957,6 +1002,9 @@ export const OutputUpdate: MessageFns<OutputUpdate> = {
     }
     if (message.chunk !== undefined) {
       Chunk.encode(message.chunk, writer.uint32(58).fork()).join();
+    }
+    if (message.hold !== undefined) {
+      Hold.encode(message.hold, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -1028,6 +1076,104 @@ export const OutputUpdate: MessageFns<OutputUpdate> = {
             }
 
             message.chunk = Chunk.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.hold = Hold.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseHold(): Hold {
+  return { held: false, sinceMs: 0, by: "", reason: "", summary: "" };
+}
+
+export const Hold: MessageFns<Hold> = {
+  encode(message: Hold, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.held !== false) {
+      writer.uint32(8).bool(message.held);
+    }
+    if (message.sinceMs !== 0) {
+      writer.uint32(16).int64(message.sinceMs);
+    }
+    if (message.by !== "") {
+      writer.uint32(26).string(message.by);
+    }
+    if (message.reason !== "") {
+      writer.uint32(34).string(message.reason);
+    }
+    if (message.summary !== "") {
+      writer.uint32(42).string(message.summary);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Hold {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHold();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.held = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sinceMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.by = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.summary = reader.string();
             continue;
           }
         }
@@ -1112,7 +1258,16 @@ export const ApplyError: MessageFns<ApplyError> = {
 };
 
 function createBaseOutputAck(): OutputAck {
-  return { cluster: "", version: 0, ack: false, errors: [], resync: false, report: false, repairs: [] };
+  return {
+    cluster: "",
+    version: 0,
+    ack: false,
+    errors: [],
+    resync: false,
+    report: false,
+    repairs: [],
+    acceptsHold: false,
+  };
 }
 
 export const OutputAck: MessageFns<OutputAck> = {
@@ -1137,6 +1292,9 @@ export const OutputAck: MessageFns<OutputAck> = {
     }
     for (const v of message.repairs) {
       DriftRepair.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.acceptsHold !== false) {
+      writer.uint32(64).bool(message.acceptsHold);
     }
     return writer;
   },
@@ -1208,6 +1366,14 @@ export const OutputAck: MessageFns<OutputAck> = {
             }
 
             message.repairs.push(DriftRepair.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.acceptsHold = reader.bool();
             continue;
           }
         }
