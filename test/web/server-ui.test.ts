@@ -1,8 +1,10 @@
-// Suspend and resume in the web UI (#38), in real Chromium against a real management server (Git over
-// HTTP, Redis, the HTTP API serving the built UI). An admin session suspends a cluster with a reason from
-// its page; the cluster page and the Fleet table say "suspended since … by … (reason)" and the Fleet
-// filter finds it; a read-only session sees the label but no buttons; Resume lifts it. No agent is
-// needed: a registered cluster is held whether or not its agent is connected.
+// The web UI in real Chromium against a real management server (Git over HTTP, Redis, the HTTP API
+// serving the built UI), for what needs no agent:
+// - suspend and resume (#38): an admin session suspends a cluster with a reason from its page; the cluster
+//   page and the Fleet table say "suspended since … by … (reason)" and the Fleet filter finds it; a
+//   read-only session sees the label but no buttons; Resume lifts it (a registered cluster is held whether
+//   or not its agent is connected);
+// - a server without a Prometheus (#37): /api/traffic and the Traffic page say how to configure one.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,7 +22,7 @@ import { startRedis, type TestRedis } from "../helpers/redis.js";
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const PREFIX = `suspend-ui-${String(process.pid)}`;
 
-describe("suspend and resume in the web UI (Chromium, real server)", () => {
+describe("web UI against a real server (Chromium)", () => {
   let git: GitServer;
   let redis: TestRedis;
   let redisClient: Redis;
@@ -88,6 +90,20 @@ describe("suspend and resume in the web UI (Chromium, real server)", () => {
     const page = await open("read", "#/clusters/cluster2");
     await expect.poll(() => page.getByTestId("cluster-status").textContent(), { timeout: 30_000 }).toContain("incident 42");
     expect(await page.getByRole("button", { name: /Suspend|Resume/ }).count()).toBe(0);
+    await page.close();
+  }, 60_000);
+
+  it("without a Prometheus, /api/traffic and the Traffic page say how to configure one", async () => {
+    const res = await fetch(`${url}api/traffic`, { headers: { authorization: `Bearer ${server.apiTokens?.read ?? ""}` } });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { configured: boolean; message?: string };
+    expect(body.configured).toBe(false);
+    expect(body.message).toContain("--prometheus-url");
+    const page = await open("read", "#/traffic");
+    const note = page.getByTestId("traffic-unconfigured");
+    await note.waitFor({ timeout: 30_000 });
+    const text = (await note.textContent()) ?? "";
+    for (const setting of ["--prometheus-url", "GITMESH_PROMETHEUS_URL", "prometheus.url", "--prometheus-token-file", "--prometheus-ca-file"]) expect(text).toContain(setting);
     await page.close();
   }, 60_000);
 
