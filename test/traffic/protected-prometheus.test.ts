@@ -10,7 +10,6 @@ import { createPrometheusClient, PrometheusRefusedError } from "../../src/traffi
 import { selfSigned } from "../helpers/self-signed.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startPrometheus, type RunningPrometheus } from "../observability/prometheus-tools.js";
-import { untilReady } from "./fixture.js";
 
 const tmp = useTempDirs("gitmesh-protected-prometheus-");
 const TOKEN = "prometheus-bearer-token-0123456789";
