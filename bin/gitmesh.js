@@ -49,9 +49,22 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
 } else if (!existsSync(src)) {
   await import(pathToFileURL(join(root, "dist", "cli", "main.js")).href);
 } else if (process.env.GITMESH_FROM_SOURCE !== "1" && buildIsFresh()) {
-  await import(pathToFileURL(join(root, ".build", "cli", "main.js")).href);
+  // The top-level help as the build kept it (scripts/build-cli.mjs): the same text the CLI prints, without
+  // loading it; without arguments it goes to stderr, as the CLI's does.
+  const help = topLevelHelp ? readKeptHelp() : undefined;
+  if (help !== undefined) (args.length === 0 ? process.stderr : process.stdout).write(help);
+  else await import(pathToFileURL(join(root, ".build", "cli", "main.js")).href);
 } else {
   const { register } = await import("tsx/esm/api");
   register();
   await import(pathToFileURL(join(src, "cli", "main.ts")).href);
+}
+
+/** .build/help.txt, or undefined when the build kept none. */
+function readKeptHelp() {
+  try {
+    return readFileSync(join(root, ".build", "help.txt"), "utf8");
+  } catch {
+    return undefined;
+  }
 }

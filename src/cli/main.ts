@@ -86,6 +86,9 @@ async function loadDevelopmentCommand(name: string, specifier: string, exported:
  * terminal width (80 columns when piped) instead of breaking it twice. Blank lines separate
  * paragraphs; a line starting with a space or "- " (an example, a list item) keeps its line break.
  */
+/** Columns of the top-level help, whatever the terminal (the launcher's kept copy must be the same text). */
+export const TOP_LEVEL_HELP_WIDTH = 80;
+
 export function asParagraphs(text: string): string {
   return text.replace(/([^\n])\n(?!\s|- )/g, "$1 ");
 }
@@ -128,6 +131,10 @@ export async function main(argv: readonly string[], io: CliIo = createIo()): Pro
   // Every other command is listed by name and summary only (top-level help, "did you mean").
   for (const c of COMMANDS) if (c !== chosen) program.command(c.name).summary(c.summary);
   program.commands.forEach((c) => c.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }));
+  // The top-level help is the same text on every terminal (80 columns, as piped): the build keeps a copy
+  // that bin/gitmesh.js prints without loading anything (scripts/build-cli.mjs). Set after the commands
+  // were added, so their own help still wraps to the terminal.
+  program.configureHelp({ helpWidth: TOP_LEVEL_HELP_WIDTH });
 
   try {
     await program.parseAsync(argv, { from: "user" });

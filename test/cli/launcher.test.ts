@@ -84,6 +84,19 @@ describe("bin/gitmesh.js in a source checkout", () => {
     }
   });
 
+  it("prints the top-level help the build kept, loading neither (no arguments: on stderr, as the CLI does), only while fresh", () => {
+    const c = checkout();
+    writeFileSync(join(c.root, ".build", "help.txt"), "Usage: gitmesh (kept)\n");
+    const raw = (args: readonly string[]) => spawnSync(process.execPath, [join(c.root, "bin", "gitmesh.js"), ...args], { encoding: "utf8", env: { ...process.env, GITMESH_FROM_SOURCE: "" } });
+    for (const args of [["--help"], ["-h"], ["help"]]) expect(raw(args)).toMatchObject({ status: 0, stdout: "Usage: gitmesh (kept)\n", stderr: "" });
+    expect(raw([])).toMatchObject({ status: 0, stdout: "", stderr: "Usage: gitmesh (kept)\n" });
+    // A command and a command's help still run the CLI.
+    expect(c.run({}, ["help", "validate"])).toBe("build");
+    // main.ts saved since the build: the copy may be stale, the sources run.
+    c.age("src/cli/main.ts", 0);
+    expect(c.run({}, ["--help"])).toBe("sources");
+  });
+
   it("answers --version without loading either", () => {
     const c = checkout();
     const r = spawnSync(process.execPath, [join(c.root, "bin", "gitmesh.js"), "--version"], { encoding: "utf8" });

@@ -33,6 +33,16 @@ describe("gitmesh command (lazy sub-commands)", () => {
     }
   });
 
+  it("the top-level help the build keeps (.build/help.txt, printed by the launcher) is the CLI's own, and the same on a wide terminal", () => {
+    const kept = readFileSync(new URL("../../.build/help.txt", import.meta.url), "utf8");
+    // The CLI from its sources on a terminal 200 columns wide (a pseudo-terminal made by util-linux `script`).
+    const quote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
+    const wide = spawnSync("script", ["-qec", `stty cols 200; ${quote(process.execPath)} ${quote(bin)} --help`, "/dev/null"], { encoding: "utf8", env: { ...process.env, GITMESH_FROM_SOURCE: "1" } });
+    expect(wide.status).toBe(0);
+    expect(wide.stdout.replace(/\r/g, "")).toBe(kept);
+    expect(gitmesh("--help").out).toBe(kept);
+  });
+
   it("help paragraphs wrap once, at 80 columns when piped (no line break of the source text left in them)", () => {
     expect(asParagraphs("one\ntwo\n\nthree\n  example\n- item\n--flag")).toBe("one two\n\nthree\n  example\n- item --flag");
     for (const cmd of ["validate", "server", "diff", "check", "agent"]) {
