@@ -43,6 +43,25 @@ const SERVER_ALERTS: Record<string, AlertCases> = {
       at: "15m",
     },
   },
+  GitmeshClusterSuspended: {
+    // suspended for 25 hours (on both replicas)
+    fire: {
+      series: [
+        { series: 'gitmesh_server_cluster_sync{instance="a",cluster="cluster3",state="suspended"}', values: "1x1500" },
+        { series: 'gitmesh_server_cluster_sync{instance="b",cluster="cluster3",state="suspended"}', values: "1x1500" },
+      ],
+      at: "25h",
+      labels: [{ cluster: "cluster3" }],
+    },
+    // suspended for two hours during an incident, then resumed: no reminder
+    quiet: {
+      series: [
+        { series: 'gitmesh_server_cluster_sync{instance="a",cluster="cluster3",state="suspended"}', values: "1x120 0x1380" },
+        { series: 'gitmesh_server_cluster_sync{instance="a",cluster="cluster3",state="in-sync"}', values: "0x120 1x1380" },
+      ],
+      at: "25h",
+    },
+  },
   GitmeshRelayDisconnected: {
     fire: {
       series: [
