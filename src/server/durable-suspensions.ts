@@ -13,12 +13,18 @@
  *   found only in the copy (Redis forgot it) is written back, so every replica and a new Redis follow;
  * - the shared store cannot be read: the copy answers alone (a brake is never dropped because Redis is
  *   away).
+ *
+ * The suspensions are read once a second per replica; the copy is read again only every
+ * COPY_REREAD_MS (and written through on every change this replica makes), so a Secret is not fetched
+ * from the API server each second. Another replica's changes arrive through the shared store meanwhile.
  */
 import type { ClusterRecordStore } from "../relay/index.js";
 import { parseChange, type Suspension, type SuspensionChange, type SuspensionStore } from "./suspensions.js";
 
 /** The copy's one record. */
 const KEY = "suspensions";
+/** How long the copy read last stands in for the copy (this replica's own writes update it at once). */
+const COPY_REREAD_MS = 30_000;
 
 type Changes = ReadonlyMap<string, SuspensionChange>;
 
@@ -54,10 +60,19 @@ function later(a: SuspensionChange | undefined, b: SuspensionChange | undefined)
 const same = (a: SuspensionChange | undefined, b: SuspensionChange | undefined) => a !== undefined && b !== undefined && a.atMs === b.atMs && (a.suspension === undefined) === (b.suspension === undefined);
 
 export function withDurableSuspensions(shared: SuspensionStore, beside: ClusterRecordStore, now: () => number = Date.now): SuspensionStore {
+  /** The copy as last read or written here, and when (monotonic clock: the injected `now` may be a test's). */
+  let known: { value: string | undefined; atMs: number } | undefined;
+  const remember = (value: string | undefined) => (known = { value, atMs: performance.now() });
+  async function readCopy(): Promise<Changes> {
+    if (known === undefined || performance.now() - known.atMs > COPY_REREAD_MS) remember((await beside.get(KEY))?.value);
+    return parseCopy(known!.value);
+  }
+
   /** Records `change` in the copy unless it holds a later one for the scope. */
   async function keep(changes: readonly SuspensionChange[]): Promise<void> {
     for (let attempt = 0; attempt < 20; attempt++) {
       const cur = await beside.get(KEY);
+      remember(cur?.value);
       const copy = new Map(parseCopy(cur?.value));
       let changed = false;
       for (const c of changes) {
@@ -67,7 +82,12 @@ export function withDurableSuspensions(shared: SuspensionStore, beside: ClusterR
           changed = true;
         }
       }
-      if (!changed || (await beside.swap(KEY, cur?.revision, serialize(copy)))) return;
+      if (!changed) return;
+      const next = serialize(copy);
+      if (await beside.swap(KEY, cur?.revision, next)) {
+        remember(next);
+        return;
+      }
     }
     throw new Error(`could not keep the suspensions in ${beside.describe}: it kept changing`);
   }
@@ -80,7 +100,7 @@ export function withDurableSuspensions(shared: SuspensionStore, beside: ClusterR
   return {
     describe: `${shared.describe}, also in ${beside.describe}`,
     async list(): Promise<Suspension[]> {
-      const copy = parseCopy((await beside.get(KEY))?.value);
+      const copy = await readCopy();
       let fromShared: Changes;
       try {
         fromShared = await sharedChanges();
@@ -106,7 +126,7 @@ export function withDurableSuspensions(shared: SuspensionStore, beside: ClusterR
       await shared.put(s);
     },
     async remove(scope) {
-      const held = parseCopy((await beside.get(KEY))?.value).get(scope)?.suspension !== undefined;
+      const held = (await readCopy()).get(scope)?.suspension !== undefined;
       await keep([{ scope, atMs: now() }]);
       return (await shared.remove(scope)) || held;
     },

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ClusterRecordStore } from "../../src/relay/index.js";
 import { createDirectoryRecordStore, createRedisSuspensionStore, withDurableSuspensions, type SuspensionStore } from "../../src/server/index.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
@@ -56,6 +57,24 @@ describe("suspensions kept beside the PKI", () => {
     expect(await scopes(b)).toEqual(["*"]);
     expect(await scopes(a)).toEqual(["*"]);
     expect(await a.remove("cluster2")).toBe(false);
+  });
+
+  it("the copy is not read at every refresh (once a second per replica: a Secret GET each time otherwise); this replica's own changes are there at once", async () => {
+    const dirStore = createDirectoryRecordStore(join(dir, "counted", "suspensions"));
+    let reads = 0;
+    const counted: ClusterRecordStore = { ...dirStore, get: (k) => (reads++, dirStore.get(k)) };
+    const r = withDurableSuspensions(createRedisSuspensionStore(client, "t", now), counted, now);
+    await r.list(); // reads the copy, and writes it through with what Redis holds
+    reads = 0;
+    for (let i = 0; i < 20; i++) await r.list();
+    expect(reads).toBe(0);
+    await r.put(suspension("cluster7"));
+    const afterPut = reads;
+    expect(await scopes(r)).toContain("cluster7");
+    await client.flushall();
+    expect(await scopes(r)).toContain("cluster7"); // from the copy this replica wrote, without reading it again
+    expect(reads).toBe(afterPut);
+    expect(await r.remove("cluster7")).toBe(true);
   });
 
   it("with Redis away the copy answers: no brake is dropped", async () => {
