@@ -114,14 +114,14 @@ export interface ManagementServer {
   syncIdle(): Promise<void>;
 }
 
+/** destination_service is a host (`details.bookinfo-backends.svc.cluster.local`); the insights name Services. */
+const serviceName = (host: string) => (host.endsWith(".svc.cluster.local") ? host.split(".")[0]! : host);
+
 /**
  * The insights' view of observed traffic: the last hour of Istio's standard metrics, as the traffic graph
  * reads them. When Prometheus cannot be read the traffic insights are left out (and the reason logged),
  * rather than failing the whole analysis.
  */
-/** destination_service is a host (`details.bookinfo-backends.svc.cluster.local`); the insights name Services. */
-const serviceName = (host: string) => (host.endsWith(".svc.cluster.local") ? host.split(".")[0]! : host);
-
 function insightTraffic(client: PrometheusClient, log: Logger) {
   return async () => {
     try {
