@@ -12,7 +12,7 @@
  *   values: rendered output is committed to the audit branch, readable by every repo reader.
  * - everything else stays with Gloo's ext-auth-service (NEEDS_GLOO_DATA_PLANE) with the reason
  *   (`GLOO_ONLY` below): Istio's proxy lacks the filter (API keys), Envoy's filter verifies other
- *   hashes (basic auth), reads another input document (OPA), or does not exist (LDAP, HMAC,
+ *   hashes (APR1 or salted SHA-1 basic auth), reads another input document (OPA), or does not exist (LDAP, HMAC,
  *   pass-through, portal).
  * - `basicAuth` (a chain of that one configuration) → Envoy's basic_auth filter where it verifies what
  *   Gloo verifies; `apiKeyAuth` stays with Gloo (its filter is not in Istio's proxy): see
