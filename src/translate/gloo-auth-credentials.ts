@@ -8,13 +8,15 @@
  * Facts the builders rest on (sources):
  *
  * - **Which filters Istio's proxy has.** Istio 1.29 ships istio/proxy branch release-1.29
- *   (commit 184641e1e, Envoy 0ec8f933); its `bazel/extension_config/extensions_build_config.bzl`
- *   compiles `envoy.filters.http.basic_auth` (ENVOY_EXTENSIONS) but not `envoy.filters.http.api_key_auth`:
+ *   (commit 184641e1e, Envoy 0ec8f933), whose WORKSPACE makes `bazel/extension_config` Envoy's
+ *   `envoy_build_config`; its `extensions_build_config.bzl` compiles `envoy.filters.http.basic_auth`
+ *   (ENVOY_EXTENSIONS) but not `envoy.filters.http.api_key_auth`:
  *   the name appears nowhere in that branch (nor in release-1.29.1, release-1.30 or master), and
  *   ISTIO_DISABLED_EXTENSIONS / ISTIO_ENABLED_CONTRIB_EXTENSIONS do not add it. Envoy has the filter
  *   (source/extensions/filters/http/api_key_auth), and istiod's validation accepts its type (the
  *   go-control-plane protos istiod links contain it), so only a running gateway would refuse it: a
- *   listener whose filter has no registered implementation is rejected whole. API keys therefore stay
+ *   listener whose filter has no registered implementation is rejected whole (marking the filter
+ *   `is_optional` would make Envoy skip it: every request let through). API keys therefore stay
  *   with Gloo's ext-auth-service ({@link API_KEY_AUTH_REASON}).
  * - **Gloo's basic auth** (proto `BasicAuth`): either `apr.users` (APR1 / MD5-crypt salt and hash),
  *   or `encryption` {`apr` | `sha1`} with `userList.users`; "exactly one of 'apr' or ('encryption'
