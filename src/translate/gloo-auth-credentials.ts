@@ -13,8 +13,9 @@
  *   (ENVOY_EXTENSIONS) but not `envoy.filters.http.api_key_auth`:
  *   the name appears nowhere in that branch (nor in release-1.29.1, release-1.30 or master), and
  *   ISTIO_DISABLED_EXTENSIONS / ISTIO_ENABLED_CONTRIB_EXTENSIONS do not add it. Envoy has the filter
- *   (source/extensions/filters/http/api_key_auth), and istiod's validation accepts its type (the
- *   go-control-plane protos istiod links contain it), so only a running gateway would refuse it: a
+ *   (source/extensions/filters/http/api_key_auth), and istiod's validation accepts its type
+ *   (istio.io/istio pkg/config/xds/filter_types.gen.go imports its proto, so an EnvoyFilter's
+ *   typed_config decodes), so only a running gateway would refuse it: a
  *   listener whose filter has no registered implementation is rejected whole (marking the filter
  *   `is_optional` would make Envoy skip it: every request let through). API keys therefore stay
  *   with Gloo's ext-auth-service ({@link API_KEY_AUTH_REASON}).
