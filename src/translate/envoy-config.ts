@@ -79,6 +79,8 @@ export const RATELIMIT_TYPE = "type.googleapis.com/envoy.extensions.filters.http
 export const CSRF_TYPE = "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy";
 
 export const OAUTH2_TYPE = "type.googleapis.com/envoy.extensions.filters.http.oauth2.v3.OAuth2";
+/** Envoy's basic_auth filter (htpasswd `{SHA}` entries inline: hashes, never passwords). */
+export const BASIC_AUTH_TYPE = "type.googleapis.com/envoy.extensions.filters.http.basic_auth.v3.BasicAuth";
 /** `config.route.v3.FilterConfig`: empty, it turns on a filter inserted `disabled` (route-based filter chain). */
 export const FILTER_CONFIG_TYPE = "type.googleapis.com/envoy.config.route.v3.FilterConfig";
 
@@ -164,6 +166,7 @@ const MESSAGES: Readonly<Record<string, object>> = {
     },
     ["@type", "config"],
   ),
+  [BASIC_AUTH_TYPE]: obj({ "@type": { const: BASIC_AUTH_TYPE }, users: obj({ inline_string: { type: "string", pattern: "^[^:\\n]+:\\{SHA\\}[A-Za-z0-9+/]{27}=(\\n[^:\\n]+:\\{SHA\\}[A-Za-z0-9+/]{27}=)*$" } }, ["inline_string"]) }, ["@type", "users"]),
   [FILTER_CONFIG_TYPE]: obj({ "@type": { const: FILTER_CONFIG_TYPE }, disabled: { type: "boolean" }, is_optional: { type: "boolean" } }, ["@type"]),
 };
 const validators = new Map(Object.entries(MESSAGES).map(([k, s]) => [k, subsetValidator(s)]));

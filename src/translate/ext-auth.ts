@@ -21,7 +21,9 @@
  * `glooAuth` configurations (API keys, OPA modules, LDAP, …) are evaluated by Gloo's
  * ext-auth-service, which receives them from Gloo's management plane, so each is
  * NEEDS_GLOO_DATA_PLANE (error) with the reason: the requests still go to the server with the
- * configuration's id and are denied unless it holds that configuration (fail closed).
+ * configuration's id and are denied unless it holds that configuration (fail closed). A chain of
+ * one `basicAuth` whose hashes Envoy can verify becomes Envoy's basic_auth filter the same way
+ * (inserted disabled, on per selected route or inbound port; gloo-auth-credentials.ts).
  * Where the server is not discovered, no filter can be rendered (Envoy rejects a filter naming an
  * unknown cluster, with the whole listener): the selected routes answer 403 and the selected
  * destination ports are denied by an AuthorizationPolicy, with an error — never left open.
@@ -30,6 +32,7 @@ import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
 import { EXT_AUTHZ_PER_ROUTE_TYPE, EXT_AUTHZ_TYPE } from "./envoy-config.js";
 import { ENABLE_FILTER, oauth2Config, planGlooAuth, type OidcUpstream } from "./gloo-auth.js";
+import type { CredentialFilterStep } from "./gloo-auth-credentials.js";
 import { FILTER_PRIORITY, destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, mergeIntoInboundHost, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ProxySet, type ServerRef } from "./envoy-filters.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
@@ -54,6 +57,8 @@ export interface ExtAuthConfig {
   readonly perRoute: Record<string, unknown>;
   /** Set when the policy's glooAuth chain runs on Envoy's oauth2 filter instead (no ext_authz; `server` is the token endpoint). */
   readonly oidc?: OidcUpstream;
+  /** Set when the chain runs on a filter that calls nothing (basic_auth; `server` is unused): gloo-auth-credentials.ts. */
+  readonly local?: CredentialFilterStep;
 }
 
 /** Whether an ExtAuthPolicy protects routes: only with `applyToRoutes` (Gloo: empty = no route). */
@@ -69,6 +74,7 @@ export const resolveExtAuth = resolvedOncePerWorkspace<ExtAuthConfig>((ctx, poli
       const u = plan.upstream;
       return { serverId: u.filterName, filterName: u.filterName, server: { name: u.tokenEndpoint.host, namespace: "", port: { number: u.tokenEndpoint.port } }, settings: {}, perRoute: ENABLE_FILTER, oidc: u };
     }
+    if ("local" in plan) return { serverId: plan.local.filterName, filterName: plan.local.filterName, server: { name: "", namespace: "", port: {} }, settings: {}, perRoute: ENABLE_FILTER, local: plan.local };
     glooOnly = plan.reasons;
   }
   let serverObj: InputObject | undefined;
@@ -206,6 +212,7 @@ function tokenCluster(ctx: WorkspaceContext, u: OidcUpstream, proxy: ProxySet & 
 export function extAuthBlocked(ctx: WorkspaceContext, policy: InputObject, cluster: string): string | undefined {
   const { config } = resolveExtAuth(ctx, policy);
   if (config === undefined) return "its ExtAuthServer cannot be used (see the policy's other errors)";
+  if (config.local !== undefined) return undefined;
   if (config.oidc !== undefined) {
     const r = tokenCluster(ctx, config.oidc, { cluster, namespace: "", labels: {}, owner: policy });
     return "error" in r ? r.error : undefined;
@@ -220,6 +227,13 @@ function oidcInsertion(ctx: WorkspaceContext, u: OidcUpstream, proxy: FilterProx
   if ("error" in token) return [];
   const name = stableName("oauth2", u.policy, proxy.owner.metadata.name, proxy.namespace, proxy.cluster, ctx.workspace.name);
   return [...token.resources, envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: u.filterName, disabled: true, typed_config: oauth2Config(u, token.name) })], FILTER_PRIORITY.extAuth)];
+}
+
+/** A policy's credential filter (basic_auth) inserted, disabled, on the gateway or on one inbound port. */
+function localInsertion(ctx: WorkspaceContext, step: CredentialFilterStep, proxy: FilterProxy): Emitted {
+  const scope = proxy.inboundPort === undefined ? [proxy.owner.metadata.name] : [proxy.owner.metadata.name, String(proxy.inboundPort)];
+  const name = stableName("basic-auth", step.policy, ...scope, proxy.namespace, proxy.cluster, ctx.workspace.name);
+  return envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: step.filterName, disabled: true, typed_config: step.typedConfig })], FILTER_PRIORITY.extAuth);
 }
 
 /**
@@ -241,6 +255,15 @@ export function renderExtAuthRoutes(ctx: WorkspaceContext, table: InputObject, p
       if (!inserted.has(config.filterName)) {
         inserted.add(config.filterName);
         resources.push(...oidcInsertion(ctx, config.oidc, proxy));
+      }
+      policies.add(policy);
+      patches.push(mergeIntoGatewayRoute(name, { typed_per_filter_config: { [config.filterName]: config.perRoute } }));
+      continue;
+    }
+    if (config.local !== undefined) {
+      if (!inserted.has(config.filterName)) {
+        inserted.add(config.filterName);
+        resources.push(localInsertion(ctx, config.local, proxy));
       }
       policies.add(policy);
       patches.push(mergeIntoGatewayRoute(name, { typed_per_filter_config: { [config.filterName]: config.perRoute } }));
@@ -283,6 +306,11 @@ export function translateExtAuth(ctx: WorkspaceContext): TranslatorOutput {
         // A browser login flow belongs on the gateway that serves the application's routes.
         diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Error, asRecord(policy.spec).applyToDestinations === undefined ? "/spec" : "/spec/applyToDestinations", `Service ${p.service.namespace}/${p.service.name}: an OIDC authorization-code login on a destination is not translated (Envoy's oauth2 filter is rendered for gateway routes, applyToRoutes); requests to port ${String(p.port)} are denied instead`));
         resources.push(denyPort(ctx, policy, p.service.name, proxy));
+        continue;
+      }
+      if (config?.local !== undefined) {
+        const name = stableName("basic-auth-port", policy.metadata.name, p.service.name, String(p.port), p.service.namespace, p.cluster, ws);
+        resources.push(localInsertion(ctx, config.local, proxy), envoyFilter(ctx, proxy, name, policy, [mergeIntoInboundHost(p.port, { typed_per_filter_config: { [config.filterName]: config.perRoute } })]));
         continue;
       }
       const cluster = config === undefined ? undefined : serverCluster(ctx, "ext auth server", config.server, p.cluster);

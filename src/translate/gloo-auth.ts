@@ -11,9 +11,12 @@
  *   are **SDS references to files** on the gateway (`/etc/gitmesh/oauth2/<ns>.<secret>/`), never
  *   values: rendered output is committed to the audit branch, readable by every repo reader.
  * - everything else stays with Gloo's ext-auth-service (NEEDS_GLOO_DATA_PLANE) with the reason
- *   (`GLOO_ONLY` below): Envoy's filter takes the data only inline (API keys), verifies other
- *   hashes (basic auth), reads another input document (OPA), or does not exist (LDAP, HMAC,
+ *   (`GLOO_ONLY` below): Istio's proxy lacks the filter (API keys), Envoy's filter verifies other
+ *   hashes (APR1 or salted SHA-1 basic auth), reads another input document (OPA), or does not exist (LDAP, HMAC,
  *   pass-through, portal).
+ * - `basicAuth` (a chain of that one configuration) → Envoy's basic_auth filter where it verifies what
+ *   Gloo verifies; `apiKeyAuth` stays with Gloo (its filter is not in Istio's proxy): see
+ *   gloo-auth-credentials.ts.
  *
  * A chain is translated only when each of its configurations is (Gloo ANDs them by default); a
  * chain with a `booleanExpr` or more than one OIDC configuration stays with Gloo.
@@ -21,6 +24,7 @@
 import { Severity } from "../core/index.js";
 import { FILTER_CONFIG_TYPE, OAUTH2_TYPE } from "./envoy-config.js";
 import type { ReportIssue } from "./envoy-filters.js";
+import { API_KEY_AUTH_REASON, basicAuthStep, type CredentialFilterStep } from "./gloo-auth-credentials.js";
 import type { InputObject } from "./input.js";
 import { asArray, asRecord, asString } from "./selectors.js";
 import { TranslateCode } from "./types.js";
@@ -49,9 +53,8 @@ export interface OidcUpstream {
 
 /** Why a glooAuth configuration kind needs Gloo's ext-auth-service (solo-apis AuthConfigSpec.Config oneof). */
 const GLOO_ONLY: Readonly<Record<string, string>> = {
-  apiKeyAuth:
-    "Envoy's api_key_auth filter takes the keys inline in its configuration (no SDS); gitmesh would have to copy the API keys out of their Secrets into the rendered EnvoyFilter, which is committed to the audit branch every repository reader can read",
-  basicAuth: "Gloo stores APR1 (MD5-crypt) password hashes; Envoy's basic_auth filter verifies SHA-1 htpasswd entries only",
+  apiKeyAuth: API_KEY_AUTH_REASON,
+  basicAuth: "Envoy's basic_auth filter is rendered for a chain whose only configuration is basicAuth (gloo-auth-credentials.ts), not yet within a longer chain",
   opaAuth:
     "Gloo evaluates the Rego modules with its own input document (input.check_request, input.http_request, input.state.jwt); an OPA-Envoy server gives them another one (input.attributes, input.parsed_path), so the modules would not decide the same without rewriting",
   opaServerAuth:
@@ -144,9 +147,14 @@ const sds = (name: string, path: string) => ({
  * reasons reported as NEEDS_GLOO_DATA_PLANE by the caller) when a configuration has no upstream
  * equivalent; configuration mistakes of a translatable chain are reported through `report`.
  */
-export function planGlooAuth(policy: InputObject, report: ReportIssue): { upstream: OidcUpstream } | { reasons: string[] } {
+export function planGlooAuth(policy: InputObject, report: ReportIssue): { upstream: OidcUpstream } | { local: CredentialFilterStep } | { reasons: string[] } {
   const g = asRecord(asRecord(asRecord(policy.spec).config).glooAuth);
   const configs = asArray(g.configs).map(asRecord);
+  // A chain of one basicAuth configuration: Envoy's basic_auth filter, or why not (gloo-auth-credentials.ts).
+  if (configs.length === 1 && configs[0]!.basicAuth !== undefined && Object.keys(configs[0]!).every((k) => k === "name" || k === "basicAuth")) {
+    const r = basicAuthStep(policy, 0, asRecord(configs[0]!.basicAuth), report);
+    return "step" in r ? { local: r.step } : { reasons: [...r.reasons] };
+  }
   const reasons: string[] = [];
   const oidc: { index: number; spec: Record<string, unknown> }[] = [];
   configs.forEach((c, i) => {

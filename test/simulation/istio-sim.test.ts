@@ -21,7 +21,7 @@ import { kubeObjects } from "./kube-objects.js";
  * the simulation (test/fixtures/simulation/<case>, same layout, no golden).
  */
 const SIMULATION_CASES = ["sidecar-filters"];
-const CASES = [...SIMULATION_CASES.map((c) => `../simulation/${c}`), "gateway-only-route-table", "eastwest-basic", "gateway-tls", "gateway-port-matcher", "gateway-tls-mode-unset", "route-policies", "dest-vd-remote-only", "dest-policy-failover-outlier", "dest-access-destinations", "dest-settings-isolation", "dest-settings-isolation-access", "ext-auth", "ext-auth-glooauth", "rate-limit", "rate-limit-set", "csrf-policy", "jwt-policy"];
+const CASES = [...SIMULATION_CASES.map((c) => `../simulation/${c}`), "gateway-only-route-table", "eastwest-basic", "gateway-tls", "gateway-port-matcher", "gateway-tls-mode-unset", "route-policies", "dest-vd-remote-only", "dest-policy-failover-outlier", "dest-access-destinations", "dest-settings-isolation", "dest-settings-isolation-access", "ext-auth", "ext-auth-glooauth", "ext-auth-basic-auth", "rate-limit", "rate-limit-set", "csrf-policy", "jwt-policy"];
 
 const tempDir = useTempDirs("gitmesh-istio-sim-");
 
@@ -57,6 +57,7 @@ const GO_TESTS = [
   "TestServiceIsolationWithAccessPolicy",
   "TestExtAuthPolicy",
   "TestExtAuthGlooAuthOIDC",
+  "TestExtAuthGlooAuthBasicAuth",
   "TestRateLimitPolicy",
   "TestCSRFPolicy",
   "TestJWTPolicy",

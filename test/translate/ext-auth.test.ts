@@ -142,7 +142,7 @@ describe("ExtAuthPolicy glooAuth on Envoy's oauth2 filter", () => {
   it("chains Envoy cannot run go to Gloo's ext-auth-service with their config id, each with the reason", () => {
     const needs = result.diagnostics.filter((d) => d.code === "NEEDS_GLOO_DATA_PLANE").map((d) => d.message);
     expect(needs).toHaveLength(3);
-    expect(needs.find((m) => m.includes("config_id=bookinfo-frontends.apikeys"))).toMatch(/api_key_auth filter takes the keys inline/);
+    expect(needs.find((m) => m.includes("config_id=bookinfo-frontends.apikeys"))).toMatch(/api_key_auth filter \(envoy.filters.http.api_key_auth\) is not compiled into Istio.s proxy/);
     expect(needs.find((m) => m.includes("config_id=bookinfo-frontends.oidc-opa"))).toMatch(/opaAuth: .*input document/);
     expect(needs.find((m) => m.includes("config_id=bookinfo-frontends.unknown-idp"))).toMatch(/discoveryOverride.authEndpoint/);
     for (const path of ["/api", "/reports", "/other"]) expect(filtersOn(path)).toEqual(["envoy.filters.http.ext_authz.gloo-ext-auth.bookinfo-frontends"]);
