@@ -170,6 +170,17 @@ describe("first fetch: the pack streamed to disk and indexed natively", () => {
     await git(cacheDir, ["fsck", "--strict", "--no-dangling"]);
   });
 
+  it("fetches an annotated tag: the tag object and the commit it names", async () => {
+    const tip = (await server.revParse("deltas", "main"))!;
+    await server.git("deltas", ["-c", "user.name=t", "-c", "user.email=t@t", "tag", "-a", "-m", "release", "v1", tip]);
+    const cacheDir = tmp();
+    const source = createGitSource({ location: { kind: "remote", url: server.url("deltas"), cacheDir }, ref: "v1", loader: recordingLoader(), logger: createMemoryLogger("t").logger });
+    const outcome = await source.sync();
+    expect(outcome.kind).toBe("updated");
+    expect(outcome.commit.oid).toBe(tip);
+    expect((await git(cacheDir, ["cat-file", "-t", readFileSync(join(cacheDir, "refs", "heads", "v1"), "utf8").trim()])).trim()).toBe("tag");
+  });
+
   describe("a pack that arrives broken leaves nothing behind", () => {
     let proxy: Awaited<ReturnType<typeof startBreakingProxy>>;
     beforeAll(async () => {
