@@ -68,6 +68,14 @@ async function gitSide(url: string, dest: string): Promise<SideRun> {
   return { ms: Number(m[1]) * 1000, cpuMs: (Number(m[2]) + Number(m[3])) * 1000, maxRssKb: Number(m[4]) };
 }
 
+/** Peak RSS of a Node process that does nothing (`args` = e.g. ["--import", "tsx"], how sync-child.ts runs): the floor of the memory ratio. */
+async function nodeFloorKb(args: readonly string[]): Promise<number> {
+  const { stderr } = await exec("/usr/bin/time", ["-f", "nodefloor %M", process.execPath, ...args, "-e", "0"], { maxBuffer: 1 << 20 });
+  const m = /nodefloor (\d+)/.exec(stderr);
+  if (!m) throw new Error(`no peak RSS from /usr/bin/time: ${stderr}`);
+  return Number(m[1]);
+}
+
 const noopLoader: DesiredStateLoader<number> = {
   load: (files) => ({ state: files.length, diagnostics: [] }),
   update: (prev, changed) => ({ state: prev + changed.length, diagnostics: [], changedKeys: new Set(changed.map((f) => f.path)) }),
@@ -115,6 +123,8 @@ export const benchmark: Benchmark = {
         theirs.push(g);
         log(`first sync ${i + 1}: gitmesh ${round(o.ms)} ms (CPU ${round(o.cpuMs)} ms, ${round(o.maxRssKb / 1024)} MiB), git clone + cat-file ${round(g.ms)} ms (CPU ${round(g.cpuMs)} ms, ${round(g.maxRssKb / 1024)} MiB); load ${load1()}`);
       }
+      const bare = median([await nodeFloorKb([]), await nodeFloorKb([]), await nodeFloorKb([])]);
+      const withTsx = median([await nodeFloorKb(["--import", "tsx"]), await nodeFloorKb(["--import", "tsx"]), await nodeFloorKb(["--import", "tsx"])]);
       const m = (l: readonly SideRun[], k: keyof SideRun) => median(l.map((r) => r[k]));
       const perSample = (k: keyof SideRun) => median(ours.map((o, i) => o[k] / theirs[i]![k]));
       figures.push(
@@ -124,6 +134,9 @@ export const benchmark: Benchmark = {
         { label: "first sync ratio gitmesh / git, wall (median of per-sample ratios)", value: round(perSample("ms"), 2), unit: "x" },
         { label: "first sync ratio gitmesh / git, CPU", value: round(perSample("cpuMs"), 2), unit: "x" },
         { label: "first sync peak RSS: gitmesh process / git (largest process)", value: round(m(ours, "maxRssKb") / 1024), unit: `MiB / ${round(m(theirs, "maxRssKb") / 1024)} MiB` },
+        // The memory ratio's floor: no Node process gets near git's; the child runs under tsx.
+        { label: "peak RSS floor: `node -e 0` / `node --import tsx -e 0`", value: round(bare / 1024), unit: `MiB / ${round(withTsx / 1024)} MiB` },
+        { label: "first sync peak RSS ratio gitmesh / git; gitmesh / node -e 0", value: round(m(ours, "maxRssKb") / m(theirs, "maxRssKb"), 2), unit: `x; ${round(m(ours, "maxRssKb") / bare, 2)}x` },
       );
 
       const gitOnly = createGitSource({ location: { kind: "remote", url, cacheDir: dir("bench-noop-") }, loader: noopLoader, logger: silentLogger });

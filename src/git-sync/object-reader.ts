@@ -36,6 +36,15 @@ const BASE_CACHE_LIMIT = 4096;
 export interface ObjectReader {
   read(oid: string): RawObject;
   has(oid: string): boolean;
+  /**
+   * Hands over objects just received and indexed (pack-fetch.ts): they are served from memory instead
+   * of being inflated from the pack again, until `forgetRemembered`. A first sync reads every blob right
+   * after its fetch (and hands them all to the loader, which keeps them); this saves a second inflate of
+   * every object, and reading the pack and its index once more.
+   */
+  remember(oid: string, obj: RawObject): void;
+  /** Forgets the objects handed over (the source calls it at the end of each sync). */
+  forgetRemembered(): void;
 }
 
 export function createObjectReader(gitdir: string): ObjectReader {
@@ -133,7 +142,11 @@ export function createObjectReader(gitdir: string): ObjectReader {
     return undefined;
   };
 
+  let remembered = new Map<string, RawObject>();
+
   const read = (oid: string): RawObject => {
+    const fresh = remembered.get(oid);
+    if (fresh) return fresh;
     const found = fromPacks(oid) ?? readLoose(oid);
     if (found) return found;
     scanPacks();
@@ -145,7 +158,14 @@ export function createObjectReader(gitdir: string): ObjectReader {
   scanPacks();
   return {
     read,
+    remember(oid, obj) {
+      remembered.set(oid, obj);
+    },
+    forgetRemembered() {
+      if (remembered.size > 0) remembered = new Map();
+    },
     has(oid) {
+      if (remembered.has(oid)) return true;
       try {
         read(oid);
         return true;

@@ -2,7 +2,6 @@
  * Reading trees and blobs straight from a Git object store (never a working tree). These helpers
  * assume valid input (oids that exist); the edges (source.ts, audit.ts) validate and add context.
  */
-import * as git from "isomorphic-git";
 import type { FsClient } from "isomorphic-git";
 import { createObjectReader, parseTree, type ObjectReader } from "./object-reader.js";
 
@@ -51,9 +50,26 @@ export function readTreeEntries(store: ObjectStore, oid: string | undefined): Pr
 }
 
 /** Follows annotated tags down to the commit they name (isomorphic-git's readCommit peels tags). */
-export async function peelToCommit(store: ObjectStore, oid: string): Promise<string> {
-  const commit = await git.readCommit({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
-  return commit.oid;
+export function peelToCommit(store: ObjectStore, oid: string): Promise<string> {
+  try {
+    return Promise.resolve(peel(store, oid));
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+function peel(store: ObjectStore, oid: string): string {
+  // Our reader, not isomorphic-git's readCommit: that parsed the pack index of a first fetch (10,000
+  // entries) and read the pack once more, in JavaScript, just to see one commit.
+  let current = oid;
+  for (let depth = 0; depth < 16; depth++) {
+    const obj = store.reader.read(current);
+    if (obj.type === "commit") return current;
+    const target = obj.type === "tag" ? /^object ([0-9a-f]{40})$/m.exec(obj.content.toString("latin1", 0, Math.min(obj.content.length, 512))) : null;
+    if (!target) throw new Error(`object ${oid} is ${obj.type === "tag" ? "a tag without a target" : `a ${obj.type}`}, not a commit`);
+    current = target[1]!;
+  }
+  throw new Error(`object ${oid}: tags nested too deep`);
 }
 
 /** True when the object store holds `oid` (of any type). */
@@ -72,9 +88,43 @@ export interface CommitSummary {
   readonly author: { readonly name: string; readonly email: string };
 }
 
-export async function readCommitSummary(store: ObjectStore, oid: string): Promise<CommitSummary> {
-  const { commit } = await git.readCommit({ fs: store.fs, gitdir: store.gitdir, oid, cache: store.cache });
-  return { oid, tree: commit.tree, parents: commit.parent, timestamp: commit.committer.timestamp, message: commit.message, author: { name: commit.author.name, email: commit.author.email } };
+/**
+ * A commit's tree, parents, committer time, message and author, parsed from the raw object as
+ * isomorphic-git's readCommit parses it (whose pack reading in JavaScript this avoids).
+ */
+export function readCommitSummary(store: ObjectStore, oid: string): Promise<CommitSummary> {
+  try {
+    return Promise.resolve(parseCommit(oid, readRawCommit(store, oid)));
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+function parseCommit(oid: string, raw: string): CommitSummary {
+  const split = raw.indexOf("\n\n");
+  const head = split < 0 ? raw : raw.slice(0, split);
+  const message = split < 0 ? "" : raw.slice(split + 2);
+  let tree: string | undefined;
+  const parents: string[] = [];
+  let author: { name: string; email: string } | undefined;
+  let timestamp: number | undefined;
+  // Continuation lines (a gpgsig's) start with a space and belong to the header above.
+  for (const line of head.split("\n")) {
+    if (line.startsWith(" ")) continue;
+    const space = line.indexOf(" ");
+    const key = line.slice(0, space);
+    const value = line.slice(space + 1);
+    if (key === "tree") tree = value;
+    else if (key === "parent") parents.push(value);
+    else if (key === "author" || key === "committer") {
+      const m = /^(.*) <(.*)> (-?\d+) (\S+)$/.exec(value);
+      if (!m) throw new Error(`commit ${oid} has a malformed ${key} line`);
+      if (key === "author") author = { name: m[1]!, email: m[2]! };
+      else timestamp = Number(m[3]);
+    }
+  }
+  if (tree === undefined || author === undefined || timestamp === undefined) throw new Error(`commit ${oid} lacks a tree, author or committer`);
+  return { oid, tree, parents, timestamp, message, author };
 }
 
 /** The raw text of a commit object (what its signature covers, with the gpgsig header). */

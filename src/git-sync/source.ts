@@ -16,6 +16,7 @@ import { splitSignedCommit, type CommitVerifier } from "./signatures.js";
 import { idleTimeoutsOf } from "./http-client.js";
 import { type GitCredentials } from "./credentials.js";
 import { openRemote, type SshRemoteOptions } from "./remote.js";
+import { fetchFirstPack } from "./pack-fetch.js";
 
 export { splitCredentials, type GitCredentials } from "./credentials.js";
 
@@ -189,6 +190,13 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
     return withBackoff(
       async () => {
         try {
+          if (!haveTip && !isSha(want)) {
+            // Nothing to negotiate: stream the pack to disk and index it natively (pack-fetch.ts).
+            const first = await fetchFirstPack({ http, url: remote.url, gitdir, ref: want, depth, auth: credentials, onObject: (oid, obj) => store.reader.remember(oid, obj) });
+            if (first === undefined) return undefined;
+            await git.writeRef({ fs, gitdir, ref: localRef, value: first.oid, force: true });
+            return first.oid;
+          }
           const res = await git.fetch({
             fs,
             http,
@@ -377,7 +385,8 @@ export function createGitSource<S>(options: GitSourceOptions<S>): GitSource<S> {
 
   return {
     sync(hint = {}) {
-      const run = chain.then(() => doSync(hint));
+      // Objects a first fetch handed to the reader and this sync did not read are not kept past it.
+      const run = chain.then(() => doSync(hint)).finally(() => store.reader.forgetRemembered());
       chain = run.catch(() => undefined);
       return run;
     },
