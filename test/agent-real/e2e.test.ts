@@ -38,6 +38,8 @@ function startAgent(identity: string): GitmeshProcess {
   const p = gm.start(`agent ${identity}`, [
     "agent", "--relay-address", `127.0.0.1:${String(relayPort)}`, "--cluster", "cluster1", "--kubeconfig", cluster.agent.kubeconfigPath,
     "--namespace", AGENT_NAMESPACE, "--http-port", "0", "--identity", identity,
+    // debug: a drift left alone under a server hold is logged at debug only (the suspension test reads it)
+    "--log-level", "debug",
   ]);
   agents.set(identity, p);
   return p;
@@ -225,6 +227,44 @@ describe("push → server → relay → agent → real API server, under the cha
     for (const [k, o] of after) expect(o.spec, k).toEqual(before.get(k)!.spec);
     expect(recreated(first, uids(after))).toEqual([]);
   }, 200_000);
+
+  it("suspend (#38) on the real API server: an operator's hand edit of an owned VirtualService stays while the server holds the cluster; resume repairs it and converges", async () => {
+    await gm.poll("converged before the suspension", converged(), 90_000);
+    const admin = readFileSync(join(tmp, "pki", "api-token-admin"), "utf8").trim();
+    const post = (path: string, body?: unknown) =>
+      fetch(`${base}${path}`, { method: "POST", signal: AbortSignal.timeout(10_000), headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const vsKey = [...(await objects()).keys()].filter((k) => k.startsWith("VirtualService/")).sort()[0]!;
+    const [, ns, name] = vsKey.split("/") as [string, string, string];
+    const path = `/apis/networking.istio.io/v1/namespaces/${ns}/virtualservices/${name}`;
+    const live = async () => (await getObject(cluster.kube, path)) as Obj;
+    const hotfixed = async () => ((await live()).spec.http as Obj[])[0]?.timeout === "7s";
+    const uid = String((await live()).metadata.uid);
+    const outputs = () => [...agents.values()].map((a) => a.output()).join("\n");
+    const heldLines = (): number => outputs().split("\n").filter((l) => l.includes("drift left as it is") && l.includes(`${ns}/${name}`)).length;
+
+    expect((await post("/api/clusters/cluster1/suspend", { reason: "incident 7" })).status).toBe(200);
+    await gm.poll("an agent told of the hold", () => Promise.resolve(outputs().includes("cluster held by the management server")), 60_000);
+    // `kubectl edit` as an operator does it during the incident: an Update by another field manager.
+    const http = ((await live()).spec.http as Obj[]).map((r, i) => (i === 0 ? { ...r, timeout: "7s" } : r));
+    const edit = await cluster.kube.request("PATCH", path, { body: { spec: { http } }, contentType: "application/merge-patch+json", query: { fieldManager: "kubectl-edit" } });
+    expect(edit.status, edit.text).toBe(200);
+    const seenBefore = heldLines();
+    await gm.poll("the leader finding the hand edit and leaving it", () => Promise.resolve(heldLines() > seenBefore), 60_000);
+    // The watcher saw it and decided: it stays, also a few seconds later (a repair is scheduled within a tick).
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await hotfixed(), "the hand edit was repaired under the hold").toBe(true);
+    expect(outputs()).not.toMatch(new RegExp(`drift repaired[^\\n]*${ns}/${name}`));
+    const held = (await getJson<{ suspended?: { summary?: string } | null }>(`${base}/api/clusters/cluster1`)).suspended;
+    expect(held?.summary ?? "").toMatch(/incident 7/);
+
+    expect((await post("/api/clusters/cluster1/resume")).status).toBe(200);
+    await gm.poll("the hand edit repaired after resume", async () => !(await hotfixed()), 60_000);
+    expect(outputs()).toContain("cluster no longer held by the management server");
+    await gm.poll("converged after resume", converged(), 90_000);
+    const after = await expectMatchesOutput();
+    expect(String(after.get(vsKey)!.metadata.uid), "repaired in place, not deleted and made again").toBe(uid);
+    expect(recreated(first, uids(after))).toEqual([]);
+  }, 240_000);
 
   it("leader failover: the leader is killed; the standby takes the real Lease over after it expires, applies the next push, deletes nothing", async () => {
     const before = await lease();
