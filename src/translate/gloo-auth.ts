@@ -10,9 +10,9 @@
  *   `scopes` after `openid` (Gloo always asks for it). The client secret and the filter's HMAC key
  *   are **SDS references to files** on the gateway (`/etc/gitmesh/oauth2/<ns>.<secret>/`), never
  *   values: rendered output is committed to the audit branch, readable by every repo reader.
- * - `opaAuth` → Envoy's ext_authz filter (gRPC) to an OPA-Envoy server, with a generated wrapper
- *   module that gives the query Gloo's input document (opa-auth.ts); all opaAuth configurations of
- *   a chain are one decision (ANDed).
+ * - `opaAuth` and `opaServerAuth` (without `serverAddr`) → Envoy's ext_authz filter (gRPC) to an
+ *   OPA-Envoy server, with a generated wrapper module that gives the query Gloo's input document
+ *   (opa-auth.ts); all OPA configurations of a chain are one decision (ANDed).
  * - everything else stays with Gloo's ext-auth-service (NEEDS_GLOO_DATA_PLANE) with the reason
  *   (`GLOO_ONLY` below): Envoy's filter takes the data only inline (API keys), verifies other
  *   hashes (basic auth), or does not exist (LDAP, HMAC, pass-through, portal).
@@ -56,8 +56,6 @@ const GLOO_ONLY: Readonly<Record<string, string>> = {
   apiKeyAuth:
     "Envoy's api_key_auth filter takes the keys inline in its configuration (no SDS); gitmesh would have to copy the API keys out of their Secrets into the rendered EnvoyFilter, which is committed to the audit branch every repository reader can read",
   basicAuth: "Gloo stores APR1 (MD5-crypt) password hashes; Envoy's basic_auth filter verifies SHA-1 htpasswd entries only",
-  opaServerAuth:
-    "Gloo queries the OPA server that runs beside its ext-auth-service; the policy names no OPA-Envoy service. To run it without Gloo, deploy OPA-Envoy with the decision path <package>/<ruleName> and point a customAuth ExtAuthServer at it",
   ldap: "Envoy has no LDAP filter",
   ldapInternal: "Envoy has no LDAP filter",
   hmacAuth: "Envoy has no HMAC request-signing filter",
@@ -182,6 +180,7 @@ interface PlanContext {
 const STEP_PLANNERS: Readonly<Record<string, (c: ChainConfig, p: PlanContext) => StepResult>> = {
   oauth2: planOidcStep,
   opaAuth: planOpaStep,
+  opaServerAuth: planOpaStep,
 };
 
 /**

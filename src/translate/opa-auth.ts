@@ -104,6 +104,16 @@ function balanced(query: string): boolean {
   return quote === undefined && stack.length === 0;
 }
 
+/**
+ * A rule body that succeeds when Gloo would allow: a query of one expression is evaluated for its
+ * value (true, or an array whose first element is true: solo-apis OpaAuth.query); a query of several
+ * expressions (or a negation) allows when it succeeds.
+ */
+function queryBody(query: string): string {
+  const single = !/[\n;]/.test(query) && !/^(not|some|every)\s/.test(query) && !/\swith\s/.test(query) && !/:=|(^|[^=!<>])=([^=]|$)/.test(query);
+  return single ? `\tgloo_allows((${query}))` : `\t${query.split("\n").join("\n\t")}`;
+}
+
 /** What an OPA-Envoy-evaluated module sees differently from Gloo's input (one warning per configuration). */
 const INPUT_DIFFERENCES =
   "input.check_request is OPA-Envoy's CheckRequest (attributes.request.http.method, path, host, headers, query, fragment, scheme, protocol, body as Envoy sends them to any ext_authz server; fields with multi-word names use OPA-Envoy's lowerCamelCase JSON names, e.g. contextExtensions, metadataContext, socketAddress, and contextExtensions carries gitmesh_policy, not Gloo's config_id)";
@@ -118,24 +128,44 @@ export function planOpaPolicy(policy: InputObject, configs: readonly { index: nu
   const rules: string[] = [];
   const names: string[] = [];
   const modules = new Set<string>();
-  for (const c of configs.filter((x) => x.kind === "opaAuth")) {
-    const base = `/spec/config/glooAuth/configs/${String(c.index)}/opaAuth`;
-    const query = asString(c.spec.query)?.trim();
-    if (query === undefined || query === "") return { reason: `configs[${String(c.index)}] opaAuth has no query, which Gloo requires` };
-    if (!balanced(query)) return { reason: `configs[${String(c.index)}] opaAuth query ${JSON.stringify(query)} has unbalanced brackets or a comment; gitmesh evaluates it inside a generated rule` };
-    const refs = asArray(c.spec.modules).map(asRecord);
-    for (const m of refs) {
-      const name = asString(m.name);
-      if (name === undefined) return { reason: `configs[${String(c.index)}] opaAuth modules: a module without a name` };
-      modules.add(`${asString(m.namespace) ?? policy.metadata.namespace ?? ""}/${name}`);
+  for (const c of configs.filter((x) => x.kind === "opaAuth" || x.kind === "opaServerAuth")) {
+    const base = `/spec/config/glooAuth/configs/${String(c.index)}/${c.kind}`;
+    const at = `configs[${String(c.index)}] ${c.kind}`;
+    let body: string;
+    let loads: string;
+    if (c.kind === "opaAuth") {
+      const query = asString(c.spec.query)?.trim();
+      if (query === undefined || query === "") return { reason: `${at} has no query, which Gloo requires` };
+      if (!balanced(query)) return { reason: `${at} query ${JSON.stringify(query)} has unbalanced brackets or a comment; gitmesh evaluates it inside a generated rule` };
+      const refs = asArray(c.spec.modules).map(asRecord);
+      const mine: string[] = [];
+      for (const m of refs) {
+        const name = asString(m.name);
+        if (name === undefined) return { reason: `${at} modules: a module without a name` };
+        mine.push(`${asString(m.namespace) ?? policy.metadata.namespace ?? ""}/${name}`);
+      }
+      for (const m of mine) modules.add(m);
+      body = queryBody(query);
+      loads = `the modules ${[...new Set(mine)].join(", ") || "(none)"} (ConfigMaps, as Gloo reads them)`;
+    } else {
+      const pkgName = asString(c.spec.package);
+      if (pkgName === undefined || pkgName === "") return { reason: `${at} has no package, which Gloo requires` };
+      if (asString(c.spec.serverAddr) !== undefined && c.spec.serverAddr !== "")
+        return { reason: `${at} serverAddr: Gloo queries the OPA data API of that server; Envoy's ext_authz speaks only the ext_authz protocol (run OPA-Envoy with the same bundle instead and omit serverAddr)` };
+      // Gloo queries the data API at <package>/<ruleName> (ruleName may name a subfield with "/").
+      const path = [...pkgName.split(/[./]/), ...(asString(c.spec.ruleName) ?? "").split("/")].filter((x) => x !== "");
+      body = `\tgloo_allows(data${path.map((x) => `[${JSON.stringify(x)}]`).join("")})`;
+      loads = `the Rego bundle that the OPA server beside Gloo's ext-auth-service loads (package ${pkgName})`;
     }
     const withJwt = oidcAt !== undefined && oidcAt < c.index;
     const rule = `config_${String(c.index)}`;
     names.push(rule);
-    rules.push(`# configs[${String(c.index)}] opaAuth${withJwt ? ", after the OIDC login: input.state.jwt is its ID token" : ""}\n${rule} if {\n\t${query.split("\n").join("\n\t")}\n}`);
+    rules.push(`# ${at}${withJwt ? ", after the OIDC login: input.state.jwt is its ID token" : ""}\n${rule} if {\n${body}\n}`);
     const options = asRecord(c.spec.options);
     if (options.returnDecisionReason === true)
-      report(policy, `${base}/options/returnDecisionReason`, "returnDecisionReason is not translated: the wrapper's decision is a boolean, so OPA-Envoy returns no reason in the response", Severity.Warning, TranslateCode.UnsupportedField);
+      report(policy, `${base}/options/returnDecisionReason`, "returnDecisionReason is not translated: the wrapper's decision is a boolean, so OPA-Envoy returns no reason in Envoy's dynamic metadata", Severity.Warning, TranslateCode.UnsupportedField);
+    if (options.fastInputConversion === true)
+      report(policy, `${base}/options/fastInputConversion`, "fastInputConversion is not translated: Gloo then drops the fields of http_request and state that are not a scalar, a map or a string array; the wrapper passes every field", Severity.Info, TranslateCode.UnsupportedField);
     if (oidcAt !== undefined && oidcAt > c.index)
       report(
         policy,
@@ -147,7 +177,7 @@ export function planOpaPolicy(policy: InputObject, configs: readonly { index: nu
     report(
       policy,
       base,
-      `evaluated by OPA-Envoy ${service.namespace}/${service.name}:${String(service.port)} through gitmesh's wrapper (decision path ${OPA_DECISION_PATH}), which gives the query Gloo's input document; differences: ${INPUT_DIFFERENCES}${withJwt ? "; input.state.jwt is the ID token from the IdToken cookie of Envoy's oauth2 filter (Gloo: the token of its session)" : ""}. OPA-Envoy must load the modules ${[...new Set(refs.map((m) => `${asString(m.namespace) ?? policy.metadata.namespace ?? ""}/${asString(m.name) ?? ""}`))].join(", ") || "(none)"} and the rendered ConfigMap (labelled ${OPA_POLICY_LABEL.key}=${OPA_POLICY_LABEL.value}; see src/translate/EXTAUTH-RATELIMIT.md), with Rego v0 syntax accepted (--v0-compatible) as Gloo's OPA does; modules of different policies must not share a package (Gloo evaluates each configuration's modules alone)`,
+      `evaluated by OPA-Envoy ${service.namespace}/${service.name}:${String(service.port)} through gitmesh's wrapper (decision path ${OPA_DECISION_PATH}), which gives the ${c.kind === "opaAuth" ? "query" : "rule"} Gloo's input document; differences: ${INPUT_DIFFERENCES}${withJwt ? "; input.state.jwt is the ID token from the IdToken cookie of Envoy's oauth2 filter (Gloo: the token of its session)" : ""}. OPA-Envoy must load ${loads} and the rendered ConfigMap (labelled ${OPA_POLICY_LABEL.key}=${OPA_POLICY_LABEL.value}; see src/translate/EXTAUTH-RATELIMIT.md), with Rego v0 syntax accepted (--v0-compatible) as Gloo's OPA does; modules of different policies must not share a package (Gloo evaluates each configuration's modules alone)`,
       Severity.Warning,
       TranslateCode.UnsupportedField,
     );
@@ -182,6 +212,14 @@ export function planOpaPolicy(policy: InputObject, configs: readonly { index: nu
           "}",
         ]
       : ["state := {}"]),
+    "",
+    "# Gloo: the query's result must be true, or an array whose first element is true; anything else denies.",
+    "gloo_allows(v) if v == true",
+    "",
+    "gloo_allows(v) if {",
+    "\tis_array(v)",
+    "\tv[0] == true",
+    "}",
     "",
     ...rules.flatMap((r) => [r, ""]),
     "# Gloo ANDs the configurations of a chain.",

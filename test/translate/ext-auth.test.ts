@@ -115,7 +115,11 @@ describe("ExtAuthPolicy glooAuth on Envoy's oauth2 filter", () => {
       ["warning", "/spec/config/glooAuth/configs/1/opaAuth"],
       ["warning", "/spec/config/glooAuth/configs/0/opaAuth"],
       ["warning", "/spec/config/glooAuth/configs/1/opaAuth"],
+      ["warning", "/spec/config/glooAuth/configs/0/opaServerAuth"],
+      ["warning", "/spec/config/glooAuth/configs/1/opaAuth"],
     ]);
+    // opaServerAuth (without serverAddr) is the same decision on the default OPA-Envoy, beside Gloo's ext-auth-service.
+    expect(filtersOn("/status")).toEqual(["envoy.filters.http.ext_authz.opa-envoy.opa-envoy.gloo-mesh-addons"]);
     expect(differences[0]!.message).toMatch(/input.state.jwt is the ID token from the IdToken cookie/);
   });
 

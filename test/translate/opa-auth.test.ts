@@ -7,7 +7,12 @@
 // - the corpus's most used module, `allow-solo-email-users` (13 real policies, solo-io/workshops):
 //   `io.jwt.decode(input.state.jwt)` and an email ending in @solo.io, after an OIDC login;
 // - a module reading input.check_request.attributes.request.http.headers (Gloo: "all OPA policies
-//   contain an Envoy Auth Service CheckRequest").
+//   contain an Envoy Auth Service CheckRequest");
+// - opaServerAuth (solo-apis OpaServerAuth: "The package from your Rego policy bundle used to query
+//   the OPA data API", ruleName "Supports querying subfields with a `/`") as the corpus uses it
+//   (package httpbin, ruleName allow/allowed), and an opaAuth query whose result is an array (OpaAuth.query:
+//   "must be either a boolean or an array with boolean as the first element. A boolean `true` value
+//   means that the request will be authorized. Any other value, or error, means that the request will be denied").
 // Gloo's input document (docs.solo.io, "OPA input structure"): input.check_request, input.http_request,
 // input.state.jwt ("If you use OAuth, the token retrieved during the OIDC flow"). Both are loaded the
 // way OPA-Envoy runs them: Rego v0 accepted (--v0-compatible), as Gloo's OPA does.
@@ -46,6 +51,20 @@ default allow = false
 allow {
     [header, payload, signature] = io.jwt.decode(input.state.jwt)
     endswith(payload["email"], "@solo.io")
+}
+`;
+
+const HTTPBIN_BUNDLE = `package httpbin
+
+default allow = {"allowed": false}
+allow = {"allowed": true, "body": "reads only"} {
+    input.http_request.method == "GET"
+}
+decision = [true, "not blocked"] {
+    not input.http_request.headers["x-block"]
+}
+decision = [false, "blocked"] {
+    input.http_request.headers["x-block"]
 }
 `;
 
@@ -102,6 +121,7 @@ describe("glooAuth opaAuth evaluated by OPA-Envoy through the wrapper", () => {
   it("renders one ConfigMap per policy beside its OPA-Envoy server, labelled for kube-mgmt, and valid", () => {
     expect(configMaps.map((c) => [c.metadata.namespace, c.metadata.labels["gitmesh.io/parent-name"], Object.keys(c.data).sort()])).toEqual([
       ["gloo-mesh-addons", "oidc-opa", ["bookinfo-frontends.oidc-opa.dispatch.rego", "bookinfo-frontends.oidc-opa.rego"]],
+      ["gloo-mesh-addons", "opa-server", ["bookinfo-frontends.opa-server.dispatch.rego", "bookinfo-frontends.opa-server.rego"]],
       ["opa", "opa-only", ["bookinfo-frontends.opa-only.dispatch.rego", "bookinfo-frontends.opa-only.rego"]],
     ]);
     for (const c of configMaps) expect(validateIstioResource(c)).toEqual([]);
@@ -139,6 +159,14 @@ describe("glooAuth opaAuth evaluated by OPA-Envoy through the wrapper", () => {
     expect(decide(dir, envoyInput(policy, "GET", "/reports"))).toBe(false);
     // A token elsewhere (an Authorization header, another cookie name) is not the login's: not state.jwt.
     expect(decide(dir, envoyInput(policy, "GET", "/reports", { authorization: `Bearer ${idToken({ email: "x@solo.io" })}`, cookie: `MyIdToken=${idToken({ email: "x@solo.io" })}` }))).toBe(false);
+  });
+
+  it("opaServerAuth queries <package>/<ruleName> of the bundle; a query's array result allows only when its first element is true", () => {
+    const dir = server("gloo-mesh-addons", { "allow-solo-email-users.rego": SOLO_EMAIL, "httpbin.rego": HTTPBIN_BUNDLE });
+    const policy = "bookinfo-frontends.opa-server";
+    expect(decide(dir, envoyInput(policy, "GET", "/status/200"))).toBe(true);
+    expect(decide(dir, envoyInput(policy, "POST", "/status/200"))).toBe(false);
+    expect(decide(dir, envoyInput(policy, "GET", "/status/200", { "x-block": "1" }))).toBe(false);
   });
 
   it("a request names its policy: another policy's context extension, or none, never gets this decision", () => {

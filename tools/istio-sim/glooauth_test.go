@@ -72,7 +72,7 @@ func TestExtAuthGlooAuthOIDC(t *testing.T) {
 				t.Errorf("%s enables %v, want only %s", path, on, want)
 			}
 		}
-		for _, path := range []string{"/", "/api", "/api/pets", "/other"} {
+		for _, path := range []string{"/", "/api", "/api/pets", "/status", "/other"} {
 			if on := enabled(t, path); len(on) != 0 {
 				t.Errorf("%s enables %v, want no OIDC filter", path, on)
 			}
@@ -107,8 +107,8 @@ func TestExtAuthGlooAuthOIDC(t *testing.T) {
 // service, inserted disabled after the chain's oauth2 filter, enabled per route with the context
 // extension gitmesh_policy that OPA-Envoy's decision path dispatches on.
 // Case test/fixtures/translate/ext-auth-glooauth, cluster1: oidc-opa (/reports; default OPA-Envoy
-// gloo-mesh-addons/opa-envoy:9191) and opa-only (/api/pets; ExtAuthServer annotated with
-// opa/opa-envoy-pets:9292).
+// gloo-mesh-addons/opa-envoy:9191), opa-server (/status; opaServerAuth on the same OPA-Envoy) and
+// opa-only (/api/pets; ExtAuthServer annotated with opa/opa-envoy-pets:9292).
 func TestExtAuthGlooAuthOPA(t *testing.T) {
 	sc := load(t, "ext-auth-glooauth", "cluster1")
 	gw := sc.xds("istio-ingressgateway")
@@ -144,6 +144,7 @@ func TestExtAuthGlooAuthOPA(t *testing.T) {
 		want := map[string]map[string]string{
 			"/reports":    {login: "", opa: "bookinfo-frontends.oidc-opa"},
 			"/api/pets/1": {pets: "bookinfo-frontends.opa-only"},
+			"/status/200": {opa: "bookinfo-frontends.opa-server"},
 		}
 		for path, filters := range want {
 			r := gw.routeOf(gw.call(httpGateway(host, 8080, path)))
