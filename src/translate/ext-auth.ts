@@ -87,7 +87,14 @@ export const resolveExtAuth = resolvedOncePerWorkspace<ExtAuthConfig>((ctx, poli
     const serverRef = asRecord(asRecord(asRecord(serverObj?.spec).destinationServer).ref);
     const serverNamespace = serverObj === undefined ? DEFAULT_EXT_AUTH_SERVER.namespace : (asString(serverRef.namespace) ?? serverObj.metadata.namespace ?? ctx.index.adminNamespace);
     const plan = planGlooAuth(policy, issue, opaEnvoyService(serverObj, serverNamespace, issue));
-    if ("steps" in plan) return { filters: plan.steps.map(stepFilter) };
+    if ("steps" in plan) {
+      // The OPA-Envoy service is found through the ExtAuthServer: a missing one cannot be guessed.
+      if (c.server !== undefined && serverObj === undefined && plan.steps.some((s) => s.kind === "opa")) {
+        issue(policy, "/spec/config/server", `ExtAuthServer ${refText(c.server, policy)} does not exist (it locates the policy's OPA-Envoy service); the policy's routes and destinations are denied until it does`, Severity.Error, TranslateCode.ReferenceNotFound);
+        return undefined;
+      }
+      return { filters: plan.steps.map(stepFilter) };
+    }
     glooOnly = plan.reasons;
   }
   if (c.server !== undefined && serverObj === undefined) {
