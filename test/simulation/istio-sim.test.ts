@@ -57,6 +57,7 @@ const GO_TESTS = [
   "TestServiceIsolationWithAccessPolicy",
   "TestExtAuthPolicy",
   "TestExtAuthGlooAuthOIDC",
+  "TestExtAuthGlooAuthOPA",
   "TestRateLimitPolicy",
   "TestCSRFPolicy",
   "TestJWTPolicy",
