@@ -126,7 +126,7 @@ export function planOpaPolicy(policy: InputObject, configs: readonly { index: nu
   const id = `${policy.metadata.namespace ?? ""}.${policy.metadata.name}`;
   const oidcAt = configs.find((c) => c.kind === "oauth2")?.index;
   const rules: string[] = [];
-  const names: string[] = [];
+  const names: { rule: string; input: string }[] = [];
   const modules = new Set<string>();
   for (const c of configs.filter((x) => x.kind === "opaAuth" || x.kind === "opaServerAuth")) {
     const base = `/spec/config/glooAuth/configs/${String(c.index)}/${c.kind}`;
@@ -159,7 +159,8 @@ export function planOpaPolicy(policy: InputObject, configs: readonly { index: nu
     }
     const withJwt = oidcAt !== undefined && oidcAt < c.index;
     const rule = `config_${String(c.index)}`;
-    names.push(rule);
+    // A configuration before the chain's login gets no state.jwt (Gloo has not run the login yet).
+    names.push({ rule, input: oidcAt !== undefined && !withJwt ? "gloo_input_before_login" : "gloo_input" });
     rules.push(`# ${at}${withJwt ? ", after the OIDC login: input.state.jwt is its ID token" : ""}\n${rule} if {\n${body}\n}`);
     const options = asRecord(c.spec.options);
     if (options.returnDecisionReason === true)
@@ -210,6 +211,7 @@ export function planOpaPolicy(policy: InputObject, configs: readonly { index: nu
           "\ttoken := concat(\"=\", array.slice(parts, 1, count(parts)))",
           "\ttoken != \"\"",
           "}",
+          ...(names.some((n) => n.input === "gloo_input_before_login") ? ["", "# Configurations before the login in the chain: Gloo gives them no state.", 'gloo_input_before_login := {"check_request": gloo_input.check_request, "http_request": gloo_input.http_request, "state": {}}'] : []),
         ]
       : ["state := {}"]),
     "",
@@ -226,7 +228,7 @@ export function planOpaPolicy(policy: InputObject, configs: readonly { index: nu
     "default allow := false",
     "",
     "allow if {",
-    ...names.map((n) => `\t${n} with input as gloo_input`),
+    ...names.map((n) => `\t${n.rule} with input as ${n.input}`),
     "}",
     "",
   ].join("\n");

@@ -175,3 +175,76 @@ describe("glooAuth opaAuth evaluated by OPA-Envoy through the wrapper", () => {
     expect(decide(dir, envoyInput(undefined, "GET", "/api/pets/1"))).toBeUndefined();
   });
 });
+
+// User mistakes in an OPA chain are diagnostics at the field; a route whose OPA decision cannot be
+// rendered is denied, never left open. Variants of the same case's input.
+describe("glooAuth opaAuth: mistakes and what cannot be expressed", () => {
+  const variant = (edit: (input: string) => string) => {
+    const c = loadCase("ext-auth-glooauth", (files) => files.map((f) => ({ ...f, content: typeof f.content === "string" ? edit(f.content) : f.content })));
+    const r = runCase(c).result;
+    return { diagnostics: [...c.inputDiagnostics, ...r.diagnostics], out: r.clusters.get("cluster1")!.resources };
+  };
+  const replace = (from: string, to: string) => (s: string) => {
+    if (!s.includes(from)) throw new Error(`the case's input has no ${from}`);
+    return s.replace(from, to);
+  };
+  const needsGloo = (d: { code: string; message: string }[], policy: string) => d.filter((x) => x.code === "NEEDS_GLOO_DATA_PLANE" && x.message.includes(`config_id=bookinfo-frontends.${policy}`)).map((x) => x.message);
+
+  it("a malformed gitmesh.io/opa-envoy annotation is an error on the ExtAuthServer; the default service is used", () => {
+    const { diagnostics, out } = variant(replace("gitmesh.io/opa-envoy: opa/opa-envoy-pets:9292", "gitmesh.io/opa-envoy: 'opa/Opa Envoy:x'"));
+    const d = diagnostics.find((x) => x.path === "/metadata/annotations/gitmesh.io~1opa-envoy")!;
+    expect([d.severity, d.code, d.object?.kind]).toEqual(["error", "INVALID_FIELD", "ExtAuthServer"]);
+    expect(d.message).toContain("gloo-mesh-addons/opa-envoy:9191");
+    expect(out.some((r) => r.kind === "ConfigMap" && r.metadata.namespace === "gloo-mesh-addons" && r.metadata.labels["gitmesh.io/parent-name"] === "opa-only")).toBe(true);
+  });
+
+  it("an OPA-Envoy service that is not discovered: no ConfigMap, no filter, the route answers 403", () => {
+    const { out } = variant(replace("gitmesh.io/opa-envoy: opa/opa-envoy-pets:9292", "gitmesh.io/opa-envoy: opa/missing:9191"));
+    expect(out.some((r) => r.kind === "ConfigMap" && r.metadata.labels["gitmesh.io/parent-name"] === "opa-only")).toBe(false);
+    expect(JSON.stringify(out)).not.toContain("opa-envoy.missing.opa");
+    const pets = out.filter((r) => r.kind === "VirtualService").flatMap((v) => v.spec.http as { name?: string; directResponse?: { status: number } }[]).find((h) => h.name?.includes("pets"));
+    expect(pets?.directResponse?.status).toBe(403);
+  });
+
+  it("opaServerAuth with serverAddr, a query that would break out of its rule, a missing query: the chain stays with Gloo, with the reason", () => {
+    const withAddr = variant(replace("          ruleName: allow/allowed\n", "          ruleName: allow/allowed\n          serverAddr: opa.example.svc.cluster.local:8181\n"));
+    expect(needsGloo(withAddr.diagnostics, "opa-server")).toEqual([expect.stringMatching(/configs\[0\] opaServerAuth serverAddr: Gloo queries the OPA data API of that server/)]);
+    const breakout = variant(replace('query: "data.test.allow == true"\n      - opaAuth:', 'query: "data.test.allow == true }\\nallow := true\\nx if {"\n      - opaAuth:'));
+    expect(needsGloo(breakout.diagnostics, "opa-only")).toEqual([expect.stringMatching(/configs\[0\] opaAuth query .* has unbalanced brackets/)]);
+    const noQuery = variant(replace("          query: data.httpbin.decision\n", ""));
+    expect(needsGloo(noQuery.diagnostics, "opa-server")).toEqual([expect.stringMatching(/configs\[1\] opaAuth has no query, which Gloo requires/)]);
+  });
+
+  it("what the wrapper cannot give as Gloo does is a warning at the field: decision reasons, an OPA step before the login", () => {
+    const { diagnostics, out } = variant(
+      replace(
+        `      - oauth2:
+          oidcAuthorizationCode:
+            appUrl: https://bookinfo.example.com
+            callbackPath: /reports/callback`,
+        `      - opaAuth:
+          modules: [{name: early}]
+          query: data.early.allow
+          options: {returnDecisionReason: true}
+      - oauth2:
+          oidcAuthorizationCode:
+            appUrl: https://bookinfo.example.com
+            callbackPath: /reports/callback`,
+      ),
+    );
+    const mine = diagnostics.filter((d) => d.object?.name === "oidc-opa" && d.code === "UNSUPPORTED_FIELD");
+    expect(mine.map((d) => d.path)).toEqual(expect.arrayContaining(["/spec/config/glooAuth/configs/0/opaAuth/options/returnDecisionReason", "/spec/config/glooAuth/configs/0/opaAuth"]));
+    expect(mine.find((d) => d.path === "/spec/config/glooAuth/configs/0/opaAuth" && d.message.startsWith("Gloo runs this OPA configuration before the OIDC login"))).toBeDefined();
+    // As in Gloo, the configuration before the login sees no state.jwt, the one after it does.
+    const cm = out.find((r) => r.kind === "ConfigMap" && r.metadata.labels["gitmesh.io/parent-name"] === "oidc-opa") as unknown as { data: Record<string, string> };
+    const dir = join(work, "before-login");
+    mkdirSync(dir, { recursive: true });
+    for (const [file, rego] of Object.entries(cm.data)) writeFileSync(join(dir, file), rego);
+    writeFileSync(join(dir, "early.rego"), "package early\n\nallow {\n    not input.state.jwt\n}\n");
+    writeFileSync(join(dir, "solo.rego"), SOLO_EMAIL);
+    const cookie = { cookie: `IdToken=${idToken({ email: "jane@solo.io" })}` };
+    expect(decide(dir, envoyInput("bookinfo-frontends.oidc-opa", "GET", "/reports", cookie))).toBe(true);
+    writeFileSync(join(dir, "early.rego"), "package early\n\nallow {\n    input.state.jwt\n}\n");
+    expect(decide(dir, envoyInput("bookinfo-frontends.oidc-opa", "GET", "/reports", cookie))).toBe(false);
+  });
+});
