@@ -14,11 +14,13 @@
  *   `customAuth.contextExtensions`, or for `glooAuth` `config_id: <namespace>.<name>` of the policy
  *   (the configuration Gloo's ext-auth-service looks up).
  *
- * A `glooAuth` chain that open-source Envoy can run (gloo-auth.ts: an OIDC authorization-code
- * configuration) becomes Envoy's oauth2 filter instead of ext_authz: inserted disabled on the
- * gateway, turned on per route by an empty `FilterConfig`, its token endpoint a cluster of its own
- * (the Service's, or a ServiceEntry + DestinationRule for an external identity provider). Other
- * `glooAuth` configurations (API keys, OPA modules, LDAP, …) are evaluated by Gloo's
+ * A `glooAuth` chain that open-source Envoy can run (gloo-auth.ts) becomes its steps' filters
+ * instead, in the chain's order (EnvoyFilter priority): an OIDC authorization code → Envoy's oauth2
+ * filter, inserted disabled on the gateway, turned on per route by an empty `FilterConfig`, its
+ * token endpoint a cluster of its own (the Service's, or a ServiceEntry + DestinationRule for an
+ * external identity provider); OPA configurations → an ext_authz filter per OPA-Envoy service with
+ * context extension `gitmesh_policy`, and the wrapper ConfigMap beside that service (opa-auth.ts).
+ * Other `glooAuth` configurations (API keys, LDAP, pass-through, …) are evaluated by Gloo's
  * ext-auth-service, which receives them from Gloo's management plane, so each is
  * NEEDS_GLOO_DATA_PLANE (error) with the reason: the requests still go to the server with the
  * configuration's id and are denied unless it holds that configuration (fail closed).

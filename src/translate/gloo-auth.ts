@@ -160,15 +160,15 @@ export interface OpaStep {
   readonly policy: OpaPolicy;
 }
 
-/** What a step planner returns for one configuration: a step to add, a finished step to merge into, or why Envoy cannot run it. */
-type StepResult = { readonly step: GlooAuthStep } | { readonly reason: string };
+/** What a step planner returns for one configuration: a step to add, `covered` (an earlier step of the chain includes it), or why Envoy cannot run it. */
+type StepResult = { readonly step: GlooAuthStep } | { readonly covered: true } | { readonly reason: string };
 
 interface PlanContext {
   readonly policy: InputObject;
   readonly report: ReportIssue;
   /** The chain's configurations (a planner may look at the others, e.g. OPA at a preceding OIDC login). */
   readonly configs: readonly ChainConfig[];
-  /** The OPA-Envoy service of the policy (`opa.ts`: from its ExtAuthServer, or the default). */
+  /** The OPA-Envoy service of the policy (opa-auth.ts: from its ExtAuthServer's annotation, or the default). */
   readonly opaService: OpaEnvoyService;
 }
 
@@ -209,7 +209,7 @@ export function planGlooAuth(policy: InputObject, report: ReportIssue, opaServic
     const planner = STEP_PLANNERS[c.kind];
     const r: StepResult = planner === undefined ? { reason: `configs[${String(c.index)}] ${c.kind}: ${GLOO_ONLY[c.kind] ?? "no open-source Envoy filter does what it does"}` } : planner(c, ctx);
     if ("reason" in r) reasons.push(r.reason);
-    else if (!steps.some((s) => s.kind === r.step.kind)) steps.push(r.step);
+    else if ("step" in r) steps.push(r.step);
   }
   if (reasons.length > 0) return { reasons };
   // Envoy's order: the login first (it answers unauthenticated requests with the redirect), then OPA.
@@ -223,8 +223,9 @@ export function stepPriority(step: GlooAuthStep, extAuthPriority: number): numbe
   return extAuthPriority + STEP_ORDER[step.kind];
 }
 
-/** The chain's opaAuth configurations as one step (planned once, at the first of them). */
-function planOpaStep(_c: ChainConfig, p: PlanContext): StepResult {
+/** The chain's OPA configurations (opaAuth, opaServerAuth) as one step, planned at the first of them. */
+function planOpaStep(c: ChainConfig, p: PlanContext): StepResult {
+  if (p.configs.find((x) => STEP_PLANNERS[x.kind] === planOpaStep) !== c) return { covered: true };
   const r = planOpaPolicy(p.policy, p.configs, p.opaService, p.report);
   return "reason" in r ? r : { step: { kind: "opa", policy: r.opa } };
 }
