@@ -198,6 +198,16 @@ describe("glooAuth opaAuth: mistakes and what cannot be expressed", () => {
     expect(out.some((r) => r.kind === "ConfigMap" && r.metadata.namespace === "gloo-mesh-addons" && r.metadata.labels["gitmesh.io/parent-name"] === "opa-only")).toBe(true);
   });
 
+  it("on a destination (applyToDestinations), the sidecar's inbound port calls OPA-Envoy with the policy's context extension", () => {
+    const { out } = variant(replace("  - route: {labels: {auth: opa-only}}\n", "  - route: {labels: {auth: opa-only}}\n  applyToDestinations:\n  - selector: {name: productpage, namespace: bookinfo-frontends}\n"));
+    type P = { applyTo: string; match: { context: string; listener?: { portNumber?: number } }; patch: { value: { name?: string; typed_config?: { grpc_service?: { envoy_grpc: { cluster_name: string } } }; typed_per_filter_config?: Record<string, { check_settings: unknown }> } } };
+    const inbound = out.filter((r) => r.kind === "EnvoyFilter" && r.metadata.namespace === "bookinfo-frontends").flatMap((r) => r.spec.configPatches as P[]);
+    const filter = inbound.find((p) => p.applyTo === "HTTP_FILTER")!;
+    expect([filter.match.context, filter.match.listener?.portNumber, filter.patch.value.name, filter.patch.value.typed_config?.grpc_service?.envoy_grpc.cluster_name]).toEqual(["SIDECAR_INBOUND", 9080, "envoy.filters.http.ext_authz.opa-envoy.opa-envoy-pets.opa", "outbound|9292||opa-envoy-pets.opa.svc.cluster.local"]);
+    const host = inbound.find((p) => p.applyTo === "VIRTUAL_HOST")!;
+    expect(host.patch.value.typed_per_filter_config).toEqual({ "envoy.filters.http.ext_authz.opa-envoy.opa-envoy-pets.opa": { "@type": "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute", check_settings: { context_extensions: { gitmesh_policy: "bookinfo-frontends.opa-only" } } } });
+  });
+
   it("an OPA-Envoy service that is not discovered: no ConfigMap, no filter, the route answers 403", () => {
     const { out } = variant(replace("gitmesh.io/opa-envoy: opa/opa-envoy-pets:9292", "gitmesh.io/opa-envoy: opa/missing:9191"));
     expect(out.some((r) => r.kind === "ConfigMap" && r.metadata.labels["gitmesh.io/parent-name"] === "opa-only")).toBe(false);
