@@ -96,6 +96,11 @@ export function isRateLimitConfig(o: { kind: string; metadata: { labels?: Record
   return o.kind === "ConfigMap" && RATE_LIMIT_CONFIG_PARENTS.has(o.metadata.labels?.["gitmesh.io/parent-kind"] ?? "");
 }
 
+/** Whether an output object is OPA-Envoy's policy modules for glooAuth OPA (opa-auth.ts: ConfigMaps beside OPA-Envoy, under the same ConfigMap grant). */
+export function isOpaPolicyConfig(o: { kind: string; metadata: { labels?: Record<string, string> } }): boolean {
+  return o.kind === "ConfigMap" && o.metadata.labels?.["gitmesh.io/parent-kind"] === "ExtAuthPolicy" && o.metadata.labels["openpolicyagent.org/policy"] === "rego";
+}
+
 /** The kinds an agent writes (and owns, prunes, repairs), in apply order, given what it was allowed beyond Istio's configuration. */
 export function writableKinds(options: { readonly manageIstioInstall?: boolean; readonly rateLimitConfigNamespaces?: readonly string[] }): readonly KindRef[] {
   const namespaces = options.rateLimitConfigNamespaces ?? [];

@@ -14,16 +14,16 @@
  *   `customAuth.contextExtensions`, or for `glooAuth` `config_id: <namespace>.<name>` of the policy
  *   (the configuration Gloo's ext-auth-service looks up).
  *
- * A `glooAuth` chain that open-source Envoy can run (gloo-auth.ts: an OIDC authorization-code
- * configuration) becomes Envoy's oauth2 filter instead of ext_authz: inserted disabled on the
- * gateway, turned on per route by an empty `FilterConfig`, its token endpoint a cluster of its own
- * (the Service's, or a ServiceEntry + DestinationRule for an external identity provider). Other
- * `glooAuth` configurations (API keys, OPA modules, LDAP, …) are evaluated by Gloo's
+ * A `glooAuth` chain that open-source Envoy can run (gloo-auth.ts) becomes its steps' filters
+ * instead, in the chain's order (EnvoyFilter priority): an OIDC authorization code → Envoy's oauth2
+ * filter, inserted disabled on the gateway, turned on per route by an empty `FilterConfig`, its
+ * token endpoint a cluster of its own (the Service's, or a ServiceEntry + DestinationRule for an
+ * external identity provider); OPA configurations → an ext_authz filter per OPA-Envoy service with
+ * context extension `gitmesh_policy`, and the wrapper ConfigMap beside that service (opa-auth.ts).
+ * Other `glooAuth` configurations (API keys, LDAP, pass-through, …) are evaluated by Gloo's
  * ext-auth-service, which receives them from Gloo's management plane, so each is
  * NEEDS_GLOO_DATA_PLANE (error) with the reason: the requests still go to the server with the
- * configuration's id and are denied unless it holds that configuration (fail closed). A chain of
- * one `basicAuth` whose hashes Envoy can verify becomes Envoy's basic_auth filter the same way
- * (inserted disabled, on per selected route or inbound port; gloo-auth-credentials.ts).
+ * configuration's id and are denied unless it holds that configuration (fail closed).
  * Where the server is not discovered, no filter can be rendered (Envoy rejects a filter naming an
  * unknown cluster, with the whole listener): the selected routes answer 403 and the selected
  * destination ports are denied by an AuthorizationPolicy, with an error — never left open.
@@ -31,12 +31,13 @@
 import { Severity, type Diagnostic } from "../core/index.js";
 import type { WorkspaceContext } from "./context.js";
 import { EXT_AUTHZ_PER_ROUTE_TYPE, EXT_AUTHZ_TYPE } from "./envoy-config.js";
-import { ENABLE_FILTER, oauth2Config, planGlooAuth, type OidcUpstream } from "./gloo-auth.js";
+import { ENABLE_FILTER, oauth2Config, planGlooAuth, stepPriority, type GlooAuthStep, type OidcUpstream } from "./gloo-auth.js";
 import type { CredentialFilterStep } from "./gloo-auth-credentials.js";
 import { FILTER_PRIORITY, destinationSelectors, envoyDuration, findByRef, refText, resolvedOncePerWorkspace, envoyFilter, insertBeforeRouter, mergeIntoGatewayRoute, mergeIntoInboundHost, selectedInboundPorts, selectsRoutes, serverCluster, type FilterProxy, type ProxySet, type ServerRef } from "./envoy-filters.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { stableName } from "./names.js";
+import { OPA_CONTEXT_KEY, OPA_POLICY_LABEL, opaEnvoyService, type OpaPolicy } from "./opa-auth.js";
 import { asArray, asNumber, asRecord, asString, type Labels } from "./selectors.js";
 import { TranslateCode, type Emitted, type TranslatorOutput } from "./types.js";
 
@@ -44,21 +45,49 @@ export const DEFAULT_EXT_AUTH_SERVER = { name: "ext-auth-service", namespace: "g
 const FILTER = "envoy.filters.http.ext_authz";
 export const EXT_AUTH_DENIED_BODY = "gitmesh: external authorization for this route cannot be enforced; see the diagnostics of its ExtAuthPolicy";
 
-/** A policy's server and per-route settings, resolved once per workspace. */
-export interface ExtAuthConfig {
-  /** The ExtAuthServer (`<name>.<namespace>`, or `default`): one filter per server. */
+/** An ext_authz filter a policy's requests meet: its server and per-route settings. */
+export interface ExtAuthzFilter {
+  readonly kind: "ext_authz";
+  /** The ExtAuthServer (`<name>.<namespace>`, or `default`), or `opa-envoy.<name>.<namespace>`: one filter per server. */
   readonly serverId: string;
   /** The filter's name: `envoy.filters.http.ext_authz.<serverId>`. */
   readonly filterName: string;
   readonly server: ServerRef;
-  /** The ExtAuthServer's settings (spec), `{}` for Gloo's default server. */
+  /** The ExtAuthServer's settings (spec), `{}` for Gloo's default server and OPA-Envoy. */
   readonly settings: Record<string, unknown>;
-  /** ExtAuthzPerRoute of the selected routes / virtual hosts (an empty FilterConfig for `oidc`). */
+  /** ExtAuthzPerRoute of the selected routes / virtual hosts. */
   readonly perRoute: Record<string, unknown>;
-  /** Set when the policy's glooAuth chain runs on Envoy's oauth2 filter instead (no ext_authz; `server` is the token endpoint). */
-  readonly oidc?: OidcUpstream;
-  /** Set when the chain runs on a filter that calls nothing (basic_auth; `server` is unused): gloo-auth-credentials.ts. */
-  readonly local?: CredentialFilterStep;
+  /** EnvoyFilter priority of the insertion (Gloo's phase, then the step's place in a glooAuth chain). */
+  readonly priority: number;
+  /** Set for a glooAuth chain's opaAuth step: the OPA-Envoy decision and its wrapper module. */
+  readonly opa?: OpaPolicy;
+}
+
+/** A glooAuth chain's OIDC login on Envoy's oauth2 filter (the token endpoint has a cluster of its own). */
+export interface OAuth2Filter {
+  readonly kind: "oauth2";
+  readonly filterName: string;
+  readonly oidc: OidcUpstream;
+  /** An empty FilterConfig: turns the filter on. */
+  readonly perRoute: Record<string, unknown>;
+  readonly priority: number;
+}
+
+/** A glooAuth chain's basicAuth on Envoy's basic_auth filter (calls nothing; gloo-auth-credentials.ts). */
+export interface BasicAuthFilter {
+  readonly kind: "basic_auth";
+  readonly filterName: string;
+  readonly credentials: CredentialFilterStep;
+  /** An empty FilterConfig: turns the filter on. */
+  readonly perRoute: Record<string, unknown>;
+  readonly priority: number;
+}
+
+export type ExtAuthFilter = ExtAuthzFilter | OAuth2Filter | BasicAuthFilter;
+
+/** A policy's filters, in the order a request meets them, resolved once per workspace. */
+export interface ExtAuthConfig {
+  readonly filters: readonly ExtAuthFilter[];
 }
 
 /** Whether an ExtAuthPolicy protects routes: only with `applyToRoutes` (Gloo: empty = no route). */
@@ -67,23 +96,25 @@ export const extAuthSelectsRoutes = selectsRoutes;
 /** The policy's server and per-route settings (undefined when nothing can call a server; the policy's routes are then denied). */
 export const resolveExtAuth = resolvedOncePerWorkspace<ExtAuthConfig>((ctx, policy, issue) => {
   const c = asRecord(asRecord(policy.spec).config);
+  const serverObj = c.server === undefined ? undefined : findByRef(ctx, "ExtAuthServer", c.server, policy);
   let glooOnly: string[] = [];
   if (c.customAuth === undefined && c.glooAuth !== undefined) {
-    const plan = planGlooAuth(policy, issue);
-    if ("upstream" in plan) {
-      const u = plan.upstream;
-      return { serverId: u.filterName, filterName: u.filterName, server: { name: u.tokenEndpoint.host, namespace: "", port: { number: u.tokenEndpoint.port } }, settings: {}, perRoute: ENABLE_FILTER, oidc: u };
+    const serverRef = asRecord(asRecord(asRecord(serverObj?.spec).destinationServer).ref);
+    const serverNamespace = serverObj === undefined ? DEFAULT_EXT_AUTH_SERVER.namespace : (asString(serverRef.namespace) ?? serverObj.metadata.namespace ?? ctx.index.adminNamespace);
+    const plan = planGlooAuth(policy, issue, opaEnvoyService(serverObj, serverNamespace, issue));
+    if ("steps" in plan) {
+      // The OPA-Envoy service is found through the ExtAuthServer: a missing one cannot be guessed.
+      if (c.server !== undefined && serverObj === undefined && plan.steps.some((s) => s.kind === "opa")) {
+        issue(policy, "/spec/config/server", `ExtAuthServer ${refText(c.server, policy)} does not exist (it locates the policy's OPA-Envoy service); the policy's routes and destinations are denied until it does`, Severity.Error, TranslateCode.ReferenceNotFound);
+        return undefined;
+      }
+      return { filters: plan.steps.map(stepFilter) };
     }
-    if ("local" in plan) return { serverId: plan.local.filterName, filterName: plan.local.filterName, server: { name: "", namespace: "", port: {} }, settings: {}, perRoute: ENABLE_FILTER, local: plan.local };
     glooOnly = plan.reasons;
   }
-  let serverObj: InputObject | undefined;
-  if (c.server !== undefined) {
-    serverObj = findByRef(ctx, "ExtAuthServer", c.server, policy);
-    if (serverObj === undefined) {
-      issue(policy, "/spec/config/server", `ExtAuthServer ${refText(c.server, policy)} does not exist; the policy's routes and destinations are denied until it does`, Severity.Error, TranslateCode.ReferenceNotFound);
-      return undefined;
-    }
+  if (c.server !== undefined && serverObj === undefined) {
+    issue(policy, "/spec/config/server", `ExtAuthServer ${refText(c.server, policy)} does not exist; the policy's routes and destinations are denied until it does`, Severity.Error, TranslateCode.ReferenceNotFound);
+    return undefined;
   }
   const settings = asRecord(serverObj?.spec);
   const dest = asRecord(settings.destinationServer);
@@ -120,18 +151,43 @@ export const resolveExtAuth = resolvedOncePerWorkspace<ExtAuthConfig>((ctx, poli
     );
   }
   return {
-    serverId: id,
-    filterName: `${FILTER}.${id}`,
-    server,
-    settings,
-    perRoute: { "@type": EXT_AUTHZ_PER_ROUTE_TYPE, check_settings: Object.keys(contextExtensions).length > 0 ? { context_extensions: contextExtensions } : {} },
+    filters: [
+      {
+        kind: "ext_authz",
+        serverId: id,
+        filterName: `${FILTER}.${id}`,
+        server,
+        settings,
+        perRoute: { "@type": EXT_AUTHZ_PER_ROUTE_TYPE, check_settings: Object.keys(contextExtensions).length > 0 ? { context_extensions: contextExtensions } : {} },
+        priority: FILTER_PRIORITY.extAuth,
+      },
+    ],
   };
 });
+
+/** The Envoy filter of one step of a glooAuth chain that open-source Envoy runs. */
+function stepFilter(step: GlooAuthStep): ExtAuthFilter {
+  const priority = stepPriority(step, FILTER_PRIORITY.extAuth);
+  if (step.kind === "oauth2") return { kind: "oauth2", filterName: step.upstream.filterName, oidc: step.upstream, perRoute: ENABLE_FILTER, priority };
+  if (step.kind === "basic_auth") return { kind: "basic_auth", filterName: step.credentials.filterName, credentials: step.credentials, perRoute: ENABLE_FILTER, priority };
+  const s = step.policy.service;
+  const serverId = `opa-envoy.${s.name}.${s.namespace}`;
+  return {
+    kind: "ext_authz",
+    serverId,
+    filterName: `${FILTER}.${serverId}`,
+    server: { name: s.name, namespace: s.namespace, port: { number: s.port } },
+    settings: {},
+    perRoute: { "@type": EXT_AUTHZ_PER_ROUTE_TYPE, check_settings: { context_extensions: { [OPA_CONTEXT_KEY]: step.policy.id } } },
+    priority,
+    opa: step.policy,
+  };
+}
 
 const patterns = (names: unknown) => ({ patterns: asArray(names).filter((h): h is string => typeof h === "string").map((exact) => ({ exact, ignore_case: true })) });
 
 /** The ext_authz filter's configuration for a server reached through `cluster` (Envoy cluster name). */
-function filterConfig(config: ExtAuthConfig, cluster: { name: string; host: string; port: number }): Record<string, unknown> {
+function filterConfig(config: ExtAuthzFilter, cluster: { name: string; host: string; port: number }): Record<string, unknown> {
   const s = config.settings;
   const timeout = envoyDuration(asString(s.requestTimeout) ?? "2s");
   const out: Record<string, unknown> = { "@type": EXT_AUTHZ_TYPE, transport_api_version: "V3" };
@@ -165,10 +221,10 @@ function filterConfig(config: ExtAuthConfig, cluster: { name: string; host: stri
 }
 
 /** The EnvoyFilter that inserts one server's ext_authz filter, disabled, on one set of proxies. */
-function filterInsertion(ctx: WorkspaceContext, config: ExtAuthConfig, proxy: FilterProxy, cluster: { name: string; host: string; port: number }): Emitted {
+function filterInsertion(ctx: WorkspaceContext, config: ExtAuthzFilter, proxy: FilterProxy, cluster: { name: string; host: string; port: number }): Emitted {
   const scope = proxy.inboundPort === undefined ? [proxy.owner.metadata.name] : [proxy.owner.metadata.name, String(proxy.inboundPort)];
   const name = stableName("extauth-filter", config.serverId, ...scope, proxy.namespace, proxy.cluster, ctx.workspace.name);
-  return envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: config.filterName, disabled: true, typed_config: filterConfig(config, cluster) })], FILTER_PRIORITY.extAuth);
+  return envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: config.filterName, disabled: true, typed_config: filterConfig(config, cluster) })], config.priority);
 }
 
 /**
@@ -208,32 +264,49 @@ function tokenCluster(ctx: WorkspaceContext, u: OidcUpstream, proxy: ProxySet & 
   return { name: `outbound|${String(t.port)}||${t.host}`, resources };
 }
 
+/** Why a filter's requests cannot reach its server in `cluster` (undefined when they can). */
+function filterBlocked(ctx: WorkspaceContext, policy: InputObject, f: ExtAuthFilter, cluster: string): string | undefined {
+  if (f.kind === "basic_auth") return undefined;
+  const r = f.kind === "oauth2" ? tokenCluster(ctx, f.oidc, { cluster, namespace: "", labels: {}, owner: policy }) : serverCluster(ctx, f.opa === undefined ? "ext auth server" : "OPA-Envoy server", f.server, cluster);
+  return "error" in r ? r.error : undefined;
+}
+
 /** Why a policy's requests cannot reach a server in `cluster` (undefined when they can). */
 export function extAuthBlocked(ctx: WorkspaceContext, policy: InputObject, cluster: string): string | undefined {
   const { config } = resolveExtAuth(ctx, policy);
   if (config === undefined) return "its ExtAuthServer cannot be used (see the policy's other errors)";
-  if (config.local !== undefined) return undefined;
-  if (config.oidc !== undefined) {
-    const r = tokenCluster(ctx, config.oidc, { cluster, namespace: "", labels: {}, owner: policy });
-    return "error" in r ? r.error : undefined;
+  for (const f of config.filters) {
+    const why = filterBlocked(ctx, policy, f, cluster);
+    if (why !== undefined) return why;
   }
-  const r = serverCluster(ctx, "ext auth server", config.server, cluster);
-  return "error" in r ? r.error : undefined;
+  return undefined;
 }
 
 /** A policy's oauth2 filter inserted, disabled, on the gateway, and its token endpoint's cluster. */
-function oidcInsertion(ctx: WorkspaceContext, u: OidcUpstream, proxy: FilterProxy): Emitted[] {
+function oidcInsertion(ctx: WorkspaceContext, f: OAuth2Filter, proxy: FilterProxy): Emitted[] {
+  const u = f.oidc;
   const token = tokenCluster(ctx, u, proxy);
   if ("error" in token) return [];
   const name = stableName("oauth2", u.policy, proxy.owner.metadata.name, proxy.namespace, proxy.cluster, ctx.workspace.name);
-  return [...token.resources, envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: u.filterName, disabled: true, typed_config: oauth2Config(u, token.name) })], FILTER_PRIORITY.extAuth)];
+  return [...token.resources, envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: u.filterName, disabled: true, typed_config: oauth2Config(u, token.name) })], f.priority)];
 }
 
-/** A policy's credential filter (basic_auth) inserted, disabled, on the gateway or on one inbound port. */
-function localInsertion(ctx: WorkspaceContext, step: CredentialFilterStep, proxy: FilterProxy): Emitted {
-  const scope = proxy.inboundPort === undefined ? [proxy.owner.metadata.name] : [proxy.owner.metadata.name, String(proxy.inboundPort)];
-  const name = stableName("basic-auth", step.policy, ...scope, proxy.namespace, proxy.cluster, ctx.workspace.name);
-  return envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: step.filterName, disabled: true, typed_config: step.typedConfig })], FILTER_PRIORITY.extAuth);
+/** One filter inserted, disabled, on one set of proxies (undefined when its server is not reachable there). */
+function insertion(ctx: WorkspaceContext, f: ExtAuthFilter, proxy: FilterProxy): Emitted[] {
+  if (f.kind === "oauth2") return oidcInsertion(ctx, f, proxy);
+  if (f.kind === "basic_auth") {
+    // One per policy and proxy (each policy has its own users); an inbound port's gets that port in its name.
+    const scope = proxy.inboundPort === undefined ? [proxy.owner.metadata.name] : [proxy.owner.metadata.name, String(proxy.inboundPort)];
+    const name = stableName("basic-auth", f.credentials.policy, ...scope, proxy.namespace, proxy.cluster, ctx.workspace.name);
+    return [envoyFilter(ctx, proxy, name, proxy.owner, [insertBeforeRouter(proxy, { name: f.filterName, disabled: true, typed_config: f.credentials.typedConfig })], f.priority)];
+  }
+  const cluster = serverCluster(ctx, "ext auth server", f.server, proxy.cluster);
+  return "error" in cluster ? [] : [filterInsertion(ctx, f, proxy, cluster)];
+}
+
+/** The per-filter configs that turn a policy's filters on (each enabled separately, as Envoy runs them in order). */
+function perFilterConfig(config: ExtAuthConfig): Record<string, unknown> {
+  return Object.fromEntries(config.filters.map((f) => [f.filterName, f.perRoute]));
 }
 
 /**
@@ -249,34 +322,14 @@ export function renderExtAuthRoutes(ctx: WorkspaceContext, table: InputObject, p
   for (const name of [...routes.keys()].sort()) {
     const policy = routes.get(name)!;
     const { config } = resolveExtAuth(ctx, policy);
-    if (config === undefined) continue;
-    if (config.oidc !== undefined) {
-      if (extAuthBlocked(ctx, policy, proxy.cluster) !== undefined) continue;
-      if (!inserted.has(config.filterName)) {
-        inserted.add(config.filterName);
-        resources.push(...oidcInsertion(ctx, config.oidc, proxy));
-      }
-      policies.add(policy);
-      patches.push(mergeIntoGatewayRoute(name, { typed_per_filter_config: { [config.filterName]: config.perRoute } }));
-      continue;
-    }
-    if (config.local !== undefined) {
-      if (!inserted.has(config.filterName)) {
-        inserted.add(config.filterName);
-        resources.push(localInsertion(ctx, config.local, proxy));
-      }
-      policies.add(policy);
-      patches.push(mergeIntoGatewayRoute(name, { typed_per_filter_config: { [config.filterName]: config.perRoute } }));
-      continue;
-    }
-    const cluster = serverCluster(ctx, "ext auth server", config.server, proxy.cluster);
-    if ("error" in cluster) continue;
-    if (!inserted.has(config.filterName)) {
-      inserted.add(config.filterName);
-      resources.push(filterInsertion(ctx, config, proxy, cluster));
+    if (config === undefined || extAuthBlocked(ctx, policy, proxy.cluster) !== undefined) continue;
+    for (const f of config.filters) {
+      if (inserted.has(f.filterName)) continue;
+      inserted.add(f.filterName);
+      resources.push(...insertion(ctx, f, proxy));
     }
     policies.add(policy);
-    patches.push(mergeIntoGatewayRoute(name, { typed_per_filter_config: { [config.filterName]: config.perRoute } }));
+    patches.push(mergeIntoGatewayRoute(name, { typed_per_filter_config: perFilterConfig(config) }));
   }
   if (patches.length === 0) return resources;
   const name = stableName("extauth", table.metadata.name, table.metadata.namespace ?? "", proxy.cluster, ctx.workspace.name);
@@ -285,9 +338,26 @@ export function renderExtAuthRoutes(ctx: WorkspaceContext, table: InputObject, p
 }
 
 /**
- * The ExtAuthPolicy translator of a workspace: each policy's issues (once), and its destinations
- * (`applyToDestinations`, or every destination of the workspace when neither selector is given).
- * Routes are rendered with their VirtualServices (route-table.ts).
+ * The ConfigMap with a policy's OPA wrapper modules, beside its OPA-Envoy server in every cluster of
+ * the workspace where that server is discovered (labelled for kube-mgmt, which loads it into OPA).
+ */
+function opaConfigMaps(ctx: WorkspaceContext, policy: InputObject, opa: OpaPolicy): Emitted[] {
+  const ws = ctx.workspace.name;
+  const s = opa.service;
+  return ctx.workspace.clusters
+    .filter((cluster) => ctx.service(cluster, s.namespace, s.name) !== undefined)
+    .map((cluster) => {
+      const m = outputMetadata(stableName("opa", policy.metadata.name, policy.metadata.namespace ?? "", s.name, cluster, ws), s.namespace, cluster, ws, ctx.parentOf(policy));
+      // A ConfigMap has `data`, not `spec` (rendered as Kubernetes defines it, as rate-limit.ts does).
+      const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { ...m, labels: { ...m.labels, [OPA_POLICY_LABEL.key]: OPA_POLICY_LABEL.value } }, data: { ...opa.files } };
+      return { cluster, resource: configMap as unknown as Emitted["resource"] };
+    });
+}
+
+/**
+ * The ExtAuthPolicy translator of a workspace: each policy's issues (once), its OPA wrapper
+ * ConfigMaps, and its destinations (`applyToDestinations`, or every destination of the workspace
+ * when neither selector is given). Routes are rendered with their VirtualServices (route-table.ts).
  */
 export function translateExtAuth(ctx: WorkspaceContext): TranslatorOutput {
   const resources: Emitted[] = [];
@@ -295,6 +365,7 @@ export function translateExtAuth(ctx: WorkspaceContext): TranslatorOutput {
   for (const policy of ctx.own("ExtAuthPolicy")) {
     const { config, issues } = resolveExtAuth(ctx, policy);
     for (const i of issues) diagnostics.push(ctx.diag(i.obj, i.code, i.severity, i.path, i.message));
+    for (const f of config?.filters ?? []) if (f.kind === "ext_authz" && f.opa !== undefined) resources.push(...opaConfigMaps(ctx, policy, f.opa));
     const { selectors, path } = destinationSelectors(policy);
     if (selectors.length === 0) continue;
     const selected = selectedInboundPorts(ctx, policy, selectors, path, "external authorization");
@@ -302,26 +373,28 @@ export function translateExtAuth(ctx: WorkspaceContext): TranslatorOutput {
     const ws = ctx.workspace.name;
     for (const p of selected.ports) {
       const proxy: FilterProxy & { inboundPort: number } = { cluster: p.cluster, namespace: p.service.namespace, labels: p.labels, owner: policy, inboundPort: p.port };
-      if (config?.oidc !== undefined) {
+      if (config?.filters.some((f) => f.kind === "oauth2") === true) {
         // A browser login flow belongs on the gateway that serves the application's routes.
         diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Error, asRecord(policy.spec).applyToDestinations === undefined ? "/spec" : "/spec/applyToDestinations", `Service ${p.service.namespace}/${p.service.name}: an OIDC authorization-code login on a destination is not translated (Envoy's oauth2 filter is rendered for gateway routes, applyToRoutes); requests to port ${String(p.port)} are denied instead`));
         resources.push(denyPort(ctx, policy, p.service.name, proxy));
         continue;
       }
-      if (config?.local !== undefined) {
-        const name = stableName("basic-auth-port", policy.metadata.name, p.service.name, String(p.port), p.service.namespace, p.cluster, ws);
-        resources.push(localInsertion(ctx, config.local, proxy), envoyFilter(ctx, proxy, name, policy, [mergeIntoInboundHost(p.port, { typed_per_filter_config: { [config.filterName]: config.perRoute } })]));
-        continue;
-      }
-      const cluster = config === undefined ? undefined : serverCluster(ctx, "ext auth server", config.server, p.cluster);
-      if (config === undefined || cluster === undefined || "error" in cluster) {
+      const filters = (config?.filters ?? []).filter((f): f is ExtAuthzFilter => f.kind === "ext_authz");
+      const clusters = filters.map((f) => serverCluster(ctx, f.opa === undefined ? "ext auth server" : "OPA-Envoy server", f.server, p.cluster));
+      const unreachable = clusters.find((c) => "error" in c);
+      if (config === undefined || unreachable !== undefined) {
         // Fail closed: the port is denied rather than left without its authorization.
-        if (cluster !== undefined && "error" in cluster) diagnostics.push(ctx.diag(policy, TranslateCode.DestinationNotFound, Severity.Error, asRecord(asRecord(policy.spec).config).server === undefined ? "/spec/config" : "/spec/config/server", `Service ${p.service.namespace}/${p.service.name}: ${cluster.error}; requests to port ${String(p.port)} are denied instead`));
+        if (unreachable !== undefined && "error" in unreachable) diagnostics.push(ctx.diag(policy, TranslateCode.DestinationNotFound, Severity.Error, asRecord(asRecord(policy.spec).config).server === undefined ? "/spec/config" : "/spec/config/server", `Service ${p.service.namespace}/${p.service.name}: ${unreachable.error}; requests to port ${String(p.port)} are denied instead`));
         resources.push(denyPort(ctx, policy, p.service.name, proxy));
         continue;
       }
       const name = stableName("extauth", policy.metadata.name, p.service.name, String(p.port), p.service.namespace, p.cluster, ws);
-      resources.push(filterInsertion(ctx, config, proxy, cluster), envoyFilter(ctx, proxy, name, policy, [mergeIntoInboundHost(p.port, { typed_per_filter_config: { [config.filterName]: config.perRoute } })]));
+      filters.forEach((f, i) => {
+        const cluster = clusters[i]!;
+        if (!("error" in cluster)) resources.push(filterInsertion(ctx, f, proxy, cluster));
+      });
+      for (const f of config.filters) if (f.kind === "basic_auth") resources.push(...insertion(ctx, f, proxy));
+      resources.push(envoyFilter(ctx, proxy, name, policy, [mergeIntoInboundHost(p.port, { typed_per_filter_config: perFilterConfig(config) })]));
     }
     if (selected.ports.length === 0) diagnostics.push(ctx.diag(policy, TranslateCode.SelectsNothing, Severity.Warning, asRecord(policy.spec).applyToDestinations === undefined ? "/spec" : "/spec/applyToDestinations", "the policy selects no port of a Service of this workspace with a pod selector; no destination is protected"));
   }

@@ -10,22 +10,25 @@
  *   `scopes` after `openid` (Gloo always asks for it). The client secret and the filter's HMAC key
  *   are **SDS references to files** on the gateway (`/etc/gitmesh/oauth2/<ns>.<secret>/`), never
  *   values: rendered output is committed to the audit branch, readable by every repo reader.
+ * - `opaAuth` and `opaServerAuth` (without `serverAddr`) → Envoy's ext_authz filter (gRPC) to an
+ *   OPA-Envoy server, with a generated wrapper module that gives the query Gloo's input document
+ *   (opa-auth.ts); all OPA configurations of a chain are one decision (ANDed).
+ * - `basicAuth` → Envoy's basic_auth filter where it verifies what Gloo verifies (unsalted SHA-1;
+ *   gloo-auth-credentials.ts), else the reason (APR1 or salted hashes).
  * - everything else stays with Gloo's ext-auth-service (NEEDS_GLOO_DATA_PLANE) with the reason
- *   (`GLOO_ONLY` below): Istio's proxy lacks the filter (API keys), Envoy's filter verifies other
- *   hashes (APR1 or salted SHA-1 basic auth), reads another input document (OPA), or does not exist (LDAP, HMAC,
- *   pass-through, portal).
- * - `basicAuth` (a chain of that one configuration) → Envoy's basic_auth filter where it verifies what
- *   Gloo verifies; `apiKeyAuth` stays with Gloo (its filter is not in Istio's proxy): see
- *   gloo-auth-credentials.ts.
+ *   (`GLOO_ONLY` below): Istio's proxy lacks the filter (API keys), or no open-source filter
+ *   exists (LDAP, HMAC, pass-through, portal).
  *
- * A chain is translated only when each of its configurations is (Gloo ANDs them by default); a
- * chain with a `booleanExpr` or more than one OIDC configuration stays with Gloo.
+ * A chain is an ordered list of steps (`GlooAuthStep`), one planner per configuration kind
+ * (`STEP_PLANNERS`); it is translated only when each of its configurations is (Gloo ANDs them by
+ * default); a chain with a `booleanExpr` or more than one oauth2 configuration stays with Gloo.
  */
 import { Severity } from "../core/index.js";
 import { FILTER_CONFIG_TYPE, OAUTH2_TYPE } from "./envoy-config.js";
 import type { ReportIssue } from "./envoy-filters.js";
 import { API_KEY_AUTH_REASON, basicAuthStep, type CredentialFilterStep } from "./gloo-auth-credentials.js";
 import type { InputObject } from "./input.js";
+import { planOpaPolicy, type OpaEnvoyService, type OpaPolicy } from "./opa-auth.js";
 import { asArray, asRecord, asString } from "./selectors.js";
 import { TranslateCode } from "./types.js";
 
@@ -54,11 +57,6 @@ export interface OidcUpstream {
 /** Why a glooAuth configuration kind needs Gloo's ext-auth-service (solo-apis AuthConfigSpec.Config oneof). */
 const GLOO_ONLY: Readonly<Record<string, string>> = {
   apiKeyAuth: API_KEY_AUTH_REASON,
-  basicAuth: "Envoy's basic_auth filter is rendered for a chain whose only configuration is basicAuth (gloo-auth-credentials.ts), not yet within a longer chain",
-  opaAuth:
-    "Gloo evaluates the Rego modules with its own input document (input.check_request, input.http_request, input.state.jwt); an OPA-Envoy server gives them another one (input.attributes, input.parsed_path), so the modules would not decide the same without rewriting",
-  opaServerAuth:
-    "Gloo queries the OPA server that runs beside its ext-auth-service; the policy names no OPA-Envoy service. To run it without Gloo, deploy OPA-Envoy with the decision path <package>/<ruleName> and point a customAuth ExtAuthServer at it",
   ldap: "Envoy has no LDAP filter",
   ldapInternal: "Envoy has no LDAP filter",
   hmacAuth: "Envoy has no HMAC request-signing filter",
@@ -142,59 +140,134 @@ const sds = (name: string, path: string) => ({
   sds_config: { path_config_source: { path }, resource_api_version: "V3" },
 });
 
+/** One configuration of a chain, as a step planner sees it. */
+interface ChainConfig {
+  readonly index: number;
+  readonly kind: string;
+  readonly spec: Record<string, unknown>;
+}
+
+/** A policy's glooAuth chain as Envoy steps, in the order Envoy runs them (each ANDed, as Gloo does by default). */
+export type GlooAuthStep = OidcStep | BasicAuthStep | OpaStep;
+
+export interface OidcStep {
+  readonly kind: "oauth2";
+  readonly upstream: OidcUpstream;
+}
+
+/** A basicAuth configuration on Envoy's basic_auth filter (gloo-auth-credentials.ts: only where it verifies what Gloo does). */
+export interface BasicAuthStep {
+  readonly kind: "basic_auth";
+  readonly credentials: CredentialFilterStep;
+}
+
+/** The chain's opaAuth configurations, evaluated together by one OPA-Envoy call (all must allow). */
+export interface OpaStep {
+  readonly kind: "opa";
+  readonly policy: OpaPolicy;
+}
+
+/** What a step planner returns for one configuration: a step to add, `covered` (an earlier step of the chain includes it), or why Envoy cannot run it. */
+type StepResult = { readonly step: GlooAuthStep } | { readonly covered: true } | { readonly reason: string };
+
+interface PlanContext {
+  readonly policy: InputObject;
+  readonly report: ReportIssue;
+  /** The chain's configurations (a planner may look at the others, e.g. OPA at a preceding OIDC login). */
+  readonly configs: readonly ChainConfig[];
+  /** The OPA-Envoy service of the policy (opa-auth.ts: from its ExtAuthServer's annotation, or the default). */
+  readonly opaService: OpaEnvoyService;
+}
+
 /**
- * Whether a policy's glooAuth chain runs on open-source Envoy, and how. `undefined` (with the
- * reasons reported as NEEDS_GLOO_DATA_PLANE by the caller) when a configuration has no upstream
- * equivalent; configuration mistakes of a translatable chain are reported through `report`.
+ * One function per configuration kind that open-source Envoy can run; a kind without one stays
+ * with Gloo (GLOO_ONLY). Adding a kind = adding its planner here (its step kind to GlooAuthStep and
+ * its rendering to ext-auth.ts).
  */
-export function planGlooAuth(policy: InputObject, report: ReportIssue): { upstream: OidcUpstream } | { local: CredentialFilterStep } | { reasons: string[] } {
+const STEP_PLANNERS: Readonly<Record<string, (c: ChainConfig, p: PlanContext) => StepResult>> = {
+  oauth2: planOidcStep,
+  basicAuth: planBasicAuthStep,
+  opaAuth: planOpaStep,
+  opaServerAuth: planOpaStep,
+};
+
+/**
+ * Whether a policy's glooAuth chain runs on open-source Envoy, and how: its steps, in Envoy's order
+ * (authentication — the OIDC login — before the OPA decision, which Gloo also runs after it in
+ * every corpus chain). `reasons` (reported as NEEDS_GLOO_DATA_PLANE by the caller) when a
+ * configuration has no upstream equivalent; configuration mistakes of a translatable chain are
+ * reported through `report`.
+ */
+export function planGlooAuth(policy: InputObject, report: ReportIssue, opaService: OpaEnvoyService): { steps: GlooAuthStep[] } | { reasons: string[] } {
   const g = asRecord(asRecord(asRecord(policy.spec).config).glooAuth);
-  const configs = asArray(g.configs).map(asRecord);
-  // A chain of one basicAuth configuration: Envoy's basic_auth filter, or why not (gloo-auth-credentials.ts).
-  if (configs.length === 1 && configs[0]!.basicAuth !== undefined && Object.keys(configs[0]!).every((k) => k === "name" || k === "basicAuth")) {
-    const r = basicAuthStep(policy, 0, asRecord(configs[0]!.basicAuth), report);
-    return "step" in r ? { local: r.step } : { reasons: [...r.reasons] };
-  }
-  const reasons: string[] = [];
-  const oidc: { index: number; spec: Record<string, unknown> }[] = [];
-  configs.forEach((c, i) => {
-    for (const kind of Object.keys(c).filter((k) => k !== "name")) {
-      if (kind === "oauth2") {
-        const o = asRecord(c.oauth2);
-        if (o.oidcAuthorizationCode !== undefined) oidc.push({ index: i, spec: asRecord(o.oidcAuthorizationCode) });
-        else
-          reasons.push(
-            `configs[${String(i)}] oauth2 ${Object.keys(o).join(", ") || "(empty)"}: only oidcAuthorizationCode has an Envoy filter (oauth2); access-token validation and introspection need Gloo's ext-auth-service (for JWT access tokens use a JWTPolicy)`,
-          );
-      } else reasons.push(`configs[${String(i)}] ${kind}: ${GLOO_ONLY[kind] ?? "no open-source Envoy filter does what it does"}`);
-    }
+  const configs: ChainConfig[] = asArray(g.configs).flatMap((raw, index) => {
+    const c = asRecord(raw);
+    return Object.keys(c)
+      .filter((k) => k !== "name")
+      .map((kind) => ({ index, kind, spec: asRecord(c[kind]) }));
   });
+  const reasons: string[] = [];
   if (configs.length === 0) reasons.push("the chain has no configurations");
-  if (oidc.length > 1) reasons.push("more than one OIDC authorization-code configuration in one chain");
-  if (asString(g.booleanExpr) !== undefined && configs.length > 1) reasons.push(`booleanExpr "${String(g.booleanExpr)}" combines configurations; Envoy runs filters one after the other (AND)`);
-  if (reasons.length > 0 || oidc.length !== 1) return { reasons };
-  const { index, spec } = oidc[0]!;
+  if (configs.filter((c) => c.kind === "oauth2").length > 1) reasons.push("more than one oauth2 configuration in one chain");
+  if (asString(g.booleanExpr) !== undefined && asArray(g.configs).length > 1) reasons.push(`booleanExpr "${String(g.booleanExpr)}" combines configurations; Envoy runs filters one after the other (AND)`);
+  if (reasons.length > 0) return { reasons };
+  const ctx: PlanContext = { policy, report, configs, opaService };
+  const steps: GlooAuthStep[] = [];
+  for (const c of configs) {
+    const planner = STEP_PLANNERS[c.kind];
+    const r: StepResult = planner === undefined ? { reason: `configs[${String(c.index)}] ${c.kind}: ${GLOO_ONLY[c.kind] ?? "no open-source Envoy filter does what it does"}` } : planner(c, ctx);
+    if ("reason" in r) reasons.push(r.reason);
+    else if ("step" in r) steps.push(r.step);
+  }
+  if (reasons.length > 0) return { reasons };
+  // Envoy's order: the login first (it answers unauthenticated requests with the redirect), then OPA.
+  return { steps: [...steps].sort((a, b) => STEP_ORDER[a.kind] - STEP_ORDER[b.kind]) };
+}
+
+/** Authentication (the OIDC login, then basic auth) before the OPA decision; distinct numbers, so EnvoyFilter priorities never tie. */
+const STEP_ORDER: Readonly<Record<GlooAuthStep["kind"], number>> = { oauth2: 0, basic_auth: 1, opa: 2 };
+
+/** EnvoyFilter priority of a step's filter: within ext auth's phase, a lower step runs first. */
+export function stepPriority(step: GlooAuthStep, extAuthPriority: number): number {
+  return extAuthPriority + STEP_ORDER[step.kind];
+}
+
+/** The chain's OPA configurations (opaAuth, opaServerAuth) as one step, planned at the first of them. */
+function planOpaStep(c: ChainConfig, p: PlanContext): StepResult {
+  if (p.configs.find((x) => STEP_PLANNERS[x.kind] === planOpaStep) !== c) return { covered: true };
+  const r = planOpaPolicy(p.policy, p.configs, p.opaService, p.report);
+  return "reason" in r ? r : { step: { kind: "opa", policy: r.opa } };
+}
+
+/** `basicAuth` → Envoy's basic_auth filter, or why Envoy cannot verify what Gloo verifies. */
+function planBasicAuthStep(c: ChainConfig, p: PlanContext): StepResult {
+  const r = basicAuthStep(p.policy, c.index, c.spec, p.report);
+  return "step" in r ? { step: { kind: "basic_auth", credentials: r.step } } : { reason: r.reasons.join("; ") };
+}
+
+/** `oauth2.oidcAuthorizationCode` → Envoy's oauth2 filter. */
+function planOidcStep(c: ChainConfig, p: PlanContext): StepResult {
+  const { policy, report } = p;
+  const index = c.index;
+  const o = c.spec;
+  if (o.oidcAuthorizationCode === undefined)
+    return {
+      reason: `configs[${String(index)}] oauth2 ${Object.keys(o).join(", ") || "(empty)"}: only oidcAuthorizationCode has an Envoy filter (oauth2); access-token validation and introspection need Gloo's ext-auth-service (for JWT access tokens use a JWTPolicy)`,
+    };
+  const spec = asRecord(o.oidcAuthorizationCode);
   const base = `/spec/config/glooAuth/configs/${String(index)}/oauth2/oidcAuthorizationCode`;
   const missing = ["appUrl", "callbackPath", "clientId", "clientSecretRef", "issuerUrl"].filter((k) => spec[k] === undefined);
-  if (missing.length > 0)
-    return {
-      reasons: [`configs[${String(index)}] oauth2 oidcAuthorizationCode lacks ${missing.join(", ")}, which Gloo requires`],
-    };
+  if (missing.length > 0) return { reason: `configs[${String(index)}] oauth2 oidcAuthorizationCode lacks ${missing.join(", ")}, which Gloo requires` };
   const issuer = parseUrl(asString(spec.issuerUrl));
   const appUrl = parseUrl(asString(spec.appUrl));
-  if (issuer === undefined || appUrl === undefined)
-    return {
-      reasons: [`configs[${String(index)}] oauth2 oidcAuthorizationCode: ${issuer === undefined ? "issuerUrl" : "appUrl"} is not an http(s) URL`],
-    };
+  if (issuer === undefined || appUrl === undefined) return { reason: `configs[${String(index)}] oauth2 oidcAuthorizationCode: ${issuer === undefined ? "issuerUrl" : "appUrl"} is not an http(s) URL` };
   const override = asRecord(spec.discoveryOverride);
   const known = wellKnownEndpoints(issuer);
   const authEndpoint = asString(override.authEndpoint) ?? known?.auth;
   const token = parseUrl(asString(override.tokenEndpoint) ?? known?.token);
   if (authEndpoint === undefined || token === undefined) {
     return {
-      reasons: [
-        `configs[${String(index)}] oauth2 oidcAuthorizationCode: Gloo reads the endpoints of ${issuer.href} from its OpenID discovery document at run time; translation reads nothing at run time and the issuer has no layout gitmesh knows (Keycloak, Okta, Google). Set discoveryOverride.authEndpoint and discoveryOverride.tokenEndpoint`,
-      ],
+      reason: `configs[${String(index)}] oauth2 oidcAuthorizationCode: Gloo reads the endpoints of ${issuer.href} from its OpenID discovery document at run time; translation reads nothing at run time and the issuer has no layout gitmesh knows (Keycloak, Okta, Google). Set discoveryOverride.authEndpoint and discoveryOverride.tokenEndpoint`,
     };
   }
   if (known !== undefined && (override.authEndpoint === undefined || override.tokenEndpoint === undefined)) {
@@ -240,14 +313,18 @@ export function planGlooAuth(policy: InputObject, report: ReportIssue): { upstre
   };
   const id = `${policy.metadata.namespace ?? ""}.${policy.metadata.name}`;
   return {
-    upstream: {
-      filterName: `envoy.filters.http.oauth2.${id}`,
-      policy: id,
-      tokenEndpoint: tokenEndpoint(token),
-      config,
+    step: {
+      kind: "oauth2",
+      upstream: {
+        filterName: `envoy.filters.http.oauth2.${id}`,
+        policy: id,
+        tokenEndpoint: tokenEndpoint(token),
+        config,
+      },
     },
   };
 }
+
 
 /** The oauth2 filter's typed_config, calling the token endpoint through `cluster` (timeout 5s). */
 export function oauth2Config(u: OidcUpstream, cluster: string): Record<string, unknown> {

@@ -38,9 +38,13 @@ describe("applier", () => {
       data: { k: "v" },
     });
     kube.emulator.seed([{ apiVersion: "v1", kind: "Namespace", metadata: { name: "limits" } }]);
-    const objs = [vs("reviews", NS, "reviews"), configMap("plain", NS), configMap("limits", "limits", "RateLimitServerConfig")];
+    // OPA-Envoy's policy modules (glooAuth opaAuth): the same ConfigMap grant, a message that says so.
+    const opaModules = configMap("opa", "gloo-mesh-addons", "ExtAuthPolicy");
+    opaModules.metadata.labels = { ...opaModules.metadata.labels, "openpolicyagent.org/policy": "rego" };
+    const objs = [vs("reviews", NS, "reviews"), configMap("plain", NS), configMap("limits", "limits", "RateLimitServerConfig"), opaModules];
     const r = await applier.applyOutput(output(1, objs));
     expect(r.ack).toBe(false);
+    expect(r.errors.find((e) => e.key === "ConfigMap/gloo-mesh-addons/opa")?.message).toMatch(/is OPA-Envoy's policy modules .* add the namespace to the agent's rateLimit.configNamespaces/);
     expect(r.errors.map((e) => e.message).join("\n")).toMatch(/ConfigMap bookinfo\/plain: this agent does not write ConfigMap \(v1\) in namespace "bookinfo"/);
     expect(r.errors.map((e) => e.message).join("\n")).toContain("rateLimit.configNamespaces");
     expect(live("VirtualService", "reviews")).toBeDefined();

@@ -58,6 +58,7 @@ const GO_TESTS = [
   "TestExtAuthPolicy",
   "TestExtAuthGlooAuthOIDC",
   "TestExtAuthGlooAuthBasicAuth",
+  "TestExtAuthGlooAuthOPA",
   "TestRateLimitPolicy",
   "TestCSRFPolicy",
   "TestJWTPolicy",

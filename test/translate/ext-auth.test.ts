@@ -96,6 +96,33 @@ describe("ExtAuthPolicy glooAuth on Envoy's oauth2 filter", () => {
     expect(filtersOn("/")).toEqual([]);
   });
 
+  it("an OIDC + opaAuth chain meets the login, then the OPA-Envoy decision; an opaAuth chain the decision only", () => {
+    expect(filtersOn("/reports").sort()).toEqual(["envoy.filters.http.ext_authz.opa-envoy.opa-envoy.gloo-mesh-addons", "envoy.filters.http.oauth2.bookinfo-frontends.oidc-opa"]);
+    expect(filtersOn("/api/pets")).toEqual(["envoy.filters.http.ext_authz.opa-envoy.opa-envoy-pets.opa"]);
+    // Envoy runs the filters in insertion order: the OPA filter's EnvoyFilter has the higher priority (applied after the login's).
+    const priority = (name: string) => out.find((r) => r.kind === "EnvoyFilter" && patches(r).some((p) => p.applyTo === "HTTP_FILTER" && p.patch.value.name === name))!.spec.priority as number;
+    expect(priority("envoy.filters.http.oauth2.bookinfo-frontends.oidc-opa")).toBeLessThan(priority("envoy.filters.http.ext_authz.opa-envoy.opa-envoy.gloo-mesh-addons"));
+    const perRoute = (path: string) => {
+      const outcome = evaluate(out, { host: "bookinfo.example.com", path, gateway: GATEWAY });
+      return gatewayPatches.find((p) => outcome.kind === "route" && p.match.routeConfiguration?.vhost?.route.name === outcome.route)!.patch.value.typed_per_filter_config as Record<string, { check_settings?: { context_extensions: Record<string, string> } }>;
+    };
+    expect(perRoute("/reports")["envoy.filters.http.ext_authz.opa-envoy.opa-envoy.gloo-mesh-addons"]!.check_settings).toEqual({ context_extensions: { gitmesh_policy: "bookinfo-frontends.oidc-opa" } });
+    expect(perRoute("/api/pets/1")["envoy.filters.http.ext_authz.opa-envoy.opa-envoy-pets.opa"]!.check_settings).toEqual({ context_extensions: { gitmesh_policy: "bookinfo-frontends.opa-only" } });
+    const opa = out.filter((r) => r.kind === "EnvoyFilter" && JSON.stringify(r).includes("opa-envoy"));
+    for (const f of opa) expect(validateIstioResource(f)).toEqual([]);
+    const differences = result.diagnostics.filter((d) => d.message.includes("through gitmesh's wrapper"));
+    expect(differences.map((d) => [d.severity, d.path])).toEqual([
+      ["warning", "/spec/config/glooAuth/configs/1/opaAuth"],
+      ["warning", "/spec/config/glooAuth/configs/0/opaAuth"],
+      ["warning", "/spec/config/glooAuth/configs/1/opaAuth"],
+      ["warning", "/spec/config/glooAuth/configs/0/opaServerAuth"],
+      ["warning", "/spec/config/glooAuth/configs/1/opaAuth"],
+    ]);
+    // opaServerAuth (without serverAddr) is the same decision on the default OPA-Envoy, beside Gloo's ext-auth-service.
+    expect(filtersOn("/status")).toEqual(["envoy.filters.http.ext_authz.opa-envoy.opa-envoy.gloo-mesh-addons"]);
+    expect(differences[0]!.message).toMatch(/input.state.jwt is the ID token from the IdToken cookie/);
+  });
+
   it("the login flow is Gloo's: appUrl + callbackPath, logoutPath, openid first, the provider's endpoints", () => {
     const keycloak = (inserted("envoy.filters.http.oauth2.bookinfo-frontends.keycloak")!.typed_config as OAuth2).config;
     expect(keycloak.redirect_uri).toBe("https://bookinfo.example.com/app/callback");
@@ -130,7 +157,7 @@ describe("ExtAuthPolicy glooAuth on Envoy's oauth2 filter", () => {
       hmac_secret: { name: "hmac", sds_config: { path_config_source: { path: "/etc/gitmesh/oauth2/gloo-mesh-addons.keycloak-client/hmac-secret.yaml" }, resource_api_version: "V3" } },
     });
     expect(JSON.stringify(out)).not.toMatch(/inline_string|inline_bytes|generic_secret/);
-    expect(result.diagnostics.filter((d) => d.code === "SECRET_MOUNT_REQUIRED").map((d) => d.path)).toHaveLength(3);
+    expect(result.diagnostics.filter((d) => d.code === "SECRET_MOUNT_REQUIRED").map((d) => d.path)).toHaveLength(4);
     const filter = out.find((r) => r.kind === "EnvoyFilter" && JSON.stringify(r).includes("oauth2.bookinfo-frontends.keycloak") && patches(r).some((p) => p.applyTo === "HTTP_FILTER"))!;
     expect(validateIstioResource(filter)).toEqual([]);
     const broken = structuredClone(filter) as IstioResource & { spec: { configPatches: Patch[] } };
@@ -141,10 +168,9 @@ describe("ExtAuthPolicy glooAuth on Envoy's oauth2 filter", () => {
 
   it("chains Envoy cannot run go to Gloo's ext-auth-service with their config id, each with the reason", () => {
     const needs = result.diagnostics.filter((d) => d.code === "NEEDS_GLOO_DATA_PLANE").map((d) => d.message);
-    expect(needs).toHaveLength(3);
+    expect(needs).toHaveLength(2);
     expect(needs.find((m) => m.includes("config_id=bookinfo-frontends.apikeys"))).toMatch(/api_key_auth filter \(envoy.filters.http.api_key_auth\) is not compiled into Istio.s proxy/);
-    expect(needs.find((m) => m.includes("config_id=bookinfo-frontends.oidc-opa"))).toMatch(/opaAuth: .*input document/);
     expect(needs.find((m) => m.includes("config_id=bookinfo-frontends.unknown-idp"))).toMatch(/discoveryOverride.authEndpoint/);
-    for (const path of ["/api", "/reports", "/other"]) expect(filtersOn(path)).toEqual(["envoy.filters.http.ext_authz.gloo-ext-auth.bookinfo-frontends"]);
+    for (const path of ["/api", "/other"]) expect(filtersOn(path)).toEqual(["envoy.filters.http.ext_authz.gloo-ext-auth.bookinfo-frontends"]);
   });
 });

@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { Diagnostic } from "../../src/core/index.js";
 import { basicAuthStep } from "../../src/translate/gloo-auth-credentials.js";
+import { planGlooAuth, stepPriority } from "../../src/translate/gloo-auth.js";
 import { validateIstioResource, type InputObject, type IstioResource } from "../../src/translate/index.js";
 import { evaluate } from "./evaluator.js";
 import { loadCase, runCase } from "./golden.js";
@@ -148,5 +149,29 @@ describe("basicAuthStep: what Gloo refuses or Envoy cannot hold stays with Gloo"
     const { r, issues } = run({ encryption: { sha1: {} }, userList: { users: { "team/x": { hashedPassword: "zz" }, ok: { hashedPassword: hash } } } });
     expect("step" in r).toBe(true);
     expect(issues.find((i) => i.code === "INVALID_FIELD")?.path).toBe("/spec/config/glooAuth/configs/0/basicAuth/userList/users/team~1x/hashedPassword");
+  });
+});
+
+describe("basicAuth as one step of a longer glooAuth chain", () => {
+  const opaService = { name: "opa-envoy", namespace: "gloo-mesh", port: 9191 };
+  const chain = (configs: Record<string, unknown>[]): InputObject =>
+    ({ apiVersion: "security.policy.gloo.solo.io/v2", kind: "ExtAuthPolicy", metadata: { name: "p", namespace: "ns" }, spec: { config: { glooAuth: { configs } } } }) as unknown as InputObject;
+  const sha1 = { basicAuth: { encryption: { sha1: {} }, userList: { users: { user: { salt: "", hashedPassword: createHash("sha1").update("password").digest("hex") } } } } };
+  const opa = { opaAuth: { modules: [{ name: "m", namespace: "ns" }], query: "data.test.allow == true" } };
+  const plan = (configs: Record<string, unknown>[]) => planGlooAuth(chain(configs), () => undefined, opaService);
+
+  it("an OPA decision placed first still runs after the credential check (authentication first), each its own filter", () => {
+    const p = plan([opa, sha1]);
+    if (!("steps" in p)) throw new Error(`not planned: ${p.reasons.join("; ")}`);
+    expect(p.steps.map((s) => s.kind)).toEqual(["basic_auth", "opa"]);
+    // Distinct EnvoyFilter priorities: Istio orders equal priorities by creation time, not by the chain.
+    const priorities = p.steps.map((s) => stepPriority(s, 10));
+    expect(new Set(priorities).size).toBe(priorities.length);
+    expect(priorities[0]!).toBeLessThan(priorities[1]!);
+  });
+
+  it("a chain with a basicAuth Envoy cannot verify stays with Gloo as a whole, naming the configuration", () => {
+    const p = plan([opa, { basicAuth: { apr: { users: { u: { salt: "x", hashedPassword: "y" } } } } }]);
+    expect("reasons" in p ? p.reasons.join("; ") : "").toMatch(/basicAuth: user "u" has an APR1/);
   });
 });

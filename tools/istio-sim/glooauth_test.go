@@ -24,13 +24,14 @@ func TestExtAuthGlooAuthOIDC(t *testing.T) {
 	const keycloak = "envoy.filters.http.oauth2.bookinfo-frontends.keycloak"
 	const okta = "envoy.filters.http.oauth2.bookinfo-frontends.okta"
 	const inMesh = "envoy.filters.http.oauth2.bookinfo-frontends.in-mesh"
+	const oidcOpa = "envoy.filters.http.oauth2.bookinfo-frontends.oidc-opa"
 	h := gw.hcmOf(httpGateway(host, 8080, "/"))
 
 	enabled := func(t *testing.T, path string) []string {
 		t.Helper()
 		r := gw.routeOf(gw.call(httpGateway(host, 8080, path)))
 		var on []string
-		for _, name := range []string{keycloak, okta, inMesh} {
+		for _, name := range []string{keycloak, okta, inMesh, oidcOpa} {
 			a := r.GetTypedPerFilterConfig()[name]
 			if a == nil {
 				continue
@@ -66,12 +67,12 @@ func TestExtAuthGlooAuthOIDC(t *testing.T) {
 		gw.cluster(c.GetTokenEndpoint().GetCluster())
 	})
 	check(t, "the selected routes enable their own policy's filter only; other routes none", func(t *testing.T) {
-		for path, want := range map[string]string{"/app/x": keycloak, "/app/callback": keycloak, "/shop": okta, "/portal": inMesh} {
+		for path, want := range map[string]string{"/app/x": keycloak, "/app/callback": keycloak, "/shop": okta, "/portal": inMesh, "/reports": oidcOpa} {
 			if on := enabled(t, path); len(on) != 1 || on[0] != want {
 				t.Errorf("%s enables %v, want only %s", path, on, want)
 			}
 		}
-		for _, path := range []string{"/", "/api", "/reports", "/other"} {
+		for _, path := range []string{"/", "/api", "/api/pets", "/status", "/other"} {
 			if on := enabled(t, path); len(on) != 0 {
 				t.Errorf("%s enables %v, want no OIDC filter", path, on)
 			}
@@ -95,6 +96,82 @@ func TestExtAuthGlooAuthOIDC(t *testing.T) {
 		per := &extauthz.ExtAuthzPerRoute{}
 		if !perRoute(t, gw.routeOf(gw.call(httpGateway(host, 8080, "/api"))), "envoy.filters.http.ext_authz.gloo-ext-auth.bookinfo-frontends", per) || per.GetCheckSettings().GetContextExtensions()["config_id"] != "bookinfo-frontends.apikeys" {
 			t.Errorf("route /api ext_authz per-route %v, want config_id bookinfo-frontends.apikeys", per)
+		}
+	})
+}
+
+// Gloo (glooAuth opaAuth): the configuration's query is evaluated over its Rego modules for every
+// request of a selected route, after the OIDC login of the chain when there is one ("State is
+// shared between successful requests on the chain"; input.state.jwt is the token of the OIDC flow);
+// a chain's configurations are ANDed. gitmesh: Envoy's ext_authz filter (gRPC) to the OPA-Envoy
+// service, inserted disabled after the chain's oauth2 filter, enabled per route with the context
+// extension gitmesh_policy that OPA-Envoy's decision path dispatches on.
+// Case test/fixtures/translate/ext-auth-glooauth, cluster1: oidc-opa (/reports; default OPA-Envoy
+// gloo-mesh-addons/opa-envoy:9191), opa-server (/status; opaServerAuth on the same OPA-Envoy) and
+// opa-only (/api/pets; ExtAuthServer annotated with opa/opa-envoy-pets:9292).
+func TestExtAuthGlooAuthOPA(t *testing.T) {
+	sc := load(t, "ext-auth-glooauth", "cluster1")
+	gw := sc.xds("istio-ingressgateway")
+	const host = "bookinfo.example.com"
+	const login = "envoy.filters.http.oauth2.bookinfo-frontends.oidc-opa"
+	const opa = "envoy.filters.http.ext_authz.opa-envoy.opa-envoy.gloo-mesh-addons"
+	const pets = "envoy.filters.http.ext_authz.opa-envoy.opa-envoy-pets.opa"
+	h := gw.hcmOf(httpGateway(host, 8080, "/"))
+
+	check(t, "each OPA-Envoy service has one ext_authz filter before the router, off by default, calling its gRPC cluster", func(t *testing.T) {
+		for name, cluster := range map[string]string{opa: "outbound|9191||opa-envoy.gloo-mesh-addons.svc.cluster.local", pets: "outbound|9292||opa-envoy-pets.opa.svc.cluster.local"} {
+			cfg := &extauthz.ExtAuthz{}
+			f := beforeRouter(t, h, name, cfg)
+			if !f.Disabled {
+				t.Errorf("%s is enabled on every route of the gateway", name)
+			}
+			if got := cfg.GetGrpcService().GetEnvoyGrpc().GetClusterName(); got != cluster {
+				t.Errorf("%s calls %q, want %s", name, got, cluster)
+			}
+			if cfg.GetFailureModeAllow() {
+				t.Errorf("%s fails open", name)
+			}
+			gw.cluster(cluster)
+		}
+	})
+	check(t, "the OIDC login runs before the OPA decision, as in Gloo's chain", func(t *testing.T) {
+		names := httpFilterNames(h)
+		if i, j := indexOf(names, login), indexOf(names, opa); i < 0 || j < 0 || i > j {
+			t.Errorf("HTTP filters %v: want %s before %s", names, login, opa)
+		}
+	})
+	check(t, "each selected route enables its chain's filters and names its policy; other routes none", func(t *testing.T) {
+		want := map[string]map[string]string{
+			"/reports":    {login: "", opa: "bookinfo-frontends.oidc-opa"},
+			"/api/pets/1": {pets: "bookinfo-frontends.opa-only"},
+			"/status/200": {opa: "bookinfo-frontends.opa-server"},
+		}
+		for path, filters := range want {
+			r := gw.routeOf(gw.call(httpGateway(host, 8080, path)))
+			for name, policy := range filters {
+				if policy == "" {
+					fc := &route.FilterConfig{}
+					if !perRoute(t, r, name, fc) || fc.GetDisabled() {
+						t.Errorf("%s (route %s) does not enable %s", path, r.Name, name)
+					}
+					continue
+				}
+				per := &extauthz.ExtAuthzPerRoute{}
+				if !perRoute(t, r, name, per) || per.GetDisabled() || per.GetCheckSettings().GetContextExtensions()["gitmesh_policy"] != policy {
+					t.Errorf("%s (route %s) %s per-route %v, want enabled with gitmesh_policy=%s", path, r.Name, name, per, policy)
+				}
+			}
+			if n := len(r.GetTypedPerFilterConfig()); n != len(filters) {
+				t.Errorf("%s (route %s) has %d per-filter configs, want %d", path, r.Name, n, len(filters))
+			}
+		}
+		for _, path := range []string{"/", "/app/x", "/api"} {
+			r := gw.routeOf(gw.call(httpGateway(host, 8080, path)))
+			for _, name := range []string{opa, pets} {
+				if perRoute(t, r, name, &extauthz.ExtAuthzPerRoute{}) {
+					t.Errorf("%s (route %s) meets %s", path, r.Name, name)
+				}
+			}
 		}
 	})
 }

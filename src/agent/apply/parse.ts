@@ -5,7 +5,7 @@
  * does not write is a per-entry error.
  */
 import { describeError } from "../../core/index.js";
-import { isInstallObject, isRateLimitConfig, objectKey, type KindRef, type KubeObject } from "../kube.js";
+import { isInstallObject, isOpaPolicyConfig, isRateLimitConfig, objectKey, type KindRef, type KubeObject } from "../kube.js";
 import { describe, forApply, LABEL_CLUSTER } from "./objects.js";
 import { DONE, type ApplyContext, type Delivery, type IgnoreDifference, type StepResult } from "./types.js";
 
@@ -75,6 +75,12 @@ export function notWritable(obj: KubeObject, options: ParseOptions): string | un
     return (
       `${describe(obj)} is a rate limiter's configuration (from ${parent ?? "RateLimitServerConfig"}); this agent writes it only in the namespaces it is given, so it is not applied. ` +
       `To let gitmesh configure the rate limiter in namespace "${ns}" of cluster "${cluster}", add it to the agent's rateLimit.configNamespaces (flag --rate-limit-config-namespaces), which also grants the RBAC it needs there`
+    );
+  }
+  if (isOpaPolicyConfig(obj)) {
+    return (
+      `${describe(obj)} is OPA-Envoy's policy modules (from ${parent ?? "ExtAuthPolicy"} glooAuth OPA); this agent writes ConfigMaps only in the namespaces of its ConfigMap grant, so it is not applied. ` +
+      `To let gitmesh load them into OPA-Envoy in namespace "${ns}" of cluster "${cluster}", add the namespace to the agent's rateLimit.configNamespaces (flag --rate-limit-config-namespaces), which grants ConfigMaps there`
     );
   }
   return `${describe(obj)}: this agent does not write ${obj.kind} (${obj.apiVersion})${ns === "" ? "" : ` in namespace "${ns}"`}, so it is not applied (an object it wrote could never be pruned or repaired)`;
