@@ -75,6 +75,9 @@ function compile(policy: InputObject): Compiled {
       "phase postAuthz is rendered as preAuthz: Gloo verifies the token after external auth (ExtAuthPolicy); Istio's jwt_authn filter runs before the ext_authz filter gitmesh inserts, so where an ExtAuthPolicy also applies, a request without a valid token is refused before the ext auth server sees it, and the ext auth server receives the verified claim headers. Where no ExtAuthPolicy applies, the two orders behave the same.",
     );
   }
+  if (asRecord(asRecord(config.phase).preAuthz).priority !== undefined) {
+    warn(`${base}/phase/preAuthz/priority`, "the priority orders Gloo's filters within its phase; Istio verifies the tokens of every RequestAuthentication in one jwt_authn filter, so it is not translated");
+  }
   if (config.clearRouteCache !== undefined && config.clearRouteCache !== "AUTO") warn(`${base}/clearRouteCache`, "clearRouteCache is a setting of Gloo's data plane; Istio re-matches routes after the JWT filter when it adds claim headers");
   let ok = true;
   if (validation === "ALLOW_MISSING_OR_FAILED") {
@@ -367,12 +370,12 @@ export function renderJwt(ctx: WorkspaceContext, policy: InputObject, e: Enforce
 }
 
 /**
- * The pod ports of a Service's HTTP ports (Istio's protocol selection: appProtocol, else the port
+ * The pod ports of a Service's (selected) HTTP ports (Istio's protocol selection: appProtocol, else the port
  * name's prefix: http, http2, grpc, grpc-web…); empty when one of them targets a named container port.
  */
-function httpTargetPorts(svc: DiscoveredService): number[] {
+function httpTargetPorts(servicePorts: DiscoveredService["ports"]): number[] {
   const out = new Set<number>();
-  for (const p of svc.ports) {
+  for (const p of servicePorts) {
     if (!HTTP_PROTOCOLS.has(istioProtocol(p.appProtocol ?? p.name))) continue;
     if (typeof p.targetPort === "string") return [];
     out.add(p.targetPort ?? p.port);
@@ -403,13 +406,19 @@ export function translateJwtPolicies(ctx: WorkspaceContext): TranslatorOutput {
         diagnostics.push(ctx.diag(policy, TranslateCode.UnsupportedField, Severity.Error, `/spec/applyToDestinations/${String(i)}/kind`, `a JWTPolicy applies to Kubernetes Services (${kind} is not supported, as in Gloo); nothing is rendered for this selector`));
         return;
       }
+      // The selector's port (number or name) limits the policy to that port of each Service.
+      const portSel = asRecord(d.port);
+      const wantNumber = asNumber(portSel.number);
+      const wantName = asString(portSel.name);
       // Enforced where the requests arrive: the pods of the workspace's own Services.
       for (const ref of selectServices(ctx, objectSelector(d.selector))) {
         const svc = ref.service;
         const labels = svc.selector ?? {};
         if (ref.owner !== ctx.workspace.name || Object.keys(labels).length === 0) continue;
+        const ports = wantNumber === undefined && wantName === undefined ? svc.ports : svc.ports.filter((p) => (wantNumber !== undefined ? p.port === wantNumber : p.name === wantName));
+        if (ports.length === 0) continue;
         selected++;
-        resources.push(...renderJwt(ctx, policy, { cluster: ref.cluster, namespace: svc.namespace, labels, ports: httpTargetPorts(svc), scope: [svc.name, svc.namespace] }));
+        resources.push(...renderJwt(ctx, policy, { cluster: ref.cluster, namespace: svc.namespace, labels, ports: httpTargetPorts(ports), scope: [svc.name, svc.namespace] }));
       }
     });
     if (selected === 0) diagnostics.push(ctx.diag(policy, TranslateCode.SelectsNothing, Severity.Warning, "/spec/applyToDestinations", "applyToDestinations selects no Service of this workspace with a pod selector; nothing is enforced for it"));

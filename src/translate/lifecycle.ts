@@ -15,6 +15,7 @@ import type { WorkspaceContext } from "./context.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
 import { asArray, asLabels, asNumber, asRecord, asString, isRecord } from "./selectors.js";
+import { dottedField, unreadKeys, type ReadTree } from "./read-keys.js";
 import { subsetValidator } from "./subset-schema.js";
 import { TranslateCode, type Emitted, type IstioResource, type TranslatorOutput } from "./types.js";
 
@@ -49,8 +50,146 @@ const PROFILES: Readonly<Record<string, string>> = {
 /** istiod's switch that lets Kubernetes Services select WorkloadEntries (see `controlPlane`). */
 const SELECT_WORKLOAD_ENTRIES = "PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES";
 
-const POD_K8S_FIELDS = ["affinity", "env", "hpaSpec", "imagePullPolicy", "nodeSelector", "podDisruptionBudget", "podAnnotations", "priorityClassName", "readinessProbe", "replicaCount", "resources", "service", "strategy", "tolerations", "serviceAnnotations", "securityContext", "volumes", "volumeMounts"];
-const PILOT_K8S_FIELDS = ["affinity", "env", "hpaSpec", "nodeSelector", "podAnnotations", "replicaCount", "resources", "tolerations"];
+const OVERLAYS = "k8s.overlays (JSON patches on generated objects) are applied by Gloo's controller only";
+const HELM_GLOBAL = "helmGlobal (Gloo's chart repository) is not used: the Sail operator brings Istio's charts";
+const NOT_SAIL = (k: string) => `${k} is not supported by the Sail operator`;
+/** skipUpgradeValidation: true is what gitmesh does; false asks for Gloo's canary checks, which nothing runs here. */
+const SKIP_UPGRADE_VALIDATION = (v: unknown) =>
+  v === false ? "Gloo's upgrade checks (no in-place minor upgrade of a revision) are not run: the Sail operator upgrades a revision in place (InPlace); upgrade through a new revision for a canary" : undefined;
+const BASE = {
+  enabled: (v: unknown) => (v === false ? "components.base.enabled: false is not translated: the Sail operator installs Istio's base resources (CRDs, the default ServiceAccount) with the control plane" : undefined),
+  k8s: "components.base.k8s is not translated: the base component runs no workload",
+};
+
+/**
+ * What an IstioLifecycleManager translation reads (read-keys.ts): every other set key is reported
+ * at its path, so a field the schema gains later is never dropped without a word. `true` under
+ * ztunnel, istiodRemote and the gateway lists: `controlPlane` reports them when they install something.
+ */
+const ISTIO_READS: ReadTree = {
+  helmGlobal: HELM_GLOBAL,
+  installations: {
+    revision: true,
+    clusters: { name: true, defaultRevision: true, trustDomain: true },
+    skipUpgradeValidation: SKIP_UPGRADE_VALIDATION,
+    istioController: "istioController configures Gloo's own Istio controller; upstream the Sail operator installs Istio, configured where it is deployed",
+    istioOperatorSpec: {
+      profile: true,
+      hub: true,
+      tag: true,
+      namespace: true,
+      revision: true,
+      defaultRevision: true,
+      meshConfig: true,
+      values: true,
+      unvalidatedValues: true,
+      installPackagePath: NOT_SAIL("installPackagePath"),
+      resourceSuffix: NOT_SAIL("resourceSuffix"),
+      addonComponents: NOT_SAIL("addonComponents"),
+      components: {
+        base: BASE,
+        pilot: {
+          enabled: (v) => (v === false ? "components.pilot.enabled: false is not translated: the Sail operator's Istio always installs istiod (for a remote cluster without one, no IstioLifecycleManager installation is the way)" : undefined),
+          namespace: true,
+          hub: true,
+          tag: true,
+          spec: "components.pilot.spec (arbitrary install-time configuration of Gloo's operator) is not translated; set istiod chart values in istioOperatorSpec.values",
+          k8s: {
+            affinity: true,
+            env: { name: true, value: true, valueFrom: "istiod's chart takes env as literal values; valueFrom is not translated" },
+            hpaSpec: {
+              minReplicas: true,
+              maxReplicas: true,
+              behavior: true,
+              metrics: "istiod's chart scales on CPU (values.pilot.cpu.targetAverageUtilization); hpaSpec.metrics is not translated",
+              scaleTargetRef: "the istiod chart's autoscaler always targets istiod; hpaSpec.scaleTargetRef is not used",
+            },
+            nodeSelector: true,
+            podAnnotations: true,
+            replicaCount: true,
+            resources: true,
+            serviceAnnotations: true,
+            tolerations: true,
+            overlays: `${OVERLAYS}; set the istiod chart value in istioOperatorSpec.values instead`,
+          },
+        },
+        cni: {
+          enabled: true,
+          namespace: true,
+          hub: true,
+          tag: true,
+          k8s: "components.cni.k8s is not translated: the IstioCNI resource takes the cni chart's values (hub and tag are passed); overlays are applied by Gloo's controller only",
+        },
+        ztunnel: true,
+        istiodRemote: true,
+        ingressGateways: true,
+        egressGateways: true,
+      },
+    },
+  },
+};
+
+const NOT_A_GATEWAY = (what: string) => `${what} configures a control plane; a GatewayLifecycleManager installs gateways only (set it on the IstioLifecycleManager of the revision)`;
+/** The Kubernetes ServiceSpec fields of `k8s.service` (solo-apis ServiceSpec) copied onto the gateway's Service (all but externalName). */
+const SERVICE_FIELDS = ["clusterIP", "externalIPs", "externalTrafficPolicy", "healthCheckNodePort", "loadBalancerIP", "loadBalancerSourceRanges", "ports", "publishNotReadyAddresses", "selector", "sessionAffinity", "sessionAffinityConfig", "type"] as const;
+const GATEWAY_K8S: ReadTree = {
+  affinity: true,
+  env: true,
+  hpaSpec: { minReplicas: true, maxReplicas: true, metrics: true, behavior: true, scaleTargetRef: "the gateway's autoscaler always targets its Deployment; hpaSpec.scaleTargetRef is not used" },
+  imagePullPolicy: true,
+  nodeSelector: true,
+  podDisruptionBudget: { minAvailable: true, maxUnavailable: true, selector: "the gateway's disruption budget selects its own pods; podDisruptionBudget.selector is not used" },
+  podAnnotations: true,
+  priorityClassName: true,
+  readinessProbe: true,
+  replicaCount: true,
+  resources: true,
+  service: {
+    ...Object.fromEntries(SERVICE_FIELDS.map((f) => [f, true])),
+    externalName: "a gateway's Service selects the gateway's pods; externalName (an ExternalName Service's DNS alias) has no meaning there and is not rendered",
+  },
+  strategy: true,
+  tolerations: true,
+  serviceAnnotations: true,
+  securityContext: true,
+  volumes: true,
+  volumeMounts: true,
+  overlays: `${OVERLAYS}; set the field in k8s instead where it has one`,
+};
+const GATEWAY_SPEC: ReadTree = {
+  enabled: true,
+  name: true,
+  namespace: true,
+  label: true,
+  hub: "a gateway's image comes from its control plane revision's injector (image `auto`); hub is not used",
+  tag: "a gateway's image comes from its control plane revision's injector (image `auto`); tag is not used",
+  k8s: GATEWAY_K8S,
+};
+/** What a GatewayLifecycleManager translation reads; `true` under the control plane components: `gateways` reports them when enabled. */
+const GATEWAY_READS: ReadTree = {
+  helmGlobal: HELM_GLOBAL,
+  installations: {
+    gatewayRevision: true,
+    controlPlaneRevision: true,
+    clusters: { name: true, activeGateway: true, trustDomain: "a gateway's trust domain is its control plane's (meshConfig.trustDomain of the IstioLifecycleManager installation); clusters[].trustDomain is not used here" },
+    skipUpgradeValidation: SKIP_UPGRADE_VALIDATION,
+    istioOperatorSpec: {
+      profile: (v) => (v === "empty" || v === "" ? undefined : `profile "${String(v)}" would also install the profile's control plane components; a GatewayLifecycleManager installs only its gateways (use profile: empty)`),
+      namespace: true,
+      revision: true,
+      hub: "a gateway's image comes from its control plane revision's injector (image `auto`); hub is not used",
+      tag: "a gateway's image comes from its control plane revision's injector (image `auto`); tag is not used",
+      defaultRevision: NOT_A_GATEWAY("defaultRevision"),
+      meshConfig: NOT_A_GATEWAY("meshConfig"),
+      unvalidatedValues: "unvalidatedValues (values of Gloo's gateway chart) are not translated: the gateway's objects are rendered from k8s",
+      values: { gateways: { "*": { customService: true } } },
+      installPackagePath: NOT_SAIL("installPackagePath"),
+      resourceSuffix: NOT_SAIL("resourceSuffix"),
+      addonComponents: NOT_SAIL("addonComponents"),
+      components: { base: true, pilot: true, cni: true, ztunnel: true, istiodRemote: true, ingressGateways: GATEWAY_SPEC, egressGateways: GATEWAY_SPEC },
+    },
+  },
+};
 
 type Diag = (path: string, message: string, severity?: Diagnostic["severity"], code?: string) => void;
 
@@ -72,7 +211,9 @@ export function translateLifecycle(ctx: WorkspaceContext): TranslatorOutput {
       if (reporter) diagnostics.push(ctx.diag(manager, code, severity, path, message));
     };
     const spec = asRecord(manager.spec);
-    if (spec.helmGlobal !== undefined) diag("/spec/helmGlobal", "helmGlobal (Gloo's chart repository) is not used: the Sail operator brings Istio's charts");
+    for (const u of unreadKeys(spec, manager.kind === "IstioLifecycleManager" ? ISTIO_READS : GATEWAY_READS, "/spec")) {
+      diag(u.path, u.reason ?? `${dottedField(u.path)} is not translated by gitmesh; it has no effect on what is installed`);
+    }
     asArray(spec.installations).forEach((raw, i) => {
       const inst = asRecord(raw);
       const path = `/spec/installations/${String(i)}`;
@@ -164,8 +305,6 @@ export function sailVersion(tag: string | undefined): string | undefined {
 
 function controlPlane(inst: Record<string, unknown>, ios: Record<string, unknown>, path: string, diag: Diag): ((cluster: string, entry: Record<string, unknown>) => Draft[]) | undefined {
   const iosPath = `${path}/istioOperatorSpec`;
-  if (inst.istioController !== undefined) diag(`${path}/istioController`, "istioController configures Gloo's own Istio controller; upstream the Sail operator installs Istio, configured where it is deployed");
-  for (const k of ["installPackagePath", "resourceSuffix", "addonComponents"]) if (ios[k] !== undefined) diag(`${iosPath}/${k}`, `${k} is not supported by the Sail operator`);
   const version = sailVersion(asString(ios.tag));
   if (version === undefined) {
     diag(`${iosPath}/tag`, "an Istio version tag is needed (e.g. `1.29.0` or `1.29.0-solo`): the Sail operator installs Istio by version; nothing is installed for this installation", Severity.Error, TranslateCode.InvalidField);
@@ -184,15 +323,11 @@ function controlPlane(inst: Record<string, unknown>, ios: Record<string, unknown
   }
   const pilot = asRecord(components.pilot);
   const pilotK8s = asRecord(pilot.k8s);
-  for (const k of Object.keys(pilotK8s)) {
-    if (!PILOT_K8S_FIELDS.includes(k)) diag(`${iosPath}/components/pilot/k8s/${k}`, k === "overlays" ? "k8s.overlays (JSON patches on generated objects) are applied by Gloo's controller only; set the istiod chart value in istioOperatorSpec.values instead" : `components.pilot.k8s.${k} is not translated by gitmesh`);
-  }
   const env: Record<string, string> = {};
-  asArray(pilotK8s.env).forEach((e, k) => {
+  for (const e of asArray(pilotK8s.env)) {
     const v = asRecord(e);
-    if (v.valueFrom !== undefined) diag(`${iosPath}/components/pilot/k8s/env/${String(k)}/valueFrom`, "istiod's chart takes env as literal values; valueFrom is not translated");
-    else if (typeof v.name === "string") env[v.name] = asString(v.value) ?? "";
-  });
+    if (v.valueFrom === undefined && typeof v.name === "string") env[v.name] = asString(v.value) ?? "";
+  }
   // VirtualDestination WorkloadEntries carry the backing pods' labels (virtual-destination.ts); with
   // istiod's default (true) the local Kubernetes Service of the same selector would also take the
   // remote east-west gateways as its endpoints, on the Service's own port. Gloo's installations
@@ -214,12 +349,14 @@ function controlPlane(inst: Record<string, unknown>, ios: Record<string, unknown
     replicaCount: pilotK8s.replicaCount,
     ...(asNumber(hpa.minReplicas) !== undefined ? { autoscaleEnabled: true, autoscaleMin: hpa.minReplicas } : {}),
     ...(asNumber(hpa.maxReplicas) !== undefined ? { autoscaleEnabled: true, autoscaleMax: hpa.maxReplicas } : {}),
+    autoscaleBehavior: hpa.behavior,
+    serviceAnnotations: pilotK8s.serviceAnnotations,
   });
   const cni = asRecord(components.cni);
   const withCni = cni.enabled === true;
-  if (asRecord(cni.k8s).overlays !== undefined) diag(`${iosPath}/components/cni/k8s/overlays`, "k8s.overlays (JSON patches on generated objects) are applied by Gloo's controller only");
   const revision = asString(inst.revision) || asString(ios.revision) || "default";
-  const namespace = asString(ios.namespace) || DEFAULT_NAMESPACE;
+  // IstioOperator: a component's namespace overrides the spec's; istiod is the control plane's component.
+  const namespace = asString(pilot.namespace) || asString(ios.namespace) || DEFAULT_NAMESPACE;
 
   return (_cluster, entry) => {
     const values = deepMerge(deepMerge(asRecord(ios.unvalidatedValues), asRecord(ios.values)), compact({
@@ -265,7 +402,7 @@ interface GatewayDef {
 function gateways(inst: Record<string, unknown>, ios: Record<string, unknown>, path: string, diag: Diag): ((cluster: string, entry: Record<string, unknown>) => Draft[]) | undefined {
   const iosPath = `${path}/istioOperatorSpec`;
   const components = asRecord(ios.components);
-  for (const k of ["pilot", "cni", "ztunnel", "istiodRemote"]) {
+  for (const k of ["base", "pilot", "cni", "ztunnel", "istiodRemote"]) {
     if (asRecord(components[k]).enabled === true) diag(`${iosPath}/components/${k}`, `${k} is not installed by a GatewayLifecycleManager: install it with an IstioLifecycleManager`);
   }
   const gatewayValues = asRecord(asRecord(ios.values).gateways);
@@ -281,10 +418,12 @@ function gateways(inst: Record<string, unknown>, ios: Record<string, unknown>, p
         return;
       }
       const k8s = asRecord(g.k8s);
-      for (const f of Object.keys(k8s)) {
-        if (!POD_K8S_FIELDS.includes(f)) diag(`${gpath}/k8s/${f}`, f === "overlays" ? "k8s.overlays (JSON patches on generated objects) are applied by Gloo's controller only; set the field in k8s instead where it has one" : `k8s.${f} is not translated by gitmesh`);
+      // As Istio's gateway chart, an autoscaled gateway's Deployment has no replica count of its own.
+      if (k8s.replicaCount !== undefined && k8s.hpaSpec !== undefined) diag(`${gpath}/k8s/replicaCount`, "replicaCount is not rendered: hpaSpec autoscales the gateway (from hpaSpec.minReplicas)");
+      const pdb = asRecord(k8s.podDisruptionBudget);
+      if (pdb.minAvailable !== undefined && pdb.maxUnavailable !== undefined) {
+        diag(`${gpath}/k8s/podDisruptionBudget/maxUnavailable`, "Kubernetes refuses a PodDisruptionBudget with both minAvailable and maxUnavailable: minAvailable is rendered, maxUnavailable is not", Severity.Warning, TranslateCode.InvalidField);
       }
-      if (g.hub !== undefined || g.tag !== undefined) diag(`${gpath}/${g.hub !== undefined ? "hub" : "tag"}`, "a gateway's image comes from its control plane revision's injector (image `auto`); hub/tag are not used");
       const label = asLabels(g.label) ?? {};
       defs.push({
         name,
@@ -390,11 +529,7 @@ function gatewayObjects(g: GatewayDef, cpRevision: string, gwRevision: string, r
           type: asString(svc.type) || (g.ingress ? "LoadBalancer" : "ClusterIP"),
           selector: { ...(svc.selector !== undefined ? asRecord(svc.selector) : g.labels), [LABEL_GATEWAY_REVISION]: revisionLabel },
           ports,
-          externalTrafficPolicy: svc.externalTrafficPolicy,
-          loadBalancerIP: svc.loadBalancerIP,
-          loadBalancerSourceRanges: svc.loadBalancerSourceRanges,
-          externalIPs: svc.externalIPs,
-          sessionAffinity: svc.sessionAffinity,
+          ...Object.fromEntries(SERVICE_FIELDS.filter((f) => f !== "type" && f !== "selector" && f !== "ports").map((f) => [f, svc[f]])),
         }),
       },
     });
@@ -423,7 +558,7 @@ function gatewayObjects(g: GatewayDef, cpRevision: string, gwRevision: string, r
       kind: "PodDisruptionBudget",
       name,
       namespace: g.namespace,
-      body: { spec: compact({ minAvailable: pdb.minAvailable ?? (pdb.maxUnavailable === undefined ? 1 : undefined), maxUnavailable: pdb.maxUnavailable, selector: { matchLabels: selector } }) },
+      body: { spec: compact({ minAvailable: pdb.minAvailable ?? (pdb.maxUnavailable === undefined ? 1 : undefined), maxUnavailable: pdb.minAvailable === undefined ? pdb.maxUnavailable : undefined, selector: { matchLabels: selector } }) },
     });
   }
   return objects;

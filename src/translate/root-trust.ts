@@ -247,6 +247,14 @@ export function translateRootTrust(ctx: WorkspaceContext): TranslatorOutput {
     for (const p of policies) {
       const config = asRecord(asRecord(p.spec).config);
       diagnostics.push(...reportUnsupported(ctx, p, config, "/spec/config", ["mgmtServerCa", "intermediateCertOptions", "autoRestartPods", "passiveCertificateAuthorities"]));
+      // selectors.proto MeshSelector.Istio.selector: "select via the labels of the istiod deployment";
+      // discovery reports no istiod labels, so the meshes are selected by revision, namespace and
+      // cluster labels only: the policy may cover more meshes than Gloo's.
+      asArray(asRecord(p.spec).applyToMeshes).forEach((m, i) => {
+        if (Object.keys(asRecord(asRecord(asRecord(m).istio).selector)).length > 0) {
+          diagnostics.push(ctx.diag(p, TranslateCode.UnsupportedField, Severity.Warning, `/spec/applyToMeshes/${String(i)}/istio/selector`, "istiod's deployment labels are not discovered, so selector is not used: the meshes are selected by revision, namespace and clusterSelector, which may cover more meshes than Gloo selects; narrow those instead"));
+        }
+      });
       if (config.mgmtServerCa === undefined) diagnostics.push(ctx.diag(p, TranslateCode.InvalidField, Severity.Warning, "/spec/config", "no mgmtServerCa given; a generated root CA (mgmtServerCa.generated) is assumed."));
     }
   }

@@ -49,12 +49,15 @@ export function policySelects(ctx: WorkspaceContext, policy: InputObject, route:
  * RouteSelector `withDestinations` (common/v2 selectors.proto): the route forwards to a destination the
  * DestinationSelector matches — its kind (default SERVICE), and the selector's name, namespace (a
  * ref without one is in the route table's namespace), cluster, workspace and labels (a Service's
- * labels as discovered in any cluster; a VirtualDestination's or ExternalService's own).
+ * labels as discovered in any cluster; a VirtualDestination's or ExternalService's own), and its
+ * port: the destination's port number or name, or the one port of a Service given without one.
  */
 function forwardsTo(ctx: WorkspaceContext, route: Pick<FlatRoute, "table" | "route">, sel: Record<string, unknown>): boolean {
   const kind = asString(sel.kind) ?? "SERVICE";
   const spec = objectSelector(sel.selector);
   const tableNs = route.table.metadata.namespace ?? ctx.index.adminNamespace;
+  const portSel = asRecord(sel.port);
+  const wantPort = asNumber(portSel.number) !== undefined || asString(portSel.name) !== undefined ? portSel : undefined;
   return asArray(asRecord(route.route.forwardTo).destinations).some((raw) => {
     const d = asRecord(raw);
     if ((asString(d.kind) ?? "SERVICE") !== kind) return false;
@@ -65,13 +68,27 @@ function forwardsTo(ctx: WorkspaceContext, route: Pick<FlatRoute, "table" | "rou
     const cluster = asString(ref.cluster) ?? "";
     if (kind === "SERVICE") {
       const found = (serviceIndex(ctx.index).byNamespace.get(namespace) ?? []).filter((r) => r.service.name === name && (cluster === "" || r.cluster === cluster));
-      if (found.length === 0) return objectSelectorMatches(spec, { kind, name, namespace, cluster, labels: {}, workspace: "" });
-      return found.some((r) => objectSelectorMatches(spec, { kind, name, namespace, cluster: r.cluster, labels: r.service.labels ?? {}, workspace: r.owner }));
+      if (found.length === 0) return portMatches(wantPort, asRecord(d.port), []) && objectSelectorMatches(spec, { kind, name, namespace, cluster, labels: {}, workspace: "" });
+      return found.some((r) => portMatches(wantPort, asRecord(d.port), r.service.ports) && objectSelectorMatches(spec, { kind, name, namespace, cluster: r.cluster, labels: r.service.labels ?? {}, workspace: r.owner }));
     }
+    if (!portMatches(wantPort, asRecord(d.port), [])) return false;
     const k = kind === "VIRTUAL_DESTINATION" ? "VirtualDestination" : kind === "EXTERNAL_SERVICE" ? "ExternalService" : undefined;
     const obj = k === undefined ? undefined : ctx.index.byKind.get(k)?.find((o) => o.metadata.name === name && (o.metadata.namespace ?? ctx.index.adminNamespace) === namespace);
     return obj !== undefined && objectSelectorMatches(spec, ctx.selectable(obj));
   });
+}
+
+/**
+ * Whether a route destination's port (`{number}` / `{name}`, or none: the Service's only port) is the
+ * selector's port; `servicePorts` translate between names and numbers (empty for other kinds).
+ */
+function portMatches(want: Record<string, unknown> | undefined, port: Record<string, unknown>, servicePorts: readonly { readonly port: number; readonly name?: string | undefined }[]): boolean {
+  if (want === undefined) return true;
+  const only = servicePorts.length === 1 ? servicePorts[0] : undefined;
+  const number = asNumber(port.number) ?? servicePorts.find((p) => p.name !== undefined && p.name === asString(port.name))?.port ?? (asString(port.name) === undefined ? only?.port : undefined);
+  const name = asString(port.name) ?? servicePorts.find((p) => p.port === number)?.name;
+  const wantNumber = asNumber(want.number);
+  return wantNumber !== undefined ? number === wantNumber : name !== undefined && name === asString(want.name);
 }
 
 /** Oldest first: creationTimestamp (missing = oldest), then namespace, then name. */

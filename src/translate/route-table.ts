@@ -18,6 +18,7 @@
 import { Severity, type Diagnostic } from "../core/index.js";
 import { sortedKeys } from "./canonical.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
+import { dottedField, unreadKeys, type ReadTree } from "./read-keys.js";
 import { flattenRoutes, type FlatRoute } from "./delegation.js";
 import type { DiscoveredService, InputObject } from "./input.js";
 import { renderCsrf } from "./csrf-policy.js";
@@ -38,6 +39,25 @@ const FORWARD_FIELDS = ["destinations", "pathRewrite", "regexRewrite", "hostRewr
 const DEST_FIELDS = ["ref", "kind", "port", "subset", "weight"];
 /** AWS Lambda destinations: `awsLambda` (Gloo ≥ 2.3) or `kind: CLOUD_PROVIDER` + `function` (Gloo 2.2/2.3). */
 const LAMBDA_FIELDS = ["awsLambda", "function"];
+/** What a `tcp` / `tls` route translation reads (read-keys.ts); every other set key is reported where it is. */
+const STREAM_READS: ReadTree = {
+  matchers: { port: true, sniHosts: true },
+  forwardTo: {
+    destinations: {
+      ref: true,
+      kind: true,
+      port: true,
+      weight: true,
+      subset: "subsets of a TCP or TLS route's destination are not translated: the connection goes to every endpoint of the destination",
+      awsLambda: true, // resolveDestination: NEEDS_GLOO_DATA_PLANE
+      function: "function destinations need Gloo's data plane; a TCP or TLS route cannot invoke a function",
+    },
+    hostRewrite: "hostRewrite rewrites an HTTP request's Host header; a TCP or TLS route carries no HTTP request",
+    autoHostRewrite: "autoHostRewrite rewrites an HTTP request's Host header; a TCP or TLS route carries no HTTP request",
+    pathRewrite: "pathRewrite rewrites an HTTP request's path; a TCP or TLS route carries no HTTP request",
+    regexRewrite: "regexRewrite rewrites an HTTP request's path; a TCP or TLS route carries no HTTP request",
+  },
+};
 const REDIRECT_CODES: Readonly<Record<string, number>> = { MOVED_PERMANENTLY: 301, FOUND: 302, SEE_OTHER: 303, TEMPORARY_REDIRECT: 307, PERMANENT_REDIRECT: 308 };
 export const REPLACEMENT_BODY = "gitmesh: this route could not be translated; see the diagnostics of its route table";
 
@@ -95,6 +115,11 @@ export function translateRouteTables(ctx: WorkspaceContext): TranslatorOutput {
   for (const rt of ctx.own("RouteTable")) {
     const spec = asRecord(rt.spec);
     diagnostics.push(...reportUnsupported(ctx, rt, spec, "/spec", RT_FIELDS));
+    for (const kind of ["tcp", "tls"] as const) {
+      for (const u of unreadKeys(spec[kind], STREAM_READS, `/spec/${kind}`)) {
+        diagnostics.push(ctx.diag(rt, TranslateCode.UnsupportedField, Severity.Warning, u.path, u.reason ?? `${dottedField(u.path)} is not translated by gitmesh; it has no effect on the rendered Istio configuration`));
+      }
+    }
     for (const [i, r] of asArray(spec.http).entries()) {
       const route = asRecord(r);
       if (route.delegate === undefined) policyRoutes.push({ table: rt, path: `/spec/http/${i}`, name: asString(route.name) ?? `route-${i}`, labels: asLabels(route.labels) ?? {}, matchers: [], route });
@@ -153,8 +178,13 @@ function eastWest(ctx: WorkspaceContext, rt: InputObject, routes: readonly FlatR
   const diagnostics: Diagnostic[] = [];
   const sourceLabels: Labels[] = [];
   asArray(asRecord(rt.spec).workloadSelectors).forEach((w, i) => {
-    const sel = asRecord(asRecord(w).selector);
+    const ws = asRecord(w);
+    const sel = asRecord(ws.selector);
     diagnostics.push(...reportUnsupported(ctx, rt, sel, `/spec/workloadSelectors/${i}/selector`, ["labels"]));
+    // selectors.proto: port "only applies to policies which select specific workload ports"; kind VM
+    // selects VMs only, where the rendered sourceLabels match pods and VMs alike.
+    if (ws.kind === "VM") diagnostics.push(ctx.diag(rt, TranslateCode.UnsupportedField, Severity.Warning, `/spec/workloadSelectors/${i}/kind`, "kind VM is not translated: the route's sourceLabels match Kubernetes pods and VMs (WorkloadEntries) with those labels alike"));
+    if (isSet(ws.port)) diagnostics.push(ctx.diag(rt, TranslateCode.UnsupportedField, Severity.Warning, `/spec/workloadSelectors/${i}/port`, "a workload port selects nothing for a RouteTable (Gloo: it applies to policies that select workload ports); it has no effect"));
     const labels = asLabels(sel.labels);
     if (labels !== undefined && Object.keys(labels).length > 0) sourceLabels.push(labels);
   });

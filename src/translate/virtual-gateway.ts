@@ -47,7 +47,7 @@ export function gatewayBindings(ctx: WorkspaceContext, vg: InputObject, ws: Work
         (selectors.length === 0 ||
           selectors.some((s) =>
             objectSelectorMatches(
-              { name: asString(s.name), namespace: asString(s.namespace), cluster: asString(s.cluster), ...labelSel(s) },
+              { name: asString(s.name), namespace: asString(s.namespace), cluster: asString(s.cluster), workspace: asString(s.workspace), ...labelSel(s) },
               { kind: "Service", name: g.name, namespace: g.namespace, cluster, labels: g.podLabels, workspace: ws.name },
             ),
           )),
@@ -228,6 +228,16 @@ function translateListener(
   diagnostics: Diagnostic[],
 ): Record<string, unknown> | undefined {
   diagnostics.push(...reportUnsupported(ctx, vg, l, path, ["port", "tls", "http", "tcp", "httpsRedirect", "allowedRouteTables", "exposedExternalServices"]));
+  // Only the hosts of allowedRouteTables / exposedExternalServices are rendered (the server's hosts);
+  // which tables, routes or ExternalServices may bind is not restricted: said where it is set.
+  const notEnforced = (list: string, key: string, message: string) =>
+    asArray(l[list]).forEach((a, j) => {
+      const v = asRecord(a)[key];
+      if (v !== undefined && v !== null) diagnostics.push(ctx.diag(vg, TranslateCode.UnsupportedField, Severity.Warning, `${path}/${list}/${String(j)}/${key}`, message));
+    });
+  notEnforced("allowedRouteTables", "selector", "allowedRouteTables[].selector is not enforced: every RouteTable visible to the workspace that names this VirtualGateway binds to the listener (for the host given here); restrict the tables by their virtualGateways instead");
+  notEnforced("allowedRouteTables", "allowedRoutes", "allowedRoutes is not enforced: every route of a bound RouteTable is served on this listener");
+  notEnforced("exposedExternalServices", "selector", "exposedExternalServices[].selector is not used: the listener serves the hosts given in host, for whatever routes to them");
   const portSel = asRecord(l.port);
   const number = asNumber(portSel.number);
   const pname = asString(portSel.name);

@@ -136,6 +136,27 @@ ${mesh("1-29")}
     const istio = full.clusters.get("cluster1")!.resources.find((r) => r.kind === "Istio");
     expect(spec(istio!).version).toBe("v1.29.1");
   });
+
+  it("reports a key its translation does not read, wherever it is set: a field a schema gains later is never dropped silently (#36)", () => {
+    // As if the schema had gained fields: the translator's read-key tree (read-keys.ts) does not list them.
+    const c = loadCase("lifecycle-gateway-fields");
+    const objects = Object.values(c.desired.files)
+      .flatMap((f) => f.objects)
+      .map((o) => {
+        if (o.kind !== "GatewayLifecycleManager") return o;
+        const s = structuredClone(o.spec) as { installations: { istioOperatorSpec: { components: { ingressGateways: Record<string, any>[] } } }[] }; // eslint-disable-line @typescript-eslint/no-explicit-any
+        const k8s = s.installations[0]!.istioOperatorSpec.components.ingressGateways[0]!.k8s;
+        k8s.topologySpreadConstraints = [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname" }];
+        k8s.service.ipFamilyPolicy = "PreferDualStack";
+        return { ...o, digest: undefined, spec: s };
+      });
+    const diags = translateAll({ objects }, c.discovery).diagnostics;
+    const at = (path: string) => diags.filter((d) => d.code === "UNSUPPORTED_FIELD" && d.path === path);
+    const k8sPath = "/spec/installations/0/istioOperatorSpec/components/ingressGateways/0/k8s";
+    expect(at(`${k8sPath}/topologySpreadConstraints`)).toHaveLength(1);
+    expect(at(`${k8sPath}/service/ipFamilyPolicy`)).toHaveLength(1);
+    expect(at(`${k8sPath}/service/ipFamilyPolicy`)[0]!.message).toContain("k8s.service.ipFamilyPolicy is not translated");
+  });
 });
 
 describe("gitmesh render --out with lifecycle managers", () => {
