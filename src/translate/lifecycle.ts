@@ -49,6 +49,8 @@ const PROFILES: Readonly<Record<string, string>> = {
 
 /** istiod's switch that lets Kubernetes Services select WorkloadEntries (see `controlPlane`). */
 const SELECT_WORKLOAD_ENTRIES = "PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES";
+/** Gloo sets it to "true" by default: its east-west routing needs several trust domains (istio_lifecycle_manager.proto, trust_domain). */
+const SKIP_VALIDATE_TRUST_DOMAIN = "PILOT_SKIP_VALIDATE_TRUST_DOMAIN";
 
 const OVERLAYS = "k8s.overlays (JSON patches on generated objects) are applied by Gloo's controller only";
 const HELM_GLOBAL = "helmGlobal (Gloo's chart repository) is not used: the Sail operator brings Istio's charts";
@@ -240,7 +242,7 @@ export function translateLifecycle(ctx: WorkspaceContext): TranslatorOutput {
           continue;
         }
         if (emitter(cluster) !== ws) continue;
-        for (const r of render(cluster, entry)) resources.push({ cluster, resource: withMetadata(r, cluster, ws, ctx, manager) });
+        for (const r of render(cluster, entry, cpath)) resources.push({ cluster, resource: withMetadata(r, cluster, ws, ctx, manager) });
       }
     });
   }
@@ -303,7 +305,7 @@ export function sailVersion(tag: string | undefined): string | undefined {
   return m ? `v${m[1]!}` : undefined;
 }
 
-function controlPlane(inst: Record<string, unknown>, ios: Record<string, unknown>, path: string, diag: Diag): ((cluster: string, entry: Record<string, unknown>) => Draft[]) | undefined {
+function controlPlane(inst: Record<string, unknown>, ios: Record<string, unknown>, path: string, diag: Diag): ((cluster: string, entry: Record<string, unknown>, entryPath: string) => Draft[]) | undefined {
   const iosPath = `${path}/istioOperatorSpec`;
   const version = sailVersion(asString(ios.tag));
   if (version === undefined) {
@@ -336,6 +338,12 @@ function controlPlane(inst: Record<string, unknown>, ios: Record<string, unknown
   else if (env[SELECT_WORKLOAD_ENTRIES] !== "false") {
     diag(`${iosPath}/components/pilot/k8s/env`, `${SELECT_WORKLOAD_ENTRIES}=${env[SELECT_WORKLOAD_ENTRIES]}: the WorkloadEntries of VirtualDestinations (remote east-west gateways, labelled like the backing pods) then also become endpoints of the local Kubernetes Service with the same selector, which sends part of its traffic to a remote gateway on a port it does not serve. Leave it unset (gitmesh sets false, as Gloo does).`, Severity.Warning, TranslateCode.InvalidField);
   }
+  // Gloo's default (istio_lifecycle_manager.proto, trust_domain): several trust domains, one per
+  // cluster, so istiod must not refuse the other clusters' identities.
+  if (env[SKIP_VALIDATE_TRUST_DOMAIN] === undefined) env[SKIP_VALIDATE_TRUST_DOMAIN] = "true";
+  // Gloo sets meshConfig.trustDomain to each cluster's name unless clusters[].trustDomain overrides
+  // it (istio_lifecycle_manager.proto): a trust domain in the operator spec alone is replaced.
+  const specTrustDomain = asString(asRecord(ios.meshConfig).trustDomain);
   const hpa = asRecord(pilotK8s.hpaSpec);
   const pilotValues = compact({
     ...(asString(pilot.hub) !== undefined ? { hub: pilot.hub } : {}),
@@ -358,10 +366,13 @@ function controlPlane(inst: Record<string, unknown>, ios: Record<string, unknown
   // IstioOperator: a component's namespace overrides the spec's; istiod is the control plane's component.
   const namespace = asString(pilot.namespace) || asString(ios.namespace) || DEFAULT_NAMESPACE;
 
-  return (_cluster, entry) => {
+  return (cluster, entry, entryPath) => {
+    const trustDomain = asString(entry.trustDomain) || cluster;
+    if (specTrustDomain !== undefined && specTrustDomain !== trustDomain)
+      diag(`${iosPath}/meshConfig/trustDomain`, `cluster ${cluster} gets the trust domain "${trustDomain}" (${asString(entry.trustDomain) ? "its clusters[].trustDomain" : "its name, Gloo's default"}), not "${specTrustDomain}": Gloo sets each cluster's trust domain from installations[].clusters[], so name it there (${entryPath}/trustDomain)`, Severity.Warning, TranslateCode.InvalidField);
     const values = deepMerge(deepMerge(asRecord(ios.unvalidatedValues), asRecord(ios.values)), compact({
       global: compact({ hub: ios.hub, tag: ios.tag }),
-      meshConfig: deepMerge(asRecord(ios.meshConfig), compact({ trustDomain: entry.trustDomain })),
+      meshConfig: deepMerge(asRecord(ios.meshConfig), { trustDomain }),
       pilot: Object.keys(pilotValues).length > 0 || withCni ? { ...pilotValues, ...(withCni ? { cni: { enabled: true } } : {}) } : undefined,
     }));
     const out: Draft[] = [

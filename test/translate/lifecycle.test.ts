@@ -76,6 +76,51 @@ ${mesh("1-29")}
     expect(warned[0]?.path).toBe("/spec/installations/0/clusters/0/name");
   });
 
+  it("gives each cluster's istiod Gloo's trust domain: clusters[].trustDomain, else the cluster's name, never the spec's alone; other domains accepted by default (#36)", () => {
+    // solo-apis istio_lifecycle_manager.proto, trust_domain: "By default, the trustDomain value in the
+    // meshConfig section of the operator spec is automatically set by the Gloo to the name of each
+    // workload cluster" … "PILOT_SKIP_VALIDATE_TRUST_DOMAIN field is set to "true" by default".
+    const desired = desiredFromYaml(`
+apiVersion: admin.gloo.solo.io/v2
+kind: Workspace
+metadata: {name: mesh, namespace: gloo-mesh}
+spec:
+  workloadClusters: [{name: '*', namespaces: [{name: istio-system}]}]
+---
+apiVersion: admin.gloo.solo.io/v2
+kind: IstioLifecycleManager
+metadata: {name: istiod, namespace: gloo-mesh}
+spec:
+  installations:
+  - revision: 1-29
+    clusters: [{name: east}, {name: west, trustDomain: west.example}]
+    istioOperatorSpec:
+      tag: 1.29.0
+      meshConfig: {trustDomain: everyone.example}
+      components:
+        pilot:
+          k8s:
+            env: [{name: PILOT_SKIP_VALIDATE_TRUST_DOMAIN, value: "false"}]
+  - revision: 1-28
+    clusters: [{name: east}]
+    istioOperatorSpec: {tag: 1.28.0}
+`);
+    const discovery = discoveryFromYaml(["east", "west"].map((c) => `cluster: ${c}\nnamespaces: [{name: istio-system, labels: {}}]\n`).join("---\n"));
+    const result = translateAll(desired, discovery);
+    const istio = (c: string, revision: string) => spec(result.clusters.get(c)!.resources.find((r) => r.kind === "Istio" && r.metadata.name === revision)!).values;
+    expect(istio("east", "1-29").meshConfig.trustDomain).toBe("east");
+    expect(istio("west", "1-29").meshConfig.trustDomain).toBe("west.example");
+    expect(istio("east", "1-28").meshConfig.trustDomain).toBe("east");
+    // A value the user set is kept; unset, Gloo's default.
+    expect(istio("east", "1-29").pilot.env.PILOT_SKIP_VALIDATE_TRUST_DOMAIN).toBe("false");
+    expect(istio("east", "1-28").pilot.env.PILOT_SKIP_VALIDATE_TRUST_DOMAIN).toBe("true");
+    const warned = result.diagnostics.filter((d) => d.path === "/spec/installations/0/istioOperatorSpec/meshConfig/trustDomain");
+    expect(warned.map((d) => d.message).sort()).toEqual([
+      expect.stringContaining('cluster east gets the trust domain "east" (its name, Gloo\'s default), not "everyone.example"'),
+      expect.stringContaining('cluster west gets the trust domain "west.example" (its clusters[].trustDomain), not "everyone.example"'),
+    ]);
+  });
+
   it("each gateway Service sends traffic to the pods of the active revision only", () => {
     const objects = cluster1();
     const deployments = objects.filter((o) => o.kind === "Deployment");
