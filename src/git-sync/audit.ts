@@ -175,6 +175,8 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   const credentials = remote?.auth;
   const auth = credentials ? { onAuth: (): GitAuth => credentials } : {};
   let initialised = false;
+  /** What the last write committed (or found unchanged): the files by path, the paths owned and skipped. */
+  let last: { readonly commit: string; readonly files: ReadonlyMap<string, Uint8Array>; readonly owned: ReadonlySet<string>; readonly skipped: readonly string[] } | undefined;
   /** The remote's receive-pack advertisement of the current attempt. */
   let listed: Advertisement | undefined;
 
@@ -341,28 +343,52 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   const attempt = async (input: AuditInput, files: ReadonlyMap<string, Uint8Array>, n: number): Promise<AuditResult | "race"> => {
     const base = await currentTip();
     const baseTree = base === undefined ? undefined : treeOf(base);
-    const managed = await readManifest(baseTree);
-    const changes = new Map<string, Uint8Array | null>(files);
-    for (const path of managed) if (!files.has(path)) changes.set(path, null);
+    // On our own last commit only the paths whose bytes are not the very bytes written then can have
+    // changed (the YAML cache hands unchanged content back as the same buffer): a one-resource commit
+    // of a large fleet walks one path, not all of them. Otherwise (first write, restart, another
+    // writer moved the branch) every path is compared with the tree.
+    const known = last !== undefined && base !== undefined && base === last.commit ? last : undefined;
+    const managed = known ? known.owned : await readManifest(baseTree);
+    const changes = new Map<string, Uint8Array | null>();
+    if (known) {
+      for (const [path, bytes] of files) if (known.files.get(path) !== bytes) changes.set(path, bytes);
+      for (const path of known.files.keys()) if (!files.has(path)) changes.set(path, null);
+    } else {
+      for (const [path, bytes] of files) changes.set(path, bytes);
+      for (const path of managed) if (!files.has(path)) changes.set(path, null);
+    }
     // Every object this attempt makes goes into one pack: written once here, pushed as it is.
     const into = createPackBuilder();
     const first = await trees.edit(baseTree, changes, { owns: (path) => managed.has(path), into });
-    // the manifest lists what we generated and still own (skipped paths belong to someone else)
+    // paths we would write that hold someone else's file (those not looked at again are still theirs)
     const skipped = new Set(first.skipped);
-    const owned = [...files.keys()].filter((p) => !skipped.has(p)).sort();
-    const manifest = owned.length === 0 ? null : Buffer.from(owned.join("\n") + "\n");
-    const withManifest = await trees.edit(first.tree, new Map([[MANIFEST_PATH, manifest]]), { owns: (path) => path === MANIFEST_PATH, into });
-    const tree = withManifest.tree ?? trees.writeTree([], into);
+    if (known) for (const path of known.skipped) if (files.has(path) && !changes.has(path)) skipped.add(path);
+    const skippedList = [...skipped].sort();
+    // the manifest lists what we generated and still own; unchanged when the paths and the skipped ones are
+    const samePaths = known !== undefined && files.size === known.files.size && skippedList.join("\n") === known.skipped.join("\n") && [...files.keys()].every((p) => known.files.has(p));
+    const owned = samePaths ? known.owned : new Set([...files.keys()].filter((p) => !skipped.has(p)));
+    let tree = first.tree;
+    if (!samePaths) {
+      const sorted = [...owned].sort();
+      const manifest = sorted.length === 0 ? null : Buffer.from(sorted.join("\n") + "\n");
+      tree = (await trees.edit(first.tree, new Map([[MANIFEST_PATH, manifest]]), { owns: (path) => path === MANIFEST_PATH, into })).tree;
+    }
+    tree ??= trees.writeTree([], into);
     const changesByCluster = summarise(first.status);
-    if (tree === baseTree) return { commit: undefined, tree, changes: [], skipped: first.skipped, attempts: n };
+    const remember = (commit: string) => (last = { commit, files, owned, skipped: skippedList });
+    if (tree === baseTree) {
+      if (base !== undefined) remember(base);
+      return { commit: undefined, tree, changes: [], skipped: skippedList, attempts: n };
+    }
     const who = { ...identity, timestamp: input.timestamp, timezoneOffset: 0 };
     const commit = await trees.writeCommit({ tree, parents: base === undefined ? [] : [base], author: who, message: commitMessage(input, changesByCluster) }, into);
     // only what the commit reaches (the root tree the manifest edit replaced is left out)
     const pack = into.finish([commit]);
     writePack(gitdir, pack);
     if (!(await publish(base, commit, pack))) return "race";
+    remember(commit);
     consolidate();
-    return { commit, tree, changes: changesByCluster, skipped: first.skipped, attempts: n };
+    return { commit, tree, changes: changesByCluster, skipped: skippedList, attempts: n };
   };
 
   return {

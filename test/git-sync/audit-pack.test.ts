@@ -257,4 +257,36 @@ describe("audit writer: one pack per commit, pushed as it is", () => {
     const next = await w.write(fleet(3, 6, 100, "a".repeat(40)));
     expect(next.changes).toEqual([{ cluster: "c1", added: 0, changed: 1, removed: 0, discovery: false }]);
   });
+
+  it("later commits look only at what changed since the writer's own last commit, and give the tree a full comparison gives", async () => {
+    const repo = await server.createRepo("incremental");
+    await server.commitFiles("incremental", { "clusters/c0/ns-0/virtualservice/svc-0.yaml": "hand: written\n", "README.md": "x\n" }, "human", { branch: BRANCH });
+    const w = createAuditWriter({ target: { kind: "local", path: repo }, logger: createMemoryLogger().logger });
+    const skipped = ["clusters/c0/ns-0/virtualservice/svc-0.yaml"];
+    expect((await w.write(fleet(3, 6))).skipped).toEqual(skipped);
+    // one changed resource: the foreign file is still reported (not looked at again) and still theirs
+    const one = await w.write(fleet(3, 6, 1, "2".repeat(40)));
+    expect(one.changes).toEqual([{ cluster: "c1", added: 0, changed: 1, removed: 0, discovery: false }]);
+    expect(one.skipped).toEqual(skipped);
+    // a cluster gone and one added: its files go and come, the manifest follows
+    const moved = fleet(3, 6, 1, "3".repeat(40));
+    const clusters = new Map(moved.clusters);
+    const discovery = new Map(moved.discovery);
+    clusters.delete("c2");
+    discovery.delete("c2");
+    clusters.set("c9", [vs("c9", "ns-0", "svc-0")]);
+    discovery.set("c9", { cluster: "c9" });
+    const changed = await w.write({ ...moved, clusters, discovery });
+    expect(changed.changes.map((c) => `${c.cluster} +${c.added} -${c.removed}`)).toEqual(["c2 +0 -6", "c9 +1 -0"]);
+    expect(changed.skipped).toEqual(skipped);
+    expect(await git(repo, ["show", `${REF}:clusters/c0/ns-0/virtualservice/svc-0.yaml`])).toBe("hand: written\n");
+    const manifest = (await git(repo, ["show", `${REF}:${MANIFEST_PATH}`])).trim().split("\n");
+    expect(manifest).toContain("clusters/c9/ns-0/virtualservice/svc-0.yaml");
+    expect(manifest.some((p) => p.startsWith("clusters/c2/") || p === skipped[0])).toBe(false);
+    // a writer without memory compares every path with the tree: nothing to commit, the same skipped path
+    const fresh = await createAuditWriter({ target: { kind: "local", path: repo }, logger: createMemoryLogger().logger }).write({ ...moved, clusters, discovery });
+    expect(fresh.commit).toBeUndefined();
+    expect(fresh.skipped).toEqual(skipped);
+    await git(repo, ["fsck", "--strict", "--no-dangling"]);
+  });
 });
