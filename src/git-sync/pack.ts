@@ -57,10 +57,23 @@ export interface PackBuilder {
 interface Entry {
   readonly oid: string;
   readonly type: PackObjectType;
-  /** Type-and-size header + the zlib stream. */
-  readonly packed: Buffer;
+  /** Type-and-size header. */
+  readonly header: Buffer;
+  /** The zlib stream. */
+  readonly deflated: Buffer;
   /** Raw content of trees and commits (blobs: undefined). */
   readonly content: Buffer | undefined;
+}
+
+/**
+ * zlib with a window no larger than the object needs: the default (32 KiB window, memLevel 8) sets up
+ * ~256 KiB of state per call, which for the few hundred bytes of a rendered object cost more in
+ * allocation and garbage collection than the compression (the same output size for such objects).
+ * Any window size is a valid zlib stream for git.
+ */
+function deflate(content: Uint8Array): Buffer {
+  const windowBits = Math.min(15, Math.max(9, Math.ceil(Math.log2(content.length + 262))));
+  return deflateSync(content, { windowBits, memLevel: windowBits <= 12 ? 6 : 8 });
 }
 
 /** The object id git gives an object: SHA-1 of `<type> <size>\0<content>`. */
@@ -73,9 +86,8 @@ export function createPackBuilder(): PackBuilder {
   return {
     add(type, content, oid = objectId(type, content)) {
       if (entries.has(oid)) return oid;
-      const packed = Buffer.concat([entryHeader(TYPE_CODE[type], content.length), deflateSync(content)]);
       const kept = type === "blob" ? undefined : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
-      entries.set(oid, { oid, type, packed, content: kept });
+      entries.set(oid, { oid, type, header: entryHeader(TYPE_CODE[type], content.length), deflated: deflate(content), content: kept });
       return oid;
     },
     has: (oid) => entries.has(oid),
@@ -140,14 +152,20 @@ function assemble(entries: readonly Entry[]): BuiltPack {
   head.writeUInt32BE(entries.length, 8);
   const offsets: number[] = [];
   let at = head.length;
+  const parts: Buffer[] = [head];
   for (const e of entries) {
     offsets.push(at);
-    at += e.packed.length;
+    at += e.header.length + e.deflated.length;
+    parts.push(e.header, e.deflated);
   }
-  const body = Buffer.concat([head, ...entries.map((e) => e.packed)], at);
+  const body = Buffer.concat(parts, at);
   const trailer = createHash("sha1").update(body).digest();
   const pack = Buffer.concat([body, trailer]);
-  const order = entries.map((e, i) => ({ oid: Buffer.from(e.oid, "hex"), crc: crc32(e.packed), offset: offsets[i]! })).sort((a, b) => Buffer.compare(a.oid, b.oid));
+  // hex order is byte order
+  const order = entries
+    .map((e, i) => ({ hex: e.oid, crc: crc32(e.deflated, crc32(e.header)), offset: offsets[i]! }))
+    .sort((a, b) => (a.hex < b.hex ? -1 : a.hex > b.hex ? 1 : 0))
+    .map((o) => ({ oid: Buffer.from(o.hex, "hex"), crc: o.crc, offset: o.offset }));
   return { checksum: trailer.toString("hex"), pack, idx: buildIndex(order, trailer), oids: entries.map((e) => e.oid) };
 }
 
