@@ -17,7 +17,10 @@
  *   or hand-written files (even under `clusters/`) survive, and a hand-written file at a path we
  *   would generate is left alone and reported in `skipped`;
  * - push races: when the branch moved (non-fast-forward, or another writer won the ref lock), the
- *   commit is rebuilt on the new tip and published again, up to `maxAttempts` times.
+ *   commit is rebuilt on the new tip and published again, up to `maxAttempts` times;
+ * - one pack per commit: the new blobs, trees and the commit are deflated and hashed once, into a pack
+ *   (pack.ts) written to the repository's `objects/pack`; a remote gets those same bytes through
+ *   receive-pack (receive-pack.ts), the update conditional on the tip the commit was built on.
  */
 import { createHash } from "node:crypto";
 import * as nodeFs from "node:fs";
@@ -29,6 +32,10 @@ import { AuditPushConflictError, classifyGitError } from "./errors.js";
 import { hasObject, openObjectStore, readBlobContent, readTreeEntries, type ObjectStore, type TreeEntry } from "./objects.js";
 import { withBackoff, type BackoffOptions } from "./retry.js";
 import { createTreeWriter, pacer, type PathChange } from "./tree-writer.js";
+import { createPackBuilder, writePack, type BuiltPack } from "./pack.js";
+import { advertisedRefs, PackPushRejectedError, pushPack, type Advertisement } from "./receive-pack.js";
+import { consolidatePacks } from "./pack-consolidate.js";
+import { createObjectReader } from "./object-reader.js";
 import type { GitCredentials } from "./credentials.js";
 import { openRemote, type SshRemoteOptions } from "./remote.js";
 import { createReadSyncFs } from "./read-sync-fs.js";
@@ -78,6 +85,8 @@ export interface AuditWriterOptions {
   /** Default: node:fs with synchronous reads (read-sync-fs.ts). */
   readonly fs?: FsClient;
   readonly http?: HttpClient;
+  /** More packs than this in the writer's repository merge the small ones (pack-consolidate.ts; default 32). */
+  readonly packLimit?: number;
 }
 
 export interface AuditInput {
@@ -159,23 +168,52 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
   const target = options.target;
   const remote = target.kind === "remote" ? openRemote({ url: target.url, auth: target.auth, ssh: target.ssh, http: options.http, logger: log }) : undefined;
   const gitdir = target.kind === "remote" ? target.cacheDir : resolveGitdir(target.path);
-  const store: ObjectStore = openObjectStore(fs, gitdir);
+  // The reader is replaced after packs were merged (the old one holds the deleted packs in memory).
+  let reader = openObjectStore(fs, gitdir).reader;
+  const store: ObjectStore = { fs, gitdir, cache: {}, get reader() { return reader; } };
   const trees = createTreeWriter(store);
   const credentials = remote?.auth;
   const auth = credentials ? { onAuth: (): GitAuth => credentials } : {};
   let initialised = false;
+  /** What the last write committed (or found unchanged): the files by path, the paths owned and skipped. */
+  let last: { readonly commit: string; readonly files: ReadonlyMap<string, Uint8Array>; readonly owned: ReadonlySet<string>; readonly skipped: readonly string[] } | undefined;
+  /** The remote's receive-pack advertisement of the current attempt. */
+  let listed: Advertisement | undefined;
 
-  const transport = <T>(what: string, fn: () => Promise<T>): Promise<T> =>
+  const transport = <T>(what: string, fn: (attempt: number) => Promise<T>): Promise<T> =>
     withBackoff(
-      async () => {
+      async (attempt) => {
         try {
-          return await fn();
+          return await fn(attempt);
         } catch (err) {
+          // the server's own refusal (ng from a hook, a protected branch) is not retried
+          if (err instanceof PackPushRejectedError) throw err;
           throw classifyGitError(err, what);
         }
       },
       { ...options.retry, onRetry: (err, attempt, delayMs) => log.warn(`${what} failed, retrying`, { attempt, delayMs, error: describeError(err) }) },
     );
+
+  /** The tree of a commit, read with our reader (isomorphic-git's would load a whole pack in JavaScript). */
+  const treeOf = (commit: string): string => {
+    const obj = store.reader.read(commit);
+    const m = obj.type === "commit" ? /^tree ([0-9a-f]{40})$/m.exec(obj.content.subarray(0, 100).toString("latin1")) : null;
+    if (!m) throw new Error(`audit branch tip ${commit} is not a commit`);
+    return m[1]!;
+  };
+
+  /** Merges the small packs once they pile up (pack-consolidate.ts); a failure is logged, never fatal. */
+  const consolidate = (): void => {
+    try {
+      const merged = consolidatePacks(gitdir, store.reader, options.packLimit);
+      if (merged) {
+        reader = createObjectReader(gitdir);
+        log.info("audit repository: merged small packs", { branch, packs: merged.packs, objects: merged.objects });
+      }
+    } catch (err) {
+      log.warn("audit repository: merging packs failed; left as they are", { error: describeError(err) });
+    }
+  };
 
   /** The current tip of the branch (fetched for a remote), or undefined when it does not exist yet. */
   const currentTip = async (): Promise<string | undefined> => {
@@ -186,10 +224,9 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
       initialised = true;
     }
     const { http } = remote;
-    const advertised = await transport(`listing refs of ${remote.name}`, () =>
-      git.listServerRefs({ http, url: remote.url, prefix: fullRef, onAuthFailure: () => ({ cancel: true }), ...auth }),
-    );
-    const tip = advertised.find((r) => r.ref === fullRef)?.oid;
+    // receive-pack's advertisement: the push that follows needs no second look (and the writer needs write access anyway)
+    listed = await transport(`listing refs of ${remote.name}`, () => advertisedRefs(http, remote.url, remote.name, credentials));
+    const tip = listed.refs.get(fullRef);
     if (tip === undefined) return undefined;
     // Usually the tip is our own last push; fetch only when another writer moved the branch.
     // (isomorphic-git's fetch needs the remote HEAD to name an existing branch.)
@@ -201,20 +238,20 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
     return tip;
   };
 
-  const publish = async (base: string | undefined, commit: string): Promise<boolean> => {
+  /**
+   * Makes `commit` the branch tip if the tip is still `base`. Remote: the commit's pack, as written
+   * locally, is pushed as the update `base → commit` (a moved branch is an answer, not a failure: the
+   * caller rebuilds on the new tip; a cut connection is retried, and the retry first looks where the
+   * branch is, so an update that landed is not pushed twice).
+   */
+  const publish = async (base: string | undefined, commit: string, pack: BuiltPack): Promise<boolean> => {
     if (!remote) return casRef(fullRef, base, commit);
     await git.writeRef({ fs, gitdir, ref: fullRef, value: commit, force: true });
-    // a lost race (non-fast-forward, or the server's ref lock) is an answer, not a transport failure
     const { http } = remote;
-    return transport(`pushing ${branch} to ${remote.name}`, async () => {
-      try {
-        await git.push({ fs, http, gitdir, url: remote.url, ref: fullRef, remoteRef: fullRef, cache: store.cache, onAuthFailure: () => ({ cancel: true }), ...auth });
-        return true;
-      } catch (err) {
-        if (isRace(err)) return false;
-        throw err;
-      }
-    });
+    const outcome = await transport(`pushing ${branch} to ${remote.name}`, (attempt) =>
+      pushPack({ http, url: remote.url, name: remote.name, auth: credentials, ref: fullRef, old: base, new: commit, pack: pack.pack, listed: attempt === 1 ? listed : undefined }),
+    );
+    return outcome.kind === "ok";
   };
 
   /** Compare-and-swap of a loose ref with git's own `<ref>.lock` protocol, so the git CLI and other writers cooperate. */
@@ -305,23 +342,53 @@ export function createAuditWriter(options: AuditWriterOptions): AuditWriter {
 
   const attempt = async (input: AuditInput, files: ReadonlyMap<string, Uint8Array>, n: number): Promise<AuditResult | "race"> => {
     const base = await currentTip();
-    const baseTree = base === undefined ? undefined : (await git.readCommit({ fs, gitdir, oid: base, cache: store.cache })).commit.tree;
-    const managed = await readManifest(baseTree);
-    const changes = new Map<string, Uint8Array | null>(files);
-    for (const path of managed) if (!files.has(path)) changes.set(path, null);
-    const first = await trees.edit(baseTree, changes, { owns: (path) => managed.has(path) });
-    // the manifest lists what we generated and still own (skipped paths belong to someone else)
+    const baseTree = base === undefined ? undefined : treeOf(base);
+    // On our own last commit only the paths whose bytes are not the very bytes written then can have
+    // changed (the YAML cache hands unchanged content back as the same buffer): a one-resource commit
+    // of a large fleet walks one path, not all of them. Otherwise (first write, restart, another
+    // writer moved the branch) every path is compared with the tree.
+    const known = last !== undefined && base !== undefined && base === last.commit ? last : undefined;
+    const managed = known ? known.owned : await readManifest(baseTree);
+    const changes = new Map<string, Uint8Array | null>();
+    if (known) {
+      for (const [path, bytes] of files) if (known.files.get(path) !== bytes) changes.set(path, bytes);
+      for (const path of known.files.keys()) if (!files.has(path)) changes.set(path, null);
+    } else {
+      for (const [path, bytes] of files) changes.set(path, bytes);
+      for (const path of managed) if (!files.has(path)) changes.set(path, null);
+    }
+    // Every object this attempt makes goes into one pack: written once here, pushed as it is.
+    const into = createPackBuilder();
+    const first = await trees.edit(baseTree, changes, { owns: (path) => managed.has(path), into });
+    // paths we would write that hold someone else's file (those not looked at again are still theirs)
     const skipped = new Set(first.skipped);
-    const owned = [...files.keys()].filter((p) => !skipped.has(p)).sort();
-    const manifest = owned.length === 0 ? null : Buffer.from(owned.join("\n") + "\n");
-    const withManifest = await trees.edit(first.tree, new Map([[MANIFEST_PATH, manifest]]), { owns: (path) => path === MANIFEST_PATH });
-    const tree = withManifest.tree ?? trees.writeTree([]);
+    if (known) for (const path of known.skipped) if (files.has(path) && !changes.has(path)) skipped.add(path);
+    const skippedList = [...skipped].sort();
+    // the manifest lists what we generated and still own; unchanged when the paths and the skipped ones are
+    const samePaths = known !== undefined && files.size === known.files.size && skippedList.join("\n") === known.skipped.join("\n") && [...files.keys()].every((p) => known.files.has(p));
+    const owned = samePaths ? known.owned : new Set([...files.keys()].filter((p) => !skipped.has(p)));
+    let tree = first.tree;
+    if (!samePaths) {
+      const sorted = [...owned].sort();
+      const manifest = sorted.length === 0 ? null : Buffer.from(sorted.join("\n") + "\n");
+      tree = (await trees.edit(first.tree, new Map([[MANIFEST_PATH, manifest]]), { owns: (path) => path === MANIFEST_PATH, into })).tree;
+    }
+    tree ??= trees.writeTree([], into);
     const changesByCluster = summarise(first.status);
-    if (tree === baseTree) return { commit: undefined, tree, changes: [], skipped: first.skipped, attempts: n };
+    const remember = (commit: string) => (last = { commit, files, owned, skipped: skippedList });
+    if (tree === baseTree) {
+      if (base !== undefined) remember(base);
+      return { commit: undefined, tree, changes: [], skipped: skippedList, attempts: n };
+    }
     const who = { ...identity, timestamp: input.timestamp, timezoneOffset: 0 };
-    const commit = await trees.writeCommit({ tree, parents: base === undefined ? [] : [base], author: who, message: commitMessage(input, changesByCluster) });
-    if (!(await publish(base, commit))) return "race";
-    return { commit, tree, changes: changesByCluster, skipped: first.skipped, attempts: n };
+    const commit = await trees.writeCommit({ tree, parents: base === undefined ? [] : [base], author: who, message: commitMessage(input, changesByCluster) }, into);
+    // only what the commit reaches (the root tree the manifest edit replaced is left out)
+    const pack = into.finish([commit]);
+    writePack(gitdir, pack);
+    if (!(await publish(base, commit, pack))) return "race";
+    remember(commit);
+    consolidate();
+    return { commit, tree, changes: changesByCluster, skipped: skippedList, attempts: n };
   };
 
   return {
@@ -386,11 +453,6 @@ export function commitMessage(input: Pick<AuditInput, "sourceCommit" | "sourceRe
   });
   const subject = rendered > 0 ? `Render ${short} (${ref}): ${rendered} cluster${rendered === 1 ? "" : "s"} changed` : `Discovery update at ${short} (${ref})`;
   return `${subject}\n\n${lines.join("\n")}\n\nSource-Commit: ${input.sourceCommit}\nSource-Ref: ${input.sourceRef}\n`;
-}
-
-function isRace(err: unknown): boolean {
-  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
-  return code === "PushRejectedError" || code === "GitPushError";
 }
 
 async function resolveLocal(fs: FsClient, gitdir: string, ref: string): Promise<string | undefined> {

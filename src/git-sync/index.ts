@@ -42,6 +42,7 @@ export {
   type TreeWriter,
 } from "./tree-writer.js";
 export { AuditPushConflictError, CommitNotYetVisibleError, GitAuthError, GitHostKeyError, GitRefNotFoundError, GitTransportError } from "./errors.js";
+export { PackPushRejectedError } from "./receive-pack.js";
 export { DEFAULT_SSH_USER, isSshUrl, parseSshUrl, type SshUrl } from "./ssh-url.js";
 export { SSH_CONNECT_TIMEOUT_MS, type SshAuthOptions } from "./ssh-transport.js";
 export { keyFingerprint, parseKnownHosts, verifyHostKey, type HostKeyVerdict, type KnownHostKey, type KnownHosts } from "./known-hosts.js";

@@ -5,7 +5,9 @@
  *
  * Only the changed blobs and the trees above them are written; untouched subtrees keep their ids
  * without being read. Objects are written loose, deflated with Node's native zlib (isomorphic-git
- * deflates in JavaScript). The same tree and the same commit fields always give the same ids.
+ * deflates in JavaScript), or — with `into`, a pack builder (pack.ts) — added to a pack that the
+ * caller writes once and can push as it is (the audit writer). The same tree and the same commit
+ * fields always give the same ids.
  */
 import { createHash } from "node:crypto";
 import * as nodeFs from "node:fs";
@@ -14,6 +16,8 @@ import { setImmediate } from "node:timers/promises";
 import { deflateSync } from "node:zlib";
 import * as git from "isomorphic-git";
 import { readTreeEntries, type ObjectStore, type TreeEntry } from "./objects.js";
+import { parseTree } from "./object-reader.js";
+import type { PackBuilder } from "./pack.js";
 
 /** Repository-relative POSIX path → new content, or null to delete the file there. */
 export type TreeChanges = ReadonlyMap<string, Uint8Array | null>;
@@ -26,6 +30,12 @@ export interface TreeEditOptions {
    * own is left as it is: its write is reported in `skipped`, its deletion ignored.
    */
   readonly owns?: (path: string) => boolean;
+  /**
+   * Write the new objects into this pack builder instead of loose objects: every blob and tree the edit
+   * makes goes in (even one the repository may hold already, so the pack has every object the new tree
+   * reaches that the old tree does not), and trees added to it earlier are read back from it.
+   */
+  readonly into?: PackBuilder;
 }
 
 export interface TreeEdit {
@@ -62,10 +72,10 @@ export interface CommitFields {
 export interface TreeWriter {
   /** Applies `changes` to the tree `tree` (undefined: an empty tree). */
   edit(tree: string | undefined, changes: TreeChanges, options?: TreeEditOptions): Promise<TreeEdit>;
-  /** Writes a tree of exactly these entries (in any order) and returns its id. */
-  writeTree(entries: readonly TreeEntry[]): string;
-  /** Writes a commit object (not a ref) and returns its id. */
-  writeCommit(fields: CommitFields): Promise<string>;
+  /** Writes a tree of exactly these entries (in any order) and returns its id (into the pack builder, when given). */
+  writeTree(entries: readonly TreeEntry[], into?: PackBuilder): string;
+  /** Writes a commit object (not a ref) and returns its id (into the pack builder, when given). */
+  writeCommit(fields: CommitFields, into?: PackBuilder): Promise<string>;
 }
 
 /** The id of the empty tree. */
@@ -79,22 +89,30 @@ export function createTreeWriter(store: ObjectStore): TreeWriter {
   const { gitdir } = store;
   const blobOids = new WeakMap<Uint8Array, string>();
 
-  const writeTree = (entries: readonly TreeEntry[]): string => {
+  const writeTree = (entries: readonly TreeEntry[], into?: PackBuilder): string => {
     const key = (e: TreeEntry) => (e.type === "tree" ? `${e.path}/` : e.path);
     const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(key(a)), Buffer.from(key(b))));
     const content = Buffer.concat(sorted.flatMap((e) => [Buffer.from(`${e.mode.replace(/^0+/, "")} ${e.path}\0`), Buffer.from(e.oid, "hex")]));
     const oid = hashObject("tree", content);
-    if (!hasLoose(gitdir, oid)) writeLooseObject(gitdir, "tree", oid, content);
+    if (into) into.add("tree", content, oid);
+    else if (!hasLoose(gitdir, oid)) writeLooseObject(gitdir, "tree", oid, content);
     return oid;
+  };
+
+  /** A tree's entries: from the pack being built when it is there, else from the store. */
+  const entriesOf = (oid: string | undefined, into: PackBuilder | undefined): Promise<readonly TreeEntry[]> => {
+    const pending = oid === undefined ? undefined : into?.read(oid);
+    return pending?.type === "tree" ? Promise.resolve(parseTree(pending.content)) : readTreeEntries(store, oid);
   };
 
   const edit = async (treeOid: string | undefined, changes: TreeChanges, options: TreeEditOptions = {}): Promise<TreeEdit> => {
     const owns = options.owns ?? (() => true);
+    const into = options.into;
     const status = new Map<string, PathChange>();
     const skipped: string[] = [];
     const pace = pacer();
     const visit = async (oid: string | undefined, local: Map<string, Uint8Array | null>, prefix: string): Promise<string | undefined> => {
-      const entries = new Map((await readTreeEntries(store, oid)).map((e) => [e.path, { ...e }]));
+      const entries = new Map((await entriesOf(oid, into)).map((e) => [e.path, { ...e }]));
       const leaves = new Map<string, Uint8Array | null>();
       const dirs = new Map<string, Map<string, Uint8Array | null>>();
       for (const [path, content] of local) {
@@ -127,7 +145,8 @@ export function createTreeWriter(store: ObjectStore): TreeWriter {
         if (blobOid === undefined) blobOids.set(content, (blobOid = hashObject("blob", content)));
         await pace();
         if (existing?.oid === blobOid) continue;
-        if (!hasLoose(gitdir, blobOid)) writeLooseObject(gitdir, "blob", blobOid, content);
+        if (into) into.add("blob", content, blobOid);
+        else if (!hasLoose(gitdir, blobOid)) writeLooseObject(gitdir, "blob", blobOid, content);
         entries.set(name, { mode: "100644", path: name, oid: blobOid, type: "blob" });
         status.set(full, existing ? "changed" : "added");
         modified = true;
@@ -146,18 +165,20 @@ export function createTreeWriter(store: ObjectStore): TreeWriter {
       }
       if (!modified) return oid;
       if (entries.size === 0) return undefined;
-      return writeTree([...entries.values()]);
+      return writeTree([...entries.values()], into);
     };
     const tree = await visit(treeOid, new Map<string, Uint8Array | null>(changes), "");
     return { tree, status, skipped: skipped.sort() };
   };
 
-  const writeCommit = (fields: CommitFields): Promise<string> =>
-    git.writeCommit({
+  const writeCommit = (fields: CommitFields, into?: PackBuilder): Promise<string> => {
+    if (into) return Promise.resolve(into.add("commit", commitBytes(fields)));
+    return git.writeCommit({
       fs: store.fs,
       gitdir,
       commit: { tree: fields.tree, parent: [...fields.parents], author: { ...fields.author }, committer: { ...(fields.committer ?? fields.author) }, message: fields.message },
     });
+  };
 
   return { edit, writeTree, writeCommit };
 }
@@ -173,6 +194,26 @@ export function pacer(sliceMs = 10): () => Promise<void> {
     await setImmediate();
     since = performance.now();
   };
+}
+
+/**
+ * A commit object's bytes, as git (and isomorphic-git's writeCommit) write them: tree, parents, author,
+ * committer (`<name> <<email>> <seconds> <±hhmm>`), a blank line, the message with CRs dropped, leading
+ * newlines dropped and exactly one newline at the end.
+ */
+export function commitBytes(fields: CommitFields): Buffer {
+  const person = (p: GitPerson) => `${p.name} <${p.email}> ${p.timestamp} ${timezone(p.timezoneOffset)}`;
+  const message = fields.message.replace(/\r/g, "").replace(/^\n+/, "").replace(/\n+$/, "") + "\n";
+  const parents = fields.parents.map((p) => `parent ${p}\n`).join("");
+  return Buffer.from(`tree ${fields.tree}\n${parents}author ${person(fields.author)}\ncommitter ${person(fields.committer ?? fields.author)}\n\n${message}`);
+}
+
+/** `timezoneOffset` counts minutes as JavaScript's Date does (west of UTC positive): -120 is `+0200`. */
+function timezone(offsetMinutes: number): string {
+  const east = offsetMinutes === 0 ? 0 : -offsetMinutes;
+  const abs = Math.abs(east);
+  const hhmm = `${String(Math.floor(abs / 60)).padStart(2, "0")}${String(abs % 60).padStart(2, "0")}`;
+  return `${east < 0 ? "-" : "+"}${hhmm}`;
 }
 
 /** The object id git gives an object (sha1 of `<type> <size>\0<content>`). */

@@ -5,6 +5,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createTreeWriter, EMPTY_TREE, openObjectStore, type TreeWriter } from "../../src/git-sync/index.js";
+import { createPackBuilder, writePack } from "../../src/git-sync/pack.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const tmp = useTempDirs("gitsync-tree-writer-");
@@ -140,5 +141,43 @@ describe("tree writer", () => {
     const other = await writer.writeCommit({ tree: edit.tree!, parents: [], author, committer: { ...author, name: "Someone", timestamp: 1_700_000_001 }, message: "root" });
     expect(git("log", "--format=%an|%cn|%ct|%P|%s", "-1", other)).toBe("Audit Bot|Someone|1700000001||root\n");
     git("fsck", "--strict", "--no-dangling");
+  });
+
+  it("into a pack: the same ids as loose objects, a pack and index git verifies, nothing loose, only what the commit reaches", async () => {
+    const files = { "a/b/c.txt": "c\n", "a/d.txt": "d\n", "e.txt": "e\n" };
+    const loose = repo(files);
+    const packed = repo(files);
+    const parent = packed.git("rev-parse", "HEAD").trim();
+    const big = Buffer.alloc(70_000, "x"); // a size header of three bytes
+    const changes = new Map([["a/b/new.txt", bytes("new\n")], ["a/d.txt", null], ["big/blob.bin", big]]);
+    const author = { name: "Audit Bot", email: "bot@example.test", timestamp: 1_700_000_000, timezoneOffset: -120 };
+    const viaLoose = await loose.writer.edit(loose.baseTree, changes);
+    const looseCommit = await loose.writer.writeCommit({ tree: viaLoose.tree!, parents: [parent], author, message: "m" });
+
+    const into = createPackBuilder();
+    const first = await packed.writer.edit(packed.baseTree, changes, { into });
+    expect(first.tree).toBe(viaLoose.tree);
+    // a second edit reads the first one's trees from the builder (they are in no object store yet)
+    const second = await packed.writer.edit(first.tree, new Map([["e.txt", bytes("e2\n")]]), { into });
+    const commit = await packed.writer.writeCommit({ tree: second.tree!, parents: [parent], author, message: "m" }, into);
+    const built = into.finish([commit]);
+    // the first edit's root tree is replaced by the second's: left out
+    expect(built.oids).not.toContain(first.tree);
+    const objectsDir = join(packed.dir, ".git", "objects");
+    const looseBefore = nodeFs.readdirSync(objectsDir).filter((d) => /^[0-9a-f]{2}$/.test(d)).flatMap((d) => nodeFs.readdirSync(join(objectsDir, d))).length;
+    const packFile = writePack(join(packed.dir, ".git"), built);
+    const after = nodeFs.readdirSync(objectsDir).filter((d) => /^[0-9a-f]{2}$/.test(d)).flatMap((d) => nodeFs.readdirSync(join(objectsDir, d))).length;
+    expect(after).toBe(looseBefore);
+    // git checks the pack's entries, CRCs, checksums and the index (verify-pack), and reads the commit
+    const verified = packed.git("verify-pack", "-v", packFile);
+    expect(verified.split("\n").filter((l) => /^[0-9a-f]{40} (commit|tree|blob)/.test(l))).toHaveLength(built.oids.length);
+    // blobs new.txt, big, e.txt; trees root, a, a/b, big; the commit
+    expect(built.oids).toHaveLength(3 + 4 + 1);
+    expect(packed.git("cat-file", "-p", commit)).toBe(`tree ${second.tree!}\nparent ${parent}\nauthor Audit Bot <bot@example.test> 1700000000 +0200\ncommitter Audit Bot <bot@example.test> 1700000000 +0200\n\nm\n`);
+    expect(packed.git("cat-file", "-p", `${commit}:big/blob.bin`)).toBe(big.toString());
+    packed.git("fsck", "--strict", "--no-dangling");
+    // the same commit fields give the same commit id either way
+    const viaPackTreeOnly = createPackBuilder();
+    expect(await packed.writer.writeCommit({ tree: viaLoose.tree!, parents: [parent], author, message: "m" }, viaPackTreeOnly)).toBe(looseCommit);
   });
 });
