@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { constants, inflateSync } from "node:zlib";
+import { applyDelta } from "./pack-index.js";
 
 export type ObjectType = "commit" | "tree" | "blob" | "tag";
 
@@ -221,45 +222,6 @@ function parseIndex(idx: Buffer): Map<string, number> {
     map.set(oid, off);
   }
   return map;
-}
-
-function applyDelta(base: Buffer, delta: Buffer): Buffer {
-  let pos = 0;
-  const varint = (): number => {
-    let result = 0;
-    let shift = 0;
-    let byte: number;
-    do {
-      byte = delta[pos++]!;
-      result += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (byte & 0x80);
-    return result;
-  };
-  const srcSize = varint();
-  if (srcSize !== base.length) throw new Error(`delta base size ${srcSize} does not match ${base.length}`);
-  const out = Buffer.allocUnsafe(varint());
-  let o = 0;
-  while (pos < delta.length) {
-    const op = delta[pos++]!;
-    if (op & 0x80) {
-      let off = 0;
-      let size = 0;
-      for (let i = 0; i < 4; i++) if (op & (1 << i)) off |= delta[pos++]! << (8 * i);
-      for (let i = 0; i < 3; i++) if (op & (0x10 << i)) size |= delta[pos++]! << (8 * i);
-      if (size === 0) size = 0x10000;
-      base.copy(out, o, off >>> 0, (off >>> 0) + size);
-      o += size;
-    } else if (op > 0) {
-      delta.copy(out, o, pos, pos + op);
-      o += op;
-      pos += op;
-    } else {
-      throw new Error("invalid delta opcode 0");
-    }
-  }
-  if (o !== out.length) throw new Error("delta result has the wrong size");
-  return out;
 }
 
 /** Entries of a tree object. */
