@@ -10,10 +10,11 @@ import { status as grpcStatus } from "@grpc/grpc-js";
 import { silentLogger } from "../../src/core/index.js";
 import { createCsr, createRelayClient, RELAY_DEFAULTS, type RelayClient } from "../../src/relay/index.js";
 import { retryAfterOf } from "../../src/relay/errors.js";
+import { signClientCertificate } from "../../src/relay/pki.js";
 import { cpuMsOf, openFileLimit } from "./spawn.js";
 
 type Request =
-  | { type: "relay"; address: string; rootCaPem: string; keyPem: string; from: number; to: number }
+  | { type: "relay"; address: string; rootCaPem: string; keyPem: string; from: number; to: number; register: number; signingCa: { certPem: string; keyPem: string } }
   | { type: "register" }
   | { type: "connect" }
   | { type: "cpu" }
@@ -24,7 +25,12 @@ type Request =
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CONCURRENCY = 50;
+let csr: { keyPem: string; csrPem: string } | undefined;
+/** One CSR per key (the bench's agents share a key; each still gets its own certificate). */
+const csrOf = (keyPem: string) => (csr?.keyPem === keyPem ? csr : (csr = { keyPem, csrPem: createCsr("bench", keyPem).csrPem })).csrPem;
 let clients: RelayClient[] = [];
+/** The clients that register through the server; the others were given a certificate issued here. */
+let registering: RelayClient[] = [];
 const sessions: http2.ClientHttp2Session[] = [];
 
 /** Runs `fn` for 0..count-1, at most CONCURRENCY at a time. */
@@ -80,14 +86,19 @@ async function handle(m: Request): Promise<Record<string, unknown>> {
   switch (m.type) {
     case "relay":
       for (let i = m.from; i < m.to; i++) {
-        const c = createRelayClient({ address: m.address, cluster: `c-${i}`, rootCaPem: m.rootCaPem, token: "bench-token", keyPem: m.keyPem, logger: silentLogger, renewAtFraction: 0 });
+        const cluster = `c-${i}`;
+        // Beyond the first `register` of this share: a certificate from the signing CA, as a registered agent holds.
+        const issued = i - m.from >= m.register ? signClientCertificate(m.signingCa, { cluster, csrPem: csrOf(m.keyPem), lifetimeMs: 86_400_000 }) : undefined;
+        const credentials = issued && { certPem: issued.certPem, keyPem: m.keyPem, caPem: m.rootCaPem, notAfterMs: issued.notAfterMs };
+        const c = createRelayClient({ address: m.address, cluster, rootCaPem: m.rootCaPem, token: "bench-token", keyPem: m.keyPem, logger: silentLogger, renewAtFraction: 0, ...(credentials ? { credentials } : {}) });
         void c.pushDiscovery(new Map([[`service/ns/svc-${i}`, enc({ i })]]));
         clients.push(c);
+        if (!credentials) registering.push(c);
       }
       return {};
     case "register": {
       let refused = 0;
-      await pool(clients.length, async (i) => (refused += await register(clients[i]!)));
+      await pool(registering.length, async (i) => (refused += await register(registering[i]!)));
       return { refused };
     }
     case "connect":
@@ -107,6 +118,7 @@ async function handle(m: Request): Promise<Record<string, unknown>> {
     case "close":
       await Promise.all(clients.map((c) => c.close()));
       clients = [];
+      registering = [];
       for (const s of sessions.splice(0)) s.destroy();
       return {};
   }
@@ -115,7 +127,7 @@ async function handle(m: Request): Promise<Record<string, unknown>> {
 process.send?.({ type: "ready", openFiles: openFileLimit() });
 process.on("message", (m: Request) => {
   handle(m).then(
-    (r) => process.send?.({ ok: true, cpuMs: cpuMsOf(process.cpuUsage()), ...r }),
+    (r) => process.send?.({ ok: true, cpuMs: cpuMsOf(process.cpuUsage()), rss: process.memoryUsage().rss, ...r }),
     (err: unknown) => process.send?.({ ok: false, error: String(err), cpuMs: cpuMsOf(process.cpuUsage()) }),
   );
 });
