@@ -70,11 +70,11 @@ class Workers {
 const share = (n: number, parts: number, i: number) => Math.floor((n * (i + 1)) / parts) - Math.floor((n * i) / parts);
 const stats = (c: Child) => c.ask<ServerStats>({ type: "stats" });
 
-async function serverChild(script: string, args: string[], needFiles: number): Promise<{ child: Child; port: number; readyMs: number }> {
+async function serverChild(script: string, args: string[], needFiles: number): Promise<{ child: Child; port: number; readyMs: number; compiled: boolean }> {
   const t0 = Date.now();
   const child = startChild(script, args, needFiles);
   const ready = await child.ready;
-  return { child, port: ready.port as number, readyMs: Date.now() - t0 };
+  return { child, port: ready.port as number, readyMs: Date.now() - t0, compiled: ready.compiled === true };
 }
 
 /** Floor (a): heap and RSS per bare http2 mTLS session with one open stream. */
@@ -123,6 +123,7 @@ async function until(pred: () => Promise<boolean>, timeoutMs: number): Promise<b
 async function relayRun(pki: RelayPki, n: number, registering: number, processes: number, log: (m: string) => void) {
   const key = generateKeyPem();
   const first = await serverChild("./relay-server.ts", [b64(pki), "0"], n + 256);
+  log(`relay ${n}: the server runs ${first.compiled ? "compiled JavaScript (.build/)" : "the TypeScript sources through tsx (no fresh .build/: node scripts/build-cli.mjs)"}`);
   const workers = await Workers.start(processes, Math.ceil(n / processes));
   let second: Awaited<ReturnType<typeof serverChild>> | undefined;
   try {
