@@ -13,7 +13,7 @@ import { memoryAfterGc, openFileLimit } from "./spawn.js";
 
 /**
  * The relay as production runs it: compiled JavaScript (.build/, `node scripts/build-cli.mjs`), when that
- * is newer than every file of src/relay; else the sources through tsx, whose keepNames (`__name(fn, …)`
+ * is newer than every .ts file of src/relay; else the sources through tsx, whose keepNames (`__name(fn, …)`
  * on every closure) puts ~11 closures per agent in dictionary mode: 2.8 KiB of heap per agent that a
  * compiled server does not have (#39). GITMESH_BENCH_RELAY_SOURCE=tsx forces the sources.
  */
@@ -21,7 +21,9 @@ function compiledIsFresh(): boolean {
   try {
     const built = statSync(new URL("../../.build/.stamp", import.meta.url)).mtimeMs;
     const dir = new URL("../../src/relay/", import.meta.url);
-    return readdirSync(dir, { recursive: true }).every((f) => statSync(new URL(String(f), dir)).mtimeMs <= built);
+    return readdirSync(dir, { recursive: true })
+      .filter((f) => String(f).endsWith(".ts"))
+      .every((f) => statSync(new URL(String(f), dir)).mtimeMs <= built);
   } catch {
     return false;
   }
