@@ -1,16 +1,18 @@
 /**
- * Relay PKI with node-forge: the root CA (signs the server certificate), the server certificate, the
- * signing CA (signs agent CSRs), CSRs and client certificates. Keys are generated with node:crypto
- * (native, fast) and handled as PEM; node-forge builds and signs the X.509 structures.
+ * Relay PKI: the root CA (signs the server certificate), the server certificate, the signing CA (signs
+ * agent CSRs), CSRs and client certificates. Keys are generated with node:crypto and handled as PEM;
+ * node-forge builds the CAs, the server certificate and the agents' CSRs (rare), node:crypto signs them.
+ * What the server does per registration — check the agent's CSR, issue its client certificate — is
+ * native: a DER walk and node:crypto (src/pki/der.ts), no node-forge (#39).
  *
  * Identity of a client certificate: subject CN = cluster name, and URI SAN
  * spiffe://gitmesh/cluster/<name>; both must agree.
  */
-import { generateKeyPairSync, X509Certificate } from "node:crypto";
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, X509Certificate, type KeyObject } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
-import type * as Forge from "node-forge";
 import { CLUSTER_URI_PREFIX, RELAY_DEFAULTS, RELAY_SECRETS } from "./constants.js";
 import { forge, forgePublicKeyOf, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively, STAMPED_SERIAL_MARKER } from "../pki/index.js";
+import { bitString, children, DER_NULL, DER_TRUE, DerError, derToPem, explicit, octetString, oid, oidText, pemToDer, printableString, readTlv, sequence, set, time, tlv, unsignedInteger } from "../pki/der.js";
 
 /** All the server-side PKI material, as PEM. */
 export interface RelayPki {
@@ -29,13 +31,6 @@ export interface RelayPki {
 export interface KeyPairPem {
   readonly certPem: string;
   readonly keyPem: string;
-}
-
-let lastParsed: { pem: string; cert: Forge.pki.Certificate } | undefined;
-/** The signing CA is parsed once, not for every CSR. */
-function parsedCertificate(pem: string): Forge.pki.Certificate {
-  if (lastParsed?.pem !== pem) lastParsed = { pem, cert: forge.pki.certificateFromPem(pem) };
-  return lastParsed.cert;
 }
 
 /** A fresh RSA key (2048 bits by default) as PKCS#1 PEM. */
@@ -184,6 +179,8 @@ export function createCsr(cluster: string, keyPem: string = generateKeyPem()): {
 export interface ClientCertificateOptions {
   readonly cluster: string;
   readonly csrPem: string;
+  /** The result of checkClientCsr(csrPem) when the caller already checked it (not checked twice). */
+  readonly checked?: CheckedCsr;
   readonly lifetimeMs: number;
   readonly now?: number;
 }
@@ -193,59 +190,120 @@ export class InvalidCsrError extends Error {
   readonly code = "InvalidCsrError";
 }
 
-/**
- * Signs a client certificate for `cluster` with the signing CA. Only the CSR's public key is used
- * (after checking the CSR's self-signature); the identity comes from the caller, never from the CSR.
- */
 /** Smallest RSA modulus accepted in a client CSR. */
 export const MIN_RSA_BITS = 2048;
 
+/** A client CSR that passed checkClientCsr: its public key (SubjectPublicKeyInfo DER) and size. */
+export interface CheckedCsr {
+  readonly spkiDer: Buffer;
+  readonly bits: number;
+}
+
+/** PKCS#1 v1.5 RSA signature algorithms a CSR may be signed with → their hash. */
+const CSR_SIGNATURE_HASHES: Readonly<Record<string, string>> = {
+  "1.2.840.113549.1.1.5": "sha1",
+  "1.2.840.113549.1.1.14": "sha224",
+  "1.2.840.113549.1.1.11": "sha256",
+  "1.2.840.113549.1.1.12": "sha384",
+  "1.2.840.113549.1.1.13": "sha512",
+};
+
 /**
  * Parses a client CSR and checks it: PEM PKCS#10, an RSA key of at least 2048 bits, and a
- * self-signature that verifies. Throws InvalidCsrError (never anything else) for a bad CSR.
- * ECDSA keys are not accepted: node-forge, which builds the certificates, reads RSA keys only.
+ * self-signature (PKCS#1 v1.5, SHA-1/2) that verifies. Throws InvalidCsrError (never anything else)
+ * for a bad CSR. Native (node:crypto and a bounds-checked DER walk, src/pki/der.ts): node-forge's
+ * pure-JS parsing and RSA verification were the larger part of the server's CPU per registration (#39).
+ * ECDSA keys are not accepted.
  */
-export function checkClientCsr(csrPem: string): Forge.pki.CertificateSigningRequest {
-  let csr: Forge.pki.CertificateSigningRequest;
+export function checkClientCsr(csrPem: string): CheckedCsr {
+  const der = pemToDer(csrPem, ["CERTIFICATE REQUEST", "NEW CERTIFICATE REQUEST"]);
+  if (!der) throw new InvalidCsrError("the CSR is not a PEM PKCS#10 request (no CERTIFICATE REQUEST block)");
+  let spkiDer: Buffer;
+  let hash: string | undefined;
+  let signed: Buffer;
+  let signature: Buffer;
   try {
-    csr = forge.pki.certificationRequestFromPem(csrPem);
+    const outer = readTlv(der, 0);
+    const [info, alg, sig] = children(der, outer);
+    if (outer.tag !== 0x30 || info?.tag !== 0x30 || alg?.tag !== 0x30 || sig?.tag !== 0x03 || sig.end - sig.content < 2 || der[sig.content] !== 0) throw new DerError("not a CertificationRequest");
+    const [, subject, spki] = children(der, info);
+    if (subject?.tag !== 0x30 || spki?.tag !== 0x30) throw new DerError("not a CertificationRequestInfo");
+    spkiDer = der.subarray(spki.start, spki.end);
+    hash = CSR_SIGNATURE_HASHES[oidText(der, children(der, alg)[0]!)];
+    signed = der.subarray(info.start, info.end);
+    signature = der.subarray(sig.content + 1, sig.end);
   } catch (err) {
     throw new InvalidCsrError(`the CSR is not a PEM PKCS#10 request with an RSA key (${err instanceof Error ? err.message : String(err)})`);
   }
-  const key = csr.publicKey as Forge.pki.rsa.PublicKey | null;
-  if (!key || typeof (key.n as { bitLength?: unknown } | undefined)?.bitLength !== "function") throw new InvalidCsrError("the CSR carries no RSA public key");
-  const bits = key.n.bitLength();
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: spkiDer, format: "der", type: "spki" });
+  } catch {
+    throw new InvalidCsrError("the CSR carries no RSA public key");
+  }
+  if (key.asymmetricKeyType !== "rsa") throw new InvalidCsrError("the CSR carries no RSA public key");
+  const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
   if (bits < MIN_RSA_BITS) throw new InvalidCsrError(`the CSR's RSA key has ${bits} bits; at least ${MIN_RSA_BITS} are required`);
   let verified = false;
   try {
-    verified = csr.verify();
+    verified = hash !== undefined && verify(hash, signed, key, signature);
   } catch {
     verified = false;
   }
   if (!verified) throw new InvalidCsrError("the CSR's signature does not verify against its own public key");
-  return csr;
+  return { spkiDer: Buffer.from(spkiDer), bits };
 }
 
+/** The signing CA as issuance needs it: its subject (DER, the issuer of what it signs) and its key, parsed once. */
+let lastSigner: { certPem: string; keyPem: string; issuerDer: Buffer; key: KeyObject } | undefined;
+function signerOf(ca: KeyPairPem): { issuerDer: Buffer; key: KeyObject } {
+  if (lastSigner?.certPem === ca.certPem && lastSigner.keyPem === ca.keyPem) return lastSigner;
+  const der = new X509Certificate(ca.certPem).raw;
+  const tbs = children(der, readTlv(der, 0))[0]!;
+  const fields = children(der, tbs);
+  const subject = fields[fields[0]!.tag === 0xa0 ? 5 : 4]!;
+  lastSigner = { certPem: ca.certPem, keyPem: ca.keyPem, issuerDer: der.subarray(subject.start, subject.end), key: createPrivateKey(ca.keyPem) };
+  return lastSigner;
+}
+
+const SHA256_WITH_RSA = sequence(oid("1.2.840.113549.1.1.11"), DER_NULL);
+const extension = (id: string, critical: boolean, value: Buffer) => sequence(oid(id), ...(critical ? [DER_TRUE] : []), octetString(value));
+/** DNS-1123 names are PrintableString; anything else (never a valid cluster) UTF8String. */
+const directoryString = (s: string) => (/^[A-Za-z0-9 '()+,\-./:=?]*$/.test(s) ? printableString(s) : tlv(0x0c, Buffer.from(s, "utf8")));
+const rdn = (attrOid: string, value: string) => set(sequence(oid(attrOid), directoryString(value)));
+
+/**
+ * Signs a client certificate for `cluster` with the signing CA. Only the CSR's public key is used
+ * (after checking the CSR's self-signature, unless the caller passes the CSR it checked); the identity
+ * comes from the caller, never from the CSR. Built and signed natively (node:crypto): the same
+ * certificate node-forge built before #39, byte for byte (RSA PKCS#1 v1.5 signatures are
+ * deterministic; test/relay/pki.test.ts builds both with the same serial and compares).
+ */
 export function signClientCertificate(signingCa: KeyPairPem, options: ClientCertificateOptions): { certPem: string; notAfterMs: number } {
-  const csr = checkClientCsr(options.csrPem);
+  const csr = options.checked ?? checkClientCsr(options.csrPem);
   const now = options.now ?? Date.now();
-  const caCert = parsedCertificate(signingCa.certPem);
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = csr.publicKey!;
-  cert.serialNumber = randomSerial(now);
-  cert.validity.notBefore = new Date(now - NOT_BEFORE_BACKDATE_MS);
+  const signer = signerOf(signingCa);
   const notAfterMs = Math.floor((now + options.lifetimeMs) / 1000) * 1000;
-  cert.validity.notAfter = new Date(notAfterMs);
-  cert.setSubject([{ name: "commonName", value: options.cluster }, { name: "organizationName", value: "gitmesh" }]);
-  cert.setIssuer(caCert.subject.attributes);
-  cert.setExtensions([
-    { name: "basicConstraints", cA: false },
-    { name: "keyUsage", digitalSignature: true, keyEncipherment: true, critical: true },
-    { name: "extKeyUsage", clientAuth: true },
-    { name: "subjectAltName", altNames: [{ type: 6, value: CLUSTER_URI_PREFIX + options.cluster }] },
-  ]);
-  signNatively(cert, signingCa.keyPem);
-  return { certPem: forge.pki.certificateToPem(cert), notAfterMs };
+  const tbs = sequence(
+    explicit(0, unsignedInteger(Buffer.from([2]))),
+    tlv(0x02, Buffer.from(randomSerial(now), "hex")),
+    SHA256_WITH_RSA,
+    signer.issuerDer,
+    sequence(time(now - NOT_BEFORE_BACKDATE_MS), time(notAfterMs)),
+    sequence(rdn("2.5.4.3", options.cluster), rdn("2.5.4.10", "gitmesh")),
+    csr.spkiDer,
+    explicit(
+      3,
+      sequence(
+        extension("2.5.29.19", false, sequence()),
+        extension("2.5.29.15", true, Buffer.from([0x03, 0x02, 0x05, 0xa0])), // digitalSignature, keyEncipherment
+        extension("2.5.29.37", false, sequence(oid("1.3.6.1.5.5.7.3.2"))), // clientAuth
+        extension("2.5.29.17", false, sequence(tlv(0x86, Buffer.from(CLUSTER_URI_PREFIX + options.cluster, "utf8")))),
+      ),
+    ),
+  );
+  const certDer = sequence(tbs, SHA256_WITH_RSA, bitString(sign("sha256", tbs, signer.key)));
+  return { certPem: derToPem(certDer, "CERTIFICATE"), notAfterMs };
 }
 
 /** Cluster names: DNS-1123 subdomain, as for a KubernetesCluster's metadata.name. */

@@ -21,7 +21,7 @@ import type { CertificateResponse, RegisterRequest, RenewRequest } from "./gen/g
 import { credentialMatches, type ClusterIdentities } from "./identity.js";
 import type { RelayMetrics } from "./metrics.js";
 import { revokedRejection, type PeerGate } from "./peer-gate.js";
-import { checkClientCsr, InvalidCsrError, isValidClusterName, signClientCertificate, type RelayPki } from "./pki.js";
+import { checkClientCsr, InvalidCsrError, isValidClusterName, signClientCertificate, type CheckedCsr, type RelayPki } from "./pki.js";
 import { assertDecoded, checkNamedCluster, type Malformed, type Refusals } from "./refusals.js";
 import type { RelayHandlers } from "./transport.js";
 import type { Admission } from "./admission.js";
@@ -90,8 +90,8 @@ export function createRegistration(options: RegistrationOptions): Registration {
   const signingCa = { certPem: options.pki.signingCaCertPem, keyPem: options.pki.signingCaKeyPem };
 
   /** Signs a client certificate whose issue time (ms, in the serial number) was recorded in the identity store. */
-  function issue(cluster: string, csrPem: string, kind: "register" | "renew", issuedAt: number): CertificateResponse {
-    const { certPem, notAfterMs } = checkCsr(() => signClientCertificate(signingCa, { cluster, csrPem, lifetimeMs, now: issuedAt }));
+  function issue(cluster: string, csrPem: string, checked: CheckedCsr, kind: "register" | "renew", issuedAt: number): CertificateResponse {
+    const { certPem, notAfterMs } = signClientCertificate(signingCa, { cluster, csrPem, checked, lifetimeMs, now: issuedAt });
     options.metrics.certificatesIssued.inc({ kind });
     log.info(kind === "register" ? "registered cluster" : "renewed client certificate", { cluster, notAfter: new Date(notAfterMs).toISOString() });
     return { certificatePem: certPem, caPem: options.pki.rootCaCertPem, notAfterMs };
@@ -115,7 +115,7 @@ export function createRegistration(options: RegistrationOptions): Registration {
       throw new RelayRejectedError(REJECTION_REASONS.invalidRequest, grpc.status.INVALID_ARGUMENT, `cluster name ${JSON.stringify(cluster)} is not a valid KubernetesCluster name (lowercase DNS-1123 subdomain); fix relay.cluster`);
     }
     options.admission?.admit(cluster);
-    checkCsr(() => checkClientCsr(req.csrPem));
+    const checked = checkCsr(() => checkClientCsr(req.csrPem));
     // Tolerate the newline a token file or `kubectl create secret --from-file` leaves behind.
     const presented = req.token.trim();
     const fleet = fleetTokenMatches(presented);
@@ -124,7 +124,7 @@ export function createRegistration(options: RegistrationOptions): Registration {
     await gate.checkAllowed(cluster);
     const decision = await identities.register(cluster, presented, fleet, lifetimeMs).catch(unreachable);
     if (!decision.ok) throw decision.why === "bad_credential" ? badCredential(cluster) : identityInUse(cluster, decision.record.issued?.notAfterMs);
-    return issue(cluster, req.csrPem, "register", decision.issuedAtMs);
+    return issue(cluster, req.csrPem, checked, "register", decision.issuedAtMs);
   }
 
   return {
@@ -134,8 +134,8 @@ export function createRegistration(options: RegistrationOptions): Registration {
       const req = call.request;
       assertDecoded(req, "RenewRequest");
       checkNamedCluster(cluster, req.cluster);
-      checkCsr(() => checkClientCsr(req.csrPem));
-      return issue(cluster, req.csrPem, "renew", await identities.recordRenewal(cluster, lifetimeMs));
+      const checked = checkCsr(() => checkClientCsr(req.csrPem));
+      return issue(cluster, req.csrPem, checked, "renew", await identities.recordRenewal(cluster, lifetimeMs));
     }),
     async revoke(cluster, reason) {
       const before = await identities.revoke(cluster, reason);
