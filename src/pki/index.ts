@@ -14,6 +14,8 @@ export {
   subjectKeyIdBytes,
   uriNameConstraintsExtension,
 } from "./x509.js";
+/** DER encoding and reading (der.ts): the relay builds and checks its certificates natively with them. */
+export { bitString, children, DER_NULL, DER_TRUE, DerError, derToPem, explicit, octetString, oid, oidText, pemToDer, printableString, readTlv, sequence, set, time, tlv, unsignedInteger } from "./der.js";
 export type {
   IntermediateCsr,
   IntermediateRefusal,

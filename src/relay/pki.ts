@@ -11,8 +11,32 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, X509Certificate, type KeyObject } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
 import { CLUSTER_URI_PREFIX, RELAY_DEFAULTS, RELAY_SECRETS } from "./constants.js";
-import { forge, forgePublicKeyOf, NOT_BEFORE_BACKDATE_MS, randomSerial, signNatively, STAMPED_SERIAL_MARKER } from "../pki/index.js";
-import { bitString, children, DER_NULL, DER_TRUE, DerError, derToPem, explicit, octetString, oid, oidText, pemToDer, printableString, readTlv, sequence, set, time, tlv, unsignedInteger } from "../pki/der.js";
+import {
+  bitString,
+  children,
+  DER_NULL,
+  DER_TRUE,
+  DerError,
+  derToPem,
+  explicit,
+  forge,
+  forgePublicKeyOf,
+  NOT_BEFORE_BACKDATE_MS,
+  octetString,
+  oid,
+  oidText,
+  pemToDer,
+  printableString,
+  randomSerial,
+  readTlv,
+  sequence,
+  set,
+  signNatively,
+  STAMPED_SERIAL_MARKER,
+  time,
+  tlv,
+  unsignedInteger,
+} from "../pki/index.js";
 
 /** All the server-side PKI material, as PEM. */
 export interface RelayPki {
