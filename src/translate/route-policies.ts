@@ -52,8 +52,11 @@ const CONFIG_READS: Readonly<Record<RoutePolicyKind, ReadTree>> = {
 
 /** Whether a policy selects a route (by route labels or table labels, or by the destinations it forwards to). */
 export function policySelects(ctx: WorkspaceContext, policy: InputObject, route: Pick<FlatRoute, "table" | "labels" | "route">): boolean {
-  const sels = asArray(asRecord(policy.spec).applyToRoutes);
-  if (sels.length === 0) return true;
+  const spec = asRecord(policy.spec);
+  const sels = asArray(spec.applyToRoutes);
+  // "If no selectors are provided, will apply to all routes": applyToRouteDestinations is a selector
+  // (not translated, reported), so a policy with only that one applies nowhere, not everywhere.
+  if (sels.length === 0) return asArray(spec.applyToRouteDestinations).length === 0;
   const t = route.table;
   return sels.some((raw) => {
     const s = asRecord(raw);
@@ -408,7 +411,10 @@ export function routePolicyDiagnostics(ctx: WorkspaceContext, routes: readonly F
     const policies = [...ctx.own(kind)].sort(olderPolicyFirst);
     for (const p of policies) {
       const spec = asRecord(p.spec);
-      diagnostics.push(...reportUnsupported(ctx, p, spec, "/spec", ["applyToRoutes", "config"]));
+      diagnostics.push(...reportUnsupported(ctx, p, spec, "/spec", ["applyToRoutes", "config", ...(kind === "HeaderManipulationPolicy" ? ["applyToRouteDestinations"] : [])]));
+      if (kind === "HeaderManipulationPolicy" && asArray(spec.applyToRouteDestinations).length > 0) {
+        diagnostics.push(ctx.diag(p, TranslateCode.UnsupportedField, Severity.Warning, "/spec/applyToRouteDestinations", "applyToRouteDestinations is not translated: the headers are NOT set on the selected routes' destinations (only routes selected by applyToRoutes get them). Select the routes with applyToRoutes, or split the route so each destination has its own."));
+      }
       asArray(spec.applyToRoutes).forEach((s, i) => {
         diagnostics.push(...reportUnsupported(ctx, p, s, `/spec/applyToRoutes/${i}`, ["route", "withDestinations"]));
       });
