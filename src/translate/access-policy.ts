@@ -5,7 +5,7 @@
  * - Targets: `applyToWorkloads` (labels → `selector.matchLabels`, in every owned namespace that
  *   matches and has such workloads) or else `applyToDestinations` (Services: the Service's pod
  *   selector), or else every Service the workspace owns.
- * - One rule per `authzList` entry (the deprecated `authz` counts as one more entry):
+ * - One rule per `authzList` entry (the deprecated `authz` only when authzList is empty, as Gloo):
  *   `from.source.principals` = `<trustDomain>/ns/<ns>/sa/<sa>` of the workloads that
  *   allowedClients' `serviceAccountSelector` selects in discovery (name/namespace/cluster globs on
  *   the service account, labels on the pods), `requestPrincipals`, `ipBlocks`, `remoteIpBlocks`;
@@ -17,7 +17,7 @@
  */
 import { Severity, type Diagnostic } from "../core/index.js";
 import { reportUnsupported, type WorkspaceContext } from "./context.js";
-import { DestinationCode, cmpStr, consumersOf, objectSelector, selectServices, trustDomainOf, workloadsIn } from "./destination-common.js";
+import { DestinationCode, cmpStr, consumersOf, namespaceOwner, objectSelector, selectServices, trustDomainOf, workloadsIn } from "./destination-common.js";
 import { egressRoutes } from "./egress.js";
 import type { InputObject } from "./input.js";
 import { outputMetadata } from "./labels.js";
@@ -73,7 +73,7 @@ export function accessPolicyCoverage(ctx: WorkspaceContext): AccessPolicyCoverag
   const out: AccessPolicyCoverage[] = [];
   for (const ap of ctx.own("AccessPolicy")) {
     const config = asRecord(asRecord(ap.spec).config);
-    const entries = [...asArray(config.authzList), ...(config.authz === undefined ? [] : [config.authz])];
+    const entries = authzEntries(config).map(([e]) => e);
     // Only enforced entries override isolation: a dry-run policy must not open the service.
     const authz = entries.some((e) => asRecord(e).dryRun !== true);
     const authn = (TLS_MODES as readonly string[]).includes(asString(asRecord(config.authn).tlsMode) ?? "");
@@ -97,12 +97,13 @@ function targetsOf(ctx: WorkspaceContext, ap: InputObject, diagnostics: Diagnost
       const labels = objectSelector(s).labels ?? {};
       const nsGlob = asString(s.namespace);
       const clusterGlob = asString(s.cluster);
+      const wsGlob = asString(s.workspace);
       let n = 0;
       for (const cluster of ws.clusters) {
         if (!globMatch(clusterGlob, cluster)) continue;
         const snap = ctx.snapshot(cluster);
         for (const ns of ws.namespaces.get(cluster) ?? []) {
-          if (!globMatch(nsGlob, ns)) continue;
+          if (!globMatch(nsGlob, ns) || !globMatch(wsGlob, namespaceOwner(ctx.index, cluster, ns))) continue;
           if (!(snap?.workloads ?? []).some((w) => w.namespace === ns && labelsMatch(labels, w.podLabels))) continue;
           out.push({ cluster, namespace: ns, matchLabels: labels, id: `workloads-${i}` });
           n++;
@@ -121,6 +122,10 @@ function targetsOf(ctx: WorkspaceContext, ap: InputObject, diagnostics: Diagnost
     const path = raw === undefined ? "/spec" : `/spec/applyToDestinations/${i}`;
     const d = asRecord(raw);
     const kind = asString(d.kind) ?? "SERVICE";
+    if (d.port !== undefined && d.port !== null) {
+      // Gloo limits the policy to that port; an ALLOW AuthorizationPolicy on the Service's pods covers all of them.
+      diagnostics.push(ctx.diag(ap, TranslateCode.UnsupportedField, Severity.Warning, `${path}/port`, "gitmesh does not limit an access policy to one destination port: the rendered AuthorizationPolicy and PeerAuthentication apply to every port of the selected workloads (stricter than Gloo on the other ports). Remove the port, or use a policy that allows those ports' clients too."));
+    }
     if (kind === "EXTERNAL_SERVICE") {
       out.push(...externalServiceTargets(ctx, ap, d, path, diagnostics));
       return;
@@ -210,7 +215,7 @@ function principalsOf(ctx: WorkspaceContext, sel: Record<string, unknown>): stri
     memo = new Map();
     principalMemo.set(ctx.index.structure, memo);
   }
-  const key = JSON.stringify([s.name, s.namespace, s.cluster, s.labels === undefined ? null : Object.entries(s.labels).sort()]);
+  const key = JSON.stringify([s.name, s.namespace, s.cluster, s.workspace, s.labels === undefined ? null : Object.entries(s.labels).sort()]);
   const hit = memo.get(key);
   if (hit !== undefined) return hit;
   const result = computePrincipals(ctx, s);
@@ -228,6 +233,7 @@ function computePrincipals(ctx: WorkspaceContext, s: ReturnType<typeof objectSel
     const exactNs = s.namespace !== undefined && !s.namespace.includes("*");
     for (const w of exactNs ? workloadsIn(snap, s.namespace) : snap.workloads) {
       if (!globMatch(s.namespace, w.namespace) || !globMatch(s.name, w.serviceAccount) || !labelsMatch(s.labels, w.podLabels)) continue;
+      if (s.workspace !== undefined && !globMatch(s.workspace, namespaceOwner(ctx.index, cluster, w.namespace))) continue;
       out.add(`${td}/ns/${w.namespace}/sa/${w.serviceAccount}`);
     }
   }
@@ -248,13 +254,17 @@ function ruleOf(ctx: WorkspaceContext, ap: InputObject, raw: unknown, path: stri
     const requestPrincipals = new Set<string>();
     const notRequestPrincipals = new Set<string>();
     clients.forEach((c, j) => {
-      diagnostics.push(...reportUnsupported(ctx, ap, c, `${path}/allowedClients/${j}`, ["serviceAccountSelector", "requestIdentityMatcher"]));
+      diagnostics.push(...reportUnsupported(ctx, ap, c, `${path}/allowedClients/${j}`, ["serviceAccountSelector", "requestIdentityMatcher", "externalWorkloadSelector"]));
+      if (c.externalWorkloadSelector !== undefined && c.externalWorkloadSelector !== null) {
+        diagnostics.push(ctx.diag(ap, TranslateCode.UnsupportedField, Severity.Warning, `${path}/allowedClients/${j}/externalWorkloadSelector`, "gitmesh does not discover external workloads (VMs): the clients this selects are NOT allowed by this rule (a rule with no other allowed client allows nothing)."));
+      }
       if (c.serviceAccountSelector !== undefined) for (const p of principalsOf(ctx, asRecord(c.serviceAccountSelector))) principals.add(p);
       const rim = asRecord(c.requestIdentityMatcher);
       for (const p of strings(rim.requestPrincipals)) requestPrincipals.add(p);
       for (const p of strings(rim.notRequestPrincipals)) notRequestPrincipals.add(p);
     });
-    const wantsPeers = clients.some((c) => c.serviceAccountSelector !== undefined);
+    // An external-workload client counts as a peer identity that resolves to none: never "any client".
+    const wantsPeers = clients.some((c) => c.serviceAccountSelector !== undefined || (c.externalWorkloadSelector !== undefined && c.externalWorkloadSelector !== null));
     if (wantsPeers && principals.size === 0) {
       diagnostics.push(ctx.diag(ap, DestinationCode.NoAllowedClients, Severity.Warning, `${path}/allowedClients`, "the allowed clients match no service account in any discovered cluster; this rule is dropped, so it allows nothing. Check the serviceAccountSelector."));
       return undefined;
@@ -289,19 +299,35 @@ function ruleOf(ctx: WorkspaceContext, ap: InputObject, raw: unknown, path: stri
   return Object.keys(rule).length === 0 ? undefined : rule;
 }
 
+/**
+ * The Authorization entries in force, with their paths: `authzList`, or else the deprecated `authz`
+ * ("If authzList is set, it takes precedence and this field is ignored", security.policy.gloo.solo.io
+ * AccessPolicy proto): counting both would OR one more ALLOW rule than Gloo enforces.
+ */
+function authzEntries(config: Record<string, unknown>): [unknown, string][] {
+  const list: [unknown, string][] = asArray(config.authzList).map((e, i) => [e, `/spec/config/authzList/${i}`]);
+  if (list.length > 0) return list;
+  return config.authz === undefined || config.authz === null ? [] : [[config.authz, "/spec/config/authz"]];
+}
+
 function translateOne(ctx: WorkspaceContext, ap: InputObject): TranslatorOutput {
   const ws = ctx.workspace.name;
   const spec = asRecord(ap.spec);
   const config = asRecord(spec.config);
   const diagnostics: Diagnostic[] = reportUnsupported(ctx, ap, config, "/spec/config", ["authn", "authz", "authzList", "enforcementLayers"]);
   const layers = asRecord(config.enforcementLayers);
+  if (config.enforcementLayers !== undefined && config.enforcementLayers !== null && layers.mesh !== true) {
+    diagnostics.push(ctx.diag(ap, TranslateCode.UnsupportedField, Severity.Warning, "/spec/config/enforcementLayers", "enforcementLayers does not select the mesh layer, but gitmesh enforces access policies only there (Istio AuthorizationPolicy / PeerAuthentication), so it renders them anyway. Set mesh: true to say so."));
+  }
   if (layers.cni === true) diagnostics.push(ctx.diag(ap, TranslateCode.UnsupportedField, Severity.Warning, "/spec/config/enforcementLayers/cni", "CNI (Cilium) enforcement is not rendered by gitmesh; only the Istio mesh layer is."));
   const targets = targetsOf(ctx, ap, diagnostics);
 
   const enforced: Record<string, unknown>[] = [];
   const dry: Record<string, unknown>[] = [];
-  const entries: [unknown, string][] = asArray(config.authzList).map((e, i) => [e, `/spec/config/authzList/${i}`]);
-  if (config.authz !== undefined) entries.push([config.authz, "/spec/config/authz"]);
+  const entries = authzEntries(config);
+  if (entries.length > 0 && config.authz !== undefined && config.authz !== null && entries[0]?.[1] !== "/spec/config/authz") {
+    diagnostics.push(ctx.diag(ap, TranslateCode.UnsupportedField, Severity.Warning, "/spec/config/authz", "authz (deprecated) is ignored because authzList is set (\"If authzList is set, it takes precedence and this field is ignored\"); move its rule into authzList."));
+  }
   const hasAuthz = entries.length > 0;
   for (const [raw, path] of entries) {
     const rule = ruleOf(ctx, ap, raw, path, diagnostics);

@@ -16,6 +16,7 @@ import { durationNanos, istioDurationProblem } from "./duration.js";
 import type { InputObject } from "./input.js";
 import { objectSelector, serviceIndex } from "./destination-common.js";
 import { regexError } from "./route-matchers.js";
+import { dottedField, unreadKeys, type ReadTree } from "./read-keys.js";
 import { asArray, asLabels, asNumber, asRecord, asString, globMatch, labelsMatch, objectSelectorMatches } from "./selectors.js";
 import { TranslateCode, type TranslatorOutput } from "./types.js";
 
@@ -23,12 +24,39 @@ export const ROUTE_POLICY_KINDS = ["RetryTimeoutPolicy", "FaultInjectionPolicy",
 export type RoutePolicyKind = (typeof ROUTE_POLICY_KINDS)[number];
 
 /** Resolves a Gloo DestinationReference to `{host, port}` for mirror targets; provided by route-table.ts. */
-export type DestinationResolver = (ref: unknown, path: string, policy: InputObject) => { readonly host: string; readonly port?: number } | { readonly error: string; readonly path: string };
+export type DestinationResolver = (ref: unknown, path: string, policy: InputObject) => { readonly host: string; readonly port?: number } | { readonly error: string; readonly path: string; readonly code: string };
+
+/**
+ * The `config` keys each route policy's translation reads (read-keys.ts): every other set key is
+ * reported at its path, so a field the schema gains later is reported until it is translated.
+ */
+const CONFIG_READS: Readonly<Record<RoutePolicyKind, ReadTree>> = {
+  RetryTimeoutPolicy: { requestTimeout: true, retries: { attempts: true, perTryTimeout: true, retryOn: true, retryRemoteLocalities: true } },
+  FaultInjectionPolicy: { delay: { fixedDelay: true, percentage: true }, abort: { httpStatus: true, percentage: true } },
+  CORSPolicy: { allowOrigins: { exact: true, prefix: true, suffix: true, regex: true, ignoreCase: true }, allowMethods: true, allowHeaders: true, exposeHeaders: true, maxAge: true, allowCredentials: true },
+  HeaderManipulationPolicy: { appendRequestHeaders: true, appendResponseHeaders: true, removeRequestHeaders: true, removeResponseHeaders: true },
+  MirrorPolicy: {
+    destination: {
+      ref: true,
+      kind: true,
+      port: true,
+      // resolveDestination: NEEDS_GLOO_DATA_PLANE
+      awsLambda: true,
+      function: true,
+      subset: "a mirror to a subset is not translated: the mirrored requests go to every endpoint of the destination",
+      weight: "weight has no meaning for a mirror (one destination); it is ignored",
+    },
+    percentage: true,
+  },
+};
 
 /** Whether a policy selects a route (by route labels or table labels, or by the destinations it forwards to). */
 export function policySelects(ctx: WorkspaceContext, policy: InputObject, route: Pick<FlatRoute, "table" | "labels" | "route">): boolean {
-  const sels = asArray(asRecord(policy.spec).applyToRoutes);
-  if (sels.length === 0) return true;
+  const spec = asRecord(policy.spec);
+  const sels = asArray(spec.applyToRoutes);
+  // "If no selectors are provided, will apply to all routes": applyToRouteDestinations is a selector
+  // (not translated, reported), so a policy with only that one applies nowhere, not everywhere.
+  if (sels.length === 0) return asArray(spec.applyToRouteDestinations).length === 0;
   const t = route.table;
   return sels.some((raw) => {
     const s = asRecord(raw);
@@ -159,7 +187,7 @@ export function applyRoutePolicies(
       case "MirrorPolicy": {
         const r = resolve(config.destination, "/spec/config/destination", p);
         if ("error" in r) {
-          out.push(diag(p, TranslateCode.DestinationNotFound, r.path, `${r.error}; the mirror is not applied.`));
+          out.push(diag(p, r.code, r.path, `${r.error}; the mirror is not applied.`));
           break;
         }
         route.mirror = { host: r.host, ...(r.port === undefined ? {} : { port: { number: r.port } }) };
@@ -236,12 +264,13 @@ function applyCors(route: Record<string, unknown>, c: Record<string, unknown>, d
     const r = asRecord(o);
     const exact = asString(r.exact);
     const prefix = asString(r.prefix);
+    const suffix = asString(r.suffix);
     const regex = asString(r.regex);
     const path = `/spec/config/allowOrigins/${String(i)}`;
-    const bad = regex === undefined || exact !== undefined || prefix !== undefined ? undefined : regexError(regex);
-    if ((exact ?? prefix ?? regex ?? "") === "") invalid(path, "an allowed origin needs a non-empty exact, prefix or regex; it is left out.");
+    const bad = regex === undefined || exact !== undefined || prefix !== undefined || suffix !== undefined ? undefined : regexError(regex);
+    if ((exact ?? prefix ?? suffix ?? regex ?? "") === "") invalid(path, "an allowed origin needs a non-empty exact, prefix, suffix or regex; it is left out.");
     else if (bad !== undefined) invalid(`${path}/regex`, `invalid regex "${regex ?? ""}": ${bad}; the origin is left out.`);
-    else origins.push(exact !== undefined ? { exact } : prefix !== undefined ? { prefix } : { regex: regex! });
+    else origins.push(originMatch(exact, prefix, suffix, regex, r.ignoreCase === true));
   });
   if (origins.length > 0) cors.allowOrigins = origins;
   for (const k of ["allowMethods", "allowHeaders", "exposeHeaders"] as const) {
@@ -262,6 +291,21 @@ function applyCors(route: Record<string, unknown>, c: Record<string, unknown>, d
   if (maxAge !== undefined) cors.maxAge = maxAge;
   if (typeof c.allowCredentials === "boolean") cors.allowCredentials = c.allowCredentials;
   route.corsPolicy = cors;
+}
+
+/**
+ * A Gloo StringMatch as an Istio CORS origin match. Istio has exact, prefix and regex: a suffix, and
+ * `ignoreCase` ("If true, indicates the exact/prefix/suffix matching should be case insensitive. This
+ * has no effect for the regex match", common.gloo.solo.io StringMatch), become an RE2 regex, which
+ * Envoy matches against the whole origin.
+ */
+function originMatch(exact: string | undefined, prefix: string | undefined, suffix: string | undefined, regex: string | undefined, ignoreCase: boolean): Record<string, string> {
+  const re = (s: string) => s.replace(/[\\^$.|?*+()[\]{}]/g, "\\$&");
+  const ci = ignoreCase ? "(?i)" : "";
+  if (exact !== undefined) return ignoreCase ? { regex: `${ci}${re(exact)}` } : { exact };
+  if (prefix !== undefined) return ignoreCase ? { regex: `${ci}${re(prefix)}.*` } : { prefix };
+  if (suffix !== undefined) return { regex: `${ci}.*${re(suffix)}` };
+  return { regex: regex ?? "" };
 }
 
 function applyHeaders(route: Record<string, unknown>, c: Record<string, unknown>, invalid: Invalid): void {
@@ -367,10 +411,17 @@ export function routePolicyDiagnostics(ctx: WorkspaceContext, routes: readonly F
     const policies = [...ctx.own(kind)].sort(olderPolicyFirst);
     for (const p of policies) {
       const spec = asRecord(p.spec);
-      diagnostics.push(...reportUnsupported(ctx, p, spec, "/spec", ["applyToRoutes", "config"]));
+      diagnostics.push(...reportUnsupported(ctx, p, spec, "/spec", ["applyToRoutes", "config", ...(kind === "HeaderManipulationPolicy" ? ["applyToRouteDestinations"] : [])]));
+      if (kind === "HeaderManipulationPolicy" && asArray(spec.applyToRouteDestinations).length > 0) {
+        diagnostics.push(ctx.diag(p, TranslateCode.UnsupportedField, Severity.Warning, "/spec/applyToRouteDestinations", "applyToRouteDestinations is not translated: the headers are NOT set on the selected routes' destinations (only routes selected by applyToRoutes get them). Select the routes with applyToRoutes, or split the route so each destination has its own."));
+      }
       asArray(spec.applyToRoutes).forEach((s, i) => {
         diagnostics.push(...reportUnsupported(ctx, p, s, `/spec/applyToRoutes/${i}`, ["route", "withDestinations"]));
       });
+      for (const u of unreadKeys(spec.config, CONFIG_READS[kind], "/spec/config")) {
+        const why = u.reason ?? "gitmesh does not translate it; it has no effect on the rendered Istio configuration";
+        diagnostics.push(ctx.diag(p, TranslateCode.UnsupportedField, Severity.Warning, u.path, `${kind} config.${dottedField(u.path, "/spec/config")}: ${why}.`));
+      }
     }
     const used = new Set<string>();
     const conflicts = new Map<string, { loser: InputObject; winner: InputObject; routes: string[] }>();

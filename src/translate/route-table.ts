@@ -619,7 +619,7 @@ export function resolveDestination(ctx: WorkspaceContext, owner: InputObject, ra
 function destinationResolver(ctx: WorkspaceContext, rt: InputObject, cluster: string): DestinationResolver {
   return (ref, path, policy) => {
     const r = resolveDestination(ctx, policy.metadata.namespace === undefined ? rt : policy, asRecord(ref), path, cluster);
-    return "error" in r ? { error: r.error, path: r.path } : r.port === undefined ? { host: r.host } : { host: r.host, port: r.port };
+    return "error" in r ? { error: r.error, path: r.path, code: r.code } : r.port === undefined ? { host: r.host } : { host: r.host, port: r.port };
   };
 }
 

@@ -154,7 +154,8 @@ func TestCSRFPolicy(t *testing.T) {
 		if !perRoute(t, gw.routeOf(gw.call(httpGateway(host, 8080, "/forms/a"))), "envoy.filters.http.csrf", per) {
 			t.Fatal("route /forms has no csrf config")
 		}
-		if percentOf(per.GetFilterEnabled().GetDefaultValue()) != 50 || len(per.AdditionalOrigins) != 2 || per.AdditionalOrigins[1].GetSuffix() != ".example.org" || !per.AdditionalOrigins[1].IgnoreCase {
+		if percentOf(per.GetFilterEnabled().GetDefaultValue()) != 50 || len(per.AdditionalOrigins) != 4 || per.AdditionalOrigins[1].GetSuffix() != ".example.org" || !per.AdditionalOrigins[1].IgnoreCase ||
+			per.AdditionalOrigins[2].GetPrefix() != "https://partner." || per.AdditionalOrigins[3].GetSafeRegex().GetRegex() != `https://[a-z]+\.example\.net` {
 			t.Errorf("route /forms csrf %v", per)
 		}
 	})
