@@ -106,6 +106,10 @@ describe("the YAML emitter", () => {
       same([v], JSON.stringify(v));
     }
     for (const top of [{}, [], [[]], [{}], [1, [2, [3, { a: [4, { b: null }] }]]], [[{ a: 1, b: [] }]]]) same(top, JSON.stringify(top));
+    const bare = Object.create(null) as Record<string, unknown>;
+    bare.a = 1;
+    bare.b = { c: "x" };
+    for (const odd of [bare, { x: bare }, { 2: "a", 1: "b", a: 1 }, Object.assign([1, 2], { extra: 3 })]) expect(same(odd, "null prototype, integer keys, array with a member")).toBe(true);
     // outside the scope: declined, never guessed
     for (const v of [{ v: Number.NaN }, { v: Infinity }, { v: new Date(0) }, { v: undefined }, { v: new Map() }, { v: 1n }, "top", 1, null])
       expect(emitYaml(v)).toBeUndefined();
