@@ -116,6 +116,17 @@ function keyText(k: string): string | undefined {
   return t;
 }
 
+/**
+ * The document built by `+` is a tree of V8 cons-strings (hundreds of nodes per object); reading one
+ * character flattens it into one sequential string. The audit writer keeps every document in its
+ * cache, and a retained tree costs the GC: on the medium fleet's 17,440 objects, kept, 320 ms of CPU
+ * unflattened against 170 ms flattened here (100 ms when the documents are dropped).
+ */
+function flat(s: string): string {
+  s.charCodeAt(s.length >> 1);
+  return s;
+}
+
 class Bail extends Error {}
 const BAIL = new Bail("outside the emitter's scope");
 
@@ -187,7 +198,7 @@ export function emitYaml(value: unknown): string | undefined {
   try {
     const l = leaf(value);
     if (l !== null) return l + "\n";
-    return (Array.isArray(value) ? sequence(value, "") : mapping(value as Record<string, unknown>, "")) + "\n";
+    return flat((Array.isArray(value) ? sequence(value, "") : mapping(value as Record<string, unknown>, "")) + "\n");
   } catch (e) {
     if (e === BAIL) return undefined;
     throw e;
