@@ -13,6 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import { stringify } from "yaml";
+import { emitYaml } from "./yaml-emit.js";
 
 const FIRST_KEYS: Readonly<Record<string, number>> = { apiVersion: 0, kind: 1, metadata: 2 };
 
@@ -144,7 +145,19 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(canonicalObject(value));
 }
 
-/** Canonical YAML document, as written to the audit branch and printed by `render`. */
+/**
+ * Canonical YAML document, as written to the audit branch and printed by `render`: the bytes of the
+ * `yaml` package's `stringify(…, { lineWidth: 0, aliasDuplicateObjects: false })`. A hand-written
+ * emitter (yaml-emit.ts, byte-identical, proven by test/core/yaml-emit.test.ts) writes the documents
+ * it can prove identical — the rendered fleet's, all of them — and the `yaml` package writes the rest
+ * (multi-line strings, document markers, odd keys). Why and how much faster: src/core/README.md.
+ */
 export function canonicalYaml(value: unknown): string {
-  return stringify(canonicalObject(value), { lineWidth: 0, aliasDuplicateObjects: false });
+  const c = canonicalObject(value);
+  return emitYaml(c) ?? yamlPackageStringify(c);
+}
+
+/** The `yaml` package's serialisation with canonicalYaml's options (the reference of yaml-emit.ts). */
+export function yamlPackageStringify(value: unknown): string {
+  return stringify(value, { lineWidth: 0, aliasDuplicateObjects: false });
 }

@@ -3,6 +3,7 @@ export * from "./errors.js";
 export * from "./logger.js";
 export * from "./redact.js";
 export * from "./canonical.js";
+export { emitYaml } from "./yaml-emit.js";
 export * from "./config-input.js";
 export * from "./backoff.js";
 export * from "./labels.js";
