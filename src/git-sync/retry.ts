@@ -10,6 +10,26 @@ export interface BackoffOptions {
   readonly maxDelayMs?: number;
   /** Waits; injectable so callers control time (default: setTimeout). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * The owner's stop: once aborted, no further attempt is made and a wait ends at once (the last
+   * error is thrown). A stopping server must not keep retrying against a Git server that is gone.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** `ms`, or less: ends as soon as `signal` aborts, and its timer with it (nothing is left to keep the process alive). */
+function sleepUnlessAborted(ms: number, signal: AbortSignal, sleep: ((ms: number) => Promise<void>) | undefined): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = sleep === undefined ? setTimeout(() => done(), ms) : undefined;
+    const done = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    signal.addEventListener("abort", done, { once: true });
+    if (sleep !== undefined) void sleep(ms).then(done, done);
+  });
 }
 
 export const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -28,15 +48,17 @@ export async function withBackoff<T>(
   options: BackoffOptions & { readonly onRetry?: (err: unknown, attempt: number, delayMs: number) => void } = {},
 ): Promise<T> {
   const attempts = Math.max(1, options.attempts ?? 5);
-  const sleep = options.sleep ?? defaultSleep;
+  const sleep = (ms: number) => (options.signal === undefined ? (options.sleep ?? defaultSleep)(ms) : sleepUnlessAborted(ms, options.signal, options.sleep));
+  const aborted = () => options.signal?.aborted === true;
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn(attempt);
     } catch (err) {
-      if (attempt >= attempts || reactionOf(err) !== Reaction.Transient) throw err;
+      if (attempt >= attempts || reactionOf(err) !== Reaction.Transient || aborted()) throw err;
       const delay = backoffDelay(attempt, options);
       options.onRetry?.(err, attempt, delay);
       await sleep(delay);
+      if (aborted()) throw err;
     }
   }
 }

@@ -77,6 +77,8 @@ export function createGitPolling(options: GitPollingOptions): GitPolling {
     logger: log.child("git"),
     ...(options.verifier ? { verifier: options.verifier } : {}),
     ...(options.http ? { http: options.http } : {}),
+    // A stopping server stops retrying a fetch (the Git server may be gone with it).
+    ...(options.signal ? { retry: { signal: options.signal } } : {}),
   });
   let trigger: SyncTrigger | undefined;
   let polling = false;

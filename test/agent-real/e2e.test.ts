@@ -246,9 +246,10 @@ describe("push → server → relay → agent → real API server, under the cha
     await gm.poll("an agent told of the hold", () => Promise.resolve(outputs().includes("cluster held by the management server")), 60_000);
     // `kubectl edit` as an operator does it during the incident: an Update by another field manager.
     const http = ((await live()).spec.http as Obj[]).map((r, i) => (i === 0 ? { ...r, timeout: "7s" } : r));
+    // Counted before the edit: the watch event (and its log line) may come before the PATCH's answer.
+    const seenBefore = heldLines();
     const edit = await cluster.kube.request("PATCH", path, { body: { spec: { http } }, contentType: "application/merge-patch+json", query: { fieldManager: "kubectl-edit" } });
     expect(edit.status, edit.text).toBe(200);
-    const seenBefore = heldLines();
     await gm.poll("the leader finding the hand edit and leaving it", () => Promise.resolve(heldLines() > seenBefore), 60_000);
     // The watcher saw it and decided: it stays, also a few seconds later (a repair is scheduled within a tick).
     await new Promise((r) => setTimeout(r, 3_000));

@@ -64,4 +64,29 @@ describe("withBackoff (git fetch/push retries)", () => {
     ).rejects.toThrow("down");
     expect(calls).toBe(3);
   });
+
+  it("stops at its owner's stop: a wait ends at once with the last error, its timer cleared (nothing keeps a stopped process alive), and no attempt after it", async () => {
+    const stop = new AbortController();
+    let calls = 0;
+    const started = Date.now();
+    const run = withBackoff(
+      () => {
+        calls++;
+        return Promise.reject(new TransientError("connect ECONNREFUSED"));
+      },
+      { initialDelayMs: 60_000, signal: stop.signal },
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    stop.abort();
+    await expect(run).rejects.toThrow("ECONNREFUSED");
+    expect(calls).toBe(1);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    // The 60 s backoff timer is gone with the stop.
+    expect(process.getActiveResourcesInfo().filter((r) => r === "Timeout").length).toBe(timersBefore - 1);
+    // Already stopped: one attempt, no wait.
+    calls = 0;
+    await expect(withBackoff(() => (calls++, Promise.reject(new TransientError("down"))), { signal: stop.signal })).rejects.toThrow("down");
+    expect(calls).toBe(1);
+  });
 });
