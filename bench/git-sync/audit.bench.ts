@@ -18,19 +18,18 @@
  *   deleted from the local repository in between): the Git part alone, beside fast-import.
  * Rounds alternate which side goes first; ratios are medians of per-round ratios.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { canonicalYaml, silentLogger } from "../../src/core/index.js";
 import { createBareRepo } from "../../src/devtools/index.js";
 import { createAuditWriter, discoveryPath, renderedPath, type AuditInput, type RenderedResource } from "../../src/git-sync/index.js";
 import { median, round, time, type Benchmark, type Figure } from "../harness.js";
+import { startServerProcess } from "./server-process.js";
 
 const exec = promisify(execFile);
-const here = dirname(fileURLToPath(import.meta.url));
 const CLUSTERS = Number(process.env.AUDIT_CLUSTERS ?? 1000);
 const SERVICES = 5;
 /** The cluster whose one resource changes in the later commit. */
@@ -38,19 +37,6 @@ const EDITED = Math.min(42, CLUSTERS - 1);
 const editedName = `cluster-${String(EDITED).padStart(4, "0")}`;
 const BRANCH = "gitmesh/rendered";
 const gitEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_TERMINAL_PROMPT: "0", HOME: tmpdir() };
-
-function startServerProcess(root: string): Promise<{ baseUrl: string; child: ChildProcess }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(here, "git-server-child.ts"), root], { stdio: ["pipe", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      out += d;
-      if (out.includes("\n")) resolve({ baseUrl: out.split("\n")[0]!.trim(), child });
-    });
-    child.on("error", reject);
-    child.on("exit", (code) => reject(new Error(`git server process exited with ${String(code)}`)));
-  });
-}
 
 const KINDS = ["VirtualService", "DestinationRule", "ServiceEntry", "AuthorizationPolicy", "Sidecar", "PeerAuthentication", "RequestAuthentication", "Telemetry", "WasmPlugin", "EnvoyFilter", "ServiceAccount", "Service", "ConfigMap", "Gateway"];
 

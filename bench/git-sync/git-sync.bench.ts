@@ -13,7 +13,7 @@
  * - The audit writer: a 100-cluster output (50 resources per cluster), first write, then a write
  *   where one resource in one cluster changed, to a local repository and pushed to the server.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -24,6 +24,7 @@ import { createAuditWriter, createConfigLoader, createGitSource, type DesiredSta
 import { startGitServer } from "../../test/helpers/git-server.js";
 import { generateConfigRepo } from "../config/generate-config-repo.js";
 import { median, round, time, type Benchmark, type Figure } from "../harness.js";
+import { startServerProcess } from "./server-process.js";
 
 const exec = promisify(execFile);
 const FILES = 10_000;
@@ -37,21 +38,6 @@ interface SideRun {
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
-
-/** Starts git-server-child.ts on `root`; resolves with its base URL once it listens. */
-function startServerProcess(root: string): Promise<{ baseUrl: string; child: ChildProcess }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(here, "git-server-child.ts"), root], { stdio: ["pipe", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      out += d;
-      const line = out.split("\n")[0]!;
-      if (out.includes("\n")) resolve({ baseUrl: line.trim(), child });
-    });
-    child.on("error", reject);
-    child.on("exit", (code) => reject(new Error(`git server process exited with ${code}`)));
-  });
-}
 
 /** gitmesh's first sync in a fresh process (sync-child.ts). */
 async function gitmeshSide(url: string, cacheDir: string): Promise<SideRun & { files: number }> {
